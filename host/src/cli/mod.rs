@@ -1,0 +1,73 @@
+//! The `teamhost` command: argument parsing and dispatch. Each command family
+//! lives in its own file; all of them print human text, or JSON with `--json`.
+
+mod message;
+mod output;
+mod task;
+mod team;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::store::{Home, Store};
+
+pub use output::Output;
+
+/// Run AI-agent teammates as WebAssembly components, on Claude Code's
+/// agent-teams protocol.
+#[derive(Debug, Parser)]
+#[command(name = "teamhost", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Home directory (default: $TEAMHOST_HOME, else ~/.teamhost). Point it at
+    /// ~/.claude to work on Claude Code's teams.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create, list, show and delete teams.
+    #[command(subcommand)]
+    Team(team::TeamCommand),
+    /// Work with a team's shared task list.
+    #[command(subcommand)]
+    Task(task::TaskCommand),
+    /// Send a message to one member's inbox.
+    Send(message::SendArgs),
+    /// Send a message to every member but the sender.
+    Broadcast(message::BroadcastArgs),
+    /// Show (or consume with --take) a member's inbox.
+    Inbox(message::InboxArgs),
+}
+
+/// The team a command acts on: `--team`, else `$TEAMHOST_TEAM`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TeamArg {
+    /// Team name.
+    #[arg(long, env = "TEAMHOST_TEAM", value_name = "TEAM")]
+    pub team: String,
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    let home = Home::resolve(cli.home.as_deref())?;
+    let store = Store::new(home);
+    let out = Output::new(cli.json);
+    match cli.command {
+        Command::Team(c) => team::run(&store, &out, c),
+        Command::Task(c) => task::run(&store, &out, c),
+        Command::Send(a) => message::send(&store, &out, a),
+        Command::Broadcast(a) => message::broadcast(&store, &out, a),
+        Command::Inbox(a) => message::inbox(&store, &out, a),
+    }
+}

@@ -1,0 +1,166 @@
+//! `teamhost team create|delete|list|show`.
+
+use clap::Subcommand;
+use serde_json::json;
+
+use super::Output;
+use crate::store::config::session_team_name;
+use crate::store::{NewMember, NewTeam, Store};
+
+/// Team commands.
+#[derive(Debug, Subcommand)]
+pub enum TeamCommand {
+    /// Create a team with you as its lead (`team-lead`).
+    Create {
+        /// Team name (sanitised: non-alphanumerics become '-', lower case).
+        /// Omit it with --session to get the reference's implicit `session-<8 hex>` team.
+        name: Option<String>,
+        /// What the team is for.
+        #[arg(long)]
+        description: Option<String>,
+        /// The lead's session id (a new UUID by default).
+        #[arg(long, value_name = "UUID")]
+        session: Option<String>,
+        /// The lead's model.
+        #[arg(long)]
+        model: Option<String>,
+    },
+    /// Delete a team's config, inboxes and tasks.
+    Delete {
+        /// Team name.
+        name: String,
+        /// Delete even if teammates are still registered.
+        #[arg(long)]
+        force: bool,
+    },
+    /// List the teams under the home directory.
+    List,
+    /// Register a member (what a spawn does before starting the teammate).
+    AddMember {
+        /// Team name.
+        team: String,
+        /// Wanted name (made unique: x, x-2, …).
+        name: String,
+        /// Role.
+        #[arg(long)]
+        agent_type: Option<String>,
+        /// Model id.
+        #[arg(long)]
+        model: Option<String>,
+        /// Initial prompt (recorded, not delivered).
+        #[arg(long)]
+        prompt: Option<String>,
+        /// Backend recorded in the entry.
+        #[arg(long)]
+        backend: Option<String>,
+    },
+    /// Remove a member by name or agent id.
+    RemoveMember {
+        /// Team name.
+        team: String,
+        /// Member name or agent id.
+        name: String,
+    },
+    /// Show a team's config and members.
+    Show {
+        /// Team name.
+        name: String,
+    },
+}
+
+pub(super) fn run(store: &Store, out: &Output, cmd: TeamCommand) -> anyhow::Result<()> {
+    match cmd {
+        TeamCommand::Create {
+            name,
+            description,
+            session,
+            model,
+        } => {
+            let name = match (name, &session) {
+                (Some(n), _) => n,
+                (None, Some(s)) => session_team_name(s),
+                (None, None) => anyhow::bail!(
+                    "give a team name (`teamhost team create NAME`) or --session UUID for an implicit session team"
+                ),
+            };
+            let team = store.team(&name)?;
+            let config = team.create(NewTeam {
+                description,
+                lead_session_id: session,
+                lead_model: model,
+                ..Default::default()
+            })?;
+            out.print(&config, || {
+                format!(
+                    "created team {} at {}",
+                    config.name,
+                    team.paths().team_dir().display()
+                )
+            })
+        }
+        TeamCommand::Delete { name, force } => {
+            let team = store.team(&name)?;
+            team.delete(force)?;
+            out.print(&json!({"deleted": team.name()}), || {
+                format!("deleted team {}", team.name())
+            })
+        }
+        TeamCommand::AddMember {
+            team,
+            name,
+            agent_type,
+            model,
+            prompt,
+            backend,
+        } => {
+            let m = store.team(&team)?.add_member(NewMember {
+                name,
+                agent_type,
+                model,
+                prompt,
+                backend_type: backend,
+                cwd: std::env::current_dir().ok().map(|d| d.display().to_string()),
+                ..Default::default()
+            })?;
+            out.print(&m, || format!("added {} ({})", m.agent_id, m.color.as_deref().unwrap_or("-")))
+        }
+        TeamCommand::RemoveMember { team, name } => {
+            let m = store.team(&team)?.remove_member(&name)?;
+            out.print(&m, || format!("removed {}", m.agent_id))
+        }
+        TeamCommand::List => {
+            let names = store.list_teams()?;
+            out.print(&names, || {
+                if names.is_empty() {
+                    format!("no teams under {}", store.home().root().display())
+                } else {
+                    names.join("\n")
+                }
+            })
+        }
+        TeamCommand::Show { name } => {
+            let config = store.team(&name)?.config()?;
+            out.print(&config, || {
+                let mut s = format!("team {}", config.name);
+                if let Some(d) = &config.description {
+                    s.push_str(&format!(" — {d}"));
+                }
+                s.push('\n');
+                for m in &config.members {
+                    s.push_str(&format!(
+                        "  {:<20} {:<8} {:<12} {}\n",
+                        m.name,
+                        m.color.as_deref().unwrap_or("-"),
+                        m.backend_type.as_deref().unwrap_or("-"),
+                        match m.is_active {
+                            Some(true) => "active",
+                            Some(false) => "idle",
+                            None => "",
+                        }
+                    ));
+                }
+                s
+            })
+        }
+    }
+}

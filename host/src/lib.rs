@@ -1,0 +1,20 @@
+//! teamhost runs AI-agent teammates as WebAssembly components, on the same
+//! on-disk protocol as Claude Code's agent teams.
+//!
+//! # Layout
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`store`] | the team on disk: paths, names, locks, atomic writes, config, mailboxes, tasks |
+//! | [`protocol`] | structured messages carried inside a mailbox `text` |
+//! | [`error`] | the library's public error type |
+//! | [`cli`] | the `teamhost` command line |
+//!
+//! The store needs neither wasm nor tokio: the CLI and tests use it directly.
+
+pub mod cli;
+pub mod error;
+pub mod protocol;
+pub mod store;
+
+pub use error::{Error, Result};

@@ -1,0 +1,422 @@
+//! `teams/{team}/config.json`: the team and its members.
+//!
+//! Field names, order and optional-field presence follow the reference (seeds
+//! 002 App. C.3 and the files the current CLI writes). Fields teamhost does not
+//! know — on the team or on any member — are kept in `extra` and written back
+//! unchanged by every read-modify-write, so other programs' data survives us.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::atomic::{read_json, read_json_or_move_aside, write_json};
+use super::lock::with_lock;
+use super::paths::{agent_file_stem, agent_id};
+use super::{StoreEvent, Team};
+use crate::error::{Error, Result};
+use crate::protocol::time::now_ms;
+
+/// Colours handed to teammates in join order, as the reference does.
+pub const COLORS: [&str; 8] = [
+    "blue", "green", "yellow", "purple", "orange", "pink", "cyan", "red",
+];
+
+/// Name of the lead member in teams teamhost creates.
+pub const LEAD_NAME: &str = "team-lead";
+
+/// The whole `config.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TeamConfig {
+    /// Team name (the directory name).
+    pub name: String,
+    /// What the team is for (explicit teams only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Creation time, Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<u64>,
+    /// `name@team` of the lead.
+    pub lead_agent_id: String,
+    /// The lead's session UUID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead_session_id: Option<String>,
+    /// Every member, the lead first.
+    #[serde(default)]
+    pub members: Vec<Member>,
+    /// Fields written by other programs, preserved as they are.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl TeamConfig {
+    /// The member called `name`, or whose agent id is `name`.
+    pub fn member(&self, name: &str) -> Option<&Member> {
+        self.members
+            .iter()
+            .find(|m| m.name == name || m.agent_id == name)
+    }
+
+    /// Names of every member, in config order.
+    pub fn member_names(&self) -> Vec<String> {
+        self.members.iter().map(|m| m.name.clone()).collect()
+    }
+
+    /// The lead's member name (from `leadAgentId`).
+    pub fn lead_name(&self) -> &str {
+        self.lead_agent_id
+            .split_once('@')
+            .map_or(self.lead_agent_id.as_str(), |(n, _)| n)
+    }
+
+    fn member_not_found(&self, name: &str) -> Error {
+        Error::MemberNotFound {
+            team: self.name.clone(),
+            name: name.to_string(),
+            members: self.member_names(),
+        }
+    }
+}
+
+/// One entry of `members`. Optional fields are omitted when unset; key order is
+/// the current reference's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Member {
+    /// `name@team`.
+    pub agent_id: String,
+    /// Name used in messages and as the inbox file name.
+    pub name: String,
+    /// Role (`team-lead`, `general-purpose`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<String>,
+    /// Display colour (teammates only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+    /// Join time, Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joined_at: Option<u64>,
+    /// tmux pane id (`%N`), `"leader"` for the lead, `"in-process"` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux_pane_id: Option<String>,
+    /// Reserved by the reference; always `[]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscriptions: Option<Vec<Value>>,
+    /// Model id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Initial prompt given at spawn (teammates only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// Whether the teammate must get its plan approved before acting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_mode_required: Option<bool>,
+    /// Working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// `"in-process"`, `"tmux"` or teamhost's `"process"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_type: Option<String>,
+    /// Git worktree path, when isolated in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree_path: Option<String>,
+    /// Permission mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Tool rules allowed without asking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_tools: Option<Vec<String>>,
+    /// Tool rules always denied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disallowed_tools: Option<Vec<String>>,
+    /// Active (`true`) or idle (`false`); teammates only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_active: Option<bool>,
+    /// Fields written by other programs, preserved as they are.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// What [`Team::create`] needs. `Default` gives an explicit team led by
+/// `team-lead` with a fresh session id and no description.
+#[derive(Debug, Clone, Default)]
+pub struct NewTeam {
+    /// Team description (omitted from the file when `None`).
+    pub description: Option<String>,
+    /// The lead's session UUID; a new v4 UUID when `None`.
+    pub lead_session_id: Option<String>,
+    /// The lead's agent type; `"team-lead"` when `None`.
+    pub lead_agent_type: Option<String>,
+    /// The lead's model (omitted when `None`).
+    pub lead_model: Option<String>,
+    /// The lead's working directory; the current directory when `None`.
+    pub cwd: Option<String>,
+}
+
+/// The name of the implicit team the current reference CLI creates for a session:
+/// `session-` + the first 8 hex digits of the session id.
+pub fn session_team_name(session_id: &str) -> String {
+    let hex: String = session_id
+        .chars()
+        .filter(|c| c.is_ascii_hexdigit())
+        .take(8)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    format!("session-{hex}")
+}
+
+/// What [`Team::add_member`] needs. Only `name` is required.
+#[derive(Debug, Clone, Default)]
+pub struct NewMember {
+    /// Wanted name; made unique (`x`, `x-2`, …) if taken.
+    pub name: String,
+    /// Role; omitted when `None` (as the current reference does).
+    pub agent_type: Option<String>,
+    /// Model id.
+    pub model: Option<String>,
+    /// Initial prompt.
+    pub prompt: Option<String>,
+    /// Colour; the next one in join order when `None`.
+    pub color: Option<String>,
+    /// Whether plan approval is required.
+    pub plan_mode_required: bool,
+    /// Working directory.
+    pub cwd: Option<String>,
+    /// Backend; `"in-process"` when `None`.
+    pub backend_type: Option<String>,
+    /// Pane id; the backend name (`"in-process"`) when `None`.
+    pub tmux_pane_id: Option<String>,
+    /// Permission mode; omitted when `None`.
+    pub mode: Option<String>,
+    /// Allowed tool rules; omitted when empty.
+    pub allowed_tools: Vec<String>,
+    /// Denied tool rules; omitted when empty.
+    pub disallowed_tools: Vec<String>,
+}
+
+impl Team {
+    /// Creates the team's `config.json` with the lead as its only member.
+    /// Fails with [`Error::TeamExists`] when it is already there.
+    pub fn create(&self, new: NewTeam) -> Result<TeamConfig> {
+        let path = self.paths.config();
+        let cwd = new.cwd.unwrap_or_else(|| {
+            std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default()
+        });
+        let config = with_lock(&path, self.lock_opts(), || {
+            if path.exists() {
+                return Err(Error::TeamExists {
+                    team: self.name().to_string(),
+                    path: path.clone(),
+                });
+            }
+            let now = now_ms();
+            let lead_id = agent_id(LEAD_NAME, self.name());
+            let config = TeamConfig {
+                name: self.name().to_string(),
+                description: new.description,
+                created_at: Some(now),
+                lead_agent_id: lead_id.clone(),
+                lead_session_id: Some(
+                    new.lead_session_id
+                        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+                ),
+                members: vec![Member {
+                    agent_id: lead_id,
+                    name: LEAD_NAME.to_string(),
+                    agent_type: Some(new.lead_agent_type.unwrap_or_else(|| LEAD_NAME.into())),
+                    color: None,
+                    joined_at: Some(now),
+                    tmux_pane_id: Some("leader".into()),
+                    subscriptions: Some(Vec::new()),
+                    model: new.lead_model,
+                    prompt: None,
+                    plan_mode_required: None,
+                    cwd: Some(cwd),
+                    backend_type: Some("in-process".into()),
+                    worktree_path: None,
+                    mode: None,
+                    allowed_tools: None,
+                    disallowed_tools: None,
+                    is_active: None,
+                    extra: Map::new(),
+                }],
+                extra: Map::new(),
+            };
+            write_json(&path, &config)?;
+            Ok(config)
+        })?;
+        std::fs::create_dir_all(self.paths.inboxes_dir())
+            .map_err(|e| Error::io("create", self.paths.inboxes_dir(), e))?;
+        std::fs::create_dir_all(self.paths.tasks_dir())
+            .map_err(|e| Error::io("create", self.paths.tasks_dir(), e))?;
+        self.emit(StoreEvent::ConfigChanged {
+            team: self.name().into(),
+        });
+        Ok(config)
+    }
+
+    /// Whether `config.json` exists.
+    pub fn exists(&self) -> bool {
+        self.paths.config().is_file()
+    }
+
+    /// Reads `config.json` ([`Error::TeamNotFound`] when absent).
+    pub fn config(&self) -> Result<TeamConfig> {
+        read_json(&self.paths.config())?.ok_or_else(|| self.not_found())
+    }
+
+    /// Runs `change` on the config under the config lock and writes the result.
+    /// A corrupt config is moved aside and reported as [`Error::Corrupt`]: a team
+    /// cannot be rebuilt from nothing, so nothing is written over it.
+    pub fn update_config<T>(&self, change: impl FnOnce(&mut TeamConfig) -> Result<T>) -> Result<T> {
+        let path = self.paths.config();
+        let out = with_lock(&path, self.lock_opts(), || {
+            let Some(mut config) = read_json_or_move_aside::<TeamConfig>(&path)? else {
+                return Err(self.not_found());
+            };
+            let out = change(&mut config)?;
+            write_json(&path, &config)?;
+            Ok(out)
+        })?;
+        self.emit(StoreEvent::ConfigChanged {
+            team: self.name().into(),
+        });
+        Ok(out)
+    }
+
+    /// Adds a teammate and returns its entry as written (final name and colour).
+    pub fn add_member(&self, new: NewMember) -> Result<Member> {
+        agent_file_stem(&new.name)?;
+        self.update_config(|config| {
+            let name = unique_name(config, &new.name);
+            let color = new.color.unwrap_or_else(|| next_color(config).to_string());
+            let backend = new.backend_type.unwrap_or_else(|| "in-process".into());
+            let member = Member {
+                agent_id: agent_id(&name, &config.name),
+                name,
+                agent_type: new.agent_type,
+                color: Some(color),
+                joined_at: Some(now_ms()),
+                tmux_pane_id: Some(new.tmux_pane_id.unwrap_or_else(|| backend.clone())),
+                subscriptions: Some(Vec::new()),
+                model: new.model,
+                prompt: new.prompt,
+                plan_mode_required: Some(new.plan_mode_required),
+                cwd: new.cwd,
+                backend_type: Some(backend),
+                worktree_path: None,
+                mode: new.mode,
+                allowed_tools: Some(new.allowed_tools).filter(|v| !v.is_empty()),
+                disallowed_tools: Some(new.disallowed_tools).filter(|v| !v.is_empty()),
+                is_active: None,
+                extra: Map::new(),
+            };
+            config.members.push(member.clone());
+            Ok(member)
+        })
+    }
+
+    /// Removes the member with this name or agent id and returns its entry.
+    pub fn remove_member(&self, name_or_id: &str) -> Result<Member> {
+        self.update_config(|config| {
+            let idx = config
+                .members
+                .iter()
+                .position(|m| m.name == name_or_id || m.agent_id == name_or_id)
+                .ok_or_else(|| config.member_not_found(name_or_id))?;
+            Ok(config.members.remove(idx))
+        })
+    }
+
+    /// Changes any fields of one member under the config lock.
+    pub fn update_member<T>(
+        &self,
+        name_or_id: &str,
+        change: impl FnOnce(&mut Member) -> T,
+    ) -> Result<T> {
+        self.update_config(|config| {
+            let not_found = config.member_not_found(name_or_id);
+            let member = config
+                .members
+                .iter_mut()
+                .find(|m| m.name == name_or_id || m.agent_id == name_or_id)
+                .ok_or(not_found)?;
+            Ok(change(member))
+        })
+    }
+
+    /// Sets a member's permission mode.
+    pub fn set_mode(&self, name_or_id: &str, mode: &str) -> Result<()> {
+        self.update_member(name_or_id, |m| m.mode = Some(mode.to_string()))
+    }
+
+    /// Marks a member active (`true`) or idle (`false`).
+    pub fn set_active(&self, name_or_id: &str, active: bool) -> Result<()> {
+        self.update_member(name_or_id, |m| m.is_active = Some(active))
+    }
+
+    /// Deletes `teams/{team}` and `tasks/{team}`. Refused with
+    /// [`Error::TeamNotEmpty`] while members other than the lead remain, unless
+    /// `force`.
+    pub fn delete(&self, force: bool) -> Result<()> {
+        let config = self.config()?;
+        let lead = config.lead_name().to_string();
+        let others: Vec<String> = config
+            .members
+            .iter()
+            .filter(|m| m.name != lead)
+            .map(|m| m.name.clone())
+            .collect();
+        if !others.is_empty() && !force {
+            return Err(Error::TeamNotEmpty {
+                team: self.name().to_string(),
+                members: others,
+            });
+        }
+        for dir in [self.paths.team_dir(), self.paths.tasks_dir()] {
+            match std::fs::remove_dir_all(dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io("remove", dir, e)),
+            }
+        }
+        self.emit(StoreEvent::ConfigChanged {
+            team: self.name().into(),
+        });
+        Ok(())
+    }
+
+    fn not_found(&self) -> Error {
+        Error::TeamNotFound {
+            team: self.name().to_string(),
+            path: self.paths.config(),
+        }
+    }
+}
+
+fn unique_name(config: &TeamConfig, wanted: &str) -> String {
+    let taken = |n: &str| config.members.iter().any(|m| m.name == n);
+    if !taken(wanted) {
+        return wanted.to_string();
+    }
+    (2..)
+        .map(|i| format!("{wanted}-{i}"))
+        .find(|n| !taken(n))
+        .expect("an unbounded range always finds a free name")
+}
+
+/// The first colour of the cycle no current member has; when all are taken,
+/// the cycle continues by member count.
+fn next_color(config: &TeamConfig) -> &'static str {
+    COLORS
+        .iter()
+        .find(|c| {
+            !config
+                .members
+                .iter()
+                .any(|m| m.color.as_deref() == Some(**c))
+        })
+        .copied()
+        .unwrap_or(COLORS[config.members.len().saturating_sub(1) % COLORS.len()])
+}

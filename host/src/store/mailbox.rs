@@ -1,0 +1,268 @@
+//! `teams/{team}/inboxes/{agent}.json` and the history of consumed messages.
+//!
+//! An inbox is a JSON array of entries `{from, text, summary?, timestamp,
+//! color?, msgV, msg_id, type, read}`. Consuming follows the current reference:
+//! taken entries are removed from the array, and legacy entries already flagged
+//! `read: true` count as consumed. Nothing is lost: before an entry leaves the
+//! inbox it is appended to `teams/{team}/history/{agent}.jsonl` (outside
+//! `inboxes/`, where the reference never looks), under the same lock. A crash
+//! between the two steps can leave a message both in history and still unread;
+//! it is then delivered again and `msg_id` tells the copies apart — delivery is
+//! at least once, never zero times.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::atomic::{read_json, read_json_for_update, write_json};
+use super::lock::with_lock;
+use super::{StoreEvent, Team};
+use crate::error::{Error, Result};
+use crate::protocol::time::timestamp_now;
+
+/// One inbox entry, as on disk. Unknown fields are kept in `extra`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InboxMessage {
+    /// Sender name.
+    pub from: String,
+    /// Plain text, or a protocol message as a JSON string.
+    pub text: String,
+    /// Short preview for a reader.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// ISO 8601 time of sending (`2026-11-21T22:24:52.591Z`).
+    #[serde(default)]
+    pub timestamp: String,
+    /// Sender's colour.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+    /// Envelope version (`1`); absent on entries from older writers.
+    #[serde(rename = "msgV", default, skip_serializing_if = "Option::is_none")]
+    pub msg_v: Option<u32>,
+    /// Unique message id (UUID); absent on entries from older writers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub msg_id: Option<String>,
+    /// Envelope type (`"message"`).
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Legacy consumption flag: `true` means already consumed.
+    #[serde(default)]
+    pub read: bool,
+    /// Fields written by other programs, preserved as they are.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A message to deliver; [`Team::deliver`] stamps the envelope.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutgoingMessage {
+    /// Sender name.
+    pub from: String,
+    /// Text (plain or protocol JSON).
+    pub text: String,
+    /// Optional preview.
+    pub summary: Option<String>,
+    /// Sender's colour (omitted for the lead, as the reference does).
+    pub color: Option<String>,
+}
+
+impl OutgoingMessage {
+    /// A message from `from` with `text`, no summary, no colour.
+    pub fn new(from: impl Into<String>, text: impl Into<String>) -> Self {
+        OutgoingMessage {
+            from: from.into(),
+            text: text.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Sets the summary.
+    pub fn summary(mut self, summary: impl Into<String>) -> Self {
+        self.summary = Some(summary.into());
+        self
+    }
+
+    /// Sets the colour.
+    pub fn color(mut self, color: Option<String>) -> Self {
+        self.color = color;
+        self
+    }
+
+    /// The on-disk entry, stamped now with a fresh `msg_id`.
+    pub fn into_entry(self) -> InboxMessage {
+        InboxMessage {
+            from: self.from,
+            text: self.text,
+            summary: self.summary,
+            timestamp: timestamp_now(),
+            color: self.color,
+            msg_v: Some(1),
+            msg_id: Some(uuid::Uuid::new_v4().to_string()),
+            kind: Some("message".into()),
+            read: false,
+            extra: Map::new(),
+        }
+    }
+}
+
+impl Team {
+    /// Appends a message to `to`'s inbox without checking membership (for
+    /// protocol plumbing such as the spawn prompt). Returns the entry written.
+    pub fn deliver(&self, to: &str, msg: OutgoingMessage) -> Result<InboxMessage> {
+        let entry = msg.into_entry();
+        self.append_entries(to, std::slice::from_ref(&entry))?;
+        Ok(entry)
+    }
+
+    /// Sends to a member of the team. A name that is not a member is refused
+    /// with [`Error::MemberNotFound`] listing the members (the reference would
+    /// create an inbox nobody reads).
+    pub fn send(&self, to: &str, msg: OutgoingMessage) -> Result<InboxMessage> {
+        let config = self.config()?;
+        let Some(member) = config.member(to) else {
+            return Err(Error::MemberNotFound {
+                team: self.name().to_string(),
+                name: to.to_string(),
+                members: config.member_names(),
+            });
+        };
+        let name = member.name.clone();
+        self.deliver(&name, msg)
+    }
+
+    /// Sends one copy to every member except the sender; returns the recipients.
+    pub fn broadcast(&self, msg: OutgoingMessage) -> Result<Vec<String>> {
+        let config = self.config()?;
+        let recipients: Vec<String> = config
+            .members
+            .iter()
+            .filter(|m| m.name != msg.from)
+            .map(|m| m.name.clone())
+            .collect();
+        for to in &recipients {
+            self.deliver(to, msg.clone())?;
+        }
+        Ok(recipients)
+    }
+
+    /// Appends already-stamped entries to `to`'s inbox in one locked write.
+    pub fn append_entries(&self, to: &str, entries: &[InboxMessage]) -> Result<()> {
+        let path = self.paths.inbox(to)?;
+        with_lock(&path, self.lock_opts(), || {
+            let mut inbox: Vec<InboxMessage> = read_json_for_update(&path)?.unwrap_or_default();
+            inbox.extend_from_slice(entries);
+            write_json(&path, &inbox)
+        })?;
+        self.emit(StoreEvent::InboxAppended {
+            team: self.name().into(),
+            agent: to.into(),
+        });
+        Ok(())
+    }
+
+    /// Every entry of `agent`'s inbox, consumed or not (no lock: a snapshot).
+    pub fn read_inbox(&self, agent: &str) -> Result<Vec<InboxMessage>> {
+        Ok(read_json(&self.paths.inbox(agent)?)?.unwrap_or_default())
+    }
+
+    /// The entries of `agent`'s inbox not yet consumed, oldest first.
+    pub fn unread(&self, agent: &str) -> Result<Vec<InboxMessage>> {
+        let mut all = self.read_inbox(agent)?;
+        all.retain(|m| !m.read);
+        Ok(all)
+    }
+
+    /// Consumes every unread entry: removes them (and legacy `read: true`
+    /// entries) from the inbox after recording them in the history. Returns the
+    /// unread ones, oldest first.
+    pub fn take_unread(&self, agent: &str) -> Result<Vec<InboxMessage>> {
+        self.take_where(agent, |_| true)
+    }
+
+    /// Consumes the unread entries `pick` selects, leaving the rest unread in
+    /// order. Legacy `read: true` entries are moved to the history as well.
+    pub fn take_where(
+        &self,
+        agent: &str,
+        mut pick: impl FnMut(&InboxMessage) -> bool,
+    ) -> Result<Vec<InboxMessage>> {
+        let path = self.paths.inbox(agent)?;
+        let history = self.paths.history(agent)?;
+        with_lock(&path, self.lock_opts(), || {
+            let inbox: Vec<InboxMessage> = match read_json_for_update(&path)? {
+                Some(v) => v,
+                None => return Ok(Vec::new()),
+            };
+            let (mut gone, mut keep, mut taken) = (Vec::new(), Vec::new(), Vec::new());
+            for m in inbox {
+                if m.read {
+                    gone.push(m);
+                } else if pick(&m) {
+                    taken.push(m);
+                } else {
+                    keep.push(m);
+                }
+            }
+            if gone.is_empty() && taken.is_empty() {
+                return Ok(taken);
+            }
+            gone.extend(taken.iter().cloned());
+            append_history(&history, &gone)?;
+            write_json(&path, &keep)?;
+            Ok(taken)
+        })
+    }
+
+    /// Every message `agent` consumed, oldest first. Lines that do not parse
+    /// (only possible if someone edited the file) are skipped with a warning.
+    pub fn history(&self, agent: &str) -> Result<Vec<InboxMessage>> {
+        let path = self.paths.history(agent)?;
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io("read", path, e)),
+        };
+        Ok(text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .filter_map(|(i, l)| match serde_json::from_str(l) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    tracing::warn!(file = %path.display(), line = i + 1, error = %e, "skipping bad history line");
+                    None
+                }
+            })
+            .collect())
+    }
+}
+
+/// Appends entries as JSON lines with one `write` call, stamping `consumedAt`.
+fn append_history(path: &Path, entries: &[InboxMessage]) -> Result<()> {
+    let consumed_at = timestamp_now();
+    let mut buf = Vec::new();
+    for e in entries {
+        let mut v = serde_json::to_value(e).map_err(|e| Error::Invalid(e.to_string()))?;
+        if let Value::Object(map) = &mut v {
+            map.insert("consumedAt".into(), Value::String(consumed_at.clone()));
+        }
+        serde_json::to_writer(&mut buf, &v).map_err(|e| Error::Invalid(e.to_string()))?;
+        buf.push(b'\n');
+    }
+    let open = || OpenOptions::new().create(true).append(true).open(path);
+    let mut f = match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let parent = path.parent().unwrap_or(Path::new("."));
+            std::fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
+            open()
+        }
+        other => other,
+    }
+    .map_err(|e| Error::io("open", path, e))?;
+    f.write_all(&buf)
+        .and_then(|()| f.sync_data())
+        .map_err(|e| Error::io("append", path, e))
+}

@@ -1,0 +1,25 @@
+//! Artifacts for teamhost's end-to-end tests: the example teammate components
+//! of `guests/`, compiled for `wasm32-wasip2` by this crate's build script.
+//!
+//! Each guest has a constant holding the absolute path of its component,
+//! named after its crate in upper case:
+//!
+//! | constant   | crate              | behaviour                                        |
+//! |------------|--------------------|--------------------------------------------------|
+//! | [`ECHO`]     | `guests/echo`     | answers every plain message, to its sender       |
+//! | [`WORKER`]   | `guests/worker`   | claims tasks, counts words in the files they name, writes `reports/task-N.md`, completes the task, tells the lead |
+//! | [`REVIEWER`] | `guests/reviewer` | asks a peer by direct message, relays the answer in a later turn |
+//!
+//! [`ALL`] lists them all. A new crate in `guests/` gets its constant
+//! automatically.
+//!
+//! ```no_run
+//! let component = std::fs::read(teamhost_tests::ECHO).unwrap();
+//! assert_eq!(&component[..8], b"\0asm\x0d\0\x01\0"); // a component, not a core module
+//! ```
+//!
+//! Building this crate needs the `wasm32-wasip2` Rust target
+//! (`rustup target add wasm32-wasip2`); the build script says so when it is
+//! missing. The integration tests themselves live in `tests/`.
+
+include!(concat!(env!("OUT_DIR"), "/guests.rs"));
