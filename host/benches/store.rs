@@ -24,8 +24,11 @@ fn main() {
         let mut times = Vec::with_capacity(samples);
         for i in 0..samples {
             let t = Instant::now();
-            team.send("sink", OutgoingMessage::new("team-lead", format!("bench message {i}")))
-                .unwrap();
+            team.send(
+                "sink",
+                OutgoingMessage::new("team-lead", format!("bench message {i}")),
+            )
+            .unwrap();
             times.push(t.elapsed());
         }
         row("append (lock + read + rename)", size, &mut times);
@@ -63,10 +66,13 @@ fn fresh_team(base: &Path) -> (tempfile::TempDir, Team) {
 fn fill(team: &Team, n: usize) {
     let entries: Vec<InboxMessage> = (0..n)
         .map(|i| {
-            OutgoingMessage::new("worker", format!("a typical message body of a few words, number {i}"))
-                .summary("progress")
-                .color(Some("blue".into()))
-                .into_entry()
+            OutgoingMessage::new(
+                "worker",
+                format!("a typical message body of a few words, number {i}"),
+            )
+            .summary("progress")
+            .color(Some("blue".into()))
+            .into_entry()
         })
         .collect();
     team.append_entries("sink", &entries).unwrap();

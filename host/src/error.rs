@@ -25,7 +25,9 @@ pub enum Error {
     },
 
     /// No `config.json` for this team under the home directory.
-    #[error("team {team:?} does not exist (no {path}); create it with `teamhost team create {team}`")]
+    #[error(
+        "team {team:?} does not exist (no {path}); create it with `teamhost team create {team}`"
+    )]
     TeamNotFound {
         /// Sanitised team name.
         team: String,
@@ -43,7 +45,9 @@ pub enum Error {
     },
 
     /// A team delete was refused because teammates are still registered.
-    #[error("team {team:?} still has members {members:?}; shut them down first or delete with --force")]
+    #[error(
+        "team {team:?} still has members {members:?}; shut them down first or delete with --force"
+    )]
     TeamNotEmpty {
         /// Sanitised team name.
         team: String,

@@ -218,8 +218,8 @@ fn dependencies_are_recorded_on_both_sides_and_cycles_refused() {
     );
     team.add_dependency(&a, &b).unwrap();
     team.add_dependency(&b, &c).unwrap();
-    assert_eq!(team.task(&a).unwrap().blocks, [b.clone()]);
-    assert_eq!(team.task(&b).unwrap().blocked_by, [a.clone()]);
+    assert_eq!(team.task(&a).unwrap().blocks, vec![b.clone()]);
+    assert_eq!(team.task(&b).unwrap().blocked_by, vec![a.clone()]);
     assert!(team
         .add_dependency(&c, &a)
         .unwrap_err()

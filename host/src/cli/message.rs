@@ -61,7 +61,13 @@ pub struct InboxArgs {
     history: bool,
 }
 
-fn outgoing(store: &Store, team: &str, from: &str, text: String, summary: Option<String>) -> anyhow::Result<OutgoingMessage> {
+fn outgoing(
+    store: &Store,
+    team: &str,
+    from: &str,
+    text: String,
+    summary: Option<String>,
+) -> anyhow::Result<OutgoingMessage> {
     let config = store.team(team)?.config()?;
     let Some(sender) = config.member(from) else {
         anyhow::bail!(
@@ -137,7 +143,11 @@ fn human(messages: &[InboxMessage]) -> String {
     messages
         .iter()
         .map(|m| {
-            let summary = m.summary.as_deref().map(|s| format!(" ({s})")).unwrap_or_default();
+            let summary = m
+                .summary
+                .as_deref()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default();
             format!("[{}] {}{}: {}", m.timestamp, m.from, summary, m.text)
         })
         .collect::<Vec<_>>()

@@ -20,7 +20,11 @@ impl Output {
     }
 
     /// Prints `value` as pretty JSON with `--json`, else the text `human` builds.
-    pub fn print<T: Serialize>(&self, value: &T, human: impl FnOnce() -> String) -> anyhow::Result<()> {
+    pub fn print<T: Serialize>(
+        &self,
+        value: &T,
+        human: impl FnOnce() -> String,
+    ) -> anyhow::Result<()> {
         if self.json {
             println!("{}", serde_json::to_string_pretty(value)?);
         } else {

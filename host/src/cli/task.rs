@@ -127,7 +127,9 @@ pub(super) fn run(store: &Store, out: &Output, cmd: TaskCommand) -> anyhow::Resu
                 };
                 task = team.update_task(&task.id, update, &by)?;
             }
-            out.print(&task, || format!("created task #{}: {}", task.id, task.subject))
+            out.print(&task, || {
+                format!("created task #{}: {}", task.id, task.subject)
+            })
         }
         TaskCommand::List { team } => {
             let tasks = store.team(&team.team)?.list_tasks()?;
@@ -140,9 +142,7 @@ pub(super) fn run(store: &Store, out: &Output, cmd: TaskCommand) -> anyhow::Resu
         }
         TaskCommand::Get { team, id } => {
             let task = store.team(&team.team)?.task(&id)?;
-            out.print(&task, || {
-                format!("{}\n{}", line(&task), task.description)
-            })
+            out.print(&task, || format!("{}\n{}", line(&task), task.description))
         }
         TaskCommand::Update {
             team,
@@ -173,7 +173,11 @@ pub(super) fn run(store: &Store, out: &Output, cmd: TaskCommand) -> anyhow::Resu
                 description,
                 active_form,
                 status: status.map(parse_status).transpose()?,
-                owner: if no_owner { Some(None) } else { owner.map(Some) },
+                owner: if no_owner {
+                    Some(None)
+                } else {
+                    owner.map(Some)
+                },
                 metadata,
             };
             let task = team.update_task(&id, update, &by)?;
@@ -185,12 +189,14 @@ pub(super) fn run(store: &Store, out: &Output, cmd: TaskCommand) -> anyhow::Resu
             agent,
             check_busy,
         } => {
-            let outcome = store.team(&team.team)?.claim_task(&id, &agent, check_busy)?;
+            let outcome = store
+                .team(&team.team)?
+                .claim_task(&id, &agent, check_busy)?;
             match outcome {
-                ClaimOutcome::Claimed(task) => out.print(
-                    &json!({"success": true, "task": task}),
-                    || format!("{agent} claimed {}", line(&task)),
-                ),
+                ClaimOutcome::Claimed(task) => out
+                    .print(&json!({"success": true, "task": task}), || {
+                        format!("{agent} claimed {}", line(&task))
+                    }),
                 ClaimOutcome::Refused {
                     reason,
                     blockers,
@@ -210,8 +216,16 @@ pub(super) fn run(store: &Store, out: &Output, cmd: TaskCommand) -> anyhow::Resu
                     anyhow::bail!(
                         "cannot claim task #{id}: {}{}{}",
                         reason.as_str(),
-                        if blockers.is_empty() { String::new() } else { format!(" (waiting for #{})", blockers.join(", #")) },
-                        if busy_with.is_empty() { String::new() } else { format!(" ({agent} still owns #{})", busy_with.join(", #")) },
+                        if blockers.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (waiting for #{})", blockers.join(", #"))
+                        },
+                        if busy_with.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({agent} still owns #{})", busy_with.join(", #"))
+                        },
                     )
                 }
             }
@@ -233,11 +247,18 @@ fn parse_status(s: String) -> anyhow::Result<TaskStatus> {
 }
 
 fn line(t: &Task) -> String {
-    let owner = t.owner.as_deref().map(|o| format!(" @{o}")).unwrap_or_default();
+    let owner = t
+        .owner
+        .as_deref()
+        .map(|o| format!(" @{o}"))
+        .unwrap_or_default();
     let blocked = if t.blocked_by.is_empty() {
         String::new()
     } else {
         format!(" (blocked by #{})", t.blocked_by.join(", #"))
     };
-    format!("#{:<4} {:<12} {}{}{}", t.id, t.status, t.subject, owner, blocked)
+    format!(
+        "#{:<4} {:<12} {}{}{}",
+        t.id, t.status, t.subject, owner, blocked
+    )
 }

@@ -119,10 +119,18 @@ pub(super) fn run(store: &Store, out: &Output, cmd: TeamCommand) -> anyhow::Resu
                 model,
                 prompt,
                 backend_type: backend,
-                cwd: std::env::current_dir().ok().map(|d| d.display().to_string()),
+                cwd: std::env::current_dir()
+                    .ok()
+                    .map(|d| d.display().to_string()),
                 ..Default::default()
             })?;
-            out.print(&m, || format!("added {} ({})", m.agent_id, m.color.as_deref().unwrap_or("-")))
+            out.print(&m, || {
+                format!(
+                    "added {} ({})",
+                    m.agent_id,
+                    m.color.as_deref().unwrap_or("-")
+                )
+            })
         }
         TeamCommand::RemoveMember { team, name } => {
             let m = store.team(&team)?.remove_member(&name)?;

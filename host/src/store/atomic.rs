@@ -108,7 +108,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
             other => other,
         }
         .map_err(|e| Error::io("create", &tmp, e))?;
-        f.write_all(bytes).map_err(|e| Error::io("write", &tmp, e))?;
+        f.write_all(bytes)
+            .map_err(|e| Error::io("write", &tmp, e))?;
         f.sync_data().map_err(|e| Error::io("sync", &tmp, e))?;
         std::fs::rename(&tmp, path).map_err(|e| Error::io("rename", &tmp, e))
     })();
@@ -165,7 +166,10 @@ mod tests {
         let p = tmp.path().join("c.json");
         std::fs::write(&p, b"[{\"from\":").unwrap();
         let err = read_json::<Value>(&p).unwrap_err().to_string();
-        assert!(err.contains("c.json") && err.contains("not valid JSON"), "{err}");
+        assert!(
+            err.contains("c.json") && err.contains("not valid JSON"),
+            "{err}"
+        );
         assert_eq!(std::fs::read(&p).unwrap(), b"[{\"from\":");
     }
 

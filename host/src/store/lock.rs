@@ -64,11 +64,7 @@ pub fn flock_file_for(target: &Path) -> PathBuf {
 ///
 /// The parent directory of `target` is created when missing. `f` runs at most
 /// once; its result is returned after the lock is released.
-pub fn with_lock<T>(
-    target: &Path,
-    opts: &LockOptions,
-    f: impl FnOnce() -> Result<T>,
-) -> Result<T> {
+pub fn with_lock<T>(target: &Path, opts: &LockOptions, f: impl FnOnce() -> Result<T>) -> Result<T> {
     let started = Instant::now();
     let flock_path = flock_file_for(target);
     let file = open_flock_file(&flock_path)?;

@@ -274,7 +274,16 @@ mod tests {
     #[test]
     fn task_ids_must_be_plain_positive_decimals() {
         assert_eq!(parse_task_id("42").unwrap(), 42);
-        for bad in ["", "0", "01", "-1", "1.0", "../1", "a", "99999999999999999999"] {
+        for bad in [
+            "",
+            "0",
+            "01",
+            "-1",
+            "1.0",
+            "../1",
+            "a",
+            "99999999999999999999",
+        ] {
             assert!(parse_task_id(bad).is_err(), "{bad:?}");
         }
     }

@@ -266,34 +266,34 @@ impl Team {
         }
         let (task, assigned) = self.with_list_lock(|| {
             self.modify(id, |task| {
-            let before_owner = task.owner.clone();
-            if let Some(s) = update.subject {
-                task.subject = s;
-            }
-            if let Some(d) = update.description {
-                task.description = d;
-            }
-            if let Some(a) = update.active_form {
-                task.active_form = Some(a);
-            }
-            if let Some(s) = update.status {
-                task.status = s;
-            }
-            if let Some(o) = update.owner {
-                task.owner = o;
-            }
-            if let Some(patch) = update.metadata {
-                let meta = task.metadata.get_or_insert_with(Map::new);
-                for (k, v) in patch {
-                    if v.is_null() {
-                        meta.remove(&k);
-                    } else {
-                        meta.insert(k, v);
+                let before_owner = task.owner.clone();
+                if let Some(s) = update.subject {
+                    task.subject = s;
+                }
+                if let Some(d) = update.description {
+                    task.description = d;
+                }
+                if let Some(a) = update.active_form {
+                    task.active_form = Some(a);
+                }
+                if let Some(s) = update.status {
+                    task.status = s;
+                }
+                if let Some(o) = update.owner {
+                    task.owner = o;
+                }
+                if let Some(patch) = update.metadata {
+                    let meta = task.metadata.get_or_insert_with(Map::new);
+                    for (k, v) in patch {
+                        if v.is_null() {
+                            meta.remove(&k);
+                        } else {
+                            meta.insert(k, v);
+                        }
                     }
                 }
-            }
-            let assigned = task.owner.is_some() && task.owner != before_owner;
-            Ok(((task.clone(), assigned), true))
+                let assigned = task.owner.is_some() && task.owner != before_owner;
+                Ok(((task.clone(), assigned), true))
             })
         })?;
         self.tasks_changed();
@@ -337,7 +337,9 @@ impl Team {
     /// blocking itself and any dependency that would make a cycle.
     pub fn add_dependency(&self, blocker: &str, blocked: &str) -> Result<()> {
         if blocker == blocked {
-            return Err(Error::Invalid(format!("task #{blocker} cannot block itself")));
+            return Err(Error::Invalid(format!(
+                "task #{blocker} cannot block itself"
+            )));
         }
         self.with_list_lock(|| {
             self.load(blocker)?;
@@ -367,10 +369,16 @@ impl Team {
             let all = self.list_tasks()?;
             let result = self.modify(id, |task| {
                 if task.status == TaskStatus::Completed {
-                    return Ok((refuse(ClaimRefusal::AlreadyResolved, task, vec![], vec![]), false));
+                    return Ok((
+                        refuse(ClaimRefusal::AlreadyResolved, task, vec![], vec![]),
+                        false,
+                    ));
                 }
                 if task.owner.as_deref().is_some_and(|o| o != agent) {
-                    return Ok((refuse(ClaimRefusal::AlreadyClaimed, task, vec![], vec![]), false));
+                    return Ok((
+                        refuse(ClaimRefusal::AlreadyClaimed, task, vec![], vec![]),
+                        false,
+                    ));
                 }
                 let blockers = open_blockers(task, &all);
                 if !blockers.is_empty() {
@@ -420,12 +428,20 @@ impl Team {
     /// Returns every unfinished task owned by `name` (or `agent_id`) to
     /// `pending` without owner, as the reference does when a teammate shuts
     /// down (`terminated: false`) or is killed (`true`).
-    pub fn unassign_agent(&self, name: &str, agent_id: &str, terminated: bool) -> Result<Unassigned> {
+    pub fn unassign_agent(
+        &self,
+        name: &str,
+        agent_id: &str,
+        terminated: bool,
+    ) -> Result<Unassigned> {
         let tasks = self.with_list_lock(|| {
             let mut done = Vec::new();
             for t in self.list_tasks()? {
                 let changed = self.modify(&t.id, |t| {
-                    let owned = t.owner.as_deref().is_some_and(|o| o == name || o == agent_id);
+                    let owned = t
+                        .owner
+                        .as_deref()
+                        .is_some_and(|o| o == name || o == agent_id);
                     if !owned || t.status == TaskStatus::Completed {
                         return Ok((false, false));
                     }
