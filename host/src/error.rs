@@ -108,6 +108,15 @@ pub enum Error {
         holder: String,
     },
 
+    /// A component could not be loaded, linked or started.
+    #[error("component {path}: {message}")]
+    Component {
+        /// The component file.
+        path: PathBuf,
+        /// What went wrong, with its causes.
+        message: String,
+    },
+
     /// An I/O operation failed.
     #[error("{op} {path}: {source}")]
     Io {

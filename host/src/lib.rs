@@ -12,9 +12,13 @@
 //!
 //! The store needs neither wasm nor tokio: the CLI and tests use it directly.
 
+pub mod backends;
 pub mod cli;
 pub mod error;
+pub mod host;
 pub mod protocol;
+pub mod runner;
+pub mod runtime;
 pub mod store;
 
 pub use error::{Error, Result};

@@ -9,6 +9,7 @@
 //! | [`ECHO`]     | `guests/echo`     | answers every plain message, to its sender       |
 //! | [`WORKER`]   | `guests/worker`   | claims tasks, counts words in the files they name, writes `reports/task-N.md`, completes the task, tells the lead |
 //! | [`REVIEWER`] | `guests/reviewer` | asks a peer by direct message, relays the answer in a later turn |
+//! | [`PROBE`]    | `guests/probe`    | test teammate: logs every turn to `turns.log`; spawn-prompt directives make it reject shutdown, trap, spin, DM a peer or answer `reply` with `ack` |
 //!
 //! [`ALL`] lists them all. A new crate in `guests/` gets its constant
 //! automatically.

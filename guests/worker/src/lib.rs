@@ -29,12 +29,13 @@
 //!
 //! | turn kind          | what the worker does                                       |
 //! |--------------------|------------------------------------------------------------|
-//! | `task-claimed`     | does that task, then claims and does the next ones          |
-//! | `initial`, `message` | does the tasks assigned to it by `task_assignment` messages, then claims and does the next ones |
+//! | `task-claimed`     | does that task                                               |
+//! | `initial`, `message` | does the tasks assigned to it by `task_assignment` messages |
 //! | `shutdown-request` | approves (it never stops mid-task: a task is done within one turn) |
 //!
-//! It claims with `check-busy`, one task at a time, lowest id first, skipping
-//! tasks that another member took in the meantime.
+//! It never claims on its own: one task per turn, and when it goes idle the
+//! host's auto-claim (the reference's idle loop: lowest id, pending, unowned,
+//! unblocked) starts its next turn with the next task.
 
 wit_bindgen::generate!({
     path: "../../wit",
@@ -42,7 +43,6 @@ wit_bindgen::generate!({
     generate_all,
 });
 
-use std::collections::HashMap;
 use std::fs;
 
 use exports::teamhost::agent::handler::{Guest, TaskReport, Turn, TurnKind, TurnOutcome};
@@ -89,17 +89,11 @@ impl Guest for Worker {
             }
         }
 
+        // Only the tasks handed over this turn: when the worker goes idle, the
+        // host's auto-claim (the reference's idle loop) hands it the next one.
         let lead = lead_name();
         let mut last: Option<TaskReport> = None;
-        let mut assigned = assigned.into_iter();
-        loop {
-            let task = match assigned.next() {
-                Some(task) => task,
-                None => match claim_next()? {
-                    Some(task) => task,
-                    None => break,
-                },
-            };
+        for task in assigned {
             let report = do_task(task, &lead)?;
             let failed = report.status != CompletedStatus::Resolved;
             last = Some(report);
@@ -111,51 +105,6 @@ impl Guest for Worker {
     }
 }
 
-/// Claim the lowest-id task that is pending, unowned and not blocked.
-/// Returns `None` when there is none, or when the worker is still busy with
-/// another task.
-fn claim_next() -> Result<Option<Task>, String> {
-    let all = tasks::list().map_err(|e| format!("cannot list tasks: {}", describe(&e)))?;
-    let status: HashMap<&str, TaskStatus> = all.iter().map(|t| (t.id.as_str(), t.status)).collect();
-    let mut candidates: Vec<&Task> = all
-        .iter()
-        .filter(|t| t.status == TaskStatus::Pending && t.owner.is_none())
-        .filter(|t| {
-            t.blocked_by.iter().all(|dep| {
-                status
-                    .get(dep.as_str())
-                    .is_none_or(|s| *s == TaskStatus::Completed)
-            })
-        })
-        .collect();
-    candidates.sort_by_key(|t| t.id.parse::<u64>().unwrap_or(u64::MAX));
-
-    for candidate in candidates {
-        match tasks::claim(&candidate.id, true) {
-            Ok(task) => {
-                eprintln!("worker: claimed task #{}", task.id);
-                return Ok(Some(task));
-            }
-            // Someone else was faster, or the task changed: try the next one.
-            Err(ClaimError::TaskNotFound)
-            | Err(ClaimError::AlreadyClaimed(_))
-            | Err(ClaimError::AlreadyResolved)
-            | Err(ClaimError::Blocked(_)) => continue,
-            Err(ClaimError::AgentBusy(ids)) => {
-                eprintln!("worker: still busy with task(s) {ids:?}; not claiming more");
-                return Ok(None);
-            }
-            Err(ClaimError::Other(e)) => {
-                return Err(format!(
-                    "cannot claim task #{}: {}",
-                    candidate.id,
-                    describe(&e)
-                ))
-            }
-        }
-    }
-    Ok(None)
-}
 
 /// Count the words of the files `task` names, write the report, complete the
 /// task and tell the lead. A failure of the work itself is reported, not

@@ -1,0 +1,205 @@
+//! `probe`: a scriptable teammate for teamhost's end-to-end tests. It records
+//! every turn in a file and does what directives in its spawn prompt tell it.
+//!
+//! # The turn log
+//!
+//! Each turn, before anything else, it appends one line to `turns.log` in its
+//! directory: `KIND\tFROM\tTEXT`, where KIND is `initial`, `message`,
+//! `shutdown-request` or `task-claimed`, FROM is `turn.from`, and TEXT is
+//!
+//! | turn kind          | TEXT                                                 |
+//! |--------------------|------------------------------------------------------|
+//! | `initial`          | the spawn prompt                                     |
+//! | `message`          | the texts of all the turn's messages, joined by ` \| ` |
+//! | `shutdown-request` | the request's reason, or empty                       |
+//! | `task-claimed`     | the task id                                          |
+//!
+//! Newlines, carriage returns and tabs in FROM and TEXT become spaces, so a
+//! record is always one line of three fields.
+//!
+//! # Directives
+//!
+//! Words of the spawn prompt (the `initial` turn's prompt), remembered for
+//! later turns:
+//!
+//! | directive         | effect                                                      |
+//! |-------------------|-------------------------------------------------------------|
+//! | `reject-shutdown` | rejects shutdown requests ("probe was told to reject") instead of approving |
+//! | `trap-on-task`    | traps on a `task-claimed` turn (instead of completing the task) |
+//! | `trap-on-message` | traps on a `message` turn whose TEXT contains `trap`        |
+//! | `spin-on-message` | loops for ever on a `message` turn whose TEXT contains `spin` |
+//! | `complete-tasks`  | the default: on `task-claimed`, sets the task `completed` and reports it resolved |
+//! | `dm:NAME`         | on the `initial` turn, sends NAME `hello NAME` (summary `greeting`); may repeat |
+//!
+//! Without directives it also answers a message whose text is exactly `reply`
+//! with `ack` (summary `ack`) to its sender, and approves shutdown requests.
+//!
+//! Every turn returns `ok`, unless it traps or spins. Failing host calls are
+//! logged to stderr; a task that cannot be completed is reported failed.
+
+wit_bindgen::generate!({
+    path: "../../wit",
+    world: "teamhost:agent/teammate",
+    generate_all,
+});
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::sync::OnceLock;
+
+use exports::teamhost::agent::handler::{Guest, TaskReport, Turn, TurnKind, TurnOutcome};
+use teamhost::agent::messaging;
+use teamhost::agent::protocol::{CompletedStatus, ShutdownResponse};
+use teamhost::agent::tasks::{self, TaskStatus, TaskUpdate};
+
+/// The turn log, relative to the probe's directory.
+const LOG: &str = "turns.log";
+
+/// What the spawn prompt asked for.
+#[derive(Default)]
+struct Directives {
+    reject_shutdown: bool,
+    trap_on_task: bool,
+    trap_on_message: bool,
+    spin_on_message: bool,
+    /// Members to greet on the initial turn.
+    dm: Vec<String>,
+}
+
+impl Directives {
+    fn parse(prompt: &str) -> Self {
+        let mut d = Directives::default();
+        for word in prompt.split_whitespace() {
+            match word {
+                "reject-shutdown" => d.reject_shutdown = true,
+                "trap-on-task" => d.trap_on_task = true,
+                "trap-on-message" => d.trap_on_message = true,
+                "spin-on-message" => d.spin_on_message = true,
+                "complete-tasks" => {} // the default
+                _ => {
+                    if let Some(name) = word.strip_prefix("dm:").filter(|n| !n.is_empty()) {
+                        d.dm.push(name.to_string());
+                    }
+                }
+            }
+        }
+        d
+    }
+}
+
+/// Set by the initial turn; defaults if a turn comes before it.
+static DIRECTIVES: OnceLock<Directives> = OnceLock::new();
+
+struct Probe;
+
+impl Guest for Probe {
+    fn handle_turn(turn: Turn) -> Result<TurnOutcome, String> {
+        let (kind, text) = match &turn.kind {
+            TurnKind::Initial => ("initial", turn.prompt.clone()),
+            TurnKind::Message => {
+                let texts: Vec<&str> = turn.messages.iter().map(|m| m.text.as_str()).collect();
+                ("message", texts.join(" | "))
+            }
+            TurnKind::ShutdownRequest(r) => {
+                ("shutdown-request", r.reason.clone().unwrap_or_default())
+            }
+            TurnKind::TaskClaimed(t) => ("task-claimed", t.id.clone()),
+        };
+        log(kind, &turn.from, &text);
+
+        let directives = match turn.kind {
+            TurnKind::Initial => DIRECTIVES.get_or_init(|| Directives::parse(&turn.prompt)),
+            _ => DIRECTIVES.get_or_init(Directives::default),
+        };
+
+        match turn.kind {
+            TurnKind::Initial => {
+                for name in &directives.dm {
+                    send(name, &format!("hello {name}"), "greeting");
+                }
+                Ok(TurnOutcome { task: None })
+            }
+            TurnKind::Message => {
+                if directives.trap_on_message && text.contains("trap") {
+                    core::arch::wasm32::unreachable();
+                }
+                if directives.spin_on_message && text.contains("spin") {
+                    loop {
+                        std::hint::black_box(0);
+                    }
+                }
+                for message in turn.messages.iter().filter(|m| m.text == "reply") {
+                    send(&message.from, "ack", "ack");
+                }
+                Ok(TurnOutcome { task: None })
+            }
+            TurnKind::ShutdownRequest(request) => {
+                let response = if directives.reject_shutdown {
+                    ShutdownResponse::Reject("probe was told to reject".into())
+                } else {
+                    ShutdownResponse::Approve
+                };
+                if let Err(e) = messaging::respond_shutdown(&request.request_id, &response) {
+                    eprintln!(
+                        "probe: cannot answer shutdown {}: {e:?}",
+                        request.request_id
+                    );
+                }
+                Ok(TurnOutcome { task: None })
+            }
+            TurnKind::TaskClaimed(task) => {
+                if directives.trap_on_task {
+                    core::arch::wasm32::unreachable();
+                }
+                let changes = TaskUpdate {
+                    subject: None,
+                    description: None,
+                    active_form: None,
+                    status: Some(TaskStatus::Completed),
+                    owner: None,
+                    metadata: None,
+                };
+                let (status, reason) = match tasks::update(&task.id, &changes) {
+                    Ok(_) => (CompletedStatus::Resolved, None),
+                    Err(e) => (
+                        CompletedStatus::Failed,
+                        Some(format!("cannot complete: {e:?}")),
+                    ),
+                };
+                Ok(TurnOutcome {
+                    task: Some(TaskReport {
+                        task_id: task.id,
+                        status,
+                        reason,
+                    }),
+                })
+            }
+        }
+    }
+}
+
+/// Append one record to the turn log. A failure is logged to stderr only.
+fn log(kind: &str, from: &str, text: &str) {
+    let clean = |s: &str| s.replace(['\n', '\r', '\t'], " ");
+    let line = format!("{kind}\t{}\t{}\n", clean(from), clean(text));
+    let written = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(LOG)
+        .and_then(|mut file| {
+            file.write_all(line.as_bytes())?;
+            file.flush()
+        });
+    if let Err(e) = written {
+        eprintln!("probe: cannot append to {LOG}: {e}");
+    }
+}
+
+/// Send a direct message; a failure is logged to stderr only.
+fn send(to: &str, content: &str, summary: &str) {
+    if let Err(e) = messaging::send(to, content, Some(summary)) {
+        eprintln!("probe: cannot message {to}: {e:?}");
+    }
+}
+
+export!(Probe);

@@ -1,0 +1,388 @@
+//! [`Host`]: create teams, spawn component teammates, talk to them as the
+//! lead, watch them, and shut them down.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+
+use super::{Event, SpawnRequest, TeammateInfo, TeammateState};
+use crate::backends::in_process::{self, SpawnEnv, Spawned};
+use crate::error::{Error, Result};
+use crate::protocol::{ShutdownRequest, WireMessage};
+use crate::runner::wake::WakeHub;
+use crate::runtime::Runtime;
+use crate::store::{Home, NewTeam, OutgoingMessage, Store, Team, TeamConfig};
+
+/// Settings of a [`Host`]. `HostOptions::default()`: artifacts cached under
+/// `{home}/cache/components`, guest logs under `{home}/logs/{team}/{name}.log`,
+/// fallback poll every 500 ms (the reference's interval), events buffered 1,024
+/// deep.
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    /// Where precompiled components are kept (`None`: `{home}/cache/components`).
+    pub cache_dir: Option<PathBuf>,
+    /// Where guest stdout/stderr go (`None`: `{home}/logs`).
+    pub log_dir: Option<PathBuf>,
+    /// Fallback poll for writes by other processes.
+    pub poll_interval: Duration,
+    /// Capacity of the event channel.
+    pub event_capacity: usize,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        HostOptions {
+            cache_dir: None,
+            log_dir: None,
+            poll_interval: Duration::from_millis(500),
+            event_capacity: 1024,
+        }
+    }
+}
+
+/// What [`Host::shutdown_team`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Teammates that approved and stopped (or had already stopped).
+    pub stopped: Vec<String>,
+    /// Teammates that did not stop in time and were killed.
+    pub killed: Vec<String>,
+}
+
+/// Runs teams of WebAssembly teammates inside the caller's tokio runtime.
+/// Cheap to clone; all clones drive the same teammates. Spawning needs a
+/// multi-threaded tokio runtime.
+#[derive(Clone)]
+pub struct Host {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    runtime: Runtime,
+    hub: Arc<WakeHub>,
+    events: broadcast::Sender<Event>,
+    opts: HostOptions,
+    teammates: Mutex<BTreeMap<(String, String), Spawned>>,
+}
+
+impl Host {
+    /// A host over `home` with default options.
+    pub fn new(home: Home) -> Result<Host> {
+        Host::with_options(home, HostOptions::default())
+    }
+
+    /// A host over `home` with `opts`.
+    pub fn with_options(home: Home, opts: HostOptions) -> Result<Host> {
+        let cache = opts
+            .cache_dir
+            .clone()
+            .unwrap_or_else(|| home.root().join("cache").join("components"));
+        let runtime = Runtime::new(Some(cache)).map_err(|e| Error::Component {
+            path: PathBuf::new(),
+            message: format!("cannot start the WebAssembly engine: {e:#}"),
+        })?;
+        let (events, _) = broadcast::channel(opts.event_capacity);
+        let hub = Arc::new(WakeHub::new(events.clone()));
+        let store = Store::new(home).with_observer(hub.clone());
+        Ok(Host {
+            inner: Arc::new(Inner {
+                store,
+                runtime,
+                hub,
+                events,
+                opts,
+                teammates: Mutex::new(BTreeMap::new()),
+            }),
+        })
+    }
+
+    /// The store (its writes wake this host's teammates).
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// The shared WebAssembly runtime (engine and component cache).
+    pub fn runtime(&self) -> &Runtime {
+        &self.inner.runtime
+    }
+
+    /// The team called `name`.
+    pub fn team(&self, name: &str) -> Result<Team> {
+        self.inner.store.team(name)
+    }
+
+    /// Creates a team with the caller as its lead (`team-lead`).
+    pub fn create_team(&self, name: &str, new: NewTeam) -> Result<TeamConfig> {
+        self.team(name)?.create(new)
+    }
+
+    /// Spawns a component teammate in-process and starts its runner. Returns
+    /// once it is registered, its prompt is in its inbox and its instance is
+    /// ready for the first turn.
+    pub async fn spawn(&self, team: &str, req: SpawnRequest) -> Result<TeammateInfo> {
+        let team = self.team(team)?;
+        let log_dir = self
+            .inner
+            .opts
+            .log_dir
+            .clone()
+            .unwrap_or_else(|| self.inner.store.home().root().join("logs"));
+        let env = SpawnEnv {
+            runtime: &self.inner.runtime,
+            hub: &self.inner.hub,
+            events: &self.inner.events,
+            poll_interval: self.inner.opts.poll_interval,
+            log_dir,
+        };
+        let spawned = in_process::spawn(env, &team, req).await?;
+        let info = info(team.name(), &spawned);
+        self.inner
+            .teammates
+            .lock()
+            .expect("teammates lock")
+            .insert((team.name().to_string(), info.name.clone()), spawned);
+        Ok(info)
+    }
+
+    /// Sends `text` from the lead to a member's inbox.
+    pub fn send_as_lead(
+        &self,
+        team: &str,
+        to: &str,
+        text: &str,
+        summary: Option<&str>,
+    ) -> Result<()> {
+        let team = self.team(team)?;
+        let lead = team.config()?.lead_name().to_string();
+        let mut msg = OutgoingMessage::new(lead, text);
+        msg.summary = summary.map(str::to_string);
+        team.send(to, msg).map(|_| ())
+    }
+
+    /// Hands a message straight to a running teammate's next turn, ahead of
+    /// its inbox (a person typing to it). It arrives `from: "user"`.
+    pub fn inject(&self, team: &str, name: &str, text: &str) -> Result<()> {
+        let team = self.team(team)?;
+        let map = self.inner.teammates.lock().expect("teammates lock");
+        let spawned = map
+            .get(&(team.name().to_string(), name.to_string()))
+            .filter(|s| !s.state.borrow().is_finished())
+            .ok_or_else(|| Error::Invalid(format!("{name} is not running in this host")))?;
+        spawned
+            .inject
+            .send(text.to_string())
+            .map_err(|_| Error::Invalid(format!("{name} has stopped")))?;
+        self.inner.hub.register(team.name(), name).notify_one();
+        Ok(())
+    }
+
+    /// A receiver of every event from now on.
+    pub fn events(&self) -> broadcast::Receiver<Event> {
+        self.inner.events.subscribe()
+    }
+
+    /// The teammates this host spawned into `team`, finished ones included.
+    pub fn teammates(&self, team: &str) -> Vec<TeammateInfo> {
+        let Ok(team) = self.team(team) else {
+            return Vec::new();
+        };
+        self.inner
+            .teammates
+            .lock()
+            .expect("teammates lock")
+            .iter()
+            .filter(|((t, _), _)| t == team.name())
+            .map(|(_, s)| info(team.name(), s))
+            .collect()
+    }
+
+    /// Waits until every running teammate of `team` is idle with nothing left
+    /// to do: no unread message, and no claimable task for one that claims.
+    pub async fn wait_idle(&self, team: &str) -> Result<()> {
+        let team = self.team(team)?;
+        let mut events = self.events();
+        loop {
+            if self.is_settled(&team)? {
+                return Ok(());
+            }
+            // Re-check on any event, and at least every 50 ms: writes by other
+            // processes produce no event here.
+            let _ = tokio::time::timeout(Duration::from_millis(50), events.recv()).await;
+        }
+    }
+
+    fn is_settled(&self, team: &Team) -> Result<bool> {
+        let running: Vec<(String, TeammateState)> = self
+            .teammates(team.name())
+            .into_iter()
+            .filter(|t| !t.state.is_finished())
+            .map(|t| (t.name, t.state))
+            .collect();
+        if running.iter().any(|(_, s)| *s != TeammateState::Idle) {
+            return Ok(false);
+        }
+        for (name, _) in &running {
+            if !team.unread(name)?.is_empty() {
+                return Ok(false);
+            }
+        }
+        if !running.is_empty() && team.find_claimable()?.is_some() {
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Asks every running teammate of `team` to shut down (a
+    /// `shutdown_request` from the lead with `reason`), waits up to `timeout`
+    /// for them to approve and stop, and kills the rest.
+    pub async fn shutdown_team(
+        &self,
+        team: &str,
+        reason: &str,
+        timeout: Duration,
+    ) -> Result<ShutdownReport> {
+        let team = self.team(team)?;
+        let lead = team.config()?.lead_name().to_string();
+        let running: Vec<String> = self
+            .teammates(team.name())
+            .into_iter()
+            .filter(|t| !t.state.is_finished())
+            .map(|t| t.name)
+            .collect();
+        for name in &running {
+            let request = ShutdownRequest::new(name, &lead, Some(reason.to_string()));
+            team.send(name, OutgoingMessage::new(&lead, request.to_text()))?;
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut report = ShutdownReport::default();
+        for name in &running {
+            let mut state = self.state_receiver(team.name(), name);
+            let done = tokio::time::timeout_at(deadline, async {
+                let Some(rx) = state.as_mut() else { return };
+                let _ = rx.wait_for(|s| s.is_finished()).await;
+            })
+            .await;
+            if done.is_ok() {
+                report.stopped.push(name.clone());
+            } else {
+                self.kill(team.name(), name).await?;
+                report.killed.push(name.clone());
+            }
+        }
+        Ok(report)
+    }
+
+    /// Stops a teammate at once (its current turn is abandoned), returns its
+    /// tasks to `pending`, removes it from the team and tells the lead.
+    pub async fn kill(&self, team: &str, name: &str) -> Result<()> {
+        let team = self.team(team)?;
+        let key = (team.name().to_string(), name.to_string());
+        let handle = {
+            let map = self.inner.teammates.lock().expect("teammates lock");
+            let spawned = map
+                .get(&key)
+                .ok_or_else(|| Error::Invalid(format!("{name} was not spawned by this host")))?;
+            let _ = spawned.kill.send(true);
+            spawned.join.abort_handle()
+        };
+        // A teammate stuck inside a turn does not see the kill flag: give it a
+        // moment to stop cleanly, then abort its task and clean up here.
+        let mut state = self.state_receiver(team.name(), name);
+        let stopped = tokio::time::timeout(Duration::from_millis(500), async {
+            if let Some(rx) = state.as_mut() {
+                let _ = rx.wait_for(|s| s.is_finished()).await;
+            }
+        })
+        .await;
+        if stopped.is_err() {
+            handle.abort();
+            let team2 = team.clone();
+            let n = name.to_string();
+            let cleanup = tokio::task::spawn_blocking(move || {
+                let config = team2.config()?;
+                let id = config
+                    .member(&n)
+                    .map(|m| m.agent_id.clone())
+                    .unwrap_or_default();
+                let u = team2.unassign_agent(&n, &id, true)?;
+                let _ = team2.remove_member(&n);
+                let lead = config.lead_name().to_string();
+                team2.deliver(
+                    &lead,
+                    OutgoingMessage::new(crate::runner::HOST_SENDER, u.notification),
+                )?;
+                Ok::<_, Error>(())
+            })
+            .await;
+            if let Ok(Err(e)) = cleanup {
+                tracing::error!(teammate = %name, error = %e, "cleanup after kill failed");
+            }
+            self.inner.hub.unregister(team.name(), name);
+            if let Some(s) = self
+                .inner
+                .teammates
+                .lock()
+                .expect("teammates lock")
+                .get_mut(&key)
+            {
+                s.state = watch_of(TeammateState::Killed);
+            }
+            let _ = self.inner.events.send(Event::StateChanged {
+                team: team.name().into(),
+                name: name.into(),
+                state: TeammateState::Killed,
+            });
+        }
+        Ok(())
+    }
+
+    /// Kills every teammate of `team` still running, then deletes the team's
+    /// files (`teams/{team}` and `tasks/{team}`).
+    pub async fn delete_team(&self, team: &str) -> Result<()> {
+        let t = self.team(team)?;
+        for info in self.teammates(t.name()) {
+            if !info.state.is_finished() {
+                self.kill(t.name(), &info.name).await?;
+            }
+        }
+        self.inner
+            .teammates
+            .lock()
+            .expect("teammates lock")
+            .retain(|(tn, _), _| tn != t.name());
+        t.delete(true)
+    }
+
+    fn state_receiver(
+        &self,
+        team: &str,
+        name: &str,
+    ) -> Option<tokio::sync::watch::Receiver<TeammateState>> {
+        self.inner
+            .teammates
+            .lock()
+            .expect("teammates lock")
+            .get(&(team.to_string(), name.to_string()))
+            .map(|s| s.state.clone())
+    }
+}
+
+fn info(team: &str, s: &Spawned) -> TeammateInfo {
+    TeammateInfo {
+        team: team.to_string(),
+        name: s.member.name.clone(),
+        agent_id: s.member.agent_id.clone(),
+        color: s.member.color.clone().unwrap_or_default(),
+        state: s.state.borrow().clone(),
+        turns: s.turns.load(Ordering::Relaxed),
+    }
+}
+
+fn watch_of(state: TeammateState) -> tokio::sync::watch::Receiver<TeammateState> {
+    tokio::sync::watch::channel(state).1
+}

@@ -1,0 +1,101 @@
+//! What a [`Host`](super::Host) reports about its teammates.
+
+/// Where a teammate is in its life (the reference's states, plus teamhost's
+/// `Starting`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TeammateState {
+    /// Registered, not yet in its first turn.
+    Starting,
+    /// Running a turn.
+    Active,
+    /// Waiting for a message or a task.
+    Idle,
+    /// Waiting for the lead to answer its plan.
+    AwaitingPlanApproval,
+    /// Handling a shutdown request.
+    ShutdownRequested,
+    /// Approved a shutdown and stopped.
+    Completed,
+    /// Trapped or broke a limit; the reason says which.
+    Failed(String),
+    /// Stopped by the host (kill, or a shutdown that timed out).
+    Killed,
+}
+
+impl TeammateState {
+    /// Whether the teammate has stopped for good.
+    pub fn is_finished(&self) -> bool {
+        matches!(
+            self,
+            TeammateState::Completed | TeammateState::Failed(_) | TeammateState::Killed
+        )
+    }
+
+    /// A short lower-case name (`active`, `idle`, …).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TeammateState::Starting => "starting",
+            TeammateState::Active => "active",
+            TeammateState::Idle => "idle",
+            TeammateState::AwaitingPlanApproval => "awaiting-plan-approval",
+            TeammateState::ShutdownRequested => "shutdown-requested",
+            TeammateState::Completed => "completed",
+            TeammateState::Failed(_) => "failed",
+            TeammateState::Killed => "killed",
+        }
+    }
+}
+
+/// A snapshot of one teammate run by this host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeammateInfo {
+    /// Sanitised team name.
+    pub team: String,
+    /// Member name.
+    pub name: String,
+    /// `name@team`.
+    pub agent_id: String,
+    /// Display colour.
+    pub color: String,
+    /// Current state.
+    pub state: TeammateState,
+    /// Turns handled so far.
+    pub turns: u64,
+}
+
+/// Something that happened in a team this host runs. Delivered through a
+/// broadcast channel ([`Host::events`](super::Host::events)); a slow receiver
+/// loses the oldest events, never blocks the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A teammate changed state.
+    StateChanged {
+        /// Team.
+        team: String,
+        /// Teammate.
+        name: String,
+        /// New state.
+        state: TeammateState,
+    },
+    /// A teammate started a turn.
+    TurnStarted {
+        /// Team.
+        team: String,
+        /// Teammate.
+        name: String,
+        /// `initial`, `message`, `shutdown-request` or `task-claimed`.
+        kind: String,
+    },
+    /// Someone in this process created, changed or deleted a task.
+    TasksChanged {
+        /// Team.
+        team: String,
+    },
+    /// Someone in this process wrote to an inbox (the lead's included).
+    InboxChanged {
+        /// Team.
+        team: String,
+        /// Whose inbox.
+        agent: String,
+    },
+}

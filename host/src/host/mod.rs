@@ -1,0 +1,23 @@
+//! The embedding API: a [`Host`] runs teams of WebAssembly teammates inside the
+//! caller's tokio runtime.
+//!
+//! ```no_run
+//! # async fn demo() -> teamhost::Result<()> {
+//! use teamhost::host::{Host, SpawnRequest};
+//! use teamhost::store::{Home, NewTeam};
+//! let host = Host::new(Home::new("/tmp/teamhost-demo"))?;
+//! host.create_team("demo", NewTeam::default())?;
+//! host.spawn("demo", SpawnRequest::new("echo", "echo.wasm", "say hi", ".")).await?;
+//! host.send_as_lead("demo", "echo", "hello", None)?;
+//! host.wait_idle("demo").await?;
+//! host.shutdown_team("demo", "done", std::time::Duration::from_secs(10)).await?;
+//! # Ok(()) }
+//! ```
+
+mod api;
+mod events;
+mod spawn;
+
+pub use api::{Host, HostOptions, ShutdownReport};
+pub use events::{Event, TeammateInfo, TeammateState};
+pub use spawn::SpawnRequest;

@@ -1,0 +1,62 @@
+//! What it takes to spawn a teammate: the reference's spawn request plus the
+//! component to run.
+
+use std::path::PathBuf;
+
+/// A teammate to spawn. [`SpawnRequest::new`] fills the defaults: agent type
+/// `general-purpose`, no model, mode `default`, no plan approval, no tool rules,
+/// auto-claim on, 64 MiB of linear memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnRequest {
+    /// Wanted name; made unique (`x`, `x-2`, …).
+    pub name: String,
+    /// The teammate component (`.wasm`, built for wasm32-wasip2).
+    pub component: PathBuf,
+    /// Initial prompt, delivered as the first message of its inbox.
+    pub prompt: String,
+    /// The one directory the teammate can see and work in.
+    pub cwd: PathBuf,
+    /// Role recorded in the config.
+    pub agent_type: Option<String>,
+    /// Model id recorded in the config.
+    pub model: Option<String>,
+    /// Permission mode (`default`, `acceptEdits`, `bypassPermissions`, `plan`,
+    /// `dontAsk`, `delegate`). `plan` preopens the directory read-only.
+    pub mode: Option<String>,
+    /// Whether the teammate must get its plan approved first.
+    pub plan_mode_required: bool,
+    /// Tool rules allowed without asking (recorded; enforced by the sandbox).
+    pub allowed_tools: Vec<String>,
+    /// Tool rules always denied (recorded; enforced by the sandbox).
+    pub disallowed_tools: Vec<String>,
+    /// Whether the teammate claims open tasks by itself when idle (the
+    /// reference's behaviour). Default `true`.
+    pub auto_claim: bool,
+    /// Linear memory cap in bytes.
+    pub memory_limit: usize,
+}
+
+impl SpawnRequest {
+    /// A request with the documented defaults.
+    pub fn new(
+        name: impl Into<String>,
+        component: impl Into<PathBuf>,
+        prompt: impl Into<String>,
+        cwd: impl Into<PathBuf>,
+    ) -> Self {
+        SpawnRequest {
+            name: name.into(),
+            component: component.into(),
+            prompt: prompt.into(),
+            cwd: cwd.into(),
+            agent_type: None,
+            model: None,
+            mode: None,
+            plan_mode_required: false,
+            allowed_tools: Vec::new(),
+            disallowed_tools: Vec::new(),
+            auto_claim: true,
+            memory_limit: crate::runtime::DEFAULT_MEMORY_LIMIT,
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! The per-teammate loop, as the reference runs it but woken by events:
+//! **handle** a turn → **idle** (config `isActive: false`, `idle_notification`
+//! to the lead) → **poll** for the next turn in priority order ([`poll`]) →
+//! **wake** on a write to its inbox or the task list ([`wake`]), with a poll
+//! every [`RunnerConfig::poll_interval`] as the fallback for writes made by
+//! other processes.
+//!
+//! A trap or a limit breach ends this teammate only: it is marked failed, the
+//! lead is told why, its unfinished tasks return to `pending`, and the loop
+//! returns. It never takes the host down.
+
+mod finish;
+pub use finish::HOST_SENDER;
+pub(crate) mod poll;
+pub mod wake;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{broadcast, mpsc, watch, Notify};
+
+use crate::host::{Event, TeammateState};
+use crate::protocol::{IdleNotification, IdleReason, WireMessage};
+use crate::runtime::bindings::handler::{TurnKind, TurnOutcome};
+use crate::runtime::{Instance, TurnRecord};
+use crate::store::{OutgoingMessage, Team};
+
+/// Settings of one runner.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// Claim open tasks when idle.
+    pub auto_claim: bool,
+    /// Fallback poll for writes by other processes (reference: 500 ms).
+    pub poll_interval: Duration,
+}
+
+/// Channels connecting a runner to its host.
+pub(crate) struct RunnerLinks {
+    pub wake: Arc<Notify>,
+    pub injected: mpsc::UnboundedReceiver<String>,
+    pub kill: watch::Receiver<bool>,
+    pub state: watch::Sender<TeammateState>,
+    pub events: broadcast::Sender<Event>,
+    pub turns: Arc<AtomicU64>,
+}
+
+/// One teammate's loop. Built by the backend at spawn, consumed by [`run`](Runner::run).
+pub(crate) struct Runner {
+    pub instance: Instance,
+    pub team: Team,
+    pub name: String,
+    pub agent_id: String,
+    pub color: String,
+    pub lead: String,
+    pub config: RunnerConfig,
+    pub links: RunnerLinks,
+}
+
+impl Runner {
+    /// Runs until the teammate approves a shutdown, fails, or is killed, and
+    /// returns its final state.
+    pub async fn run(mut self) -> TeammateState {
+        let final_state = self.run_loop().await;
+        self.set_state(final_state.clone());
+        final_state
+    }
+
+    async fn run_loop(&mut self) -> TeammateState {
+        loop {
+            let Some(found) = self.wait_for_turn().await else {
+                return self.stop_killed().await;
+            };
+            let turn = found.turn;
+            if let Some(id) = found.shutdown_request {
+                self.instance.agent().pending_shutdowns.push(id);
+                self.set_state(TeammateState::ShutdownRequested);
+            } else {
+                self.set_state(TeammateState::Active);
+            }
+            self.mark_active(true).await;
+            let _ = self.links.events.send(Event::TurnStarted {
+                team: self.team.name().into(),
+                name: self.name.clone(),
+                kind: kind_name(&turn.kind).into(),
+            });
+            self.links.turns.fetch_add(1, Ordering::Relaxed);
+            let result = self.instance.handle_turn(&turn).await;
+            let record = std::mem::take(&mut self.instance.agent().turn);
+            match result {
+                Err(trap) => return self.stop_failed(format!("{trap:#}")).await,
+                Ok(outcome) => {
+                    if let Some(crate::runtime::ShutdownDecision::Approved { request_id }) =
+                        &record.shutdown
+                    {
+                        return self.stop_approved(request_id.clone()).await;
+                    }
+                    self.mark_active(false).await;
+                    self.notify_idle(&record, outcome).await;
+                }
+            }
+        }
+    }
+
+    /// Polls for work; when there is none, waits for a wake-up, the fallback
+    /// tick, or a kill. `None` means killed.
+    async fn wait_for_turn(&mut self) -> Option<poll::Found> {
+        loop {
+            if *self.links.kill.borrow() {
+                return None;
+            }
+            let injected = self.links.injected.try_recv().ok();
+            let (team, me, lead) = (self.team.clone(), self.name.clone(), self.lead.clone());
+            let first = self.links.turns.load(Ordering::Relaxed) == 0;
+            let auto_claim = self.config.auto_claim;
+            let polled = tokio::task::spawn_blocking(move || {
+                poll::next_turn(&team, &me, &lead, injected, first, auto_claim)
+            })
+            .await;
+            match polled {
+                Ok(Ok(Some(found))) => return Some(found),
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(teammate = %self.name, error = %e, "polling for work failed; will retry")
+                }
+                Err(e) => {
+                    tracing::error!(teammate = %self.name, error = %e, "poll task panicked; will retry")
+                }
+            }
+            self.set_state(TeammateState::Idle);
+            tokio::select! {
+                _ = self.links.wake.notified() => {}
+                _ = tokio::time::sleep(self.config.poll_interval) => {}
+                changed = self.links.kill.changed() => {
+                    if changed.is_err() {
+                        return None; // the host is gone
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends the `idle_notification` for the turn that just ended.
+    async fn notify_idle(&mut self, record: &TurnRecord, outcome: Result<TurnOutcome, String>) {
+        let mut idle = match &outcome {
+            Ok(_) => IdleNotification::new(&self.name, IdleReason::Available),
+            Err(reason) => IdleNotification::new(&self.name, IdleReason::Failed)
+                .with_failure_reason(reason.clone()),
+        };
+        if let Some((to, summary)) = record.peer_dms.last() {
+            idle = idle.with_summary(IdleNotification::peer_dm_summary(
+                to,
+                summary.as_deref().unwrap_or(""),
+            ));
+        }
+        if let Ok(TurnOutcome { task: Some(report) }) = outcome {
+            idle = idle.with_completed_task(
+                report.task_id,
+                crate::runtime::from_wit_status(report.status),
+            );
+            if let Some(reason) = report.reason {
+                idle = idle.with_failure_reason(reason);
+            }
+        }
+        let msg = OutgoingMessage::new(&self.name, idle.to_text()).color(Some(self.color.clone()));
+        self.tell_lead(msg).await;
+    }
+
+    async fn mark_active(&mut self, active: bool) {
+        let (team, me) = (self.team.clone(), self.name.clone());
+        let r = tokio::task::spawn_blocking(move || team.set_active(&me, active)).await;
+        if let Ok(Err(e)) = r {
+            tracing::warn!(teammate = %self.name, error = %e, "could not record isActive");
+        }
+    }
+
+    /// Delivers to the lead's inbox; a failure is logged, never fatal.
+    async fn tell_lead(&mut self, msg: OutgoingMessage) {
+        let (team, lead) = (self.team.clone(), self.lead.clone());
+        match tokio::task::spawn_blocking(move || team.deliver(&lead, msg)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                tracing::error!(teammate = %self.name, error = %e, "message to the lead lost")
+            }
+            Err(e) => {
+                tracing::error!(teammate = %self.name, error = %e, "message to the lead lost")
+            }
+        }
+    }
+
+    fn set_state(&self, state: TeammateState) {
+        let changed = self.links.state.send_if_modified(|s| {
+            if *s == state {
+                false
+            } else {
+                *s = state.clone();
+                true
+            }
+        });
+        if changed {
+            let _ = self.links.events.send(Event::StateChanged {
+                team: self.team.name().into(),
+                name: self.name.clone(),
+                state,
+            });
+        }
+    }
+}
+
+fn kind_name(kind: &TurnKind) -> &'static str {
+    match kind {
+        TurnKind::Initial => "initial",
+        TurnKind::Message => "message",
+        TurnKind::ShutdownRequest(_) => "shutdown-request",
+        TurnKind::TaskClaimed(_) => "task-claimed",
+    }
+}

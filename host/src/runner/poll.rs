@@ -1,0 +1,159 @@
+//! Choosing the next turn, in the reference's priority order:
+//!
+//! 1. messages injected by the host (a person typing to the teammate);
+//! 2. a `shutdown_request`, even behind other unread messages;
+//! 3. the oldest unread message from the lead;
+//! 4. the oldest unread message from anyone;
+//! 5. the lowest-id claimable task, claimed on the spot (auto-claim), with the
+//!    reference's prompt "Complete all open tasks. Start with task #N: …".
+//!
+//! One message per turn, as the reference does. Picking a message consumes it
+//! (it moves from the inbox to the history).
+
+use crate::protocol::{Parsed, ProtocolMessage};
+use crate::runtime::bindings::handler::{Turn, TurnKind};
+use crate::runtime::bindings::protocol as wp;
+use crate::store::{ClaimOutcome, InboxMessage, Task, Team};
+
+/// What [`next_turn`] found.
+pub(crate) struct Found {
+    /// The turn to run.
+    pub turn: Turn,
+    /// Request id of a shutdown request the guest must now answer.
+    pub shutdown_request: Option<String>,
+}
+
+/// Looks for work for `me` and consumes what it picks. `first_turn` makes a
+/// message from the lead an `initial` turn (the spawn prompt).
+pub(crate) fn next_turn(
+    team: &Team,
+    me: &str,
+    lead: &str,
+    injected: Option<String>,
+    first_turn: bool,
+    auto_claim: bool,
+) -> crate::Result<Option<Found>> {
+    if let Some(text) = injected {
+        let entry = crate::store::OutgoingMessage::new("user", text.clone()).into_entry();
+        return Ok(Some(message_turn(TurnKind::Message, entry, text)));
+    }
+    let unread = team.unread(me)?;
+    let shutdown = unread
+        .iter()
+        .find_map(|m| match ProtocolMessage::parse(&m.text) {
+            Parsed::Protocol(ProtocolMessage::ShutdownRequest(r)) => Some((m.clone(), r)),
+            _ => None,
+        });
+    let chosen = match &shutdown {
+        Some((m, _)) => Some(m.clone()),
+        None => unread
+            .iter()
+            .find(|m| m.from == lead)
+            .or_else(|| unread.first())
+            .cloned(),
+    };
+    if let Some(pick) = chosen {
+        let mut once = true;
+        let taken = team.take_where(me, |m| {
+            let hit = once && same_entry(m, &pick);
+            once &= !hit;
+            hit
+        })?;
+        let Some(entry) = taken.into_iter().next() else {
+            return Ok(None); // consumed by someone else meanwhile; poll again
+        };
+        if let Some((_, request)) = shutdown {
+            let kind = TurnKind::ShutdownRequest(wp::ShutdownRequest {
+                request_id: request.request_id.clone(),
+                from: request.from.clone(),
+                reason: request.reason.clone(),
+            });
+            let prompt = request.reason.clone().unwrap_or_default();
+            let mut found = message_turn(kind, entry, prompt);
+            found.shutdown_request = Some(request.request_id);
+            return Ok(Some(found));
+        }
+        let kind = if first_turn && entry.from == lead {
+            TurnKind::Initial
+        } else {
+            TurnKind::Message
+        };
+        let prompt = entry.text.clone();
+        return Ok(Some(message_turn(kind, entry, prompt)));
+    }
+    if auto_claim {
+        if let Some(task) = team.find_claimable()? {
+            if let ClaimOutcome::Claimed(task) = team.claim_task(&task.id, me, true)? {
+                return Ok(Some(Found {
+                    turn: Turn {
+                        prompt: claim_prompt(&task),
+                        from: me.to_string(),
+                        messages: Vec::new(),
+                        kind: TurnKind::TaskClaimed(crate::runtime::to_wit_task(task)),
+                    },
+                    shutdown_request: None,
+                }));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The reference's auto-claim prompt.
+pub(crate) fn claim_prompt(task: &Task) -> String {
+    let mut prompt = format!(
+        "Complete all open tasks. Start with task #{}:\n\n {}",
+        task.id, task.subject
+    );
+    if !task.description.is_empty() {
+        prompt.push_str("\n\n");
+        prompt.push_str(&task.description);
+    }
+    prompt
+}
+
+fn message_turn(kind: TurnKind, entry: InboxMessage, prompt: String) -> Found {
+    Found {
+        turn: Turn {
+            kind,
+            prompt,
+            from: entry.from.clone(),
+            messages: vec![crate::runtime::to_wit_message(&entry)],
+        },
+        shutdown_request: None,
+    }
+}
+
+/// The same inbox entry: by `msg_id` when both have one, else by content.
+fn same_entry(a: &InboxMessage, b: &InboxMessage) -> bool {
+    match (&a.msg_id, &b.msg_id) {
+        (Some(x), Some(y)) => x == y,
+        _ => a.from == b.from && a.timestamp == b.timestamp && a.text == b.text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::TaskStatus;
+
+    #[test]
+    fn claim_prompt_matches_the_reference() {
+        let task = Task {
+            id: "3".into(),
+            subject: "Run wasm tests".into(),
+            description: "Run the test-suite".into(),
+            active_form: None,
+            owner: None,
+            status: TaskStatus::Pending,
+            blocks: vec![],
+            blocked_by: vec![],
+            metadata: None,
+            extra: Default::default(),
+        };
+        assert_eq!(
+            claim_prompt(&task),
+            "Complete all open tasks. Start with task #3:\n\n Run wasm tests\n\nRun the test-suite"
+        );
+    }
+}

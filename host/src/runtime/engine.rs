@@ -1,0 +1,121 @@
+//! The wasmtime engine every teammate of a process shares, and its epoch
+//! ticker.
+//!
+//! Epoch interruption bounds how long a guest runs without yielding: the
+//! ticker advances the epoch every [`EPOCH_TICK`], and each teammate's store
+//! yields to the async executor at every tick, so one busy guest never starves
+//! the others (or the host) on a small machine.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use wasmtime::component::Linker;
+use wasmtime::{Config, Engine};
+
+use super::bindings::{self, TeammatePre};
+use super::cache::ComponentCache;
+use super::interfaces::AgentData;
+use super::state::TeammateState;
+
+/// How often the epoch advances (and a running guest yields).
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// The engine, component cache and linker shared by all teammates of a process.
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<RuntimeInner>,
+}
+
+struct RuntimeInner {
+    engine: Engine,
+    linker: Linker<TeammateState>,
+    cache: ComponentCache,
+    pres: Mutex<HashMap<String, TeammatePre<TeammateState>>>,
+}
+
+impl Runtime {
+    /// Builds the engine (component model, async, epoch interruption), the
+    /// linker (WASI p2 + every teamhost interface) and a component cache that
+    /// stores precompiled artifacts in `cache_dir` (none when `None`).
+    /// Starts the epoch ticker thread, which stops when the engine is dropped.
+    pub fn new(cache_dir: Option<std::path::PathBuf>) -> anyhow::Result<Self> {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        add_teamhost_interfaces(&mut linker)?;
+        let weak = engine.weak();
+        std::thread::Builder::new()
+            .name("teamhost-epoch".into())
+            .spawn(move || loop {
+                std::thread::sleep(EPOCH_TICK);
+                match weak.upgrade() {
+                    Some(engine) => engine.increment_epoch(),
+                    None => return,
+                }
+            })?;
+        let cache = ComponentCache::new(engine.clone(), cache_dir);
+        Ok(Runtime {
+            inner: Arc::new(RuntimeInner {
+                engine,
+                linker,
+                cache,
+                pres: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The shared engine.
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    /// The linker every teammate is instantiated with.
+    pub fn linker(&self) -> &Linker<TeammateState> {
+        &self.inner.linker
+    }
+
+    /// The component cache.
+    pub fn cache(&self) -> &ComponentCache {
+        &self.inner.cache
+    }
+
+    /// Loads (through the cache) and links the component at `path`, ready to
+    /// instantiate; linked components are kept per content hash.
+    pub fn prepare(&self, path: &std::path::Path) -> anyhow::Result<TeammatePre<TeammateState>> {
+        let (hash, component) = self.inner.cache.load(path)?;
+        if let Some(pre) = self.inner.pres.lock().expect("pre cache").get(&hash) {
+            return Ok(pre.clone());
+        }
+        let instance_pre = self.inner.linker.instantiate_pre(&component).map_err(|e| {
+            anyhow::anyhow!(
+                "{} does not fit the teamhost:agent/teammate world: {e:#}",
+                path.display()
+            )
+        })?;
+        let pre = TeammatePre::new(instance_pre)?;
+        self.inner
+            .pres
+            .lock()
+            .expect("pre cache")
+            .insert(hash, pre.clone());
+        Ok(pre)
+    }
+}
+
+/// One line per teamhost interface: each is implemented on the narrow
+/// [`AgentCtx`](super::AgentCtx), not on the whole store data.
+fn add_teamhost_interfaces(linker: &mut Linker<TeammateState>) -> anyhow::Result<()> {
+    use bindings::{mailbox, messaging, protocol, tasks, team, types};
+    types::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
+    protocol::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
+    team::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
+    mailbox::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
+    tasks::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
+    messaging::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
+    Ok(())
+}

@@ -1,0 +1,59 @@
+//! `teamhost:agent/mailbox`: the teammate's own inbox and raw delivery.
+
+use super::{blocking, to_wit_message, AgentCtx};
+use crate::runtime::bindings::mailbox::{Host, Message};
+use crate::runtime::bindings::types::Error as WitError;
+use crate::store::OutgoingMessage;
+
+impl Host for AgentCtx {
+    async fn unread(&mut self) -> wasmtime::Result<Result<Vec<Message>, WitError>> {
+        let (team, me) = (self.team.clone(), self.identity.name.clone());
+        blocking(move || Ok(team.unread(&me)?.iter().map(to_wit_message).collect())).await
+    }
+
+    async fn take(
+        &mut self,
+        sender: Option<String>,
+        limit: Option<u32>,
+    ) -> wasmtime::Result<Result<Vec<Message>, WitError>> {
+        let (team, me) = (self.team.clone(), self.identity.name.clone());
+        let mut left = limit.map_or(usize::MAX, |n| n as usize);
+        blocking(move || {
+            let taken = team.take_where(&me, |m| {
+                let pick = left > 0 && sender.as_deref().is_none_or(|s| s == m.from);
+                if pick {
+                    left -= 1;
+                }
+                pick
+            })?;
+            Ok(taken.iter().map(to_wit_message).collect())
+        })
+        .await
+    }
+
+    async fn history(&mut self, limit: u32) -> wasmtime::Result<Result<Vec<Message>, WitError>> {
+        let (team, me) = (self.team.clone(), self.identity.name.clone());
+        blocking(move || {
+            let all = team.history(&me)?;
+            let skip = all.len().saturating_sub(limit as usize);
+            Ok(all[skip..].iter().map(to_wit_message).collect())
+        })
+        .await
+    }
+
+    async fn deliver(
+        &mut self,
+        to: String,
+        text: String,
+        summary: Option<String>,
+    ) -> wasmtime::Result<Result<(), WitError>> {
+        let team = self.team.clone();
+        let msg = OutgoingMessage {
+            from: self.identity.name.clone(),
+            text,
+            summary,
+            color: Some(self.identity.color.clone()),
+        };
+        blocking(move || team.send(&to, msg).map(|_| ())).await
+    }
+}

@@ -1,0 +1,177 @@
+//! `teamhost:agent/messaging`: SendMessage's semantics for a teammate.
+//!
+//! Direct messages and broadcasts are delivered at once. A shutdown answer is
+//! recorded for the runner, which acts on it when the turn ends (an approval
+//! stops the teammate; a rejection is sent to the requester right away).
+//! Requesting shutdowns and answering plans are the lead's: a teammate calling
+//! them gets `denied`.
+
+use super::{blocking, AgentCtx};
+use crate::protocol::time::now_ms;
+use crate::protocol::{PlanApprovalRequest, ShutdownRejected, WireMessage};
+use crate::runtime::bindings::messaging::{
+    BroadcastDelivery, Host, MessageDelivery, Routing, ShutdownRequestDelivery,
+};
+use crate::runtime::bindings::protocol::{PlanResponse, ShutdownResponse};
+use crate::runtime::bindings::types::Error as WitError;
+use crate::runtime::state::ShutdownDecision;
+use crate::store::OutgoingMessage;
+
+impl AgentCtx {
+    fn outgoing(&self, text: String, summary: Option<String>) -> OutgoingMessage {
+        OutgoingMessage {
+            from: self.identity.name.clone(),
+            text,
+            summary,
+            color: Some(self.identity.color.clone()),
+        }
+    }
+
+    fn is_lead(&self) -> bool {
+        self.identity.name == self.lead
+    }
+}
+
+impl Host for AgentCtx {
+    async fn send(
+        &mut self,
+        to: String,
+        content: String,
+        summary: Option<String>,
+    ) -> wasmtime::Result<Result<MessageDelivery, WitError>> {
+        let team = self.team.clone();
+        let msg = self.outgoing(content.clone(), summary.clone());
+        let target = to.clone();
+        let delivered = blocking(move || {
+            let config = team.config()?;
+            let color = config.member(&target).and_then(|m| m.color.clone());
+            let entry = team.send(&target, msg)?;
+            Ok((entry, color))
+        })
+        .await?;
+        let (_, target_color) = match delivered {
+            Ok(d) => d,
+            Err(e) => return Ok(Err(e)),
+        };
+        if to != self.lead {
+            self.turn.peer_dms.push((to.clone(), summary.clone()));
+        }
+        Ok(Ok(MessageDelivery {
+            message: format!("Message sent to {to}'s inbox"),
+            routing: Routing {
+                sender: self.identity.name.clone(),
+                target: format!("@{to}"),
+                target_color,
+                summary,
+                content,
+            },
+        }))
+    }
+
+    async fn broadcast(
+        &mut self,
+        content: String,
+        summary: Option<String>,
+    ) -> wasmtime::Result<Result<BroadcastDelivery, WitError>> {
+        let team = self.team.clone();
+        let msg = self.outgoing(content.clone(), summary.clone());
+        let recipients = match blocking(move || team.broadcast(msg)).await? {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(e)),
+        };
+        Ok(Ok(BroadcastDelivery {
+            message: format!(
+                "Message broadcast to {} teammate(s): {}",
+                recipients.len(),
+                recipients.join(", ")
+            ),
+            recipients,
+            routing: Routing {
+                sender: self.identity.name.clone(),
+                target: "@team".into(),
+                target_color: None,
+                summary,
+                content,
+            },
+        }))
+    }
+
+    async fn request_shutdown(
+        &mut self,
+        to: String,
+        _reason: Option<String>,
+    ) -> wasmtime::Result<Result<ShutdownRequestDelivery, WitError>> {
+        Ok(Err(WitError::Denied(format!(
+            "only the lead can ask {to} to shut down; {} is a teammate",
+            self.identity.name
+        ))))
+    }
+
+    async fn respond_shutdown(
+        &mut self,
+        request_id: String,
+        response: ShutdownResponse,
+    ) -> wasmtime::Result<Result<(), WitError>> {
+        let Some(pos) = self.pending_shutdowns.iter().position(|r| *r == request_id) else {
+            return Ok(Err(WitError::Invalid(format!(
+                "no shutdown request {request_id:?} is waiting for an answer from {}",
+                self.identity.name
+            ))));
+        };
+        self.pending_shutdowns.remove(pos);
+        match response {
+            ShutdownResponse::Approve => {
+                self.turn.shutdown = Some(ShutdownDecision::Approved { request_id });
+                Ok(Ok(()))
+            }
+            ShutdownResponse::Reject(reason) => {
+                let text = ShutdownRejected::new(&request_id, &self.identity.name, reason.clone())
+                    .to_text();
+                let (team, lead) = (self.team.clone(), self.lead.clone());
+                let msg = self.outgoing(text, None);
+                let sent = blocking(move || team.send(&lead, msg).map(|_| ())).await?;
+                if sent.is_ok() {
+                    self.turn.shutdown = Some(ShutdownDecision::Rejected { request_id, reason });
+                }
+                Ok(sent)
+            }
+        }
+    }
+
+    async fn request_plan_approval(
+        &mut self,
+        plan: String,
+    ) -> wasmtime::Result<Result<String, WitError>> {
+        let team = self.team.clone();
+        let (me, lead) = (self.identity.name.clone(), self.lead.clone());
+        blocking(move || {
+            let dir = team.paths().team_dir().join("plans");
+            let file = dir.join(format!("{me}-{}.md", now_ms()));
+            crate::store::atomic::write_atomic(&file, plan.as_bytes())?;
+            let request =
+                PlanApprovalRequest::new(&me, team.name(), file.display().to_string(), plan);
+            let id = request.request_id.clone();
+            // As the reference: no summary and no colour on this message.
+            team.send(&lead, OutgoingMessage::new(&me, request.to_text()))?;
+            Ok(id)
+        })
+        .await
+    }
+
+    async fn respond_plan_approval(
+        &mut self,
+        to: String,
+        _request_id: String,
+        _response: PlanResponse,
+    ) -> wasmtime::Result<Result<(), WitError>> {
+        if !self.is_lead() {
+            return Ok(Err(WitError::Denied(format!(
+                "only the lead can answer {to}'s plan; {} is a teammate",
+                self.identity.name
+            ))));
+        }
+        Ok(Err(WitError::Unavailable(
+            "plan answers from a lead component are not supported yet".into(),
+        )))
+    }
+}

@@ -1,0 +1,54 @@
+//! Glue between the generated host traits and plain Rust: one file per WIT
+//! interface, all implemented on [`AgentCtx`]. Store calls do blocking file
+//! I/O, so they run on tokio's blocking pool, never on an executor thread.
+
+mod convert;
+mod mailbox;
+mod messaging;
+mod tasks;
+mod team;
+
+use wasmtime::component::HasData;
+
+use super::bindings::types::Error as WitError;
+use super::state::AgentCtx;
+use crate::Error;
+
+pub(crate) use convert::{from_wit_status, to_wit_message, to_wit_task};
+
+/// Selects [`AgentCtx`] out of the store data for `add_to_linker`.
+pub(crate) struct AgentData;
+
+impl HasData for AgentData {
+    type Data<'a> = &'a mut AgentCtx;
+}
+
+impl super::bindings::types::Host for AgentCtx {}
+impl super::bindings::protocol::Host for AgentCtx {}
+
+/// Runs a blocking store call off the executor. A panic in it is a host bug
+/// and traps the guest.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> crate::Result<T> + Send + 'static,
+) -> wasmtime::Result<Result<T, WitError>> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => Ok(r.map_err(to_wit_error)),
+        Err(e) => Err(wasmtime::Error::msg(format!("host store call failed: {e}"))),
+    }
+}
+
+/// Maps a store error to the guest-visible WIT error.
+pub(crate) fn to_wit_error(e: Error) -> WitError {
+    let msg = e.to_string();
+    match e {
+        Error::InvalidName { .. } | Error::Invalid(_) => WitError::Invalid(msg),
+        Error::TeamNotFound { .. } | Error::MemberNotFound { .. } | Error::TaskNotFound { .. } => {
+            WitError::NotFound(msg)
+        }
+        Error::TeamExists { .. } | Error::TeamNotEmpty { .. } => WitError::Conflict(msg),
+        Error::Corrupt { .. }
+        | Error::LockTimeout { .. }
+        | Error::Io { .. }
+        | Error::Component { .. } => WitError::Unavailable(msg),
+    }
+}

@@ -1,0 +1,114 @@
+//! `teamhost:agent/tasks`: the shared task list.
+
+use serde_json::{Map, Value};
+
+use super::convert::{from_wit_task_status, to_wit_task};
+use super::{blocking, AgentCtx};
+use crate::runtime::bindings::tasks::{ClaimError, Host, NewTask, OwnerChange, Task, TaskUpdate};
+use crate::runtime::bindings::types::Error as WitError;
+use crate::store::{self, ClaimOutcome, ClaimRefusal};
+
+fn metadata(json: Option<String>) -> Result<Option<Map<String, Value>>, WitError> {
+    match json.map(|s| serde_json::from_str::<Value>(&s)) {
+        None => Ok(None),
+        Some(Ok(Value::Object(m))) => Ok(Some(m)),
+        Some(Ok(_)) => Err(WitError::Invalid("metadata must be a JSON object".into())),
+        Some(Err(e)) => Err(WitError::Invalid(format!("metadata is not JSON: {e}"))),
+    }
+}
+
+impl Host for AgentCtx {
+    async fn create(&mut self, task: NewTask) -> wasmtime::Result<Result<Task, WitError>> {
+        let meta = match metadata(task.metadata) {
+            Ok(m) => m,
+            Err(e) => return Ok(Err(e)),
+        };
+        let team = self.team.clone();
+        blocking(move || {
+            team.create_task(store::NewTask {
+                subject: task.subject,
+                description: task.description,
+                active_form: task.active_form,
+                blocked_by: Vec::new(),
+                metadata: meta,
+            })
+            .map(to_wit_task)
+        })
+        .await
+    }
+
+    async fn get(&mut self, id: String) -> wasmtime::Result<Result<Task, WitError>> {
+        let team = self.team.clone();
+        blocking(move || team.task(&id).map(to_wit_task)).await
+    }
+
+    async fn list(&mut self) -> wasmtime::Result<Result<Vec<Task>, WitError>> {
+        let team = self.team.clone();
+        blocking(move || Ok(team.list_tasks()?.into_iter().map(to_wit_task).collect())).await
+    }
+
+    async fn update(
+        &mut self,
+        id: String,
+        changes: TaskUpdate,
+    ) -> wasmtime::Result<Result<Task, WitError>> {
+        let meta = match metadata(changes.metadata) {
+            Ok(m) => m,
+            Err(e) => return Ok(Err(e)),
+        };
+        let update = store::TaskUpdate {
+            subject: changes.subject,
+            description: changes.description,
+            active_form: changes.active_form,
+            status: changes.status.map(from_wit_task_status),
+            owner: changes.owner.map(|o| match o {
+                OwnerChange::Assign(name) => Some(name),
+                OwnerChange::Unassign => None,
+            }),
+            metadata: meta,
+        };
+        let (team, me) = (self.team.clone(), self.identity.name.clone());
+        blocking(move || team.update_task(&id, update, &me).map(to_wit_task)).await
+    }
+
+    async fn delete(&mut self, id: String) -> wasmtime::Result<Result<(), WitError>> {
+        let team = self.team.clone();
+        blocking(move || team.delete_task(&id).map(|_| ())).await
+    }
+
+    async fn add_dependency(
+        &mut self,
+        task: String,
+        blocked_by: String,
+    ) -> wasmtime::Result<Result<(), WitError>> {
+        let team = self.team.clone();
+        blocking(move || team.add_dependency(&blocked_by, &task)).await
+    }
+
+    async fn claim(
+        &mut self,
+        id: String,
+        check_busy: bool,
+    ) -> wasmtime::Result<Result<Task, ClaimError>> {
+        let (team, me) = (self.team.clone(), self.identity.name.clone());
+        let outcome = blocking(move || team.claim_task(&id, &me, check_busy)).await?;
+        Ok(match outcome {
+            Err(e) => Err(ClaimError::Other(e)),
+            Ok(ClaimOutcome::Claimed(t)) => Ok(to_wit_task(t)),
+            Ok(ClaimOutcome::Refused {
+                reason,
+                task,
+                blockers,
+                busy_with,
+            }) => Err(match reason {
+                ClaimRefusal::TaskNotFound => ClaimError::TaskNotFound,
+                ClaimRefusal::AlreadyClaimed => {
+                    ClaimError::AlreadyClaimed(task.and_then(|t| t.owner).unwrap_or_default())
+                }
+                ClaimRefusal::AlreadyResolved => ClaimError::AlreadyResolved,
+                ClaimRefusal::Blocked => ClaimError::Blocked(blockers),
+                ClaimRefusal::AgentBusy => ClaimError::AgentBusy(busy_with),
+            }),
+        })
+    }
+}
