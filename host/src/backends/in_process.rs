@@ -6,7 +6,7 @@
 //! If any step after registration fails, the member is removed again.
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,6 +29,8 @@ pub(crate) struct Spawned {
     pub inject: mpsc::UnboundedSender<String>,
     pub kill: watch::Sender<bool>,
     pub turns: Arc<AtomicU64>,
+    pub busy: Arc<AtomicBool>,
+    pub auto_claim: bool,
     pub join: tokio::task::JoinHandle<TeammateState>,
 }
 
@@ -134,6 +136,7 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
     let (kill_tx, kill_rx) = watch::channel(false);
     let (state_tx, state_rx) = watch::channel(TeammateState::Starting);
     let turns = Arc::new(AtomicU64::new(0));
+    let busy = Arc::new(AtomicBool::new(true));
     let runner = Runner {
         instance,
         team: team.clone(),
@@ -152,6 +155,7 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
             state: state_tx,
             events: env.events.clone(),
             turns: turns.clone(),
+            busy: busy.clone(),
         },
     };
     let hub = env.hub.clone();
@@ -167,6 +171,8 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
         inject: inject_tx,
         kill: kill_tx,
         turns,
+        busy,
+        auto_claim: req.auto_claim,
         join,
     })
 }

@@ -216,25 +216,57 @@ impl Host {
         }
     }
 
+    /// Settled: no running teammate has an unread message, none could claim a
+    /// task, and every one is idle and not between a wake-up and its turn.
+    /// The inbox and tasks are read before the states, so a message taken
+    /// between the two reads is seen as the taker's `busy` flag.
     fn is_settled(&self, team: &Team) -> Result<bool> {
-        let running: Vec<(String, TeammateState)> = self
+        let running: Vec<String> = self
             .teammates(team.name())
             .into_iter()
             .filter(|t| !t.state.is_finished())
-            .map(|t| (t.name, t.state))
+            .map(|t| t.name)
             .collect();
-        if running.iter().any(|(_, s)| *s != TeammateState::Idle) {
-            return Ok(false);
-        }
-        for (name, _) in &running {
+        for name in &running {
             if !team.unread(name)?.is_empty() {
                 return Ok(false);
             }
         }
-        if !running.is_empty() && team.find_claimable()?.is_some() {
-            return Ok(false);
+        let claimers: Vec<String> = {
+            let map = self.inner.teammates.lock().expect("teammates lock");
+            running
+                .iter()
+                .filter(|n| {
+                    map.get(&(team.name().to_string(), (*n).clone()))
+                        .is_some_and(|s| s.auto_claim)
+                })
+                .cloned()
+                .collect()
+        };
+        if !claimers.is_empty() {
+            let tasks = team.list_tasks()?;
+            if crate::store::tasks::claimable(&tasks).is_some() {
+                // Someone will claim it unless every claimer is busy with an
+                // unfinished task of its own (the busy check).
+                let busy = |n: &String| {
+                    tasks.iter().any(|t| {
+                        t.owner.as_deref() == Some(n.as_str())
+                            && t.status != crate::store::TaskStatus::Completed
+                    })
+                };
+                if !claimers.iter().all(busy) {
+                    return Ok(false);
+                }
+            }
         }
-        Ok(true)
+        let map = self.inner.teammates.lock().expect("teammates lock");
+        Ok(running.iter().all(|name| {
+            map.get(&(team.name().to_string(), name.clone()))
+                .is_none_or(|s| {
+                    let idle = *s.state.borrow() == TeammateState::Idle;
+                    idle && !s.busy.load(Ordering::SeqCst)
+                })
+        }))
     }
 
     /// Asks every running teammate of `team` to shut down (a

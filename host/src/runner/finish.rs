@@ -68,6 +68,7 @@ impl Runner {
             Some(why) => format!("{why}. {notice}"),
             None => notice,
         };
-        self.tell_lead(OutgoingMessage::new(HOST_SENDER, text)).await;
+        self.tell_lead(OutgoingMessage::new(HOST_SENDER, text))
+            .await;
     }
 }

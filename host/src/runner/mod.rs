@@ -14,7 +14,7 @@ pub use finish::HOST_SENDER;
 pub(crate) mod poll;
 pub mod wake;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,6 +43,9 @@ pub(crate) struct RunnerLinks {
     pub state: watch::Sender<TeammateState>,
     pub events: broadcast::Sender<Event>,
     pub turns: Arc<AtomicU64>,
+    /// `true` from a wake-up until the runner is idle again: lets
+    /// `Host::wait_idle` tell "idle" from "woken, about to take a message".
+    pub busy: Arc<AtomicBool>,
 }
 
 /// One teammate's loop. Built by the backend at spawn, consumed by [`run`](Runner::run).
@@ -109,6 +112,7 @@ impl Runner {
             if *self.links.kill.borrow() {
                 return None;
             }
+            self.links.busy.store(true, Ordering::SeqCst);
             let injected = self.links.injected.try_recv().ok();
             let (team, me, lead) = (self.team.clone(), self.name.clone(), self.lead.clone());
             let first = self.links.turns.load(Ordering::Relaxed) == 0;
@@ -128,6 +132,7 @@ impl Runner {
                 }
             }
             self.set_state(TeammateState::Idle);
+            self.links.busy.store(false, Ordering::SeqCst);
             tokio::select! {
                 _ = self.links.wake.notified() => {}
                 _ = tokio::time::sleep(self.config.poll_interval) => {}
