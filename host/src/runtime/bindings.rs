@@ -12,5 +12,5 @@ wasmtime::component::bindgen!({
     with: { "wasi": wasmtime_wasi::p2::bindings },
 });
 
-pub use exports::teamhost::agent::handler;
-pub use teamhost::agent::{mailbox, messaging, protocol, tasks, team, types};
+pub use self::exports::teamhost::agent::handler;
+pub use self::teamhost::agent::{mailbox, messaging, protocol, tasks, team, types};
