@@ -7,7 +7,9 @@
 //! |---|---|
 //! | [`store`] | the team on disk: paths, names, locks, atomic writes, config, mailboxes, tasks |
 //! | [`protocol`] | structured messages carried inside a mailbox `text` |
+//! | [`sandbox`] | the permission engine: modes, tool rules, (mode, rules, call) → allow / deny / ask |
 //! | [`error`] | the library's public error type |
+//! | [`manifest`] | `TEAM.toml`: a team, its component teammates and seed tasks, validated |
 //! | [`cli`] | the `teamhost` command line |
 //!
 //! The store needs neither wasm nor tokio: the CLI and tests use it directly.
@@ -16,9 +18,11 @@ pub mod backends;
 pub mod cli;
 pub mod error;
 pub mod host;
+pub mod manifest;
 pub mod protocol;
 pub mod runner;
 pub mod runtime;
+pub mod sandbox;
 pub mod store;
 
 pub use error::{Error, Result};

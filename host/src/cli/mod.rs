@@ -3,6 +3,7 @@
 
 mod message;
 mod output;
+mod run;
 mod task;
 mod team;
 
@@ -48,6 +49,9 @@ pub enum Command {
     Broadcast(message::BroadcastArgs),
     /// Show (or consume with --take) a member's inbox.
     Inbox(message::InboxArgs),
+    /// Run a team from a manifest until its tasks are done, then shut it down
+    /// and print who did what.
+    Run(run::RunArgs),
 }
 
 /// The team a command acts on: `--team`, else `$TEAMHOST_TEAM`.
@@ -69,5 +73,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Send(a) => message::send(&store, &out, a),
         Command::Broadcast(a) => message::broadcast(&store, &out, a),
         Command::Inbox(a) => message::inbox(&store, &out, a),
+        Command::Run(a) => run::run(&store, &out, a),
     }
 }

@@ -1,6 +1,6 @@
 //! The per-teammate loop, as the reference runs it but woken by events:
 //! **handle** a turn → **idle** (config `isActive: false`, `idle_notification`
-//! to the lead) → **poll** for the next turn in priority order ([`poll`]) →
+//! to the lead) → **poll** for the next turn in priority order (`poll.rs`) →
 //! **wake** on a write to its inbox or the task list ([`wake`]), with a poll
 //! every [`RunnerConfig::poll_interval`] as the fallback for writes made by
 //! other processes.
@@ -131,8 +131,10 @@ impl Runner {
                     tracing::error!(teammate = %self.name, error = %e, "poll task panicked; will retry")
                 }
             }
-            self.set_state(TeammateState::Idle);
+            // Clear `busy` before announcing Idle, so a waiter woken by the
+            // announcement already sees the teammate settled.
             self.links.busy.store(false, Ordering::SeqCst);
+            self.set_state(TeammateState::Idle);
             tokio::select! {
                 _ = self.links.wake.notified() => {}
                 _ = tokio::time::sleep(self.config.poll_interval) => {}

@@ -1,0 +1,729 @@
+//! A team manifest (`TEAM.toml`): the team, its component teammates and its
+//! seed tasks, as `teamhost run` reads it. Three layers, each on its own:
+//! the typed structs below with their documented defaults, the TOML format
+//! (serde, unknown keys rejected everywhere), then [`Manifest::validate`],
+//! which checks what the format cannot and names the key and the fix.
+//!
+//! ```toml
+//! [team]
+//! name = "wordcount"                # required; sanitised like every team name
+//! description = "Counts words"      # optional
+//!
+//! [[teammate]]                      # one or more
+//! name = "counter"                  # required, unique, not "team-lead"
+//! component = "worker.wasm"         # required; relative to the manifest's directory
+//! prompt = "You count words."       # required; the first message of its inbox
+//! cwd = "data"                      # default: the manifest's directory
+//! mode = "acceptEdits"              # default "default"
+//! allowed_tools = ["Read"]          # default []; recorded (enforced by the sandbox)
+//! disallowed_tools = []             # default []
+//! auto_claim = true                 # default true: claims open tasks when idle
+//! model = "..."                     # optional, recorded in the config
+//! agent_type = "..."                # optional, default "general-purpose"
+//! plan_mode_required = false        # default false
+//!
+//! [[task]]                          # zero or more; ids 1, 2, … in this order
+//! subject = "Count chapter one"     # required
+//! description = "- one.txt"         # default ""
+//! active_form = "Counting"          # optional
+//! blocked_by = [1, 2]               # default []; 1-based positions in this list
+//! ```
+//!
+//! | key | default | checked by [`Manifest::validate`] |
+//! |---|---|---|
+//! | `team.name` | required | not empty, a valid team name |
+//! | `teammate.name` | required | valid agent name, unique, not `team-lead`/`teamhost`, no `@` |
+//! | `teammate.component` | required | the file exists |
+//! | `teammate.cwd` | manifest's directory | the directory exists |
+//! | `teammate.mode` | `default` | one of [`PERMISSION_MODES`] |
+//! | `task.subject` | required | not empty |
+//! | `task.blocked_by` | `[]` | each in `1..=tasks`, not itself, listed once, no cycles |
+//!
+//! A task may be blocked by a later task; only cycles are refused. Relative
+//! paths are resolved against the manifest's directory when it is parsed, so a
+//! [`Manifest`] always holds absolute paths.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::host::SpawnRequest;
+use crate::store::config::LEAD_NAME;
+use crate::store::paths::{agent_file_stem, sanitize_team_name};
+use crate::store::NewTask;
+
+/// The permission modes a teammate may run in (the reference's spellings).
+pub const PERMISSION_MODES: &[&str] = &[
+    "default",
+    "acceptEdits",
+    "bypassPermissions",
+    "plan",
+    "dontAsk",
+    "delegate",
+];
+
+/// A whole manifest. Built by [`Manifest::load`] or [`Manifest::parse`], which
+/// resolve relative paths and validate.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// `[team]`.
+    pub team: TeamSpec,
+    /// `[[teammate]]` tables, in spawn order.
+    #[serde(rename = "teammate", default)]
+    pub teammates: Vec<TeammateSpec>,
+    /// `[[task]]` tables, created in this order (ids 1, 2, … in a fresh team).
+    #[serde(rename = "task", default)]
+    pub tasks: Vec<TaskSpec>,
+}
+
+/// `[team]`: the team to create.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TeamSpec {
+    /// Team name (required).
+    pub name: String,
+    /// Recorded in the team config. Default: none.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// One `[[teammate]]`: a component to spawn in-process.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TeammateSpec {
+    /// Member name (required, unique in the manifest).
+    pub name: String,
+    /// The `.wasm` component (required). Absolute once parsed.
+    pub component: PathBuf,
+    /// Spawn prompt, delivered as the first message of its inbox (required).
+    pub prompt: String,
+    /// The one directory it can see. Default (empty): the manifest's
+    /// directory. Absolute once parsed.
+    #[serde(default)]
+    pub cwd: PathBuf,
+    /// Permission mode, one of [`PERMISSION_MODES`]. Default `default`.
+    #[serde(default = "default_mode")]
+    pub mode: String,
+    /// Tool rules allowed without asking. Default none. Recorded in the config;
+    /// enforced by the sandbox.
+    #[serde(default)]
+    pub allowed_tools: Vec<String>,
+    /// Tool rules always denied. Default none.
+    #[serde(default)]
+    pub disallowed_tools: Vec<String>,
+    /// Claim open tasks by itself when idle. Default `true`.
+    #[serde(default = "yes")]
+    pub auto_claim: bool,
+    /// Model id recorded in the config. Default: none.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Role recorded in the config. Default: `general-purpose`.
+    #[serde(default)]
+    pub agent_type: Option<String>,
+    /// Whether its plan must be approved first. Default `false`.
+    #[serde(default)]
+    pub plan_mode_required: bool,
+}
+
+/// One `[[task]]`: a seed task, created before any teammate starts.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskSpec {
+    /// Imperative title (required).
+    pub subject: String,
+    /// Details. Default empty.
+    #[serde(default)]
+    pub description: String,
+    /// Shown while in progress. Default: none.
+    #[serde(default)]
+    pub active_form: Option<String>,
+    /// 1-based positions in the manifest's task list that must complete
+    /// first. Default none.
+    #[serde(default)]
+    pub blocked_by: Vec<usize>,
+}
+
+fn default_mode() -> String {
+    "default".into()
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Why a manifest was refused. Every message names the file and the key.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ManifestError {
+    /// The file could not be read.
+    #[error("cannot read manifest {}: {source}", path.display())]
+    Read {
+        /// The manifest file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Not TOML, a key teamhost does not know, or a value of the wrong type.
+    #[error("manifest {}: {message}", path.display())]
+    Format {
+        /// The manifest file.
+        path: PathBuf,
+        /// The parser's message (line, column, key) and a hint.
+        message: String,
+    },
+    /// Well-formed, but breaks rules the format cannot express.
+    #[error("manifest {} has {} problem(s):\n{}", path.display(), problems.len(),
+        problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n"))]
+    Invalid {
+        /// The manifest file.
+        path: PathBuf,
+        /// One line per problem, each naming the key and the fix.
+        problems: Vec<String>,
+    },
+}
+
+impl Manifest {
+    /// Reads, parses and validates the manifest at `path`.
+    pub fn load(path: &Path) -> Result<Manifest, ManifestError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Manifest::parse(&text, path)
+    }
+
+    /// Parses `text` as the manifest at `file` (which need not exist: its
+    /// directory anchors relative paths), resolves the paths and validates.
+    pub fn parse(text: &str, file: &Path) -> Result<Manifest, ManifestError> {
+        let mut manifest: Manifest = toml::from_str(text).map_err(|e| ManifestError::Format {
+            path: file.to_path_buf(),
+            message: format_error(&e),
+        })?;
+        manifest.resolve_paths(&base_dir(file));
+        manifest
+            .validate()
+            .map_err(|problems| ManifestError::Invalid {
+                path: file.to_path_buf(),
+                problems,
+            })?;
+        Ok(manifest)
+    }
+
+    /// Joins relative `component` and `cwd` paths to `base`; an empty `cwd`
+    /// becomes `base` itself.
+    pub fn resolve_paths(&mut self, base: &Path) {
+        for t in &mut self.teammates {
+            t.component = base.join(&t.component);
+            t.cwd = if t.cwd.as_os_str().is_empty() {
+                base.to_path_buf()
+            } else {
+                base.join(&t.cwd)
+            };
+        }
+    }
+
+    /// Every rule of the module docs' table, all checked at once: one line
+    /// per problem, naming the key and how to fix it.
+    pub fn validate(&self) -> Result<(), Vec<String>> {
+        let mut problems = Vec::new();
+        if self.team.name.trim().is_empty() {
+            problems.push(
+                "[team] name is empty; give the team a name, like name = \"wordcount\"".into(),
+            );
+        } else if let Err(e) = sanitize_team_name(&self.team.name) {
+            problems.push(format!("[team] name: {e}"));
+        }
+        if self.teammates.is_empty() {
+            problems
+                .push("no [[teammate]]; add at least one with name, component and prompt".into());
+        }
+        let mut seen = BTreeSet::new();
+        for (i, t) in self.teammates.iter().enumerate() {
+            check_teammate(i, t, &mut seen, &mut problems);
+        }
+        for (i, t) in self.tasks.iter().enumerate() {
+            check_task(i, t, self.tasks.len(), &mut problems);
+        }
+        problems.extend(cycles(&self.tasks));
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
+    }
+}
+
+impl TeammateSpec {
+    /// The spawn request for this teammate (memory limit: the host default).
+    pub fn spawn_request(&self) -> SpawnRequest {
+        SpawnRequest {
+            agent_type: self.agent_type.clone(),
+            model: self.model.clone(),
+            mode: Some(self.mode.clone()),
+            plan_mode_required: self.plan_mode_required,
+            allowed_tools: self.allowed_tools.clone(),
+            disallowed_tools: self.disallowed_tools.clone(),
+            auto_claim: self.auto_claim,
+            ..SpawnRequest::new(&self.name, &self.component, &self.prompt, &self.cwd)
+        }
+    }
+}
+
+impl TaskSpec {
+    /// The task to create, without dependencies: they may point at later
+    /// tasks, so the caller adds them once every task exists.
+    pub fn new_task(&self) -> NewTask {
+        NewTask {
+            subject: self.subject.clone(),
+            description: self.description.clone(),
+            active_form: self.active_form.clone(),
+            blocked_by: Vec::new(),
+            metadata: None,
+        }
+    }
+}
+
+/// The directory relative paths in `file` are anchored to, made absolute.
+fn base_dir(file: &Path) -> PathBuf {
+    let dir = match file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::path::absolute(&dir).unwrap_or(dir)
+}
+
+fn format_error(e: &toml::de::Error) -> String {
+    let hint = if e.message().starts_with("unknown field") {
+        "\nremove or rename that key: teamhost refuses keys it does not know, so a typo is never ignored (the keys are listed in `teamhost run --help`)"
+    } else if e.message().starts_with("missing field") {
+        "\nadd that key (see `teamhost run --help` for the format)"
+    } else {
+        ""
+    };
+    format!("{}{hint}", e.to_string().trim_end())
+}
+
+fn check_teammate(
+    i: usize,
+    t: &TeammateSpec,
+    seen: &mut BTreeSet<String>,
+    problems: &mut Vec<String>,
+) {
+    let who = format!("teammate {:?} ([[teammate]] #{})", t.name, i + 1);
+    if let Err(e) = agent_file_stem(&t.name) {
+        problems.push(format!("{who}: name: {e}"));
+    } else if t.name == LEAD_NAME || t.name == crate::runner::HOST_SENDER {
+        problems.push(format!(
+            "{who}: name {:?} is reserved for the {}; pick another name",
+            t.name,
+            if t.name == LEAD_NAME {
+                "lead"
+            } else {
+                "host's notices"
+            }
+        ));
+    } else if t.name.contains('@') {
+        problems.push(format!(
+            "{who}: name must not contain '@' (it separates name and team in agent ids)"
+        ));
+    } else if !seen.insert(t.name.clone()) {
+        problems.push(format!(
+            "{who}: name is used by an earlier teammate; names must be unique (try {:?})",
+            format!("{}-2", t.name)
+        ));
+    }
+    if !t.component.is_file() {
+        problems.push(format!(
+            "{who}: component {} {}; fix the path (relative paths start at the manifest's directory) or build the guests (`cargo build --release` inside guests/; `scripts/demo` does it)",
+            t.component.display(),
+            if t.component.exists() { "is not a file" } else { "does not exist" },
+        ));
+    }
+    if !t.cwd.is_dir() {
+        problems.push(format!(
+            "{who}: cwd {} is not a directory; create it or fix the path (relative to the manifest's directory; leave cwd out to use that directory)",
+            t.cwd.display()
+        ));
+    }
+    if !PERMISSION_MODES.contains(&t.mode.as_str()) {
+        problems.push(format!(
+            "{who}: mode {:?} is not a permission mode; use one of {}",
+            t.mode,
+            PERMISSION_MODES.join(", ")
+        ));
+    }
+    if t.prompt.trim().is_empty() {
+        problems.push(format!(
+            "{who}: prompt is empty; say what the teammate is for"
+        ));
+    }
+}
+
+fn check_task(i: usize, t: &TaskSpec, count: usize, problems: &mut Vec<String>) {
+    let n = i + 1;
+    let what = format!("task {n} ({:?})", t.subject);
+    if t.subject.trim().is_empty() {
+        problems.push(format!(
+            "task {n}: subject is empty; give it an imperative title like \"Count chapter one\""
+        ));
+    }
+    let mut listed = BTreeSet::new();
+    for &b in &t.blocked_by {
+        if b == n {
+            problems.push(format!(
+                "{what}: blocked_by lists {n}, the task itself; remove it"
+            ));
+        } else if b == 0 || b > count {
+            problems.push(format!(
+                "{what}: blocked_by = {b} is out of range; use positions 1 to {count} in the [[task]] list"
+            ));
+        } else if !listed.insert(b) {
+            problems.push(format!(
+                "{what}: blocked_by lists {b} twice; list each task once"
+            ));
+        }
+    }
+}
+
+/// Dependency cycles among `tasks`, one problem per cycle found (self and
+/// out-of-range references are reported by `check_task` and skipped here).
+fn cycles(tasks: &[TaskSpec]) -> Vec<String> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        OnPath,
+        Done,
+    }
+    fn visit(
+        i: usize,
+        tasks: &[TaskSpec],
+        marks: &mut [Mark],
+        path: &mut Vec<usize>,
+        out: &mut Vec<String>,
+    ) {
+        marks[i] = Mark::OnPath;
+        path.push(i);
+        for &b in &tasks[i].blocked_by {
+            if b == 0 || b > tasks.len() || b == i + 1 {
+                continue;
+            }
+            let j = b - 1;
+            match marks[j] {
+                Mark::New => visit(j, tasks, marks, path, out),
+                Mark::OnPath => {
+                    let start = path.iter().position(|&k| k == j).unwrap_or(0);
+                    let ring: Vec<String> = path[start..]
+                        .iter()
+                        .chain(std::iter::once(&j))
+                        .map(|k| (k + 1).to_string())
+                        .collect();
+                    out.push(format!(
+                        "tasks {} form a dependency cycle (each is blocked_by the next), so none could ever start; remove one of those blocked_by entries",
+                        ring.join(" → ")
+                    ));
+                }
+                Mark::Done => {}
+            }
+        }
+        path.pop();
+        marks[i] = Mark::Done;
+    }
+    let mut marks = vec![Mark::New; tasks.len()];
+    let mut out = Vec::new();
+    for i in 0..tasks.len() {
+        if marks[i] == Mark::New {
+            visit(i, tasks, &mut marks, &mut Vec::new(), &mut out);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A directory with a fake component and a `data/` directory, and the
+    /// path of a manifest inside it.
+    fn fixture() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("worker.wasm"), b"\0asm").unwrap();
+        std::fs::create_dir(dir.path().join("data")).unwrap();
+        let file = dir.path().join("team.toml");
+        (dir, file)
+    }
+
+    const GOOD: &str = r#"
+[team]
+name = "wordcount"
+description = "counts words"
+
+[[teammate]]
+name = "counter"
+component = "worker.wasm"
+prompt = "You count words."
+cwd = "data"
+mode = "acceptEdits"
+allowed_tools = ["Read"]
+
+[[teammate]]
+name = "second"
+component = "worker.wasm"
+prompt = "You count words too."
+
+[[task]]
+subject = "Count one"
+description = "- one.txt"
+
+[[task]]
+subject = "Count all"
+active_form = "Counting all"
+blocked_by = [1, 3]
+
+[[task]]
+subject = "Count three"
+"#;
+
+    fn problems(text: &str) -> Vec<String> {
+        let (_dir, file) = fixture();
+        match Manifest::parse(text, &file) {
+            Err(ManifestError::Invalid { problems, .. }) => problems,
+            other => panic!("expected validation problems, got {other:?}"),
+        }
+    }
+
+    fn one_problem(text: &str) -> String {
+        let p = problems(text);
+        assert_eq!(p.len(), 1, "{p:#?}");
+        p.into_iter().next().unwrap()
+    }
+
+    fn with_teammate(extra: &str) -> String {
+        format!(
+            "[team]\nname = \"t\"\n[[teammate]]\nname = \"a\"\ncomponent = \"worker.wasm\"\nprompt = \"p\"\n{extra}\n"
+        )
+    }
+
+    fn with_tasks(tasks: &[&str]) -> String {
+        let mut text = with_teammate("");
+        for (i, blocked_by) in tasks.iter().enumerate() {
+            text += &format!(
+                "[[task]]\nsubject = \"T{}\"\nblocked_by = {blocked_by}\n",
+                i + 1
+            );
+        }
+        text
+    }
+
+    #[test]
+    fn parses_a_full_manifest_with_defaults_and_absolute_paths() {
+        let (dir, file) = fixture();
+        let m = Manifest::parse(GOOD, &file).unwrap();
+        assert_eq!(m.team.name, "wordcount");
+        assert_eq!(m.team.description.as_deref(), Some("counts words"));
+        let [a, b] = &m.teammates[..] else {
+            panic!("{m:?}")
+        };
+        assert_eq!(a.component, dir.path().join("worker.wasm"));
+        assert_eq!(a.cwd, dir.path().join("data"));
+        assert_eq!(a.mode, "acceptEdits");
+        assert_eq!(a.allowed_tools, ["Read"]);
+        // Defaults.
+        assert_eq!(b.cwd, dir.path());
+        assert_eq!(b.mode, "default");
+        assert!(b.auto_claim && !b.plan_mode_required);
+        assert!(b.allowed_tools.is_empty() && b.disallowed_tools.is_empty());
+        assert_eq!((b.model.as_ref(), b.agent_type.as_ref()), (None, None));
+        assert_eq!(m.tasks.len(), 3);
+        assert_eq!(m.tasks[1].blocked_by, [1, 3], "a later blocker is fine");
+        assert_eq!(m.tasks[2].description, "");
+        assert_eq!(m.tasks[1].active_form.as_deref(), Some("Counting all"));
+    }
+
+    #[test]
+    fn spawn_request_carries_every_teammate_setting() {
+        let (_dir, file) = fixture();
+        let m = Manifest::parse(GOOD, &file).unwrap();
+        let r = m.teammates[0].spawn_request();
+        assert_eq!(r.name, "counter");
+        assert_eq!(r.component, m.teammates[0].component);
+        assert_eq!(r.cwd, m.teammates[0].cwd);
+        assert_eq!(r.mode.as_deref(), Some("acceptEdits"));
+        assert_eq!(r.allowed_tools, ["Read"]);
+        assert!(r.auto_claim);
+        let t = m.tasks[1].new_task();
+        assert_eq!(t.subject, "Count all");
+        assert!(t.blocked_by.is_empty(), "dependencies are added afterwards");
+    }
+
+    #[test]
+    fn an_unknown_key_is_an_error_naming_it() {
+        let (_dir, file) = fixture();
+        for (text, key) in [
+            (
+                GOOD.replace("description = \"counts", "colour = \"counts"),
+                "colour",
+            ),
+            (
+                GOOD.replace("cwd = \"data\"", "workdir = \"data\""),
+                "workdir",
+            ),
+            (GOOD.replace("active_form", "activeForm"), "activeForm"),
+            (format!("{GOOD}\n[extra]\nx = 1\n"), "extra"),
+        ] {
+            let err = Manifest::parse(&text, &file).unwrap_err();
+            let msg = err.to_string();
+            assert!(matches!(err, ManifestError::Format { .. }), "{msg}");
+            assert!(msg.contains(&format!("unknown field `{key}`")), "{msg}");
+            assert!(msg.contains("remove or rename that key"), "{msg}");
+        }
+    }
+
+    #[test]
+    fn a_missing_required_key_is_an_error_naming_it() {
+        let (_dir, file) = fixture();
+        let text = GOOD.replace("prompt = \"You count words.\"", "");
+        let msg = Manifest::parse(&text, &file).unwrap_err().to_string();
+        assert!(msg.contains("missing field `prompt`"), "{msg}");
+    }
+
+    #[test]
+    fn a_wrong_type_is_an_error() {
+        let (_dir, file) = fixture();
+        let text = GOOD.replace("blocked_by = [1, 3]", "blocked_by = [\"1\"]");
+        let err = Manifest::parse(&text, &file).unwrap_err();
+        assert!(matches!(err, ManifestError::Format { .. }), "{err}");
+    }
+
+    #[test]
+    fn an_empty_team_name_is_refused() {
+        let p = one_problem(&with_teammate("").replace("name = \"t\"", "name = \" \""));
+        assert!(p.starts_with("[team] name is empty"), "{p}");
+    }
+
+    #[test]
+    fn a_path_like_team_name_is_refused() {
+        let p = one_problem(&with_teammate("").replace("name = \"t\"", "name = \"../x\""));
+        assert!(p.starts_with("[team] name:") && p.contains(".."), "{p}");
+    }
+
+    #[test]
+    fn a_manifest_without_teammates_is_refused() {
+        let p = one_problem("[team]\nname = \"t\"\n");
+        assert!(p.contains("add at least one"), "{p}");
+    }
+
+    #[test]
+    fn an_unknown_mode_names_the_teammate_and_the_modes() {
+        let p = one_problem(&with_teammate("mode = \"yolo\""));
+        assert!(p.starts_with("teammate \"a\""), "{p}");
+        assert!(
+            p.contains("\"yolo\"") && p.contains("bypassPermissions"),
+            "{p}"
+        );
+    }
+
+    #[test]
+    fn a_missing_component_names_the_teammate_and_the_path() {
+        let text = with_teammate("").replace("worker.wasm", "nope.wasm");
+        let p = one_problem(&text);
+        assert!(p.starts_with("teammate \"a\""), "{p}");
+        assert!(p.contains("nope.wasm does not exist"), "{p}");
+        assert!(p.contains("cargo build --release"), "{p}");
+    }
+
+    #[test]
+    fn a_missing_cwd_is_refused() {
+        let p = one_problem(&with_teammate("cwd = \"elsewhere\""));
+        assert!(p.contains("elsewhere is not a directory"), "{p}");
+    }
+
+    #[test]
+    fn duplicate_teammate_names_are_refused() {
+        let text = format!(
+            "{}[[teammate]]\nname = \"a\"\ncomponent = \"worker.wasm\"\nprompt = \"p\"\n",
+            with_teammate("")
+        );
+        let p = one_problem(&text);
+        assert!(p.contains("[[teammate]] #2") && p.contains("unique"), "{p}");
+    }
+
+    #[test]
+    fn reserved_and_bad_teammate_names_are_refused() {
+        for (name, says) in [
+            ("team-lead", "reserved for the lead"),
+            ("teamhost", "reserved"),
+            ("a@b", "'@'"),
+            ("", "must not be empty"),
+            (".hidden", "'.'"),
+        ] {
+            let text = with_teammate("").replace("name = \"a\"", &format!("name = {name:?}"));
+            let p = one_problem(&text);
+            assert!(p.contains(says), "{name}: {p}");
+        }
+    }
+
+    #[test]
+    fn an_empty_prompt_is_refused() {
+        let p = one_problem(&with_teammate("").replace("prompt = \"p\"", "prompt = \"\""));
+        assert!(p.contains("prompt is empty"), "{p}");
+    }
+
+    #[test]
+    fn an_empty_task_subject_is_refused() {
+        let text = format!("{}[[task]]\nsubject = \"\"\n", with_teammate(""));
+        let p = one_problem(&text);
+        assert!(p.starts_with("task 1: subject is empty"), "{p}");
+    }
+
+    #[test]
+    fn a_task_blocked_by_itself_is_refused() {
+        let p = one_problem(&with_tasks(&["[]", "[2]"]));
+        assert!(
+            p.contains("task 2 (\"T2\")") && p.contains("the task itself"),
+            "{p}"
+        );
+    }
+
+    #[test]
+    fn blocked_by_out_of_range_is_refused() {
+        let p = problems(&with_tasks(&["[0]", "[3]"]));
+        assert_eq!(p.len(), 2, "{p:#?}");
+        assert!(p[0].contains("blocked_by = 0 is out of range"), "{p:#?}");
+        assert!(
+            p[1].contains("blocked_by = 3 is out of range; use positions 1 to 2"),
+            "{p:#?}"
+        );
+    }
+
+    #[test]
+    fn a_duplicate_blocker_is_refused() {
+        let p = one_problem(&with_tasks(&["[]", "[1, 1]"]));
+        assert!(p.contains("lists 1 twice"), "{p}");
+    }
+
+    #[test]
+    fn a_later_blocker_is_fine_but_a_cycle_is_not() {
+        let (_dir, file) = fixture();
+        Manifest::parse(&with_tasks(&["[2]", "[]"]), &file).unwrap();
+        let p = one_problem(&with_tasks(&["[3]", "[1]", "[2]"]));
+        assert!(
+            p.contains("tasks 1 → 3 → 2 → 1 form a dependency cycle"),
+            "{p}"
+        );
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let text =
+            with_teammate("mode = \"nope\"\ncwd = \"missing\"").replace("worker.wasm", "gone.wasm");
+        assert_eq!(problems(&text).len(), 3);
+    }
+
+    #[test]
+    fn load_names_a_missing_file() {
+        let err = Manifest::load(Path::new("/no/such/team.toml")).unwrap_err();
+        assert!(err.to_string().contains("/no/such/team.toml"), "{err}");
+    }
+}

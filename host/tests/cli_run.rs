@@ -1,0 +1,218 @@
+//! `teamhost run` end to end: the real binary on manifests whose teammates are
+//! the real `worker` component (`teamhost_tests::WORKER`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// Runs `teamhost --home HOME ARGS…` and returns what it did.
+fn teamhost(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_teamhost"))
+        .arg("--home")
+        .arg(home)
+        .args(args)
+        .output()
+        .expect("the teamhost binary runs")
+}
+
+/// Everything a failing assertion needs to show.
+fn shown(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A directory with `data/{a,b,c}.txt` and a manifest `team.toml` for team
+/// `name`: two workers, tasks 1–3 counting one file each, task 4 blocked by
+/// them counting all three. `extra` is appended to the `[team]` table.
+fn project(name: &str, extra: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("a.txt"), "one two three").unwrap();
+    std::fs::write(data.join("b.txt"), "four five").unwrap();
+    std::fs::write(data.join("c.txt"), "six").unwrap();
+    let mut toml = format!("[team]\nname = {name:?}\n{extra}\n");
+    for who in ["ann", "bob"] {
+        toml += &format!(
+            "[[teammate]]\nname = {who:?}\ncomponent = {:?}\nprompt = \"You count words.\"\ncwd = \"data\"\nmode = \"acceptEdits\"\n",
+            teamhost_tests::WORKER
+        );
+    }
+    for (subject, files, blocked_by) in [
+        ("Count a", "- a.txt", "[]"),
+        ("Count b", "- b.txt", "[]"),
+        ("Count c", "- c.txt", "[]"),
+        ("Count all", "- a.txt\\n- b.txt\\n- c.txt", "[1, 2, 3]"),
+    ] {
+        toml += &format!(
+            "[[task]]\nsubject = {subject:?}\ndescription = \"{files}\"\nblocked_by = {blocked_by}\n"
+        );
+    }
+    let manifest = dir.path().join("team.toml");
+    std::fs::write(&manifest, toml).unwrap();
+    (dir, manifest)
+}
+
+#[test]
+fn runs_a_team_to_completion_and_names_each_tasks_owner() {
+    let (dir, manifest) = project("words", "");
+    let home = dir.path().join("home");
+    let out = teamhost(&home, &["run", manifest.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", shown(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary = stdout
+        .split_once("\ntasks\n")
+        .map(|(_, s)| s)
+        .unwrap_or_else(|| panic!("no task table\n{}", shown(&out)));
+    for (id, subject) in [
+        (1, "Count a"),
+        (2, "Count b"),
+        (3, "Count c"),
+        (4, "Count all"),
+    ] {
+        let line = summary
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("#{id} ")))
+            .unwrap_or_else(|| panic!("no line for task #{id}\n{}", shown(&out)));
+        assert!(line.contains("completed"), "{line}\n{}", shown(&out));
+        assert!(
+            line.contains(" ann ") || line.contains(" bob "),
+            "task #{id} names no owner: {line}"
+        );
+        assert!(line.contains(subject), "{line}");
+    }
+    assert!(
+        stdout.contains("→ team-lead: Task #4 done: 6 words"),
+        "{}",
+        shown(&out)
+    );
+    assert!(
+        stdout.contains("shutdown: 2 stopped, 0 killed"),
+        "{}",
+        shown(&out)
+    );
+    let report = std::fs::read_to_string(dir.path().join("data/reports/task-4.md")).unwrap();
+    assert!(report.contains("**6**"), "{report}");
+    assert!(
+        !home.join("teams/words").exists(),
+        "the team files are deleted"
+    );
+    assert!(
+        !home.join("tasks/words").exists(),
+        "the task files are deleted"
+    );
+}
+
+#[test]
+fn json_prints_one_summary_with_every_task_completed() {
+    let (dir, manifest) = project("json-words", "description = \"counts\"");
+    let home = dir.path().join("home");
+    let out = teamhost(
+        &home,
+        &["--json", "run", "--keep", manifest.to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", shown(&out));
+    let summary: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e})\n{}", shown(&out)));
+    assert_eq!(summary["ok"], true);
+    assert_eq!(summary["outcome"], "completed");
+    let tasks = summary["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 4);
+    for t in tasks {
+        assert_eq!(t["status"], "completed", "{t}");
+        let owner = t["owner"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no owner: {t}"));
+        assert!(["ann", "bob"].contains(&owner), "{t}");
+    }
+    assert_eq!(tasks[3]["blockedBy"], serde_json::json!(["1", "2", "3"]));
+    let mates = summary["teammates"].as_array().unwrap();
+    assert_eq!(mates.len(), 2);
+    let mut done: Vec<String> = Vec::new();
+    for m in mates {
+        assert_eq!(m["state"], "completed", "{m}");
+        assert!(m["turns"].as_u64().unwrap() >= 2, "{m}");
+        for id in m["completedTasks"].as_array().unwrap() {
+            done.push(id.as_str().unwrap().to_string());
+        }
+    }
+    done.sort();
+    assert_eq!(done, ["1", "2", "3", "4"]);
+    let messages = &summary["messages"];
+    assert!(messages["toLead"].as_u64().unwrap() >= 4, "{messages}");
+    assert_eq!(messages["byKind"]["shutdown_approved"], 2, "{messages}");
+    assert_eq!(
+        summary["shutdown"]["stopped"],
+        serde_json::json!(["ann", "bob"])
+    );
+    // --keep: the team is still on disk, with only its lead left.
+    assert!(home.join("teams/json-words/config.json").is_file());
+    assert!(home.join("tasks/json-words/4.json").is_file());
+}
+
+#[test]
+fn an_unknown_manifest_key_fails_naming_the_key() {
+    let (dir, manifest) = project("typo", "colour = \"blue\"");
+    let home = dir.path().join("home");
+    let out = teamhost(&home, &["run", manifest.to_str().unwrap()]);
+    assert!(!out.status.success(), "{}", shown(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unknown field `colour`"), "{}", shown(&out));
+    assert!(stderr.contains("team.toml"), "names the file: {stderr}");
+    assert!(!home.join("teams/typo").exists(), "nothing was created");
+}
+
+#[test]
+fn an_existing_team_is_refused_unless_replace() {
+    let (dir, manifest) = project("again", "");
+    let home = dir.path().join("home");
+    let path = manifest.to_str().unwrap();
+    let first = teamhost(&home, &["run", "--keep", path]);
+    assert!(first.status.success(), "{}", shown(&first));
+    let refused = teamhost(&home, &["run", path]);
+    assert!(!refused.status.success(), "{}", shown(&refused));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--replace"),
+        "{}",
+        shown(&refused)
+    );
+    let replaced = teamhost(&home, &["--json", "run", "--replace", path]);
+    assert!(replaced.status.success(), "{}", shown(&replaced));
+    let summary: Value = serde_json::from_slice(&replaced.stdout).unwrap();
+    let ids: Vec<&str> = summary["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["1", "2", "3", "4"], "a replaced team starts afresh");
+}
+
+#[test]
+fn a_task_nobody_can_finish_stops_the_run_with_an_error_naming_it() {
+    let (dir, manifest) = project("stuck", "");
+    std::fs::remove_file(dir.path().join("data/b.txt")).unwrap();
+    let home = dir.path().join("home");
+    let out = teamhost(&home, &["--json", "run", manifest.to_str().unwrap()]);
+    assert!(!out.status.success(), "{}", shown(&out));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["ok"], false);
+    assert_eq!(summary["outcome"], "stuck", "{summary:#}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Task #2 failed: cannot read b.txt"),
+        "{}",
+        shown(&out)
+    );
+    assert!(
+        stderr.contains("error: every teammate is idle but 2 task(s)"),
+        "{}",
+        shown(&out)
+    );
+    assert!(stderr.contains("#2 \"Count b\""), "{}", shown(&out));
+}
