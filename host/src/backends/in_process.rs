@@ -6,7 +6,7 @@
 //! If any step after registration fails, the member is removed again.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +30,7 @@ pub(crate) struct Spawned {
     pub kill: watch::Sender<bool>,
     pub turns: Arc<AtomicU64>,
     pub busy: Arc<AtomicBool>,
+    pub pending_injections: Arc<AtomicUsize>,
     pub auto_claim: bool,
     pub join: tokio::task::JoinHandle<TeammateState>,
 }
@@ -92,8 +93,6 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
     };
     let name = member.name.clone();
     let color = member.color.clone().unwrap_or_default();
-    team.deliver(&name, OutgoingMessage::new(&lead, req.prompt.clone()))
-        .map_err(rollback)?;
 
     let agent = AgentCtx {
         team: team.clone(),
@@ -131,12 +130,17 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
             })
         })?;
 
+    // The prompt goes in only once the instance is ready, so a failed spawn
+    // leaves nothing for the next teammate of the same name.
+    team.deliver(&name, OutgoingMessage::new(&lead, req.prompt.clone()))
+        .map_err(rollback)?;
     let wake = env.hub.register(team.name(), &name);
     let (inject_tx, inject_rx) = mpsc::unbounded_channel();
     let (kill_tx, kill_rx) = watch::channel(false);
     let (state_tx, state_rx) = watch::channel(TeammateState::Starting);
     let turns = Arc::new(AtomicU64::new(0));
     let busy = Arc::new(AtomicBool::new(true));
+    let pending_injections = Arc::new(AtomicUsize::new(0));
     let runner = Runner {
         instance,
         team: team.clone(),
@@ -156,6 +160,7 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
             events: env.events.clone(),
             turns: turns.clone(),
             busy: busy.clone(),
+            pending_injections: pending_injections.clone(),
         },
     };
     let hub = env.hub.clone();
@@ -172,6 +177,7 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
         kill: kill_tx,
         turns,
         busy,
+        pending_injections,
         auto_claim: req.auto_claim,
         join,
     })

@@ -173,10 +173,11 @@ impl Host {
             .get(&(team.name().to_string(), name.to_string()))
             .filter(|s| !s.state.borrow().is_finished())
             .ok_or_else(|| Error::Invalid(format!("{name} is not running in this host")))?;
-        spawned
-            .inject
-            .send(text.to_string())
-            .map_err(|_| Error::Invalid(format!("{name} has stopped")))?;
+        spawned.pending_injections.fetch_add(1, Ordering::SeqCst);
+        if spawned.inject.send(text.to_string()).is_err() {
+            spawned.pending_injections.fetch_sub(1, Ordering::SeqCst);
+            return Err(Error::Invalid(format!("{name} has stopped")));
+        }
         self.inner.hub.register(team.name(), name).notify_one();
         Ok(())
     }
@@ -265,6 +266,7 @@ impl Host {
                 .is_none_or(|s| {
                     let idle = *s.state.borrow() == TeammateState::Idle;
                     idle && !s.busy.load(Ordering::SeqCst)
+                        && s.pending_injections.load(Ordering::SeqCst) == 0
                 })
         }))
     }

@@ -71,7 +71,9 @@ impl ComponentCache {
 
     fn compile(&self, bytes: &[u8]) -> anyhow::Result<Component> {
         if !bytes.starts_with(b"\0asm") {
-            anyhow::bail!("not a WebAssembly file (no \\0asm header)");
+            anyhow::bail!(
+                "not a WebAssembly file (no \\0asm header); expected a component built for wasm32-wasip2"
+            );
         }
         if bytes.get(4..8) != Some(&[0x0d, 0x00, 0x01, 0x00]) {
             anyhow::bail!(

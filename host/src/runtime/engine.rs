@@ -97,7 +97,12 @@ impl Runtime {
                 path.display()
             )
         })?;
-        let pre = TeammatePre::new(instance_pre)?;
+        let pre = TeammatePre::new(instance_pre).map_err(|e| {
+            anyhow::anyhow!(
+                "{} does not fit the teamhost:agent/teammate world (it must export teamhost:agent/handler@0.1.0): {e:#}",
+                path.display()
+            )
+        })?;
         self.inner
             .pres
             .lock()
