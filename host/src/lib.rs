@@ -14,6 +14,7 @@
 //!
 //! The store needs neither wasm nor tokio: the CLI and tests use it directly.
 
+pub mod approvals;
 pub mod backends;
 pub mod cli;
 pub mod error;

@@ -107,7 +107,7 @@ async fn a_spawn_that_fails_to_instantiate_leaves_no_trace_for_the_next_spawn_of
     let dir = f.dir("probe");
     // Too little memory for the guest's own linear memory: it cannot start.
     let mut req = common::probe_request("probe", "the failed spawn's prompt", &dir);
-    req.memory_limit = 1;
+    req.limits.memory_bytes = 1;
     let err = f.host.spawn("bad-start", req).await.unwrap_err();
     assert!(err.to_string().contains("cannot start it"), "{err}");
     assert_eq!(std::fs::read(&config).unwrap(), before);

@@ -75,12 +75,15 @@ async fn two_workers_finish_three_tasks_in_dependency_order_then_shut_down() {
     for name in ["worker", "worker"] {
         host.spawn(
             "ref",
-            SpawnRequest::new(
-                name,
-                teamhost_tests::WORKER,
-                "You are a word counter.",
-                &data,
-            ),
+            SpawnRequest {
+                mode: Some("acceptEdits".into()), // it writes its reports itself
+                ..SpawnRequest::new(
+                    name,
+                    teamhost_tests::WORKER,
+                    "You are a word counter.",
+                    &data,
+                )
+            },
         )
         .await
         .unwrap();

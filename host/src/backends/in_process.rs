@@ -16,7 +16,10 @@ use crate::error::{Error, Result};
 use crate::host::{Event, SpawnRequest, TeammateState};
 use crate::runner::wake::WakeHub;
 use crate::runner::{Runner, RunnerConfig, RunnerLinks};
-use crate::runtime::{AgentCtx, Identity, Instance, InstanceConfig, Runtime, TurnRecord};
+use crate::runtime::{
+    AgentCtx, DirAccess, Identity, Instance, InstanceConfig, Runtime, SandboxCtx, TurnRecord,
+};
+use crate::sandbox::{PermissionMode, PolicyContext, ToolRules};
 use crate::store::{Member, NewMember, OutgoingMessage, Team};
 
 /// Backend name recorded in the config.
@@ -42,6 +45,7 @@ pub(crate) struct SpawnEnv<'a> {
     pub events: &'a broadcast::Sender<Event>,
     pub poll_interval: Duration,
     pub log_dir: PathBuf,
+    pub auto_approve_plans: bool,
 }
 
 /// Spawns `req` into `team`. See the module docs.
@@ -70,7 +74,14 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
             message: format!("{e:#}"),
         })?;
 
-    let mode = req.mode.clone().unwrap_or_else(|| "default".into());
+    let mode: PermissionMode = match &req.mode {
+        None => PermissionMode::Default,
+        Some(m) => m
+            .parse()
+            .map_err(|e: crate::sandbox::ParseModeError| Error::Invalid(e.to_string()))?,
+    };
+    let rules = ToolRules::new(req.allowed_tools.iter(), req.disallowed_tools.iter())
+        .map_err(|e| Error::Invalid(e.to_string()))?;
     let member = team.add_member(NewMember {
         name: req.name.clone(),
         agent_type: req.agent_type.clone(),
@@ -94,6 +105,7 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
     let name = member.name.clone();
     let color = member.color.clone().unwrap_or_default();
 
+    let wake = env.hub.register(team.name(), &name);
     let agent = AgentCtx {
         team: team.clone(),
         identity: Identity {
@@ -106,7 +118,6 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
                 .clone()
                 .unwrap_or_else(|| "general-purpose".into()),
             model: req.model.clone().unwrap_or_default(),
-            mode: mode.clone(),
             plan_mode_required: req.plan_mode_required,
             backend_type: BACKEND.into(),
             pane_id: BACKEND.into(),
@@ -114,11 +125,22 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
         lead: lead.clone(),
         turn: TurnRecord::default(),
         pending_shutdowns: Vec::new(),
+        pending_plan: None,
+        sandbox: SandboxCtx {
+            mode,
+            rules,
+            policy: PolicyContext::new(&dir),
+            limits: req.limits.clone(),
+            wake: wake.clone(),
+            poll_interval: env.poll_interval,
+            auto_approve_plans: env.auto_approve_plans,
+            pending_requests: 0,
+        },
     };
     let instance_config = InstanceConfig {
         dir,
-        read_only: mode == "plan",
-        memory_limit: req.memory_limit,
+        access: DirAccess::for_mode(mode),
+        limits: req.limits.clone(),
         log: Some(env.log_dir.join(team.name()).join(format!("{name}.log"))),
     };
     let instance = Instance::new(env.runtime, &pre, agent, &instance_config)
@@ -134,7 +156,6 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
     // leaves nothing for the next teammate of the same name.
     team.deliver(&name, OutgoingMessage::new(&lead, req.prompt.clone()))
         .map_err(rollback)?;
-    let wake = env.hub.register(team.name(), &name);
     let (inject_tx, inject_rx) = mpsc::unbounded_channel();
     let (kill_tx, kill_rx) = watch::channel(false);
     let (state_tx, state_rx) = watch::channel(TeammateState::Starting);

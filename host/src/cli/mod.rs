@@ -1,6 +1,7 @@
 //! The `teamhost` command: argument parsing and dispatch. Each command family
 //! lives in its own file; all of them print human text, or JSON with `--json`.
 
+mod approve;
 mod message;
 mod output;
 mod run;
@@ -49,6 +50,10 @@ pub enum Command {
     Broadcast(message::BroadcastArgs),
     /// Show (or consume with --take) a member's inbox.
     Inbox(message::InboxArgs),
+    /// Answer a teammate's permission request (as the lead).
+    Permit(approve::PermitArgs),
+    /// Approve or reject a teammate's plan (as the lead).
+    Plan(approve::PlanArgs),
     /// Run a team from a manifest until its tasks are done, then shut it down
     /// and print who did what.
     Run(run::RunArgs),
@@ -73,6 +78,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Send(a) => message::send(&store, &out, a),
         Command::Broadcast(a) => message::broadcast(&store, &out, a),
         Command::Inbox(a) => message::inbox(&store, &out, a),
+        Command::Permit(a) => approve::permit(&store, &out, a),
+        Command::Plan(a) => approve::plan(&store, &out, a),
         Command::Run(a) => run::run(&store, &out, a),
     }
 }

@@ -31,6 +31,9 @@ pub struct HostOptions {
     pub poll_interval: Duration,
     /// Capacity of the event channel.
     pub event_capacity: usize,
+    /// Approve every submitted plan at once, as the reference does. Off by
+    /// default: a plan waits for the lead.
+    pub auto_approve_plans: bool,
 }
 
 impl Default for HostOptions {
@@ -40,6 +43,7 @@ impl Default for HostOptions {
             log_dir: None,
             poll_interval: Duration::from_millis(500),
             event_capacity: 1024,
+            auto_approve_plans: false,
         }
     }
 }
@@ -138,6 +142,7 @@ impl Host {
             events: &self.inner.events,
             poll_interval: self.inner.opts.poll_interval,
             log_dir,
+            auto_approve_plans: self.inner.opts.auto_approve_plans,
         };
         let spawned = in_process::spawn(env, &team, req).await?;
         let info = info(team.name(), &spawned);
@@ -180,6 +185,32 @@ impl Host {
         }
         self.inner.hub.register(team.name(), name).notify_one();
         Ok(())
+    }
+
+    /// Answers a teammate's permission request as the lead (see
+    /// [`approvals`](crate::approvals)); the waiting tool call resumes.
+    pub fn permit(
+        &self,
+        team: &str,
+        request_id: &str,
+        answer: crate::approvals::PermitAnswer,
+    ) -> Result<()> {
+        crate::approvals::answer_permission(&self.team(team)?, request_id, answer)
+    }
+
+    /// Approves or rejects a teammate's plan as the lead.
+    pub fn answer_plan(
+        &self,
+        team: &str,
+        request_id: &str,
+        answer: crate::approvals::PlanAnswer,
+    ) -> Result<()> {
+        crate::approvals::answer_plan(&self.team(team)?, request_id, answer)
+    }
+
+    /// Permission and plan requests in the lead's mail, oldest first.
+    pub fn requests(&self, team: &str) -> Result<Vec<crate::approvals::Request>> {
+        crate::approvals::requests(&self.team(team)?)
     }
 
     /// A receiver of every event from now on.
@@ -264,7 +295,10 @@ impl Host {
         Ok(running.iter().all(|name| {
             map.get(&(team.name().to_string(), name.clone()))
                 .is_none_or(|s| {
-                    let idle = *s.state.borrow() == TeammateState::Idle;
+                    let idle = matches!(
+                        *s.state.borrow(),
+                        TeammateState::Idle | TeammateState::AwaitingPlanApproval
+                    );
                     idle && !s.busy.load(Ordering::SeqCst)
                         && s.pending_injections.load(Ordering::SeqCst) == 0
                 })

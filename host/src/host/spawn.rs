@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 /// A teammate to spawn. [`SpawnRequest::new`] fills the defaults: agent type
 /// `general-purpose`, no model, mode `default`, no plan approval, no tool rules,
-/// auto-claim on, 64 MiB of linear memory.
+/// auto-claim on, [`Limits::default`](crate::sandbox::Limits).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpawnRequest {
     /// Wanted name; made unique (`x`, `x-2`, …).
@@ -32,8 +32,8 @@ pub struct SpawnRequest {
     /// Whether the teammate claims open tasks by itself when idle (the
     /// reference's behaviour). Default `true`.
     pub auto_claim: bool,
-    /// Linear memory cap in bytes.
-    pub memory_limit: usize,
+    /// Memory, CPU and wall time per turn, sizes, approval wait.
+    pub limits: crate::sandbox::Limits,
 }
 
 impl SpawnRequest {
@@ -56,7 +56,7 @@ impl SpawnRequest {
             allowed_tools: Vec::new(),
             disallowed_tools: Vec::new(),
             auto_claim: true,
-            memory_limit: crate::runtime::DEFAULT_MEMORY_LIMIT,
+            limits: crate::sandbox::Limits::default(),
         }
     }
 }

@@ -77,6 +77,9 @@ impl Runner {
                 return self.stop_killed().await;
             };
             let turn = found.turn;
+            if let Some(first) = turn.messages.first() {
+                self.apply_plan_answer(first).await;
+            }
             if let Some(id) = found.shutdown_request {
                 self.instance.agent().pending_shutdowns.push(id);
                 self.set_state(TeammateState::ShutdownRequested);
@@ -144,7 +147,12 @@ impl Runner {
             // Clear `busy` before announcing Idle, so a waiter woken by the
             // announcement already sees the teammate settled.
             self.links.busy.store(false, Ordering::SeqCst);
-            self.set_state(TeammateState::Idle);
+            let waiting = if self.instance.agent().pending_plan.is_some() {
+                TeammateState::AwaitingPlanApproval
+            } else {
+                TeammateState::Idle
+            };
+            self.set_state(waiting);
             tokio::select! {
                 _ = self.links.wake.notified() => {}
                 _ = tokio::time::sleep(self.config.poll_interval) => {}
@@ -153,6 +161,34 @@ impl Runner {
                         return None; // the host is gone
                     }
                 }
+            }
+        }
+    }
+
+    /// Applies the lead's answer to this teammate's pending plan: approval
+    /// switches the permission mode to the one granted (recorded in the
+    /// config); a rejection leaves it in plan mode. Answers from anyone but
+    /// the lead, or to another request, change nothing (the guest still sees
+    /// the message).
+    async fn apply_plan_answer(&mut self, msg: &crate::runtime::bindings::mailbox::Message) {
+        use crate::runtime::bindings::protocol::{PlanResponse, ProtocolMessage as P};
+        let Some(P::PlanApprovalResponse(answer)) = &msg.protocol else {
+            return;
+        };
+        let pending = self.instance.agent().pending_plan.clone();
+        if msg.from != self.lead || pending.as_deref() != Some(answer.request_id.as_str()) {
+            tracing::warn!(teammate = %self.name, from = %msg.from, request = %answer.request_id,
+                "ignoring a plan answer: only the lead answers this teammate's pending plan");
+            return;
+        }
+        self.instance.agent().pending_plan = None;
+        if let PlanResponse::Approve(mode) = answer.response {
+            let mode = crate::runtime::mode_from_wit(mode);
+            self.instance.agent().sandbox.mode = mode;
+            let (team, me) = (self.team.clone(), self.name.clone());
+            let r = tokio::task::spawn_blocking(move || team.set_mode(&me, mode.as_str())).await;
+            if let Ok(Err(e)) = r {
+                tracing::warn!(teammate = %self.name, error = %e, "could not record the new mode");
             }
         }
     }

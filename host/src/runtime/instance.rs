@@ -6,27 +6,52 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use wasmtime::component::ResourceTable;
-use wasmtime::{Store, StoreLimitsBuilder};
+use wasmtime::{Store, StoreLimitsBuilder, UpdateDeadline};
 use wasmtime_wasi::cli::OutputFile;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::bindings::handler::{Turn, TurnOutcome};
 use super::bindings::{Teammate, TeammatePre};
-use super::engine::Runtime;
+use super::engine::{Runtime, EPOCH_TICK};
 use super::state::{AgentCtx, TeammateState};
+use crate::sandbox::{Limits, PermissionMode};
 
-/// Default cap on a teammate's linear memory: 64 MiB.
-pub const DEFAULT_MEMORY_LIMIT: usize = 64 << 20;
+/// How the guest's own file system calls (WASI) may use its directory. Tool
+/// calls are separate: they go through the sandbox and the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirAccess {
+    /// No preopen at all (`delegate`: coordination only).
+    None,
+    /// Read-only: writes must go through the Write/Edit tools, which the
+    /// sandbox checks (`default`, `plan`, `dontAsk`).
+    ReadOnly,
+    /// Read-write (`acceptEdits`, `bypassPermissions`).
+    ReadWrite,
+}
+
+impl DirAccess {
+    /// The preopen a mode gets at spawn. A mode changed later (plan approval)
+    /// does not widen it: extra writes go through the tools.
+    pub fn for_mode(mode: PermissionMode) -> DirAccess {
+        match mode {
+            PermissionMode::AcceptEdits | PermissionMode::BypassPermissions => DirAccess::ReadWrite,
+            PermissionMode::Default | PermissionMode::Plan | PermissionMode::DontAsk => {
+                DirAccess::ReadOnly
+            }
+            PermissionMode::Delegate => DirAccess::None,
+        }
+    }
+}
 
 /// How to build a teammate's sandbox.
 #[derive(Debug, Clone)]
 pub struct InstanceConfig {
     /// The one directory the guest can see, preopened as `.`.
     pub dir: PathBuf,
-    /// Preopen it read-only (plan mode).
-    pub read_only: bool,
-    /// Linear memory cap in bytes ([`DEFAULT_MEMORY_LIMIT`]).
-    pub memory_limit: usize,
+    /// What the guest's own file system calls may do there.
+    pub access: DirAccess,
+    /// Memory, CPU and wall-time limits.
+    pub limits: Limits,
     /// File receiving the guest's stdout and stderr (appended); discarded when
     /// `None`.
     pub log: Option<PathBuf>,
@@ -36,6 +61,8 @@ pub struct InstanceConfig {
 pub struct Instance {
     store: Store<TeammateState>,
     bindings: Teammate,
+    wall: std::time::Duration,
+    memory: usize,
 }
 
 impl Instance {
@@ -49,14 +76,16 @@ impl Instance {
         config: &InstanceConfig,
     ) -> anyhow::Result<Self> {
         let mut wasi = WasiCtxBuilder::new();
-        let perms = if config.read_only {
-            FsPerms::ReadOnly
-        } else {
-            FsPerms::ReadWrite
+        let perms = match config.access {
+            DirAccess::None => None,
+            DirAccess::ReadOnly => Some(FsPerms::ReadOnly),
+            DirAccess::ReadWrite => Some(FsPerms::ReadWrite),
         };
-        wasi.preopened_dir(&config.dir, ".", perms)
-            .map_err(anyhow::Error::from)
-            .with_context(|| format!("cannot open {} for the guest", config.dir.display()))?;
+        if let Some(perms) = perms {
+            wasi.preopened_dir(&config.dir, ".", perms)
+                .map_err(anyhow::Error::from)
+                .with_context(|| format!("cannot open {} for the guest", config.dir.display()))?;
+        }
         wasi.allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
@@ -76,29 +105,75 @@ impl Instance {
             wasi: wasi.build(),
             table: ResourceTable::new(),
             limits: StoreLimitsBuilder::new()
-                .memory_size(config.memory_limit)
+                .memory_size(config.limits.memory_bytes)
+                .table_elements(100_000)
+                .instances(100)
                 .trap_on_grow_failure(true)
                 .build(),
+            cpu_ticks: 0,
+            cpu_budget: (config.limits.cpu_per_turn.as_millis() / EPOCH_TICK.as_millis()).max(1)
+                as u64,
             agent,
         };
         let mut store = Store::new(runtime.engine(), state);
         store.limiter(|s| &mut s.limits);
-        store.epoch_deadline_async_yield_and_update(1);
+        // Every tick the running guest yields to the executor (so a busy guest
+        // never starves the others) and is charged one tick of CPU.
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|mut ctx| {
+            let state = ctx.data_mut();
+            state.cpu_ticks += 1;
+            if state.cpu_ticks > state.cpu_budget {
+                return Err(wasmtime::Error::msg(format!(
+                    "CPU limit: the turn ran for more than {} ms of CPU (cpu_per_turn)",
+                    state.cpu_budget * EPOCH_TICK.as_millis() as u64
+                )));
+            }
+            Ok(UpdateDeadline::Yield(1))
+        });
+        let wall = config.limits.wall_per_turn;
+        let memory = config.limits.memory_bytes;
         let bindings = pre.instantiate_async(&mut store).await?;
-        Ok(Instance { store, bindings })
+        Ok(Instance {
+            store,
+            bindings,
+            wall,
+            memory,
+        })
     }
 
     /// Calls the guest's turn handler. `Err` is a trap (the teammate is
     /// broken); `Ok(Err(reason))` is a turn the guest itself reports as failed.
+    ///
+    /// Limits are enforced here: CPU (the epoch callback), memory (the store
+    /// limiter) and wall time (a timeout around the call). A breach is an
+    /// `Err` whose message names the limit.
     pub async fn handle_turn(
         &mut self,
         turn: &Turn,
     ) -> anyhow::Result<Result<TurnOutcome, String>> {
-        self.bindings
+        self.store.data_mut().cpu_ticks = 0;
+        let call = self
+            .bindings
             .teamhost_agent_handler()
-            .call_handle_turn(&mut self.store, turn)
-            .await
-            .map_err(anyhow::Error::from)
+            .call_handle_turn(&mut self.store, turn);
+        match tokio::time::timeout(self.wall, call).await {
+            Err(_) => anyhow::bail!(
+                "wall-time limit: the turn took longer than {:?} (wall_per_turn)",
+                self.wall
+            ),
+            Ok(Ok(outcome)) => Ok(outcome),
+            Ok(Err(trap)) => {
+                let text = format!("{trap:?}");
+                if text.contains("growing memory") || text.contains("memory.grow") {
+                    anyhow::bail!(
+                        "memory limit: the guest tried to grow its memory past {} MiB (memory_bytes)",
+                        self.memory >> 20
+                    );
+                }
+                Err(anyhow::Error::from(trap))
+            }
+        }
     }
 
     /// The interface state (identity, turn record, pending requests).

@@ -19,6 +19,6 @@ mod state;
 
 pub use cache::ComponentCache;
 pub use engine::Runtime;
-pub use instance::{Instance, InstanceConfig, DEFAULT_MEMORY_LIMIT};
-pub(crate) use interfaces::{from_wit_status, to_wit_message, to_wit_task};
-pub use state::{AgentCtx, Identity, ShutdownDecision, TurnRecord};
+pub use instance::{DirAccess, Instance, InstanceConfig};
+pub(crate) use interfaces::{from_wit_status, mode_from_wit, to_wit_message, to_wit_task};
+pub use state::{AgentCtx, Identity, SandboxCtx, ShutdownDecision, TurnRecord};

@@ -6,6 +6,12 @@ use wasmtime::component::ResourceTable;
 use wasmtime::StoreLimits;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use crate::sandbox::{Limits, PermissionMode, PolicyContext, ToolRules};
 use crate::store::Team;
 
 /// The data of a teammate's `Store`.
@@ -13,6 +19,10 @@ pub struct TeammateState {
     pub(crate) wasi: WasiCtx,
     pub(crate) table: ResourceTable,
     pub(crate) limits: StoreLimits,
+    /// Epoch ticks the current turn has run; reset at each turn.
+    pub(crate) cpu_ticks: u64,
+    /// Ticks a turn may run ([`Limits::cpu_per_turn`] / the tick).
+    pub(crate) cpu_budget: u64,
     /// State of the teamhost interfaces.
     pub agent: AgentCtx,
 }
@@ -42,8 +52,6 @@ pub struct Identity {
     pub agent_type: String,
     /// Model id.
     pub model: String,
-    /// Permission mode (reference spelling: `default`, `acceptEdits`, …).
-    pub mode: String,
     /// Whether plans need approval.
     pub plan_mode_required: bool,
     /// `in-process`, `process` or `tmux`.
@@ -78,6 +86,29 @@ pub struct TurnRecord {
     pub shutdown: Option<ShutdownDecision>,
 }
 
+/// What the sandbox needs at every call: the teammate's mode and rules (both
+/// may change during its life: plan approval, approved suggestions), where its
+/// directory is, its limits, and how to wait for the lead's answers.
+pub struct SandboxCtx {
+    /// Current permission mode.
+    pub mode: PermissionMode,
+    /// Allowed and denied tool rules, plus rules added by approvals.
+    pub rules: ToolRules,
+    /// The capability directory (and plan file) for path decisions.
+    pub policy: PolicyContext,
+    /// Resource limits.
+    pub limits: Limits,
+    /// Woken when the teammate's inbox changes (shared with its runner, which
+    /// is not waiting while a call of its turn is).
+    pub wake: Arc<Notify>,
+    /// Fallback poll while waiting for an answer written by another process.
+    pub poll_interval: Duration,
+    /// Approve plans at once (the reference's behaviour); off by default.
+    pub auto_approve_plans: bool,
+    /// Permission requests waiting for an answer.
+    pub pending_requests: usize,
+}
+
 /// The state teamhost's WIT interfaces are implemented on.
 pub struct AgentCtx {
     /// The team's files.
@@ -91,4 +122,8 @@ pub struct AgentCtx {
     /// Request ids of shutdown requests delivered to this teammate and not
     /// answered yet.
     pub pending_shutdowns: Vec<String>,
+    /// The request id of the plan waiting for the lead's answer.
+    pub pending_plan: Option<String>,
+    /// Mode, rules, limits.
+    pub sandbox: SandboxCtx,
 }

@@ -14,6 +14,7 @@
 //! |---|---|
 //! | `mod.rs` | the vocabulary: [`ToolCall`] and its inputs, [`CoordinationKind`], [`ToolName`], [`ToolClass`] |
 //! | [`mode`] | [`PermissionMode`]: the six modes, parse and display |
+//! | [`limits`] | [`Limits`]: memory, CPU and wall time per turn, sizes, approval wait |
 //! | [`rules`] | [`Rule`] and [`ToolRules`]: the reference's rule syntax, path globs, Bash command matching, lexical paths |
 //! | [`policy`] | [`decide`], [`PolicyContext`], [`Decision`], [`Suggestion`] |
 //!
@@ -84,10 +85,12 @@
 //! Rule syntax, paths (`~` is the capability directory) and Bash matching
 //! (compound commands) are documented in [`rules`].
 
+pub mod limits;
 pub mod mode;
 pub mod policy;
 pub mod rules;
 
+pub use limits::Limits;
 pub use mode::{ParseModeError, PermissionMode};
 pub use policy::{
     decide, Decision, Destination, PolicyContext, RuleBehavior, RuleValue, Suggestion,

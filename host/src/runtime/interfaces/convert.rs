@@ -2,6 +2,7 @@
 
 use crate::protocol::{self as p, Parsed, ProtocolMessage};
 use crate::runtime::bindings::{mailbox, protocol as wp, tasks, team};
+use crate::sandbox::PermissionMode;
 use crate::store::{InboxMessage, Member, Task, TaskStatus};
 
 /// An inbox entry as the guest sees it, with its protocol message decoded.
@@ -77,7 +78,10 @@ fn to_wit_protocol(msg: ProtocolMessage) -> wp::ProtocolMessage {
                 request_id: m.request_id,
                 response: if m.approved {
                     wp::PlanResponse::Approve(mode_to_wit(
-                        m.permission_mode.as_deref().unwrap_or("default"),
+                        m.permission_mode
+                            .as_deref()
+                            .and_then(|s| s.parse().ok())
+                            .unwrap_or_default(),
                     ))
                 } else {
                     wp::PlanResponse::Reject(m.feedback.unwrap_or_default())
@@ -119,15 +123,15 @@ pub(crate) fn from_wit_status(s: wp::CompletedStatus) -> p::CompletedStatus {
     }
 }
 
-/// Reference mode string → WIT enum (unknown modes read as `default`).
-pub(crate) fn mode_to_wit(mode: &str) -> team::PermissionMode {
+/// Sandbox mode → WIT enum.
+pub(crate) fn mode_to_wit(mode: PermissionMode) -> team::PermissionMode {
     match mode {
-        "acceptEdits" => team::PermissionMode::AcceptEdits,
-        "bypassPermissions" => team::PermissionMode::BypassPermissions,
-        "plan" => team::PermissionMode::Plan,
-        "dontAsk" => team::PermissionMode::DontAsk,
-        "delegate" => team::PermissionMode::Delegate,
-        _ => team::PermissionMode::Default,
+        PermissionMode::Default => team::PermissionMode::Default,
+        PermissionMode::AcceptEdits => team::PermissionMode::AcceptEdits,
+        PermissionMode::BypassPermissions => team::PermissionMode::BypassPermissions,
+        PermissionMode::Plan => team::PermissionMode::Plan,
+        PermissionMode::DontAsk => team::PermissionMode::DontAsk,
+        PermissionMode::Delegate => team::PermissionMode::Delegate,
     }
 }
 
@@ -170,5 +174,17 @@ pub(crate) fn to_wit_member(m: &Member, lead: &str) -> team::Member {
         agent_type: m.agent_type.clone(),
         backend_type: m.backend_type.clone(),
         is_active: m.is_active.unwrap_or(true),
+    }
+}
+
+/// WIT enum → sandbox mode.
+pub(crate) fn mode_from_wit(mode: team::PermissionMode) -> PermissionMode {
+    match mode {
+        team::PermissionMode::Default => PermissionMode::Default,
+        team::PermissionMode::AcceptEdits => PermissionMode::AcceptEdits,
+        team::PermissionMode::BypassPermissions => PermissionMode::BypassPermissions,
+        team::PermissionMode::Plan => PermissionMode::Plan,
+        team::PermissionMode::DontAsk => PermissionMode::DontAsk,
+        team::PermissionMode::Delegate => PermissionMode::Delegate,
     }
 }

@@ -47,6 +47,9 @@ impl Host for AgentCtx {
         text: String,
         summary: Option<String>,
     ) -> wasmtime::Result<Result<(), WitError>> {
+        if let Err(e) = self.check_size("the message", &text, summary.as_deref()) {
+            return Ok(Err(e));
+        }
         let team = self.team.clone();
         let msg = OutgoingMessage {
             from: self.identity.name.clone(),

@@ -8,13 +8,14 @@
 
 use super::{blocking, AgentCtx};
 use crate::protocol::time::now_ms;
-use crate::protocol::{PlanApprovalRequest, ShutdownRejected, WireMessage};
+use crate::protocol::{PlanApprovalRequest, PlanApprovalResponse, ShutdownRejected, WireMessage};
 use crate::runtime::bindings::messaging::{
     BroadcastDelivery, Host, MessageDelivery, Routing, ShutdownRequestDelivery,
 };
 use crate::runtime::bindings::protocol::{PlanResponse, ShutdownResponse};
 use crate::runtime::bindings::types::Error as WitError;
 use crate::runtime::state::ShutdownDecision;
+use crate::sandbox::PermissionMode;
 use crate::store::OutgoingMessage;
 
 impl AgentCtx {
@@ -30,6 +31,20 @@ impl AgentCtx {
     fn is_lead(&self) -> bool {
         self.identity.name == self.lead
     }
+
+    /// Refuses text over the message limit (summary included).
+    pub(crate) fn check_size(
+        &self,
+        what: &str,
+        text: &str,
+        summary: Option<&str>,
+    ) -> Result<(), WitError> {
+        let len = text.len() + summary.map_or(0, str::len);
+        self.sandbox
+            .limits
+            .check_message(what, len)
+            .map_err(WitError::Invalid)
+    }
 }
 
 impl Host for AgentCtx {
@@ -39,6 +54,9 @@ impl Host for AgentCtx {
         content: String,
         summary: Option<String>,
     ) -> wasmtime::Result<Result<MessageDelivery, WitError>> {
+        if let Err(e) = self.check_size("the message", &content, summary.as_deref()) {
+            return Ok(Err(e));
+        }
         let team = self.team.clone();
         let msg = self.outgoing(content.clone(), summary.clone());
         let target = to.clone();
@@ -73,6 +91,9 @@ impl Host for AgentCtx {
         content: String,
         summary: Option<String>,
     ) -> wasmtime::Result<Result<BroadcastDelivery, WitError>> {
+        if let Err(e) = self.check_size("the broadcast", &content, summary.as_deref()) {
+            return Ok(Err(e));
+        }
         let team = self.team.clone();
         let msg = self.outgoing(content.clone(), summary.clone());
         let recipients = match blocking(move || team.broadcast(msg)).await? {
@@ -142,9 +163,19 @@ impl Host for AgentCtx {
         &mut self,
         plan: String,
     ) -> wasmtime::Result<Result<String, WitError>> {
+        if let Err(e) = self.check_size("the plan", &plan, None) {
+            return Ok(Err(e));
+        }
+        if self.sandbox.mode != PermissionMode::Plan && !self.identity.plan_mode_required {
+            return Ok(Err(WitError::Invalid(format!(
+                "{} is not in plan mode (mode {}); only a teammate in plan mode submits a plan",
+                self.identity.name, self.sandbox.mode
+            ))));
+        }
         let team = self.team.clone();
         let (me, lead) = (self.identity.name.clone(), self.lead.clone());
-        blocking(move || {
+        let auto = self.sandbox.auto_approve_plans;
+        let sent = blocking(move || {
             let dir = team.paths().team_dir().join("plans");
             let file = dir.join(format!("{me}-{}.md", now_ms()));
             crate::store::atomic::write_atomic(&file, plan.as_bytes())?;
@@ -153,9 +184,18 @@ impl Host for AgentCtx {
             let id = request.request_id.clone();
             // As the reference: no summary and no colour on this message.
             team.send(&lead, OutgoingMessage::new(&me, request.to_text()))?;
+            if auto {
+                // The reference's behaviour, only when the host opted in.
+                let answer = PlanApprovalResponse::approve(&id, Some("default".to_string()));
+                team.send(&me, OutgoingMessage::new(&lead, answer.to_text()))?;
+            }
             Ok(id)
         })
-        .await
+        .await?;
+        if let Ok(id) = &sent {
+            self.pending_plan = Some(id.clone());
+        }
+        Ok(sent)
     }
 
     async fn respond_plan_approval(

@@ -14,7 +14,7 @@ use super::bindings::types::Error as WitError;
 use super::state::AgentCtx;
 use crate::Error;
 
-pub(crate) use convert::{from_wit_status, to_wit_message, to_wit_task};
+pub(crate) use convert::{from_wit_status, mode_from_wit, to_wit_message, to_wit_task};
 
 /// Selects [`AgentCtx`] out of the store data for `add_to_linker`.
 pub(crate) struct AgentData;

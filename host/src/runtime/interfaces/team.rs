@@ -15,7 +15,7 @@ impl Host for AgentCtx {
             color: id.color.clone(),
             agent_type: id.agent_type.clone(),
             model: id.model.clone(),
-            permission_mode: mode_to_wit(&id.mode),
+            permission_mode: mode_to_wit(self.sandbox.mode),
             plan_mode_required: id.plan_mode_required,
         })
     }

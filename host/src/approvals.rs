@@ -1,0 +1,159 @@
+//! The lead's side of the two approval protocols: find a teammate's
+//! `permission_request` or `plan_approval_request` in the lead's inbox (or, if
+//! something already consumed it, the lead's history) and answer it in the
+//! teammate's inbox, from the lead.
+//!
+//! Used by `teamhost permit`, `teamhost plan` and the [`Host`](crate::host::Host)
+//! API alike. An answer always comes from the lead's name: the runner accepts
+//! permission and plan answers from the lead only, so a teammate cannot
+//! approve itself.
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::protocol::{
+    Parsed, PermissionRequest, PermissionResponse, PlanApprovalRequest, PlanApprovalResponse,
+    ProtocolMessage, WireMessage,
+};
+use crate::store::{InboxMessage, OutgoingMessage, Team};
+
+/// The lead's answer to a permission request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PermitAnswer {
+    /// Run the call; `updated_input` replaces its input when given, and
+    /// `permission_updates` (the reference's suggestion objects, e.g.
+    /// `{"type":"addRules",…}`) change the teammate's rules or mode for the
+    /// rest of its session.
+    Allow {
+        /// Replacement input (`None`: the input as requested).
+        updated_input: Option<Value>,
+        /// Rule or mode changes to apply.
+        permission_updates: Vec<Value>,
+    },
+    /// Refuse the call; the teammate gets the reason.
+    Deny {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The lead's answer to a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanAnswer {
+    /// Approve; the teammate leaves plan mode for `mode` (reference spelling;
+    /// `default` when `None`).
+    Approve {
+        /// The permission mode granted.
+        mode: Option<String>,
+    },
+    /// Reject; the teammate stays in plan mode and gets the feedback.
+    Reject {
+        /// What to change.
+        feedback: String,
+    },
+}
+
+/// A request found in the lead's mail.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    /// A teammate asks to run a tool call.
+    Permission(PermissionRequest),
+    /// A teammate submits a plan.
+    Plan(PlanApprovalRequest),
+}
+
+impl Request {
+    /// The request id.
+    pub fn id(&self) -> &str {
+        match self {
+            Request::Permission(r) => &r.request_id,
+            Request::Plan(r) => &r.request_id,
+        }
+    }
+
+    /// The requesting teammate's name.
+    pub fn from(&self) -> &str {
+        match self {
+            Request::Permission(r) => r.agent_id.split('@').next().unwrap_or(&r.agent_id),
+            Request::Plan(r) => &r.from,
+        }
+    }
+}
+
+/// Every permission and plan request in the lead's inbox and history, oldest
+/// first (answered ones included).
+pub fn requests(team: &Team) -> Result<Vec<Request>> {
+    let lead = team.config()?.lead_name().to_string();
+    let mut all: Vec<InboxMessage> = team.history(&lead)?;
+    all.extend(team.read_inbox(&lead)?);
+    Ok(all
+        .iter()
+        .filter_map(|m| match ProtocolMessage::parse(&m.text) {
+            Parsed::Protocol(ProtocolMessage::PermissionRequest(r)) => Some(Request::Permission(r)),
+            Parsed::Protocol(ProtocolMessage::PlanApprovalRequest(r)) => Some(Request::Plan(r)),
+            _ => None,
+        })
+        .collect())
+}
+
+fn find(team: &Team, request_id: &str) -> Result<Request> {
+    requests(team)?
+        .into_iter()
+        .find(|r| r.id() == request_id)
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "no permission or plan request {request_id:?} in team {:?}; `teamhost inbox --team {} team-lead` shows the lead's messages",
+                team.name(),
+                team.name()
+            ))
+        })
+}
+
+/// Answers the permission request `request_id` in the requester's inbox.
+pub fn answer_permission(team: &Team, request_id: &str, answer: PermitAnswer) -> Result<()> {
+    let Request::Permission(request) = find(team, request_id)? else {
+        return Err(Error::Invalid(format!(
+            "{request_id} is a plan approval request; answer it with `teamhost plan`"
+        )));
+    };
+    let response = match answer {
+        PermitAnswer::Allow {
+            updated_input,
+            permission_updates,
+        } => PermissionResponse::allow(
+            request_id,
+            updated_input.unwrap_or(request.input.clone()),
+            permission_updates,
+        ),
+        PermitAnswer::Deny { reason } => PermissionResponse::deny(request_id, reason),
+    };
+    reply(
+        team,
+        Request::Permission(request).from(),
+        response.to_text(),
+    )
+}
+
+/// Answers the plan approval request `request_id` in the requester's inbox.
+pub fn answer_plan(team: &Team, request_id: &str, answer: PlanAnswer) -> Result<()> {
+    let Request::Plan(request) = find(team, request_id)? else {
+        return Err(Error::Invalid(format!(
+            "{request_id} is a permission request; answer it with `teamhost permit`"
+        )));
+    };
+    let response = match answer {
+        PlanAnswer::Approve { mode } => {
+            let mode = mode.unwrap_or_else(|| "default".into());
+            mode.parse::<crate::sandbox::PermissionMode>()
+                .map_err(|e| Error::Invalid(e.to_string()))?;
+            PlanApprovalResponse::approve(request_id, Some(mode))
+        }
+        PlanAnswer::Reject { feedback } => PlanApprovalResponse::reject(request_id, Some(feedback)),
+    };
+    reply(team, &request.from, response.to_text())
+}
+
+fn reply(team: &Team, to: &str, text: String) -> Result<()> {
+    let lead = team.config()?.lead_name().to_string();
+    team.send(to, OutgoingMessage::new(lead, text)).map(|_| ())
+}
