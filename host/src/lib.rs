@@ -8,6 +8,7 @@
 //! | [`store`] | the team on disk: paths, names, locks, atomic writes, config, mailboxes, tasks |
 //! | [`protocol`] | structured messages carried inside a mailbox `text` |
 //! | [`sandbox`] | the permission engine: modes, tool rules, (mode, rules, call) → allow / deny / ask |
+//! | [`tools`] | the tool executors (Read, Write, Edit, Glob, Grep, Bash), confined to the capability directory |
 //! | [`error`] | the library's public error type |
 //! | [`manifest`] | `TEAM.toml`: a team, its component teammates and seed tasks, validated |
 //! | [`cli`] | the `teamhost` command line |
@@ -25,5 +26,6 @@ pub mod runner;
 pub mod runtime;
 pub mod sandbox;
 pub mod store;
+pub mod tools;
 
 pub use error::{Error, Result};

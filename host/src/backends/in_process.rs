@@ -105,6 +105,19 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
     let name = member.name.clone();
     let color = member.color.clone().unwrap_or_default();
 
+    let tool_limits = crate::tools::ToolLimits {
+        max_output_bytes: req.limits.max_tool_output_bytes,
+        ..crate::tools::ToolLimits::default()
+    };
+    let tools = match crate::tools::ToolBox::open(&dir, tool_limits) {
+        Ok(t) => std::sync::Arc::new(t),
+        Err(e) => {
+            return Err(rollback(Error::Invalid(format!(
+                "cannot open {} for the teammate's tools: {e}",
+                dir.display()
+            ))))
+        }
+    };
     let wake = env.hub.register(team.name(), &name);
     let agent = AgentCtx {
         team: team.clone(),
@@ -135,6 +148,7 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
             poll_interval: env.poll_interval,
             auto_approve_plans: env.auto_approve_plans,
             pending_requests: 0,
+            tools,
         },
     };
     let instance_config = InstanceConfig {

@@ -13,4 +13,4 @@ wasmtime::component::bindgen!({
 });
 
 pub use self::exports::teamhost::agent::handler;
-pub use self::teamhost::agent::{mailbox, messaging, protocol, tasks, team, types};
+pub use self::teamhost::agent::{mailbox, messaging, protocol, tasks, team, tools, types};

@@ -115,12 +115,13 @@ impl Runtime {
 /// One line per teamhost interface: each is implemented on the narrow
 /// [`AgentCtx`](super::AgentCtx), not on the whole store data.
 fn add_teamhost_interfaces(linker: &mut Linker<TeammateState>) -> anyhow::Result<()> {
-    use bindings::{mailbox, messaging, protocol, tasks, team, types};
+    use bindings::{mailbox, messaging, protocol, tasks, team, tools, types};
     types::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
     protocol::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
     team::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
     mailbox::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
     tasks::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
     messaging::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
+    tools::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
     Ok(())
 }

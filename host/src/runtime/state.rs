@@ -107,6 +107,8 @@ pub struct SandboxCtx {
     pub auto_approve_plans: bool,
     /// Permission requests waiting for an answer.
     pub pending_requests: usize,
+    /// The tools, bound to the capability directory at spawn.
+    pub tools: Arc<crate::tools::ToolBox>,
 }
 
 /// The state teamhost's WIT interfaces are implemented on.

@@ -2,11 +2,13 @@
 //! interface, all implemented on [`AgentCtx`]. Store calls do blocking file
 //! I/O, so they run on tokio's blocking pool, never on an executor thread.
 
+mod ask;
 mod convert;
 mod mailbox;
 mod messaging;
 mod tasks;
 mod team;
+mod tools;
 
 use wasmtime::component::HasData;
 
@@ -34,6 +36,27 @@ pub(crate) async fn blocking<T: Send + 'static>(
     match tokio::task::spawn_blocking(f).await {
         Ok(r) => Ok(r.map_err(to_wit_error)),
         Err(e) => Err(wasmtime::Error::msg(format!("host store call failed: {e}"))),
+    }
+}
+
+/// Runs a blocking tool call off the executor, mapping its error to the WIT
+/// error of the same kind.
+pub(crate) async fn blocking_tool<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, crate::tools::ToolError> + Send + 'static,
+) -> wasmtime::Result<Result<T, WitError>> {
+    use crate::tools::ToolError as T;
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => Ok(r.map_err(|e| {
+            let msg = e.to_string();
+            match e {
+                T::NotFound(_) => WitError::NotFound(msg),
+                T::Invalid(_) | T::TooLarge(_) => WitError::Invalid(msg),
+                T::Denied(_) | T::Unconfined(_) => WitError::Denied(msg),
+                T::Conflict(_) => WitError::Conflict(msg),
+                T::Io { .. } => WitError::Unavailable(msg),
+            }
+        })),
+        Err(e) => Err(wasmtime::Error::msg(format!("host tool call failed: {e}"))),
     }
 }
 

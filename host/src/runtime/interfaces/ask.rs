@@ -1,0 +1,197 @@
+//! Asking the lead: the `permission_request` / `permission_response` round
+//! trip one tool call waits on.
+//!
+//! The request goes to the lead's inbox (reference schema, with the sandbox's
+//! suggestions). The call then waits for a `permission_response` with the same
+//! `request_id` **from the lead** in the teammate's own inbox — woken at once
+//! by a write in this process, by the fallback poll for a write from another
+//! (`teamhost permit`). A response from anyone else (a teammate forging one) is
+//! left where it is and changes nothing. No answer within
+//! [`Limits::ask_timeout`](crate::sandbox::Limits) denies the call.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{blocking, AgentCtx};
+use crate::protocol::{
+    Parsed, PermissionOutcome, PermissionRequest, PermissionResponse, ProtocolMessage, WireMessage,
+};
+use crate::runtime::bindings::types::Error as WitError;
+use crate::sandbox::{
+    BashInput, EditInput, GlobInput, GrepInput, ReadInput, RuleBehavior, Suggestion, ToolCall,
+    WriteInput,
+};
+use crate::store::OutgoingMessage;
+
+impl AgentCtx {
+    /// Asks the lead about `call` and waits for the answer. Returns the call
+    /// to run (with the lead's updated input) or the denial.
+    pub(super) async fn ask_lead(
+        &mut self,
+        call: ToolCall,
+        reason: String,
+        suggestions: Vec<crate::sandbox::Suggestion>,
+    ) -> Result<ToolCall, WitError> {
+        let limits = self.sandbox.limits.clone();
+        if self.sandbox.pending_requests >= limits.max_pending_requests {
+            return Err(WitError::Denied(format!(
+                "{} permission request(s) already wait for the lead (max_pending_requests)",
+                self.sandbox.pending_requests
+            )));
+        }
+        let request = PermissionRequest::new(
+            self.identity.name.clone(),
+            call.display_name(),
+            format!("toolu_{}", random_suffix(24)),
+            describe(&call, &reason),
+            call.input_json(),
+        )
+        .with_suggestions(suggestions.iter().map(Suggestion::to_json).collect());
+        let id = request.request_id.clone();
+        let (team, lead) = (self.team.clone(), self.lead.clone());
+        let msg = OutgoingMessage::new(&self.identity.name, request.to_text())
+            .color(Some(self.identity.color.clone()));
+        blocking(move || team.send(&lead, msg).map(|_| ()))
+            .await
+            .map_err(|e| WitError::Unavailable(format!("could not ask the lead: {e}")))??;
+        self.sandbox.pending_requests += 1;
+        let answer = self.wait_for_answer(&id, limits.ask_timeout).await;
+        self.sandbox.pending_requests -= 1;
+        let response = answer?;
+        match response.outcome() {
+            Err(e) => Err(WitError::Denied(format!(
+                "the lead's answer to {id} is malformed ({e}); the call was not run"
+            ))),
+            Ok(PermissionOutcome::Denied(why)) => {
+                Err(WitError::Denied(format!("the lead denied {id}: {why}")))
+            }
+            Ok(PermissionOutcome::Allowed(grant)) => {
+                self.apply_updates(&grant.permission_updates).await;
+                with_input(&call, &grant.updated_input)
+            }
+        }
+    }
+
+    /// Waits for the lead's `permission_response` to `id`, consuming it.
+    async fn wait_for_answer(
+        &mut self,
+        id: &str,
+        timeout: Duration,
+    ) -> Result<PermissionResponse, WitError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let (team, me, lead, want) = (
+                self.team.clone(),
+                self.identity.name.clone(),
+                self.lead.clone(),
+                id.to_string(),
+            );
+            let taken = blocking(move || {
+                team.take_where(&me, |m| {
+                    m.from == lead
+                        && matches!(ProtocolMessage::parse(&m.text),
+                            Parsed::Protocol(ProtocolMessage::PermissionResponse(r)) if r.request_id == want)
+                })
+            })
+            .await
+            .map_err(|e| WitError::Unavailable(format!("could not read the inbox: {e}")))??;
+            if let Some(m) = taken.first() {
+                if let Parsed::Protocol(ProtocolMessage::PermissionResponse(r)) =
+                    ProtocolMessage::parse(&m.text)
+                {
+                    return Ok(r);
+                }
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Err(WitError::Denied(format!(
+                    "no answer from the lead to {id} within {timeout:?} (ask_timeout); the call was not run"
+                )));
+            }
+            let nap = (deadline - now).min(self.sandbox.poll_interval);
+            tokio::select! {
+                _ = self.sandbox.wake.notified() => {}
+                _ = tokio::time::sleep(nap) => {}
+            }
+        }
+    }
+
+    /// Applies the lead's `permission_updates` (the reference's suggestion
+    /// objects) for the rest of the teammate's session.
+    async fn apply_updates(&mut self, updates: &[Value]) {
+        for update in updates {
+            match Suggestion::from_json(update) {
+                Ok(Suggestion::AddRules {
+                    rules, behavior, ..
+                }) => {
+                    for r in rules {
+                        match (r.to_rule(), behavior) {
+                            (Ok(rule), RuleBehavior::Allow) => self.sandbox.rules.add_allowed(rule),
+                            (Ok(rule), RuleBehavior::Deny) => {
+                                self.sandbox.rules.add_disallowed(rule)
+                            }
+                            (Ok(_), RuleBehavior::Ask) => {}
+                            (Err(e), _) => {
+                                tracing::warn!(teammate = %self.identity.name, error = %e, "ignoring a bad rule from the lead")
+                            }
+                        }
+                    }
+                }
+                Ok(Suggestion::SetMode { mode, .. }) => {
+                    self.sandbox.mode = mode;
+                    let (team, me) = (self.team.clone(), self.identity.name.clone());
+                    let _ = blocking(move || team.set_mode(&me, mode.as_str())).await;
+                }
+                Ok(Suggestion::AddDirectories { directories, .. }) => {
+                    tracing::warn!(teammate = %self.identity.name, ?directories,
+                        "ignoring addDirectories: a teammate has exactly one directory");
+                }
+                Err(e) => {
+                    tracing::warn!(teammate = %self.identity.name, error = %e, "ignoring a permission update")
+                }
+            }
+        }
+    }
+}
+
+/// The call with the lead's `updated_input`, which must fit the same tool.
+fn with_input(call: &ToolCall, input: &Value) -> Result<ToolCall, WitError> {
+    fn parse<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, WitError> {
+        serde_json::from_value(v.clone()).map_err(|e| {
+            WitError::Invalid(format!(
+                "the lead's updated input does not fit the tool ({e}); nothing was run"
+            ))
+        })
+    }
+    Ok(match call {
+        ToolCall::Read(_) => ToolCall::Read(parse::<ReadInput>(input)?),
+        ToolCall::Write(_) => ToolCall::Write(parse::<WriteInput>(input)?),
+        ToolCall::Edit(_) => ToolCall::Edit(parse::<EditInput>(input)?),
+        ToolCall::Glob(_) => ToolCall::Glob(parse::<GlobInput>(input)?),
+        ToolCall::Grep(_) => ToolCall::Grep(parse::<GrepInput>(input)?),
+        ToolCall::Bash(_) => ToolCall::Bash(parse::<BashInput>(input)?),
+        ToolCall::Coordination(kind) => ToolCall::Coordination(*kind),
+    })
+}
+
+/// A one-line description for the lead ("Write notes.md: …").
+fn describe(call: &ToolCall, reason: &str) -> String {
+    let what = match call {
+        ToolCall::Read(i) => i.file_path.clone(),
+        ToolCall::Write(i) => i.file_path.clone(),
+        ToolCall::Edit(i) => i.file_path.clone(),
+        ToolCall::Glob(i) => i.pattern.clone(),
+        ToolCall::Grep(i) => i.pattern.clone(),
+        ToolCall::Bash(i) => i.command.clone(),
+        ToolCall::Coordination(kind) => kind.wit_name().to_string(),
+    };
+    format!("{} {what} ({reason})", call.display_name())
+}
+
+fn random_suffix(n: usize) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    (0..n)
+        .map(|_| ALPHABET[fastrand::usize(..ALPHABET.len())] as char)
+        .collect()
+}

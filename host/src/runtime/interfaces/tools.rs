@@ -1,0 +1,253 @@
+//! `teamhost:agent/tools`: Read, Write, Edit, Glob, Grep and Bash, each decided
+//! by the sandbox before the host runs it in the teammate's directory.
+//!
+//! Allow → run it ([`crate::tools::ToolBox`]). Deny → `denied` with the reason.
+//! Ask → a `permission_request` goes to the lead and only this call waits
+//! ([`ask.rs`](super::ask)); the lead's answer may change the input, add rules
+//! or change the mode. Deny rules are checked again on the input that finally
+//! runs, so an approval can never override one.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{blocking_tool, AgentCtx};
+use crate::runtime::bindings::tools::{
+    BashOutput, GrepMode, GrepOutput, Host, ReadOutput, ToolInfo, Verdict,
+};
+use crate::runtime::bindings::types::Error as WitError;
+use crate::sandbox::{
+    decide, BashInput, Decision, EditInput, GlobInput, GrepInput, PermissionMode, ReadInput,
+    ToolCall, ToolName, WriteInput,
+};
+use crate::tools::{Confinement, ToolBox};
+
+impl AgentCtx {
+    /// Decides `call`; asks the lead when the sandbox says so. Returns the call
+    /// to run (the lead may have changed its input).
+    async fn authorize(&mut self, call: ToolCall) -> Result<ToolCall, WitError> {
+        let s = &self.sandbox;
+        match decide(s.mode, &s.rules, &call, &s.policy) {
+            Decision::Allow { .. } => Ok(call),
+            Decision::Deny { reason } => Err(WitError::Denied(reason)),
+            Decision::Ask {
+                reason,
+                suggestions,
+            } => {
+                let approved = self.ask_lead(call, reason, suggestions).await?;
+                // An approval never overrides a deny rule.
+                let s = &self.sandbox;
+                match decide(s.mode, &s.rules, &approved, &s.policy) {
+                    Decision::Deny { reason } => Err(WitError::Denied(reason)),
+                    Decision::Allow { .. } | Decision::Ask { .. } => Ok(approved),
+                }
+            }
+        }
+    }
+
+    fn toolbox(&self) -> Arc<ToolBox> {
+        self.sandbox.tools.clone()
+    }
+
+    /// Drops Glob/Grep results a deny rule covers.
+    fn keep_filter(&self, via: ToolName) -> impl Fn(&Path) -> bool + Send + 'static {
+        let rules = self.sandbox.rules.clone();
+        let policy = self.sandbox.policy.clone();
+        move |p: &Path| {
+            rules
+                .denies_file(via, &p.to_string_lossy(), &policy)
+                .is_none()
+        }
+    }
+}
+
+impl Host for AgentCtx {
+    async fn available(&mut self) -> wasmtime::Result<Vec<ToolInfo>> {
+        let samples = [
+            ToolCall::read("file"),
+            ToolCall::write("file", ""),
+            ToolCall::edit("file", "a", "b"),
+            ToolCall::glob("*", None),
+            ToolCall::grep("x", None),
+            ToolCall::bash("true"),
+        ];
+        let s = &self.sandbox;
+        Ok(samples
+            .iter()
+            .map(|call| {
+                let decision = decide(s.mode, &s.rules, call, &s.policy);
+                ToolInfo {
+                    name: call.display_name().to_string(),
+                    verdict: match &decision {
+                        Decision::Allow { .. } => Verdict::Allowed,
+                        Decision::Ask { .. } => Verdict::Asks,
+                        Decision::Deny { .. } => Verdict::Denied,
+                    },
+                    reason: decision.reason().to_string(),
+                }
+            })
+            .collect())
+    }
+
+    async fn read(
+        &mut self,
+        file_path: String,
+        offset: Option<u64>,
+        limit: Option<u64>,
+    ) -> wasmtime::Result<Result<ReadOutput, WitError>> {
+        let call = ToolCall::Read(ReadInput {
+            file_path,
+            offset,
+            limit,
+        });
+        let ToolCall::Read(input) = (match self.authorize(call).await {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(e)),
+        }) else {
+            return Ok(Err(changed_tool()));
+        };
+        let tools = self.toolbox();
+        blocking_tool(move || {
+            tools.read(&input).map(|o| ReadOutput {
+                content: o.content,
+                lines: o.lines,
+                next_offset: o.next_offset,
+                truncated: o.truncated,
+            })
+        })
+        .await
+    }
+
+    async fn write(
+        &mut self,
+        file_path: String,
+        content: String,
+    ) -> wasmtime::Result<Result<(), WitError>> {
+        let call = ToolCall::Write(WriteInput { file_path, content });
+        let ToolCall::Write(input) = (match self.authorize(call).await {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(e)),
+        }) else {
+            return Ok(Err(changed_tool()));
+        };
+        let tools = self.toolbox();
+        blocking_tool(move || tools.write(&input).map(|_| ())).await
+    }
+
+    async fn edit(
+        &mut self,
+        file_path: String,
+        old_string: String,
+        new_string: String,
+        replace_all: bool,
+    ) -> wasmtime::Result<Result<u64, WitError>> {
+        let call = ToolCall::Edit(EditInput {
+            file_path,
+            old_string,
+            new_string,
+            replace_all: Some(replace_all),
+        });
+        let ToolCall::Edit(input) = (match self.authorize(call).await {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(e)),
+        }) else {
+            return Ok(Err(changed_tool()));
+        };
+        let tools = self.toolbox();
+        blocking_tool(move || tools.edit(&input).map(|o| o.replacements as u64)).await
+    }
+
+    async fn glob(
+        &mut self,
+        pattern: String,
+        path: Option<String>,
+    ) -> wasmtime::Result<Result<Vec<String>, WitError>> {
+        let call = ToolCall::Glob(GlobInput { pattern, path });
+        let ToolCall::Glob(input) = (match self.authorize(call).await {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(e)),
+        }) else {
+            return Ok(Err(changed_tool()));
+        };
+        let (tools, keep) = (self.toolbox(), self.keep_filter(ToolName::Glob));
+        blocking_tool(move || tools.glob(&input, &keep).map(|o| o.paths)).await
+    }
+
+    async fn grep(
+        &mut self,
+        pattern: String,
+        path: Option<String>,
+        glob: Option<String>,
+        mode: GrepMode,
+        case_insensitive: bool,
+    ) -> wasmtime::Result<Result<GrepOutput, WitError>> {
+        let call = ToolCall::Grep(GrepInput {
+            pattern,
+            path,
+            glob,
+            output_mode: Some(
+                match mode {
+                    GrepMode::Content => "content",
+                    GrepMode::FilesWithMatches => "files_with_matches",
+                    GrepMode::Count => "count",
+                }
+                .to_string(),
+            ),
+            case_insensitive: Some(case_insensitive),
+            ..GrepInput::default()
+        });
+        let ToolCall::Grep(input) = (match self.authorize(call).await {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(e)),
+        }) else {
+            return Ok(Err(changed_tool()));
+        };
+        let (tools, keep) = (self.toolbox(), self.keep_filter(ToolName::Grep));
+        blocking_tool(move || {
+            tools.grep(&input, &keep).map(|o| GrepOutput {
+                text: o.text,
+                files: o.files,
+                matches: o.matches,
+                truncated: o.truncated,
+            })
+        })
+        .await
+    }
+
+    async fn bash(
+        &mut self,
+        command: String,
+        timeout_ms: Option<u64>,
+    ) -> wasmtime::Result<Result<BashOutput, WitError>> {
+        let call = ToolCall::Bash(BashInput {
+            command,
+            timeout: timeout_ms,
+        });
+        let ToolCall::Bash(input) = (match self.authorize(call).await {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(e)),
+        }) else {
+            return Ok(Err(changed_tool()));
+        };
+        let confinement = if self.sandbox.mode == PermissionMode::BypassPermissions {
+            Confinement::BestEffort
+        } else {
+            Confinement::Required
+        };
+        let tools = self.toolbox();
+        blocking_tool(move || {
+            tools.bash(&input, confinement).map(|o| BashOutput {
+                stdout: o.stdout,
+                stderr: o.stderr,
+                exit_code: o.exit_code,
+                timed_out: o.timed_out,
+                truncated: o.truncated,
+            })
+        })
+        .await
+    }
+}
+
+/// The lead's updated input named another tool: never run it.
+fn changed_tool() -> WitError {
+    WitError::Invalid("the approved input is for a different tool; nothing was run".into())
+}

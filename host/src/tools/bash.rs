@@ -1,0 +1,331 @@
+//! `Bash`: `/bin/sh -c command` as a host process, confined to the
+//! capability directory.
+//!
+//! | aspect | what the child gets |
+//! |---|---|
+//! | working directory | the capability directory (entered by descriptor, not by path) |
+//! | stdin | `/dev/null` |
+//! | environment | only `PATH=/usr/local/bin:/usr/bin:/bin`, `HOME=<capability directory>`, `LANG=C.UTF-8` |
+//! | process group | its own; on timeout, and when the shell exits, the whole group is killed (`SIGKILL`): nothing the command starts outlives the call |
+//! | timeout | the input's `timeout` in ms, default `bash_timeout` (120 s), at most `max_bash_timeout` (600 s; longer is clamped) |
+//! | output | stdout and stderr read together (a chatty child cannot block on a full pipe), each kept up to `max_output_bytes`, the rest read and dropped (`truncated`) |
+//! | privileges | `no_new_privs`, every capability dropped |
+//! | confinement | Landlock, see [`super::confine`] |
+//!
+//! [`Confinement::Required`] (every mode but `bypassPermissions`) refuses to
+//! run without Landlock ([`ToolError::Unconfined`]);
+//! [`Confinement::BestEffort`] runs anyway and reports what it got in
+//! [`BashOutput::enforcement`].
+//!
+//! Output is decoded as UTF-8, invalid bytes replaced.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::sandbox::BashInput;
+
+use super::confine::{self, Enforcement};
+use super::{ToolBox, ToolError};
+
+/// Whether Bash may run without kernel confinement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confinement {
+    /// Refuse unless Landlock confines the process (every mode but
+    /// `bypassPermissions`).
+    Required,
+    /// Confine when the kernel can, run anyway when it cannot
+    /// (`bypassPermissions`).
+    BestEffort,
+}
+
+/// What Bash returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BashOutput {
+    /// Standard output, at most `max_output_bytes`.
+    pub stdout: String,
+    /// Standard error, at most `max_output_bytes`.
+    pub stderr: String,
+    /// The shell's exit code; `None` when a signal ended it (a timeout too).
+    pub exit_code: Option<i32>,
+    /// The signal that ended the shell, if one did.
+    pub signal: Option<i32>,
+    /// The timeout fired and the process group was killed.
+    pub timed_out: bool,
+    /// stdout or stderr was cut at `max_output_bytes`.
+    pub truncated: bool,
+    /// The shell's pid, which was also its process group's id. By the time
+    /// this is returned the shell is reaped and the whole group has been
+    /// sent `SIGKILL` (its other members die as the kernel delivers it).
+    pub pid: u32,
+    /// The confinement the process ran under.
+    pub enforcement: Enforcement,
+}
+
+/// `PATH` in the child.
+const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// How long the pipes may stay open after the group was killed (a process
+/// that left the group with `setsid` can hold them).
+const GRACE: Duration = Duration::from_secs(1);
+
+impl ToolBox {
+    /// Runs `input.command` (see the module docs).
+    pub fn bash(
+        &self,
+        input: &BashInput,
+        confinement: Confinement,
+    ) -> Result<BashOutput, ToolError> {
+        let enforcement = self.landlock.enforcement();
+        if let (Confinement::Required, Enforcement::Unconfined { reason }) =
+            (confinement, &enforcement)
+        {
+            return Err(ToolError::Unconfined(format!(
+                "{reason}; Bash runs only in bypassPermissions here"
+            )));
+        }
+        if input.command.trim().is_empty() {
+            return Err(ToolError::Invalid("the command is empty".to_owned()));
+        }
+        if input.command.contains('\0') {
+            return Err(ToolError::Invalid("the command contains NUL".to_owned()));
+        }
+        let timeout = match input.timeout {
+            None => self.limits.bash_timeout,
+            Some(0) => {
+                return Err(ToolError::Invalid(
+                    "timeout must be a positive number of milliseconds".to_owned(),
+                ))
+            }
+            Some(ms) => Duration::from_millis(ms).min(self.limits.max_bash_timeout),
+        };
+
+        let mut cmd = Command::new("/bin/sh");
+        cmd.arg("-c")
+            .arg(&input.command)
+            .env_clear()
+            .env("PATH", PATH)
+            .env("HOME", &self.root)
+            .env("LANG", "C.UTF-8")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let dir = self.dir.as_fd().as_raw_fd();
+        let ruleset = self.landlock.raw_fd();
+        // SAFETY: `enter` makes only async-signal-safe system calls (see its
+        // docs); both descriptors outlive the spawn, as `self` does.
+        unsafe {
+            cmd.pre_exec(move || confine::enter(dir, ruleset));
+        }
+        let child = cmd.spawn().map_err(|e| ToolError::Io {
+            context: "start /bin/sh".to_owned(),
+            source: e,
+        })?;
+        let mut running = Running::new(child);
+        let io = |e| ToolError::Io {
+            context: "run the command".to_owned(),
+            source: e,
+        };
+        let (stdout, stderr, timed_out) = running
+            .pump(Instant::now() + timeout, self.limits.max_output_bytes)
+            .map_err(io)?;
+        let status = running.reap().map_err(io)?;
+        Ok(BashOutput {
+            truncated: stdout.truncated || stderr.truncated,
+            stdout: String::from_utf8_lossy(&stdout.buf).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr.buf).into_owned(),
+            exit_code: status.code(),
+            signal: status.signal(),
+            timed_out,
+            pid: running.pid as u32,
+            enforcement,
+        })
+    }
+}
+
+/// One captured stream.
+struct Capture {
+    fd: Option<File>,
+    buf: Vec<u8>,
+    cap: usize,
+    truncated: bool,
+}
+
+impl Capture {
+    fn new(fd: Option<File>, cap: usize) -> Capture {
+        Capture {
+            fd,
+            buf: Vec::new(),
+            cap,
+            truncated: false,
+        }
+    }
+
+    fn raw(&self) -> Option<RawFd> {
+        self.fd.as_ref().map(AsRawFd::as_raw_fd)
+    }
+
+    /// Reads what is there (poll said so); closes at end of file.
+    fn read_some(&mut self, scratch: &mut [u8]) -> io::Result<()> {
+        let Some(fd) = &mut self.fd else {
+            return Ok(());
+        };
+        let n = match fd.read(scratch) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            self.fd = None;
+            return Ok(());
+        }
+        let room = self.cap.saturating_sub(self.buf.len());
+        self.buf.extend_from_slice(&scratch[..n.min(room)]);
+        self.truncated |= n > room;
+        Ok(())
+    }
+}
+
+/// A pipe end as a `File`, to read from.
+fn file(pipe: impl Into<OwnedFd>) -> File {
+    File::from(pipe.into())
+}
+
+/// A started shell whose group is killed and which is reaped on every path,
+/// panics included.
+struct Running {
+    child: Child,
+    pid: i32,
+    pidfd: Option<OwnedFd>,
+    reaped: bool,
+}
+
+impl Running {
+    fn new(child: Child) -> Running {
+        let pid = child.id() as i32;
+        // SAFETY: pidfd_open takes a pid and flags and returns a new
+        // descriptor (or -1), which we then own.
+        let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        let pidfd = (raw >= 0).then(|| unsafe { OwnedFd::from_raw_fd(raw as RawFd) });
+        Running {
+            child,
+            pid,
+            pidfd,
+            reaped: false,
+        }
+    }
+
+    /// `SIGKILL` to the whole process group. Only ever called before the
+    /// shell (the group leader) is reaped, so the id cannot have been reused.
+    fn kill_group(&self) {
+        // SAFETY: kill takes integers only.
+        unsafe {
+            libc::kill(-self.pid, libc::SIGKILL);
+        }
+    }
+
+    /// Has the shell exited? Asked without reaping it (`WNOWAIT`), so its
+    /// pid stays reserved and the group can still be killed by id.
+    fn exited(&self) -> bool {
+        // SAFETY: `info` is a zeroed siginfo_t the call writes into.
+        unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let r = libc::waitid(
+                libc::P_PID,
+                self.pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            );
+            r == 0 && info.si_pid() != 0
+        }
+    }
+
+    /// Reads stdout and stderr until both close and the shell has exited,
+    /// killing the group at the deadline or when the shell exits.
+    fn pump(&mut self, deadline: Instant, cap: usize) -> io::Result<(Capture, Capture, bool)> {
+        let mut out = Capture::new(self.child.stdout.take().map(file), cap);
+        let mut err = Capture::new(self.child.stderr.take().map(file), cap);
+        let mut scratch = vec![0u8; 64 * 1024];
+        let mut timed_out = false;
+        let mut exited = false;
+        let mut stop: Option<Instant> = None;
+        loop {
+            if !exited && self.exited() {
+                exited = true;
+                self.kill_group();
+                stop.get_or_insert(Instant::now() + GRACE);
+            }
+            let now = Instant::now();
+            if !timed_out && !exited && now >= deadline {
+                timed_out = true;
+                self.kill_group();
+                stop = Some(now + GRACE);
+            }
+            let open = out.fd.is_some() || err.fd.is_some();
+            if (exited && !open) || stop.is_some_and(|s| now >= s) {
+                break;
+            }
+            let until = stop.unwrap_or(deadline);
+            // Without a pidfd, look for the shell's exit every 10 ms.
+            let tick = if self.pidfd.is_none() || exited {
+                Duration::from_millis(10)
+            } else {
+                Duration::MAX
+            };
+            let wait = until.saturating_duration_since(now).min(tick);
+            let pidfd = self.pidfd.as_ref().map(AsRawFd::as_raw_fd);
+            let mut fds: Vec<libc::pollfd> = [out.raw(), err.raw(), pidfd]
+                .into_iter()
+                .flatten()
+                .map(|fd| libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
+            if exited {
+                // The pidfd stays readable once the shell has exited.
+                fds.retain(|p| Some(p.fd) != pidfd);
+            }
+            let ms = libc::c_int::try_from(wait.as_millis().max(1)).unwrap_or(libc::c_int::MAX);
+            // SAFETY: `fds` is a live array of `fds.len()` pollfd.
+            let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            for p in fds.iter().filter(|p| p.revents != 0) {
+                for capture in [&mut out, &mut err] {
+                    if capture.raw() == Some(p.fd) {
+                        capture.read_some(&mut scratch)?;
+                    }
+                }
+            }
+        }
+        Ok((out, err, timed_out))
+    }
+
+    /// Kills what is left of the group and reaps the shell.
+    fn reap(&mut self) -> io::Result<std::process::ExitStatus> {
+        self.kill_group();
+        let status = self.child.wait()?;
+        self.reaped = true;
+        Ok(status)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if !self.reaped {
+            self.kill_group();
+            let _ = self.child.wait();
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! The tool executors: `Read`, `Write`, `Edit`, `Glob`, `Grep` and `Bash`
+//! with the reference's inputs ([`crate::sandbox`]), run by the host **after**
+//! [`crate::sandbox::decide`] allowed the call.
+//!
+//! The policy decides; this module contains. Whatever an allowed input says,
+//! nothing here can touch a file outside the teammate's capability directory:
+//!
+//! - every path is normalised lexically first: an absolute path must lie in
+//!   the directory (it is made relative), a `..` that climbs above it is
+//!   refused with [`ToolError::Denied`];
+//! - every file access then goes through one [`cap_std::fs::Dir`] opened once,
+//!   at spawn ([`ToolBox::open`]), so a symlink or a `..` that leads out is
+//!   refused by cap-std at the OS level as well;
+//! - `Bash` runs a host process that the kernel confines to the directory
+//!   (Landlock, see [`confine`]).
+//!
+//! The API is synchronous: the caller runs it on a blocking thread.
+//!
+//! # Layout
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | [`ToolBox`], [`ToolLimits`], [`ToolError`], path normalisation |
+//! | [`read`] | `Read`: numbered lines, offset and limit, text only |
+//! | [`write`](mod@write) | `Write`: parents created, atomic temp file + rename |
+//! | [`edit`] | `Edit`: exactly one occurrence, or `replace_all` |
+//! | [`glob`] | `Glob`, the glob matcher and the directory walk Grep shares |
+//! | [`grep`] | `Grep`: the `regex` crate, three output modes, context lines |
+//! | [`bash`] | `Bash`: `/bin/sh -c` in a scrubbed, timed, capped process group |
+//! | [`confine`] | the Landlock rule set `Bash` runs under |
+//!
+//! # Limits
+//!
+//! | [`ToolLimits`] field | default | bounds |
+//! |---|---|---|
+//! | `max_output_bytes` | 256 KiB | Read's text, Grep's text, each of Bash's stdout and stderr |
+//! | `max_results` | 1,000 | Glob's paths, Grep's files and counts |
+//! | `max_file_bytes` | 10 MiB | a file Edit rewrites, Write's content, a file Grep searches (bigger ones are skipped) |
+//! | `read_default_lines` | 2,000 | lines Read returns when the input has no `limit` |
+//! | `max_line_chars` | 2,000 | characters of one line in Read and Grep output (longer lines end in `…`) |
+//! | `max_walk_entries` | 100,000 | directory entries one Glob or Grep visits |
+//! | `bash_timeout` | 120 s | Bash without a `timeout` |
+//! | `max_bash_timeout` | 600 s | the most a Bash `timeout` can ask for (longer is clamped) |
+
+pub mod bash;
+pub mod confine;
+pub mod edit;
+pub mod glob;
+pub mod grep;
+pub mod read;
+pub mod write;
+
+pub use bash::{BashOutput, Confinement};
+pub use confine::Enforcement;
+pub use edit::EditOutput;
+pub use glob::GlobOutput;
+pub use grep::{GrepMode, GrepOutput};
+pub use read::ReadOutput;
+pub use write::WriteOutput;
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, File, OpenOptions, OpenOptionsExt};
+
+use confine::Landlock;
+
+/// Sizes and times that bound every tool call. See the module docs for the
+/// table of defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolLimits {
+    /// Most bytes of text one output carries (Read, Grep, each Bash stream).
+    pub max_output_bytes: usize,
+    /// Most paths Glob returns, most files or counts Grep returns.
+    pub max_results: usize,
+    /// Largest file Edit rewrites, Write writes or Grep searches.
+    pub max_file_bytes: u64,
+    /// Lines Read returns when the input gives no `limit`.
+    pub read_default_lines: u64,
+    /// Longest line, in characters, Read and Grep show.
+    pub max_line_chars: usize,
+    /// Most directory entries one Glob or Grep walk visits.
+    pub max_walk_entries: usize,
+    /// Bash's timeout when the input has none.
+    pub bash_timeout: Duration,
+    /// The longest timeout a Bash input can ask for.
+    pub max_bash_timeout: Duration,
+}
+
+impl Default for ToolLimits {
+    fn default() -> Self {
+        ToolLimits {
+            max_output_bytes: 256 * 1024,
+            max_results: 1_000,
+            max_file_bytes: 10 * 1024 * 1024,
+            read_default_lines: 2_000,
+            max_line_chars: 2_000,
+            max_walk_entries: 100_000,
+            bash_timeout: Duration::from_secs(120),
+            max_bash_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Why a tool call failed. The host maps each variant to the WIT error kind
+/// of the same name; the message is for the teammate.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The file or directory does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// The input is malformed or asks for something the tool does not do
+    /// (a bad regex, a binary file, a directory given to Read).
+    #[error("{0}")]
+    Invalid(String),
+    /// The path leads outside the teammate's directory, or the OS refused.
+    #[error("{0}")]
+    Denied(String),
+    /// Edit found `old_string` more than once without `replace_all`.
+    #[error("{0}")]
+    Conflict(String),
+    /// A file or content is bigger than [`ToolLimits`] allows.
+    #[error("{0}")]
+    TooLarge(String),
+    /// Bash needs kernel confinement this machine does not offer.
+    #[error("{0}")]
+    Unconfined(String),
+    /// Any other I/O failure.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done, and to which path.
+        context: String,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl ToolError {
+    /// An I/O error on `path` (relative to the capability directory) while
+    /// doing `op`, classified: missing → [`NotFound`](ToolError::NotFound),
+    /// a cap-std escape or `EACCES` → [`Denied`](ToolError::Denied).
+    pub(crate) fn io(op: &str, path: &Path, err: io::Error) -> ToolError {
+        let shown = show(path);
+        match err.kind() {
+            io::ErrorKind::NotFound => {
+                ToolError::NotFound(format!("{shown}: no such file or directory"))
+            }
+            // cap-std's escape error carries no OS error code.
+            io::ErrorKind::PermissionDenied if err.raw_os_error().is_none() => {
+                ToolError::Denied(format!(
+                    "{shown} leads outside the teammate's directory (through a symlink or `..`)"
+                ))
+            }
+            io::ErrorKind::PermissionDenied => {
+                ToolError::Denied(format!("{shown}: permission denied"))
+            }
+            _ => ToolError::Io {
+                context: format!("{op} {shown}"),
+                source: err,
+            },
+        }
+    }
+}
+
+/// A path relative to the capability directory, for messages and results:
+/// `/` separators, `.` for the directory itself.
+pub(crate) fn show(rel: &Path) -> String {
+    if rel.as_os_str().is_empty() {
+        ".".to_owned()
+    } else {
+        rel.to_string_lossy().into_owned()
+    }
+}
+
+/// The path cap-std is given for `rel` (`.` for the directory itself).
+pub(crate) fn cap_path(rel: &Path) -> &Path {
+    if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    }
+}
+
+/// One teammate's tools, bound to its capability directory. Built once at
+/// spawn; every call goes through the [`Dir`] it holds.
+#[derive(Debug)]
+pub struct ToolBox {
+    dir: Dir,
+    /// The directory, canonical.
+    root: PathBuf,
+    /// The directory as given to [`ToolBox::open`], made absolute (absolute
+    /// input paths may use either spelling).
+    given: PathBuf,
+    limits: ToolLimits,
+    landlock: Landlock,
+}
+
+impl ToolBox {
+    /// Opens the capability directory `dir` (it must exist) and prepares the
+    /// Landlock rule set Bash will run under. `dir` is canonicalised once,
+    /// here.
+    pub fn open(dir: &Path, limits: ToolLimits) -> Result<ToolBox, ToolError> {
+        let given = std::path::absolute(dir)
+            .map_err(|e| ToolError::io("resolve the capability directory", dir, e))?;
+        let root = std::fs::canonicalize(dir).map_err(|e| ToolError::Io {
+            context: format!("open the capability directory {}", dir.display()),
+            source: e,
+        })?;
+        let dir = Dir::open_ambient_dir(&root, ambient_authority()).map_err(|e| ToolError::Io {
+            context: format!("open the capability directory {}", root.display()),
+            source: e,
+        })?;
+        let landlock = Landlock::prepare(&dir);
+        Ok(ToolBox {
+            dir,
+            root,
+            given: lexical(&given),
+            limits,
+            landlock,
+        })
+    }
+
+    /// The capability directory, canonical.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The limits this tool box applies.
+    pub fn limits(&self) -> &ToolLimits {
+        &self.limits
+    }
+
+    /// What confinement Bash gets on this machine: the Landlock ABI and what
+    /// it covers, or why there is none.
+    pub fn confinement(&self) -> Enforcement {
+        self.landlock.enforcement()
+    }
+
+    /// Opens `rel` for reading if it is a regular file (a symlink to one
+    /// inside the directory counts). Opened non-blocking and checked on the
+    /// open descriptor, so a FIFO or device swapped in cannot hang the call.
+    pub(crate) fn open_regular(&self, op: &str, rel: &Path) -> Result<File, ToolError> {
+        let mut options = OpenOptions::new();
+        options.read(true).custom_flags(libc::O_NONBLOCK);
+        let file = self
+            .dir
+            .open_with(cap_path(rel), &options)
+            .map_err(|e| ToolError::io(op, rel, e))?;
+        let meta = file.metadata().map_err(|e| ToolError::io(op, rel, e))?;
+        if meta.is_dir() {
+            return Err(ToolError::Invalid(format!(
+                "{} is a directory; use Glob to list it",
+                show(rel)
+            )));
+        }
+        if !meta.is_file() {
+            return Err(ToolError::Invalid(format!(
+                "{} is not a regular file",
+                show(rel)
+            )));
+        }
+        Ok(file)
+    }
+
+    /// `raw` (absolute, or relative to the capability directory) as a path
+    /// relative to it, of plain names only; empty for the directory itself.
+    /// Refuses what lies outside before any file is touched.
+    pub(crate) fn relative(&self, raw: &str) -> Result<PathBuf, ToolError> {
+        if raw.contains('\0') {
+            return Err(ToolError::Invalid(format!(
+                "{raw:?}: a path cannot contain NUL"
+            )));
+        }
+        let path = Path::new(raw);
+        if path.is_absolute() {
+            let normal = lexical(path);
+            [&self.root, &self.given]
+                .into_iter()
+                .find_map(|base| normal.strip_prefix(base).ok())
+                .map(Path::to_path_buf)
+                .ok_or_else(|| {
+                    ToolError::Denied(format!("{raw} is outside the teammate's directory"))
+                })
+        } else {
+            let mut rel = PathBuf::new();
+            for comp in path.components() {
+                match comp {
+                    Component::Normal(name) => rel.push(name),
+                    Component::CurDir => {}
+                    Component::ParentDir => {
+                        if !rel.pop() {
+                            return Err(ToolError::Denied(format!(
+                                "{raw} climbs outside the teammate's directory"
+                            )));
+                        }
+                    }
+                    Component::RootDir | Component::Prefix(_) => {
+                        return Err(ToolError::Invalid(format!("{raw:?}: not a relative path")))
+                    }
+                }
+            }
+            Ok(rel)
+        }
+    }
+}
+
+/// An absolute path with `.` dropped and `..` applied (staying at `/`).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for comp in path.components() {
+        match comp {
+            Component::Normal(name) => out.push(name),
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
