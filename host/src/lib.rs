@@ -7,11 +7,17 @@
 //! |---|---|
 //! | [`store`] | the team on disk: paths, names, locks, atomic writes, config, mailboxes, tasks |
 //! | [`protocol`] | structured messages carried inside a mailbox `text` |
-//! | [`sandbox`] | the permission engine: modes, tool rules, (mode, rules, call) → allow / deny / ask |
+//! | [`sandbox`] | the permission engine: modes, tool rules, limits; (mode, rules, call) → allow / deny / ask |
 //! | [`tools`] | the tool executors (Read, Write, Edit, Glob, Grep, Bash), confined to the capability directory |
-//! | [`error`] | the library's public error type |
+//! | [`runtime`] | wasmtime engine, component cache, linker, one file per WIT interface |
+//! | [`runner`] | the per-teammate loop: handle → idle → poll → wake |
+//! | [`backends`] | where a runner lives (in-process) |
+//! | [`host`] | the embedding API: [`host::Host`] |
+//! | [`approvals`] | the lead's answers to permission and plan requests |
+//! | [`worktree`] | per-teammate git worktrees |
 //! | [`manifest`] | `TEAM.toml`: a team, its component teammates and seed tasks, validated |
 //! | [`cli`] | the `teamhost` command line |
+//! | [`error`] | the library's public error type |
 //!
 //! The store needs neither wasm nor tokio: the CLI and tests use it directly.
 
@@ -27,5 +33,6 @@ pub mod runtime;
 pub mod sandbox;
 pub mod store;
 pub mod tools;
+pub mod worktree;
 
 pub use error::{Error, Result};

@@ -21,6 +21,14 @@
 //! model = "..."                     # optional, recorded in the config
 //! agent_type = "..."                # optional, default "general-purpose"
 //! plan_mode_required = false        # default false
+//! isolation = "none"                # or "worktree": its own git worktree of cwd's repository
+//! [teammate.limits]                 # optional; each key optional, defaults in sandbox::Limits
+//! memory_mb = 64
+//! cpu_per_turn_secs = 60
+//! wall_per_turn_secs = 600
+//! max_message_bytes = 1048576
+//! max_tool_output_bytes = 262144
+//! ask_timeout_secs = 300
 //!
 //! [[task]]                          # zero or more; ids 1, 2, … in this order
 //! subject = "Count chapter one"     # required
@@ -36,6 +44,9 @@
 //! | `teammate.component` | required | the file exists |
 //! | `teammate.cwd` | manifest's directory | the directory exists |
 //! | `teammate.mode` | `default` | one of [`PERMISSION_MODES`] |
+//! | `teammate.allowed_tools`, `disallowed_tools` | `[]` | each rule parses (`Read`, `Bash(git:*)`, `Edit(src/**)`) |
+//! | `teammate.isolation` | `none` | `none` or `worktree` |
+//! | `teammate.limits.*` | [`crate::sandbox::Limits`] | positive |
 //! | `task.subject` | required | not empty |
 //! | `task.blocked_by` | `[]` | each in `1..=tasks`, not itself, listed once, no cycles |
 //!
@@ -125,6 +136,66 @@ pub struct TeammateSpec {
     /// Whether its plan must be approved first. Default `false`.
     #[serde(default)]
     pub plan_mode_required: bool,
+    /// `none` (work in `cwd`) or `worktree` (a git worktree of its repository).
+    #[serde(default)]
+    pub isolation: IsolationSpec,
+    /// Overrides of the default limits.
+    #[serde(default)]
+    pub limits: LimitsSpec,
+}
+
+/// `teammate.isolation`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IsolationSpec {
+    /// Work in `cwd`.
+    #[default]
+    None,
+    /// Work in a git worktree of `cwd`'s repository.
+    Worktree,
+}
+
+/// `[teammate.limits]`: every key optional; see [`crate::sandbox::Limits`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSpec {
+    /// Linear memory, MiB.
+    pub memory_mb: Option<usize>,
+    /// CPU per turn, seconds.
+    pub cpu_per_turn_secs: Option<u64>,
+    /// Wall time per turn, seconds.
+    pub wall_per_turn_secs: Option<u64>,
+    /// Largest message, bytes.
+    pub max_message_bytes: Option<usize>,
+    /// Largest tool output, bytes.
+    pub max_tool_output_bytes: Option<usize>,
+    /// How long a tool call waits for the lead, seconds.
+    pub ask_timeout_secs: Option<u64>,
+}
+
+impl LimitsSpec {
+    /// The default limits with these overrides applied.
+    pub fn to_limits(&self) -> crate::sandbox::Limits {
+        use std::time::Duration;
+        let d = crate::sandbox::Limits::default();
+        crate::sandbox::Limits {
+            memory_bytes: self.memory_mb.map_or(d.memory_bytes, |m| m << 20),
+            cpu_per_turn: self
+                .cpu_per_turn_secs
+                .map_or(d.cpu_per_turn, Duration::from_secs),
+            wall_per_turn: self
+                .wall_per_turn_secs
+                .map_or(d.wall_per_turn, Duration::from_secs),
+            max_message_bytes: self.max_message_bytes.unwrap_or(d.max_message_bytes),
+            max_tool_output_bytes: self
+                .max_tool_output_bytes
+                .unwrap_or(d.max_tool_output_bytes),
+            ask_timeout: self
+                .ask_timeout_secs
+                .map_or(d.ask_timeout, Duration::from_secs),
+            max_pending_requests: d.max_pending_requests,
+        }
+    }
 }
 
 /// One `[[task]]`: a seed task, created before any teammate starts.
@@ -256,7 +327,7 @@ impl Manifest {
 }
 
 impl TeammateSpec {
-    /// The spawn request for this teammate (memory limit: the host default).
+    /// The spawn request for this teammate.
     pub fn spawn_request(&self) -> SpawnRequest {
         SpawnRequest {
             agent_type: self.agent_type.clone(),
@@ -266,6 +337,11 @@ impl TeammateSpec {
             allowed_tools: self.allowed_tools.clone(),
             disallowed_tools: self.disallowed_tools.clone(),
             auto_claim: self.auto_claim,
+            limits: self.limits.to_limits(),
+            isolation: match self.isolation {
+                IsolationSpec::None => crate::host::Isolation::None,
+                IsolationSpec::Worktree => crate::host::Isolation::Worktree,
+            },
             ..SpawnRequest::new(&self.name, &self.component, &self.prompt, &self.cwd)
         }
     }
@@ -340,6 +416,25 @@ fn check_teammate(
             t.component.display(),
             if t.component.exists() { "is not a file" } else { "does not exist" },
         ));
+    }
+    if let Err(e) =
+        crate::sandbox::ToolRules::new(t.allowed_tools.iter(), t.disallowed_tools.iter())
+    {
+        problems.push(format!("{who}: {e}"));
+    }
+    let l = &t.limits;
+    for (key, zero) in [
+        ("memory_mb", l.memory_mb == Some(0)),
+        ("cpu_per_turn_secs", l.cpu_per_turn_secs == Some(0)),
+        ("wall_per_turn_secs", l.wall_per_turn_secs == Some(0)),
+        ("max_message_bytes", l.max_message_bytes == Some(0)),
+        ("max_tool_output_bytes", l.max_tool_output_bytes == Some(0)),
+    ] {
+        if zero {
+            problems.push(format!(
+                "{who}: limits.{key} is 0; leave it out for the default or give a positive value"
+            ));
+        }
     }
     if !t.cwd.is_dir() {
         problems.push(format!(
@@ -725,5 +820,43 @@ subject = "Count three"
     fn load_names_a_missing_file() {
         let err = Manifest::load(Path::new("/no/such/team.toml")).unwrap_err();
         assert!(err.to_string().contains("/no/such/team.toml"), "{err}");
+    }
+
+    #[test]
+    fn limits_and_isolation_reach_the_spawn_request() {
+        let (_dir, file) = fixture();
+        let text = GOOD.replace(
+            "allowed_tools = [\"Read\"]\n",
+            "allowed_tools = [\"Read\"]\nisolation = \"worktree\"\n[teammate.limits]\nmemory_mb = 16\nask_timeout_secs = 2\n",
+        );
+        let m = Manifest::parse(&text, &file).unwrap();
+        let r = m.teammates[0].spawn_request();
+        assert_eq!(r.isolation, crate::host::Isolation::Worktree);
+        assert_eq!(r.limits.memory_bytes, 16 << 20);
+        assert_eq!(r.limits.ask_timeout, std::time::Duration::from_secs(2));
+        assert_eq!(
+            r.limits.cpu_per_turn,
+            crate::sandbox::Limits::default().cpu_per_turn
+        );
+        let r2 = m.teammates[1].spawn_request();
+        assert_eq!(r2.isolation, crate::host::Isolation::None);
+    }
+
+    #[test]
+    fn a_bad_tool_rule_or_a_zero_limit_is_refused_by_name() {
+        let (_dir, file) = fixture();
+        let text = GOOD.replace(
+            "allowed_tools = [\"Read\"]\n",
+            "allowed_tools = [\"Bash(git:*\"]\n[teammate.limits]\nmemory_mb = 0\n",
+        );
+        let problems = Manifest::parse(&text, &file).unwrap_err().to_string();
+        assert!(problems.contains("Bash(git:*"), "{problems}");
+        assert!(problems.contains("limits.memory_mb is 0"), "{problems}");
+        let unknown = GOOD.replace(
+            "allowed_tools = [\"Read\"]\n",
+            "allowed_tools = [\"Read\"]\n[teammate.limits]\nmemory_gb = 1\n",
+        );
+        let err = Manifest::parse(&unknown, &file).unwrap_err().to_string();
+        assert!(err.contains("memory_gb"), "{err}");
     }
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::error::{Error, Result};
-use crate::host::{Event, SpawnRequest, TeammateState};
+use crate::host::{Event, Isolation, SpawnRequest, TeammateState};
 use crate::runner::wake::WakeHub;
 use crate::runner::{Runner, RunnerConfig, RunnerLinks};
 use crate::runtime::{
@@ -104,6 +104,20 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
     };
     let name = member.name.clone();
     let color = member.color.clone().unwrap_or_default();
+    let dir = match req.isolation {
+        Isolation::None => dir,
+        Isolation::Worktree => {
+            let home = team.store().home().clone();
+            let wt = crate::worktree::create(&home, team.name(), &name, &dir).map_err(rollback)?;
+            let shown = wt.display().to_string();
+            team.update_member(&name, |m| {
+                m.worktree_path = Some(shown.clone());
+                m.cwd = Some(shown.clone());
+            })
+            .map_err(rollback)?;
+            wt
+        }
+    };
 
     let tool_limits = crate::tools::ToolLimits {
         max_output_bytes: req.limits.max_tool_output_bytes,

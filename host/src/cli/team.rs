@@ -101,9 +101,17 @@ pub(super) fn run(store: &Store, out: &Output, cmd: TeamCommand) -> anyhow::Resu
         TeamCommand::Delete { name, force } => {
             let team = store.team(&name)?;
             team.delete(force)?;
-            out.print(&json!({"deleted": team.name()}), || {
-                format!("deleted team {}", team.name())
-            })
+            let worktrees = crate::worktree::cleanup(store.home(), team.name())?;
+            out.print(
+                &json!({"deleted": team.name(), "worktrees_removed": worktrees.removed, "worktrees_kept": worktrees.kept}),
+                || {
+                    let mut s = format!("deleted team {}", team.name());
+                    for kept in &worktrees.kept {
+                        s.push_str(&format!("\nkept {} (it has changes)", kept.display()));
+                    }
+                    s
+                },
+            )
         }
         TeamCommand::AddMember {
             team,

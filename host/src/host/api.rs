@@ -409,9 +409,10 @@ impl Host {
         Ok(())
     }
 
-    /// Kills every teammate of `team` still running, then deletes the team's
-    /// files (`teams/{team}` and `tasks/{team}`).
-    pub async fn delete_team(&self, team: &str) -> Result<()> {
+    /// Kills every teammate of `team` still running, deletes the team's files
+    /// (`teams/{team}` and `tasks/{team}`), and removes its teammates' clean
+    /// worktrees; worktrees with changes are kept and listed in the report.
+    pub async fn delete_team(&self, team: &str) -> Result<crate::worktree::Cleanup> {
         let t = self.team(team)?;
         for info in self.teammates(t.name()) {
             if !info.state.is_finished() {
@@ -423,7 +424,12 @@ impl Host {
             .lock()
             .expect("teammates lock")
             .retain(|(tn, _), _| tn != t.name());
-        t.delete(true)
+        t.delete(true)?;
+        let home = self.inner.store.home().clone();
+        let name = t.name().to_string();
+        tokio::task::spawn_blocking(move || crate::worktree::cleanup(&home, &name))
+            .await
+            .map_err(|e| Error::Invalid(format!("worktree cleanup panicked: {e}")))?
     }
 
     fn state_receiver(

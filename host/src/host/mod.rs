@@ -20,4 +20,4 @@ mod spawn;
 
 pub use api::{Host, HostOptions, ShutdownReport};
 pub use events::{Event, TeammateInfo, TeammateState};
-pub use spawn::SpawnRequest;
+pub use spawn::{Isolation, SpawnRequest};

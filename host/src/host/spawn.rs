@@ -34,6 +34,19 @@ pub struct SpawnRequest {
     pub auto_claim: bool,
     /// Memory, CPU and wall time per turn, sizes, approval wait.
     pub limits: crate::sandbox::Limits,
+    /// Run in a git worktree of `cwd`'s repository instead of `cwd` itself.
+    pub isolation: Isolation,
+}
+
+/// Where a teammate works.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Isolation {
+    /// In `cwd` itself (the default).
+    #[default]
+    None,
+    /// In its own git worktree (`{home}/worktrees/{team}/{name}`), removed on
+    /// team delete when clean, kept and reported when it has changes.
+    Worktree,
 }
 
 impl SpawnRequest {
@@ -57,6 +70,7 @@ impl SpawnRequest {
             disallowed_tools: Vec::new(),
             auto_claim: true,
             limits: crate::sandbox::Limits::default(),
+            isolation: Isolation::None,
         }
     }
 }

@@ -158,6 +158,11 @@ impl Team {
         &self.paths
     }
 
+    /// The store this team belongs to.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
     fn lock_opts(&self) -> &LockOptions {
         &self.store.lock
     }
