@@ -29,6 +29,7 @@
 //! | `trap-on-message` | traps on a `message` turn whose TEXT contains `trap`        |
 //! | `spin-on-message` | loops for ever on a `message` turn whose TEXT contains `spin` |
 //! | `complete-tasks`  | the default: on `task-claimed`, sets the task `completed` and reports it resolved |
+//! | message `read-loop N` | calls `tools::read("bench.txt")` N times, then sends the sender `read-loop done OK/N` (sandbox benchmark) |
 //! | `dm:NAME`         | on the `initial` turn, sends NAME `hello NAME` (summary `greeting`); may repeat |
 //!
 //! Without directives it also answers a message whose text is exactly `reply`
@@ -131,6 +132,11 @@ impl Guest for Probe {
                 for message in turn.messages.iter().filter(|m| m.text == "reply") {
                     send(&message.from, "ack", "ack");
                 }
+                for message in &turn.messages {
+                    if let Some(n) = message.text.strip_prefix("read-loop ") {
+                        read_loop(&message.from, n);
+                    }
+                }
                 Ok(TurnOutcome { task: None })
             }
             TurnKind::ShutdownRequest(request) => {
@@ -203,3 +209,13 @@ fn send(to: &str, content: &str, summary: &str) {
 }
 
 export!(Probe);
+
+/// `read-loop N`: calls the sandboxed Read tool on `bench.txt` N times (for
+/// the sandbox benchmark), then tells the sender how many calls succeeded.
+fn read_loop(from: &str, n: &str) {
+    let n: u32 = n.trim().parse().unwrap_or(0);
+    let ok = (0..n)
+        .filter(|_| teamhost::agent::tools::read("bench.txt", None, None).is_ok())
+        .count();
+    send(from, &format!("read-loop done {ok}/{n}"), "bench");
+}

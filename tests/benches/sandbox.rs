@@ -1,0 +1,149 @@
+//! Sandbox benchmark: the cost of a permission decision, of a tool call run
+//! directly, and of a tool call made by a guest through the WIT interface and
+//! the sandbox. Run with `cargo bench -p teamhost-tests --bench sandbox`;
+//! prints a Markdown table.
+
+use std::time::{Duration, Instant};
+
+use teamhost::host::{Event, Host, SpawnRequest};
+use teamhost::sandbox::{decide, PermissionMode, PolicyContext, ToolCall, ToolRules};
+use teamhost::store::{Home, NewTeam};
+use teamhost::tools::{ToolBox, ToolLimits};
+
+fn main() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = tmp.path().join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("bench.txt"), "a line of text\n".repeat(64)).unwrap();
+
+    println!("| operation | per call | calls |");
+    println!("|---|---:|---:|");
+    let ctx = PolicyContext::new(&dir);
+    let none = ToolRules::new(Vec::<String>::new(), Vec::<String>::new()).unwrap();
+    let many = ToolRules::new(
+        [
+            "Read",
+            "Bash(git:*)",
+            "Bash(npm test)",
+            "Edit(src/**)",
+            "Write(docs/*.md)",
+        ],
+        (0..20).map(|i| format!("Edit(secret{i}/**)")),
+    )
+    .unwrap();
+    let cases: [(&str, PermissionMode, &ToolRules, ToolCall); 4] = [
+        (
+            "decide: Read inside, no rules",
+            PermissionMode::Default,
+            &none,
+            ToolCall::read("src/main.rs"),
+        ),
+        (
+            "decide: Write, 25 rules",
+            PermissionMode::AcceptEdits,
+            &many,
+            ToolCall::write("src/lib.rs", "x"),
+        ),
+        (
+            "decide: compound Bash, 25 rules",
+            PermissionMode::Default,
+            &many,
+            ToolCall::bash("git status && git diff | head"),
+        ),
+        (
+            "decide: escape attempt",
+            PermissionMode::BypassPermissions,
+            &many,
+            ToolCall::read("../../etc/passwd"),
+        ),
+    ];
+    for (name, mode, rules, call) in cases {
+        let n = 200_000;
+        let t = Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(decide(mode, rules, std::hint::black_box(&call), &ctx));
+        }
+        row(name, t.elapsed() / n, n);
+    }
+
+    let tools = ToolBox::open(&dir, ToolLimits::default()).unwrap();
+    let input = teamhost::sandbox::ReadInput {
+        file_path: "bench.txt".into(),
+        offset: None,
+        limit: None,
+    };
+    let n = 20_000;
+    let t = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(tools.read(&input).unwrap());
+    }
+    row(
+        "Read of a 1 KiB file, host side only (ToolBox)",
+        t.elapsed() / n,
+        n,
+    );
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let host = Host::new(Home::new(tmp.path().join("home"))).unwrap();
+        host.create_team("bench", NewTeam::default()).unwrap();
+        let req = SpawnRequest {
+            mode: Some("acceptEdits".into()),
+            auto_claim: false,
+            ..SpawnRequest::new("probe", teamhost_tests::PROBE, "bench", &dir)
+        };
+        host.spawn("bench", req).await.unwrap();
+        host.wait_idle("bench").await.unwrap();
+        let team = host.team("bench").unwrap();
+        let mut round = |n: u32| {
+            let host = host.clone();
+            let team = team.clone();
+            async move {
+                let mut events = host.events();
+                let t = Instant::now();
+                host.send_as_lead("bench", "probe", &format!("read-loop {n}"), None)
+                    .unwrap();
+                loop {
+                    match tokio::time::timeout(Duration::from_secs(60), events.recv()).await {
+                        Ok(Ok(Event::InboxChanged { agent, .. })) if agent == "team-lead" => {
+                            let done = team
+                                .take_where("team-lead", |m| m.text.starts_with("read-loop done"))
+                                .unwrap();
+                            if let Some(m) = done.first() {
+                                assert_eq!(m.text, format!("read-loop done {n}/{n}"));
+                                return t.elapsed();
+                            }
+                        }
+                        Ok(_) => {}
+                        Err(_) => panic!("no answer from the probe"),
+                    }
+                }
+            }
+        };
+        let base = round(0).await;
+        let n = 5_000;
+        let total = round(n).await;
+        row(
+            "Read by a guest through WIT + sandbox + ToolBox (blocking pool)",
+            total.saturating_sub(base) / n,
+            n,
+        );
+        host.shutdown_team("bench", "done", Duration::from_secs(10))
+            .await
+            .unwrap();
+    });
+}
+
+fn row(name: &str, per_call: Duration, n: u32) {
+    let ns = per_call.as_nanos();
+    let shown = if ns >= 10_000 {
+        format!("{:.1} µs", ns as f64 / 1e3)
+    } else {
+        format!("{ns} ns")
+    };
+    println!("| {name} | {shown} | {n} |");
+}
