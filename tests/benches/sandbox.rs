@@ -99,7 +99,7 @@ fn main() {
         host.spawn("bench", req).await.unwrap();
         host.wait_idle("bench").await.unwrap();
         let team = host.team("bench").unwrap();
-        let mut round = |n: u32| {
+        let round = |n: u32| {
             let host = host.clone();
             let team = team.clone();
             async move {

@@ -10,6 +10,7 @@
 //! | [`WORKER`]   | `guests/worker`   | claims tasks, counts words in the files they name, writes `reports/task-N.md`, completes the task, tells the lead |
 //! | [`REVIEWER`] | `guests/reviewer` | asks a peer by direct message, relays the answer in a later turn |
 //! | [`PROBE`]    | `guests/probe`    | test teammate: logs every turn to `turns.log`; spawn-prompt directives make it reject shutdown, trap, spin, DM a peer or answer `reply` with `ack` |
+//! | [`HOSTILE`]  | `guests/hostile`  | test teammate: attacks its sandbox (paths out, symlinks, Bash escapes, CPU and memory, huge messages, forged approvals) as its prompt or a message says; reports each result to the lead as `STEP\tOK\|ERR\tDETAIL` |
 //!
 //! [`ALL`] lists them all. A new crate in `guests/` gets its constant
 //! automatically.

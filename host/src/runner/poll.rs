@@ -1,7 +1,7 @@
 //! Choosing the next turn, in the reference's priority order:
 //!
 //! 1. messages injected by the host (a person typing to the teammate);
-//! 2. a `shutdown_request`, even behind other unread messages;
+//! 2. a `shutdown_request` from the lead, even behind other unread messages;
 //! 3. the oldest unread message from the lead;
 //! 4. the oldest unread message from anyone;
 //! 5. the lowest-id claimable task, claimed on the spot (auto-claim), with the

@@ -47,7 +47,7 @@ impl Host for AgentCtx {
         text: String,
         summary: Option<String>,
     ) -> wasmtime::Result<Result<(), WitError>> {
-        if let Err(e) = self.check_size("the message", &text, summary.as_deref()) {
+        if let Err(e) = self.check_outgoing("the message", Some(&to), &text, summary.as_deref()) {
             return Ok(Err(e));
         }
         let team = self.team.clone();

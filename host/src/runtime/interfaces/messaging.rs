@@ -32,6 +32,33 @@ impl AgentCtx {
         self.identity.name == self.lead
     }
 
+    /// Refuses what a teammate may not send: text over the message limit
+    /// (summary included), protocol messages disguised as content (only the
+    /// host and the lead write those), and messages to itself.
+    pub(crate) fn check_outgoing(
+        &self,
+        what: &str,
+        to: Option<&str>,
+        text: &str,
+        summary: Option<&str>,
+    ) -> Result<(), WitError> {
+        self.check_size(what, text, summary)?;
+        if let crate::protocol::Parsed::Protocol(_) | crate::protocol::Parsed::Invalid { .. } =
+            crate::protocol::ProtocolMessage::parse(text)
+        {
+            return Err(WitError::Denied(format!(
+                "{what} is a protocol message; teammates send those only through the messaging functions (respond-shutdown, request-plan-approval, …)"
+            )));
+        }
+        if to == Some(self.identity.name.as_str()) {
+            return Err(WitError::Invalid(format!(
+                "{} cannot send a message to itself",
+                self.identity.name
+            )));
+        }
+        Ok(())
+    }
+
     /// Refuses text over the message limit (summary included).
     pub(crate) fn check_size(
         &self,
@@ -54,7 +81,8 @@ impl Host for AgentCtx {
         content: String,
         summary: Option<String>,
     ) -> wasmtime::Result<Result<MessageDelivery, WitError>> {
-        if let Err(e) = self.check_size("the message", &content, summary.as_deref()) {
+        if let Err(e) = self.check_outgoing("the message", Some(&to), &content, summary.as_deref())
+        {
             return Ok(Err(e));
         }
         let team = self.team.clone();
@@ -91,7 +119,7 @@ impl Host for AgentCtx {
         content: String,
         summary: Option<String>,
     ) -> wasmtime::Result<Result<BroadcastDelivery, WitError>> {
-        if let Err(e) = self.check_size("the broadcast", &content, summary.as_deref()) {
+        if let Err(e) = self.check_outgoing("the broadcast", None, &content, summary.as_deref()) {
             return Ok(Err(e));
         }
         let team = self.team.clone();
@@ -146,6 +174,10 @@ impl Host for AgentCtx {
                 Ok(Ok(()))
             }
             ShutdownResponse::Reject(reason) => {
+                if let Err(e) = self.check_size("the reason", &reason, None) {
+                    self.pending_shutdowns.push(request_id);
+                    return Ok(Err(e));
+                }
                 let text = ShutdownRejected::new(&request_id, &self.identity.name, reason.clone())
                     .to_text();
                 let (team, lead) = (self.team.clone(), self.lead.clone());

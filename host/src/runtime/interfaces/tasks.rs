@@ -19,6 +19,13 @@ fn metadata(json: Option<String>) -> Result<Option<Map<String, Value>>, WitError
 
 impl Host for AgentCtx {
     async fn create(&mut self, task: NewTask) -> wasmtime::Result<Result<Task, WitError>> {
+        let size = task.subject.len()
+            + task.description.len()
+            + task.active_form.as_ref().map_or(0, String::len)
+            + task.metadata.as_ref().map_or(0, String::len);
+        if let Err(e) = self.sandbox.limits.check_message("the task", size) {
+            return Ok(Err(WitError::Invalid(e)));
+        }
         let meta = match metadata(task.metadata) {
             Ok(m) => m,
             Err(e) => return Ok(Err(e)),
@@ -52,6 +59,18 @@ impl Host for AgentCtx {
         id: String,
         changes: TaskUpdate,
     ) -> wasmtime::Result<Result<Task, WitError>> {
+        let size = [
+            &changes.subject,
+            &changes.description,
+            &changes.active_form,
+            &changes.metadata,
+        ]
+        .iter()
+        .map(|f| f.as_ref().map_or(0, String::len))
+        .sum();
+        if let Err(e) = self.sandbox.limits.check_message("the task update", size) {
+            return Ok(Err(WitError::Invalid(e)));
+        }
         let meta = match metadata(changes.metadata) {
             Ok(m) => m,
             Err(e) => return Ok(Err(e)),

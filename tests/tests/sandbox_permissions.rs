@@ -1,0 +1,298 @@
+//! Permission round trips through real files: a teammate in `default` mode
+//! calls a tool the sandbox answers "ask" for; the host writes a
+//! `permission_request` (the reference's schema) to the lead's inbox and
+//! suspends that call; the lead answers with the real `teamhost permit`
+//! command line (run in-process, with its own store, as another process
+//! would); the call runs, is denied, or times out.
+
+mod common;
+mod sandbox_support;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use sandbox_support::{
+    cli, hostile_request, permission_requests, step, steps, wait_done, wait_permission_request,
+    Arena,
+};
+use teamhost::host::TeammateState;
+
+/// Spawns `hostile` as `name` in `default` mode with `prompt` (one command)
+/// and returns its member name and directory.
+async fn asker(a: &Arena, name: &str, prompt: &str) -> (String, std::path::PathBuf) {
+    let dir = a.dir(name);
+    let name = a
+        .spawn(hostile_request(name, prompt, &dir, "default"))
+        .await;
+    (name, dir)
+}
+
+fn request_id(request: &serde_json::Value) -> String {
+    request["request_id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_in_default_mode_asks_the_lead_and_runs_after_teamhost_permit_allow() {
+    let a = Arena::new("permit-allow").await;
+    let (name, dir) = asker(&a, "writer", "write-file x.txt hello from the writer").await;
+    let request = wait_permission_request(&a.f, &name, 1).await;
+
+    // The reference's permission_request, key for key.
+    let keys: BTreeSet<&str> = request
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        BTreeSet::from([
+            "type",
+            "request_id",
+            "agent_id",
+            "tool_name",
+            "tool_use_id",
+            "description",
+            "input",
+            "permission_suggestions",
+        ]),
+        "{request:#}"
+    );
+    assert_eq!(request["type"], "permission_request");
+    let id = request_id(&request);
+    let (ms, suffix) = id
+        .strip_prefix("perm-")
+        .and_then(|rest| rest.split_once('-'))
+        .unwrap_or_else(|| panic!("request_id {id:?} is not perm-<ms>-<7>"));
+    assert!(
+        ms.len() >= 13 && ms.bytes().all(|b| b.is_ascii_digit()),
+        "{id}"
+    );
+    assert!(
+        suffix.len() == 7
+            && suffix
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()),
+        "{id}"
+    );
+    assert_eq!(request["agent_id"], name.as_str());
+    assert_eq!(request["tool_name"], "Write");
+    assert!(!request["tool_use_id"].as_str().unwrap().is_empty());
+    assert!(!request["description"].as_str().unwrap().is_empty());
+    let input = request["input"].as_object().unwrap();
+    assert!(
+        input["file_path"].as_str().unwrap().ends_with("x.txt"),
+        "{request:#}"
+    );
+    assert_eq!(input["content"], "hello from the writer");
+    assert!(request["permission_suggestions"].is_array());
+
+    // Only that call waits: nothing is written, the teammate is still in its
+    // turn, and the rest of the team works.
+    assert!(!dir.join("x.txt").exists());
+    a.echo_answers().await;
+    let writer =
+        a.f.host
+            .teammates(&a.f.name)
+            .into_iter()
+            .find(|t| t.name == name)
+            .unwrap();
+    assert_eq!(writer.state, TeammateState::Active);
+    assert_eq!(sandbox_support::done_count(&a.f, &name, "write-file"), 0);
+
+    cli(&a.f.home, &["permit", &id, "--team", &a.f.name, "--allow"])
+        .await
+        .unwrap();
+    let got = wait_done(&a.f, &name, "write-file", 1).await;
+    let wrote = step(&got, "write-file");
+    assert!(wrote.ok(), "{wrote:?}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("x.txt")).unwrap(),
+        "hello from the writer"
+    );
+    // The answer came from the lead.
+    let mut seen = a.f.team.history(&name).unwrap();
+    seen.extend(a.f.team.read_inbox(&name).unwrap());
+    assert!(seen
+        .iter()
+        .any(|m| m.from == "team-lead" && m.text.contains(&id)));
+    a.assert_contained().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn teamhost_permit_deny_gives_the_guest_a_denial_with_the_reason_and_writes_nothing() {
+    let a = Arena::new("permit-deny").await;
+    let (name, dir) = asker(&a, "writer", "write-file x.txt hello").await;
+    let id = request_id(&wait_permission_request(&a.f, &name, 1).await);
+    cli(
+        &a.f.home,
+        &[
+            "permit",
+            &id,
+            "--team",
+            &a.f.name,
+            "--deny",
+            "--reason",
+            "no writes today",
+        ],
+    )
+    .await
+    .unwrap();
+    let got = wait_done(&a.f, &name, "write-file", 1).await;
+    let denied = step(&got, "write-file");
+    denied.assert_denied();
+    assert!(denied.detail.contains("no writes today"), "{denied:?}");
+    assert!(!dir.join("x.txt").exists());
+    a.assert_contained().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswered_request_is_denied_at_the_ask_timeout_and_a_late_answer_runs_nothing() {
+    let a = Arena::new("permit-timeout").await;
+    let dir = a.dir("writer");
+    let mut req = hostile_request("writer", "write-file x.txt hello", &dir, "default");
+    req.limits.ask_timeout = Duration::from_secs(1);
+    let name = a.spawn(req).await;
+    let got = wait_done(&a.f, &name, "write-file", 1).await;
+    step(&got, "write-file").assert_denied();
+    assert!(!dir.join("x.txt").exists());
+    let asked = permission_requests(&a.f, &name);
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+
+    // The lead answers too late: the guest gets the answer as a message, and
+    // the call it answered does not run.
+    let id = request_id(&asked[0]);
+    cli(&a.f.home, &["permit", &id, "--team", &a.f.name, "--allow"])
+        .await
+        .unwrap();
+    a.f.until("the late answer to reach the guest", || {
+        steps(&a.f, &name)
+            .iter()
+            .any(|s| s.step == "permission-answer")
+    })
+    .await;
+    let late = step(&steps(&a.f, &name), "permission-answer").clone();
+    assert!(
+        late.detail
+            .starts_with(&format!("from=team-lead id={id} allow")),
+        "{late:?}"
+    );
+    assert!(!dir.join("x.txt").exists());
+    a.assert_contained().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_input_edited_by_the_lead_is_the_one_that_runs() {
+    let a = Arena::new("permit-edit").await;
+    let (name, dir) = asker(&a, "writer", "write-file x.txt as the guest wrote it").await;
+    let id = request_id(&wait_permission_request(&a.f, &name, 1).await);
+    cli(
+        &a.f.home,
+        &[
+            "permit",
+            &id,
+            "--team",
+            &a.f.name,
+            "--allow",
+            "--input",
+            r#"{"file_path":"y.txt","content":"as the lead edited it"}"#,
+        ],
+    )
+    .await
+    .unwrap();
+    let got = wait_done(&a.f, &name, "write-file", 1).await;
+    assert!(step(&got, "write-file").ok(), "{got:#?}");
+    assert!(!dir.join("x.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("y.txt")).unwrap(),
+        "as the lead edited it"
+    );
+    a.assert_contained().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_outside_the_directory_asks_and_stays_unreachable_even_when_the_lead_allows_it() {
+    let a = Arena::new("permit-outside").await;
+    let (name, dir) = asker(&a, "stray", "read-file /etc/passwd").await;
+
+    // default asks before a Read outside the directory…
+    let request = wait_permission_request(&a.f, &name, 1).await;
+    assert_eq!(request["tool_name"], "Read");
+    assert_eq!(request["input"]["file_path"], "/etc/passwd");
+    cli(
+        &a.f.home,
+        &[
+            "permit",
+            &request_id(&request),
+            "--team",
+            &a.f.name,
+            "--allow",
+        ],
+    )
+    .await
+    .unwrap();
+    // …but an allowed call still runs only inside the capability directory.
+    let got = wait_done(&a.f, &name, "read-file", 1).await;
+    step(&got, "read-file").assert_denied().assert_no_leak();
+
+    // The same for a write into the sentinel tree, by absolute path.
+    let target = a.sentinel.join("pwned.txt");
+    a.f.host
+        .send_as_lead(
+            &a.f.name,
+            &name,
+            &format!("write-file {} pwned", target.display()),
+            None,
+        )
+        .unwrap();
+    let request = wait_permission_request(&a.f, &name, 2).await;
+    assert_eq!(request["tool_name"], "Write");
+    cli(
+        &a.f.home,
+        &[
+            "permit",
+            &request_id(&request),
+            "--team",
+            &a.f.name,
+            "--allow",
+        ],
+    )
+    .await
+    .unwrap();
+    let got = wait_done(&a.f, &name, "write-file", 1).await;
+    step(&got, "write-file").assert_denied();
+    assert!(!target.exists());
+    assert!(!dir.join("pwned.txt").exists());
+
+    // And for a Bash command the lead approves: it runs, under Landlock.
+    a.f.host
+        .send_as_lead(
+            &a.f.name,
+            &name,
+            "bash-run echo pwned > ../sentinel/pwned.txt",
+            None,
+        )
+        .unwrap();
+    let request = wait_permission_request(&a.f, &name, 3).await;
+    assert_eq!(request["tool_name"], "Bash");
+    assert_eq!(
+        request["input"]["command"],
+        "echo pwned > ../sentinel/pwned.txt"
+    );
+    cli(
+        &a.f.home,
+        &[
+            "permit",
+            &request_id(&request),
+            "--team",
+            &a.f.name,
+            "--allow",
+        ],
+    )
+    .await
+    .unwrap();
+    let got = wait_done(&a.f, &name, "bash-run", 1).await;
+    step(&got, "bash-run").assert_bash_failed();
+    assert!(!target.exists());
+    a.assert_contained().await;
+}
