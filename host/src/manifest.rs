@@ -8,6 +8,7 @@
 //! [team]
 //! name = "wordcount"                # required; sanitised like every team name
 //! description = "Counts words"      # optional
+//! teammate_mode = "auto"            # optional: auto|in-process|process|tmux
 //!
 //! [[teammate]]                      # one or more
 //! name = "counter"                  # required, unique, not "team-lead"
@@ -98,6 +99,10 @@ pub struct TeamSpec {
     /// Recorded in the team config. Default: none.
     #[serde(default)]
     pub description: Option<String>,
+    /// Where teammates run: `auto`, `in-process`, `process` or `tmux` (the
+    /// reference's `teammateMode`). Default: `auto`; `--teammate-mode` wins.
+    #[serde(default)]
+    pub teammate_mode: Option<crate::backends::TeammateMode>,
 }
 
 /// One `[[teammate]]`: a component to spawn in-process.

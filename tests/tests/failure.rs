@@ -26,6 +26,9 @@ async fn a_teammate_that_traps_on_its_task_fails_alone_and_the_others_finish_its
         "trap",
         HostOptions {
             poll_interval: Duration::from_secs(3600),
+            // Nor file notifications: "another process" below is a store
+            // without the host's observer, and must not wake anyone.
+            watch_files: false,
             ..Default::default()
         },
     );

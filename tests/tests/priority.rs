@@ -71,6 +71,9 @@ async fn a_message_injected_by_the_host_is_handled_before_unread_inbox_messages(
         "inject",
         HostOptions {
             poll_interval: Duration::from_secs(3600),
+            // Nor file notifications: "another process" below is a store
+            // without the host's observer, and must not wake anyone.
+            watch_files: false,
             ..Default::default()
         },
     );

@@ -23,8 +23,11 @@ async fn two_workers_finish_three_tasks_in_dependency_order_then_shut_down() {
     let home = tmp.path().join("home");
     let data = tmp.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
-    std::fs::write(data.join("a.txt"), "one two three").unwrap();
-    std::fs::write(data.join("b.txt"), "four five").unwrap();
+    // Tasks 1 and 2 take a while (hundreds of thousands of words), so the
+    // worker that claims one is still busy with it when the other worker
+    // polls: each claims one of them, whatever the scheduling.
+    std::fs::write(data.join("a.txt"), "one two three ".repeat(200_000)).unwrap();
+    std::fs::write(data.join("b.txt"), "four five ".repeat(200_000)).unwrap();
     std::fs::write(data.join("c.txt"), "six").unwrap();
 
     let host = Host::new(Home::new(&home)).unwrap();
@@ -134,7 +137,10 @@ async fn two_workers_finish_three_tasks_in_dependency_order_then_shut_down() {
         "{tasks:?}"
     );
     let report = std::fs::read_to_string(data.join("reports/task-3.md")).unwrap();
-    assert!(report.contains('6'), "13 words? the report says: {report}");
+    assert!(
+        report.contains("1000001"),
+        "600,000 + 400,000 + 1 words? the report says: {report}"
+    );
     for id in ["1", "2"] {
         assert!(data.join(format!("reports/task-{id}.md")).is_file());
     }

@@ -4,17 +4,23 @@
 //! the first message of its inbox from the lead, instantiates the component in
 //! a sandbox holding only the teammate's directory, and starts the runner.
 //! If any step after registration fails, the member is removed again.
+//!
+//! The steps are also used on their own: [`prepare`] checks a request before
+//! anything is written, [`instantiate`] builds the sandboxed instance for an
+//! existing member, and [`Ready::run`] starts its runner. `Host::attach` (the
+//! `teamhost teammate` process) uses the last two for a member its lead
+//! registered.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{mpsc, watch};
 
+use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned};
 use crate::error::{Error, Result};
-use crate::host::{Event, Isolation, SpawnRequest, TeammateState};
-use crate::runner::wake::WakeHub;
+use crate::host::{Isolation, SpawnRequest, TeammateState};
 use crate::runner::{Runner, RunnerConfig, RunnerLinks};
 use crate::runtime::{
     AgentCtx, DirAccess, Identity, Instance, InstanceConfig, Runtime, SandboxCtx, TurnRecord,
@@ -25,63 +31,27 @@ use crate::store::{Member, NewMember, OutgoingMessage, Team};
 /// Backend name recorded in the config.
 pub const BACKEND: &str = "in-process";
 
-/// What the host keeps of a spawned teammate.
-pub(crate) struct Spawned {
-    pub member: Member,
-    pub state: watch::Receiver<TeammateState>,
-    pub inject: mpsc::UnboundedSender<String>,
-    pub kill: watch::Sender<bool>,
-    pub turns: Arc<AtomicU64>,
-    pub busy: Arc<AtomicBool>,
-    pub pending_injections: Arc<AtomicUsize>,
-    pub auto_claim: bool,
-    pub join: tokio::task::JoinHandle<TeammateState>,
-}
+/// The in-process [`Backend`].
+pub(crate) struct InProcess;
 
-/// Everything spawning needs from the host.
-pub(crate) struct SpawnEnv<'a> {
-    pub runtime: &'a Runtime,
-    pub hub: &'a Arc<WakeHub>,
-    pub events: &'a broadcast::Sender<Event>,
-    pub poll_interval: Duration,
-    pub log_dir: PathBuf,
-    pub auto_approve_plans: bool,
+impl Backend for InProcess {
+    fn kind(&self) -> BackendKind {
+        BackendKind::InProcess
+    }
+
+    fn spawn<'a>(
+        &'a self,
+        env: SpawnEnv<'a>,
+        team: &'a Team,
+        req: SpawnRequest,
+    ) -> SpawnFuture<'a> {
+        Box::pin(spawn(env, team, req))
+    }
 }
 
 /// Spawns `req` into `team`. See the module docs.
 pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spawned> {
-    let config = team.config()?;
-    let lead = config.lead_name().to_string();
-    let dir = req.cwd.canonicalize().map_err(|e| {
-        Error::Invalid(format!(
-            "the teammate's directory {} cannot be used: {e}",
-            req.cwd.display()
-        ))
-    })?;
-    if !dir.is_dir() {
-        return Err(Error::Invalid(format!(
-            "{} is not a directory",
-            dir.display()
-        )));
-    }
-    let runtime = env.runtime.clone();
-    let path = req.component.clone();
-    let pre = tokio::task::spawn_blocking(move || runtime.prepare(&path))
-        .await
-        .map_err(|e| Error::Invalid(format!("component loading panicked: {e}")))?
-        .map_err(|e| Error::Component {
-            path: req.component.clone(),
-            message: format!("{e:#}"),
-        })?;
-
-    let mode: PermissionMode = match &req.mode {
-        None => PermissionMode::Default,
-        Some(m) => m
-            .parse()
-            .map_err(|e: crate::sandbox::ParseModeError| Error::Invalid(e.to_string()))?,
-    };
-    let rules = ToolRules::new(req.allowed_tools.iter(), req.disallowed_tools.iter())
-        .map_err(|e| Error::Invalid(e.to_string()))?;
+    let prepared = prepare(env.runtime, &req).await?;
     let member = team.add_member(NewMember {
         name: req.name.clone(),
         agent_type: req.agent_type.clone(),
@@ -89,7 +59,7 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
         prompt: Some(req.prompt.clone()),
         color: None,
         plan_mode_required: req.plan_mode_required,
-        cwd: Some(dir.display().to_string()),
+        cwd: Some(prepared.dir.display().to_string()),
         backend_type: Some(BACKEND.into()),
         tmux_pane_id: Some(BACKEND.into()),
         mode: req.mode.clone(),
@@ -102,37 +72,156 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
         }
         e
     };
-    let name = member.name.clone();
-    let color = member.color.clone().unwrap_or_default();
-    let dir = match req.isolation {
-        Isolation::None => dir,
+    let mut prepared = prepared;
+    let member = isolate(team, &req, member.clone(), &mut prepared).map_err(rollback)?;
+    let log = env
+        .log_dir
+        .join(team.name())
+        .join(format!("{}.log", member.name));
+    let place = Placement {
+        backend_type: BACKEND.into(),
+        pane_id: BACKEND.into(),
+        log: Some(log),
+    };
+    let ready = instantiate(&env, team, member.clone(), &req, prepared, place)
+        .await
+        .map_err(rollback)?;
+    // The prompt goes in only once the instance is ready, so a failed spawn
+    // leaves nothing for the next teammate of the same name.
+    let lead = team.config().map_err(rollback)?.lead_name().to_string();
+    team.deliver(
+        &member.name,
+        OutgoingMessage::new(&lead, req.prompt.clone()),
+    )
+    .map_err(rollback)?;
+    Ok(ready.run(&env))
+}
+
+/// Gives a registered member its own git worktree when `req` asks for one
+/// (`{home}/worktrees/{team}/{name}`, recorded as its `worktreePath` and
+/// `cwd`), and makes that the directory it works in.
+pub(crate) fn isolate(
+    team: &Team,
+    req: &SpawnRequest,
+    member: Member,
+    prepared: &mut Prepared,
+) -> Result<Member> {
+    match req.isolation {
+        Isolation::None => Ok(member),
         Isolation::Worktree => {
             let home = team.store().home().clone();
-            let wt = crate::worktree::create(&home, team.name(), &name, &dir).map_err(rollback)?;
+            let wt = crate::worktree::create(&home, team.name(), &member.name, &prepared.dir)?;
             let shown = wt.display().to_string();
-            team.update_member(&name, |m| {
+            let member = team.update_member(&member.name, |m| {
                 m.worktree_path = Some(shown.clone());
                 m.cwd = Some(shown.clone());
-            })
-            .map_err(rollback)?;
-            wt
+                m.clone()
+            })?;
+            prepared.dir = wt;
+            Ok(member)
         }
-    };
+    }
+}
 
+/// A request checked and its component compiled (and cached); nothing
+/// written yet.
+pub(crate) struct Prepared {
+    /// The capability directory, canonical.
+    pub dir: PathBuf,
+    mode: PermissionMode,
+    rules: ToolRules,
+}
+
+/// Compiles `req`'s component, or takes it from the cache (a second load of
+/// the same file costs one read and hash). Called from [`prepare`] to fail
+/// early and from [`instantiate`] to get the instance-pre (whose state type
+/// is private to the runtime, hence the macro).
+macro_rules! load {
+    ($runtime:expr, $req:expr) => {{
+        let runtime = $runtime.clone();
+        let path = $req.component.clone();
+        tokio::task::spawn_blocking(move || runtime.prepare(&path))
+            .await
+            .map_err(|e| Error::Invalid(format!("component loading panicked: {e}")))?
+            .map_err(|e| Error::Component {
+                path: $req.component.clone(),
+                message: format!("{e:#}"),
+            })
+    }};
+}
+/// Checks `req` (directory, mode, tool rules) and compiles or loads its
+/// component, so that a bad request fails before the team is touched.
+pub(crate) async fn prepare(runtime: &Runtime, req: &SpawnRequest) -> Result<Prepared> {
+    let dir = req.cwd.canonicalize().map_err(|e| {
+        Error::Invalid(format!(
+            "the teammate's directory {} cannot be used: {e}",
+            req.cwd.display()
+        ))
+    })?;
+    if !dir.is_dir() {
+        return Err(Error::Invalid(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
+    }
+    let mode: PermissionMode = match &req.mode {
+        None => PermissionMode::Default,
+        Some(m) => m
+            .parse()
+            .map_err(|e: crate::sandbox::ParseModeError| Error::Invalid(e.to_string()))?,
+    };
+    let rules = ToolRules::new(req.allowed_tools.iter(), req.disallowed_tools.iter())
+        .map_err(|e| Error::Invalid(e.to_string()))?;
+    load!(runtime, req)?;
+    Ok(Prepared { dir, mode, rules })
+}
+
+/// Where the runner says it runs, and where the guest's output goes.
+pub(crate) struct Placement {
+    /// `backendType` reported in `shutdown_approved`.
+    pub backend_type: String,
+    /// `paneId` reported in `shutdown_approved`.
+    pub pane_id: String,
+    /// File receiving the guest's stdout and stderr; discarded when `None`.
+    pub log: Option<PathBuf>,
+}
+
+/// An instantiated teammate whose runner has not started.
+pub(crate) struct Ready {
+    runner: Runner,
+    member: Member,
+    auto_claim: bool,
+    inject: mpsc::UnboundedSender<String>,
+    kill: watch::Sender<bool>,
+    state: watch::Receiver<TeammateState>,
+}
+
+/// Builds the sandboxed instance of the registered `member`.
+pub(crate) async fn instantiate(
+    env: &SpawnEnv<'_>,
+    team: &Team,
+    member: Member,
+    req: &SpawnRequest,
+    prepared: Prepared,
+    place: Placement,
+) -> Result<Ready> {
+    let lead = team.config()?.lead_name().to_string();
+    let Prepared { dir, mode, rules } = prepared;
+    let pre = load!(env.runtime, req)?;
+    let name = member.name.clone();
+    let color = member.color.clone().unwrap_or_default();
     let tool_limits = crate::tools::ToolLimits {
         max_output_bytes: req.limits.max_tool_output_bytes,
         ..crate::tools::ToolLimits::default()
     };
-    let tools = match crate::tools::ToolBox::open(&dir, tool_limits) {
-        Ok(t) => std::sync::Arc::new(t),
-        Err(e) => {
-            return Err(rollback(Error::Invalid(format!(
-                "cannot open {} for the teammate's tools: {e}",
-                dir.display()
-            ))))
-        }
-    };
+    let tools = crate::tools::ToolBox::open(&dir, tool_limits).map_err(|e| {
+        Error::Invalid(format!(
+            "cannot open {} for the teammate's tools: {e}",
+            dir.display()
+        ))
+    })?;
     let wake = env.hub.register(team.name(), &name);
+    let rules_for_access = rules.clone();
     let agent = AgentCtx {
         team: team.clone(),
         identity: Identity {
@@ -146,8 +235,8 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
                 .unwrap_or_else(|| "general-purpose".into()),
             model: req.model.clone().unwrap_or_default(),
             plan_mode_required: req.plan_mode_required,
-            backend_type: BACKEND.into(),
-            pane_id: BACKEND.into(),
+            backend_type: place.backend_type,
+            pane_id: place.pane_id,
         },
         lead: lead.clone(),
         turn: TurnRecord::default(),
@@ -162,38 +251,32 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
             poll_interval: env.poll_interval,
             auto_approve_plans: env.auto_approve_plans,
             pending_requests: 0,
-            tools,
+            tools: Arc::new(tools),
         },
     };
     let instance_config = InstanceConfig {
         dir,
-        access: DirAccess::for_mode(mode),
+        access: DirAccess::for_teammate(mode, &rules_for_access),
         limits: req.limits.clone(),
-        log: Some(env.log_dir.join(team.name()).join(format!("{name}.log"))),
+        log: place.log,
     };
-    let instance = Instance::new(env.runtime, &pre, agent, &instance_config)
-        .await
-        .map_err(|e| {
-            rollback(Error::Component {
+    let instance = match Instance::new(env.runtime, &pre, agent, &instance_config).await {
+        Ok(i) => i,
+        Err(e) => {
+            env.hub.unregister(team.name(), &name);
+            return Err(Error::Component {
                 path: req.component.clone(),
                 message: format!("cannot start it: {e:#}"),
-            })
-        })?;
-
-    // The prompt goes in only once the instance is ready, so a failed spawn
-    // leaves nothing for the next teammate of the same name.
-    team.deliver(&name, OutgoingMessage::new(&lead, req.prompt.clone()))
-        .map_err(rollback)?;
+            });
+        }
+    };
     let (inject_tx, inject_rx) = mpsc::unbounded_channel();
     let (kill_tx, kill_rx) = watch::channel(false);
     let (state_tx, state_rx) = watch::channel(TeammateState::Starting);
-    let turns = Arc::new(AtomicU64::new(0));
-    let busy = Arc::new(AtomicBool::new(true));
-    let pending_injections = Arc::new(AtomicUsize::new(0));
     let runner = Runner {
         instance,
         team: team.clone(),
-        name: name.clone(),
+        name,
         agent_id: member.agent_id.clone(),
         color,
         lead,
@@ -207,27 +290,54 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
             kill: kill_rx,
             state: state_tx,
             events: env.events.clone(),
-            turns: turns.clone(),
-            busy: busy.clone(),
-            pending_injections: pending_injections.clone(),
+            turns: Arc::new(AtomicU64::new(0)),
+            busy: Arc::new(AtomicBool::new(true)),
+            pending_injections: Arc::new(AtomicUsize::new(0)),
         },
     };
-    let hub = env.hub.clone();
-    let team_name = team.name().to_string();
-    let join = tokio::spawn(async move {
-        let end = runner.run().await;
-        hub.unregister(&team_name, &name);
-        end
-    });
-    Ok(Spawned {
+    Ok(Ready {
+        runner,
         member,
-        state: state_rx,
+        auto_claim: req.auto_claim,
         inject: inject_tx,
         kill: kill_tx,
-        turns,
-        busy,
-        pending_injections,
-        auto_claim: req.auto_claim,
-        join,
+        state: state_rx,
     })
+}
+
+impl Ready {
+    /// Starts the runner as a tokio task.
+    pub(crate) fn run(self, env: &SpawnEnv<'_>) -> Spawned {
+        let Ready {
+            runner,
+            member,
+            auto_claim,
+            inject,
+            kill,
+            state,
+        } = self;
+        let turns = runner.links.turns.clone();
+        let busy = runner.links.busy.clone();
+        let pending_injections = runner.links.pending_injections.clone();
+        let hub = env.hub.clone();
+        let (team_name, name) = (runner.team.name().to_string(), member.name.clone());
+        let join = tokio::spawn(async move {
+            let end = runner.run().await;
+            hub.unregister(&team_name, &name);
+            end
+        });
+        Spawned {
+            member,
+            backend: BackendKind::InProcess,
+            state,
+            inject: Some(inject),
+            kill,
+            turns,
+            busy,
+            pending_injections,
+            auto_claim,
+            stop_grace: Duration::from_millis(500),
+            join,
+        }
+    }
 }

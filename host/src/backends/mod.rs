@@ -1,4 +1,250 @@
-//! Where a teammate's runner lives. Only the in-process backend exists so far:
-//! a tokio task inside the host process.
+//! Where a teammate's runner lives, behind one `Backend` trait:
+//!
+//! | backend | file | the runner runs… | pane id (`tmuxPaneId`) |
+//! |---|---|---|---|
+//! | `in-process` | `in_process.rs` | as a tokio task of the host process | `in-process` |
+//! | `process` | `process.rs` | in a child process, `teamhost teammate …` | `process` |
+//! | `tmux` | `tmux.rs` | in a tmux pane running `teamhost teammate …` | `%N` |
+//!
+//! `detect.rs` chooses one as the reference does; `started.rs` records every
+//! process teamhost starts for a team so that `teamhost team delete --force`,
+//! from any process, can stop them.
+//!
+//! The `process` and `tmux` backends follow the reference's protocol for
+//! external teammates exactly: register the member, write the spawn prompt as
+//! the first message of its inbox, then start `teamhost teammate` with the
+//! reference's flags. The host watches the process (its pid, event-driven:
+//! `waitpid` for a child, a pidfd for a pane) and the member's `isActive` in
+//! `config.json`; a process that dies without leaving the team is reported
+//! dead: its open tasks go back to `pending` and the lead is told.
 
+pub mod detect;
 pub(crate) mod in_process;
+pub(crate) mod process;
+pub mod started;
+pub(crate) mod tmux;
+
+use std::fmt;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{broadcast, mpsc, watch};
+
+use crate::error::Result;
+use crate::host::{Event, SpawnRequest, TeammateState};
+use crate::runner::wake::WakeHub;
+use crate::runtime::Runtime;
+use crate::store::{Member, Team};
+
+pub use detect::detect;
+
+/// The configured teammate mode (`teammateMode` in the reference's settings,
+/// `teammate_mode` in a manifest, `--teammate-mode` on the command line).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TeammateMode {
+    /// Let [`detect()`] choose: tmux inside tmux, else in-process. The default.
+    #[default]
+    Auto,
+    /// Always in-process.
+    InProcess,
+    /// Always a child process.
+    Process,
+    /// Always a tmux pane.
+    Tmux,
+}
+
+impl TeammateMode {
+    /// The accepted spellings, for help and error texts.
+    pub const NAMES: [&'static str; 4] = ["auto", "in-process", "process", "tmux"];
+
+    /// The spelling in settings and manifests.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TeammateMode::Auto => "auto",
+            TeammateMode::InProcess => "in-process",
+            TeammateMode::Process => "process",
+            TeammateMode::Tmux => "tmux",
+        }
+    }
+}
+
+impl fmt::Display for TeammateMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for TeammateMode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "auto" => Ok(TeammateMode::Auto),
+            "in-process" => Ok(TeammateMode::InProcess),
+            "process" => Ok(TeammateMode::Process),
+            "tmux" => Ok(TeammateMode::Tmux),
+            other => Err(format!(
+                "unknown teammate mode {other:?}: use one of {}",
+                TeammateMode::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TeammateMode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The backend a teammate actually runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    /// A tokio task of the host process.
+    InProcess,
+    /// A child process running `teamhost teammate`.
+    Process,
+    /// A tmux pane running `teamhost teammate`.
+    Tmux,
+}
+
+impl BackendKind {
+    /// The name recorded as `backendType`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendKind::InProcess => "in-process",
+            BackendKind::Process => "process",
+            BackendKind::Tmux => "tmux",
+        }
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Settings of the spawn backends. `BackendOptions::default()`: mode `auto`,
+/// not interactive (so `auto` means in-process, as the reference does for a
+/// non-interactive session), the `teamhost` binary found as
+/// [`BackendOptions::teamhost_exe`] says, tmux's default server, and 5 s
+/// between SIGTERM and SIGKILL on a forced stop.
+#[derive(Debug, Clone)]
+pub struct BackendOptions {
+    /// The configured mode.
+    pub mode: TeammateMode,
+    /// Whether the session is interactive. A non-interactive one always runs
+    /// teammates in-process, whatever the mode (the reference's rule).
+    pub interactive: bool,
+    /// The `teamhost` binary external teammates run. `None`: `$TEAMHOST_EXE`,
+    /// else this executable when it is called `teamhost`, else `teamhost`
+    /// on `PATH`.
+    pub teamhost_exe: Option<PathBuf>,
+    /// Which tmux server and where panes go.
+    pub tmux: TmuxOptions,
+    /// A forced stop sends SIGTERM, then SIGKILL after this long.
+    pub stop_timeout: Duration,
+}
+
+impl Default for BackendOptions {
+    fn default() -> Self {
+        BackendOptions {
+            mode: TeammateMode::Auto,
+            interactive: false,
+            teamhost_exe: None,
+            tmux: TmuxOptions::default(),
+            stop_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl BackendOptions {
+    /// The `teamhost` binary to run external teammates with.
+    pub fn exe(&self) -> PathBuf {
+        if let Some(p) = &self.teamhost_exe {
+            return p.clone();
+        }
+        if let Some(p) = std::env::var_os("TEAMHOST_EXE").filter(|v| !v.is_empty()) {
+            return PathBuf::from(p);
+        }
+        match std::env::current_exe() {
+            Ok(p) if p.file_stem().is_some_and(|s| s == "teamhost") => p,
+            _ => PathBuf::from("teamhost"),
+        }
+    }
+}
+
+/// Where tmux panes go. `TmuxOptions::default()`: the server and pane this
+/// process runs in when inside tmux (`$TMUX`, `$TMUX_PANE`: split that pane's
+/// window, as the reference does), else tmux's default server and a new window
+/// of the detached session `teamhost-{team}`.
+#[derive(Debug, Clone, Default)]
+pub struct TmuxOptions {
+    /// The server's socket (`tmux -S`). `None`: `$TMUX`'s, else tmux's default.
+    pub socket: Option<PathBuf>,
+    /// The pane whose window teammates split. `None`: `$TMUX_PANE` when inside
+    /// tmux; outside tmux teammates get windows of `teamhost-{team}` instead.
+    pub split_from: Option<String>,
+}
+
+/// What the host keeps of a teammate it started, whatever the backend.
+pub(crate) struct Spawned {
+    pub member: Member,
+    pub backend: BackendKind,
+    pub state: watch::Receiver<TeammateState>,
+    /// Messages typed by a person; in-process teammates only.
+    pub inject: Option<mpsc::UnboundedSender<String>>,
+    pub kill: watch::Sender<bool>,
+    pub turns: Arc<AtomicU64>,
+    pub busy: Arc<AtomicBool>,
+    pub pending_injections: Arc<AtomicUsize>,
+    pub auto_claim: bool,
+    /// How long a kill may take before the host gives up waiting.
+    pub stop_grace: Duration,
+    pub join: tokio::task::JoinHandle<TeammateState>,
+}
+
+/// Everything spawning needs from the host.
+pub(crate) struct SpawnEnv<'a> {
+    pub runtime: &'a Runtime,
+    pub hub: &'a Arc<WakeHub>,
+    pub events: &'a broadcast::Sender<Event>,
+    pub poll_interval: Duration,
+    pub log_dir: PathBuf,
+    pub auto_approve_plans: bool,
+    pub backends: &'a BackendOptions,
+    /// Ticks on every change of the team's `config.json` seen by the file
+    /// watcher (never, when the host does not watch files).
+    pub config_changes: watch::Receiver<u64>,
+}
+
+/// A future a [`Backend`] returns.
+pub(crate) type SpawnFuture<'a> = Pin<Box<dyn Future<Output = Result<Spawned>> + Send + 'a>>;
+
+/// One way of running teammates.
+pub(crate) trait Backend: Send + Sync {
+    /// Which one this is.
+    fn kind(&self) -> BackendKind;
+
+    /// Registers `req` in `team` (name made unique, colour in join order,
+    /// `backendType` and `tmuxPaneId` of this backend), writes its prompt as
+    /// the first message of its inbox, starts its runner, and returns once it
+    /// is running. A failure after registration removes the member again.
+    fn spawn<'a>(&'a self, env: SpawnEnv<'a>, team: &'a Team, req: SpawnRequest)
+        -> SpawnFuture<'a>;
+}
+
+/// The backend of `kind`.
+pub(crate) fn backend(kind: BackendKind) -> Box<dyn Backend> {
+    match kind {
+        BackendKind::InProcess => Box::new(in_process::InProcess),
+        BackendKind::Process => Box::new(process::ChildProcess),
+        BackendKind::Tmux => Box::new(tmux::TmuxPane),
+    }
+}

@@ -7,6 +7,7 @@ mod output;
 mod run;
 mod task;
 mod team;
+mod teammate;
 
 use std::path::PathBuf;
 
@@ -57,6 +58,9 @@ pub enum Command {
     /// Run a team from a manifest until its tasks are done, then shut it down
     /// and print who did what.
     Run(run::RunArgs),
+    /// Run one teammate whose member entry its lead already wrote (the program
+    /// a Claude Code lead starts through CLAUDE_CODE_TEAMMATE_COMMAND).
+    Teammate(teammate::TeammateArgs),
 }
 
 /// The team a command acts on: `--team`, else `$TEAMHOST_TEAM`.
@@ -69,6 +73,10 @@ pub struct TeamArg {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Command::Teammate(a) = cli.command {
+        // Its own home rules: it may have been started by Claude Code.
+        return teammate::run(cli.home.as_deref(), &Output::new(cli.json), a);
+    }
     let home = Home::resolve(cli.home.as_deref())?;
     let store = Store::new(home);
     let out = Output::new(cli.json);
@@ -81,5 +89,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Permit(a) => approve::permit(&store, &out, a),
         Command::Plan(a) => approve::plan(&store, &out, a),
         Command::Run(a) => run::run(&store, &out, a),
+        Command::Teammate(_) => unreachable!("handled above"),
     }
 }

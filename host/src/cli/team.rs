@@ -29,9 +29,13 @@ pub enum TeamCommand {
     Delete {
         /// Team name.
         name: String,
-        /// Delete even if teammates are still registered.
+        /// Delete even if teammates are still registered; first stop every
+        /// process and tmux pane teamhost started for the team.
         #[arg(long)]
         force: bool,
+        /// With --force: seconds between SIGTERM and SIGKILL.
+        #[arg(long, value_name = "SECS", default_value_t = 10)]
+        timeout: u64,
     },
     /// List the teams under the home directory.
     List,
@@ -98,8 +102,28 @@ pub(super) fn run(store: &Store, out: &Output, cmd: TeamCommand) -> anyhow::Resu
                 )
             })
         }
-        TeamCommand::Delete { name, force } => {
+        TeamCommand::Delete {
+            name,
+            force,
+            timeout,
+        } => {
             let team = store.team(&name)?;
+            if force && team.exists() {
+                // Everything teamhost started for the team: processes get
+                // SIGTERM (they leave the team cleanly), SIGKILL after the
+                // timeout; the tmux panes it recorded are closed.
+                let stopped = crate::backends::started::stop_all(
+                    &team,
+                    std::time::Duration::from_secs(timeout),
+                )?;
+                if !stopped.stopped.is_empty() || !stopped.killed.is_empty() {
+                    eprintln!(
+                        "stopped {} teammate process(es), killed {} after {timeout}s",
+                        stopped.stopped.len(),
+                        stopped.killed.len()
+                    );
+                }
+            }
             team.delete(force)?;
             let worktrees = crate::worktree::cleanup(store.home(), team.name())?;
             out.print(

@@ -1,7 +1,7 @@
 //! [`Host`]: create teams, spawn component teammates, talk to them as the
 //! lead, watch them, and shut them down.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -10,17 +10,19 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 
 use super::{Event, SpawnRequest, TeammateInfo, TeammateState};
-use crate::backends::in_process::{self, SpawnEnv, Spawned};
+use crate::backends::{self, BackendKind, BackendOptions, Spawned};
 use crate::error::{Error, Result};
 use crate::protocol::{ShutdownRequest, WireMessage};
 use crate::runner::wake::WakeHub;
+use crate::runner::watch::TeamWatch;
 use crate::runtime::Runtime;
 use crate::store::{Home, NewTeam, OutgoingMessage, Store, Team, TeamConfig};
 
 /// Settings of a [`Host`]. `HostOptions::default()`: artifacts cached under
 /// `{home}/cache/components`, guest logs under `{home}/logs/{team}/{name}.log`,
 /// fallback poll every 500 ms (the reference's interval), events buffered 1,024
-/// deep.
+/// deep, teammates in-process ([`BackendOptions::default`]), writes by other
+/// processes watched through inotify.
 #[derive(Debug, Clone)]
 pub struct HostOptions {
     /// Where precompiled components are kept (`None`: `{home}/cache/components`).
@@ -34,6 +36,11 @@ pub struct HostOptions {
     /// Approve every submitted plan at once, as the reference does. Off by
     /// default: a plan waits for the lead.
     pub auto_approve_plans: bool,
+    /// Where teammates run (in-process, child processes, tmux panes).
+    pub backends: BackendOptions,
+    /// Wake teammates on writes by other processes through file-system
+    /// notifications (inotify) instead of only the fallback poll. Default on.
+    pub watch_files: bool,
 }
 
 impl Default for HostOptions {
@@ -44,6 +51,8 @@ impl Default for HostOptions {
             poll_interval: Duration::from_millis(500),
             event_capacity: 1024,
             auto_approve_plans: false,
+            backends: BackendOptions::default(),
+            watch_files: true,
         }
     }
 }
@@ -62,16 +71,18 @@ pub struct ShutdownReport {
 /// multi-threaded tokio runtime.
 #[derive(Clone)]
 pub struct Host {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
-struct Inner {
-    store: Store,
-    runtime: Runtime,
-    hub: Arc<WakeHub>,
-    events: broadcast::Sender<Event>,
-    opts: HostOptions,
-    teammates: Mutex<BTreeMap<(String, String), Spawned>>,
+pub(super) struct Inner {
+    pub(super) store: Store,
+    pub(super) runtime: Runtime,
+    pub(super) hub: Arc<WakeHub>,
+    pub(super) events: broadcast::Sender<Event>,
+    pub(super) opts: HostOptions,
+    pub(super) teammates: Mutex<BTreeMap<(String, String), Spawned>>,
+    /// File watches of the teams this host runs teammates of.
+    pub(super) watches: Mutex<HashMap<String, TeamWatch>>,
 }
 
 impl Host {
@@ -101,6 +112,7 @@ impl Host {
                 events,
                 opts,
                 teammates: Mutex::new(BTreeMap::new()),
+                watches: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -125,33 +137,26 @@ impl Host {
         self.team(name)?.create(new)
     }
 
-    /// Spawns a component teammate in-process and starts its runner. Returns
-    /// once it is registered, its prompt is in its inbox and its instance is
-    /// ready for the first turn.
+    /// Spawns a component teammate and starts its runner, in the backend
+    /// [`BackendOptions`] select (in-process by default). Returns once it is
+    /// registered, its prompt is in its inbox and it is starting.
     pub async fn spawn(&self, team: &str, req: SpawnRequest) -> Result<TeammateInfo> {
         let team = self.team(team)?;
-        let log_dir = self
-            .inner
-            .opts
-            .log_dir
-            .clone()
-            .unwrap_or_else(|| self.inner.store.home().root().join("logs"));
-        let env = SpawnEnv {
-            runtime: &self.inner.runtime,
-            hub: &self.inner.hub,
-            events: &self.inner.events,
-            poll_interval: self.inner.opts.poll_interval,
-            log_dir,
-            auto_approve_plans: self.inner.opts.auto_approve_plans,
-        };
-        let spawned = in_process::spawn(env, &team, req).await?;
-        let info = info(team.name(), &spawned);
-        self.inner
-            .teammates
-            .lock()
-            .expect("teammates lock")
-            .insert((team.name().to_string(), info.name.clone()), spawned);
-        Ok(info)
+        let b = &self.inner.opts.backends;
+        let kind = backends::detect(b.mode, b.interactive, backends::detect::inside_tmux());
+        if kind == BackendKind::InProcess
+            && !matches!(
+                b.mode,
+                backends::TeammateMode::Auto | backends::TeammateMode::InProcess
+            )
+        {
+            tracing::warn!(mode = %b.mode, "this session is not interactive: teammates run in-process, as the reference does");
+        }
+        let env = self.spawn_env(&team)?;
+        let backend = backends::backend(kind);
+        tracing::debug!(teammate = %req.name, backend = %backend.kind(), "spawning");
+        let spawned = backend.spawn(env, &team, req).await?;
+        Ok(self.keep(&team, spawned))
     }
 
     /// Sends `text` from the lead to a member's inbox.
@@ -178,8 +183,14 @@ impl Host {
             .get(&(team.name().to_string(), name.to_string()))
             .filter(|s| !s.state.borrow().is_finished())
             .ok_or_else(|| Error::Invalid(format!("{name} is not running in this host")))?;
+        let Some(inject) = &spawned.inject else {
+            return Err(Error::Invalid(format!(
+                "{name} runs in its own process ({} backend): send it a message instead",
+                spawned.backend
+            )));
+        };
         spawned.pending_injections.fetch_add(1, Ordering::SeqCst);
-        if spawned.inject.send(text.to_string()).is_err() {
+        if inject.send(text.to_string()).is_err() {
             spawned.pending_injections.fetch_sub(1, Ordering::SeqCst);
             return Err(Error::Invalid(format!("{name} has stopped")));
         }
@@ -350,23 +361,34 @@ impl Host {
     pub async fn kill(&self, team: &str, name: &str) -> Result<()> {
         let team = self.team(team)?;
         let key = (team.name().to_string(), name.to_string());
-        let handle = {
+        let (handle, grace, backend) = {
             let map = self.inner.teammates.lock().expect("teammates lock");
             let spawned = map
                 .get(&key)
                 .ok_or_else(|| Error::Invalid(format!("{name} was not spawned by this host")))?;
             let _ = spawned.kill.send(true);
-            spawned.join.abort_handle()
+            (
+                spawned.join.abort_handle(),
+                spawned.stop_grace,
+                spawned.backend,
+            )
         };
         // A teammate stuck inside a turn does not see the kill flag: give it a
-        // moment to stop cleanly, then abort its task and clean up here.
+        // moment to stop cleanly, then abort its task and clean up here. (An
+        // external teammate's monitor stops its process itself: SIGTERM, then
+        // SIGKILL, then the same cleanup.)
         let mut state = self.state_receiver(team.name(), name);
-        let stopped = tokio::time::timeout(Duration::from_millis(500), async {
+        let stopped = tokio::time::timeout(grace, async {
             if let Some(rx) = state.as_mut() {
                 let _ = rx.wait_for(|s| s.is_finished()).await;
             }
         })
         .await;
+        if stopped.is_err() && backend != BackendKind::InProcess {
+            return Err(Error::Invalid(format!(
+                "{name}'s process did not end within {grace:?} of SIGKILL"
+            )));
+        }
         if stopped.is_err() {
             handle.abort();
             let team2 = team.clone();
@@ -409,9 +431,12 @@ impl Host {
         Ok(())
     }
 
-    /// Kills every teammate of `team` still running, deletes the team's files
-    /// (`teams/{team}` and `tasks/{team}`), and removes its teammates' clean
-    /// worktrees; worktrees with changes are kept and listed in the report.
+    /// Kills every teammate of `team` still running, stops any process
+    /// another teamhost process started for it (SIGTERM, then SIGKILL after
+    /// [`BackendOptions::stop_timeout`]) and closes the tmux panes teamhost
+    /// recorded for it, deletes the team's files (`teams/{team}` and
+    /// `tasks/{team}`), and removes its teammates' clean worktrees; worktrees
+    /// with changes are kept and listed in the report.
     pub async fn delete_team(&self, team: &str) -> Result<crate::worktree::Cleanup> {
         let t = self.team(team)?;
         for info in self.teammates(t.name()) {
@@ -419,11 +444,22 @@ impl Host {
                 self.kill(t.name(), &info.name).await?;
             }
         }
+        let (t2, timeout) = (t.clone(), self.inner.opts.backends.stop_timeout);
+        tokio::task::spawn_blocking(move || backends::started::stop_all(&t2, timeout))
+            .await
+            .map_err(|e| {
+                Error::Invalid(format!("stopping the team's processes panicked: {e}"))
+            })??;
         self.inner
             .teammates
             .lock()
             .expect("teammates lock")
             .retain(|(tn, _), _| tn != t.name());
+        self.inner
+            .watches
+            .lock()
+            .expect("watches lock")
+            .remove(t.name());
         t.delete(true)?;
         let home = self.inner.store.home().clone();
         let name = t.name().to_string();
@@ -446,7 +482,7 @@ impl Host {
     }
 }
 
-fn info(team: &str, s: &Spawned) -> TeammateInfo {
+pub(super) fn info(team: &str, s: &Spawned) -> TeammateInfo {
     TeammateInfo {
         team: team.to_string(),
         name: s.member.name.clone(),

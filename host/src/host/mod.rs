@@ -15,9 +15,11 @@
 //! ```
 
 mod api;
+mod attach;
 mod events;
 mod spawn;
 
 pub use api::{Host, HostOptions, ShutdownReport};
+pub use attach::Attach;
 pub use events::{Event, TeammateInfo, TeammateState};
 pub use spawn::{Isolation, SpawnRequest};

@@ -1,9 +1,9 @@
 //! The per-teammate loop, as the reference runs it but woken by events:
 //! **handle** a turn → **idle** (config `isActive: false`, `idle_notification`
 //! to the lead) → **poll** for the next turn in priority order (`poll.rs`) →
-//! **wake** on a write to its inbox or the task list ([`wake`]), with a poll
-//! every [`RunnerConfig::poll_interval`] as the fallback for writes made by
-//! other processes.
+//! **wake** on a write to its inbox or the task list ([`wake`]; writes by
+//! other processes through inotify, [`watch`]), with a poll every
+//! [`RunnerConfig::poll_interval`] as the fallback.
 //!
 //! A trap or a limit breach ends this teammate only: it is marked failed, the
 //! lead is told why, its unfinished tasks return to `pending`, and the loop
@@ -13,12 +13,13 @@ mod finish;
 pub use finish::HOST_SENDER;
 pub(crate) mod poll;
 pub mod wake;
+pub mod watch;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{broadcast, mpsc, watch, Notify};
+use tokio::sync::{broadcast, mpsc, Notify};
 
 use crate::host::{Event, TeammateState};
 use crate::protocol::{IdleNotification, IdleReason, WireMessage};
@@ -39,8 +40,8 @@ pub struct RunnerConfig {
 pub(crate) struct RunnerLinks {
     pub wake: Arc<Notify>,
     pub injected: mpsc::UnboundedReceiver<String>,
-    pub kill: watch::Receiver<bool>,
-    pub state: watch::Sender<TeammateState>,
+    pub kill: tokio::sync::watch::Receiver<bool>,
+    pub state: tokio::sync::watch::Sender<TeammateState>,
     pub events: broadcast::Sender<Event>,
     pub turns: Arc<AtomicU64>,
     /// `true` from a wake-up until the runner is idle again: lets

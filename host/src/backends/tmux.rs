@@ -1,0 +1,352 @@
+//! The tmux backend: each teammate runs `teamhost teammate` (the same command
+//! as the process backend) in a tmux pane, which shows its live log; tmux also
+//! copies the pane's output to `{log_dir}/{team}/{name}.log` (`pipe-pane`).
+//!
+//! | where the host runs | where a teammate's pane goes |
+//! |---|---|
+//! | inside tmux (`$TMUX_PANE`), or [`TmuxOptions::split_from`] set | the first teammate splits that pane's window side by side (`split-window -h`), later ones split the previous teammate's pane (`-v`), as the reference does |
+//! | outside tmux | a new window of the detached session `teamhost-{team}`, created with the first one |
+//!
+//! The pane id goes into the member's `tmuxPaneId`. The pane keeps its
+//! process's exit status (`remain-on-exit`, set on teamhost's panes only) until
+//! the host has read it, then the host closes it. Only panes teamhost recorded
+//! for the team, still running the recorded process, are ever killed: a pane
+//! of the user's in the same server is never touched, and a pane already gone
+//! is fine.
+//!
+//! [`TmuxOptions::split_from`]: super::TmuxOptions::split_from
+
+use std::ffi::OsStr;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::ExitStatus;
+
+use super::process::{log_path, monitor, register, teammate_args, undo_registration, Proc};
+use super::started::{self, Started};
+use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned, TmuxOptions};
+use crate::error::{Error, Result};
+use crate::host::SpawnRequest;
+use crate::store::Team;
+
+/// The tmux-pane [`Backend`].
+pub(crate) struct TmuxPane;
+
+impl Backend for TmuxPane {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Tmux
+    }
+
+    fn spawn<'a>(
+        &'a self,
+        env: SpawnEnv<'a>,
+        team: &'a Team,
+        req: SpawnRequest,
+    ) -> SpawnFuture<'a> {
+        Box::pin(spawn(env, team, req))
+    }
+}
+
+/// A tmux client command for `socket` (`tmux -S socket`, or tmux's own
+/// choice: `$TMUX`'s server, else the default one).
+pub(crate) fn tmux(socket: Option<&Path>) -> std::process::Command {
+    let mut c = std::process::Command::new("tmux");
+    if let Some(s) = socket {
+        c.arg("-S").arg(s);
+    }
+    c.stdin(std::process::Stdio::null());
+    c
+}
+
+/// Runs a tmux command and returns its trimmed stdout, or an error quoting
+/// tmux's own message.
+fn run(mut cmd: std::process::Command, what: &str) -> Result<String> {
+    let out = cmd.output().map_err(|e| {
+        Error::Invalid(format!(
+            "cannot run tmux to {what}: {e}; install tmux (apt-get install tmux) or use --teammate-mode process"
+        ))
+    })?;
+    if !out.status.success() {
+        return Err(Error::Invalid(format!(
+            "tmux could not {what}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spawned> {
+    let member = register(&env, team, &req, BackendKind::Tmux).await?;
+    let rollback = |e: Error| undo_registration(team, &member.name, e);
+    let exe = super::process::checked_exe(env.backends).map_err(rollback)?;
+    let mut command = vec![exe.into_os_string()];
+    command.extend(teammate_args(team, &member, &req));
+    let line = format!(
+        "exec {}",
+        command
+            .iter()
+            .map(|a| shell_quote(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let opts = env.backends.tmux.clone();
+    let socket = opts.socket.clone();
+    let dir = member.cwd.clone().unwrap_or_else(|| ".".into());
+    let log = log_path(&env.log_dir, team, &member.name);
+    let (t, name) = (team.clone(), member.name.clone());
+    let placed = tokio::task::spawn_blocking(move || place(&t, &name, &opts, &dir, &line, &log))
+        .await
+        .map_err(|e| rollback(Error::Invalid(format!("tmux placement panicked: {e}"))))?
+        .map_err(rollback)?;
+    let (pane, pid) = placed;
+    let fd = started::pidfd_open(pid).map_err(|e| {
+        kill_pane_if_ours(socket.as_deref(), &pane, pid);
+        rollback(Error::Invalid(format!(
+            "the process of pane {pane} (pid {pid}) ended at once ({e}); see {}",
+            log_path(&env.log_dir, team, &member.name).display()
+        )))
+    })?;
+    let mut rec = Started::new(&member.name, "tmux", pid);
+    rec.pane_id = Some(pane.clone());
+    rec.tmux_socket = socket.clone();
+    if let Err(e) = started::record(team, &rec) {
+        tracing::warn!(teammate = %member.name, error = %e, "could not record the teammate's pane");
+    }
+    let pane_for_config = pane.clone();
+    let member = match team.update_member(&member.name, |m| {
+        m.tmux_pane_id = Some(pane_for_config);
+        m.clone()
+    }) {
+        Ok(m) => m,
+        // It may already have left (a fast shutdown); the monitor sorts it out.
+        Err(e) => {
+            tracing::warn!(teammate = %member.name, error = %e, "could not record tmuxPaneId");
+            member
+        }
+    };
+    Ok(monitor(
+        &env,
+        team,
+        member,
+        &req,
+        Proc::Pane {
+            pid,
+            fd,
+            socket,
+            pane,
+        },
+        BackendKind::Tmux,
+    ))
+}
+
+/// Creates the pane running `line` and returns its id and its process id.
+fn place(
+    team: &Team,
+    name: &str,
+    opts: &TmuxOptions,
+    dir: &str,
+    line: &str,
+    log: &Path,
+) -> Result<(String, u32)> {
+    let socket = opts.socket.as_deref();
+    let split_from = opts.split_from.clone().or_else(|| {
+        if opts.socket.is_none() && super::detect::inside_tmux() {
+            std::env::var("TMUX_PANE").ok().filter(|p| !p.is_empty())
+        } else {
+            None
+        }
+    });
+    let env_args = forwarded_env();
+    let out = match split_from {
+        Some(lead_pane) => {
+            // Beside the lead for the first teammate, below the last one after.
+            let last = started::list(team)?
+                .into_iter()
+                .filter(|r| r.name != name && r.backend == "tmux")
+                .filter_map(|r| {
+                    let p = r.pane_id?;
+                    is_ours(socket, &p, r.pid).then_some(p)
+                })
+                .next_back();
+            let (dir_flag, target) = match &last {
+                Some(p) => ("-v", p.clone()),
+                None => ("-h", lead_pane),
+            };
+            let mut c = tmux(socket);
+            c.args(["split-window", "-d", dir_flag, "-t", &target, "-P", "-F"])
+                .arg("#{pane_id} #{pane_pid}")
+                .args(["-c", dir])
+                .args(&env_args)
+                .arg(line);
+            run(c, &format!("split pane {target} for teammate {name}"))?
+        }
+        None => {
+            let session = format!("teamhost-{}", team.name());
+            let exists = tmux(socket)
+                .args(["has-session", "-t", &format!("={session}")])
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            let new_window = || {
+                let mut c = tmux(socket);
+                c.args([
+                    "new-window",
+                    "-d",
+                    "-t",
+                    &format!("={session}:"),
+                    "-P",
+                    "-F",
+                ])
+                .arg("#{pane_id} #{pane_pid}")
+                .args(["-c", dir, "-n", name])
+                .args(&env_args)
+                .arg(line);
+                run(
+                    c,
+                    &format!("open a window in {session} for teammate {name}"),
+                )
+            };
+            if exists {
+                new_window()?
+            } else {
+                let mut c = tmux(socket);
+                c.args(["new-session", "-d", "-s", &session, "-n", name])
+                    .args(["-x", "200", "-y", "50", "-P", "-F"])
+                    .arg("#{pane_id} #{pane_pid}")
+                    .args(["-c", dir])
+                    .args(&env_args)
+                    .arg(line);
+                match run(c, &format!("start session {session} for teammate {name}")) {
+                    Ok(o) => o,
+                    // Another spawn created it meanwhile.
+                    Err(e) if e.to_string().contains("duplicate session") => new_window()?,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    };
+    let (pane, pid) = out
+        .split_once(' ')
+        .and_then(|(p, pid)| Some((p.to_string(), pid.parse::<u32>().ok()?)))
+        .ok_or_else(|| Error::Invalid(format!("unexpected answer from tmux: {out:?}")))?;
+    // Keep the pane after its process ends until the host has read the exit
+    // status (this pane only), and copy its output to the log file.
+    let mut c = tmux(socket);
+    c.args(["set-option", "-p", "-t", &pane, "remain-on-exit", "on"]);
+    if let Err(e) = run(c, "keep the pane's exit status") {
+        tracing::debug!(error = %e, "remain-on-exit not set (the pane may be gone already)");
+    }
+    if let Some(parent) = log.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let mut c = tmux(socket);
+    c.args(["pipe-pane", "-t", &pane])
+        .arg(format!("cat >> {}", shell_quote(log.as_os_str())));
+    if let Err(e) = run(c, "copy the pane to its log file") {
+        tracing::debug!(error = %e, "no log file for the pane");
+    }
+    Ok((pane, pid))
+}
+
+/// `-e VAR=value` for the variables a teammate needs from the host's
+/// environment (a pane gets the tmux server's environment, not ours).
+fn forwarded_env() -> Vec<String> {
+    ["TEAMHOST_LOG", "TEAMHOST_COMPONENT_PATH", "PATH"]
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| format!("{k}={v}")))
+        .flat_map(|kv| ["-e".to_string(), kv])
+        .collect()
+}
+
+/// Whether `pane` exists and runs (or ran) process `pid`.
+fn is_ours(socket: Option<&Path>, pane: &str, pid: u32) -> bool {
+    let mut c = tmux(socket);
+    c.args([
+        "display-message",
+        "-p",
+        "-t",
+        pane,
+        "#{pane_id} #{pane_pid}",
+    ])
+    .stderr(std::process::Stdio::null());
+    match c.output() {
+        Ok(out) if out.status.success() => {
+            String::from_utf8_lossy(&out.stdout).trim() == format!("{pane} {pid}")
+        }
+        _ => false,
+    }
+}
+
+/// Kills `pane` if it still belongs to process `pid` (so a pane of the user's
+/// is never touched, even if it somehow got a recorded id). Returns whether a
+/// pane was killed; a pane or server already gone is not an error.
+pub(crate) fn kill_pane_if_ours(socket: Option<&Path>, pane: &str, pid: u32) -> bool {
+    if !is_ours(socket, pane, pid) {
+        return false;
+    }
+    let mut c = tmux(socket);
+    c.args(["kill-pane", "-t", pane])
+        .stderr(std::process::Stdio::null());
+    c.status().is_ok_and(|s| s.success())
+}
+
+/// The exit status of `pane`'s dead process `pid`, when tmux kept it. tmux
+/// notices the death and collects the status on its own schedule (and has no
+/// event to wait on), so a pane shown alive, or dead without a status, is
+/// asked again, up to 100 times 10 ms apart.
+pub(crate) fn dead_status(socket: Option<&Path>, pane: &str, pid: u32) -> Option<ExitStatus> {
+    for _ in 0..100 {
+        let mut c = tmux(socket);
+        c.args([
+            "display-message",
+            "-p",
+            "-t",
+            pane,
+            "#{pane_id} #{pane_pid} #{pane_dead} #{pane_dead_status}",
+        ])
+        .stderr(std::process::Stdio::null());
+        let out = c.output().ok()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let f: Vec<&str> = text.split_whitespace().collect();
+        match f.as_slice() {
+            [p, pp, "1", code] if *p == pane && *pp == pid.to_string() => {
+                return code
+                    .parse::<i32>()
+                    .ok()
+                    .map(|c| ExitStatus::from_raw(c << 8));
+            }
+            // Alive, or dead without its status collected yet.
+            [p, pp, "0", ..] | [p, pp, "1"] if *p == pane && *pp == pid.to_string() => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// Quotes `s` for `sh -c` (single quotes; `'` as `'\''`).
+fn shell_quote(s: &OsStr) -> String {
+    let s = s.to_string_lossy();
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c))
+    {
+        return s.into_owned();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quoting_keeps_plain_words_and_quotes_the_rest() {
+        assert_eq!(shell_quote(OsStr::new("--agent-id")), "--agent-id");
+        assert_eq!(shell_quote(OsStr::new("a@b")), "a@b");
+        assert_eq!(shell_quote(OsStr::new("two words")), "'two words'");
+        assert_eq!(shell_quote(OsStr::new("it's")), "'it'\\''s'");
+        assert_eq!(shell_quote(OsStr::new("")), "''");
+        assert_eq!(shell_quote(OsStr::new("Bash(git:*)")), "'Bash(git:*)'");
+    }
+}

@@ -1,0 +1,264 @@
+//! `teamhost run TEAM.toml`: the main job. Creates the team a manifest
+//! describes, seeds its tasks, spawns its component teammates in-process and
+//! prints one timestamped line per event until every task is completed and
+//! every teammate is idle; then shuts the team down gracefully and prints who
+//! did which task, the messages exchanged and the time taken (one JSON
+//! document with `--json`, the event lines then going to stderr).
+//!
+//! The CLI is synchronous; this command alone builds a multi-threaded tokio
+//! runtime for the [`Host`] it drives.
+//!
+//! # Layout
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | the arguments and the run itself: create, seed, spawn, wait, shut down, summarise |
+//! | `wait.rs` | waiting for the work, and how the work phase ended (`Outcome`) |
+//! | `report.rs` | the live event lines: `Log`, and the `Reporter` that follows the host's events |
+//! | `summary.rs` | the final summary, as text or JSON, and the message counts in it |
+
+mod report;
+mod summary;
+mod wait;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+
+use super::Output;
+use crate::host::Host;
+use crate::manifest::Manifest;
+use crate::store::{Home, NewTeam, Store, Team};
+
+use report::{Log, Reporter};
+use summary::{count_messages, Summary};
+use wait::{wait_for_work, Outcome};
+
+/// How long teammates get to approve the shutdown before they are killed.
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+const MANIFEST_HELP: &str = "\
+Manifest format (paths are relative to the manifest's directory; unknown keys are errors):
+
+  [team]
+  name = \"wordcount\"               # required
+  description = \"...\"              # optional
+  teammate_mode = \"auto\"           # optional: auto|in-process|process|tmux
+
+  [[teammate]]                     # one or more, spawned in this order
+  name = \"counter\"                 # required, unique
+  component = \"worker.wasm\"        # required: a wasm32-wasip2 component
+  prompt = \"You count words.\"      # required: the first message of its inbox
+  cwd = \"data\"                     # default: the manifest's directory
+  mode = \"default\"                 # default|acceptEdits|bypassPermissions|plan|dontAsk|delegate
+  allowed_tools = []               # default []
+  disallowed_tools = []            # default []
+  auto_claim = true                # default true
+  model = \"...\"                    # optional
+  agent_type = \"...\"               # optional (general-purpose)
+  plan_mode_required = false       # default false
+
+  [[task]]                         # zero or more; ids 1, 2, ... in this order
+  subject = \"Count chapter one\"    # required
+  description = \"- one.txt\"        # default \"\"
+  active_form = \"Counting\"         # optional
+  blocked_by = [1, 2]              # default []: positions in this list; no cycles
+
+Exit status 0 only when every task is completed and every teammate stopped cleanly.";
+
+/// Arguments of `teamhost run`.
+#[derive(Debug, Args)]
+#[command(after_long_help = MANIFEST_HELP)]
+pub struct RunArgs {
+    /// The team manifest (TOML; `--help` shows the format).
+    #[arg(value_name = "TEAM.toml")]
+    manifest: PathBuf,
+    /// If the team already exists, delete it first (default: refuse).
+    #[arg(long)]
+    replace: bool,
+    /// Keep the team's files afterwards (default: delete them).
+    #[arg(long)]
+    keep: bool,
+    /// Give up when the work is not done after this many seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    timeout: u64,
+    /// Where teammates run: auto, in-process, process or tmux (default: the
+    /// manifest's teammate_mode, else auto: tmux inside tmux, else
+    /// in-process). A non-interactive session runs them in-process, as the
+    /// reference does.
+    #[arg(
+        long = "teammate-mode",
+        value_name = "MODE",
+        env = "TEAMHOST_TEAMMATE_MODE"
+    )]
+    teammate_mode: Option<crate::backends::TeammateMode>,
+}
+
+pub(super) fn run(store: &Store, out: &Output, a: RunArgs) -> anyhow::Result<()> {
+    let manifest = Manifest::load(&a.manifest)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(run_team(store.home().root(), out, &a, &manifest))
+}
+
+async fn run_team(home: &Path, out: &Output, a: &RunArgs, m: &Manifest) -> anyhow::Result<()> {
+    let start = Instant::now();
+    let width = m.teammates.iter().map(|t| t.name.len()).max().unwrap_or(0);
+    let log = Log {
+        start,
+        stderr: out.is_json(),
+        width: width.max("team-lead".len()),
+    };
+    let backends = crate::backends::BackendOptions {
+        mode: a.teammate_mode.or(m.team.teammate_mode).unwrap_or_default(),
+        interactive: crate::backends::detect::interactive_terminal(),
+        ..Default::default()
+    };
+    let host = Host::with_options(
+        Home::new(home),
+        crate::host::HostOptions {
+            backends,
+            ..Default::default()
+        },
+    )?;
+    let team = host.team(&m.team.name)?;
+    if team.exists() {
+        if !a.replace {
+            anyhow::bail!(
+                "team {:?} already exists at {}; pass --replace to delete it and start again, or change [team] name in {}",
+                team.name(),
+                team.paths().team_dir().display(),
+                a.manifest.display()
+            );
+        }
+        team.delete(true)
+            .with_context(|| format!("cannot delete the existing team {:?}", team.name()))?;
+        log.line(
+            "run",
+            format!("deleted the existing team {} (--replace)", team.name()),
+        );
+    }
+    let config = host.create_team(
+        &m.team.name,
+        NewTeam {
+            description: m.team.description.clone(),
+            ..Default::default()
+        },
+    )?;
+    let lead = config.lead_name().to_string();
+    let ids = seed_tasks(&team, m)?;
+    log.line(
+        "run",
+        format!(
+            "created team {} with {} task(s) under {}",
+            team.name(),
+            ids.len(),
+            home.display()
+        ),
+    );
+
+    let reporter = Reporter::start(&host, &team, &lead, log);
+    let outcome = match spawn_all(&host, &team, m, &reporter).await {
+        Err(e) => Outcome::SpawnFailed(format!("{e:#}")),
+        Ok(()) => wait_for_work(&host, &team, a.timeout)
+            .await
+            .unwrap_or_else(|e| Outcome::HostError(format!("{e:#}"))),
+    };
+    let work = start.elapsed();
+    let tasks = team.list_tasks()?;
+    match &outcome {
+        Outcome::Completed => reporter.line(
+            "run",
+            format!(
+                "all {} task(s) completed; every teammate is idle",
+                tasks.len()
+            ),
+        ),
+        other => reporter.line(
+            "run",
+            format!("stopping: {}", other.error().unwrap_or_default()),
+        ),
+    }
+    let reason = match outcome {
+        Outcome::Completed => "work complete",
+        _ => "the run is stopping",
+    };
+    reporter.line("run", format!("shutting the team down ({reason})"));
+    let shutdown = host
+        .shutdown_team(team.name(), reason, SHUTDOWN_TIMEOUT)
+        .await?;
+    reporter.stop().await;
+    let teammates = host.teammates(team.name());
+    let messages = count_messages(&team, &lead)?;
+    let kept = a.keep;
+    if !kept {
+        host.delete_team(team.name()).await?;
+    }
+    let summary = Summary::new(
+        &team, m, &outcome, &tasks, &teammates, shutdown, messages, start, work, home, kept,
+    );
+    out.print(&summary, || summary.human())?;
+    match summary.error {
+        None => Ok(()),
+        Some(e) => Err(anyhow::anyhow!(e)),
+    }
+}
+
+/// Creates the manifest's tasks in order, then their dependencies (a task may
+/// be blocked by a later one). Returns the ids, by manifest position.
+fn seed_tasks(team: &Team, m: &Manifest) -> anyhow::Result<Vec<String>> {
+    let mut ids = Vec::with_capacity(m.tasks.len());
+    for (i, t) in m.tasks.iter().enumerate() {
+        let task = team
+            .create_task(t.new_task())
+            .with_context(|| format!("cannot create task {} ({:?})", i + 1, t.subject))?;
+        ids.push(task.id);
+    }
+    for (i, t) in m.tasks.iter().enumerate() {
+        for &b in &t.blocked_by {
+            team.add_dependency(&ids[b - 1], &ids[i])
+                .with_context(|| format!("cannot make task {} blocked by {b}", i + 1))?;
+        }
+    }
+    Ok(ids)
+}
+
+async fn spawn_all(
+    host: &Host,
+    team: &Team,
+    m: &Manifest,
+    reporter: &Reporter,
+) -> anyhow::Result<()> {
+    for t in &m.teammates {
+        let file = t
+            .component
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy();
+        reporter.line(
+            &t.name,
+            format!(
+                "joins: {file}, mode {}, in {}",
+                t.mode,
+                shown(&t.cwd).display()
+            ),
+        );
+        host.spawn(team.name(), t.spawn_request())
+            .await
+            .with_context(|| format!("cannot spawn teammate {:?}", t.name))?;
+    }
+    Ok(())
+}
+
+/// `path` relative to the current directory when it is below it.
+fn shown(path: &Path) -> &Path {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| path.strip_prefix(cwd).ok())
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(path)
+}

@@ -1,0 +1,252 @@
+//! The live event lines: [`Log`] prints one timestamped line per event, and
+//! the [`Reporter`] follows the host's events (turns, state changes, task
+//! changes) and consumes and prints the lead's messages.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use tokio::sync::{broadcast, mpsc};
+
+use crate::host::{Event, Host, TeammateState};
+use crate::protocol::{Parsed, ProtocolMessage};
+use crate::store::{InboxMessage, Team};
+
+/// Prints event lines: `+  1.234s  who        what`.
+#[derive(Debug, Clone)]
+pub(super) struct Log {
+    pub(super) start: Instant,
+    /// With `--json` the lines go to stderr, keeping stdout one document.
+    pub(super) stderr: bool,
+    pub(super) width: usize,
+}
+
+impl Log {
+    pub(super) fn line(&self, who: &str, what: impl AsRef<str>) {
+        let t = self.start.elapsed().as_secs_f64();
+        let line = format!("+{t:7.3}s  {who:<w$}  {}", what.as_ref(), w = self.width);
+        if self.stderr {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
+}
+
+/// A task that follows the host's events: prints turns, state changes, task
+/// changes, and consumes and prints the lead's messages. The run's own lines
+/// go through it too ([`Reporter::line`]), after every event already sent, so
+/// the output reads in the order things happened.
+pub(super) struct Reporter {
+    cmds: mpsc::UnboundedSender<Cmd>,
+    join: tokio::task::JoinHandle<()>,
+}
+
+enum Cmd {
+    Line(String, String),
+    Stop,
+}
+
+impl Reporter {
+    pub(super) fn start(host: &Host, team: &Team, lead: &str, log: Log) -> Reporter {
+        let events = host.events();
+        let (cmds, rx) = mpsc::unbounded_channel();
+        let state = ReportState {
+            team: team.clone(),
+            lead: lead.to_string(),
+            log,
+            tasks: BTreeMap::new(),
+            turns: BTreeMap::new(),
+        };
+        let join = tokio::spawn(state.run(events, rx));
+        Reporter { cmds, join }
+    }
+
+    /// Prints a line of the run itself once the events sent so far are printed.
+    pub(super) fn line(&self, who: &str, what: impl Into<String>) {
+        let _ = self.cmds.send(Cmd::Line(who.into(), what.into()));
+    }
+
+    /// Handles the events already sent, takes what is left in the lead's
+    /// inbox, and ends.
+    pub(super) async fn stop(self) {
+        let _ = self.cmds.send(Cmd::Stop);
+        if let Err(e) = self.join.await {
+            tracing::error!(error = %e, "the event reporter panicked");
+        }
+    }
+}
+
+/// The reporter's memory. Its store reads are small files; it reads them on
+/// the runtime thread it runs on.
+struct ReportState {
+    team: Team,
+    lead: String,
+    log: Log,
+    /// Last seen `(status, owner)` of every task.
+    tasks: BTreeMap<String, (String, Option<String>)>,
+    turns: BTreeMap<String, u64>,
+}
+
+impl ReportState {
+    async fn run(
+        mut self,
+        mut events: broadcast::Receiver<Event>,
+        mut cmds: mpsc::UnboundedReceiver<Cmd>,
+    ) {
+        self.tasks_changed(true);
+        loop {
+            tokio::select! {
+                biased;
+                cmd = cmds.recv() => {
+                    self.catch_up(&mut events);
+                    match cmd {
+                        Some(Cmd::Line(who, what)) => self.log.line(&who, what),
+                        Some(Cmd::Stop) | None => break,
+                    }
+                }
+                e = events.recv() => match e {
+                    Ok(e) => self.handle(e),
+                    Err(broadcast::error::RecvError::Lagged(n)) => self.lagged(n),
+                    Err(broadcast::error::RecvError::Closed) => break,
+                },
+            }
+        }
+        self.lead_messages();
+    }
+
+    /// Handles every event already in the channel.
+    fn catch_up(&mut self, events: &mut broadcast::Receiver<Event>) {
+        loop {
+            match events.try_recv() {
+                Ok(e) => self.handle(e),
+                Err(broadcast::error::TryRecvError::Lagged(n)) => self.lagged(n),
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn lagged(&self, n: u64) {
+        self.log.line(
+            "run",
+            format!("({n} event(s) missed: the output fell behind)"),
+        );
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::TurnStarted { team, name, kind } if team == self.team.name() => {
+                let n = self.turns.entry(name.clone()).or_default();
+                *n += 1;
+                self.log.line(&name, format!("turn {n}: {kind}"));
+            }
+            Event::StateChanged { team, name, state } if team == self.team.name() => {
+                match state {
+                    // Every turn starts with `active`; the turn line says it.
+                    TeammateState::Active => {}
+                    TeammateState::Failed(why) => {
+                        self.log.line(&name, format!("failed: {}", one_line(&why)))
+                    }
+                    s => self.log.line(&name, s.as_str()),
+                }
+            }
+            Event::TasksChanged { team } if team == self.team.name() => self.tasks_changed(false),
+            Event::InboxChanged { team, agent }
+                if team == self.team.name() && agent == self.lead =>
+            {
+                self.lead_messages()
+            }
+            _ => {}
+        }
+    }
+
+    /// Prints every task whose status or owner changed since last time.
+    fn tasks_changed(&mut self, quiet: bool) {
+        let tasks = match self.team.list_tasks() {
+            Ok(t) => t,
+            Err(e) => return self.log.line("run", format!("cannot read the tasks: {e}")),
+        };
+        for t in tasks {
+            let now = (t.status.as_str().to_string(), t.owner.clone());
+            if self.tasks.get(&t.id) == Some(&now) {
+                continue;
+            }
+            if !quiet {
+                let owner = match &t.owner {
+                    Some(o) => format!(", owner {o}"),
+                    None => String::new(),
+                };
+                self.log.line(
+                    "tasks",
+                    format!("#{} {}{owner}: {}", t.id, now.0, t.subject),
+                );
+            }
+            self.tasks.insert(t.id, now);
+        }
+    }
+
+    /// Consumes the lead's unread messages (they move to its history) and
+    /// prints one line each.
+    fn lead_messages(&mut self) {
+        match self.team.take_unread(&self.lead) {
+            Ok(messages) => {
+                for m in messages {
+                    self.log
+                        .line(&m.from, format!("→ {}: {}", self.lead, readable(&m)));
+                }
+            }
+            Err(e) => self
+                .log
+                .line("run", format!("cannot read {}'s inbox: {e}", self.lead)),
+        }
+    }
+}
+
+/// One line for a message: protocol messages in words, plain text with its
+/// whitespace collapsed (see [`one_line`]).
+fn readable(m: &InboxMessage) -> String {
+    match ProtocolMessage::parse(&m.text) {
+        Parsed::Plain => one_line(&m.text),
+        Parsed::Invalid { kind, error } => format!("malformed {kind}: {error}"),
+        Parsed::Protocol(p) => match p {
+            ProtocolMessage::IdleNotification(n) => {
+                let mut s = format!("idle ({})", n.idle_reason.as_deref().unwrap_or("available"));
+                if let Some(id) = &n.completed_task_id {
+                    let status = n.completed_status.as_deref().unwrap_or("done");
+                    s += &format!(", task #{id} {status}");
+                }
+                if let Some(why) = &n.failure_reason {
+                    s += &format!(": {why}");
+                }
+                if let Some(sum) = &n.summary {
+                    s += &format!(" {sum}");
+                }
+                s
+            }
+            ProtocolMessage::ShutdownApproved(_) => "approves the shutdown".into(),
+            ProtocolMessage::ShutdownRejected(r) => format!("rejects the shutdown: {}", r.reason),
+            ProtocolMessage::TaskCompleted(t) => {
+                format!("completed task #{}: {}", t.task_id, t.task_subject)
+            }
+            ProtocolMessage::PlanApprovalRequest(r) => format!(
+                "asks to approve its plan {} (teamhost run does not answer plan requests)",
+                r.plan_file_path
+            ),
+            ProtocolMessage::PermissionRequest(r) => format!(
+                "asks permission to use {}: {} (teamhost run does not answer permission requests; give the teammate a mode or allowed_tools that need no asking)",
+                r.tool_name, r.description
+            ),
+            other => other.kind().to_string(),
+        },
+    }
+}
+
+/// `text` on one line (runs of whitespace, newlines included, become one
+/// space), cut after 240 characters.
+pub(super) fn one_line(text: &str) -> String {
+    const MAX: usize = 240;
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{} …", &flat[..cut]),
+        None => flat,
+    }
+}

@@ -1,0 +1,317 @@
+//! The final summary: who did which task, the messages exchanged, the
+//! shutdown and the time taken; printed as text, or as one JSON document
+//! with `--json`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde::Serialize;
+
+use super::report::one_line;
+use super::wait::Outcome;
+use super::SHUTDOWN_TIMEOUT;
+use crate::host::{ShutdownReport, TeammateInfo, TeammateState};
+use crate::manifest::Manifest;
+use crate::protocol::ProtocolMessage;
+use crate::store::{InboxMessage, Task, Team};
+
+/// Messages found in the team's histories (consumed) and inboxes (unread).
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct MessageCounts {
+    total: usize,
+    to_lead: usize,
+    from_lead: usize,
+    between_teammates: usize,
+    unread: usize,
+    /// `text` for plain messages, else the protocol `type`.
+    by_kind: BTreeMap<String, usize>,
+}
+
+impl MessageCounts {
+    fn add(&mut self, to: &str, m: &InboxMessage, lead: &str) {
+        self.total += 1;
+        if m.from == lead {
+            self.from_lead += 1;
+        } else if to == lead {
+            self.to_lead += 1;
+        } else {
+            self.between_teammates += 1;
+        }
+        let kind = match ProtocolMessage::parse(&m.text).kind() {
+            Some(k) => k.to_string(),
+            None => "text".into(),
+        };
+        *self.by_kind.entry(kind).or_default() += 1;
+    }
+}
+
+pub(super) fn count_messages(team: &Team, lead: &str) -> anyhow::Result<MessageCounts> {
+    let mut counts = MessageCounts::default();
+    for stem in stems(&team.paths().history_dir(), "jsonl")? {
+        for m in team.history(&stem)? {
+            counts.add(&stem, &m, lead);
+        }
+    }
+    for stem in stems(&team.paths().inboxes_dir(), "json")? {
+        for m in team.unread(&stem)? {
+            counts.unread += 1;
+            counts.add(&stem, &m, lead);
+        }
+    }
+    Ok(counts)
+}
+
+/// File stems of `dir`'s files ending in `.{ext}`.
+fn stems(dir: &Path, ext: &str) -> anyhow::Result<Vec<String>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("cannot list {}", dir.display())),
+    };
+    Ok(entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == ext))
+        .filter_map(|p| Some(p.file_stem()?.to_str()?.to_string()))
+        .collect())
+}
+
+/// What `teamhost run` prints at the end.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Summary {
+    team: String,
+    /// Every task completed and every teammate stopped cleanly.
+    ok: bool,
+    /// `completed`, `timed-out`, `interrupted`, `stuck`, `teammates-stopped`,
+    /// `spawn-failed` or `error`.
+    outcome: &'static str,
+    pub(super) error: Option<String>,
+    /// From start to the end of the shutdown.
+    elapsed_ms: u64,
+    /// From start until the work was done (or given up).
+    work_ms: u64,
+    tasks: Vec<TaskLine>,
+    teammates: Vec<MateLine>,
+    messages: MessageCounts,
+    shutdown: ShutdownLine,
+    /// The team's files: kept (`--keep`) or deleted.
+    team_files_kept: bool,
+    home: PathBuf,
+    /// Where the guests' stdout and stderr went.
+    logs: PathBuf,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TaskLine {
+    id: String,
+    subject: String,
+    status: String,
+    owner: Option<String>,
+    blocked_by: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MateLine {
+    name: String,
+    agent_id: String,
+    component: PathBuf,
+    state: &'static str,
+    failure: Option<String>,
+    turns: u64,
+    /// Ids of the completed tasks it owns.
+    completed_tasks: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct ShutdownLine {
+    stopped: Vec<String>,
+    killed: Vec<String>,
+}
+
+impl Summary {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        team: &Team,
+        m: &Manifest,
+        outcome: &Outcome,
+        tasks: &[Task],
+        teammates: &[TeammateInfo],
+        shutdown: ShutdownReport,
+        messages: MessageCounts,
+        start: Instant,
+        work: Duration,
+        home: &Path,
+        kept: bool,
+    ) -> Summary {
+        let tasks: Vec<TaskLine> = tasks
+            .iter()
+            .map(|t| TaskLine {
+                id: t.id.clone(),
+                subject: t.subject.clone(),
+                status: t.status.as_str().to_string(),
+                owner: t.owner.clone(),
+                blocked_by: t.blocked_by.clone(),
+            })
+            .collect();
+        let teammates: Vec<MateLine> = teammates
+            .iter()
+            .map(|t| MateLine {
+                name: t.name.clone(),
+                agent_id: t.agent_id.clone(),
+                component: m
+                    .teammates
+                    .iter()
+                    .find(|s| s.name == t.name)
+                    .map(|s| s.component.clone())
+                    .unwrap_or_default(),
+                state: t.state.as_str(),
+                failure: match &t.state {
+                    TeammateState::Failed(why) => Some(why.clone()),
+                    _ => None,
+                },
+                turns: t.turns,
+                completed_tasks: tasks
+                    .iter()
+                    .filter(|k| k.status == "completed" && k.owner.as_deref() == Some(&t.name))
+                    .map(|k| k.id.clone())
+                    .collect(),
+            })
+            .collect();
+        let mut problems: Vec<String> = outcome.error().into_iter().collect();
+        let open = tasks.iter().filter(|t| t.status != "completed").count();
+        if open > 0 && matches!(outcome, Outcome::Completed) {
+            problems.push(format!("{open} task(s) not completed"));
+        }
+        // `AllStopped` already names every teammate's end.
+        let failed = teammates
+            .iter()
+            .filter(|_| !matches!(outcome, Outcome::AllStopped(_)));
+        for t in failed {
+            if let Some(why) = &t.failure {
+                problems.push(format!("teammate {} failed: {}", t.name, one_line(why)));
+            }
+        }
+        if !shutdown.killed.is_empty() {
+            problems.push(format!(
+                "{} did not approve the shutdown within {}s and {} killed",
+                shutdown.killed.join(", "),
+                SHUTDOWN_TIMEOUT.as_secs(),
+                if shutdown.killed.len() == 1 {
+                    "was"
+                } else {
+                    "were"
+                }
+            ));
+        }
+        let error = if problems.is_empty() {
+            None
+        } else {
+            Some(problems.join("; "))
+        };
+        Summary {
+            team: team.name().to_string(),
+            ok: error.is_none(),
+            outcome: outcome.name(),
+            error,
+            elapsed_ms: start.elapsed().as_millis() as u64,
+            work_ms: work.as_millis() as u64,
+            tasks,
+            teammates,
+            messages,
+            shutdown: ShutdownLine {
+                stopped: shutdown.stopped,
+                killed: shutdown.killed,
+            },
+            team_files_kept: kept,
+            home: home.to_path_buf(),
+            logs: home.join("logs").join(team.name()),
+        }
+    }
+
+    pub(super) fn human(&self) -> String {
+        let done = self
+            .tasks
+            .iter()
+            .filter(|t| t.status == "completed")
+            .count();
+        let mut s = format!(
+            "\n{}: {done}/{} task(s) completed by {} teammate(s) in {:.2}s (work {:.2}s, shutdown {:.2}s)\n",
+            self.team,
+            self.tasks.len(),
+            self.teammates.len(),
+            self.elapsed_ms as f64 / 1000.0,
+            self.work_ms as f64 / 1000.0,
+            self.elapsed_ms.saturating_sub(self.work_ms) as f64 / 1000.0,
+        );
+        let w = self
+            .teammates
+            .iter()
+            .map(|t| t.name.len())
+            .chain([5])
+            .max()
+            .unwrap_or(5);
+        if !self.tasks.is_empty() {
+            s += "\ntasks\n";
+        }
+        for t in &self.tasks {
+            let blocked = if t.blocked_by.is_empty() {
+                String::new()
+            } else {
+                format!("  (after #{})", t.blocked_by.join(", #"))
+            };
+            s += &format!(
+                "  #{:<3} {:<11} {:<w$}  {}{blocked}\n",
+                t.id,
+                t.status,
+                t.owner.as_deref().unwrap_or("-"),
+                t.subject
+            );
+        }
+        s += "\nteammates\n";
+        for t in &self.teammates {
+            let tasks = if t.completed_tasks.is_empty() {
+                "no task".to_string()
+            } else {
+                format!("task(s) #{}", t.completed_tasks.join(", #"))
+            };
+            let failure = t
+                .failure
+                .as_deref()
+                .map(|f| format!(": {}", one_line(f)))
+                .unwrap_or_default();
+            s += &format!(
+                "  {:<w$}  {:>3} turn(s)  {:<10} {tasks}{failure}\n",
+                t.name, t.turns, t.state
+            );
+        }
+        let mc = &self.messages;
+        let kinds: Vec<String> = mc.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        s += &format!(
+            "\nmessages: {} ({} to the lead, {} from the lead, {} between teammates, {} unread): {}\n",
+            mc.total,
+            mc.to_lead,
+            mc.from_lead,
+            mc.between_teammates,
+            mc.unread,
+            kinds.join(", ")
+        );
+        s += &format!(
+            "shutdown: {} stopped, {} killed\n",
+            self.shutdown.stopped.len(),
+            self.shutdown.killed.len()
+        );
+        s += &if self.team_files_kept {
+            format!("team files kept under {}\n", self.home.display())
+        } else {
+            "team files deleted (--keep keeps them)\n".to_string()
+        };
+        s += &format!("guest logs: {}\n", self.logs.display());
+        s
+    }
+}

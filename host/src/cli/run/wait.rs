@@ -1,0 +1,162 @@
+//! The work phase and how it ends: [`wait_for_work`] waits until every task
+//! is completed, the team can make no more progress, every teammate has
+//! stopped, the timeout passes or the user presses Ctrl-C, and answers an
+//! [`Outcome`] saying which.
+
+use std::time::Duration;
+
+use super::report::one_line;
+use crate::host::{Host, TeammateInfo, TeammateState};
+use crate::store::{Task, TaskStatus, Team};
+
+/// How long an idle team with open tasks must stay unchanged to count as
+/// stuck. `Host::wait_idle` can return in the instant between a teammate
+/// picking up work and its turn starting; this outlasts that window.
+const SETTLE: Duration = Duration::from_millis(500);
+
+/// How the work phase ended.
+pub(super) enum Outcome {
+    Completed,
+    TimedOut(u64),
+    Interrupted,
+    Stuck(String),
+    AllStopped(String),
+    SpawnFailed(String),
+    HostError(String),
+}
+
+impl Outcome {
+    pub(super) fn name(&self) -> &'static str {
+        match self {
+            Outcome::Completed => "completed",
+            Outcome::TimedOut(_) => "timed-out",
+            Outcome::Interrupted => "interrupted",
+            Outcome::Stuck(_) => "stuck",
+            Outcome::AllStopped(_) => "teammates-stopped",
+            Outcome::SpawnFailed(_) => "spawn-failed",
+            Outcome::HostError(_) => "error",
+        }
+    }
+
+    pub(super) fn error(&self) -> Option<String> {
+        match self {
+            Outcome::Completed => None,
+            Outcome::TimedOut(s) => Some(format!(
+                "the work was not done after {s}s; raise --timeout or read the guest logs"
+            )),
+            Outcome::Interrupted => Some("interrupted".into()),
+            Outcome::Stuck(why)
+            | Outcome::AllStopped(why)
+            | Outcome::SpawnFailed(why)
+            | Outcome::HostError(why) => Some(why.clone()),
+        }
+    }
+}
+
+/// Waits until the work is done, the team can make no more progress, the
+/// timeout passes or the user presses Ctrl-C.
+pub(super) async fn wait_for_work(
+    host: &Host,
+    team: &Team,
+    timeout: u64,
+) -> anyhow::Result<Outcome> {
+    let work = async {
+        loop {
+            host.wait_idle(team.name()).await?;
+            let tasks = team.list_tasks()?;
+            if tasks.iter().all(|t| t.status == TaskStatus::Completed) {
+                return Ok(Outcome::Completed);
+            }
+            let mates = host.teammates(team.name());
+            if mates.iter().all(|t| t.state.is_finished()) {
+                let states: Vec<String> = mates.iter().map(describe_state).collect();
+                return Ok(Outcome::AllStopped(format!(
+                    "every teammate has stopped ({}) with {} task(s) not completed",
+                    states.join("; "),
+                    open_count(&tasks)
+                )));
+            }
+            let before = progress(&tasks, &mates);
+            tokio::time::sleep(SETTLE).await;
+            host.wait_idle(team.name()).await?;
+            let tasks = team.list_tasks()?;
+            if progress(&tasks, &host.teammates(team.name())) == before {
+                return Ok(Outcome::Stuck(format!(
+                    "every teammate is idle but {} task(s) are not completed and nobody will take them: {}; the teammates' messages above say why",
+                    open_count(&tasks),
+                    describe_open(&tasks)
+                )));
+            }
+        }
+    };
+    tokio::select! {
+        r = tokio::time::timeout(Duration::from_secs(timeout), work) => match r {
+            Ok(r) => r,
+            Err(_) => Ok(Outcome::TimedOut(timeout)),
+        },
+        _ = tokio::signal::ctrl_c() => Ok(Outcome::Interrupted),
+    }
+}
+
+/// What changes when anyone makes progress: task states and turn counts.
+fn progress(tasks: &[Task], mates: &[TeammateInfo]) -> Vec<String> {
+    tasks
+        .iter()
+        .map(|t| format!("#{} {} {:?}", t.id, t.status.as_str(), t.owner))
+        .chain(
+            mates
+                .iter()
+                .map(|m| format!("{} {} {}", m.name, m.state.as_str(), m.turns)),
+        )
+        .collect()
+}
+
+fn open_count(tasks: &[Task]) -> usize {
+    tasks
+        .iter()
+        .filter(|t| t.status != TaskStatus::Completed)
+        .count()
+}
+
+fn describe_open(tasks: &[Task]) -> String {
+    tasks
+        .iter()
+        .filter(|t| t.status != TaskStatus::Completed)
+        .map(|t| {
+            let owner = t
+                .owner
+                .as_deref()
+                .map(|o| format!(", owner {o}"))
+                .unwrap_or_default();
+            let open: Vec<&str> = t
+                .blocked_by
+                .iter()
+                .filter(|b| {
+                    tasks
+                        .iter()
+                        .any(|o| &o.id == *b && o.status != TaskStatus::Completed)
+                })
+                .map(String::as_str)
+                .collect();
+            let blocked = if open.is_empty() {
+                String::new()
+            } else {
+                format!(", blocked by #{}", open.join(", #"))
+            };
+            format!(
+                "#{} {:?} ({}{owner}{blocked})",
+                t.id,
+                t.subject,
+                t.status.as_str()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn describe_state(t: &TeammateInfo) -> String {
+    match &t.state {
+        TeammateState::Failed(why) => format!("{} failed: {}", t.name, one_line(why)),
+        s => format!("{} {}", t.name, s.as_str()),
+    }
+}

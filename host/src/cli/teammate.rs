@@ -1,0 +1,549 @@
+//! `teamhost teammate`: runs one WebAssembly teammate whose member entry and
+//! spawn prompt its lead has already written, until it approves a shutdown.
+//! It is the program a Claude Code lead starts for an external teammate
+//! (`CLAUDE_CODE_TEAMMATE_COMMAND`, with `--teammate-mode tmux`), and the one
+//! teamhost's own `process` and `tmux` backends start.
+//!
+//! The lead runs the command it is given with the teammate's flags, so a
+//! one-line wrapper script names the component:
+//!
+//! ```sh
+//! #!/bin/sh
+//! TEAMHOST_COMPONENT=/path/to/reviewer.wasm exec teamhost teammate "$@"
+//! ```
+//!
+//! | flag | from the reference | used for |
+//! |---|---|---|
+//! | `--agent-id NAME@TEAM` | yes | who it is (name and team, when the next two are absent) |
+//! | `--agent-name`, `--team-name` | yes | the member entry to attach to |
+//! | `--agent-color`, `--parent-session-id` | yes | checked against the config (a mismatch is logged) |
+//! | `--agent-type`, `--model`, `--plan-mode-required` | yes | its identity (default: the member entry) |
+//! | `--permission-mode`, `--dangerously-skip-permissions` | yes | its sandbox mode (the latter is `bypassPermissions`) |
+//! | `--allowedTools`, `--disallowedTools` | yes | tool rules, comma- or space-separated, repeatable |
+//! | `--component PATH\|NAME` | no | the `.wasm`; default `$TEAMHOST_COMPONENT`, else a file named after the agent, then its type |
+//! | `--home DIR` | no | default `$CLAUDE_CONFIG_DIR`, else `~/.claude` when started by Claude Code (`CLAUDECODE=1`), else `$TEAMHOST_HOME` / `~/.teamhost` |
+//! | `--no-auto-claim`, `--log FILE` | no | do not claim open tasks; write the guest's output to FILE instead of stderr |
+//!
+//! A component NAME (no `/`, no `.wasm`) is looked for as `NAME.wasm` in each
+//! directory of `$TEAMHOST_COMPONENT_PATH`, then in `{teamhost home}/components`.
+//! Its directory is the member's `cwd`, else the current directory. In a tmux
+//! pane (`$TMUX_PANE`) it reports `paneId` = the pane and `backendType: "tmux"`.
+//!
+//! It prints one line per turn and state change on stderr (with `--json` also
+//! one JSON object per line on stdout: `{"event":"turn","kind":"message","atUs":…}`).
+//! Exit status: 0 after an approved shutdown; 1 when the teammate failed or
+//! could not start; 128+N when stopped by signal N (SIGTERM, SIGINT, SIGHUP:
+//! it first leaves the team cleanly: tasks back to `pending`, the lead told);
+//! 4 when its team was deleted under it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use clap::{ArgAction, Args};
+use serde_json::json;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::Output;
+use crate::host::{Attach, Event, Host, HostOptions, SpawnRequest, TeammateState};
+use crate::store::{Home, Member};
+
+/// Exit status when the team was deleted while the teammate ran.
+const EXIT_TEAM_GONE: i32 = 4;
+
+/// Arguments of `teamhost teammate` (the reference's names, camelCase ones
+/// included, so a Claude Code lead can start it).
+#[derive(Debug, Args)]
+pub struct TeammateArgs {
+    /// `NAME@TEAM`.
+    #[arg(long = "agent-id", value_name = "NAME@TEAM")]
+    agent_id: Option<String>,
+    /// Member name (default: from --agent-id).
+    #[arg(long = "agent-name", value_name = "NAME")]
+    agent_name: Option<String>,
+    /// Team name (default: from --agent-id).
+    #[arg(long = "team-name", value_name = "TEAM")]
+    team_name: Option<String>,
+    /// Display colour given by the lead.
+    #[arg(long = "agent-color", value_name = "COLOR")]
+    agent_color: Option<String>,
+    /// The lead's session id.
+    #[arg(long = "parent-session-id", value_name = "UUID")]
+    parent_session_id: Option<String>,
+    /// Role (default: the member entry's, else general-purpose).
+    #[arg(long = "agent-type", value_name = "TYPE")]
+    agent_type: Option<String>,
+    /// Model id (recorded; the component decides what it does).
+    #[arg(long, value_name = "MODEL")]
+    model: Option<String>,
+    /// Plans must be approved by the lead before acting.
+    #[arg(long = "plan-mode-required")]
+    plan_mode_required: bool,
+    /// Sandbox mode: default, acceptEdits, bypassPermissions, plan, dontAsk, delegate.
+    #[arg(long = "permission-mode", value_name = "MODE")]
+    permission_mode: Option<String>,
+    /// Same as --permission-mode bypassPermissions.
+    #[arg(long = "dangerously-skip-permissions")]
+    dangerously_skip_permissions: bool,
+    /// Tool rules allowed without asking (comma- or space-separated).
+    #[arg(long = "allowedTools", alias = "allowed-tools", value_name = "RULES", num_args = 1.., action = ArgAction::Append)]
+    allowed_tools: Vec<String>,
+    /// Tool rules always denied (comma- or space-separated).
+    #[arg(long = "disallowedTools", alias = "disallowed-tools", value_name = "RULES", num_args = 1.., action = ArgAction::Append)]
+    disallowed_tools: Vec<String>,
+    /// The teammate component: a .wasm path, or a name looked up in
+    /// $TEAMHOST_COMPONENT_PATH and {teamhost home}/components.
+    #[arg(long, env = "TEAMHOST_COMPONENT", value_name = "PATH|NAME")]
+    component: Option<String>,
+    /// Do not claim open tasks when idle.
+    #[arg(long = "no-auto-claim")]
+    no_auto_claim: bool,
+    /// Write the guest's stdout and stderr to FILE (default: this process's stderr).
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    /// Fallback poll interval in milliseconds (benchmarks).
+    #[arg(long = "poll-ms", hide = true, default_value_t = 500)]
+    poll_ms: u64,
+    /// Do not watch files for changes: wake on the fallback poll only (benchmarks).
+    #[arg(long = "no-watch", hide = true)]
+    no_watch: bool,
+}
+
+/// The home `teamhost teammate` works in, and whether it is Claude Code's
+/// (then teamhost's own files, such as the component cache, stay in
+/// teamhost's usual home). See the module docs.
+pub fn teammate_home(flag: Option<&Path>) -> anyhow::Result<(Home, bool)> {
+    if let Some(dir) = flag {
+        return Ok((Home::new(dir), false));
+    }
+    if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
+        return Ok((Home::new(dir), true));
+    }
+    if std::env::var("CLAUDECODE").is_ok_and(|v| v == "1") {
+        if let Some(h) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+            return Ok((Home::new(PathBuf::from(h).join(".claude")), true));
+        }
+    }
+    Ok((Home::resolve(None)?, false))
+}
+
+/// Splits tool-rule arguments on commas and spaces outside parentheses
+/// (`Read,Bash(git log:*) Edit` → `Read`, `Bash(git log:*)`, `Edit`).
+pub fn split_rules(args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for arg in args {
+        let (mut depth, mut cur) = (0usize, String::new());
+        for c in arg.chars() {
+            match c {
+                '(' => {
+                    depth += 1;
+                    cur.push(c)
+                }
+                ')' => {
+                    depth = depth.saturating_sub(1);
+                    cur.push(c)
+                }
+                ',' | ' ' if depth == 0 => {
+                    if !cur.trim().is_empty() {
+                        out.push(cur.trim().to_string());
+                    }
+                    cur.clear();
+                }
+                _ => cur.push(c),
+            }
+        }
+        if !cur.trim().is_empty() {
+            out.push(cur.trim().to_string());
+        }
+    }
+    out
+}
+
+/// Finds the component: `wanted` (flag or `$TEAMHOST_COMPONENT`) as a path or
+/// a name, else the agent's name, then its type, as names.
+fn resolve_component(
+    wanted: Option<&str>,
+    name: &str,
+    agent_type: &str,
+) -> anyhow::Result<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("TEAMHOST_COMPONENT_PATH")
+        .map(|v| std::env::split_paths(&v).collect())
+        .unwrap_or_default();
+    if let Ok(home) = Home::resolve(None) {
+        dirs.push(home.root().join("components"));
+    }
+    let find = |n: &str| {
+        dirs.iter()
+            .map(|d| d.join(format!("{n}.wasm")))
+            .find(|p| p.is_file())
+    };
+    if let Some(w) = wanted.filter(|w| !w.is_empty()) {
+        let as_path = Path::new(w);
+        if w.contains('/') || w.ends_with(".wasm") || as_path.is_file() {
+            if !as_path.is_file() {
+                bail!("the component {w} does not exist (from --component or TEAMHOST_COMPONENT)");
+            }
+            return Ok(std::path::absolute(as_path)?);
+        }
+        return find(w).ok_or_else(|| {
+            anyhow::anyhow!(
+                "no component named {w:?}: looked for {w}.wasm in {}; pass a path instead",
+                shown_dirs(&dirs)
+            )
+        });
+    }
+    if let Some(p) = find(name).or_else(|| find(agent_type)) {
+        return Ok(p);
+    }
+    bail!(
+        "no component for teammate {name}: pass --component PATH, or set TEAMHOST_COMPONENT=/path/to/teammate.wasm \
+         (a Claude Code lead runs CLAUDE_CODE_TEAMMATE_COMMAND with its own flags, so use a wrapper script: \
+         `#!/bin/sh` then `TEAMHOST_COMPONENT=/path/to/teammate.wasm exec teamhost teammate \"$@\"`), \
+         or put {name}.wasm or {agent_type}.wasm in {}",
+        shown_dirs(&dirs)
+    )
+}
+
+fn shown_dirs(dirs: &[PathBuf]) -> String {
+    if dirs.is_empty() {
+        "$TEAMHOST_COMPONENT_PATH (unset)".into()
+    } else {
+        dirs.iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// How the run ended.
+enum End {
+    Completed,
+    Failed(String),
+    Signalled(i32),
+    TeamGone,
+}
+
+/// Runs `teamhost teammate`. `home_flag` is the global `--home`.
+pub(super) fn run(home_flag: Option<&Path>, out: &Output, a: TeammateArgs) -> anyhow::Result<()> {
+    let (name, team_name) = identity(&a)?;
+    let (home, claude_home) = teammate_home(home_flag)?;
+    let cache_dir = if claude_home {
+        Some(Home::resolve(None)?.root().join("cache").join("components"))
+    } else {
+        None
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let end = rt.block_on(run_teammate(home, cache_dir, out, &a, &name, &team_name))?;
+    rt.shutdown_timeout(Duration::from_secs(2));
+    let _ = std::io::stdout().flush();
+    match end {
+        End::Completed => Ok(()),
+        End::Failed(why) => bail!("{name} failed: {why}"),
+        End::Signalled(sig) => std::process::exit(128 + sig),
+        End::TeamGone => std::process::exit(EXIT_TEAM_GONE),
+    }
+}
+
+/// Name and team from the flags.
+fn identity(a: &TeammateArgs) -> anyhow::Result<(String, String)> {
+    let (id_name, id_team) = match a.agent_id.as_deref().map(|id| id.split_once('@')) {
+        Some(Some((n, t))) => (Some(n.to_string()), Some(t.to_string())),
+        Some(None) => bail!(
+            "--agent-id {:?} is not NAME@TEAM",
+            a.agent_id.as_deref().unwrap_or_default()
+        ),
+        None => (None, None),
+    };
+    let pick =
+        |flag: &Option<String>, from_id: Option<String>, what: &str| -> anyhow::Result<String> {
+            match (flag, from_id) {
+                (Some(f), Some(i))
+                    if *f != i
+                        && crate::store::paths::sanitize_team_name(f).ok()
+                            != crate::store::paths::sanitize_team_name(&i).ok() =>
+                {
+                    bail!("--agent-id says {what} {i:?} but --{what}-name says {f:?}")
+                }
+                (Some(f), _) => Ok(f.clone()),
+                (None, Some(i)) => Ok(i),
+                (None, None) => bail!(
+                    "which teammate? pass --agent-id NAME@TEAM (or --agent-name and --team-name)"
+                ),
+            }
+        };
+    let name = pick(&a.agent_name, id_name, "agent")?;
+    let team = pick(&a.team_name, id_team, "team")?;
+    Ok((name, team))
+}
+
+async fn run_teammate(
+    home: Home,
+    cache_dir: Option<PathBuf>,
+    out: &Output,
+    a: &TeammateArgs,
+    name: &str,
+    team_name: &str,
+) -> anyhow::Result<End> {
+    let start = Instant::now();
+    let opts = HostOptions {
+        poll_interval: Duration::from_millis(a.poll_ms.max(1)),
+        watch_files: !a.no_watch,
+        cache_dir,
+        ..Default::default()
+    };
+    let host = Host::with_options(home.clone(), opts)?;
+    let team = host.team(team_name)?;
+    let config = team.config().with_context(|| {
+        format!(
+            "team {team_name:?} not found under {}: pass --home DIR (or set CLAUDE_CONFIG_DIR) to the lead's home",
+            home.root().display()
+        )
+    })?;
+    let Some(member) = config.member(name).cloned() else {
+        bail!(
+            "{name} is not a member of team {} (members: {}); the lead registers a teammate before starting it",
+            team.name(),
+            config.member_names().join(", ")
+        );
+    };
+    if let (Some(given), Some(have)) = (&a.parent_session_id, &config.lead_session_id) {
+        if given != have {
+            tracing::warn!(%given, %have, "--parent-session-id differs from the team's leadSessionId");
+        }
+    }
+    if let (Some(given), Some(have)) = (&a.agent_color, &member.color) {
+        if given != have {
+            tracing::warn!(%given, %have, "--agent-color differs from the member entry");
+        }
+    }
+    let req = request(a, &member)?;
+    let how = placement(a, &member, team.name());
+    let log = Log::new(out.is_json(), start, name);
+    let mut events = host.events();
+    host.attach(team.name(), req.clone(), how.clone()).await?;
+    log.line(
+        "joined",
+        format!(
+            "team {} as {} ({}), {}, in {}, home {}",
+            team.name(),
+            name,
+            member.color.as_deref().unwrap_or("-"),
+            req.component.display(),
+            req.cwd.display(),
+            home.root().display()
+        ),
+        json!({"team": team.name(), "name": name, "backendType": how.backend_type, "paneId": how.pane_id}),
+    );
+
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let mut tick = tokio::time::interval(Duration::from_millis(a.poll_ms.max(1)));
+    let config_path = team.paths().config();
+    let end = loop {
+        let sig = tokio::select! {
+            ev = events.recv() => {
+                match ev {
+                    Ok(Event::TurnStarted { name: n, kind, .. }) if n == name => {
+                        log.line("turn", kind.clone(), json!({"kind": kind}));
+                    }
+                    Ok(Event::StateChanged { name: n, state, .. }) if n == name => {
+                        let detail = match &state {
+                            TeammateState::Failed(why) => format!("failed: {why}"),
+                            s => s.as_str().to_string(),
+                        };
+                        log.line("state", detail, json!({"state": state.as_str()}));
+                        match state {
+                            TeammateState::Completed => break End::Completed,
+                            TeammateState::Failed(why) => break End::Failed(why),
+                            TeammateState::Killed => break End::Signalled(libc::SIGTERM),
+                            _ => {}
+                        }
+                    }
+                    Ok(_) | Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => break End::Failed("the host stopped".into()),
+                }
+                continue;
+            }
+            _ = term.recv() => libc::SIGTERM,
+            _ = int.recv() => libc::SIGINT,
+            _ = hup.recv() => libc::SIGHUP,
+            _ = tick.tick() => {
+                if !config_path.exists() {
+                    log.line("exit", format!("team {} was deleted; stopping", team.name()), json!({"reason": "team-deleted"}));
+                    break End::TeamGone;
+                }
+                continue;
+            }
+        };
+        log.line(
+            "signal",
+            format!("signal {sig}: leaving the team"),
+            json!({"signal": sig}),
+        );
+        if let Err(e) = host.kill(team.name(), name).await {
+            tracing::error!(error = %e, "could not stop cleanly");
+        }
+        break End::Signalled(sig);
+    };
+    let code = match &end {
+        End::Completed => 0,
+        End::Failed(_) => 1,
+        End::Signalled(s) => 128 + s,
+        End::TeamGone => EXIT_TEAM_GONE,
+    };
+    log.line(
+        "exit",
+        format!("exit status {code}"),
+        json!({"status": code}),
+    );
+    Ok(end)
+}
+
+/// The spawn request for the member, flags first, the member entry second.
+fn request(a: &TeammateArgs, member: &Member) -> anyhow::Result<SpawnRequest> {
+    let agent_type = a
+        .agent_type
+        .clone()
+        .or_else(|| member.agent_type.clone())
+        .unwrap_or_else(|| "general-purpose".into());
+    let component = resolve_component(a.component.as_deref(), &member.name, &agent_type)?;
+    let cwd = member
+        .cwd
+        .as_deref()
+        .map(PathBuf::from)
+        .filter(|d| d.is_dir())
+        .map_or_else(std::env::current_dir, Ok)
+        .context("cannot tell the teammate's directory")?;
+    let mut req = SpawnRequest::new(member.name.clone(), component, "", cwd);
+    req.agent_type = Some(agent_type);
+    req.model = a.model.clone().or_else(|| member.model.clone());
+    req.mode = if a.dangerously_skip_permissions {
+        Some("bypassPermissions".into())
+    } else {
+        a.permission_mode.clone().or_else(|| member.mode.clone())
+    };
+    req.plan_mode_required = a.plan_mode_required || member.plan_mode_required == Some(true);
+    req.allowed_tools = if a.allowed_tools.is_empty() {
+        member.allowed_tools.clone().unwrap_or_default()
+    } else {
+        split_rules(&a.allowed_tools)
+    };
+    req.disallowed_tools = if a.disallowed_tools.is_empty() {
+        member.disallowed_tools.clone().unwrap_or_default()
+    } else {
+        split_rules(&a.disallowed_tools)
+    };
+    req.auto_claim = !a.no_auto_claim;
+    Ok(req)
+}
+
+/// Backend and pane it reports, and where the guest's output goes.
+fn placement(a: &TeammateArgs, member: &Member, team: &str) -> Attach {
+    let pane = std::env::var("TMUX_PANE").ok().filter(|p| !p.is_empty());
+    let (backend_type, pane_id) = match pane {
+        Some(p) => ("tmux".to_string(), p),
+        None => {
+            let b = member
+                .backend_type
+                .clone()
+                .filter(|b| b != "in-process")
+                .unwrap_or_else(|| "process".into());
+            let p = member
+                .tmux_pane_id
+                .clone()
+                .filter(|p| !p.is_empty())
+                .unwrap_or_else(|| b.clone());
+            (b, p)
+        }
+    };
+    let guest_log = a.log.clone().or_else(|| {
+        // The guest writes where this process's stderr goes (a pane, or the
+        // process backend's log file); a file when stderr cannot be reopened.
+        let stderr = PathBuf::from("/proc/self/fd/2");
+        match std::fs::OpenOptions::new().append(true).open(&stderr) {
+            Ok(_) => Some(stderr),
+            Err(_) => Home::resolve(None).ok().map(|h| {
+                h.root()
+                    .join("logs")
+                    .join(team)
+                    .join(format!("{}.log", member.name))
+            }),
+        }
+    });
+    Attach {
+        backend_type,
+        pane_id,
+        guest_log,
+    }
+}
+
+/// Event lines: human text on stderr, and JSON lines on stdout with `--json`.
+struct Log {
+    json: bool,
+    start: Instant,
+    name: String,
+}
+
+impl Log {
+    fn new(json: bool, start: Instant, name: &str) -> Log {
+        Log {
+            json,
+            start,
+            name: name.to_string(),
+        }
+    }
+
+    fn line(&self, event: &str, text: impl AsRef<str>, mut fields: serde_json::Value) {
+        let t = self.start.elapsed().as_secs_f64();
+        // stderr may be a pane that was just closed: never panic on it.
+        let _ = writeln!(
+            std::io::stderr(),
+            "+{t:7.3}s  {}  {event:<6} {}",
+            self.name,
+            text.as_ref()
+        );
+        if self.json {
+            let at_us = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_micros() as u64)
+                .unwrap_or_default();
+            if let serde_json::Value::Object(m) = &mut fields {
+                m.insert("event".into(), event.into());
+                m.insert("atUs".into(), at_us.into());
+            }
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "{fields}");
+            let _ = stdout.flush();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_rules_split_on_commas_and_spaces_outside_parentheses() {
+        let args = vec!["Read,Bash(git log:*)".to_string(), "Edit Write".to_string()];
+        assert_eq!(
+            split_rules(&args),
+            ["Read", "Bash(git log:*)", "Edit", "Write"]
+        );
+    }
+
+    #[test]
+    fn a_missing_component_says_how_to_set_one() {
+        let err = resolve_component(None, "nobody-has-this", "nor-this-type")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("TEAMHOST_COMPONENT="), "{err}");
+        assert!(err.contains("--component"), "{err}");
+        assert!(err.contains("wrapper script"), "{err}");
+    }
+}

@@ -1,0 +1,140 @@
+//! [`Host::attach`]: run a teammate whose member entry and spawn prompt its
+//! lead has already written — what `teamhost teammate` does when a Claude Code
+//! lead (or teamhost's process and tmux backends) starts it. Nothing is
+//! registered: the entry is used as it is (its unknown fields survive every
+//! later read-modify-write), and the prompt is taken from the inbox by the
+//! runner's first poll.
+//!
+//! Also the pieces [`Host::spawn`] shares with it: the spawn environment, the
+//! team's file watch ([`TeamWatch`]), and keeping the teammate's handle.
+
+use std::path::PathBuf;
+
+use tokio::sync::watch;
+
+use super::api::info;
+use super::{Host, SpawnRequest, TeammateInfo};
+use crate::backends::in_process::{self, Placement};
+use crate::backends::{SpawnEnv, Spawned};
+use crate::error::{Error, Result};
+use crate::runner::watch::TeamWatch;
+use crate::store::Team;
+
+/// How an attached teammate presents itself. `Attach::default()`: backend
+/// and pane `in-process`, guest output discarded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attach {
+    /// `backendType` it reports in `shutdown_approved` (`tmux` when a lead
+    /// started it in a pane).
+    pub backend_type: String,
+    /// `paneId` it reports in `shutdown_approved` (`$TMUX_PANE` in a pane).
+    pub pane_id: String,
+    /// File receiving the guest's stdout and stderr; discarded when `None`.
+    pub guest_log: Option<PathBuf>,
+}
+
+impl Default for Attach {
+    fn default() -> Self {
+        Attach {
+            backend_type: "in-process".into(),
+            pane_id: "in-process".into(),
+            guest_log: None,
+        }
+    }
+}
+
+impl Host {
+    /// Runs `req.name`, a member its lead already registered in `team`, in
+    /// this host: instantiates `req.component` in a sandbox holding only
+    /// `req.cwd` and starts its runner, which takes the spawn prompt from the
+    /// inbox. `req.prompt` is not used. Fails when the member is not in the
+    /// team's config or already runs in this host.
+    pub async fn attach(&self, team: &str, req: SpawnRequest, how: Attach) -> Result<TeammateInfo> {
+        let team = self.team(team)?;
+        let config = team.config()?;
+        let Some(member) = config.member(&req.name).cloned() else {
+            return Err(Error::Invalid(format!(
+                "{} is not a member of team {} (members: {}): its lead registers it in {} before starting it",
+                req.name,
+                team.name(),
+                config.member_names().join(", "),
+                team.paths().config().display()
+            )));
+        };
+        let key = (team.name().to_string(), member.name.clone());
+        if let Some(s) = self
+            .inner
+            .teammates
+            .lock()
+            .expect("teammates lock")
+            .get(&key)
+        {
+            if !s.state.borrow().is_finished() {
+                return Err(Error::Invalid(format!(
+                    "{} already runs in this host",
+                    member.name
+                )));
+            }
+        }
+        let env = self.spawn_env(&team)?;
+        let prepared = in_process::prepare(env.runtime, &req).await?;
+        let place = Placement {
+            backend_type: how.backend_type,
+            pane_id: how.pane_id,
+            log: how.guest_log,
+        };
+        let ready = in_process::instantiate(&env, &team, member, &req, prepared, place).await?;
+        let spawned = ready.run(&env);
+        Ok(self.keep(&team, spawned))
+    }
+
+    /// What a backend needs from this host to start a teammate of `team`.
+    pub(super) fn spawn_env(&self, team: &Team) -> Result<SpawnEnv<'_>> {
+        let inner = &self.inner;
+        let log_dir = inner
+            .opts
+            .log_dir
+            .clone()
+            .unwrap_or_else(|| inner.store.home().root().join("logs"));
+        Ok(SpawnEnv {
+            runtime: &inner.runtime,
+            hub: &inner.hub,
+            events: &inner.events,
+            poll_interval: inner.opts.poll_interval,
+            log_dir,
+            auto_approve_plans: inner.opts.auto_approve_plans,
+            backends: &inner.opts.backends,
+            config_changes: self.watch_team(team)?,
+        })
+    }
+
+    /// Starts watching `team`'s files (once per team) unless watching is off;
+    /// returns its config-change ticks.
+    fn watch_team(&self, team: &Team) -> Result<watch::Receiver<u64>> {
+        if !self.inner.opts.watch_files {
+            // Closed at once: external teammates' states then follow the
+            // fallback poll only.
+            let (_, rx) = watch::channel(0);
+            return Ok(rx);
+        }
+        let mut watches = self.inner.watches.lock().expect("watches lock");
+        if let Some(w) = watches.get(team.name()) {
+            return Ok(w.config_changes());
+        }
+        let w = TeamWatch::start(team, self.inner.hub.clone())?;
+        let rx = w.config_changes();
+        watches.insert(team.name().to_string(), w);
+        Ok(rx)
+    }
+
+    /// Keeps the handle of a started teammate and describes it.
+    pub(super) fn keep(&self, team: &Team, spawned: Spawned) -> TeammateInfo {
+        let info = info(team.name(), &spawned);
+        self.inner
+            .teammates
+            .lock()
+            .expect("teammates lock")
+            .insert((team.name().to_string(), info.name.clone()), spawned);
+        info
+    }
+}

@@ -1,0 +1,412 @@
+//! The engine: [`decide`] (mode, rules, call, context) → [`Decision`], and
+//! the [`Suggestion`]s an ask carries (the reference's
+//! `permission_suggestions`, seeds 002 §4.8.1). The table of what each mode
+//! allows, and the order of the checks, is in [`crate::sandbox`].
+//!
+//! # Layout
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | [`decide`], [`PolicyContext`], [`Decision`]; how a call is classified and described |
+//! | `suggestions.rs` | [`Suggestion`], [`RuleValue`], [`RuleBehavior`], [`Destination`]: which ones an ask carries, and their JSON |
+//! | `tests.rs` | the engine's tests, mode by mode |
+
+mod suggestions;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::mode::PermissionMode;
+use super::rules::{Anchor, Command, ResolvedPath, Subject, ToolRules};
+use super::{CoordinationKind, ToolCall, ToolClass, ToolName};
+
+pub use suggestions::{Destination, RuleBehavior, RuleValue, Suggestion, SuggestionError};
+
+/// What the engine knows about the teammate besides its mode and rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyContext {
+    capability_dir: PathBuf,
+    plan_file: Option<PathBuf>,
+    cap: Anchor,
+    plan: Option<ResolvedPath>,
+}
+
+impl PolicyContext {
+    /// A context for a teammate whose capability directory is
+    /// `capability_dir`: absolute, and already canonical (resolved once at
+    /// spawn; the engine only normalises lexically). No plan file.
+    pub fn new(capability_dir: impl Into<PathBuf>) -> PolicyContext {
+        let capability_dir = capability_dir.into();
+        let cap = Anchor::new(&capability_dir.to_string_lossy());
+        PolicyContext {
+            capability_dir,
+            plan_file: None,
+            cap,
+            plan: None,
+        }
+    }
+
+    /// Sets the plan file: the one file plan mode lets the teammate write
+    /// (and read), wherever it is. Relative to the capability directory
+    /// unless absolute.
+    pub fn with_plan_file(mut self, plan_file: impl Into<PathBuf>) -> PolicyContext {
+        let plan_file = plan_file.into();
+        self.plan =
+            Some(ResolvedPath::resolve(&self.cap, &plan_file.to_string_lossy()).host_given());
+        self.plan_file = Some(plan_file);
+        self
+    }
+
+    /// The capability directory, as given.
+    pub fn capability_dir(&self) -> &Path {
+        &self.capability_dir
+    }
+
+    /// The plan file, as given.
+    pub fn plan_file(&self) -> Option<&Path> {
+        self.plan_file.as_deref()
+    }
+
+    /// A call's path (absolute, or relative to the capability directory),
+    /// normalised lexically.
+    pub fn resolve(&self, path: &str) -> ResolvedPath {
+        ResolvedPath::resolve(&self.cap, path)
+    }
+
+    fn is_plan_file(&self, path: &ResolvedPath) -> bool {
+        self.plan.as_ref().is_some_and(|plan| plan.same_file(path))
+    }
+
+    fn cap_display(&self) -> String {
+        self.capability_dir.display().to_string()
+    }
+}
+
+/// The engine's answer, with a sentence naming the rule or mode that decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Run the call. For Glob and Grep this covers the search root; files
+    /// under it that [`ToolRules::denies_file`] names must still be skipped.
+    Allow {
+        /// Why.
+        reason: String,
+    },
+    /// Refuse the call; the guest gets the reason as a typed error.
+    Deny {
+        /// Why, and what would change it.
+        reason: String,
+    },
+    /// Ask the lead (a `permission_request`), offering ways to grant this
+    /// for longer.
+    Ask {
+        /// Why, shown to the lead.
+        reason: String,
+        /// The request's `permission_suggestions`.
+        suggestions: Vec<Suggestion>,
+    },
+}
+
+impl Decision {
+    /// The sentence that says why.
+    pub fn reason(&self) -> &str {
+        match self {
+            Decision::Allow { reason } | Decision::Deny { reason } => reason,
+            Decision::Ask { reason, .. } => reason,
+        }
+    }
+
+    /// An ask's suggestions; empty for allow and deny.
+    pub fn suggestions(&self) -> &[Suggestion] {
+        match self {
+            Decision::Ask { suggestions, .. } => suggestions,
+            Decision::Allow { .. } | Decision::Deny { .. } => &[],
+        }
+    }
+
+    /// `Allow`?
+    pub fn is_allow(&self) -> bool {
+        matches!(self, Decision::Allow { .. })
+    }
+
+    /// `Deny`?
+    pub fn is_deny(&self) -> bool {
+        matches!(self, Decision::Deny { .. })
+    }
+
+    /// `Ask`?
+    pub fn is_ask(&self) -> bool {
+        matches!(self, Decision::Ask { .. })
+    }
+
+    /// The `permission_suggestions` array of a `permission_request`.
+    pub fn suggestions_json(&self) -> Vec<Value> {
+        self.suggestions().iter().map(Suggestion::to_json).collect()
+    }
+}
+
+/// Decides one call. Pure: the same arguments give the same decision.
+///
+/// The order: deny rules → `..` escapes → `delegate` → coordination → `plan`
+/// → allow rules → what the mode allows inside the capability directory →
+/// ask (`default`, `acceptEdits`, `plan`) or deny (`dontAsk`,
+/// `bypassPermissions`). See [`crate::sandbox`] for the table.
+pub fn decide(
+    mode: PermissionMode,
+    rules: &ToolRules,
+    call: &ToolCall,
+    ctx: &PolicyContext,
+) -> Decision {
+    let target = Target::of(call, ctx);
+    let subject = target.subject();
+    let class = call.class();
+    let what = describe(call, &target);
+    let cap = ctx.cap_display();
+
+    // 1. Deny wins over everything.
+    if let Some(rule) = rules.first_deny(&subject) {
+        return deny(format!(
+            "{what} is denied by rule `{rule}` in disallowedTools (a deny rule wins over \
+             every mode and allow rule)"
+        ));
+    }
+
+    // 2. `..` out of the directory.
+    if let Target::Path { path, .. } = &target {
+        if path.escapes() {
+            return deny(format!(
+                "{what} climbs out of the capability directory {cap} through `..` (it \
+                 resolves to {}); teamhost never allows that: name the file by its \
+                 absolute path",
+                path.absolute()
+            ));
+        }
+    }
+
+    // 3. Modes that take tools away, whatever the rules say.
+    match mode {
+        PermissionMode::Delegate => match class {
+            ToolClass::Coordination => {}
+            ToolClass::Read | ToolClass::Edit | ToolClass::Bash => {
+                return deny(format!(
+                    "delegate mode allows only coordination (team, tasks, messaging): \
+                     {what} is not available until the teammate leaves delegate mode"
+                ));
+            }
+        },
+        PermissionMode::Plan => {
+            let plan_file = match &target {
+                Target::Path { path, .. } => ctx.is_plan_file(path),
+                Target::Command(_) | Target::Coordination(_) => false,
+            };
+            match class {
+                ToolClass::Bash => {
+                    return deny(format!(
+                        "plan mode is read-only and does not run Bash ({what}); exit plan \
+                         mode through plan approval first"
+                    ));
+                }
+                ToolClass::Edit | ToolClass::Read if plan_file => {
+                    return allow(format!("plan mode allows {what}: it is the plan file"));
+                }
+                ToolClass::Edit => {
+                    let plan = match ctx.plan_file() {
+                        Some(p) => format!("only the plan file {} may change", p.display()),
+                        None => "no plan file is set".to_owned(),
+                    };
+                    return deny(format!(
+                        "plan mode is read-only: {what} is not allowed ({plan}); exit plan \
+                         mode through plan approval first"
+                    ));
+                }
+                ToolClass::Read | ToolClass::Coordination => {}
+            }
+        }
+        PermissionMode::Default
+        | PermissionMode::AcceptEdits
+        | PermissionMode::BypassPermissions
+        | PermissionMode::DontAsk => {}
+    }
+
+    // 4. Coordination: always, as the reference allows SendMessage.
+    if let Target::Coordination(_) = target {
+        return allow(format!(
+            "{what} is a coordination call, which every mode allows (the reference never \
+             asks for SendMessage or the task tools)"
+        ));
+    }
+
+    // 5. Allow rules.
+    if let Some(matched) = rules.allowing(&subject) {
+        let names: Vec<String> = matched.iter().map(|r| format!("`{r}`")).collect();
+        return allow(match names.as_slice() {
+            [one] => format!("{what} is allowed by rule {one} in allowedTools"),
+            many => format!(
+                "{what} is allowed by rules {} in allowedTools (each part of the command \
+                 matches one)",
+                many.join(", ")
+            ),
+        });
+    }
+
+    // 6. What the mode allows by itself: never a path outside the directory.
+    let inside = match &target {
+        Target::Path { path, .. } => path.is_inside(),
+        Target::Command(_) | Target::Coordination(_) => false,
+    };
+    let mode_allows = match mode {
+        PermissionMode::Default | PermissionMode::DontAsk | PermissionMode::Plan => {
+            class == ToolClass::Read && inside
+        }
+        PermissionMode::AcceptEdits => matches!(class, ToolClass::Read | ToolClass::Edit) && inside,
+        PermissionMode::BypassPermissions => match class {
+            ToolClass::Read | ToolClass::Edit => inside,
+            ToolClass::Bash | ToolClass::Coordination => true,
+        },
+        PermissionMode::Delegate => false,
+    };
+    if mode_allows {
+        let scope = match class {
+            ToolClass::Bash | ToolClass::Coordination => String::new(),
+            ToolClass::Read | ToolClass::Edit => format!(" inside the capability directory {cap}"),
+        };
+        let kind = match class {
+            ToolClass::Read => "reads",
+            ToolClass::Edit => "edits",
+            ToolClass::Bash => "Bash",
+            ToolClass::Coordination => "coordination",
+        };
+        return allow(format!("{mode} mode allows {kind}{scope}: {what}"));
+    }
+
+    // 7. Nothing allowed it.
+    let outside = match &target {
+        Target::Path { path, .. } if !inside => format!(
+            ", which is outside the capability directory {cap} ({})",
+            path.absolute()
+        ),
+        Target::Path { .. } | Target::Command(_) | Target::Coordination(_) => String::new(),
+    };
+    match mode {
+        PermissionMode::Default | PermissionMode::AcceptEdits | PermissionMode::Plan => {
+            Decision::Ask {
+                reason: format!(
+                    "{mode} mode asks the lead before {what}{outside}: no allow rule matches"
+                ),
+                suggestions: suggestions::suggest(mode, rules, &target),
+            }
+        }
+        PermissionMode::DontAsk => deny(format!(
+            "dontAsk mode denies what no allow rule pre-approves: {what}{outside} matches no \
+             rule in allowedTools"
+        )),
+        PermissionMode::BypassPermissions => deny(format!(
+            "bypassPermissions mode covers only the capability directory {cap}: {what} is \
+             outside it ({}) and no allow rule names it",
+            match &target {
+                Target::Path { path, .. } => path.absolute(),
+                Target::Command(_) | Target::Coordination(_) => String::new(),
+            }
+        )),
+        PermissionMode::Delegate => deny(format!(
+            "delegate mode allows only coordination (team, tasks, messaging): {what} is not \
+             available"
+        )),
+    }
+}
+
+fn allow(reason: String) -> Decision {
+    Decision::Allow { reason }
+}
+
+fn deny(reason: String) -> Decision {
+    Decision::Deny { reason }
+}
+
+/// A call, classified for the rules: the exhaustive `match` every new
+/// [`ToolCall`] variant has to pass through.
+enum Target {
+    Path { tool: ToolName, path: ResolvedPath },
+    Command(Command),
+    Coordination(CoordinationKind),
+}
+
+impl Target {
+    fn of(call: &ToolCall, ctx: &PolicyContext) -> Target {
+        match call {
+            ToolCall::Read(input) => Target::Path {
+                tool: ToolName::Read,
+                path: ctx.resolve(&input.file_path),
+            },
+            ToolCall::Write(input) => Target::Path {
+                tool: ToolName::Write,
+                path: ctx.resolve(&input.file_path),
+            },
+            ToolCall::Edit(input) => Target::Path {
+                tool: ToolName::Edit,
+                path: ctx.resolve(&input.file_path),
+            },
+            ToolCall::Glob(input) => Target::Path {
+                tool: ToolName::Glob,
+                path: ResolvedPath::resolve_search(
+                    &ctx.cap,
+                    input.path.as_deref(),
+                    Some(&input.pattern),
+                ),
+            },
+            ToolCall::Grep(input) => Target::Path {
+                tool: ToolName::Grep,
+                path: ResolvedPath::resolve_search(&ctx.cap, input.path.as_deref(), None),
+            },
+            ToolCall::Bash(input) => Target::Command(Command::parse(&input.command)),
+            ToolCall::Coordination(kind) => Target::Coordination(*kind),
+        }
+    }
+
+    fn subject(&self) -> Subject<'_> {
+        match self {
+            Target::Path { tool, path } => Subject::Path { tool: *tool, path },
+            Target::Command(command) => Subject::Command(command),
+            Target::Coordination(kind) => Subject::Coordination {
+                tool: kind.reference_tool(),
+            },
+        }
+    }
+}
+
+/// "Write to `src/a.rs`", "Bash `git status`", "`messaging.send`".
+fn describe(call: &ToolCall, target: &Target) -> String {
+    let shown = match target {
+        Target::Path { path, .. } => path.display(),
+        Target::Command(_) | Target::Coordination(_) => String::new(),
+    };
+    match call {
+        ToolCall::Read(input) => format!("Read of `{}`", raw_or(&input.file_path, &shown)),
+        ToolCall::Write(input) => format!("Write to `{}`", raw_or(&input.file_path, &shown)),
+        ToolCall::Edit(input) => format!("Edit of `{}`", raw_or(&input.file_path, &shown)),
+        ToolCall::Glob(input) => format!("Glob `{}` in `{shown}`", input.pattern),
+        ToolCall::Grep(_) => format!("Grep in `{shown}`"),
+        ToolCall::Bash(input) => {
+            let command: String = input.command.chars().take(120).collect();
+            let more = if command.len() < input.command.len() {
+                "…"
+            } else {
+                ""
+            };
+            format!("Bash `{command}{more}`")
+        }
+        ToolCall::Coordination(kind) => format!("`{}`", kind.wit_name()),
+    }
+}
+
+/// The path as the guest wrote it when that is how we show it anyway, else
+/// the normalised form (so `../x` stays recognisable in a reason).
+fn raw_or<'a>(raw: &'a str, shown: &'a str) -> &'a str {
+    if raw.contains("..") {
+        raw
+    } else {
+        shown
+    }
+}

@@ -1,0 +1,682 @@
+//! Tests of [`decide`]: the mode table, then each mode, coordination, deny
+//! rules, Bash and path escapes. The suggestions' JSON is tested in
+//! `suggestions.rs`.
+
+use serde_json::json;
+
+use super::super::{MailboxCall, MessagingCall, TasksCall, TeamCall};
+use super::*;
+
+const CAP: &str = "/work/cap";
+
+fn ctx() -> PolicyContext {
+    PolicyContext::new(CAP).with_plan_file("/home/lead/.teamhost/plans/p.md")
+}
+
+fn no_rules() -> ToolRules {
+    ToolRules::default()
+}
+
+fn rules(allow: &[&str], deny: &[&str]) -> ToolRules {
+    ToolRules::new(allow, deny).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn d(mode: PermissionMode, rules: &ToolRules, call: ToolCall) -> Decision {
+    decide(mode, rules, &call, &ctx())
+}
+
+fn send() -> ToolCall {
+    ToolCall::Coordination(CoordinationKind::Messaging(MessagingCall::Send))
+}
+
+/// `A`, `D` or `?` for a decision.
+fn letter(decision: &Decision) -> char {
+    match decision {
+        Decision::Allow { .. } => 'A',
+        Decision::Deny { .. } => 'D',
+        Decision::Ask { .. } => '?',
+    }
+}
+
+/// One call of every variant. The `match` has no `_` arm: a new
+/// [`ToolCall`] variant fails to compile here until a test case exists,
+/// just as it fails in `Target::of` until it has a policy.
+fn one_of_each() -> Vec<ToolCall> {
+    let calls = vec![
+        ToolCall::read("src/a.rs"),
+        ToolCall::write("src/a.rs", "x"),
+        ToolCall::edit("src/a.rs", "a", "b"),
+        ToolCall::glob("**/*.rs", None),
+        ToolCall::grep("fn", Some("src")),
+        ToolCall::bash("make"),
+        send(),
+    ];
+    for call in &calls {
+        match call {
+            ToolCall::Read(_)
+            | ToolCall::Write(_)
+            | ToolCall::Edit(_)
+            | ToolCall::Glob(_)
+            | ToolCall::Grep(_)
+            | ToolCall::Bash(_)
+            | ToolCall::Coordination(_) => {}
+        }
+    }
+    calls
+}
+
+#[test]
+fn every_tool_call_variant_gets_a_decision_with_a_reason_in_every_mode() {
+    for mode in PermissionMode::ALL {
+        for call in one_of_each() {
+            let decision = d(mode, &no_rules(), call.clone());
+            assert!(!decision.reason().is_empty(), "{mode} {call:?}");
+        }
+    }
+}
+
+#[test]
+fn the_mode_table_holds_for_each_tool_class_inside_and_outside() {
+    // Columns: default, acceptEdits, bypassPermissions, plan, dontAsk, delegate.
+    let rows: Vec<(&str, ToolCall, &str)> = vec![
+        ("coordination", send(), "AAAAAA"),
+        (
+            "task claim",
+            ToolCall::Coordination(CoordinationKind::Tasks(TasksCall::Claim)),
+            "AAAAAA",
+        ),
+        ("read inside", ToolCall::read("src/a.rs"), "AAAAAD"),
+        ("glob inside", ToolCall::glob("src/**/*.rs", None), "AAAAAD"),
+        ("grep inside", ToolCall::grep("x", None), "AAAAAD"),
+        ("read outside", ToolCall::read("/etc/passwd"), "??D?DD"),
+        ("glob outside", ToolCall::glob("*", Some("/etc")), "??D?DD"),
+        ("grep outside", ToolCall::grep("x", Some("/tmp")), "??D?DD"),
+        ("write inside", ToolCall::write("src/a.rs", "x"), "?AADDD"),
+        (
+            "edit inside",
+            ToolCall::edit("src/a.rs", "a", "b"),
+            "?AADDD",
+        ),
+        ("write outside", ToolCall::write("/tmp/x", "x"), "??DDDD"),
+        ("edit outside", ToolCall::edit("/tmp/x", "a", "b"), "??DDDD"),
+        ("bash", ToolCall::bash("make"), "??ADDD"),
+        ("escape", ToolCall::read("../x"), "DDDDDD"),
+    ];
+    for (name, call, expected) in rows {
+        let got: String = PermissionMode::ALL
+            .into_iter()
+            .map(|mode| letter(&d(mode, &no_rules(), call.clone())))
+            .collect();
+        assert_eq!(got, expected, "{name}");
+    }
+}
+
+#[test]
+fn an_allow_rule_opens_asks_and_dont_ask_but_not_plan_or_delegate() {
+    let r = rules(&["Bash(make:*)", "Edit(src/**)", "Read(//etc/**)"], &[]);
+    let rows: Vec<(&str, ToolCall, &str)> = vec![
+        ("bash", ToolCall::bash("make all"), "AAADAD"),
+        ("edit", ToolCall::edit("src/a.rs", "a", "b"), "AAADAD"),
+        ("read outside", ToolCall::read("/etc/hosts"), "AAAAAD"),
+    ];
+    for (name, call, expected) in rows {
+        let got: String = PermissionMode::ALL
+            .into_iter()
+            .map(|mode| letter(&d(mode, &r, call.clone())))
+            .collect();
+        assert_eq!(got, expected, "{name}");
+    }
+}
+
+// --- default -----------------------------------------------------------
+
+#[test]
+fn default_allows_reads_inside_the_capability_directory() {
+    let decision = d(
+        PermissionMode::Default,
+        &no_rules(),
+        ToolCall::read("README.md"),
+    );
+    assert!(decision.is_allow());
+    assert_eq!(
+        decision.reason(),
+        "default mode allows reads inside the capability directory /work/cap: Read of \
+         `README.md`"
+    );
+}
+
+#[test]
+fn default_asks_before_an_edit_and_suggests_accept_edits_or_a_rule() {
+    let decision = d(
+        PermissionMode::Default,
+        &no_rules(),
+        ToolCall::edit("src/main.rs", "a", "b"),
+    );
+    assert!(decision.is_ask());
+    assert_eq!(
+        decision.reason(),
+        "default mode asks the lead before Edit of `src/main.rs`: no allow rule matches"
+    );
+    assert_eq!(
+        decision.suggestions_json(),
+        vec![
+            json!({"type": "setMode", "mode": "acceptEdits", "destination": "session"}),
+            json!({
+                "type": "addRules",
+                "rules": [{"toolName": "Edit", "ruleContent": "./src/main.rs"}],
+                "behavior": "allow",
+                "destination": "session"
+            }),
+        ]
+    );
+}
+
+#[test]
+fn a_suggested_edit_rule_allows_that_file_once_added() {
+    let decision = d(
+        PermissionMode::Default,
+        &no_rules(),
+        ToolCall::write("main.rs", "x"),
+    );
+    let Suggestion::AddRules { rules: values, .. } = &decision.suggestions()[1] else {
+        panic!("expected addRules");
+    };
+    let mut granted = no_rules();
+    granted.add_allowed(values[0].to_rule().unwrap());
+    assert!(d(
+        PermissionMode::Default,
+        &granted,
+        ToolCall::write("main.rs", "y")
+    )
+    .is_allow());
+    // `./main.rs` is anchored: it does not grant src/main.rs.
+    assert!(d(
+        PermissionMode::Default,
+        &granted,
+        ToolCall::write("src/main.rs", "y")
+    )
+    .is_ask());
+}
+
+#[test]
+fn default_asks_before_bash_and_suggests_a_prefix_rule_per_unallowed_part() {
+    let r = rules(&["Bash(git:*)"], &[]);
+    let decision = d(
+        PermissionMode::Default,
+        &r,
+        ToolCall::bash("git pull && cargo test --lib && rm -rf target"),
+    );
+    assert!(decision.is_ask());
+    assert_eq!(
+        decision.suggestions_json(),
+        vec![json!({
+            "type": "addRules",
+            "rules": [
+                {"toolName": "Bash", "ruleContent": "cargo test:*"},
+                {"toolName": "Bash", "ruleContent": "rm:*"}
+            ],
+            "behavior": "allow",
+            "destination": "session"
+        })]
+    );
+}
+
+#[test]
+fn a_command_with_a_substitution_asks_without_suggestions() {
+    let r = rules(&["Bash(git:*)"], &[]);
+    let decision = d(
+        PermissionMode::Default,
+        &r,
+        ToolCall::bash("git log $(cat x)"),
+    );
+    assert!(decision.is_ask());
+    assert!(decision.suggestions().is_empty());
+}
+
+#[test]
+fn default_asks_to_read_outside_and_suggests_the_reference_rule_shape() {
+    let decision = d(
+        PermissionMode::Default,
+        &no_rules(),
+        ToolCall::read("/tmp/x.txt"),
+    );
+    assert!(decision.is_ask());
+    assert!(
+        decision
+            .reason()
+            .contains("outside the capability directory /work/cap"),
+        "{}",
+        decision.reason()
+    );
+    assert_eq!(
+        decision.suggestions_json(),
+        vec![json!({
+            "type": "addRules",
+            "rules": [{"toolName": "Read", "ruleContent": "//tmp/**"}],
+            "behavior": "allow",
+            "destination": "session"
+        })]
+    );
+    let root = d(PermissionMode::Default, &no_rules(), ToolCall::read("/x"));
+    let Suggestion::AddRules { rules: values, .. } = &root.suggestions()[0] else {
+        panic!("expected addRules");
+    };
+    assert_eq!(values[0].rule_content.as_deref(), Some("//**"));
+}
+
+// --- acceptEdits --------------------------------------------------------
+
+#[test]
+fn accept_edits_allows_edits_inside_and_asks_outside() {
+    let mode = PermissionMode::AcceptEdits;
+    let inside = d(mode, &no_rules(), ToolCall::write("/work/cap/new.txt", "x"));
+    assert!(inside.is_allow());
+    assert!(inside.reason().starts_with("acceptEdits mode allows edits"));
+    let outside = d(
+        mode,
+        &no_rules(),
+        ToolCall::write("/tmp/delegate-test/x", "x"),
+    );
+    assert!(outside.is_ask());
+    assert_eq!(
+        outside.suggestions_json(),
+        vec![json!({
+            "type": "addRules",
+            "rules": [{"toolName": "Edit", "ruleContent": "//tmp/delegate-test/**"}],
+            "behavior": "allow",
+            "destination": "session"
+        })]
+    );
+}
+
+#[test]
+fn accept_edits_asks_even_to_read_outside_the_directory() {
+    // seeds 002 §4.8.3: in acceptEdits, a Read outside the project asks.
+    let decision = d(
+        PermissionMode::AcceptEdits,
+        &no_rules(),
+        ToolCall::read("/etc/hosts"),
+    );
+    assert!(decision.is_ask());
+}
+
+#[test]
+fn accept_edits_asks_before_bash_unless_a_rule_allows_it() {
+    let mode = PermissionMode::AcceptEdits;
+    assert!(d(mode, &no_rules(), ToolCall::bash("mkdir -p /tmp/x")).is_ask());
+    let r = rules(&["Bash(mkdir:*)"], &[]);
+    let allowed = d(mode, &r, ToolCall::bash("mkdir -p /tmp/x"));
+    assert_eq!(
+        allowed.reason(),
+        "Bash `mkdir -p /tmp/x` is allowed by rule `Bash(mkdir:*)` in allowedTools"
+    );
+}
+
+// --- bypassPermissions --------------------------------------------------
+
+#[test]
+fn bypass_allows_everything_inside_and_bash() {
+    let mode = PermissionMode::BypassPermissions;
+    for call in [
+        ToolCall::read("a"),
+        ToolCall::write("a", "b"),
+        ToolCall::edit("a", "b", "c"),
+        ToolCall::bash("rm -rf target"),
+        ToolCall::grep("x", None),
+    ] {
+        assert!(d(mode, &no_rules(), call.clone()).is_allow(), "{call:?}");
+    }
+}
+
+#[test]
+fn bypass_never_asks_and_denies_a_path_outside_without_a_rule() {
+    let mode = PermissionMode::BypassPermissions;
+    let decision = d(mode, &no_rules(), ToolCall::read("/etc/passwd"));
+    assert!(decision.is_deny());
+    assert_eq!(
+        decision.reason(),
+        "bypassPermissions mode covers only the capability directory /work/cap: Read of \
+         `/etc/passwd` is outside it (/etc/passwd) and no allow rule names it"
+    );
+    let r = rules(&["Read(//etc/**)"], &[]);
+    assert!(d(mode, &r, ToolCall::read("/etc/passwd")).is_allow());
+}
+
+#[test]
+fn bypass_still_obeys_deny_rules() {
+    let r = rules(&[], &["Bash(git push:*)", "Edit(.env)"]);
+    let mode = PermissionMode::BypassPermissions;
+    let push = d(mode, &r, ToolCall::bash("git push --force"));
+    assert_eq!(
+        push.reason(),
+        "Bash `git push --force` is denied by rule `Bash(git push:*)` in disallowedTools \
+         (a deny rule wins over every mode and allow rule)"
+    );
+    assert!(d(mode, &r, ToolCall::write("config/.env", "x")).is_deny());
+    assert!(d(mode, &r, ToolCall::bash("git status")).is_allow());
+}
+
+// --- plan ---------------------------------------------------------------
+
+#[test]
+fn plan_allows_reading_and_writing_the_plan_file_only() {
+    let mode = PermissionMode::Plan;
+    let plan = "/home/lead/.teamhost/plans/p.md";
+    assert!(d(mode, &no_rules(), ToolCall::write(plan, "# Plan")).is_allow());
+    assert!(d(mode, &no_rules(), ToolCall::edit(plan, "a", "b")).is_allow());
+    assert!(d(mode, &no_rules(), ToolCall::read(plan)).is_allow());
+    assert!(d(mode, &no_rules(), ToolCall::read("src/a.rs")).is_allow());
+    let other = d(mode, &no_rules(), ToolCall::write("src/a.rs", "x"));
+    assert!(other.is_deny());
+    assert_eq!(
+        other.reason(),
+        "plan mode is read-only: Write to `src/a.rs` is not allowed (only the plan file \
+         /home/lead/.teamhost/plans/p.md may change); exit plan mode through plan \
+         approval first"
+    );
+}
+
+#[test]
+fn plan_denies_bash_and_edits_even_when_a_rule_allows_them() {
+    let r = rules(&["Bash", "Edit"], &[]);
+    let bash = d(PermissionMode::Plan, &r, ToolCall::bash("ls"));
+    assert!(bash.is_deny());
+    assert!(bash
+        .reason()
+        .contains("exit plan mode through plan approval"));
+    assert!(d(PermissionMode::Plan, &r, ToolCall::edit("a", "b", "c")).is_deny());
+}
+
+#[test]
+fn plan_without_a_plan_file_denies_every_write() {
+    let ctx = PolicyContext::new(CAP);
+    let decision = decide(
+        PermissionMode::Plan,
+        &no_rules(),
+        &ToolCall::write("plan.md", "x"),
+        &ctx,
+    );
+    assert!(decision.is_deny());
+    assert!(decision.reason().contains("no plan file is set"));
+}
+
+#[test]
+fn a_relative_plan_file_is_inside_the_capability_directory() {
+    let ctx = PolicyContext::new(CAP).with_plan_file(".plans/p.md");
+    let write = |path: &str| {
+        decide(
+            PermissionMode::Plan,
+            &no_rules(),
+            &ToolCall::write(path, "x"),
+            &ctx,
+        )
+    };
+    assert!(write("/work/cap/.plans/p.md").is_allow());
+    assert!(write("./.plans/x/../p.md").is_allow());
+    assert!(write(".plans/q.md").is_deny());
+}
+
+#[test]
+fn plan_asks_to_read_outside_the_directory() {
+    assert!(d(
+        PermissionMode::Plan,
+        &no_rules(),
+        ToolCall::read("/etc/hosts")
+    )
+    .is_ask());
+}
+
+// --- dontAsk ------------------------------------------------------------
+
+#[test]
+fn dont_ask_denies_what_no_rule_pre_approves() {
+    let r = rules(&["Bash(cargo test:*)", "Edit(~/**)"], &[]);
+    let mode = PermissionMode::DontAsk;
+    let make = d(mode, &r, ToolCall::bash("make"));
+    assert_eq!(
+        make.reason(),
+        "dontAsk mode denies what no allow rule pre-approves: Bash `make` matches no rule \
+         in allowedTools"
+    );
+    assert!(d(mode, &r, ToolCall::bash("cargo test --lib")).is_allow());
+    assert!(d(mode, &r, ToolCall::edit("deep/x.rs", "a", "b")).is_allow());
+    assert!(d(mode, &r, ToolCall::write("/tmp/x", "a")).is_deny());
+}
+
+#[test]
+fn dont_ask_counts_reads_inside_the_directory_as_pre_approved() {
+    let decision = d(
+        PermissionMode::DontAsk,
+        &no_rules(),
+        ToolCall::read("src/a.rs"),
+    );
+    assert!(decision.is_allow());
+    assert!(decision.reason().starts_with("dontAsk mode allows reads"));
+}
+
+// --- delegate -----------------------------------------------------------
+
+#[test]
+fn delegate_allows_only_coordination_even_with_allow_rules() {
+    let r = rules(&["Read", "Bash", "Edit"], &[]);
+    let read = d(PermissionMode::Delegate, &r, ToolCall::read("a"));
+    assert_eq!(
+        read.reason(),
+        "delegate mode allows only coordination (team, tasks, messaging): Read of `a` is \
+         not available until the teammate leaves delegate mode"
+    );
+    assert!(d(PermissionMode::Delegate, &r, ToolCall::bash("ls")).is_deny());
+    assert!(d(PermissionMode::Delegate, &r, send()).is_allow());
+}
+
+// --- coordination -------------------------------------------------------
+
+#[test]
+fn every_coordination_call_is_allowed_in_every_mode() {
+    let kinds = [
+        CoordinationKind::Mailbox(MailboxCall::Unread),
+        CoordinationKind::Mailbox(MailboxCall::Take),
+        CoordinationKind::Mailbox(MailboxCall::History),
+        CoordinationKind::Mailbox(MailboxCall::Deliver),
+        CoordinationKind::Messaging(MessagingCall::Send),
+        CoordinationKind::Messaging(MessagingCall::Broadcast),
+        CoordinationKind::Messaging(MessagingCall::RequestShutdown),
+        CoordinationKind::Messaging(MessagingCall::RespondShutdown),
+        CoordinationKind::Messaging(MessagingCall::RequestPlanApproval),
+        CoordinationKind::Messaging(MessagingCall::RespondPlanApproval),
+        CoordinationKind::Tasks(TasksCall::Create),
+        CoordinationKind::Tasks(TasksCall::Get),
+        CoordinationKind::Tasks(TasksCall::List),
+        CoordinationKind::Tasks(TasksCall::Update),
+        CoordinationKind::Tasks(TasksCall::Delete),
+        CoordinationKind::Tasks(TasksCall::AddDependency),
+        CoordinationKind::Tasks(TasksCall::Claim),
+        CoordinationKind::Team(TeamCall::Whoami),
+        CoordinationKind::Team(TeamCall::Roster),
+    ];
+    for mode in PermissionMode::ALL {
+        for kind in kinds {
+            let decision = d(mode, &no_rules(), ToolCall::Coordination(kind));
+            assert!(decision.is_allow(), "{mode} {kind:?}");
+        }
+    }
+}
+
+#[test]
+fn a_deny_rule_on_a_reference_tool_denies_its_coordination_calls() {
+    let r = rules(&[], &["SendMessage", "TaskUpdate"]);
+    let mode = PermissionMode::BypassPermissions;
+    let broadcast = ToolCall::Coordination(CoordinationKind::Messaging(MessagingCall::Broadcast));
+    let decision = d(mode, &r, broadcast);
+    assert_eq!(
+        decision.reason(),
+        "`messaging.broadcast` is denied by rule `SendMessage` in disallowedTools (a deny \
+         rule wins over every mode and allow rule)"
+    );
+    let deliver = ToolCall::Coordination(CoordinationKind::Mailbox(MailboxCall::Deliver));
+    assert!(d(mode, &r, deliver).is_deny());
+    let claim = ToolCall::Coordination(CoordinationKind::Tasks(TasksCall::Claim));
+    assert!(d(mode, &r, claim).is_deny());
+    let list = ToolCall::Coordination(CoordinationKind::Tasks(TasksCall::List));
+    assert!(d(mode, &r, list).is_allow());
+    // The teammate's own state and plan approval cannot be taken away.
+    let unread = ToolCall::Coordination(CoordinationKind::Mailbox(MailboxCall::Unread));
+    assert!(d(mode, &r, unread).is_allow());
+    let plan = ToolCall::Coordination(CoordinationKind::Messaging(
+        MessagingCall::RequestPlanApproval,
+    ));
+    assert!(d(PermissionMode::Plan, &r, plan).is_allow());
+}
+
+// --- deny wins ----------------------------------------------------------
+
+#[test]
+fn deny_wins_over_an_allow_rule_for_the_same_call() {
+    let r = rules(
+        &["Bash(git:*)", "Read"],
+        &["Bash(git push:*)", "Read(secrets/**)"],
+    );
+    for mode in PermissionMode::ALL {
+        assert!(d(mode, &r, ToolCall::bash("git push")).is_deny(), "{mode}");
+        assert!(
+            d(mode, &r, ToolCall::read("secrets/key")).is_deny(),
+            "{mode}"
+        );
+    }
+    assert!(d(PermissionMode::DontAsk, &r, ToolCall::bash("git pull")).is_allow());
+    let both = rules(&["Edit"], &["Edit"]);
+    assert!(d(
+        PermissionMode::AcceptEdits,
+        &both,
+        ToolCall::edit("a", "b", "c")
+    )
+    .is_deny());
+}
+
+#[test]
+fn deny_wins_over_the_plan_file() {
+    let r = rules(&[], &["Write"]);
+    let plan = "/home/lead/.teamhost/plans/p.md";
+    assert!(d(PermissionMode::Plan, &r, ToolCall::write(plan, "x")).is_deny());
+}
+
+#[test]
+fn a_read_deny_rule_stops_grep_and_glob_into_the_denied_directory() {
+    let r = rules(&[], &["Read(secrets/**)"]);
+    let mode = PermissionMode::BypassPermissions;
+    assert!(d(mode, &r, ToolCall::grep("key", Some("secrets"))).is_deny());
+    assert!(d(mode, &r, ToolCall::glob("secrets/*", None)).is_deny());
+    // A search of the whole directory runs; the tool skips what is denied.
+    assert!(d(mode, &r, ToolCall::grep("key", None)).is_allow());
+    assert!(r
+        .denies_file(ToolName::Grep, "secrets/key", &ctx())
+        .is_some());
+}
+
+// --- the reference's Bash examples ---------------------------------------
+
+#[test]
+fn bash_git_prefix_allows_git_status_but_not_gitx_or_a_chained_command() {
+    let r = rules(&["Bash(git:*)"], &[]);
+    let mode = PermissionMode::DontAsk;
+    assert!(d(mode, &r, ToolCall::bash("git status")).is_allow());
+    assert!(d(mode, &r, ToolCall::bash("gitx status")).is_deny());
+    assert!(d(mode, &r, ToolCall::bash("rm -rf /; git status")).is_deny());
+    assert!(d(mode, &r, ToolCall::bash("git status && rm -rf /")).is_deny());
+    assert!(d(mode, &r, ToolCall::bash("git status | sh")).is_deny());
+    assert!(d(mode, &r, ToolCall::bash("git log `id`")).is_deny());
+    assert!(d(mode, &r, ToolCall::bash("git log $(id)")).is_deny());
+    let both = d(
+        mode,
+        &rules(&["Bash(git:*)", "Bash(npm test)"], &[]),
+        ToolCall::bash("git pull && npm test"),
+    );
+    assert_eq!(
+        both.reason(),
+        "Bash `git pull && npm test` is allowed by rules `Bash(git:*)`, `Bash(npm test)` \
+         in allowedTools (each part of the command matches one)"
+    );
+}
+
+// --- path escapes -------------------------------------------------------
+
+#[test]
+fn paths_that_climb_out_are_denied_in_every_mode_whatever_the_rules() {
+    let r = rules(&["Read", "Edit", "Read(//**)", "Edit(//**)"], &[]);
+    for mode in PermissionMode::ALL {
+        for call in [
+            ToolCall::read("../x"),
+            ToolCall::read("src/../../x"),
+            ToolCall::write("src/../../../etc/passwd", "x"),
+            ToolCall::edit("../cap/src/a.rs", "a", "b"),
+            ToolCall::glob("../*", None),
+            ToolCall::glob("*/../../*", None),
+            ToolCall::grep("x", Some("..")),
+        ] {
+            let decision = d(mode, &r, call.clone());
+            assert!(decision.is_deny(), "{mode} {call:?}");
+            assert!(
+                decision.reason().contains("through `..`"),
+                "{}",
+                decision.reason()
+            );
+        }
+    }
+    let escape = d(
+        PermissionMode::BypassPermissions,
+        &r,
+        ToolCall::read("src/../../x"),
+    );
+    assert_eq!(
+        escape.reason(),
+        "Read of `src/../../x` climbs out of the capability directory /work/cap through \
+         `..` (it resolves to /work/x); teamhost never allows that: name the file by its \
+         absolute path"
+    );
+}
+
+#[test]
+fn an_absolute_path_outside_is_never_allowed_by_mode_alone() {
+    for mode in PermissionMode::ALL {
+        for call in [
+            ToolCall::read("/etc/passwd"),
+            ToolCall::write("/etc/passwd", "x"),
+            ToolCall::grep("root", Some("/etc")),
+        ] {
+            assert!(
+                !d(mode, &no_rules(), call.clone()).is_allow(),
+                "{mode} {call:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn dot_dot_that_stays_inside_is_an_ordinary_path() {
+    let decision = d(
+        PermissionMode::AcceptEdits,
+        &no_rules(),
+        ToolCall::write("src/../b.rs", "x"),
+    );
+    assert!(decision.is_allow());
+    assert!(
+        decision.reason().ends_with("Write to `src/../b.rs`"),
+        "{}",
+        decision.reason()
+    );
+}
+
+#[test]
+fn tilde_rules_are_rooted_at_the_capability_directory() {
+    let r = rules(&["Read(~/**)"], &[]);
+    let mode = PermissionMode::DontAsk;
+    assert!(d(mode, &r, ToolCall::grep("x", Some("/work/cap"))).is_allow());
+    assert!(d(mode, &r, ToolCall::read("/home/me/.ssh/id_rsa")).is_deny());
+    let deny_home = rules(&[], &["Edit(~/.git/**)"]);
+    assert!(d(
+        PermissionMode::BypassPermissions,
+        &deny_home,
+        ToolCall::write(".git/config", "x")
+    )
+    .is_deny());
+}

@@ -1,0 +1,166 @@
+//! The process backend with real `teamhost teammate` child processes: a round
+//! trip and a clean shutdown, and liveness: a teammate killed with SIGKILL is
+//! reported dead, its task returns to `pending`, another teammate claims it,
+//! and nothing is left behind (no zombie, no record).
+
+mod backend_common;
+
+use backend_common::*;
+use teamhost::backends::{started, TeammateMode};
+use teamhost::host::TeammateState;
+use teamhost::runner::HOST_SENDER;
+use teamhost::store::{NewTask, TaskStatus};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_teammate_answers_messages_and_exits_after_an_approved_shutdown() {
+    let f = Fixture::new("proc", TeammateMode::Process, |_| {});
+    let dir = f.dir("a");
+    let info = f
+        .host
+        .spawn("proc", probe("a", "listen", &dir, false))
+        .await
+        .unwrap();
+    assert_eq!(info.name, "a");
+    let member = f.team.config().unwrap().member("a").cloned().unwrap();
+    assert_eq!(member.backend_type.as_deref(), Some("process"));
+    assert_eq!(member.tmux_pane_id.as_deref(), Some("process"));
+    let rec = started::list(&f.team).unwrap();
+    assert_eq!(rec.len(), 1);
+    let pid = rec[0].pid;
+    assert!(exists(pid));
+
+    f.idle_from("a", 1).await;
+    f.host.send_as_lead("proc", "a", "reply", None).unwrap();
+    f.until("a's ack", || {
+        f.lead_inbox()
+            .iter()
+            .any(|m| m.from == "a" && m.text == "ack")
+    })
+    .await;
+    // The host follows its isActive: idle again after the turn.
+    f.until("a idle in the host", || {
+        f.host.teammates("proc")[0].state == TeammateState::Idle
+    })
+    .await;
+
+    let mut events = f.host.events();
+    let report = f.host.shutdown_team("proc", "done", LIMIT).await.unwrap();
+    assert_eq!(report.stopped, ["a"]);
+    assert!(report.killed.is_empty());
+    let _ = state_of(&mut events, "a", |s| s.is_finished()).await;
+    assert_eq!(f.host.teammates("proc")[0].state, TeammateState::Completed);
+    assert!(!exists(pid), "the child was not reaped");
+    assert!(started::list(&f.team).unwrap().is_empty());
+    assert_eq!(f.team.config().unwrap().member_names(), ["team-lead"]);
+    assert_eq!(
+        turns(&dir).iter().map(|t| t.0.as_str()).collect::<Vec<_>>(),
+        ["initial", "message", "shutdown-request"]
+    );
+    // Its log file has its event lines.
+    let log = f.log("a");
+    assert!(
+        log.contains("joined") && log.contains("exit status 0"),
+        "{log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_teammate_killed_with_sigkill_is_reported_dead_and_its_task_goes_to_another() {
+    let f = Fixture::new("live", TeammateMode::Process, |_| {});
+    let (dir_a, dir_b) = (f.dir("a"), f.dir("b"));
+    f.host
+        .spawn("live", probe("a", "hold", &dir_a, false))
+        .await
+        .unwrap();
+    f.idle_from("a", 1).await;
+    // The lead gives task 1 to a (a does nothing with it: no auto-claim, and
+    // the probe does no work for an assignment message).
+    let task = f
+        .team
+        .create_task(NewTask {
+            subject: "Hold this".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    f.team.claim_task(&task.id, "a", false).unwrap();
+    // b claims open tasks, but task 1 is a's.
+    f.host
+        .spawn("live", probe("b", "complete-tasks", &dir_b, true))
+        .await
+        .unwrap();
+    f.idle_from("b", 1).await;
+    assert_eq!(f.team.task(&task.id).unwrap().owner.as_deref(), Some("a"));
+
+    let pid_a = started::list(&f.team)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.name == "a")
+        .unwrap()
+        .pid;
+    let mut events = f.host.events();
+    // SAFETY: kill(2) with a pid this test's host started.
+    assert_eq!(unsafe { libc::kill(pid_a as i32, libc::SIGKILL) }, 0);
+
+    let state = state_of(&mut events, "a", |s| s.is_finished()).await;
+    let TeammateState::Failed(why) = state else {
+        panic!("a should be reported dead, not {state:?}");
+    };
+    assert!(why.contains("signal 9"), "{why}");
+
+    // The lead is told, by teamhost, that a died and which task went back.
+    let notice = f
+        .lead_inbox()
+        .into_iter()
+        .find(|m| m.from == HOST_SENDER)
+        .expect("a notice to the lead");
+    assert!(
+        notice.text.starts_with("a died: its process")
+            && notice.text.contains("killed by signal 9 (SIGKILL)")
+            && notice.text.contains("#1 \"Hold this\""),
+        "{}",
+        notice.text
+    );
+    assert!(!f
+        .team
+        .config()
+        .unwrap()
+        .member_names()
+        .contains(&"a".to_string()));
+    assert!(!exists(pid_a), "the killed child is a zombie");
+
+    // b, in its own process, is woken by the task change and finishes it.
+    f.until("b to complete task 1", || {
+        let t = f.team.task(&task.id).unwrap();
+        t.status == TaskStatus::Completed && t.owner.as_deref() == Some("b")
+    })
+    .await;
+    assert!(turns(&dir_b)
+        .iter()
+        .any(|t| t.0 == "task-claimed" && t.2 == task.id));
+
+    let report = f.host.shutdown_team("live", "done", LIMIT).await.unwrap();
+    assert_eq!(report.stopped, ["b"]);
+    assert!(started::list(&f.team).unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forced_stop_sends_sigterm_and_the_teammate_leaves_cleanly() {
+    let f = Fixture::new("stop", TeammateMode::Process, |_| {});
+    let dir = f.dir("a");
+    f.host
+        .spawn("stop", probe("a", "listen", &dir, false))
+        .await
+        .unwrap();
+    f.idle_from("a", 1).await;
+    let pid = started::list(&f.team).unwrap()[0].pid;
+    f.host.kill("stop", "a").await.unwrap();
+    assert_eq!(f.host.teammates("stop")[0].state, TeammateState::Killed);
+    assert!(!exists(pid));
+    // It handled SIGTERM itself: left the team and told the lead.
+    assert_eq!(f.team.config().unwrap().member_names(), ["team-lead"]);
+    assert!(f
+        .lead_inbox()
+        .iter()
+        .any(|m| m.from == HOST_SENDER && m.text.starts_with("a was terminated")));
+    assert!(f.log("a").contains("signal 15"), "{}", f.log("a"));
+}

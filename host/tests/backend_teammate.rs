@@ -1,0 +1,491 @@
+//! `teamhost teammate` started exactly as a Claude Code lead starts an
+//! external teammate (the argv and environment of `shared/reference/README.md`),
+//! with the lead played by a python script that only touches files, the
+//! reference's way: mkdir locks, temp files renamed into place, `config.json`
+//! and task files rewritten in place. The test waits on file-system events
+//! (inotify through teamhost's own `TeamWatch`) and on the process, never on
+//! the clock.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use teamhost::runner::watch::TeamWatch;
+use teamhost::store::{Home, Store, StoreEvent, StoreObserver};
+use tokio::sync::Notify;
+
+const TEAM: &str = "session-76c4e2e6";
+const SESSION: &str = "76c4e2e6-4b27-486a-bf79-cb64c5020986";
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// The lead: every write as the reference makes it.
+const LEAD_PY: &str = r#"
+import json, os, random, sys, time, uuid
+
+home, team, op = sys.argv[1], sys.argv[2], sys.argv[3]
+args = sys.argv[4:]
+tdir = os.path.join(home, "teams", team)
+inboxes = os.path.join(tdir, "inboxes")
+tasks = os.path.join(home, "tasks", team)
+
+def now():
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+
+def lock(path):
+    d, delay = path + ".lock", 0.005
+    while True:
+        try:
+            os.mkdir(d)
+            return d
+        except FileExistsError:
+            try:
+                if time.time() - os.stat(d).st_mtime > 10:
+                    os.rmdir(d)
+                    continue
+            except FileNotFoundError:
+                continue
+            time.sleep(delay * random.random())
+            delay = min(delay * 2, 0.1)
+
+def read(path, default):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return default
+
+def replace(path, value):
+    tmp = f"{path}.tmp.{random.getrandbits(32):08x}"
+    with open(tmp, "w") as f:
+        json.dump(value, f, indent=2)
+    os.rename(tmp, path)
+
+def in_place(path, value):
+    with open(path, "w") as f:
+        json.dump(value, f, indent=2)
+
+def send(to, text, frm="team-lead"):
+    path = os.path.join(inboxes, to + ".json")
+    d = lock(path)
+    try:
+        box = read(path, [])
+        box.append({"from": frm, "text": text, "timestamp": now(), "msgV": 1,
+                    "msg_id": str(uuid.uuid4()), "type": "message", "read": False})
+        replace(path, box)
+    finally:
+        os.rmdir(d)
+
+if op == "setup":
+    name, color, cwd, pane, prompt = args
+    os.makedirs(inboxes, exist_ok=True)
+    os.makedirs(tasks, exist_ok=True)
+    open(os.path.join(tasks, ".lock"), "a").close()
+    cfg = os.path.join(tdir, "config.json")
+    d = lock(cfg)
+    try:
+        in_place(cfg, {
+            "name": team, "createdAt": 1795300185760,
+            "leadAgentId": f"team-lead@{team}", "leadSessionId": os.environ["SESSION"],
+            "futureTeamField": {"kept": True},
+            "members": [
+                {"agentId": f"team-lead@{team}", "name": "team-lead", "agentType": "team-lead",
+                 "joinedAt": 1795300185760, "tmuxPaneId": "leader", "cwd": cwd,
+                 "subscriptions": [], "backendType": "in-process", "futureLeadField": 1},
+                {"agentId": f"{name}@{team}", "name": name, "color": color,
+                 "joinedAt": 1795300187745, "tmuxPaneId": pane, "subscriptions": [],
+                 "model": "claude-opus-4-8", "prompt": prompt, "planModeRequired": False,
+                 "cwd": cwd, "backendType": "tmux", "futureMemberField": [1, 2]},
+            ]})
+    finally:
+        os.rmdir(d)
+    send(name, prompt)
+elif op == "send":
+    to, text = args
+    send(to, text)
+elif op == "take":
+    # Reads and prunes the lead's inbox, as the current reference does.
+    path = os.path.join(inboxes, "team-lead.json")
+    d = lock(path)
+    try:
+        box = read(path, [])
+        if box:
+            replace(path, [])
+    finally:
+        os.rmdir(d)
+    print(json.dumps([m for m in box if not m.get("read")]))
+elif op == "assign":
+    subject, owner = args
+    d = lock(os.path.join(tasks, ".lock"))
+    try:
+        ids = [int(f[:-5]) for f in os.listdir(tasks) if f.endswith(".json") and f[:-5].isdigit()]
+        tid = str(max(ids, default=0) + 1)
+        tpath = os.path.join(tasks, tid + ".json")
+        td = lock(tpath)
+        try:
+            in_place(tpath, {"id": tid, "subject": subject, "description": "do it",
+                             "activeForm": "Doing it", "owner": owner, "status": "in_progress",
+                             "blocks": [], "blockedBy": []})
+        finally:
+            os.rmdir(td)
+    finally:
+        os.rmdir(d)
+    send(owner, json.dumps({"type": "task_assignment", "taskId": tid, "subject": subject,
+                            "description": "do it", "assignedBy": "team-lead", "timestamp": now()},
+                           separators=(",", ":")))
+    print(tid)
+elif op == "shutdown":
+    to, reason = args
+    rid = f"shutdown-{int(time.time() * 1000)}@{to}"
+    send(to, json.dumps({"type": "shutdown_request", "requestId": rid, "from": "team-lead",
+                         "reason": reason, "timestamp": now()}, separators=(",", ":")))
+    print(rid)
+else:
+    sys.exit(f"unknown op {op}")
+"#;
+
+struct Lead {
+    script: PathBuf,
+    home: PathBuf,
+}
+
+impl Lead {
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("python3")
+            .arg(&self.script)
+            .arg(&self.home)
+            .arg(TEAM)
+            .args(args)
+            .env("SESSION", SESSION)
+            .output()
+            .expect("python3 runs");
+        assert!(
+            out.status.success(),
+            "lead {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    /// Takes (reads and prunes) the lead's inbox.
+    fn take(&self) -> Vec<Value> {
+        serde_json::from_str::<Vec<Value>>(&self.run(&["take"])).unwrap()
+    }
+}
+
+/// Counts writes to the lead's inbox seen through inotify.
+#[derive(Default)]
+struct LeadInbox {
+    writes: Mutex<u64>,
+    notify: Notify,
+}
+
+impl StoreObserver for LeadInbox {
+    fn changed(&self, e: &StoreEvent) {
+        if matches!(e, StoreEvent::InboxAppended { agent, .. } if agent == "team-lead") {
+            *self.writes.lock().unwrap() += 1;
+            self.notify.notify_one();
+        }
+    }
+}
+
+/// Collects the lead's messages (taking them as the reference does) until
+/// `done` holds for what was collected, re-reading on every write event.
+async fn collect_until(
+    lead: &Lead,
+    seen: &LeadInbox,
+    got: &mut Vec<Value>,
+    what: &str,
+    done: impl Fn(&[Value]) -> bool,
+) {
+    tokio::time::timeout(LIMIT, async {
+        loop {
+            got.extend(lead.take());
+            if done(got) {
+                return;
+            }
+            seen.notify.notified().await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("timed out waiting for {what}; the lead has {got:#?}"));
+}
+
+fn protocol(m: &Value) -> Option<Value> {
+    serde_json::from_str::<Value>(m["text"].as_str()?)
+        .ok()
+        .filter(|v| v.get("type").is_some())
+}
+
+fn has_idle_from(msgs: &[Value], name: &str, n: usize) -> bool {
+    msgs.iter()
+        .filter_map(protocol)
+        .filter(|p| p["type"] == "idle_notification" && p["from"] == name)
+        .count()
+        >= n
+}
+
+fn config(home: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(home.join(format!("teams/{TEAM}/config.json"))).unwrap())
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn teamhost_teammate_completes_the_reference_protocol_with_a_file_only_lead() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("claude");
+    let project = tmp.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let script = tmp.path().join("lead.py");
+    std::fs::write(&script, LEAD_PY).unwrap();
+    let lead = Lead {
+        script,
+        home: home.clone(),
+    };
+    let prompt = "You review wasm modules.";
+    lead.run(&[
+        "setup",
+        "wasm-pane",
+        "blue",
+        project.to_str().unwrap(),
+        "%7",
+        prompt,
+    ]);
+
+    // Watch the lead's inbox the way the lead would, but event-driven.
+    let seen = Arc::new(LeadInbox::default());
+    let team = Store::new(Home::new(&home)).team(TEAM).unwrap();
+    let _watch = TeamWatch::start(&team, seen.clone()).unwrap();
+
+    // CLAUDE_CODE_TEAMMATE_COMMAND names a one-line wrapper script; the lead
+    // runs it with the exact argv and environment of the reference README.
+    let wrapper = tmp.path().join("wasm-teammate");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nTEAMHOST_COMPONENT={} exec {} teammate \"$@\"\n",
+            teamhost_tests::PROBE,
+            env!("CARGO_BIN_EXE_teamhost")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let mut child = tokio::process::Command::new(&wrapper)
+        .args([
+            "--agent-id",
+            &format!("wasm-pane@{TEAM}"),
+            "--agent-name",
+            "wasm-pane",
+            "--team-name",
+            TEAM,
+            "--agent-color",
+            "blue",
+            "--parent-session-id",
+            SESSION,
+            "--dangerously-skip-permissions",
+            "--model",
+            "claude-opus-4-8",
+        ])
+        .current_dir(&project)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", tmp.path())
+        .env("CLAUDECODE", "1")
+        .env("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS", "1")
+        .env("CLAUDE_CONFIG_DIR", &home)
+        .env("TMUX_PANE", "%7")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+
+    let mut got = Vec::new();
+    collect_until(&lead, &seen, &mut got, "the first idle_notification", |m| {
+        has_idle_from(m, "wasm-pane", 1)
+    })
+    .await;
+
+    // It attached to the entry the lead wrote: one entry, unknown fields kept.
+    let c = config(&home);
+    assert_eq!(c["futureTeamField"], json!({"kept": true}));
+    let mates: Vec<&Value> = c["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["name"] == "wasm-pane")
+        .collect();
+    assert_eq!(mates.len(), 1, "registered twice: {c:#}");
+    assert_eq!(mates[0]["futureMemberField"], json!([1, 2]));
+    assert_eq!(mates[0]["tmuxPaneId"], "%7");
+    assert_eq!(c["members"][0]["futureLeadField"], 1);
+
+    // task_assignment arrives in its inbox like any lead message.
+    let task_id = lead.run(&["assign", "Review the module", "wasm-pane"]);
+    collect_until(
+        &lead,
+        &seen,
+        &mut got,
+        "an idle_notification after the assignment",
+        |m| has_idle_from(m, "wasm-pane", 2),
+    )
+    .await;
+
+    // Plain messages both ways: "reply" → "ack".
+    lead.run(&["send", "wasm-pane", "reply"]);
+    collect_until(&lead, &seen, &mut got, "the teammate's ack", |m| {
+        m.iter()
+            .any(|m| m["from"] == "wasm-pane" && m["text"] == "ack")
+    })
+    .await;
+    let ack = got.iter().find(|m| m["text"] == "ack").unwrap();
+    assert_eq!(ack["color"], "blue");
+    assert_eq!(ack["summary"], "ack");
+
+    // Shutdown: approved with the pane and backend of a tmux teammate.
+    let request_id = lead.run(&["shutdown", "wasm-pane", "work is done"]);
+    let status = tokio::time::timeout(LIMIT, child.wait())
+        .await
+        .expect("the teammate exits after approving")
+        .unwrap();
+    let out = child.wait_with_output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(status.success(), "exit {status}; stderr:\n{stderr}");
+    collect_until(&lead, &seen, &mut got, "shutdown_approved", |m| {
+        m.iter()
+            .filter_map(protocol)
+            .any(|p| p["type"] == "shutdown_approved")
+    })
+    .await;
+    let approved = got
+        .iter()
+        .filter_map(protocol)
+        .find(|p| p["type"] == "shutdown_approved")
+        .unwrap();
+    assert_eq!(approved["requestId"], request_id.as_str());
+    assert_eq!(approved["from"], "wasm-pane");
+    assert_eq!(approved["paneId"], "%7");
+    assert_eq!(approved["backendType"], "tmux");
+
+    // Idle notifications are the reference's shape.
+    let idle = got
+        .iter()
+        .filter_map(protocol)
+        .find(|p| p["type"] == "idle_notification")
+        .unwrap();
+    assert_eq!(idle["idleReason"], "available");
+
+    // It saw every turn, in order.
+    let turns = std::fs::read_to_string(project.join("turns.log")).unwrap();
+    let kinds: Vec<(&str, &str)> = turns
+        .lines()
+        .map(|l| {
+            let mut f = l.splitn(3, '\t');
+            (f.next().unwrap(), f.nth(1).unwrap_or_default())
+        })
+        .collect();
+    assert_eq!(kinds.len(), 4, "{turns}");
+    assert_eq!(kinds[0], ("initial", prompt));
+    assert_eq!(kinds[1].0, "message");
+    assert!(
+        kinds[1].1.contains("\"task_assignment\"")
+            && kinds[1].1.contains(&format!("\"taskId\":\"{task_id}\"")),
+        "{turns}"
+    );
+    assert_eq!(kinds[2], ("message", "reply"));
+    assert_eq!(kinds[3], ("shutdown-request", "work is done"));
+
+    // It left the team the reference's way: entry gone, its task pending
+    // again, the other members and unknown fields untouched.
+    let c = config(&home);
+    let names: Vec<&str> = c["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["team-lead"]);
+    assert_eq!(c["members"][0]["futureLeadField"], 1);
+    assert_eq!(c["futureTeamField"], json!({"kept": true}));
+    let task: Value = serde_json::from_slice(
+        &std::fs::read(home.join(format!("tasks/{TEAM}/{task_id}.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(task["status"], "pending");
+    assert!(task.get("owner").is_none(), "{task}");
+    // No lock left behind.
+    let leftovers: Vec<_> = walk(&home)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "lock") && p.is_dir())
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn teamhost_teammate_without_a_component_says_how_to_name_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_teamhost"))
+        .args(["teammate", "--agent-id", "nobody@some-team"])
+        .env_remove("TEAMHOST_COMPONENT")
+        .env_remove("TEAMHOST_COMPONENT_PATH")
+        .env("TEAMHOST_HOME", tmp.path())
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CLAUDECODE")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    // The team does not exist: it says where it looked and how to point it.
+    assert!(
+        err.contains("--home") && err.contains("CLAUDE_CONFIG_DIR"),
+        "{err}"
+    );
+
+    let home = tmp.path().join("h");
+    let th = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_teamhost"))
+            .arg("--home")
+            .arg(&home)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    th(&["team", "create", "t"]);
+    th(&["team", "add-member", "t", "nobody"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_teamhost"))
+        .arg("--home")
+        .arg(&home)
+        .args(["teammate", "--agent-id", "nobody@t"])
+        .env_remove("TEAMHOST_COMPONENT")
+        .env_remove("TEAMHOST_COMPONENT_PATH")
+        .env("TEAMHOST_HOME", tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("TEAMHOST_COMPONENT=") && err.contains("wrapper script"),
+        "{err}"
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            }
+            out.push(p);
+        }
+    }
+    out
+}
