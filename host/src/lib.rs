@@ -11,7 +11,7 @@
 //! | [`tools`] | the tool executors (Read, Write, Edit, Glob, Grep, Bash), confined to the capability directory |
 //! | [`runtime`] | wasmtime engine, component cache, linker, one file per WIT interface |
 //! | [`runner`] | the per-teammate loop: handle → idle → poll → wake |
-//! | [`backends`] | where a runner lives (in-process) |
+//! | [`backends`] | where a runner lives: in-process, a child process, a tmux pane |
 //! | [`host`] | the embedding API: [`host::Host`] |
 //! | [`approvals`] | the lead's answers to permission and plan requests |
 //! | [`worktree`] | per-teammate git worktrees |

@@ -86,12 +86,14 @@ pub enum Event {
         /// `initial`, `message`, `shutdown-request` or `task-claimed`.
         kind: String,
     },
-    /// Someone in this process created, changed or deleted a task.
+    /// A task was created, changed or deleted: by this process, or by another
+    /// one when the host watches the team's files (`HostOptions::watch_files`).
     TasksChanged {
         /// Team.
         team: String,
     },
-    /// Someone in this process wrote to an inbox (the lead's included).
+    /// An inbox was written (the lead's included): by this process, or by
+    /// another one when the host watches the team's files.
     InboxChanged {
         /// Team.
         team: String,
