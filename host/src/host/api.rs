@@ -244,6 +244,15 @@ impl Host {
             .collect()
     }
 
+    /// Names of the teammates of `team` this host runs that have not finished.
+    fn running(&self, team: &str) -> Vec<String> {
+        self.teammates(team)
+            .into_iter()
+            .filter(|t| !t.state.is_finished())
+            .map(|t| t.name)
+            .collect()
+    }
+
     /// Waits until every running teammate of `team` is idle with nothing left
     /// to do: no unread message, and no claimable task for one that claims.
     pub async fn wait_idle(&self, team: &str) -> Result<()> {
@@ -264,12 +273,7 @@ impl Host {
     /// The inbox and tasks are read before the states, so a message taken
     /// between the two reads is seen as the taker's `busy` flag.
     fn is_settled(&self, team: &Team) -> Result<bool> {
-        let running: Vec<String> = self
-            .teammates(team.name())
-            .into_iter()
-            .filter(|t| !t.state.is_finished())
-            .map(|t| t.name)
-            .collect();
+        let running = self.running(team.name());
         for name in &running {
             if !team.unread(name)?.is_empty() {
                 return Ok(false);
@@ -327,12 +331,7 @@ impl Host {
     ) -> Result<ShutdownReport> {
         let team = self.team(team)?;
         let lead = team.config()?.lead_name().to_string();
-        let running: Vec<String> = self
-            .teammates(team.name())
-            .into_iter()
-            .filter(|t| !t.state.is_finished())
-            .map(|t| t.name)
-            .collect();
+        let running = self.running(team.name());
         for name in &running {
             let request = ShutdownRequest::new(name, &lead, Some(reason.to_string()));
             team.send(name, OutgoingMessage::new(&lead, request.to_text()))?;
