@@ -202,8 +202,9 @@ pub fn kernel_abi() -> i32 {
 }
 
 /// Runs in the child between `fork` and `exec`: `cd` into the capability
-/// directory, set `no_new_privs`, drop every capability, then enter the
-/// Landlock domain when `ruleset` is given.
+/// directory, set `no_new_privs`, move the command into a PID namespace of its
+/// own where the kernel allows it ([`enter_pid_namespace`]), drop every
+/// capability, then enter the Landlock domain when `ruleset` is given.
 ///
 /// The host is multithreaded, so after `fork` only async-signal-safe calls
 /// are sound: another thread may have held the allocator's lock at the
@@ -240,6 +241,7 @@ pub(crate) fn enter(dir: RawFd, ruleset: Option<RawFd>) -> io::Result<()> {
     unsafe {
         check(libc::fchdir(dir).into())?;
         check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).into())?;
+        enter_pid_namespace()?;
         let header = CapHeader {
             version: LINUX_CAPABILITY_VERSION_3,
             pid: 0,
@@ -262,4 +264,65 @@ pub(crate) fn enter(dir: RawFd, ruleset: Option<RawFd>) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Makes the shell the init of a new PID namespace, so that when it exits —
+/// or the timeout kills its process group — the kernel kills every process
+/// left in the namespace, including ones that left the group with `setsid`.
+///
+/// `unshare(CLONE_NEWPID)` only affects children, so this forks once more:
+/// the current process stays behind as a plain waiter (it closes every
+/// descriptor and runs no command, only `close_range`, `waitpid` and `_exit`,
+/// all async-signal-safe) and exits with the shell's status; the child, pid 1 of the namespace, returns and goes on to
+/// `exec` the shell. Where the kernel refuses the namespace (no
+/// `CAP_SYS_ADMIN` and no user namespaces), the command runs without one, as
+/// before: its process group is still killed, a `setsid` child can outlive it.
+///
+/// # Safety
+///
+/// Call only between `fork` and `exec` (see [`enter`]).
+unsafe fn enter_pid_namespace() -> io::Result<()> {
+    // SAFETY: raw system calls on integers and a stack variable; this process
+    // is single-threaded (a fresh fork) and never returns from the waiting
+    // branch.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWPID) != 0 {
+            return Ok(()); // not permitted here: carry on without a namespace
+        }
+        let pid = libc::fork();
+        if pid < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if pid == 0 {
+            return Ok(()); // pid 1 of the new namespace: exec the shell
+        }
+        // The waiter holds no descriptor: not the pipes (the host sees their
+        // end when the command's processes close them) and above all not the
+        // close-on-exec pipe through which `Command::spawn` learns that the
+        // exec happened — this process never execs, so holding it would keep
+        // `spawn` waiting for as long as the command runs.
+        if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) != 0 {
+            for fd in 0..4096 {
+                libc::close(fd);
+            }
+        }
+        let mut status: libc::c_int = 0;
+        loop {
+            let r = libc::waitpid(pid, &mut status, 0);
+            if r == pid {
+                break;
+            }
+            if r < 0 && *libc::__errno_location() != libc::EINTR {
+                libc::_exit(127);
+            }
+        }
+        if libc::WIFEXITED(status) {
+            libc::_exit(libc::WEXITSTATUS(status));
+        }
+        // Killed by a signal: die of the same one, so the host sees it.
+        let sig = libc::WTERMSIG(status);
+        libc::signal(sig, libc::SIG_DFL);
+        libc::kill(libc::getpid(), sig);
+        libc::_exit(128 + sig)
+    }
 }
