@@ -14,6 +14,7 @@
 //! | [`backends`] | where a runner lives: in-process, a child process, a tmux pane |
 //! | [`host`] | the embedding API: [`host::Host`] |
 //! | [`approvals`] | the lead's answers to permission and plan requests |
+//! | [`status`] | a one-shot snapshot of a team, read from its files |
 //! | [`worktree`] | per-teammate git worktrees |
 //! | [`manifest`] | `TEAM.toml`: a team, its component teammates and seed tasks, validated |
 //! | [`cli`] | the `teamhost` command line |
@@ -31,6 +32,7 @@ pub mod protocol;
 pub mod runner;
 pub mod runtime;
 pub mod sandbox;
+pub mod status;
 pub mod store;
 pub mod tools;
 pub mod worktree;

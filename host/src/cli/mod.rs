@@ -5,6 +5,7 @@ mod approve;
 mod message;
 mod output;
 mod run;
+mod status;
 mod task;
 mod team;
 mod teammate;
@@ -51,6 +52,8 @@ pub enum Command {
     Broadcast(message::BroadcastArgs),
     /// Show (or consume with --take) a member's inbox.
     Inbox(message::InboxArgs),
+    /// A one-shot snapshot: teammates, tasks, pending requests, latest messages.
+    Status(status::StatusArgs),
     /// Answer a teammate's permission request (as the lead).
     Permit(approve::PermitArgs),
     /// Approve or reject a teammate's plan (as the lead).
@@ -86,6 +89,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Send(a) => message::send(&store, &out, a),
         Command::Broadcast(a) => message::broadcast(&store, &out, a),
         Command::Inbox(a) => message::inbox(&store, &out, a),
+        Command::Status(a) => status::status(&store, &out, a),
         Command::Permit(a) => approve::permit(&store, &out, a),
         Command::Plan(a) => approve::plan(&store, &out, a),
         Command::Run(a) => run::run(&store, &out, a),

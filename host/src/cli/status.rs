@@ -1,0 +1,81 @@
+//! `teamhost status`: a one-shot snapshot of a team ([`crate::status`]).
+
+use clap::Args;
+
+use super::{Output, TeamArg};
+use crate::status::snapshot;
+use crate::store::Store;
+
+/// Arguments of `teamhost status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    team: TeamArg,
+}
+
+pub(super) fn status(store: &Store, out: &Output, a: StatusArgs) -> anyhow::Result<()> {
+    let snap = snapshot(&store.team(&a.team.team)?)?;
+    out.print(&snap, || {
+        let total = snap.tasks.len();
+        let mut s = format!("team {}", snap.team);
+        if let Some(d) = &snap.description {
+            s.push_str(&format!(" — {d}"));
+        }
+        s.push_str(&format!("\ntasks {}/{} completed\n", snap.completed, total));
+        s.push_str("\nteammates\n");
+        if snap.teammates.is_empty() {
+            s.push_str("  (none)\n");
+        }
+        for t in &snap.teammates {
+            s.push_str(&format!(
+                "  {:<20} {:<8} {:<11} {:<8} {}\n",
+                t.name,
+                t.color.as_deref().unwrap_or("-"),
+                t.backend.as_deref().unwrap_or("-"),
+                t.state,
+                t.current_task
+                    .as_deref()
+                    .map(|id| format!("on #{id}"))
+                    .unwrap_or_default()
+            ));
+        }
+        s.push_str("\ntasks\n");
+        for t in &snap.tasks {
+            let blocked = if t.blocked_by.is_empty() {
+                String::new()
+            } else {
+                format!("  (after #{})", t.blocked_by.join(", #"))
+            };
+            s.push_str(&format!(
+                "  #{:<4} {:<12} {:<12} {}{}\n",
+                t.id,
+                t.status,
+                t.owner.as_deref().unwrap_or("-"),
+                t.subject,
+                blocked
+            ));
+        }
+        if !snap.pending_requests.is_empty() {
+            s.push_str("\nwaiting for the lead\n");
+            for r in &snap.pending_requests {
+                s.push_str(&format!(
+                    "  {} {} from {}: {}  (teamhost {} {} --team {} …)\n",
+                    r.kind,
+                    r.request_id,
+                    r.from,
+                    r.what,
+                    if r.kind == "plan" { "plan" } else { "permit" },
+                    r.request_id,
+                    snap.team
+                ));
+            }
+        }
+        if !snap.recent_messages.is_empty() {
+            s.push_str("\nlatest messages to the lead\n");
+            for (from, line) in &snap.recent_messages {
+                s.push_str(&format!("  {from}: {line}\n"));
+            }
+        }
+        s
+    })
+}

@@ -1,0 +1,150 @@
+//! `teamhost status`: a snapshot read from the team's files, through the real
+//! binary.
+
+use std::process::Command;
+
+use serde_json::Value;
+use teamhost::backends::started::{self, Started};
+use teamhost::protocol::{PermissionRequest, PermissionResponse, WireMessage};
+use teamhost::store::{Home, NewMember, NewTask, NewTeam, OutgoingMessage, Store, TaskUpdate};
+
+fn status(home: &std::path::Path, json: bool) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_teamhost"));
+    cmd.arg("--home")
+        .arg(home)
+        .args(["status", "--team", "board"]);
+    if json {
+        cmd.arg("--json");
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn status_shows_states_progress_pending_requests_and_latest_messages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::new(Home::new(tmp.path()));
+    let team = store.team("board").unwrap();
+    team.create(NewTeam {
+        description: Some("a board".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    for name in ["busy", "resting", "gone"] {
+        team.add_member(NewMember {
+            name: name.into(),
+            backend_type: Some(
+                if name == "gone" {
+                    "process"
+                } else {
+                    "in-process"
+                }
+                .into(),
+            ),
+            ..Default::default()
+        })
+        .unwrap();
+    }
+    team.set_active("busy", true).unwrap();
+    team.set_active("resting", false).unwrap();
+    team.set_active("gone", true).unwrap();
+    // "gone" ran in a process that has exited without leaving the team.
+    let mut child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    started::record(&team, &Started::new("gone", "process", pid)).unwrap();
+
+    for subject in ["one", "two"] {
+        team.create_task(NewTask {
+            subject: subject.into(),
+            ..Default::default()
+        })
+        .unwrap();
+    }
+    let update = |status| TaskUpdate {
+        owner: Some(Some("busy".into())),
+        status: Some(status),
+        ..Default::default()
+    };
+    team.update_task(
+        "1",
+        update(teamhost::store::TaskStatus::Completed),
+        "team-lead",
+    )
+    .unwrap();
+    team.update_task(
+        "2",
+        update(teamhost::store::TaskStatus::InProgress),
+        "team-lead",
+    )
+    .unwrap();
+
+    let request = PermissionRequest::new(
+        "busy",
+        "Write",
+        "toolu_1",
+        "Write notes.md",
+        serde_json::json!({"file_path": "notes.md", "content": "x"}),
+    );
+    let id = request.request_id.clone();
+    team.send("team-lead", OutgoingMessage::new("busy", request.to_text()))
+        .unwrap();
+    team.send(
+        "team-lead",
+        OutgoingMessage::new("resting", "all done here"),
+    )
+    .unwrap();
+
+    let snap: Value = serde_json::from_str(&status(tmp.path(), true)).unwrap();
+    let states: Vec<(&str, &str)> = snap["teammates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap(), t["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        states,
+        [("busy", "active"), ("resting", "idle"), ("gone", "dead")]
+    );
+    assert_eq!(snap["teammates"][0]["current_task"], "2");
+    assert_eq!(
+        (
+            snap["completed"].as_u64(),
+            snap["tasks"].as_array().unwrap().len()
+        ),
+        (Some(1), 2)
+    );
+    assert_eq!(snap["pending_requests"][0]["request_id"], id.as_str());
+    assert_eq!(snap["recent_messages"][0][1], "all done here");
+
+    let text = status(tmp.path(), false);
+    assert!(text.contains("tasks 1/2 completed"), "{text}");
+    assert!(text.contains(&format!("teamhost permit {id}")), "{text}");
+    assert!(text.contains("dead"), "{text}");
+
+    // Once the lead answers, the request is no longer pending.
+    let answer = PermissionResponse::deny(&id, "no");
+    team.send("busy", OutgoingMessage::new("team-lead", answer.to_text()))
+        .unwrap();
+    let snap: Value = serde_json::from_str(&status(tmp.path(), true)).unwrap();
+    assert!(snap["pending_requests"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn status_of_a_missing_team_says_how_to_create_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_teamhost"))
+        .arg("--home")
+        .arg(tmp.path())
+        .args(["status", "--team", "nope"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("teamhost team create nope"), "{err}");
+}
