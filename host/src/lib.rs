@@ -16,6 +16,7 @@
 //! | [`approvals`] | the lead's answers to permission and plan requests |
 //! | [`status`] | a one-shot snapshot of a team, read from its files |
 //! | [`worktree`] | per-teammate git worktrees |
+//! | [`hooks`] | the lead's hook commands: TeammateIdle, TaskCompleted, start and stop |
 //! | [`manifest`] | `TEAM.toml`: a team, its component teammates and seed tasks, validated |
 //! | [`cli`] | the `teamhost` command line |
 //! | [`error`] | the library's public error type |
@@ -26,6 +27,7 @@ pub mod approvals;
 pub mod backends;
 pub mod cli;
 pub mod error;
+pub mod hooks;
 pub mod host;
 pub mod manifest;
 pub mod protocol;

@@ -31,6 +31,13 @@
 //! max_tool_output_bytes = 262144
 //! ask_timeout_secs = 300
 //!
+//! [hooks]                           # optional: the lead's hook commands (see crate::hooks)
+//! teammate_idle = ["./check.sh"]    # exit 2: the teammate keeps working, shown the stderr
+//! task_completed = []               # exit 2: the completion is refused
+//! teammate_start = []
+//! teammate_stop = []
+//! timeout_secs = 60
+//!
 //! [[task]]                          # zero or more; ids 1, 2, … in this order
 //! subject = "Count chapter one"     # required
 //! description = "- one.txt"         # default ""
@@ -88,6 +95,47 @@ pub struct Manifest {
     /// `[[task]]` tables, created in this order (ids 1, 2, … in a fresh team).
     #[serde(rename = "task", default)]
     pub tasks: Vec<TaskSpec>,
+    /// `[hooks]`: the lead's hook commands.
+    #[serde(default)]
+    pub hooks: HooksSpec,
+}
+
+/// `[hooks]`: shell commands run at points of a teammate's life; see
+/// [`crate::hooks`]. Every key optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HooksSpec {
+    /// Run when a teammate is about to go idle (exit 2 keeps it working).
+    #[serde(default)]
+    pub teammate_idle: Vec<String>,
+    /// Run when a task is being completed (exit 2 refuses the completion).
+    #[serde(default)]
+    pub task_completed: Vec<String>,
+    /// Run when a teammate starts.
+    #[serde(default)]
+    pub teammate_start: Vec<String>,
+    /// Run when a teammate stops.
+    #[serde(default)]
+    pub teammate_stop: Vec<String>,
+    /// Seconds one hook may run before it is killed (default 60).
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+}
+
+impl HooksSpec {
+    /// The hooks this section configures.
+    pub fn to_hooks(&self) -> crate::hooks::Hooks {
+        let d = crate::hooks::Hooks::default();
+        crate::hooks::Hooks {
+            teammate_idle: self.teammate_idle.clone(),
+            task_completed: self.task_completed.clone(),
+            teammate_start: self.teammate_start.clone(),
+            teammate_stop: self.teammate_stop.clone(),
+            timeout: self
+                .timeout_secs
+                .map_or(d.timeout, std::time::Duration::from_secs),
+        }
+    }
 }
 
 /// `[team]`: the team to create.
@@ -863,5 +911,19 @@ subject = "Count three"
         );
         let err = Manifest::parse(&unknown, &file).unwrap_err().to_string();
         assert!(err.contains("memory_gb"), "{err}");
+    }
+
+    #[test]
+    fn hooks_are_read_with_their_timeout_and_unknown_hook_keys_refused() {
+        let (_dir, file) = fixture();
+        let text = format!("{GOOD}\n[hooks]\nteammate_idle = [\"./check.sh\"]\ntimeout_secs = 5\n");
+        let m = Manifest::parse(&text, &file).unwrap();
+        let h = m.hooks.to_hooks();
+        assert_eq!(h.teammate_idle, ["./check.sh"]);
+        assert_eq!(h.timeout, std::time::Duration::from_secs(5));
+        assert!(h.task_completed.is_empty());
+        let bad = format!("{GOOD}\n[hooks]\non_idle = [\"x\"]\n");
+        let err = Manifest::parse(&bad, &file).unwrap_err().to_string();
+        assert!(err.contains("on_idle"), "{err}");
     }
 }

@@ -252,6 +252,7 @@ pub(crate) async fn instantiate(
             auto_approve_plans: env.auto_approve_plans,
             pending_requests: 0,
             tools: Arc::new(tools),
+            hooks: env.hooks.clone(),
         },
     };
     let instance_config = InstanceConfig {

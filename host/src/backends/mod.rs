@@ -218,6 +218,7 @@ pub(crate) struct SpawnEnv<'a> {
     pub poll_interval: Duration,
     pub log_dir: PathBuf,
     pub auto_approve_plans: bool,
+    pub hooks: Arc<crate::hooks::Hooks>,
     pub backends: &'a BackendOptions,
     /// Ticks on every change of the team's `config.json` seen by the file
     /// watcher (never, when the host does not watch files).

@@ -41,6 +41,8 @@ pub struct HostOptions {
     /// Wake teammates on writes by other processes through file-system
     /// notifications (inotify) instead of only the fallback poll. Default on.
     pub watch_files: bool,
+    /// The lead's hook commands (none by default).
+    pub hooks: std::sync::Arc<crate::hooks::Hooks>,
 }
 
 impl Default for HostOptions {
@@ -53,6 +55,7 @@ impl Default for HostOptions {
             auto_approve_plans: false,
             backends: BackendOptions::default(),
             watch_files: true,
+            hooks: Default::default(),
         }
     }
 }

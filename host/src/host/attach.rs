@@ -103,6 +103,7 @@ impl Host {
             poll_interval: inner.opts.poll_interval,
             log_dir,
             auto_approve_plans: inner.opts.auto_approve_plans,
+            hooks: inner.opts.hooks.clone(),
             backends: &inner.opts.backends,
             config_changes: self.watch_team(team)?,
         })

@@ -21,11 +21,15 @@ use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc, Notify};
 
+use crate::hooks::HookEvent;
 use crate::host::{Event, TeammateState};
 use crate::protocol::{IdleNotification, IdleReason, WireMessage};
 use crate::runtime::bindings::handler::{TurnKind, TurnOutcome};
 use crate::runtime::{Instance, TurnRecord};
 use crate::store::{OutgoingMessage, Team};
+
+/// Turns in a row a `TeammateIdle` hook may keep a teammate from going idle.
+pub const MAX_IDLE_BLOCKS: u32 = 5;
 
 /// Settings of one runner.
 #[derive(Debug, Clone)]
@@ -67,15 +71,24 @@ impl Runner {
     /// Runs until the teammate approves a shutdown, fails, or is killed, and
     /// returns its final state.
     pub async fn run(mut self) -> TeammateState {
+        self.lifecycle_hooks(true).await;
         let final_state = self.run_loop().await;
         self.set_state(final_state.clone());
+        self.lifecycle_hooks(false).await;
         final_state
     }
 
     async fn run_loop(&mut self) -> TeammateState {
+        // A turn a TeammateIdle hook asked for, instead of going idle.
+        let mut kept_working: Option<poll::Found> = None;
+        let mut idle_blocks = 0;
         loop {
-            let Some(found) = self.wait_for_turn().await else {
-                return self.stop_killed().await;
+            let found = match kept_working.take() {
+                Some(f) => f,
+                None => match self.wait_for_turn().await {
+                    Some(f) => f,
+                    None => return self.stop_killed().await,
+                },
             };
             let turn = found.turn;
             if let Some(first) = turn.messages.first() {
@@ -108,6 +121,10 @@ impl Runner {
                         &record.shutdown
                     {
                         return self.stop_approved(request_id.clone()).await;
+                    }
+                    if let Some(feedback) = self.idle_hooks(&mut idle_blocks).await {
+                        kept_working = Some(poll::hook_turn(feedback));
+                        continue;
                     }
                     self.mark_active(false).await;
                     self.notify_idle(&record, outcome).await;
@@ -191,6 +208,45 @@ impl Runner {
             if let Ok(Err(e)) = r {
                 tracing::warn!(teammate = %self.name, error = %e, "could not record the new mode");
             }
+        }
+    }
+
+    /// Runs the lead's `TeammateIdle` hooks before the teammate goes idle. A
+    /// hook exiting 2 keeps it working: its stderr comes back as the next
+    /// turn. At most [`MAX_IDLE_BLOCKS`] turns in a row are kept that way, so
+    /// a hook that always refuses cannot hold a teammate forever.
+    async fn idle_hooks(&mut self, blocks: &mut u32) -> Option<String> {
+        let hooks = self.instance.agent().sandbox.hooks.clone();
+        let event = HookEvent::TeammateIdle {
+            teammate_name: self.name.clone(),
+            team_name: self.team.name().to_string(),
+        };
+        if !hooks.wants(&event) {
+            return None;
+        }
+        let outcome = hooks.run(&event).await;
+        self.instance.agent().report_hook_failures(&outcome).await;
+        if outcome.is_blocked() && *blocks < MAX_IDLE_BLOCKS {
+            *blocks += 1;
+            return Some(outcome.message());
+        }
+        *blocks = 0;
+        None
+    }
+
+    /// Runs the lead's `TeammateStart` / `TeammateStop` hooks (informational).
+    async fn lifecycle_hooks(&mut self, started: bool) {
+        let hooks = self.instance.agent().sandbox.hooks.clone();
+        let event = HookEvent::Lifecycle {
+            started,
+            teammate_name: self.name.clone(),
+            team_name: self.team.name().to_string(),
+            agent_id: self.agent_id.clone(),
+            agent_type: self.instance.agent().identity.agent_type.clone(),
+        };
+        if hooks.wants(&event) {
+            let outcome = hooks.run(&event).await;
+            self.instance.agent().report_hook_failures(&outcome).await;
         }
     }
 

@@ -99,6 +99,14 @@ pub(crate) fn next_turn(
     Ok(None)
 }
 
+/// The turn a `TeammateIdle` hook asks for: its stderr, as a message from
+/// the host.
+pub(crate) fn hook_turn(feedback: String) -> Found {
+    let entry =
+        crate::store::OutgoingMessage::new(super::HOST_SENDER, feedback.clone()).into_entry();
+    message_turn(TurnKind::Message, entry, feedback)
+}
+
 /// The reference's auto-claim prompt.
 pub(crate) fn claim_prompt(task: &Task) -> String {
     let mut prompt = format!(

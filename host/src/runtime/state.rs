@@ -109,6 +109,8 @@ pub struct SandboxCtx {
     pub pending_requests: usize,
     /// The tools, bound to the capability directory at spawn.
     pub tools: Arc<crate::tools::ToolBox>,
+    /// The lead's hooks.
+    pub hooks: Arc<crate::hooks::Hooks>,
 }
 
 /// The state teamhost's WIT interfaces are implemented on.

@@ -122,6 +122,7 @@ async fn run_team(home: &Path, out: &Output, a: &RunArgs, m: &Manifest) -> anyho
         Home::new(home),
         crate::host::HostOptions {
             backends,
+            hooks: std::sync::Arc::new(m.hooks.to_hooks()),
             ..Default::default()
         },
     )?;

@@ -4,6 +4,7 @@ use serde_json::{Map, Value};
 
 use super::convert::{from_wit_task_status, to_wit_task};
 use super::{blocking, AgentCtx};
+use crate::hooks::HookEvent;
 use crate::runtime::bindings::tasks::{ClaimError, Host, NewTask, OwnerChange, Task, TaskUpdate};
 use crate::runtime::bindings::types::Error as WitError;
 use crate::store::{self, ClaimOutcome, ClaimRefusal};
@@ -14,6 +15,62 @@ fn metadata(json: Option<String>) -> Result<Option<Map<String, Value>>, WitError
         Some(Ok(Value::Object(m))) => Ok(Some(m)),
         Some(Ok(_)) => Err(WitError::Invalid("metadata must be a JSON object".into())),
         Some(Err(e)) => Err(WitError::Invalid(format!("metadata is not JSON: {e}"))),
+    }
+}
+
+impl AgentCtx {
+    /// Runs the lead's `TaskCompleted` hooks for task `id` (when it is not
+    /// completed yet). A hook exiting 2 refuses the completion: the task stays
+    /// open and the guest gets the hook's stderr. Hook failures are told to the
+    /// lead and do not stop the completion.
+    async fn task_completed_hooks(&mut self, id: &str) -> wasmtime::Result<Result<(), WitError>> {
+        let hooks = self.sandbox.hooks.clone();
+        let team = self.team.clone();
+        let task_id = id.to_string();
+        let task = match blocking(move || team.task(&task_id)).await? {
+            Ok(t) => t,
+            Err(e) => return Ok(Err(e)),
+        };
+        if task.status == store::TaskStatus::Completed {
+            return Ok(Ok(()));
+        }
+        let event = HookEvent::TaskCompleted {
+            task_id: task.id.clone(),
+            task_subject: task.subject.clone(),
+            task_description: task.description.clone(),
+            teammate_name: self.identity.name.clone(),
+            team_name: self.identity.team.clone(),
+        };
+        if !hooks.wants(&event) {
+            return Ok(Ok(()));
+        }
+        let outcome = hooks.run(&event).await;
+        self.report_hook_failures(&outcome).await;
+        if outcome.is_blocked() {
+            return Ok(Err(WitError::Denied(format!(
+                "a TaskCompleted hook refused to complete task #{}: {}",
+                task.id,
+                outcome.message()
+            ))));
+        }
+        Ok(Ok(()))
+    }
+
+    /// Tells the lead about hooks that failed (never fatal).
+    pub(crate) async fn report_hook_failures(&mut self, outcome: &crate::hooks::Outcome) {
+        if outcome.failures.is_empty() {
+            return;
+        }
+        let (team, lead) = (self.team.clone(), self.lead.clone());
+        let text = outcome.failures.join("\n");
+        let _ = blocking(move || {
+            team.deliver(
+                &lead,
+                store::OutgoingMessage::new(crate::runner::HOST_SENDER, text),
+            )
+            .map(|_| ())
+        })
+        .await;
     }
 }
 
@@ -86,6 +143,11 @@ impl Host for AgentCtx {
             }),
             metadata: meta,
         };
+        if update.status == Some(store::TaskStatus::Completed) {
+            if let Err(e) = self.task_completed_hooks(&id).await? {
+                return Ok(Err(e));
+            }
+        }
         let (team, me) = (self.team.clone(), self.identity.name.clone());
         blocking(move || team.update_task(&id, update, &me).map(to_wit_task)).await
     }
