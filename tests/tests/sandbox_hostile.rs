@@ -15,7 +15,7 @@ mod sandbox_support;
 use common::Fixture;
 use sandbox_support::{
     all, hostile_request, permission_requests, step, steps, wait_done, wait_permission_request,
-    Arena, PASSWD_ROOT, SECRET,
+    Arena, Step, PASSWD_ROOT, SECRET,
 };
 use teamhost::approvals::{PermitAnswer, PlanAnswer};
 use teamhost::host::TeammateState;
@@ -243,26 +243,7 @@ async fn bash_under_landlock_cannot_leave_the_directory() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spinning_guest_is_stopped_at_its_cpu_limit_and_the_lead_is_told() {
     let a = Arena::new("spin").await;
-    let mut events = a.f.host.events();
-    let dir = a.dir("spinner");
-    let name = a
-        .spawn(hostile_request(
-            "spinner",
-            "spin",
-            &dir,
-            "bypassPermissions",
-        ))
-        .await;
-    let reason = a.failure(&mut events, &name).await;
-    assert!(reason.contains("CPU limit"), "reason: {reason}");
-    assert!(step(&steps(&a.f, &name), "spin/start").ok());
-    let notices = a.host_notices();
-    assert!(
-        notices
-            .iter()
-            .any(|n| n.starts_with(&format!("{name} failed: ")) && n.contains("CPU limit")),
-        "{notices:?}"
-    );
+    let (name, _) = breach(&a, "spinner", "spin", "CPU limit").await;
     assert!(!a.f.members().contains(&name));
     a.assert_contained().await;
 }
@@ -270,23 +251,8 @@ async fn a_spinning_guest_is_stopped_at_its_cpu_limit_and_the_lead_is_told() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guest_allocating_a_gibibyte_is_stopped_at_its_memory_limit() {
     let a = Arena::new("alloc").await;
-    let mut events = a.f.host.events();
-    let dir = a.dir("hog");
-    let name = a
-        .spawn(hostile_request("hog", "alloc", &dir, "bypassPermissions"))
-        .await;
-    let reason = a.failure(&mut events, &name).await;
-    assert!(reason.contains("memory limit"), "reason: {reason}");
-    let got = steps(&a.f, &name);
-    assert!(step(&got, "alloc/start").ok());
+    let (_, got) = breach(&a, "hog", "alloc", "memory limit").await;
     assert!(got.iter().all(|s| s.step != "alloc/survived"), "{got:#?}");
-    let notices = a.host_notices();
-    assert!(
-        notices
-            .iter()
-            .any(|n| n.starts_with(&format!("{name} failed: ")) && n.contains("memory limit")),
-        "{notices:?}"
-    );
     a.assert_contained().await;
 }
 
@@ -322,29 +288,36 @@ async fn a_ten_mib_message_is_refused_as_invalid_naming_the_limit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_mib_message_traps_on_the_memory_limit_before_it_is_sent() {
     let a = Arena::new("huge-message").await;
-    let mut events = a.f.host.events();
-    let dir = a.dir("louder");
-    let name = a
-        .spawn(hostile_request(
-            "louder",
-            "huge-message",
-            &dir,
-            "bypassPermissions",
-        ))
-        .await;
-    let reason = a.failure(&mut events, &name).await;
-    assert!(reason.contains("memory limit"), "reason: {reason}");
-    let got = steps(&a.f, &name);
-    assert!(step(&got, "huge-message/start").ok());
+    let (_, got) = breach(&a, "louder", "huge-message", "memory limit").await;
     assert!(
         got.iter().all(|s| s.step != "huge-message/send"),
         "{got:#?}"
     );
-    assert!(a
-        .host_notices()
-        .iter()
-        .any(|n| n.starts_with(&format!("{name} failed: ")) && n.contains("memory limit")));
     a.assert_contained().await;
+}
+
+/// Spawns a hostile teammate running `attack` (bypassPermissions), waits
+/// for it to fail, and checks the breach names `limit` — in its failure and
+/// in the host's notice to the lead — and that the attack had started.
+/// Returns its name and result lines.
+async fn breach(a: &Arena, name: &str, attack: &str, limit: &str) -> (String, Vec<Step>) {
+    let mut events = a.f.host.events();
+    let dir = a.dir(name);
+    let name = a
+        .spawn(hostile_request(name, attack, &dir, "bypassPermissions"))
+        .await;
+    let reason = a.failure(&mut events, &name).await;
+    assert!(reason.contains(limit), "reason: {reason}");
+    let got = steps(&a.f, &name);
+    assert!(step(&got, &format!("{attack}/start")).ok(), "{got:#?}");
+    let notices = a.host_notices();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.starts_with(&format!("{name} failed: ")) && n.contains(limit)),
+        "{notices:?}"
+    );
+    (name, got)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
