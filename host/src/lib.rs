@@ -37,6 +37,7 @@ pub mod sandbox;
 pub mod status;
 pub mod store;
 pub mod tools;
+pub mod view;
 pub mod worktree;
 
 pub use error::{Error, Result};

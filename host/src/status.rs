@@ -12,8 +12,9 @@ use serde::Serialize;
 use crate::approvals::{self, Request};
 use crate::backends::started;
 use crate::error::Result;
+use crate::protocol::describe::describe;
 use crate::protocol::{Parsed, ProtocolMessage};
-use crate::store::{Task, TaskStatus, Team};
+use crate::store::{InboxMessage, Task, TaskStatus, Team};
 
 /// How many of the lead's latest messages a snapshot keeps.
 pub const RECENT_MESSAGES: usize = 10;
@@ -33,8 +34,19 @@ pub struct Snapshot {
     pub completed: usize,
     /// Permission and plan requests no answer has been written for.
     pub pending_requests: Vec<PendingView>,
-    /// The lead's latest messages, newest first: `(from, one line)`.
-    pub recent_messages: Vec<(String, String)>,
+    /// The lead's latest messages, newest first.
+    pub recent_messages: Vec<FeedItem>,
+}
+
+/// One message to the lead, in words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FeedItem {
+    /// Sender.
+    pub from: String,
+    /// When it was sent (ISO 8601, as written in the mailbox).
+    pub timestamp: String,
+    /// What it says, on one line ([`describe`](crate::protocol::describe::describe)).
+    pub text: String,
 }
 
 /// One teammate as the snapshot sees it.
@@ -46,14 +58,17 @@ pub struct TeammateView {
     pub color: Option<String>,
     /// `in-process`, `process`, `tmux`.
     pub backend: Option<String>,
-    /// `active`, `idle`, `dead` or `unknown`.
+    /// `active`, `idle`, `stopping` (a shutdown request waits unread in its
+    /// inbox), `dead` or `unknown`.
     pub state: &'static str,
     /// The task it owns that is in progress.
     pub current_task: Option<String>,
+    /// When it last wrote to the lead (ISO 8601), if ever.
+    pub last_message: Option<String>,
 }
 
 /// A request waiting for the lead.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PendingView {
     /// `permission` or `plan`.
     pub kind: &'static str,
@@ -63,14 +78,25 @@ pub struct PendingView {
     pub from: String,
     /// What for (tool and input, or the plan's first line).
     pub what: String,
+    /// All of it: the tool, its description and its input pretty-printed, or
+    /// the plan's file and full text.
+    pub detail: String,
 }
 
-/// Reads the snapshot of `team`.
+/// Reads the snapshot of `team`, with the lead's [`RECENT_MESSAGES`] latest
+/// messages.
 pub fn snapshot(team: &Team) -> Result<Snapshot> {
+    snapshot_with(team, RECENT_MESSAGES)
+}
+
+/// Reads the snapshot of `team`, with the lead's `messages` latest messages.
+pub fn snapshot_with(team: &Team, messages: usize) -> Result<Snapshot> {
     let config = team.config()?;
     let lead = config.lead_name().to_string();
     let tasks = team.list_tasks()?;
     let processes = started::list(team).unwrap_or_default();
+    let mut lead_mail = team.history(&lead)?;
+    lead_mail.extend(team.read_inbox(&lead)?);
     let teammates = config
         .members
         .iter()
@@ -80,16 +106,23 @@ pub fn snapshot(team: &Team) -> Result<Snapshot> {
                 .iter()
                 .find(|p| p.name == m.name)
                 .is_some_and(|p| p.open_if_running().is_none());
+            let stopping = !dead && shutdown_pending(team, &m.name);
             TeammateView {
                 name: m.name.clone(),
                 color: m.color.clone(),
                 backend: m.backend_type.clone(),
-                state: match (dead, m.is_active) {
-                    (true, _) => "dead",
-                    (false, Some(true)) => "active",
-                    (false, Some(false)) => "idle",
-                    (false, None) => "unknown",
+                state: match (dead, stopping, m.is_active) {
+                    (true, _, _) => "dead",
+                    (false, true, _) => "stopping",
+                    (false, false, Some(true)) => "active",
+                    (false, false, Some(false)) => "idle",
+                    (false, false, None) => "unknown",
                 },
+                last_message: lead_mail
+                    .iter()
+                    .rev()
+                    .find(|msg| msg.from == m.name)
+                    .map(|msg| msg.timestamp.clone()),
                 current_task: tasks
                     .iter()
                     .find(|t| {
@@ -111,7 +144,7 @@ pub fn snapshot(team: &Team) -> Result<Snapshot> {
         completed,
         tasks,
         pending_requests: pending(team)?,
-        recent_messages: recent(team, &lead)?,
+        recent_messages: recent(&lead_mail, messages),
     })
 }
 
@@ -134,11 +167,25 @@ fn pending(team: &Team) -> Result<Vec<PendingView>> {
         if answered {
             continue;
         }
-        let (kind, what) = match &request {
-            Request::Permission(r) => ("permission", format!("{} {}", r.tool_name, r.input)),
+        let (kind, what, detail) = match &request {
+            Request::Permission(r) => (
+                "permission",
+                format!("{} {}", r.tool_name, r.input),
+                format!(
+                    "{} wants to use {}: {}\n\ninput:\n{}",
+                    from,
+                    r.tool_name,
+                    r.description,
+                    serde_json::to_string_pretty(&r.input).unwrap_or_default()
+                ),
+            ),
             Request::Plan(r) => (
                 "plan",
                 r.plan_content.lines().next().unwrap_or("").to_string(),
+                format!(
+                    "{} submits the plan {}:\n\n{}",
+                    from, r.plan_file_path, r.plan_content
+                ),
             ),
         };
         out.push(PendingView {
@@ -146,25 +193,32 @@ fn pending(team: &Team) -> Result<Vec<PendingView>> {
             request_id: request.id().to_string(),
             from,
             what,
+            detail,
         });
     }
     Ok(out)
 }
 
-/// The lead's latest messages, newest first, each on one line.
-fn recent(team: &Team, lead: &str) -> Result<Vec<(String, String)>> {
-    let mut all = team.history(lead)?;
-    all.extend(team.read_inbox(lead)?);
-    Ok(all
+/// The `n` latest of the lead's messages, newest first, each on one line.
+fn recent(lead_mail: &[InboxMessage], n: usize) -> Vec<FeedItem> {
+    lead_mail
         .iter()
         .rev()
-        .take(RECENT_MESSAGES)
-        .map(|m| {
-            let line = match ProtocolMessage::parse(&m.text) {
-                Parsed::Protocol(p) => format!("[{}]", p.kind()),
-                _ => m.text.lines().next().unwrap_or("").to_string(),
-            };
-            (m.from.clone(), line)
+        .take(n)
+        .map(|m| FeedItem {
+            from: m.from.clone(),
+            timestamp: m.timestamp.clone(),
+            text: describe(&m.text),
         })
-        .collect())
+        .collect()
+}
+
+/// Whether a `shutdown_request` waits unread in `name`'s inbox.
+fn shutdown_pending(team: &Team, name: &str) -> bool {
+    team.unread(name).unwrap_or_default().iter().any(|m| {
+        matches!(
+            ProtocolMessage::parse(&m.text),
+            Parsed::Protocol(ProtocolMessage::ShutdownRequest(_))
+        )
+    })
 }

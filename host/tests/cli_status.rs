@@ -120,7 +120,12 @@ fn status_shows_states_progress_pending_requests_and_latest_messages() {
         (Some(1), 2)
     );
     assert_eq!(snap["pending_requests"][0]["request_id"], id.as_str());
-    assert_eq!(snap["recent_messages"][0][1], "all done here");
+    assert_eq!(snap["recent_messages"][0]["text"], "all done here");
+    assert_eq!(snap["recent_messages"][0]["from"], "resting");
+    assert!(snap["pending_requests"][0]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("notes.md"));
 
     let text = status(tmp.path(), false);
     assert!(text.contains("tasks 1/2 completed"), "{text}");

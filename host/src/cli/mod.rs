@@ -9,6 +9,7 @@ mod status;
 mod task;
 mod team;
 mod teammate;
+mod watch;
 
 use std::path::PathBuf;
 
@@ -54,6 +55,10 @@ pub enum Command {
     Inbox(message::InboxArgs),
     /// A one-shot snapshot: teammates, tasks, pending requests, latest messages.
     Status(status::StatusArgs),
+    /// The live view of a team: teammates, task board, requests waiting for
+    /// the lead (answered with a key) and messages; plain lines without a
+    /// terminal.
+    Watch(watch::WatchArgs),
     /// Answer a teammate's permission request (as the lead).
     Permit(approve::PermitArgs),
     /// Approve or reject a teammate's plan (as the lead).
@@ -90,6 +95,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Broadcast(a) => message::broadcast(&store, &out, a),
         Command::Inbox(a) => message::inbox(&store, &out, a),
         Command::Status(a) => status::status(&store, &out, a),
+        Command::Watch(a) => watch::watch(&store, &out, a),
         Command::Permit(a) => approve::permit(&store, &out, a),
         Command::Plan(a) => approve::plan(&store, &out, a),
         Command::Run(a) => run::run(&store, &out, a),

@@ -72,8 +72,8 @@ pub(super) fn status(store: &Store, out: &Output, a: StatusArgs) -> anyhow::Resu
         }
         if !snap.recent_messages.is_empty() {
             s.push_str("\nlatest messages to the lead\n");
-            for (from, line) in &snap.recent_messages {
-                s.push_str(&format!("  {from}: {line}\n"));
+            for m in &snap.recent_messages {
+                s.push_str(&format!("  {}: {}\n", m.from, m.text));
             }
         }
         s

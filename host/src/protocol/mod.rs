@@ -14,6 +14,7 @@
 //! | `permission.rs` | [`PermissionRequest`], [`PermissionResponse`], [`PermissionGrant`], [`PermissionOutcome`] |
 //! | [`ids`] | request ids (`shutdown-{ms}@{name}`, `plan_approval-{ms}@{agent}@{team}`, `perm-{ms}-{7}`) and their parsers |
 //! | [`time`] | `now_ms()`, `timestamp_now()` in the reference's format |
+//! | [`describe`] | one line in words per message, for people (status, live view, run lines) |
 //! | [`render`] | `<teammate-message …>` blocks for the model that reads a message |
 //! | `error.rs` | [`ProtocolError`] |
 //! | `fields.rs` | (private) reading fields out of JSON objects; shared checks |
@@ -43,6 +44,7 @@
 //! even if they were read in another, and an optional key whose value is `null`
 //! is read as absent and not written back.
 
+pub mod describe;
 mod error;
 mod fields;
 mod idle;

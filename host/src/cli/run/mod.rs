@@ -1,9 +1,11 @@
 //! `teamhost run TEAM.toml`: the main job. Creates the team a manifest
-//! describes, seeds its tasks, spawns its component teammates in-process and
-//! prints one timestamped line per event until every task is completed and
-//! every teammate is idle; then shuts the team down gracefully and prints who
-//! did which task, the messages exchanged and the time taken (one JSON
-//! document with `--json`, the event lines then going to stderr).
+//! describes, seeds its tasks, spawns its component teammates and shows the
+//! run until every task is completed and every teammate is idle: the live view
+//! on a terminal (where the person answers permission and plan requests with
+//! a key), else one timestamped line per event. Then it shuts the team down
+//! gracefully and prints who did which task, the messages exchanged and the
+//! time taken (one JSON document with `--json`, the event lines then going to
+//! stderr).
 //!
 //! The CLI is synchronous; this command alone builds a multi-threaded tokio
 //! runtime for the [`Host`] it drives.
@@ -14,9 +16,11 @@
 //! |---|---|
 //! | `mod.rs` | the arguments and the run itself: create, seed, spawn, wait, shut down, summarise |
 //! | `wait.rs` | waiting for the work, and how the work phase ended (`Outcome`) |
+//! | `display.rs` | the live view or the event lines, behind one `Display` |
 //! | `report.rs` | the live event lines: `Log`, and the `Reporter` that follows the host's events |
 //! | `summary.rs` | the final summary, as text or JSON, and the message counts in it |
 
+mod display;
 mod report;
 mod summary;
 mod wait;
@@ -32,6 +36,7 @@ use crate::host::Host;
 use crate::manifest::Manifest;
 use crate::store::{Home, NewTeam, Store, Team};
 
+use display::Display;
 use report::{Log, Reporter};
 use summary::{count_messages, Summary};
 use wait::{wait_for_work, Outcome};
@@ -94,6 +99,10 @@ pub struct RunArgs {
         env = "TEAMHOST_TEAMMATE_MODE"
     )]
     teammate_mode: Option<crate::backends::TeammateMode>,
+    /// Print one line per event even on a terminal, instead of the live view
+    /// (the default without a terminal, and with --json).
+    #[arg(long)]
+    lines: bool,
 }
 
 pub(super) fn run(store: &Store, out: &Output, a: RunArgs) -> anyhow::Result<()> {
@@ -162,10 +171,19 @@ async fn run_team(home: &Path, out: &Output, a: &RunArgs, m: &Manifest) -> anyho
         ),
     );
 
-    let reporter = Reporter::start(&host, &team, &lead, log);
+    let reporter = if a.lines || out.is_json() || !crate::view::terminal_available() {
+        Display::Lines(Reporter::start(&host, &team, &lead, log))
+    } else {
+        let seat = crate::view::Seat::running(host.clone(), team.clone());
+        Display::Screen(crate::view::LiveView::start(
+            seat,
+            Some(&host),
+            "teamhost run",
+        )?)
+    };
     let outcome = match spawn_all(&host, &team, m, &reporter).await {
         Err(e) => Outcome::SpawnFailed(format!("{e:#}")),
-        Ok(()) => wait_for_work(&host, &team, a.timeout)
+        Ok(()) => wait_for_work(&host, &team, a.timeout, reporter.quit_requested())
             .await
             .unwrap_or_else(|e| Outcome::HostError(format!("{e:#}"))),
     };
@@ -192,7 +210,7 @@ async fn run_team(home: &Path, out: &Output, a: &RunArgs, m: &Manifest) -> anyho
     let shutdown = host
         .shutdown_team(team.name(), reason, SHUTDOWN_TIMEOUT)
         .await?;
-    reporter.stop().await;
+    reporter.stop().await?;
     let teammates = host.teammates(team.name());
     let messages = count_messages(&team, &lead)?;
     let kept = a.keep;
@@ -232,7 +250,7 @@ async fn spawn_all(
     host: &Host,
     team: &Team,
     m: &Manifest,
-    reporter: &Reporter,
+    reporter: &Display,
 ) -> anyhow::Result<()> {
     for t in &m.teammates {
         let file = t

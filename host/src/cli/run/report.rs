@@ -8,6 +8,8 @@ use std::time::Instant;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::host::{Event, Host, TeammateState};
+use crate::protocol::describe::describe;
+pub(super) use crate::protocol::describe::one_line;
 use crate::protocol::{Parsed, ProtocolMessage};
 use crate::store::{InboxMessage, Team};
 
@@ -201,52 +203,17 @@ impl ReportState {
     }
 }
 
-/// One line for a message: protocol messages in words, plain text with its
-/// whitespace collapsed (see [`one_line`]).
+/// One line for a message ([`describe`]), with a hint where `run` cannot help:
+/// in line mode nobody answers permission or plan requests.
 fn readable(m: &InboxMessage) -> String {
+    let line = describe(&m.text);
     match ProtocolMessage::parse(&m.text) {
-        Parsed::Plain => one_line(&m.text),
-        Parsed::Invalid { kind, error } => format!("malformed {kind}: {error}"),
-        Parsed::Protocol(p) => match p {
-            ProtocolMessage::IdleNotification(n) => {
-                let mut s = format!("idle ({})", n.idle_reason.as_deref().unwrap_or("available"));
-                if let Some(id) = &n.completed_task_id {
-                    let status = n.completed_status.as_deref().unwrap_or("done");
-                    s += &format!(", task #{id} {status}");
-                }
-                if let Some(why) = &n.failure_reason {
-                    s += &format!(": {why}");
-                }
-                if let Some(sum) = &n.summary {
-                    s += &format!(" {sum}");
-                }
-                s
-            }
-            ProtocolMessage::ShutdownApproved(_) => "approves the shutdown".into(),
-            ProtocolMessage::ShutdownRejected(r) => format!("rejects the shutdown: {}", r.reason),
-            ProtocolMessage::TaskCompleted(t) => {
-                format!("completed task #{}: {}", t.task_id, t.task_subject)
-            }
-            ProtocolMessage::PlanApprovalRequest(r) => format!(
-                "asks to approve its plan {} (teamhost run does not answer plan requests)",
-                r.plan_file_path
-            ),
-            ProtocolMessage::PermissionRequest(r) => format!(
-                "asks permission to use {}: {} (teamhost run does not answer permission requests; give the teammate a mode or allowed_tools that need no asking)",
-                r.tool_name, r.description
-            ),
-            other => other.kind().to_string(),
-        },
-    }
-}
-
-/// `text` on one line (runs of whitespace, newlines included, become one
-/// space), cut after 240 characters.
-pub(super) fn one_line(text: &str) -> String {
-    const MAX: usize = 240;
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match flat.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{} …", &flat[..cut]),
-        None => flat,
+        Parsed::Protocol(ProtocolMessage::PlanApprovalRequest(_)) => format!(
+            "{line} (line mode does not answer plan requests: run on a terminal for the live view, or use `teamhost plan`)"
+        ),
+        Parsed::Protocol(ProtocolMessage::PermissionRequest(_)) => format!(
+            "{line} (line mode does not answer permission requests: run on a terminal for the live view, use `teamhost permit`, or give the teammate a mode or allowed_tools that need no asking)"
+        ),
+        _ => line,
     }
 }

@@ -54,11 +54,13 @@ impl Outcome {
 }
 
 /// Waits until the work is done, the team can make no more progress, the
-/// timeout passes or the user presses Ctrl-C.
+/// timeout passes, the user presses Ctrl-C or `quit` resolves (the person
+/// quit the live view).
 pub(super) async fn wait_for_work(
     host: &Host,
     team: &Team,
     timeout: u64,
+    quit: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<Outcome> {
     let work = async {
         loop {
@@ -95,6 +97,7 @@ pub(super) async fn wait_for_work(
             Err(_) => Ok(Outcome::TimedOut(timeout)),
         },
         _ = tokio::signal::ctrl_c() => Ok(Outcome::Interrupted),
+        _ = quit => Ok(Outcome::Interrupted),
     }
 }
 

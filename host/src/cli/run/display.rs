@@ -1,0 +1,45 @@
+//! Where `teamhost run` shows the run: the live view on a terminal
+//! ([`crate::view::LiveView`]: answers permission and plan requests with a
+//! key), else one timestamped line per event ([`Reporter`]).
+
+use super::report::Reporter;
+use crate::view::LiveView;
+
+/// The run's display.
+pub(super) enum Display {
+    /// Plain event lines.
+    Lines(Reporter),
+    /// The full-screen live view.
+    Screen(LiveView),
+}
+
+impl Display {
+    /// A line of the run's own.
+    pub(super) fn line(&self, who: &str, what: impl Into<String>) {
+        match self {
+            Display::Lines(r) => r.line(who, what),
+            Display::Screen(v) => v.note(who, what),
+        }
+    }
+
+    /// Resolves when the person quits the live view; never in line mode
+    /// (Ctrl-C interrupts there).
+    pub(super) async fn quit_requested(&self) {
+        match self {
+            Display::Lines(_) => std::future::pending().await,
+            Display::Screen(v) => v.quit_requested().await,
+        }
+    }
+
+    /// Ends the display: the last lines are printed, or the terminal is
+    /// given back.
+    pub(super) async fn stop(self) -> anyhow::Result<()> {
+        match self {
+            Display::Lines(r) => {
+                r.stop().await;
+                Ok(())
+            }
+            Display::Screen(v) => Ok(tokio::task::spawn_blocking(move || v.stop()).await??),
+        }
+    }
+}

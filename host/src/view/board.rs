@@ -1,0 +1,241 @@
+//! What the live view and its plain-line mode show: a [`Board`] read from a
+//! team's files ([`status::snapshot_with`]), sharpened by what the host that
+//! runs the teammates knows when there is one (a failed teammate, one handling
+//! its shutdown, one waiting for its plan to be approved).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Local, Utc};
+
+use crate::error::Result;
+use crate::host::{TeammateInfo, TeammateState};
+use crate::status::{self, FeedItem, PendingView};
+use crate::store::tasks::open_blockers;
+use crate::store::{Task, TaskStatus, Team};
+
+/// How many of the lead's latest messages the feed keeps.
+pub const FEED_LEN: usize = 200;
+
+/// A teammate's state as the view names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MateState {
+    /// Registered, its first turn not started.
+    Starting,
+    /// In a turn.
+    Running,
+    /// Waiting for a message or a task.
+    Idle,
+    /// Handling a shutdown request.
+    Stopping,
+    /// A permission or plan request of its waits for the lead.
+    AwaitingApproval,
+    /// Trapped or broke a limit (why).
+    Failed(String),
+    /// Its process is gone, or the host killed it.
+    Dead,
+    /// Approved its shutdown and stopped.
+    Done,
+    /// Its files say nothing either way.
+    Unknown,
+}
+
+impl MateState {
+    /// The word shown for it.
+    pub fn label(&self) -> &'static str {
+        match self {
+            MateState::Starting => "starting",
+            MateState::Running => "running",
+            MateState::Idle => "idle",
+            MateState::Stopping => "stopping",
+            MateState::AwaitingApproval => "awaiting approval",
+            MateState::Failed(_) => "failed",
+            MateState::Dead => "dead",
+            MateState::Done => "done",
+            MateState::Unknown => "unknown",
+        }
+    }
+
+    fn from_disk(state: &str) -> MateState {
+        match state {
+            "active" => MateState::Running,
+            "idle" => MateState::Idle,
+            "stopping" => MateState::Stopping,
+            "dead" => MateState::Dead,
+            _ => MateState::Unknown,
+        }
+    }
+
+    fn from_host(state: &TeammateState) -> MateState {
+        match state {
+            TeammateState::Starting => MateState::Starting,
+            TeammateState::Active => MateState::Running,
+            TeammateState::Idle => MateState::Idle,
+            TeammateState::AwaitingPlanApproval => MateState::AwaitingApproval,
+            TeammateState::ShutdownRequested => MateState::Stopping,
+            TeammateState::Completed => MateState::Done,
+            TeammateState::Failed(why) => MateState::Failed(why.clone()),
+            TeammateState::Killed => MateState::Dead,
+        }
+    }
+
+    fn finished(&self) -> bool {
+        matches!(
+            self,
+            MateState::Failed(_) | MateState::Dead | MateState::Done
+        )
+    }
+}
+
+/// One teammate's row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MateRow {
+    /// Member name.
+    pub name: String,
+    /// Its colour (the reference's names: `blue`, `green`, …).
+    pub color: Option<String>,
+    /// Its state.
+    pub state: MateState,
+    /// `in-process`, `process`, `tmux` (when recorded).
+    pub backend: Option<String>,
+    /// The task it is working on: `(id, subject)`.
+    pub task: Option<(String, String)>,
+    /// When it last did something the files show (ISO 8601).
+    pub last_activity: Option<String>,
+}
+
+/// One task's row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskRow {
+    /// Task id.
+    pub id: String,
+    /// `pending`, `in_progress`, `completed`.
+    pub status: String,
+    /// Owner, if any.
+    pub owner: Option<String>,
+    /// Ids of the tasks that block it and are not completed.
+    pub blocked_by: Vec<String>,
+    /// Subject.
+    pub subject: String,
+}
+
+/// Everything the view shows of one team at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Board {
+    /// Team name.
+    pub team: String,
+    /// Its description.
+    pub description: Option<String>,
+    /// The lead's member name.
+    pub lead: String,
+    /// Teammates in join order; ones the host ran that have left the team
+    /// (failed, done) come last.
+    pub teammates: Vec<MateRow>,
+    /// Tasks by id.
+    pub tasks: Vec<TaskRow>,
+    /// How many tasks are completed.
+    pub completed: usize,
+    /// Requests waiting for the lead, oldest first.
+    pub pending: Vec<PendingView>,
+    /// The lead's latest messages, newest first.
+    pub feed: Vec<FeedItem>,
+}
+
+impl Board {
+    /// Reads `team`'s files. `live` is what the host running the teammates
+    /// reports (`Host::teammates`), empty when watching from outside.
+    pub fn read(team: &Team, live: &[TeammateInfo]) -> Result<Board> {
+        let snap = status::snapshot_with(team, FEED_LEN)?;
+        let lead = team.config()?.lead_name().to_string();
+        let subject: BTreeMap<&str, &str> = snap
+            .tasks
+            .iter()
+            .map(|t| (t.id.as_str(), t.subject.as_str()))
+            .collect();
+        let mut teammates: Vec<MateRow> = snap
+            .teammates
+            .iter()
+            .map(|t| {
+                let host = live.iter().find(|l| l.name == t.name);
+                let mut state = match host {
+                    Some(h) => MateState::from_host(&h.state),
+                    None => MateState::from_disk(t.state),
+                };
+                if !state.finished() && snap.pending_requests.iter().any(|p| p.from == t.name) {
+                    state = MateState::AwaitingApproval;
+                }
+                MateRow {
+                    name: t.name.clone(),
+                    color: t.color.clone(),
+                    state,
+                    backend: t.backend.clone(),
+                    task: t.current_task.as_ref().map(|id| {
+                        (
+                            id.clone(),
+                            subject.get(id.as_str()).unwrap_or(&"").to_string(),
+                        )
+                    }),
+                    last_activity: t.last_message.clone(),
+                }
+            })
+            .collect();
+        // Teammates the host ran that are no longer members: they ended.
+        for l in live {
+            if !teammates.iter().any(|t| t.name == l.name) {
+                teammates.push(MateRow {
+                    name: l.name.clone(),
+                    color: Some(l.color.clone()),
+                    state: MateState::from_host(&l.state),
+                    backend: None,
+                    task: None,
+                    last_activity: None,
+                });
+            }
+        }
+        Ok(Board {
+            team: snap.team,
+            description: snap.description,
+            lead,
+            teammates,
+            tasks: snap
+                .tasks
+                .iter()
+                .map(|t| task_row(t, &snap.tasks))
+                .collect(),
+            completed: snap.completed,
+            pending: snap.pending_requests,
+            feed: snap.recent_messages,
+        })
+    }
+
+    /// `completed / total` as a ratio in `0.0..=1.0` (1.0 with no tasks).
+    pub fn progress(&self) -> f64 {
+        if self.tasks.is_empty() {
+            1.0
+        } else {
+            self.completed as f64 / self.tasks.len() as f64
+        }
+    }
+}
+
+fn task_row(t: &Task, all: &[Task]) -> TaskRow {
+    TaskRow {
+        id: t.id.clone(),
+        status: t.status.as_str().to_string(),
+        owner: t.owner.clone(),
+        blocked_by: if t.status == TaskStatus::Completed {
+            Vec::new()
+        } else {
+            open_blockers(t, all)
+        },
+        subject: t.subject.clone(),
+    }
+}
+
+/// An ISO 8601 time as local `HH:MM:SS`; the text as it is when it does not
+/// parse.
+pub fn clock(timestamp: &str) -> String {
+    match timestamp.parse::<DateTime<Utc>>() {
+        Ok(t) => t.with_timezone(&Local).format("%H:%M:%S").to_string(),
+        Err(_) => timestamp.to_string(),
+    }
+}

@@ -1,0 +1,122 @@
+//! The lead's seat behind the view: where the board is read from and how the
+//! lead's answers are written. Watching from outside, it only reads until the
+//! person acts; inside `teamhost run`, which is the lead, it also takes the
+//! lead's unread messages (they move to its history, as `run`'s line mode
+//! does) and knows the states the host keeps in memory.
+
+use crate::approvals::{self, PermitAnswer, PlanAnswer};
+use crate::error::Result;
+use crate::host::Host;
+use crate::store::{OutgoingMessage, Team};
+
+use super::board::Board;
+use super::keys::Action;
+
+/// The team the view shows and acts on.
+#[derive(Clone)]
+pub struct Seat {
+    team: Team,
+    host: Option<Host>,
+}
+
+impl std::fmt::Debug for Seat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Seat")
+            .field("team", &self.team.name())
+            .field("host", &self.host.is_some())
+            .finish()
+    }
+}
+
+impl Seat {
+    /// A view of `team` from outside: reads its files, writes only the
+    /// answers and messages the person gives.
+    pub fn watching(team: Team) -> Seat {
+        Seat { team, host: None }
+    }
+
+    /// The view of the lead that `host` runs `team` for: it consumes the
+    /// lead's messages and shows the host's teammate states.
+    pub fn running(host: Host, team: Team) -> Seat {
+        Seat {
+            team,
+            host: Some(host),
+        }
+    }
+
+    /// The team.
+    pub fn team(&self) -> &Team {
+        &self.team
+    }
+
+    /// Whether the team still exists on disk.
+    pub fn exists(&self) -> bool {
+        self.team.exists()
+    }
+
+    /// Reads the board now.
+    pub fn board(&self) -> Result<Board> {
+        let live = match &self.host {
+            Some(host) => {
+                let lead = self.team.config()?.lead_name().to_string();
+                self.team.take_unread(&lead)?;
+                host.teammates(self.team.name())
+            }
+            None => Vec::new(),
+        };
+        Board::read(&self.team, &live)
+    }
+
+    /// Carries out what the person chose; answers what was done, for the
+    /// footer. Approving a plan grants the `default` mode.
+    pub fn act(&self, action: &Action) -> Result<Option<String>> {
+        let team = &self.team;
+        Ok(Some(match action {
+            Action::None | Action::Quit => return Ok(None),
+            Action::Approve { id, kind: "plan" } => {
+                approvals::answer_plan(team, id, PlanAnswer::Approve { mode: None })?;
+                format!("approved plan {id}")
+            }
+            Action::Approve { id, .. } => {
+                approvals::answer_permission(
+                    team,
+                    id,
+                    PermitAnswer::Allow {
+                        updated_input: None,
+                        permission_updates: Vec::new(),
+                    },
+                )?;
+                format!("allowed {id}")
+            }
+            Action::Deny {
+                id,
+                kind: "plan",
+                reason,
+            } => {
+                approvals::answer_plan(
+                    team,
+                    id,
+                    PlanAnswer::Reject {
+                        feedback: reason.clone(),
+                    },
+                )?;
+                format!("rejected plan {id}: {reason}")
+            }
+            Action::Deny { id, reason, .. } => {
+                approvals::answer_permission(
+                    team,
+                    id,
+                    PermitAnswer::Deny {
+                        reason: reason.clone(),
+                    },
+                )?;
+                format!("denied {id}: {reason}")
+            }
+            Action::Send { to, text } => {
+                let lead = team.config()?.lead_name().to_string();
+                team.send(to, OutgoingMessage::new(lead, text.clone()))?;
+                format!("sent to {to}")
+            }
+        }))
+    }
+}

@@ -1,0 +1,175 @@
+//! The lead's live view of a team: who is doing what, the task board with its
+//! progress, what waits for the lead's answer, and the messages to the lead.
+//! On a terminal it is a full-screen view that answers permission and plan
+//! requests with a key and sends the lead's messages; without one the same
+//! changes print as plain timestamped lines. `teamhost run` shows it for the
+//! team it runs, `teamhost watch` for any team on disk (a Claude Code team
+//! included: nothing is written unless the person answers or sends).
+//!
+//! It redraws when something changes (inotify on the team's files, and the
+//! host's events inside `run`), reading the board once per burst of changes,
+//! never on a timer.
+//!
+//! # Layout
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | [`Input`], [`LiveView`] (the view on its own thread, for `run`), [`watch`] |
+//! | `board.rs` | [`Board`]: what is shown, read from the files plus the host's states |
+//! | `keys.rs` | [`Ui`]: the keys of each screen as a state machine, and the [`Action`]s they ask for |
+//! | `render.rs` | drawing a board with ratatui |
+//! | `lead.rs` | [`Seat`]: where the board comes from and how answers are written |
+//! | `changes.rs` | inotify and host events → [`Input::Changed`] |
+//! | `tui.rs` | the terminal: raw mode, the key thread, the redraw loop |
+//! | `lines.rs` | the plain-line mode |
+
+mod board;
+mod changes;
+mod keys;
+mod lead;
+mod lines;
+mod render;
+mod tui;
+
+use std::io::IsTerminal;
+use std::sync::mpsc::{self, Sender};
+use std::thread::JoinHandle;
+
+use ratatui::crossterm::event::KeyEvent;
+
+use crate::error::{Error, Result};
+use crate::host::Host;
+use crate::store::Team;
+
+pub use board::{clock, Board, MateRow, MateState, TaskRow, FEED_LEN};
+pub use changes::FileChanges;
+pub use keys::{Action, Screen, Ui, DEFAULT_REASON};
+pub use lead::Seat;
+pub use lines::{changes as line_changes, opening as opening_lines};
+pub use render::draw;
+pub use tui::Ended;
+
+/// What the view loop reacts to.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// A key press.
+    Key(KeyEvent),
+    /// The terminal changed size.
+    Resize,
+    /// Something in the team may have changed: read the board again.
+    Changed,
+    /// A line from the program running the view (`who`, `what`), shown in the
+    /// footer.
+    Note(String, String),
+    /// End the view.
+    Stop,
+}
+
+/// Whether the full-screen view can run here: stdin and stdout are both
+/// terminals.
+pub fn terminal_available() -> bool {
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+}
+
+/// The full-screen view running on its own thread, for a program that goes on
+/// meanwhile (`teamhost run`). Stop it with [`LiveView::stop`] before printing
+/// anything: until then it owns the terminal.
+pub struct LiveView {
+    tx: Sender<Input>,
+    thread: Option<JoinHandle<std::io::Result<Ended>>>,
+    quit: tokio::sync::watch::Receiver<bool>,
+    _files: FileChanges,
+    forward: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for LiveView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveView").finish_non_exhaustive()
+    }
+}
+
+impl LiveView {
+    /// Starts the view of `seat`'s team, titled `title`. With a host seat it
+    /// also follows the host's events, so it must be called inside a tokio
+    /// runtime.
+    pub fn start(seat: Seat, host: Option<&Host>, title: &str) -> Result<LiveView> {
+        let (tx, rx) = mpsc::channel();
+        let files = FileChanges::start(seat.team(), tx.clone())?;
+        let forward = host.map(|h| changes::forward_host_events(h, seat.team().name(), tx.clone()));
+        let (quit_tx, quit) = tokio::sync::watch::channel(false);
+        let keys_tx = tx.clone();
+        let title = title.to_string();
+        let thread = std::thread::Builder::new()
+            .name("teamhost-view".into())
+            .spawn(move || {
+                let ended = tui::run(&seat, &title, keys_tx, rx);
+                if matches!(ended, Ok(Ended::Quit)) {
+                    let _ = quit_tx.send(true);
+                }
+                ended
+            })
+            .map_err(|e| Error::Invalid(format!("cannot start the live view: {e}")))?;
+        Ok(LiveView {
+            tx,
+            thread: Some(thread),
+            quit,
+            _files: files,
+            forward,
+        })
+    }
+
+    /// Shows a line of the program's own (`who`, `what`) in the footer.
+    pub fn note(&self, who: &str, what: impl Into<String>) {
+        let _ = self.tx.send(Input::Note(who.into(), what.into()));
+    }
+
+    /// Resolves when the person quits the view (`q`, `Ctrl-C`).
+    pub async fn quit_requested(&self) {
+        let mut quit = self.quit.clone();
+        let _ = quit.wait_for(|q| *q).await;
+    }
+
+    /// Ends the view and gives the terminal back.
+    pub fn stop(mut self) -> Result<()> {
+        let _ = self.tx.send(Input::Stop);
+        if let Some(f) = self.forward.take() {
+            f.abort();
+        }
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(Err(e))) => Err(Error::Invalid(format!("the live view failed: {e}"))),
+            Some(Err(_)) => Err(Error::Invalid("the live view panicked".into())),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// How [`watch`] shows the team.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchMode {
+    /// The full-screen view (needs a terminal).
+    Screen,
+    /// Plain timestamped lines on stdout.
+    Lines,
+}
+
+/// Watches `team` until the person quits (full screen) or the team is
+/// deleted (lines). Blocks the calling thread.
+pub fn watch(team: Team, mode: WatchMode) -> Result<()> {
+    if !team.exists() {
+        return Err(Error::Invalid(format!(
+            "no team {:?} at {}; `teamhost team list` shows the teams under this home (--home ~/.claude for Claude Code's)",
+            team.name(),
+            team.paths().team_dir().display()
+        )));
+    }
+    let (tx, rx) = mpsc::channel();
+    let _files = FileChanges::start(&team, tx.clone())?;
+    let seat = Seat::watching(team);
+    match mode {
+        WatchMode::Screen => tui::run(&seat, "teamhost watch", tx, rx)
+            .map(|_| ())
+            .map_err(|e| Error::Invalid(format!("the live view failed: {e}"))),
+        WatchMode::Lines => lines::run(&seat, rx, &mut std::io::stdout().lock())
+            .map_err(|e| Error::Invalid(format!("cannot print the team's changes: {e}"))),
+    }
+}

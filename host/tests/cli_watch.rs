@@ -1,0 +1,193 @@
+//! `teamhost watch` without a terminal: the real binary with its stdout on a
+//! pipe prints one timestamped line per change another process makes to the
+//! team's files, and stops when the team is deleted.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use teamhost::approvals::{self, PermitAnswer};
+use teamhost::protocol::{PermissionRequest, WireMessage};
+use teamhost::store::{
+    Home, NewMember, NewTask, NewTeam, OutgoingMessage, Store, TaskStatus, TaskUpdate,
+};
+
+/// The watch process and its stdout, line by line.
+struct Watch {
+    child: Child,
+    lines: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Watch {
+    fn start(home: &std::path::Path) -> Watch {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_teamhost"))
+            .arg("--home")
+            .arg(home)
+            .args(["watch", "--team", "board"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                if tx.send(line.unwrap()).is_err() {
+                    return;
+                }
+            }
+        });
+        Watch {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The next line containing every one of `needles` (earlier lines are
+    /// kept in `seen`). Fails after 30 s.
+    fn expect(&mut self, needles: &[&str]) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if needles.iter().all(|n| line.contains(n)) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!(
+                    "no line with {needles:?}; the watch printed:\n{}",
+                    self.seen.join("\n")
+                ),
+            }
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn watch_prints_a_timestamped_line_per_change_and_ends_with_the_team() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::new(Home::new(tmp.path()));
+    let team = store.team("board").unwrap();
+    team.create(NewTeam::default()).unwrap();
+    team.add_member(NewMember {
+        name: "alice".into(),
+        backend_type: Some("process".into()),
+        ..Default::default()
+    })
+    .unwrap();
+
+    let mut w = Watch::start(tmp.path());
+    let first = w.expect(&["watch", "team board: 1 teammate(s), tasks 0/0 completed"]);
+    let stamp = regex::Regex::new(r"^\d\d:\d\d:\d\d\.\d{3}  \S").unwrap();
+    assert!(stamp.is_match(&first), "{first:?}");
+    w.expect(&["alice", "unknown", "[process]"]);
+
+    team.create_task(NewTask {
+        subject: "Write tests".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    w.expect(&["tasks", "#1 created (pending): Write tests"]);
+
+    team.set_active("alice", true).unwrap();
+    w.expect(&["alice", "running"]);
+
+    team.update_task(
+        "1",
+        TaskUpdate {
+            owner: Some(Some("alice".into())),
+            status: Some(TaskStatus::InProgress),
+            ..Default::default()
+        },
+        "team-lead",
+    )
+    .unwrap();
+    w.expect(&["tasks", "#1 in_progress, owner alice: Write tests"]);
+
+    let request = PermissionRequest::new(
+        "alice",
+        "Write",
+        "toolu_1",
+        "Write notes.md",
+        serde_json::json!({"file_path": "notes.md", "content": "x"}),
+    );
+    let id = request.request_id.clone();
+    team.send(
+        "team-lead",
+        OutgoingMessage::new("alice", request.to_text()),
+    )
+    .unwrap();
+    w.expect(&[
+        "alice",
+        "waits for the lead: permission",
+        &id,
+        "teamhost permit",
+    ]);
+    w.expect(&["alice", "→ team-lead: asks permission to use Write"]);
+
+    approvals::answer_permission(
+        &team,
+        &id,
+        PermitAnswer::Deny {
+            reason: "not now".into(),
+        },
+    )
+    .unwrap();
+    w.expect(&["alice", &format!("permission request {id} answered")]);
+
+    team.send("team-lead", OutgoingMessage::new("alice", "all\ndone"))
+        .unwrap();
+    w.expect(&["alice", "→ team-lead: all done"]);
+
+    team.update_task(
+        "1",
+        TaskUpdate {
+            status: Some(TaskStatus::Completed),
+            ..Default::default()
+        },
+        "alice",
+    )
+    .unwrap();
+    w.expect(&["tasks", "1/1 completed"]);
+
+    // Nothing was written by the watch: it only reads.
+    assert!(team.history("team-lead").unwrap().is_empty());
+    assert_eq!(team.read_inbox("team-lead").unwrap().len(), 2);
+
+    team.delete(true).unwrap();
+    w.expect(&["watch", "the team was deleted"]);
+    let status = w.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    for line in &w.seen {
+        assert!(stamp.is_match(line), "untimestamped line {line:?}");
+    }
+}
+
+#[test]
+fn watching_a_team_that_does_not_exist_says_how_to_find_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_teamhost"))
+        .arg("--home")
+        .arg(tmp.path())
+        .args(["watch", "--team", "nope"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no team \"nope\"") && err.contains("teamhost team list"),
+        "{err}"
+    );
+}
