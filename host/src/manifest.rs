@@ -9,6 +9,7 @@
 //! name = "wordcount"                # required; sanitised like every team name
 //! description = "Counts words"      # optional
 //! teammate_mode = "auto"            # optional: auto|in-process|process|tmux
+//! notifications = "all"             # optional: all|state-changes|none: which idle notifications reach the lead's inbox
 //!
 //! [[teammate]]                      # one or more
 //! name = "counter"                  # required, unique, not "team-lead"
@@ -48,6 +49,7 @@
 //! | key | default | checked by [`Manifest::validate`] |
 //! |---|---|---|
 //! | `team.name` | required | not empty, a valid team name |
+//! | `team.notifications` | `all` | `all`, `state-changes` or `none` (when parsed) |
 //! | `teammate.name` | required | valid agent name, unique, not `team-lead`/`teamhost`, no `@` |
 //! | `teammate.component` | required | the file exists |
 //! | `teammate.cwd` | manifest's directory | the directory exists |
@@ -151,6 +153,14 @@ pub struct TeamSpec {
     /// reference's `teammateMode`). Default: `auto`; `--teammate-mode` wins.
     #[serde(default)]
     pub teammate_mode: Option<crate::backends::TeammateMode>,
+    /// Which of the teammates' `idle_notification`s reach the lead's inbox:
+    /// `all` (every one, as the reference does), `state-changes` (the first
+    /// after start, completed tasks, failures) or `none`; the others go to
+    /// the lead's history only. Default `all`. For
+    /// [`HostOptions::notifications`](crate::host::HostOptions::notifications);
+    /// see [`crate::runner::notify`].
+    #[serde(default)]
+    pub notifications: crate::runner::NotificationLevel,
 }
 
 /// One `[[teammate]]`: a component to spawn in-process.
@@ -911,6 +921,41 @@ subject = "Count three"
         );
         let err = Manifest::parse(&unknown, &file).unwrap_err().to_string();
         assert!(err.contains("memory_gb"), "{err}");
+    }
+
+    #[test]
+    fn notifications_default_to_all_and_are_read_in_their_three_spellings() {
+        use crate::runner::NotificationLevel;
+        let (_dir, file) = fixture();
+        let m = Manifest::parse(GOOD, &file).unwrap();
+        assert_eq!(m.team.notifications, NotificationLevel::All);
+        for (name, level) in [
+            ("all", NotificationLevel::All),
+            ("state-changes", NotificationLevel::StateChanges),
+            ("none", NotificationLevel::None),
+        ] {
+            let text = GOOD.replace(
+                "description = \"counts words\"",
+                &format!("description = \"counts words\"\nnotifications = \"{name}\""),
+            );
+            let m = Manifest::parse(&text, &file).unwrap();
+            assert_eq!(m.team.notifications, level, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_bad_notification_level_is_an_error_naming_the_three() {
+        let (_dir, file) = fixture();
+        let text = GOOD.replace(
+            "description = \"counts words\"",
+            "description = \"counts words\"\nnotifications = \"quiet\"",
+        );
+        let err = Manifest::parse(&text, &file).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, ManifestError::Format { .. }), "{msg}");
+        assert!(msg.contains("notifications"), "{msg}");
+        assert!(msg.contains("\"quiet\""), "{msg}");
+        assert!(msg.contains("all, state-changes, none"), "{msg}");
     }
 
     #[test]

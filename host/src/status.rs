@@ -45,7 +45,7 @@ pub struct FeedItem {
     pub from: String,
     /// When it was sent (ISO 8601, as written in the mailbox).
     pub timestamp: String,
-    /// What it says, on one line ([`describe`](crate::protocol::describe::describe)).
+    /// What it says, on one line ([`describe`]).
     pub text: String,
 }
 

@@ -284,6 +284,7 @@ pub(crate) async fn instantiate(
         config: RunnerConfig {
             auto_claim: req.auto_claim,
             poll_interval: env.poll_interval,
+            notifications: req.notifications.unwrap_or_default(),
         },
         links: RunnerLinks {
             wake,

@@ -161,7 +161,9 @@ pub(crate) fn log_path(log_dir: &Path, team: &Team, name: &str) -> PathBuf {
 }
 
 /// `teamhost teammate` and its arguments: the reference's flags, then
-/// teamhost's own (`--component`, `--home`, `--no-auto-claim`).
+/// teamhost's own (`--component`, `--home`, `--no-auto-claim`,
+/// `--notifications`: always given, so the host's level wins over a
+/// `$TEAMHOST_NOTIFICATIONS` the child might inherit).
 pub(crate) fn teammate_args(team: &Team, member: &Member, req: &SpawnRequest) -> Vec<OsString> {
     let mut a: Vec<OsString> = vec!["teammate".into()];
     let mut flag = |k: &str, v: &str| {
@@ -208,6 +210,8 @@ pub(crate) fn teammate_args(team: &Team, member: &Member, req: &SpawnRequest) ->
     if !req.auto_claim {
         a.push("--no-auto-claim".into());
     }
+    a.push("--notifications".into());
+    a.push(req.notifications.unwrap_or_default().as_str().into());
     a
 }
 
@@ -557,4 +561,40 @@ pub(crate) fn checked_exe(opts: &BackendOptions) -> Result<PathBuf> {
         )));
     }
     Ok(exe)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::NotificationLevel;
+    use crate::store::{Home, NewMember, NewTeam, Store};
+
+    #[test]
+    fn teammate_args_always_pass_the_notification_level_on() {
+        let tmp = tempfile::tempdir().unwrap();
+        let team = Store::new(Home::new(tmp.path())).team("t").unwrap();
+        team.create(NewTeam::default()).unwrap();
+        let member = team
+            .add_member(NewMember {
+                name: "w".into(),
+                ..Default::default()
+            })
+            .unwrap();
+        let level_of = |notifications| {
+            let mut req = SpawnRequest::new("w", "w.wasm", "p", tmp.path());
+            req.notifications = notifications;
+            let args = teammate_args(&team, &member, &req);
+            let at = args
+                .iter()
+                .position(|a| a == "--notifications")
+                .expect("--notifications is passed");
+            args[at + 1].clone()
+        };
+        assert_eq!(
+            level_of(Some(NotificationLevel::StateChanges)),
+            "state-changes"
+        );
+        assert_eq!(level_of(Some(NotificationLevel::None)), "none");
+        assert_eq!(level_of(None), "all");
+    }
 }

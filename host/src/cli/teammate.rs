@@ -23,6 +23,7 @@
 //! | `--component PATH\|NAME` | no | the `.wasm`; default `$TEAMHOST_COMPONENT`, else a file named after the agent, then its type |
 //! | `--home DIR` | no | default `$CLAUDE_CONFIG_DIR`, else `~/.claude` when started by Claude Code (`CLAUDECODE=1`), else `$TEAMHOST_HOME` / `~/.teamhost` |
 //! | `--no-auto-claim`, `--log FILE` | no | do not claim open tasks; write the guest's output to FILE instead of stderr |
+//! | `--notifications LEVEL` | no | which idle notifications reach the lead's inbox: `all` (default), `state-changes`, `none`; default `$TEAMHOST_NOTIFICATIONS` (see [`crate::runner::notify`]) |
 //!
 //! A component NAME (no `/`, no `.wasm`) is looked for as `NAME.wasm` in each
 //! directory of `$TEAMHOST_COMPONENT_PATH`, then in `{teamhost home}/components`.
@@ -48,6 +49,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::Output;
 use crate::host::{Attach, Event, Host, HostOptions, SpawnRequest, TeammateState};
+use crate::runner::NotificationLevel;
 use crate::store::{Home, Member};
 
 /// Exit status when the team was deleted while the teammate ran.
@@ -103,6 +105,11 @@ pub struct TeammateArgs {
     /// Write the guest's stdout and stderr to FILE (default: this process's stderr).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+    /// Which idle notifications reach the lead's inbox: all (the reference's
+    /// behaviour), state-changes (the first, completed tasks, failures) or
+    /// none. The others go to the lead's history only.
+    #[arg(long, env = "TEAMHOST_NOTIFICATIONS", value_name = "LEVEL", default_value_t = NotificationLevel::All)]
+    notifications: NotificationLevel,
     /// Fallback poll interval in milliseconds (benchmarks).
     #[arg(long = "poll-ms", hide = true, default_value_t = 500)]
     poll_ms: u64,
@@ -294,6 +301,7 @@ async fn run_teammate(
         poll_interval: Duration::from_millis(a.poll_ms.max(1)),
         watch_files: !a.no_watch,
         cache_dir,
+        notifications: a.notifications,
         ..Default::default()
     };
     let host = Host::with_options(home.clone(), opts)?;
@@ -440,6 +448,7 @@ fn request(a: &TeammateArgs, member: &Member) -> anyhow::Result<SpawnRequest> {
         split_rules(&a.disallowed_tools)
     };
     req.auto_claim = !a.no_auto_claim;
+    req.notifications = Some(a.notifications);
     Ok(req)
 }
 
@@ -535,6 +544,40 @@ mod tests {
             split_rules(&args),
             ["Read", "Bash(git log:*)", "Edit", "Write"]
         );
+    }
+
+    /// `teamhost teammate`'s arguments alone.
+    #[derive(Debug, clap::Parser)]
+    struct Only {
+        #[command(flatten)]
+        a: TeammateArgs,
+    }
+
+    #[test]
+    fn notifications_flag_takes_the_three_levels_and_refuses_others() {
+        use clap::Parser;
+        let parse = |extra: &[&str]| {
+            let mut args = vec!["teammate", "--agent-id", "w@t"];
+            args.extend_from_slice(extra);
+            Only::try_parse_from(args)
+        };
+        // The default, unless $TEAMHOST_NOTIFICATIONS is set for this test run.
+        if std::env::var_os("TEAMHOST_NOTIFICATIONS").is_none() {
+            assert_eq!(parse(&[]).unwrap().a.notifications, NotificationLevel::All);
+        }
+        for (name, level) in [
+            ("all", NotificationLevel::All),
+            ("state-changes", NotificationLevel::StateChanges),
+            ("none", NotificationLevel::None),
+        ] {
+            let got = parse(&["--notifications", name]).unwrap().a.notifications;
+            assert_eq!(got, level, "{name}");
+        }
+        let err = parse(&["--notifications", "quiet"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("quiet"), "{err}");
+        assert!(err.contains("all, state-changes, none"), "{err}");
     }
 
     #[test]

@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::protocol::{ShutdownRequest, WireMessage};
 use crate::runner::wake::WakeHub;
 use crate::runner::watch::TeamWatch;
+use crate::runner::NotificationLevel;
 use crate::runtime::Runtime;
 use crate::store::{Home, NewTeam, OutgoingMessage, Store, Team, TeamConfig};
 
@@ -22,7 +23,8 @@ use crate::store::{Home, NewTeam, OutgoingMessage, Store, Team, TeamConfig};
 /// `{home}/cache/components`, guest logs under `{home}/logs/{team}/{name}.log`,
 /// fallback poll every 500 ms (the reference's interval), events buffered 1,024
 /// deep, teammates in-process ([`BackendOptions::default`]), writes by other
-/// processes watched through inotify.
+/// processes watched through inotify, every idle notification delivered to the
+/// lead ([`NotificationLevel::All`]).
 #[derive(Debug, Clone)]
 pub struct HostOptions {
     /// Where precompiled components are kept (`None`: `{home}/cache/components`).
@@ -43,6 +45,15 @@ pub struct HostOptions {
     pub watch_files: bool,
     /// The lead's hook commands (none by default).
     pub hooks: std::sync::Arc<crate::hooks::Hooks>,
+    /// Which of the teammates' `idle_notification`s reach the lead's inbox:
+    /// `all` (the default, the reference's behaviour), `state-changes` (the
+    /// first after start, completed tasks and failures) or `none`. The others
+    /// are appended to the lead's history only; every other message is always
+    /// delivered. See [`crate::runner::notify`]. [`Host::spawn`] gives it to
+    /// each teammate whose [`SpawnRequest::notifications`] is `None`; the
+    /// process and tmux backends pass it on as `teamhost teammate
+    /// --notifications`.
+    pub notifications: NotificationLevel,
 }
 
 impl Default for HostOptions {
@@ -56,6 +67,7 @@ impl Default for HostOptions {
             backends: BackendOptions::default(),
             watch_files: true,
             hooks: Default::default(),
+            notifications: NotificationLevel::All,
         }
     }
 }
@@ -142,9 +154,12 @@ impl Host {
 
     /// Spawns a component teammate and starts its runner, in the backend
     /// [`BackendOptions`] select (in-process by default). Returns once it is
-    /// registered, its prompt is in its inbox and it is starting.
-    pub async fn spawn(&self, team: &str, req: SpawnRequest) -> Result<TeammateInfo> {
+    /// registered, its prompt is in its inbox and it is starting. A request
+    /// without a notification level gets [`HostOptions::notifications`].
+    pub async fn spawn(&self, team: &str, mut req: SpawnRequest) -> Result<TeammateInfo> {
         let team = self.team(team)?;
+        req.notifications
+            .get_or_insert(self.inner.opts.notifications);
         let b = &self.inner.opts.backends;
         let kind = backends::detect(b.mode, b.interactive, backends::detect::inside_tmux());
         if kind == BackendKind::InProcess

@@ -49,7 +49,14 @@ impl Host {
     /// `req.cwd` and starts its runner, which takes the spawn prompt from the
     /// inbox. `req.prompt` is not used. Fails when the member is not in the
     /// team's config or already runs in this host.
-    pub async fn attach(&self, team: &str, req: SpawnRequest, how: Attach) -> Result<TeammateInfo> {
+    pub async fn attach(
+        &self,
+        team: &str,
+        mut req: SpawnRequest,
+        how: Attach,
+    ) -> Result<TeammateInfo> {
+        req.notifications
+            .get_or_insert(self.inner.opts.notifications);
         let team = self.team(team)?;
         let config = team.config()?;
         let Some(member) = config.member(&req.name).cloned() else {

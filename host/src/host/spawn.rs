@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 /// A teammate to spawn. [`SpawnRequest::new`] fills the defaults: agent type
 /// `general-purpose`, no model, mode `default`, no plan approval, no tool rules,
-/// auto-claim on, [`Limits::default`](crate::sandbox::Limits).
+/// auto-claim on, [`Limits::default`](crate::sandbox::Limits), the host's
+/// notification level.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpawnRequest {
     /// Wanted name; made unique (`x`, `x-2`, …).
@@ -36,6 +37,12 @@ pub struct SpawnRequest {
     pub limits: crate::sandbox::Limits,
     /// Run in a git worktree of `cwd`'s repository instead of `cwd` itself.
     pub isolation: Isolation,
+    /// Which of its `idle_notification`s reach the lead's inbox (the others
+    /// go to the lead's history only; see [`crate::runner::notify`]).
+    /// `None`: [`Host::spawn`](super::Host::spawn) and
+    /// [`Host::attach`](super::Host::attach) use
+    /// [`HostOptions::notifications`](super::HostOptions::notifications).
+    pub notifications: Option<crate::runner::NotificationLevel>,
 }
 
 /// Where a teammate works.
@@ -71,6 +78,7 @@ impl SpawnRequest {
             auto_claim: true,
             limits: crate::sandbox::Limits::default(),
             isolation: Isolation::None,
+            notifications: None,
         }
     }
 }

@@ -5,12 +5,17 @@
 //! other processes through inotify, [`watch`]), with a poll every
 //! [`RunnerConfig::poll_interval`] as the fallback.
 //!
+//! Which idle notifications reach the lead's inbox, and which only its
+//! history, is [`RunnerConfig::notifications`] ([`notify`]).
+//!
 //! A trap or a limit breach ends this teammate only: it is marked failed, the
 //! lead is told why, its unfinished tasks return to `pending`, and the loop
 //! returns. It never takes the host down.
 
 mod finish;
 pub use finish::HOST_SENDER;
+pub mod notify;
+pub use notify::NotificationLevel;
 pub(crate) mod poll;
 pub mod wake;
 pub mod watch;
@@ -38,6 +43,9 @@ pub struct RunnerConfig {
     pub auto_claim: bool,
     /// Fallback poll for writes by other processes (reference: 500 ms).
     pub poll_interval: Duration,
+    /// Which of its idle notifications go into the lead's inbox; the others
+    /// go to the lead's history only ([`notify`]).
+    pub notifications: NotificationLevel,
 }
 
 /// Channels connecting a runner to its host.
@@ -82,6 +90,8 @@ impl Runner {
         // A turn a TeammateIdle hook asked for, instead of going idle.
         let mut kept_working: Option<poll::Found> = None;
         let mut idle_blocks = 0;
+        // No idle notification sent yet (for `state-changes`).
+        let mut first_idle = true;
         loop {
             let found = match kept_working.take() {
                 Some(f) => f,
@@ -127,7 +137,8 @@ impl Runner {
                         continue;
                     }
                     self.mark_active(false).await;
-                    self.notify_idle(&record, outcome).await;
+                    self.notify_idle(&record, outcome, first_idle).await;
+                    first_idle = false;
                 }
             }
         }
@@ -250,8 +261,16 @@ impl Runner {
         }
     }
 
-    /// Sends the `idle_notification` for the turn that just ended.
-    async fn notify_idle(&mut self, record: &TurnRecord, outcome: Result<TurnOutcome, String>) {
+    /// Sends the `idle_notification` for the turn that just ended (`first`:
+    /// the teammate's first since it started) to the lead's inbox, or, when
+    /// [`RunnerConfig::notifications`] keeps it out, to the lead's history
+    /// only: no inbox write, so the lead is not woken.
+    async fn notify_idle(
+        &mut self,
+        record: &TurnRecord,
+        outcome: Result<TurnOutcome, String>,
+        first: bool,
+    ) {
         let mut idle = match &outcome {
             Ok(_) => IdleNotification::new(&self.name, IdleReason::Available),
             Err(reason) => IdleNotification::new(&self.name, IdleReason::Failed)
@@ -272,8 +291,13 @@ impl Runner {
                 idle = idle.with_failure_reason(reason);
             }
         }
+        let deliver = self.config.notifications.delivers(&idle, first);
         let msg = OutgoingMessage::new(&self.name, idle.to_text()).color(Some(self.color.clone()));
-        self.tell_lead(msg).await;
+        if deliver {
+            self.tell_lead(msg).await;
+        } else {
+            self.record_for_lead(msg).await;
+        }
     }
 
     async fn mark_active(&mut self, active: bool) {
@@ -308,6 +332,24 @@ impl Runner {
             }
             Err(e) => {
                 tracing::error!(teammate = %self.name, error = %e, "message to the lead lost")
+            }
+        }
+    }
+
+    /// Appends a message the lead's inbox does not get to the lead's history
+    /// ([`Team::record_in_history`]); a failure is logged, never fatal.
+    async fn record_for_lead(&mut self, msg: OutgoingMessage) {
+        let (team, lead) = (self.team.clone(), self.lead.clone());
+        match tokio::task::spawn_blocking(move || team.record_in_history(&lead, msg)).await {
+            Ok(Ok(_)) => {
+                tracing::debug!(teammate = %self.name, level = %self.config.notifications,
+                    "idle notification recorded in the lead's history only")
+            }
+            Ok(Err(e)) => {
+                tracing::error!(teammate = %self.name, error = %e, "idle notification for the lead's history lost")
+            }
+            Err(e) => {
+                tracing::error!(teammate = %self.name, error = %e, "idle notification for the lead's history lost")
             }
         }
     }

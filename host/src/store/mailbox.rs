@@ -9,6 +9,13 @@
 //! between the two steps can leave a message both in history and still unread;
 //! it is then delivered again and `msg_id` tells the copies apart — delivery is
 //! at least once, never zero times.
+//!
+//! A message may also go to the history without passing through the inbox
+//! ([`Team::record_in_history`]): the runner does that for the lead's idle
+//! notifications its [notification level](crate::runner::notify) keeps out
+//! of the inbox. Such entries are stamped like delivered ones and marked
+//! `read: true`. The history is in the order entries reached it, so one
+//! recorded directly may precede messages sent earlier but consumed later.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -216,6 +223,25 @@ impl Team {
         })
     }
 
+    /// Appends `msg` to `agent`'s history without putting it in the inbox, as
+    /// if it had been delivered and consumed at once: the entry is stamped as
+    /// [`Team::deliver`] stamps one (fresh `msg_id`, `timestamp`), with `read:
+    /// true`, and gets `consumedAt` like every history line. Takes the inbox's
+    /// lock, as consuming does, so its line never interleaves with entries
+    /// being consumed. The inbox is not touched and no store event is
+    /// emitted: nobody is woken, there is nothing new to read. Returns the
+    /// entry written.
+    pub fn record_in_history(&self, agent: &str, msg: OutgoingMessage) -> Result<InboxMessage> {
+        let mut entry = msg.into_entry();
+        entry.read = true;
+        let path = self.paths.inbox(agent)?;
+        let history = self.paths.history(agent)?;
+        with_lock(&path, self.lock_opts(), || {
+            append_history(&history, std::slice::from_ref(&entry))
+        })?;
+        Ok(entry)
+    }
+
     /// Every message `agent` consumed, oldest first. Lines that do not parse
     /// (only possible if someone edited the file) are skipped with a warning.
     pub fn history(&self, agent: &str) -> Result<Vec<InboxMessage>> {
@@ -265,4 +291,67 @@ fn append_history(path: &Path, entries: &[InboxMessage]) -> Result<()> {
     f.write_all(&buf)
         .and_then(|()| f.sync_data())
         .map_err(|e| Error::io("append", path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::store::{Home, NewTeam, Store, StoreObserver};
+
+    /// Records every store event.
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<StoreEvent>>);
+
+    impl StoreObserver for Seen {
+        fn changed(&self, event: &StoreEvent) {
+            self.0.lock().unwrap().push(event.clone());
+        }
+    }
+
+    #[test]
+    fn record_in_history_appends_a_read_entry_without_touching_the_inbox_or_waking_anyone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let seen = Arc::new(Seen::default());
+        let store = Store::new(Home::new(tmp.path())).with_observer(seen.clone());
+        let team = store.team("t").unwrap();
+        team.create(NewTeam::default()).unwrap();
+        team.deliver("team-lead", OutgoingMessage::new("a", "unread one"))
+            .unwrap();
+        let before = seen.0.lock().unwrap().len();
+
+        let entry = team
+            .record_in_history(
+                "team-lead",
+                OutgoingMessage::new("w", "quiet").color(Some("blue".into())),
+            )
+            .unwrap();
+
+        assert!(entry.read);
+        assert_eq!(entry.msg_v, Some(1));
+        assert!(entry.msg_id.is_some());
+        let mut history = team.history("team-lead").unwrap();
+        assert_eq!(history.len(), 1, "only the recorded entry: {history:?}");
+        let consumed_at = history[0].extra.remove("consumedAt");
+        assert!(consumed_at.is_some_and(|v| v.is_string()));
+        assert_eq!(history[0], entry);
+        let line = std::fs::read_to_string(team.paths().history("team-lead").unwrap()).unwrap();
+        let raw: Value = serde_json::from_str(line.trim()).unwrap();
+        assert_eq!(raw["read"], Value::Bool(true), "{raw}");
+        let inbox = team.read_inbox("team-lead").unwrap();
+        assert_eq!(inbox.len(), 1);
+        assert_eq!(inbox[0].text, "unread one");
+        assert_eq!(seen.0.lock().unwrap().len(), before, "no store event");
+
+        // Consuming later appends after it: both are in the history.
+        team.take_unread("team-lead").unwrap();
+        let texts: Vec<String> = team
+            .history("team-lead")
+            .unwrap()
+            .into_iter()
+            .map(|m| m.text)
+            .collect();
+        assert_eq!(texts, ["quiet", "unread one"]);
+    }
 }

@@ -51,6 +51,8 @@ Manifest format (paths are relative to the manifest's directory; unknown keys ar
   name = \"wordcount\"               # required
   description = \"...\"              # optional
   teammate_mode = \"auto\"           # optional: auto|in-process|process|tmux
+  notifications = \"all\"           # optional: all|state-changes|none (which idle
+                                   # notifications reach the lead's inbox; all stay in its history)
 
   [[teammate]]                     # one or more, spawned in this order
   name = \"counter\"                 # required, unique
@@ -132,6 +134,7 @@ async fn run_team(home: &Path, out: &Output, a: &RunArgs, m: &Manifest) -> anyho
         crate::host::HostOptions {
             backends,
             hooks: std::sync::Arc::new(m.hooks.to_hooks()),
+            notifications: m.team.notifications,
             ..Default::default()
         },
     )?;
