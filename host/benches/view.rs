@@ -122,7 +122,7 @@ fn build_team(dir: &Path) -> Team {
     }
     for i in 0..PENDING {
         let r = PermissionRequest::new(
-            &format!("mate-{i:03}"),
+            format!("mate-{i:03}"),
             "Bash",
             "toolu_1",
             "run tests",
