@@ -34,16 +34,15 @@ impl FileChanges {
     /// Starts watching `team` and sends [`Input::Changed`] to `tx` on every
     /// write that matters.
     pub fn start(team: &Team, tx: Sender<Input>) -> Result<FileChanges> {
+        // The team directory recursively (config, inboxes, even when
+        // `inboxes/` appears later) and the task directory when it exists:
+        // nothing is created, so watching a Claude Code team writes nothing.
         let paths = team.paths();
-        let dirs: Vec<PathBuf> = vec![
-            paths.team_dir().to_path_buf(),
-            paths.inboxes_dir(),
-            paths.tasks_dir().to_path_buf(),
-        ];
-        for d in &dirs[1..] {
-            std::fs::create_dir_all(d).map_err(|e| Error::io("create", d, e))?;
+        let mut dirs = vec![(paths.team_dir().to_path_buf(), RecursiveMode::Recursive)];
+        if paths.tasks_dir().is_dir() {
+            dirs.push((paths.tasks_dir().to_path_buf(), RecursiveMode::NonRecursive));
         }
-        let watched = dirs.clone();
+        let watched: Vec<PathBuf> = dirs.iter().map(|(d, _)| d.clone()).collect();
         let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
             let Ok(event) = res else { return };
             if matters(&event, &watched) {
@@ -51,10 +50,8 @@ impl FileChanges {
             }
         })
         .map_err(|e| watch_error(team, e))?;
-        for d in &dirs {
-            watcher
-                .watch(d, RecursiveMode::NonRecursive)
-                .map_err(|e| watch_error(team, e))?;
+        for (d, mode) in &dirs {
+            watcher.watch(d, *mode).map_err(|e| watch_error(team, e))?;
         }
         Ok(FileChanges { _watcher: watcher })
     }
