@@ -21,11 +21,11 @@ struct Watch {
 }
 
 impl Watch {
-    fn start(home: &std::path::Path) -> Watch {
+    fn start(home: &std::path::Path, team: &str) -> Watch {
         let mut child = Command::new(env!("CARGO_BIN_EXE_teamhost"))
             .arg("--home")
             .arg(home)
-            .args(["watch", "--team", "board"])
+            .args(["watch", "--team", team])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -88,7 +88,7 @@ fn watch_prints_a_timestamped_line_per_change_and_ends_with_the_team() {
     })
     .unwrap();
 
-    let mut w = Watch::start(tmp.path());
+    let mut w = Watch::start(tmp.path(), "board");
     let first = w.expect(&["watch", "team board: 1 teammate(s), tasks 0/0 completed"]);
     let stamp = regex::Regex::new(r"^\d\d:\d\d:\d\d\.\d{3}  \S").unwrap();
     assert!(stamp.is_match(&first), "{first:?}");
@@ -189,5 +189,51 @@ fn watching_a_team_that_does_not_exist_says_how_to_find_one() {
     assert!(
         err.contains("no team \"nope\"") && err.contains("teamhost team list"),
         "{err}"
+    );
+}
+
+/// Every path under `dir` with its contents (directories: empty).
+fn tree(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p.clone());
+                out.push((p, Vec::new()));
+            } else {
+                let bytes = std::fs::read(&p).unwrap();
+                out.push((p, bytes));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn watching_a_claude_code_team_shows_it_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference-2.1.197");
+    let copy = Command::new("cp")
+        .arg("-r")
+        .arg(fixture.join("teams"))
+        .arg(fixture.join("tasks"))
+        .arg(tmp.path())
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    let before = tree(tmp.path());
+
+    let mut w = Watch::start(tmp.path(), "session-76c4e2e6");
+    w.expect(&["team session-76c4e2e6: 1 teammate(s), tasks 0/2 completed"]);
+    w.expect(&["wasm-pane", "on #1 Compile wasm module", "[tmux]"]);
+    drop(w);
+    assert_eq!(
+        tree(tmp.path()),
+        before,
+        "the watch changed the team's files"
     );
 }
