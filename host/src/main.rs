@@ -8,7 +8,7 @@ fn main() -> std::process::ExitCode {
             tracing_subscriber::EnvFilter::try_from_env("TEAMHOST_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(|| teamhost::view::StderrUnlessViewing)
         .without_time()
         .init();
     let cli = teamhost::cli::Cli::parse();

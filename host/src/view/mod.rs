@@ -22,6 +22,7 @@
 //! | `changes.rs` | inotify and host events → [`Input::Changed`] |
 //! | `tui.rs` | the terminal: raw mode, the key thread, the redraw loop |
 //! | `lines.rs` | the plain-line mode |
+//! | `stderr.rs` | log lines held back while the full screen is up |
 
 mod board;
 mod changes;
@@ -29,6 +30,7 @@ mod keys;
 mod lead;
 mod lines;
 mod render;
+mod stderr;
 mod tui;
 
 use std::io::IsTerminal;
@@ -47,6 +49,7 @@ pub use keys::{Action, Screen, Ui, DEFAULT_REASON};
 pub use lead::Seat;
 pub use lines::{changes as line_changes, opening as opening_lines};
 pub use render::draw;
+pub use stderr::StderrUnlessViewing;
 pub use tui::Ended;
 
 /// What the view loop reacts to.

@@ -37,10 +37,13 @@ pub enum Ended {
 /// thread.
 pub fn run(seat: &Seat, title: &str, tx: Sender<Input>, rx: Receiver<Input>) -> io::Result<Ended> {
     let mut terminal = ratatui::try_init()?;
+    super::stderr::hold(true);
     let keys = KeyThread::start(tx);
     let ended = event_loop(&mut terminal, seat, title, &rx);
     keys.stop();
-    ratatui::try_restore()?;
+    let restored = ratatui::try_restore();
+    super::stderr::hold(false);
+    restored?;
     ended
 }
 
