@@ -52,10 +52,10 @@ pub enum Action {
 pub enum Screen {
     /// The team.
     Board,
-    /// One pending request in full.
-    Request,
-    /// Typing the reason for a denial.
-    Reason(String),
+    /// One pending request (by id) in full.
+    Request(String),
+    /// Typing the reason for denying a request (by id).
+    Reason(String, String),
     /// Typing a message: recipient index into the teammates, text.
     Message(usize, String),
 }
@@ -88,14 +88,19 @@ impl Default for Ui {
 pub const DEFAULT_REASON: &str = "denied by the lead";
 
 impl Ui {
-    /// Keeps the selection and scrolling inside `board` after it changed.
+    /// Keeps the selection and scrolling inside `board` after it changed. A
+    /// request open on screen that is no longer pending (answered elsewhere)
+    /// closes, so a key never answers a request other than the one shown.
     pub fn clamp(&mut self, board: &Board) {
         self.selected = self.selected.min(board.pending.len().saturating_sub(1));
         self.mates_offset = self
             .mates_offset
             .min(board.teammates.len().saturating_sub(1));
-        if board.pending.is_empty() && matches!(self.screen, Screen::Request | Screen::Reason(_)) {
-            self.screen = Screen::Board;
+        if let Screen::Request(id) | Screen::Reason(id, _) = &self.screen {
+            if !board.pending.iter().any(|p| &p.request_id == id) {
+                self.note = Some(format!("{id} is no longer waiting (answered elsewhere)"));
+                self.screen = Screen::Board;
+            }
         }
     }
 
@@ -106,23 +111,23 @@ impl Ui {
         }
         match std::mem::replace(&mut self.screen, Screen::Board) {
             Screen::Board => self.on_board(key, board),
-            Screen::Request => match key.code {
+            Screen::Request(id) => match key.code {
                 KeyCode::Esc | KeyCode::Char('q') => Action::None,
-                KeyCode::Char('a') | KeyCode::Char('y') => self.approve(board),
+                KeyCode::Char('a') | KeyCode::Char('y') => approve(board, &id),
                 KeyCode::Char('d') | KeyCode::Char('n') => {
-                    self.screen = Screen::Reason(String::new());
+                    self.screen = Screen::Reason(id, String::new());
                     Action::None
                 }
                 _ => {
-                    self.screen = Screen::Request;
+                    self.screen = Screen::Request(id);
                     Action::None
                 }
             },
-            Screen::Reason(mut text) => match key.code {
+            Screen::Reason(id, mut text) => match key.code {
                 KeyCode::Esc => Action::None,
-                KeyCode::Enter => match board.pending.get(self.selected) {
+                KeyCode::Enter => match board.pending.iter().find(|p| p.request_id == id) {
                     Some(p) => Action::Deny {
-                        id: p.request_id.clone(),
+                        id,
                         kind: p.kind,
                         reason: if text.trim().is_empty() {
                             DEFAULT_REASON.to_string()
@@ -134,7 +139,7 @@ impl Ui {
                 },
                 code => {
                     edit(&mut text, code);
-                    self.screen = Screen::Reason(text);
+                    self.screen = Screen::Reason(id, text);
                     Action::None
                 }
             },
@@ -172,12 +177,19 @@ impl Ui {
                 self.mates_offset =
                     (self.mates_offset + 10).min(board.teammates.len().saturating_sub(1))
             }
-            KeyCode::Enter | KeyCode::Char('v') if !board.pending.is_empty() => {
-                self.screen = Screen::Request
+            KeyCode::Enter | KeyCode::Char('v') => {
+                if let Some(p) = board.pending.get(self.selected) {
+                    self.screen = Screen::Request(p.request_id.clone())
+                }
             }
-            KeyCode::Char('a') | KeyCode::Char('y') => return self.approve(board),
-            KeyCode::Char('d') | KeyCode::Char('n') if !board.pending.is_empty() => {
-                self.screen = Screen::Reason(String::new())
+            KeyCode::Char('a') | KeyCode::Char('y') => match board.pending.get(self.selected) {
+                Some(p) => return approve(board, &p.request_id),
+                None => self.note = Some("nothing waits for approval".into()),
+            },
+            KeyCode::Char('d') | KeyCode::Char('n') => {
+                if let Some(p) = board.pending.get(self.selected) {
+                    self.screen = Screen::Reason(p.request_id.clone(), String::new())
+                }
             }
             KeyCode::Char('m') if !board.teammates.is_empty() => {
                 self.screen = Screen::Message(0, String::new())
@@ -186,18 +198,16 @@ impl Ui {
         }
         Action::None
     }
+}
 
-    fn approve(&mut self, board: &Board) -> Action {
-        match board.pending.get(self.selected) {
-            Some(p) => Action::Approve {
-                id: p.request_id.clone(),
-                kind: p.kind,
-            },
-            None => {
-                self.note = Some("nothing waits for approval".into());
-                Action::None
-            }
-        }
+/// Approves the pending request `id`, if it still waits.
+fn approve(board: &Board, id: &str) -> Action {
+    match board.pending.iter().find(|p| p.request_id == id) {
+        Some(p) => Action::Approve {
+            id: p.request_id.clone(),
+            kind: p.kind,
+        },
+        None => Action::None,
     }
 }
 
@@ -305,7 +315,7 @@ mod tests {
         assert_eq!(ui.on_key(key(KeyCode::Esc), &b), Action::None);
         assert_eq!(ui.screen, Screen::Board);
         ui.on_key(key(KeyCode::Char('v')), &b);
-        assert_eq!(ui.screen, Screen::Request);
+        assert_eq!(ui.screen, Screen::Request("perm-0".into()));
         ui.on_key(key(KeyCode::Char('d')), &b);
         match ui.on_key(key(KeyCode::Enter), &b) {
             Action::Deny { reason, .. } => assert_eq!(reason, DEFAULT_REASON),
@@ -327,6 +337,24 @@ mod tests {
                 text: "quit q".into()
             }
         );
+    }
+
+    #[test]
+    fn a_request_answered_elsewhere_closes_and_a_key_cannot_answer_another() {
+        let b = board(2);
+        let mut ui = Ui::default();
+        ui.on_key(key(KeyCode::Char('v')), &b);
+        assert_eq!(ui.screen, Screen::Request("perm-0".into()));
+        // perm-0 was answered by someone else; perm-1 is now first.
+        let mut after = board(2);
+        after.pending.remove(0);
+        ui.clamp(&after);
+        assert_eq!(ui.screen, Screen::Board);
+        assert!(ui.note.as_deref().unwrap().contains("perm-0"));
+        // Denying from the reason screen also names its own request only.
+        ui.on_key(key(KeyCode::Char('d')), &after);
+        assert_eq!(ui.screen, Screen::Reason("perm-1".into(), String::new()));
+        assert_eq!(ui.on_key(key(KeyCode::Enter), &board(0)), Action::None);
     }
 
     #[test]

@@ -36,8 +36,8 @@ pub fn draw(frame: &mut Frame, board: &Board, ui: &Ui, title: &str) {
     draw_footer(frame, footer, ui);
     match &ui.screen {
         Screen::Board => {}
-        Screen::Request => draw_request(frame, board, ui),
-        Screen::Reason(text) => draw_prompt(
+        Screen::Request(id) => draw_request(frame, board, id),
+        Screen::Reason(_, text) => draw_prompt(
             frame,
             "deny: the reason the teammate will read (Enter deny · Esc cancel)",
             &format!("> {text}_"),
@@ -234,8 +234,8 @@ fn draw_footer(frame: &mut Frame, area: Rect, ui: &Ui) {
     );
 }
 
-fn draw_request(frame: &mut Frame, board: &Board, ui: &Ui) {
-    let Some(p) = board.pending.get(ui.selected) else {
+fn draw_request(frame: &mut Frame, board: &Board, id: &str) {
+    let Some(p) = board.pending.iter().find(|p| p.request_id == id) else {
         return;
     };
     let area = centered(frame.area(), 80, 70);
@@ -399,7 +399,7 @@ mod tests {
     #[test]
     fn the_request_screen_shows_the_whole_plan() {
         let ui = Ui {
-            screen: Screen::Request,
+            screen: Screen::Request("plan_approval-1@alice@demo".into()),
             ..Ui::default()
         };
         let s = screen(&board(), &ui);

@@ -11,7 +11,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use ratatui::crossterm::event::{self, Event as TermEvent, KeyEventKind};
+use ratatui::crossterm::event::{
+    self, Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers,
+};
+use ratatui::widgets::Paragraph;
 
 use super::board::Board;
 use super::keys::{Action, Ui};
@@ -57,9 +60,18 @@ fn event_loop(
     let mut board = read(seat, None, &mut ui);
     let mut notes: Vec<String> = Vec::new();
     loop {
-        if let Some(b) = &board {
-            ui.clamp(b);
-            terminal.draw(|f| draw(f, b, &ui, title))?;
+        match &board {
+            Some(b) => {
+                ui.clamp(b);
+                terminal.draw(|f| draw(f, b, &ui, title))?;
+            }
+            None => {
+                let text = format!(
+                    "{}\n\n(q quits)",
+                    ui.note.as_deref().unwrap_or("reading the team…")
+                );
+                terminal.draw(|f| f.render_widget(Paragraph::new(text), f.area()))?;
+            }
         }
         let Ok(first) = rx.recv() else {
             return Ok(Ended::Stopped);
@@ -75,7 +87,12 @@ fn event_loop(
                     ui.note = notes.last().cloned();
                 }
                 Input::Key(key) => {
-                    let Some(b) = &board else { continue };
+                    let Some(b) = &board else {
+                        if is_quit(&key) {
+                            return Ok(Ended::Quit);
+                        }
+                        continue;
+                    };
                     let action = ui.on_key(key, b);
                     if action == Action::Quit {
                         return Ok(Ended::Quit);
@@ -94,6 +111,11 @@ fn event_loop(
             board = read(seat, board, &mut ui);
         }
     }
+}
+
+fn is_quit(key: &KeyEvent) -> bool {
+    key.code == KeyCode::Char('q')
+        || (key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL))
 }
 
 /// Reads the board again; keeps the last one (and says why) when the team
