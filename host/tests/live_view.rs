@@ -1,15 +1,22 @@
-//! The live view in a real terminal: `teamhost run` inside tmux on a private
-//! socket. The screen (read with `capture-pane`) shows the teammates, their
-//! states and the task progress; a key press (`send-keys`) answers a
-//! teammate's permission request, and the `permission_response` is on disk.
-//! The run's end is a `tmux wait-for` channel the pane's shell signals.
+//! The live view in a real terminal, inside tmux on a private socket:
+//!
+//! - `teamhost run`: the screen (read with `capture-pane`) shows the
+//!   teammates, their states and the task progress; a key press (`send-keys`)
+//!   answers a teammate's permission request, and the `permission_response` is
+//!   on disk;
+//! - `teamhost watch`: a plan is read in full, rejected with a typed reason,
+//!   and a message is typed to a teammate.
+//!
+//! A command's end is a `tmux wait-for` channel the pane's shell signals.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use teamhost::protocol::{Parsed, PermissionOutcome, ProtocolMessage};
-use teamhost::store::{Home, Store};
+use teamhost::protocol::{
+    Parsed, PermissionOutcome, PlanApprovalRequest, ProtocolMessage, WireMessage,
+};
+use teamhost::store::{Home, NewMember, NewTeam, OutgoingMessage, Store};
 
 /// A tmux server on a private socket, killed on drop.
 struct Tmux {
@@ -50,6 +57,45 @@ impl Tmux {
             "the view never showed {needles:?}; it shows:\n{}",
             self.ok(&["capture-pane", "-p", "-t", "live"])
         );
+    }
+
+    /// Starts `command` (then `echo $? > exit_file`, then signal `done`) in a
+    /// 180×45 session named `live`.
+    fn start(&self, command: &str, exit_file: &Path) {
+        let script = format!(
+            "{command}; echo $? > '{exit}'; tmux -S '{sock}' wait-for -S done; exec cat",
+            exit = exit_file.display(),
+            sock = self.sock.display(),
+        );
+        self.ok(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "live",
+            "-x",
+            "180",
+            "-y",
+            "45",
+            &script,
+        ]);
+    }
+
+    /// Waits (at most 120 s) for the command started by [`Tmux::start`] to end;
+    /// answers its exit code.
+    fn wait_done(&self, exit_file: &Path) -> String {
+        let waited = Command::new("timeout")
+            .args(["120", "tmux", "-S"])
+            .arg(&self.sock)
+            .args(["wait-for", "done"])
+            .status()
+            .unwrap();
+        assert!(waited.success(), "the command did not end within 120 s");
+        std::fs::read_to_string(exit_file)
+            .unwrap()
+            .trim()
+            .to_string()
     }
 }
 
@@ -105,27 +151,15 @@ description = "- one.txt"
     let tmux = Tmux {
         sock: tmp.path().join("sock"),
     };
-    let script = format!(
-        "'{bin}' --home '{home}' run '{manifest}' --keep --teammate-mode in-process; echo $? > '{exit}'; tmux -S '{sock}' wait-for -S run-done; exec cat",
-        bin = env!("CARGO_BIN_EXE_teamhost"),
-        home = home.display(),
-        manifest = manifest.display(),
-        exit = exit_file.display(),
-        sock = tmux.sock.display(),
+    tmux.start(
+        &format!(
+            "'{bin}' --home '{home}' run '{manifest}' --keep --teammate-mode in-process",
+            bin = env!("CARGO_BIN_EXE_teamhost"),
+            home = home.display(),
+            manifest = manifest.display(),
+        ),
+        &exit_file,
     );
-    tmux.ok(&[
-        "-f",
-        "/dev/null",
-        "new-session",
-        "-d",
-        "-s",
-        "live",
-        "-x",
-        "180",
-        "-y",
-        "45",
-        &script,
-    ]);
 
     // The board: both teammates, the asker waiting, the task done, the request.
     let screen = tmux.screen_shows(&[
@@ -141,20 +175,9 @@ description = "- one.txt"
     // One key approves the selected (only) request.
     tmux.ok(&["send-keys", "-t", "live", "a"]);
     // The pane's shell signals the channel once the run has exited.
-    let waited = Command::new("timeout")
-        .args(["120", "tmux", "-S"])
-        .arg(&tmux.sock)
-        .args(["wait-for", "run-done"])
-        .status()
-        .unwrap();
-    assert!(waited.success(), "the run did not end within 120 s");
-    let code = std::fs::read_to_string(&exit_file).unwrap();
+    let code = tmux.wait_done(&exit_file);
     let screen = tmux.ok(&["capture-pane", "-p", "-S", "-100", "-t", "live"]);
-    assert_eq!(
-        code.trim(),
-        "0",
-        "the run failed; the pane shows:\n{screen}"
-    );
+    assert_eq!(code, "0", "the run failed; the pane shows:\n{screen}");
 
     // The answer is the lead's permission_response, in the asker's mail.
     let team = Store::new(Home::new(&home)).team("live").unwrap();
@@ -178,4 +201,73 @@ description = "- one.txt"
         std::fs::read_to_string(tmp.path().join("asker/x.txt")).unwrap(),
         "hello from the asker"
     );
+}
+
+#[test]
+fn watch_on_a_terminal_shows_a_plan_in_full_rejects_it_with_a_reason_and_sends_a_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let team = Store::new(Home::new(&home)).team("plans").unwrap();
+    team.create(NewTeam::default()).unwrap();
+    team.add_member(NewMember {
+        name: "alice".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    let plan = PlanApprovalRequest::new(
+        "alice",
+        "plans",
+        "plan.md",
+        "# Rewrite the parser\n1. split the lexer\n2. LAST-STEP-OF-THE-PLAN",
+    );
+    team.send("team-lead", OutgoingMessage::new("alice", plan.to_text()))
+        .unwrap();
+
+    let exit_file = tmp.path().join("exit-code");
+    let tmux = Tmux {
+        sock: tmp.path().join("sock"),
+    };
+    tmux.start(
+        &format!(
+            "'{bin}' --home '{home}' watch --team plans",
+            bin = env!("CARGO_BIN_EXE_teamhost"),
+            home = home.display(),
+        ),
+        &exit_file,
+    );
+    tmux.screen_shows(&["team plans", "alice plan asks: # Rewrite the parser"]);
+
+    // The whole plan, then a rejection with a typed reason.
+    tmux.ok(&["send-keys", "-t", "live", "v"]);
+    tmux.screen_shows(&["plan request from alice", "LAST-STEP-OF-THE-PLAN"]);
+    tmux.ok(&["send-keys", "-t", "live", "d"]);
+    tmux.screen_shows(&["deny: the reason"]);
+    tmux.ok(&["send-keys", "-t", "live", "-l", "split the parser too"]);
+    tmux.ok(&["send-keys", "-t", "live", "Enter"]);
+    tmux.screen_shows(&["rejected plan", "nothing waits for you"]);
+
+    // A message typed to alice.
+    tmux.ok(&["send-keys", "-t", "live", "m"]);
+    tmux.screen_shows(&["message from the lead", "to alice"]);
+    tmux.ok(&["send-keys", "-t", "live", "-l", "see you at standup"]);
+    tmux.ok(&["send-keys", "-t", "live", "Enter"]);
+    tmux.screen_shows(&["sent to alice"]);
+    tmux.ok(&["send-keys", "-t", "live", "q"]);
+    assert_eq!(tmux.wait_done(&exit_file), "0");
+
+    let inbox = team.read_inbox("alice").unwrap();
+    assert_eq!(inbox.len(), 2, "{inbox:#?}");
+    assert!(inbox.iter().all(|m| m.from == "team-lead"));
+    match ProtocolMessage::parse(&inbox[0].text) {
+        Parsed::Protocol(ProtocolMessage::PlanApprovalResponse(r)) => {
+            assert_eq!(r.request_id, plan.request_id);
+            assert!(!r.approved);
+            assert_eq!(r.feedback.as_deref(), Some("split the parser too"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(inbox[1].text, "see you at standup");
+    // Watching consumed nothing of the lead's.
+    assert_eq!(team.read_inbox("team-lead").unwrap().len(), 1);
+    assert!(team.history("team-lead").unwrap().is_empty());
 }
