@@ -41,3 +41,9 @@ pub mod view;
 pub mod worktree;
 
 pub use error::{Error, Result};
+
+/// The Rust code of the embedding guide, compiled by `cargo test --doc` so the
+/// guide cannot drift from the API. (Its shell blocks run in `scripts/doc-check`.)
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guides/embedding.md")]
+pub struct GuideEmbedding;
