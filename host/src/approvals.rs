@@ -96,6 +96,36 @@ pub fn requests(team: &Team) -> Result<Vec<Request>> {
         .collect())
 }
 
+/// The requests still waiting for the lead, oldest first: no
+/// `permission_response` / `plan_approval_response` with their id is in the
+/// requester's inbox or history (a timeout's denial, recorded there by the
+/// host, counts as an answer), and the requester is still a member.
+pub fn pending(team: &Team) -> Result<Vec<Request>> {
+    let members = team.config()?.member_names();
+    let mut out = Vec::new();
+    for request in requests(team)? {
+        let from = request.from();
+        if !members.iter().any(|m| m == from) {
+            continue;
+        }
+        let mut mail = team.history(from).unwrap_or_default();
+        mail.extend(team.read_inbox(from).unwrap_or_default());
+        let answered = mail.iter().any(|m| match ProtocolMessage::parse(&m.text) {
+            Parsed::Protocol(ProtocolMessage::PermissionResponse(r)) => {
+                r.request_id == request.id()
+            }
+            Parsed::Protocol(ProtocolMessage::PlanApprovalResponse(r)) => {
+                r.request_id == request.id()
+            }
+            _ => false,
+        });
+        if !answered {
+            out.push(request);
+        }
+    }
+    Ok(out)
+}
+
 fn find(team: &Team, request_id: &str) -> Result<Request> {
     requests(team)?
         .into_iter()

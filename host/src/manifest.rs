@@ -4,47 +4,7 @@
 //! (serde, unknown keys rejected everywhere), then [`Manifest::validate`],
 //! which checks what the format cannot and names the key and the fix.
 //!
-//! ```toml
-//! [team]
-//! name = "wordcount"                # required; sanitised like every team name
-//! description = "Counts words"      # optional
-//! teammate_mode = "auto"            # optional: auto|in-process|process|tmux
-//! notifications = "all"             # optional: all|state-changes|none: which idle notifications reach the lead's inbox
-//!
-//! [[teammate]]                      # one or more
-//! name = "counter"                  # required, unique, not "team-lead"
-//! component = "worker.wasm"         # required; relative to the manifest's directory
-//! prompt = "You count words."       # required; the first message of its inbox
-//! cwd = "data"                      # default: the manifest's directory
-//! mode = "acceptEdits"              # default "default"
-//! allowed_tools = ["Read"]          # default []; recorded (enforced by the sandbox)
-//! disallowed_tools = []             # default []
-//! auto_claim = true                 # default true: claims open tasks when idle
-//! model = "..."                     # optional, recorded in the config
-//! agent_type = "..."                # optional, default "general-purpose"
-//! plan_mode_required = false        # default false
-//! isolation = "none"                # or "worktree": its own git worktree of cwd's repository
-//! [teammate.limits]                 # optional; each key optional, defaults in sandbox::Limits
-//! memory_mb = 64
-//! cpu_per_turn_secs = 60
-//! wall_per_turn_secs = 600
-//! max_message_bytes = 1048576
-//! max_tool_output_bytes = 262144
-//! ask_timeout_secs = 300
-//!
-//! [hooks]                           # optional: the lead's hook commands (see crate::hooks)
-//! teammate_idle = ["./check.sh"]    # exit 2: the teammate keeps working, shown the stderr
-//! task_completed = []               # exit 2: the completion is refused
-//! teammate_start = []
-//! teammate_stop = []
-//! timeout_secs = 60
-//!
-//! [[task]]                          # zero or more; ids 1, 2, … in this order
-//! subject = "Count chapter one"     # required
-//! description = "- one.txt"         # default ""
-//! active_form = "Counting"          # optional
-//! blocked_by = [1, 2]               # default []; 1-based positions in this list
-//! ```
+#![doc = concat!("```toml\n", include_str!("manifest_format.toml"), "```\n")]
 //!
 //! | key | default | checked by [`Manifest::validate`] |
 //! |---|---|---|
@@ -600,6 +560,17 @@ fn cycles(tasks: &[TaskSpec]) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    /// The format `teamhost run --help` and these docs show is a manifest
+    /// that parses, with every section filled in.
+    #[test]
+    fn the_documented_format_parses_with_every_section() {
+        let m: super::Manifest = toml::from_str(include_str!("manifest_format.toml")).unwrap();
+        assert_eq!(m.team.name, "wordcount");
+        assert_eq!(m.teammates.len(), 1);
+        assert_eq!(m.tasks.len(), 1);
+        assert!(!m.hooks.to_hooks().teammate_idle.is_empty());
+    }
+
     use super::*;
 
     /// A directory with a fake component and a `data/` directory, and the

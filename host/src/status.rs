@@ -1,4 +1,5 @@
-//! A one-shot snapshot of a team, read from its files: teammates with their
+//! A one-shot snapshot of a team, read from its files (its JSON keys are
+//! camelCase, as the team's own files and `teamhost run --json` are): teammates with their
 //! state and current task, the task board with progress, pending permission
 //! and plan requests, and the latest messages to the lead. Works on any team
 //! under a home, a Claude Code team included; it reads, never writes.
@@ -21,6 +22,7 @@ pub const RECENT_MESSAGES: usize = 10;
 
 /// The whole snapshot.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Snapshot {
     /// Team name.
     pub team: String,
@@ -40,6 +42,7 @@ pub struct Snapshot {
 
 /// One message to the lead, in words.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct FeedItem {
     /// Sender.
     pub from: String,
@@ -51,6 +54,7 @@ pub struct FeedItem {
 
 /// One teammate as the snapshot sees it.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TeammateView {
     /// Member name.
     pub name: String,
@@ -69,6 +73,7 @@ pub struct TeammateView {
 
 /// A request waiting for the lead.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PendingView {
     /// `permission` or `plan`.
     pub kind: &'static str,
@@ -148,55 +153,42 @@ pub fn snapshot_with(team: &Team, messages: usize) -> Result<Snapshot> {
     })
 }
 
-/// Requests whose id no response in the requester's inbox or history carries.
+/// The requests still waiting for the lead ([`approvals::pending`]), in words.
 fn pending(team: &Team) -> Result<Vec<PendingView>> {
-    let mut out = Vec::new();
-    for request in approvals::requests(team)? {
-        let from = request.from().to_string();
-        let mut mail = team.history(&from).unwrap_or_default();
-        mail.extend(team.read_inbox(&from).unwrap_or_default());
-        let answered = mail.iter().any(|m| match ProtocolMessage::parse(&m.text) {
-            Parsed::Protocol(ProtocolMessage::PermissionResponse(r)) => {
-                r.request_id == request.id()
-            }
-            Parsed::Protocol(ProtocolMessage::PlanApprovalResponse(r)) => {
-                r.request_id == request.id()
-            }
-            _ => false,
-        });
-        if answered {
-            continue;
-        }
-        let (kind, what, detail) = match &request {
-            Request::Permission(r) => (
-                "permission",
-                format!("{} {}", r.tool_name, r.input),
-                format!(
-                    "{} wants to use {}: {}\n\ninput:\n{}",
-                    from,
-                    r.tool_name,
-                    r.description,
-                    serde_json::to_string_pretty(&r.input).unwrap_or_default()
+    Ok(approvals::pending(team)?
+        .into_iter()
+        .map(|request| {
+            let from = request.from().to_string();
+            let (kind, what, detail) = match &request {
+                Request::Permission(r) => (
+                    "permission",
+                    format!("{} {}", r.tool_name, r.input),
+                    format!(
+                        "{} wants to use {}: {}\n\ninput:\n{}",
+                        from,
+                        r.tool_name,
+                        r.description,
+                        serde_json::to_string_pretty(&r.input).unwrap_or_default()
+                    ),
                 ),
-            ),
-            Request::Plan(r) => (
-                "plan",
-                r.plan_content.lines().next().unwrap_or("").to_string(),
-                format!(
-                    "{} submits the plan {}:\n\n{}",
-                    from, r.plan_file_path, r.plan_content
+                Request::Plan(r) => (
+                    "plan",
+                    r.plan_content.lines().next().unwrap_or("").to_string(),
+                    format!(
+                        "{} submits the plan {}:\n\n{}",
+                        from, r.plan_file_path, r.plan_content
+                    ),
                 ),
-            ),
-        };
-        out.push(PendingView {
-            kind,
-            request_id: request.id().to_string(),
-            from,
-            what,
-            detail,
-        });
-    }
-    Ok(out)
+            };
+            PendingView {
+                kind,
+                request_id: request.id().to_string(),
+                from,
+                what,
+                detail,
+            }
+        })
+        .collect())
 }
 
 /// The `n` latest of the lead's messages, newest first, each on one line.

@@ -111,7 +111,7 @@ fn status_shows_states_progress_pending_requests_and_latest_messages() {
         states,
         [("busy", "active"), ("resting", "idle"), ("gone", "dead")]
     );
-    assert_eq!(snap["teammates"][0]["current_task"], "2");
+    assert_eq!(snap["teammates"][0]["currentTask"], "2");
     assert_eq!(
         (
             snap["completed"].as_u64(),
@@ -119,10 +119,10 @@ fn status_shows_states_progress_pending_requests_and_latest_messages() {
         ),
         (Some(1), 2)
     );
-    assert_eq!(snap["pending_requests"][0]["request_id"], id.as_str());
-    assert_eq!(snap["recent_messages"][0]["text"], "all done here");
-    assert_eq!(snap["recent_messages"][0]["from"], "resting");
-    assert!(snap["pending_requests"][0]["detail"]
+    assert_eq!(snap["pendingRequests"][0]["requestId"], id.as_str());
+    assert_eq!(snap["recentMessages"][0]["text"], "all done here");
+    assert_eq!(snap["recentMessages"][0]["from"], "resting");
+    assert!(snap["pendingRequests"][0]["detail"]
         .as_str()
         .unwrap()
         .contains("notes.md"));
@@ -137,7 +137,7 @@ fn status_shows_states_progress_pending_requests_and_latest_messages() {
     team.send("busy", OutgoingMessage::new("team-lead", answer.to_text()))
         .unwrap();
     let snap: Value = serde_json::from_str(&status(tmp.path(), true)).unwrap();
-    assert!(snap["pending_requests"].as_array().unwrap().is_empty());
+    assert!(snap["pendingRequests"].as_array().unwrap().is_empty());
 }
 
 #[test]

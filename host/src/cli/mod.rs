@@ -5,6 +5,7 @@ mod approve;
 mod message;
 mod output;
 mod run;
+mod shutdown;
 mod status;
 mod task;
 mod team;
@@ -63,6 +64,8 @@ pub enum Command {
     Permit(approve::PermitArgs),
     /// Approve or reject a teammate's plan (as the lead).
     Plan(approve::PlanArgs),
+    /// Ask a teammate to shut down (as the lead), with a shutdown_request.
+    Shutdown(shutdown::ShutdownArgs),
     /// Run a team from a manifest until its tasks are done, then shut it down
     /// and print who did what.
     Run(run::RunArgs),
@@ -98,6 +101,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Watch(a) => watch::watch(&store, &out, a),
         Command::Permit(a) => approve::permit(&store, &out, a),
         Command::Plan(a) => approve::plan(&store, &out, a),
+        Command::Shutdown(a) => shutdown::shutdown(&store, &out, a),
         Command::Run(a) => run::run(&store, &out, a),
         Command::Teammate(_) => unreachable!("handled above"),
     }

@@ -49,7 +49,7 @@ pub(super) fn status(store: &Store, out: &Output, a: StatusArgs) -> anyhow::Resu
             s.push_str(&format!(
                 "  #{:<4} {:<12} {:<12} {}{}\n",
                 t.id,
-                t.status,
+                t.status.as_str(),
                 t.owner.as_deref().unwrap_or("-"),
                 t.subject,
                 blocked

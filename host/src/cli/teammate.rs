@@ -330,6 +330,14 @@ async fn run_teammate(
         }
     }
     let req = request(a, &member)?;
+    if a.dangerously_skip_permissions {
+        tracing::warn!(
+            "--dangerously-skip-permissions: {name} runs in bypassPermissions mode: it may edit \
+             anything in {} and run Bash there without asking; to restrict it, give its wrapper \
+             --disallowed-tools rules or drop the flag",
+            req.cwd.display()
+        );
+    }
     let how = placement(a, &member, team.name());
     let log = Log::new(out.is_json(), start, name);
     let mut events = host.events();
@@ -337,15 +345,16 @@ async fn run_teammate(
     log.line(
         "joined",
         format!(
-            "team {} as {} ({}), {}, in {}, home {}",
+            "team {} as {} ({}), {}, mode {}, in {}, home {}",
             team.name(),
             name,
             member.color.as_deref().unwrap_or("-"),
             req.component.display(),
+            req.mode.as_deref().unwrap_or("default"),
             req.cwd.display(),
             home.root().display()
         ),
-        json!({"team": team.name(), "name": name, "backendType": how.backend_type, "paneId": how.pane_id}),
+        json!({"team": team.name(), "name": name, "backendType": how.backend_type, "paneId": how.pane_id, "mode": req.mode.as_deref().unwrap_or("default")}),
     );
 
     let mut term = signal(SignalKind::terminate())?;

@@ -237,9 +237,16 @@ impl Host {
         crate::approvals::answer_plan(&self.team(team)?, request_id, answer)
     }
 
-    /// Permission and plan requests in the lead's mail, oldest first.
+    /// Permission and plan requests in the lead's mail, oldest first,
+    /// answered ones included ([`Host::pending_requests`] leaves them out).
     pub fn requests(&self, team: &str) -> Result<Vec<crate::approvals::Request>> {
         crate::approvals::requests(&self.team(team)?)
+    }
+
+    /// The permission and plan requests still waiting for the lead, oldest
+    /// first (see [`approvals::pending`](crate::approvals::pending)).
+    pub fn pending_requests(&self, team: &str) -> Result<Vec<crate::approvals::Request>> {
+        crate::approvals::pending(&self.team(team)?)
     }
 
     /// A receiver of every event from now on.

@@ -44,36 +44,11 @@ use wait::{wait_for_work, Outcome};
 /// How long teammates get to approve the shutdown before they are killed.
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
-const MANIFEST_HELP: &str = "\
-Manifest format (paths are relative to the manifest's directory; unknown keys are errors):
-
-  [team]
-  name = \"wordcount\"               # required
-  description = \"...\"              # optional
-  teammate_mode = \"auto\"           # optional: auto|in-process|process|tmux
-  notifications = \"all\"           # optional: all|state-changes|none (which idle
-                                   # notifications reach the lead's inbox; all stay in its history)
-
-  [[teammate]]                     # one or more, spawned in this order
-  name = \"counter\"                 # required, unique
-  component = \"worker.wasm\"        # required: a wasm32-wasip2 component
-  prompt = \"You count words.\"      # required: the first message of its inbox
-  cwd = \"data\"                     # default: the manifest's directory
-  mode = \"default\"                 # default|acceptEdits|bypassPermissions|plan|dontAsk|delegate
-  allowed_tools = []               # default []
-  disallowed_tools = []            # default []
-  auto_claim = true                # default true
-  model = \"...\"                    # optional
-  agent_type = \"...\"               # optional (general-purpose)
-  plan_mode_required = false       # default false
-
-  [[task]]                         # zero or more; ids 1, 2, ... in this order
-  subject = \"Count chapter one\"    # required
-  description = \"- one.txt\"        # default \"\"
-  active_form = \"Counting\"         # optional
-  blocked_by = [1, 2]              # default []: positions in this list; no cycles
-
-Exit status 0 only when every task is completed and every teammate stopped cleanly.";
+const MANIFEST_HELP: &str = concat!(
+    "Manifest format (paths are relative to the manifest's directory; unknown keys are errors):\n\n",
+    include_str!("../../manifest_format.toml"),
+    "\nExit status 0 only when every task is completed and every teammate stopped cleanly."
+);
 
 /// Arguments of `teamhost run`.
 #[derive(Debug, Args)]
@@ -214,6 +189,8 @@ async fn run_team(home: &Path, out: &Output, a: &RunArgs, m: &Manifest) -> anyho
         .shutdown_team(team.name(), reason, SHUTDOWN_TIMEOUT)
         .await?;
     reporter.stop().await?;
+    // As they are now: a teammate stopped at shutdown gave its tasks back.
+    let tasks = team.list_tasks()?;
     let teammates = host.teammates(team.name());
     let messages = count_messages(&team, &lead)?;
     let kept = a.keep;

@@ -7,7 +7,9 @@
 //! by a write in this process, by the fallback poll for a write from another
 //! (`teamhost permit`). A response from anyone else (a teammate forging one) is
 //! left where it is and changes nothing. No answer within
-//! [`Limits::ask_timeout`](crate::sandbox::Limits) denies the call.
+//! [`Limits::ask_timeout`](crate::sandbox::Limits) denies the call, and the
+//! denial is recorded in the teammate's history as a `permission_response`
+//! from `teamhost`, so the request no longer shows as waiting for the lead.
 
 use std::time::Duration;
 
@@ -105,15 +107,32 @@ impl AgentCtx {
             }
             let now = tokio::time::Instant::now();
             if now >= deadline {
-                return Err(WitError::Denied(format!(
+                let why = format!(
                     "no answer from the lead to {id} within {timeout:?} (ask_timeout); the call was not run"
-                )));
+                );
+                self.record_timeout(id, &why).await;
+                return Err(WitError::Denied(why));
             }
             let nap = (deadline - now).min(self.sandbox.poll_interval);
             tokio::select! {
                 _ = self.sandbox.wake.notified() => {}
                 _ = tokio::time::sleep(nap) => {}
             }
+        }
+    }
+
+    /// Records the denial a timeout gave `id` in the teammate's history, from
+    /// the host (never from the lead): the request is answered, so `teamhost
+    /// status` and the live view stop offering it to the lead.
+    async fn record_timeout(&self, id: &str, why: &str) {
+        let (team, me) = (self.team.clone(), self.identity.name.clone());
+        let text = PermissionResponse::deny(id, why).to_text();
+        let recorded = blocking(move || {
+            team.record_in_history(&me, OutgoingMessage::new(crate::runner::HOST_SENDER, text))
+        })
+        .await;
+        if !matches!(recorded, Ok(Ok(_))) {
+            tracing::warn!(teammate = %self.identity.name, request = id, "could not record the timed-out request as answered");
         }
     }
 
