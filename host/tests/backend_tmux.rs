@@ -5,8 +5,9 @@
 //! filling in) the test polls with a bounded number of retries.
 
 mod backend_common;
+mod tmux_server;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -14,11 +15,7 @@ use backend_common::*;
 use teamhost::backends::{started, TeammateMode};
 use teamhost::host::TeammateState;
 use teamhost::protocol::{Parsed, ProtocolMessage};
-
-/// A tmux server on a private socket, killed on drop.
-struct Tmux {
-    sock: PathBuf,
-}
+use tmux_server::TmuxServer as Tmux;
 
 impl Tmux {
     fn start(dir: &Path) -> Tmux {
@@ -39,25 +36,6 @@ impl Tmux {
             "sh -c 'echo USER-PANE-MARKER; exec cat'",
         ]);
         t
-    }
-
-    fn cmd(&self, args: &[&str]) -> std::process::Output {
-        Command::new("tmux")
-            .arg("-S")
-            .arg(&self.sock)
-            .args(args)
-            .output()
-            .expect("tmux runs (scripts/test installs it)")
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.cmd(args);
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
     /// `pane_id pane_pid session` of every pane.
@@ -99,12 +77,6 @@ impl Tmux {
             "pane {pane} never showed {needles:?}; it shows:\n{}",
             self.capture(pane)
         );
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd(&["kill-server"]);
     }
 }
 

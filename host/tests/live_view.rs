@@ -9,8 +9,8 @@
 //!
 //! A command's end is a `tmux wait-for` channel the pane's shell signals.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use teamhost::protocol::{
@@ -18,31 +18,10 @@ use teamhost::protocol::{
 };
 use teamhost::store::{Home, NewMember, NewTeam, OutgoingMessage, Store};
 
-/// A tmux server on a private socket, killed on drop.
-struct Tmux {
-    sock: PathBuf,
-}
+mod tmux_server;
+use tmux_server::TmuxServer as Tmux;
 
 impl Tmux {
-    fn cmd(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .arg("-S")
-            .arg(&self.sock)
-            .args(args)
-            .output()
-            .expect("tmux runs (scripts/test installs it)")
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.cmd(args);
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).to_string()
-    }
-
     /// Polls `capture-pane` (tmux has no event for "the screen changed"):
     /// at most 600 tries, 50 ms apart.
     fn screen_shows(&self, needles: &[&str]) -> String {
@@ -96,12 +75,6 @@ impl Tmux {
             .unwrap()
             .trim()
             .to_string()
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd(&["kill-server"]);
     }
 }
 
