@@ -23,16 +23,33 @@ use teamhost::host::TeammateState;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reading_etc_passwd_is_refused_by_the_preopen_and_by_the_read_tool() {
     let a = Arena::new("passwd").await;
-    // Modes that never ask: the answer comes from the sandbox alone.
-    for mode in ["bypassPermissions", "dontAsk", "delegate"] {
+    // No mode asks the lead about a path outside the directory: the answer
+    // comes from the sandbox alone, at once.
+    for mode in [
+        "default",
+        "acceptEdits",
+        "bypassPermissions",
+        "plan",
+        "dontAsk",
+        "delegate",
+    ] {
         let name = format!("reader-{}", mode.to_lowercase());
         let got = a.attack(&name, mode, "read-passwd").await;
         step(&got, "read-passwd/fs")
             .assert_io_error()
             .assert_no_leak();
-        step(&got, "read-passwd/tool")
-            .assert_denied()
-            .assert_no_leak();
+        let tool = step(&got, "read-passwd/tool");
+        tool.assert_denied().assert_no_leak();
+        // delegate takes the Read tool away before looking at the path.
+        if mode != "delegate" {
+            assert!(
+                tool.detail
+                    .contains("`/etc/passwd` is outside the capability directory"),
+                "{mode}: {tool:?}"
+            );
+        }
+        let asked = permission_requests(&a.f, &name);
+        assert!(asked.is_empty(), "{mode}: {asked:#?}");
     }
     a.assert_contained().await;
 }

@@ -3,7 +3,9 @@
 //! `permission_request` (the reference's schema) to the lead's inbox and
 //! suspends that call; the lead answers with the real `teamhost permit`
 //! command line (run in-process, with its own store, as another process
-//! would); the call runs, is denied, or times out.
+//! would); the call runs, is denied, or times out. A path outside the
+//! teammate's directory is the exception: it is denied at once, and the lead
+//! is never asked.
 
 mod common;
 mod sandbox_support;
@@ -158,6 +160,9 @@ async fn an_unanswered_request_is_denied_at_the_ask_timeout_and_a_late_answer_ru
     assert!(!dir.join("x.txt").exists());
     let asked = permission_requests(&a.f, &name);
     assert_eq!(asked.len(), 1, "{asked:#?}");
+    // The timeout's denial is recorded as the answer: nothing waits any more.
+    let pending = a.f.host.pending_requests(&a.f.name).unwrap();
+    assert!(pending.is_empty(), "{pending:#?}");
 
     // The lead answers too late: the guest gets the answer as a message, and
     // the call it answered does not run.
@@ -210,30 +215,51 @@ async fn an_input_edited_by_the_lead_is_the_one_that_runs() {
     a.assert_contained().await;
 }
 
+/// Every message in the lead's inbox, read or not, and in its history: the
+/// whole record of what reached the lead.
+fn everything_the_lead_received(a: &Arena) -> Vec<teamhost::store::InboxMessage> {
+    let mut all = a.f.team.history("team-lead").unwrap();
+    all.extend(a.f.team.read_inbox("team-lead").unwrap());
+    all
+}
+
+/// Waits until `name` has finished `attack` `times` times, or has asked the
+/// lead anything: a call that should be decided at once must not wait for
+/// an answer (the ask timeout is the test's safety bound), so an ask fails
+/// the test right away instead.
+async fn wait_done_without_asking(a: &Arena, name: &str, attack: &str, times: usize) {
+    a.f.until(
+        &format!("{name} to finish {attack} ({times}×) or ask"),
+        || {
+            sandbox_support::done_count(&a.f, name, attack) >= times
+                || !permission_requests(&a.f, name).is_empty()
+        },
+    )
+    .await;
+    let asked = permission_requests(&a.f, name);
+    assert!(asked.is_empty(), "{name} asked the lead: {asked:#?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_path_outside_the_directory_asks_and_stays_unreachable_even_when_the_lead_allows_it() {
+async fn a_path_outside_the_directory_is_denied_at_once_and_the_lead_is_never_asked() {
     let a = Arena::new("permit-outside").await;
     let (name, dir) = asker(&a, "stray", "read-file /etc/passwd").await;
 
-    // default asks before a Read outside the directory…
-    let request = wait_permission_request(&a.f, &name, 1).await;
-    assert_eq!(request["tool_name"], "Read");
-    assert_eq!(request["input"]["file_path"], "/etc/passwd");
-    cli(
-        &a.f.home,
-        &[
-            "permit",
-            &request_id(&request),
-            "--team",
-            &a.f.name,
-            "--allow",
-        ],
-    )
-    .await
-    .unwrap();
-    // …but an allowed call still runs only inside the capability directory.
-    let got = wait_done(&a.f, &name, "read-file", 1).await;
-    step(&got, "read-file").assert_denied().assert_no_leak();
+    // default denies a Read outside the directory without asking: no answer
+    // of the lead could make the tools reach it, so the reason says so.
+    wait_done_without_asking(&a, &name, "read-file", 1).await;
+    let got = steps(&a.f, &name);
+    let read = step(&got, "read-file");
+    read.assert_denied().assert_no_leak();
+    assert!(
+        read.detail
+            .contains("Read of `/etc/passwd` is outside the capability directory")
+            && read.detail.contains("(/etc/passwd)")
+            && read
+                .detail
+                .contains("no rule or answer of the lead can let it run"),
+        "{read:?}"
+    );
 
     // The same for a write into the sentinel tree, by absolute path.
     let target = a.sentinel.join("pwned.txt");
@@ -245,26 +271,33 @@ async fn a_path_outside_the_directory_asks_and_stays_unreachable_even_when_the_l
             None,
         )
         .unwrap();
-    let request = wait_permission_request(&a.f, &name, 2).await;
-    assert_eq!(request["tool_name"], "Write");
-    cli(
-        &a.f.home,
-        &[
-            "permit",
-            &request_id(&request),
-            "--team",
-            &a.f.name,
-            "--allow",
-        ],
-    )
-    .await
-    .unwrap();
-    let got = wait_done(&a.f, &name, "write-file", 1).await;
-    step(&got, "write-file").assert_denied();
+    wait_done_without_asking(&a, &name, "write-file", 1).await;
+    let got = steps(&a.f, &name);
+    let write = step(&got, "write-file");
+    write.assert_denied();
+    assert!(
+        write.detail.contains(&format!(
+            "Write to `{}` is outside the capability directory",
+            target.display()
+        )) && write.detail.contains(&format!("({})", target.display())),
+        "{write:?}"
+    );
     assert!(!target.exists());
     assert!(!dir.join("pwned.txt").exists());
 
-    // And for a Bash command the lead approves: it runs, under Landlock.
+    // No permission_request reached the lead, read or unread, answered or
+    // not.
+    let received = everything_the_lead_received(&a);
+    assert!(
+        !received
+            .iter()
+            .any(|m| m.from == name && m.text.contains("permission_request")),
+        "{received:#?}"
+    );
+    assert!(a.f.host.requests(&a.f.name).unwrap().is_empty());
+
+    // A Bash command is not a path the engine can place: it still asks, and
+    // the one the lead approves runs under Landlock, which keeps it in.
     a.f.host
         .send_as_lead(
             &a.f.name,
@@ -273,7 +306,7 @@ async fn a_path_outside_the_directory_asks_and_stays_unreachable_even_when_the_l
             None,
         )
         .unwrap();
-    let request = wait_permission_request(&a.f, &name, 3).await;
+    let request = wait_permission_request(&a.f, &name, 1).await;
     assert_eq!(request["tool_name"], "Bash");
     assert_eq!(
         request["input"]["command"],

@@ -27,40 +27,47 @@
 //! |---|---|---|---|---|---|---|
 //! | coordination (mailbox, messaging, tasks, team) | allow | allow | allow | allow | allow | allow |
 //! | Read / Glob / Grep inside | allow | allow | allow | allow | allow | **deny** |
-//! | Read / Glob / Grep outside | ask | ask | deny | ask | deny | **deny** |
 //! | Write / Edit inside | ask | allow | allow | **deny**¹ | deny | **deny** |
-//! | Write / Edit outside | ask | ask | deny | **deny**¹ | deny | **deny** |
 //! | Bash | ask | ask | allow | **deny** | deny | **deny** |
+//! | Read / Glob / Grep / Write / Edit outside | **deny** | **deny** | **deny** | **deny**¹ | **deny** | **deny** |
 //! | a path that climbs out through `..` | **deny** | **deny** | **deny** | **deny** | **deny** | **deny** |
 //!
 //! ¹ except the plan file ([`PolicyContext::with_plan_file`]), which plan mode
 //! may read, write and edit wherever the host put it.
+//!
+//! A path outside the directory is denied at once, in every mode: the tools
+//! reach only the capability directory, so asking the lead would be a
+//! question whose "yes" changes nothing. The reason says so and names the
+//! absolute path.
 //!
 //! Rules change the table in two ways, in this order:
 //!
 //! 1. **A matching deny rule denies, in every mode, before anything else.**
 //!    Deny wins over allow, over the mode and over the plan file.
 //! 2. **A matching allow rule allows** any cell that is not bold: it turns an
-//!    ask into an allow, and the denials of `dontAsk` and of
-//!    `bypassPermissions` (which only ever denies paths outside the
-//!    directory) into allows. It does not open what `plan` or `delegate`
-//!    close: those modes restrict the tool set itself, as the reference's do.
+//!    ask into an allow, and a denial of `dontAsk` into an allow. It does not
+//!    open what `plan` or `delegate` close (those modes restrict the tool set
+//!    itself, as the reference's do), nor a path outside the directory (an
+//!    allow rule naming one, such as `Read(//etc/**)`, never allows anything).
 //!
 //! The precise order [`decide`] follows: deny rules → `..` escapes →
-//! `delegate` → coordination → `plan` → allow rules → what the mode allows
-//! inside the directory → otherwise ask (`default`, `acceptEdits`, `plan`) or
-//! deny (`dontAsk`, `bypassPermissions`).
+//! `delegate` and `plan` (which allows the plan file here, wherever it is) →
+//! paths outside the directory (denied) → coordination → allow rules → what
+//! the mode allows → otherwise ask (`default`, `acceptEdits`) or deny
+//! (`dontAsk`). `plan` never asks: it allows reads and the plan file and
+//! denies everything else.
 //!
 //! # Decisions, and why
 //!
 //! - **`default`** allows reads inside the directory (the reference never asks
-//!   to read the working directory, seeds 002 §4.8.3) and asks for the rest.
-//! - **`acceptEdits`** adds edits inside the directory; outside it asks even
-//!   for a Read (seeds 002 §4.8.3: "all operations outside the project
-//!   directory trigger a request, Read included").
+//!   to read the working directory, seeds 002 §4.8.3) and asks for edits and
+//!   Bash.
+//! - **`acceptEdits`** adds edits inside the directory. The reference asks
+//!   for every operation outside the project directory, Read included (seeds
+//!   002 §4.8.3); teamhost denies them instead, as every mode does, since no
+//!   answer could make them run.
 //! - **`bypassPermissions`** never asks. It covers the capability directory and
-//!   Bash; a path outside the directory is denied unless an allow rule names
-//!   it, because no mode alone allows a path outside the directory.
+//!   Bash; a path outside the directory is denied, as in every mode.
 //! - **`plan`** is read-only: reads as in `default`, the plan file writable,
 //!   every other Write / Edit and all of Bash denied with "exit it through
 //!   plan approval". Allow rules do not reopen them.

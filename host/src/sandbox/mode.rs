@@ -15,12 +15,12 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// The default is [`PermissionMode::Default`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum PermissionMode {
-    /// `default`: reads inside the capability directory run; everything
-    /// else asks the lead.
+    /// `default`: reads inside the capability directory run; edits and Bash
+    /// ask the lead.
     #[default]
     Default,
     /// `acceptEdits`: reads and edits inside the capability directory run;
-    /// Bash and anything outside ask.
+    /// Bash asks.
     AcceptEdits,
     /// `bypassPermissions`: everything inside the capability directory runs
     /// without asking; deny rules still apply.

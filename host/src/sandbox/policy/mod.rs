@@ -149,10 +149,10 @@ impl Decision {
 
 /// Decides one call. Pure: the same arguments give the same decision.
 ///
-/// The order: deny rules → `..` escapes → `delegate` → coordination → `plan`
-/// → allow rules → what the mode allows inside the capability directory →
-/// ask (`default`, `acceptEdits`, `plan`) or deny (`dontAsk`,
-/// `bypassPermissions`). See [`crate::sandbox`] for the table.
+/// The order: deny rules → `..` escapes → `delegate` and `plan` → paths
+/// outside the capability directory (denied: nothing could run them) →
+/// coordination → allow rules → what the mode allows → ask (`default`,
+/// `acceptEdits`) or deny (`dontAsk`). See [`crate::sandbox`] for the table.
 pub fn decide(
     mode: PermissionMode,
     rules: &ToolRules,
@@ -230,7 +230,22 @@ pub fn decide(
         | PermissionMode::DontAsk => {}
     }
 
-    // 4. Coordination: always, as the reference allows SendMessage.
+    // 4. Nothing outside the directory can run (the file tools reach only the
+    //    capability directory, whatever anyone answers), so asking the lead
+    //    would be a question whose "yes" does nothing: deny now, and say why.
+    //    The plan file, which plan mode allows wherever it is, was handled above.
+    if let Target::Path { path, .. } = &target {
+        if !path.is_inside() {
+            return deny(format!(
+                "{what} is outside the capability directory {cap} ({}): a teammate reaches \
+                 nothing else, so no rule or answer of the lead can let it run; use a path \
+                 inside the directory",
+                path.absolute()
+            ));
+        }
+    }
+
+    // 5. Coordination: always, as the reference allows SendMessage.
     if let Target::Coordination(_) = target {
         return allow(format!(
             "{what} is a coordination call, which every mode allows (the reference never \
@@ -238,7 +253,7 @@ pub fn decide(
         ));
     }
 
-    // 5. Allow rules.
+    // 6. Allow rules.
     if let Some(matched) = rules.allowing(&subject) {
         let names: Vec<String> = matched.iter().map(|r| format!("`{r}`")).collect();
         return allow(match names.as_slice() {
@@ -251,20 +266,14 @@ pub fn decide(
         });
     }
 
-    // 6. What the mode allows by itself: never a path outside the directory.
-    let inside = match &target {
-        Target::Path { path, .. } => path.is_inside(),
-        Target::Command(_) | Target::Coordination(_) => false,
-    };
+    // 7. What the mode allows by itself. A path is inside the directory by
+    //    now (step 4), so the mode only has to look at the tool class.
     let mode_allows = match mode {
         PermissionMode::Default | PermissionMode::DontAsk | PermissionMode::Plan => {
-            class == ToolClass::Read && inside
+            class == ToolClass::Read
         }
-        PermissionMode::AcceptEdits => matches!(class, ToolClass::Read | ToolClass::Edit) && inside,
-        PermissionMode::BypassPermissions => match class {
-            ToolClass::Read | ToolClass::Edit => inside,
-            ToolClass::Bash | ToolClass::Coordination => true,
-        },
+        PermissionMode::AcceptEdits => matches!(class, ToolClass::Read | ToolClass::Edit),
+        PermissionMode::BypassPermissions => true,
         PermissionMode::Delegate => false,
     };
     if mode_allows {
@@ -281,39 +290,23 @@ pub fn decide(
         return allow(format!("{mode} mode allows {kind}{scope}: {what}"));
     }
 
-    // 7. Nothing allowed it.
-    let outside = match &target {
-        Target::Path { path, .. } if !inside => format!(
-            ", which is outside the capability directory {cap} ({})",
-            path.absolute()
-        ),
-        Target::Path { .. } | Target::Command(_) | Target::Coordination(_) => String::new(),
-    };
+    // 8. Nothing allowed it: an edit or Bash in `default`, Bash in
+    //    `acceptEdits`, anything no rule names in `dontAsk`.
     match mode {
-        PermissionMode::Default | PermissionMode::AcceptEdits | PermissionMode::Plan => {
-            Decision::Ask {
-                reason: format!(
-                    "{mode} mode asks the lead before {what}{outside}: no allow rule matches"
-                ),
-                suggestions: suggestions::suggest(mode, rules, &target),
-            }
-        }
+        PermissionMode::Default | PermissionMode::AcceptEdits => Decision::Ask {
+            reason: format!("{mode} mode asks the lead before {what}: no allow rule matches"),
+            suggestions: suggestions::suggest(mode, rules, &target),
+        },
         PermissionMode::DontAsk => deny(format!(
-            "dontAsk mode denies what no allow rule pre-approves: {what}{outside} matches no \
-             rule in allowedTools"
+            "dontAsk mode denies what no allow rule pre-approves: {what} matches no rule in \
+             allowedTools"
         )),
-        PermissionMode::BypassPermissions => deny(format!(
-            "bypassPermissions mode covers only the capability directory {cap}: {what} is \
-             outside it ({}) and no allow rule names it",
-            match &target {
-                Target::Path { path, .. } => path.absolute(),
-                Target::Command(_) | Target::Coordination(_) => String::new(),
-            }
-        )),
-        PermissionMode::Delegate => deny(format!(
-            "delegate mode allows only coordination (team, tasks, messaging): {what} is not \
-             available"
-        )),
+        // Steps 3 to 7 decide every call in these modes (`plan` never asks:
+        // it allows reads and the plan file and denies the rest); this arm is
+        // for the exhaustive match.
+        PermissionMode::BypassPermissions | PermissionMode::Plan | PermissionMode::Delegate => {
+            deny(format!("{mode} mode does not allow {what}"))
+        }
     }
 }
 

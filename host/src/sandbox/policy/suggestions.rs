@@ -169,7 +169,7 @@ impl std::error::Error for SuggestionError {}
 
 impl Suggestion {
     /// The reference's JSON, keys in its order:
-    /// `{"type":"addRules","rules":[{"toolName":"Read","ruleContent":"//tmp/**"}],"behavior":"allow","destination":"session"}`.
+    /// `{"type":"addRules","rules":[{"toolName":"Edit","ruleContent":"./src/main.rs"}],"behavior":"allow","destination":"session"}`.
     pub fn to_json(&self) -> Value {
         match self {
             Suggestion::AddRules {
@@ -294,38 +294,18 @@ pub(super) fn suggest(mode: PermissionMode, rules: &ToolRules, target: &Target) 
                 | ToolName::TaskUpdate
                 | ToolName::TaskList => *tool,
             };
-            if path.is_inside() {
-                // Only edits ask inside the directory.
-                let rel = path.relative().unwrap_or_else(|| ".".into());
-                let mut out = Vec::new();
-                if mode == PermissionMode::Default {
-                    out.push(Suggestion::SetMode {
-                        mode: PermissionMode::AcceptEdits,
-                        destination: Destination::Session,
-                    });
-                }
-                out.push(add(vec![RuleValue::new(family, Some(format!("./{rel}")))]));
-                out
-            } else {
-                let dir = match tool {
-                    ToolName::Glob | ToolName::Grep => path.absolute(),
-                    ToolName::Read
-                    | ToolName::Write
-                    | ToolName::Edit
-                    | ToolName::Bash
-                    | ToolName::SendMessage
-                    | ToolName::TaskCreate
-                    | ToolName::TaskGet
-                    | ToolName::TaskUpdate
-                    | ToolName::TaskList => path.parent_absolute(),
-                };
-                let content = if dir == "/" {
-                    "//**".to_owned()
-                } else {
-                    format!("/{dir}/**")
-                };
-                vec![add(vec![RuleValue::new(family, Some(content))])]
+            // Only an edit inside the directory asks (in `default`): reads
+            // inside are allowed, and a path outside is denied before any ask.
+            let rel = path.relative().unwrap_or_else(|| ".".into());
+            let mut out = Vec::new();
+            if mode == PermissionMode::Default {
+                out.push(Suggestion::SetMode {
+                    mode: PermissionMode::AcceptEdits,
+                    destination: Destination::Session,
+                });
             }
+            out.push(add(vec![RuleValue::new(family, Some(format!("./{rel}")))]));
+            out
         }
         Target::Command(command) => {
             if command.opaque {

@@ -1,6 +1,6 @@
 //! Tests of [`decide`]: the mode table, then each mode, coordination, deny
-//! rules, Bash and path escapes. The suggestions' JSON is tested in
-//! `suggestions.rs`.
+//! rules, Bash, path escapes and paths outside the capability directory. The
+//! suggestions' JSON is tested in `suggestions.rs`.
 
 use serde_json::json;
 
@@ -88,17 +88,29 @@ fn the_mode_table_holds_for_each_tool_class_inside_and_outside() {
         ("read inside", ToolCall::read("src/a.rs"), "AAAAAD"),
         ("glob inside", ToolCall::glob("src/**/*.rs", None), "AAAAAD"),
         ("grep inside", ToolCall::grep("x", None), "AAAAAD"),
-        ("read outside", ToolCall::read("/etc/passwd"), "??D?DD"),
-        ("glob outside", ToolCall::glob("*", Some("/etc")), "??D?DD"),
-        ("grep outside", ToolCall::grep("x", Some("/tmp")), "??D?DD"),
+        ("read outside", ToolCall::read("/etc/passwd"), "DDDDDD"),
+        ("glob outside", ToolCall::glob("*", Some("/etc")), "DDDDDD"),
+        ("grep outside", ToolCall::grep("x", Some("/tmp")), "DDDDDD"),
         ("write inside", ToolCall::write("src/a.rs", "x"), "?AADDD"),
         (
             "edit inside",
             ToolCall::edit("src/a.rs", "a", "b"),
             "?AADDD",
         ),
-        ("write outside", ToolCall::write("/tmp/x", "x"), "??DDDD"),
-        ("edit outside", ToolCall::edit("/tmp/x", "a", "b"), "??DDDD"),
+        ("write outside", ToolCall::write("/tmp/x", "x"), "DDDDDD"),
+        ("edit outside", ToolCall::edit("/tmp/x", "a", "b"), "DDDDDD"),
+        // The plan file lies outside the directory here: only plan mode
+        // reaches it.
+        (
+            "plan file, outside",
+            ToolCall::write("/home/lead/.teamhost/plans/p.md", "x"),
+            "DDDADD",
+        ),
+        (
+            "read plan file, outside",
+            ToolCall::read("/home/lead/.teamhost/plans/p.md"),
+            "DDDADD",
+        ),
         ("bash", ToolCall::bash("make"), "??ADDD"),
         ("escape", ToolCall::read("../x"), "DDDDDD"),
     ];
@@ -112,12 +124,13 @@ fn the_mode_table_holds_for_each_tool_class_inside_and_outside() {
 }
 
 #[test]
-fn an_allow_rule_opens_asks_and_dont_ask_but_not_plan_or_delegate() {
+fn an_allow_rule_opens_asks_and_dont_ask_but_not_plan_delegate_or_a_path_outside() {
     let r = rules(&["Bash(make:*)", "Edit(src/**)", "Read(//etc/**)"], &[]);
     let rows: Vec<(&str, ToolCall, &str)> = vec![
         ("bash", ToolCall::bash("make all"), "AAADAD"),
         ("edit", ToolCall::edit("src/a.rs", "a", "b"), "AAADAD"),
-        ("read outside", ToolCall::read("/etc/hosts"), "AAAAAD"),
+        // `Read(//etc/**)` matches, but nothing could run it.
+        ("read outside", ToolCall::read("/etc/hosts"), "DDDDDD"),
     ];
     for (name, call, expected) in rows {
         let got: String = PermissionMode::ALL
@@ -234,40 +247,26 @@ fn a_command_with_a_substitution_asks_without_suggestions() {
 }
 
 #[test]
-fn default_asks_to_read_outside_and_suggests_the_reference_rule_shape() {
+fn default_denies_a_read_outside_at_once_and_says_nothing_can_let_it_run() {
     let decision = d(
         PermissionMode::Default,
         &no_rules(),
         ToolCall::read("/tmp/x.txt"),
     );
-    assert!(decision.is_ask());
-    assert!(
-        decision
-            .reason()
-            .contains("outside the capability directory /work/cap"),
-        "{}",
-        decision.reason()
-    );
+    assert!(decision.is_deny());
     assert_eq!(
-        decision.suggestions_json(),
-        vec![json!({
-            "type": "addRules",
-            "rules": [{"toolName": "Read", "ruleContent": "//tmp/**"}],
-            "behavior": "allow",
-            "destination": "session"
-        })]
+        decision.reason(),
+        "Read of `/tmp/x.txt` is outside the capability directory /work/cap (/tmp/x.txt): \
+         a teammate reaches nothing else, so no rule or answer of the lead can let it run; \
+         use a path inside the directory"
     );
-    let root = d(PermissionMode::Default, &no_rules(), ToolCall::read("/x"));
-    let Suggestion::AddRules { rules: values, .. } = &root.suggestions()[0] else {
-        panic!("expected addRules");
-    };
-    assert_eq!(values[0].rule_content.as_deref(), Some("//**"));
+    assert!(decision.suggestions().is_empty());
 }
 
 // --- acceptEdits --------------------------------------------------------
 
 #[test]
-fn accept_edits_allows_edits_inside_and_asks_outside() {
+fn accept_edits_allows_edits_inside_and_denies_them_outside() {
     let mode = PermissionMode::AcceptEdits;
     let inside = d(mode, &no_rules(), ToolCall::write("/work/cap/new.txt", "x"));
     assert!(inside.is_allow());
@@ -277,27 +276,35 @@ fn accept_edits_allows_edits_inside_and_asks_outside() {
         &no_rules(),
         ToolCall::write("/tmp/delegate-test/x", "x"),
     );
-    assert!(outside.is_ask());
-    assert_eq!(
-        outside.suggestions_json(),
-        vec![json!({
-            "type": "addRules",
-            "rules": [{"toolName": "Edit", "ruleContent": "//tmp/delegate-test/**"}],
-            "behavior": "allow",
-            "destination": "session"
-        })]
+    assert!(outside.is_deny());
+    assert!(
+        outside.reason().starts_with(
+            "Write to `/tmp/delegate-test/x` is outside the capability directory /work/cap \
+             (/tmp/delegate-test/x)"
+        ),
+        "{}",
+        outside.reason()
     );
 }
 
 #[test]
-fn accept_edits_asks_even_to_read_outside_the_directory() {
-    // seeds 002 §4.8.3: in acceptEdits, a Read outside the project asks.
+fn accept_edits_denies_a_read_outside_instead_of_asking() {
+    // The reference asks here (seeds 002 §4.8.3: "all operations outside the
+    // project directory trigger a request, Read included"), but a teammate's
+    // tools cannot reach outside its directory: a "yes" would change nothing.
     let decision = d(
         PermissionMode::AcceptEdits,
         &no_rules(),
         ToolCall::read("/etc/hosts"),
     );
-    assert!(decision.is_ask());
+    assert!(decision.is_deny());
+    assert!(
+        decision
+            .reason()
+            .contains("outside the capability directory /work/cap (/etc/hosts)"),
+        "{}",
+        decision.reason()
+    );
 }
 
 #[test]
@@ -329,17 +336,18 @@ fn bypass_allows_everything_inside_and_bash() {
 }
 
 #[test]
-fn bypass_never_asks_and_denies_a_path_outside_without_a_rule() {
+fn bypass_denies_a_path_outside_even_when_an_allow_rule_names_it() {
     let mode = PermissionMode::BypassPermissions;
     let decision = d(mode, &no_rules(), ToolCall::read("/etc/passwd"));
     assert!(decision.is_deny());
     assert_eq!(
         decision.reason(),
-        "bypassPermissions mode covers only the capability directory /work/cap: Read of \
-         `/etc/passwd` is outside it (/etc/passwd) and no allow rule names it"
+        "Read of `/etc/passwd` is outside the capability directory /work/cap \
+         (/etc/passwd): a teammate reaches nothing else, so no rule or answer of the lead \
+         can let it run; use a path inside the directory"
     );
     let r = rules(&["Read(//etc/**)"], &[]);
-    assert!(d(mode, &r, ToolCall::read("/etc/passwd")).is_allow());
+    assert_eq!(d(mode, &r, ToolCall::read("/etc/passwd")), decision);
 }
 
 #[test]
@@ -417,13 +425,24 @@ fn a_relative_plan_file_is_inside_the_capability_directory() {
 }
 
 #[test]
-fn plan_asks_to_read_outside_the_directory() {
-    assert!(d(
-        PermissionMode::Plan,
+fn plan_denies_reading_outside_the_directory_except_the_plan_file() {
+    let mode = PermissionMode::Plan;
+    let outside = d(mode, &no_rules(), ToolCall::read("/etc/hosts"));
+    assert!(outside.is_deny());
+    assert!(
+        outside
+            .reason()
+            .contains("outside the capability directory /work/cap (/etc/hosts)"),
+        "{}",
+        outside.reason()
+    );
+    // The plan file is outside too, and plan mode reads it all the same.
+    let plan = d(
+        mode,
         &no_rules(),
-        ToolCall::read("/etc/hosts")
-    )
-    .is_ask());
+        ToolCall::read("/home/lead/.teamhost/plans/p.md"),
+    );
+    assert!(plan.is_allow(), "{}", plan.reason());
 }
 
 // --- dontAsk ------------------------------------------------------------
@@ -635,20 +654,71 @@ fn paths_that_climb_out_are_denied_in_every_mode_whatever_the_rules() {
     );
 }
 
+// --- paths outside the directory -----------------------------------------
+
 #[test]
-fn an_absolute_path_outside_is_never_allowed_by_mode_alone() {
+fn a_path_outside_is_denied_in_every_mode_whatever_the_allow_rules_and_never_asks() {
+    let rule_sets = [
+        no_rules(),
+        rules(&["Read", "Edit"], &[]),
+        rules(&["Read(//**)", "Edit(//**)"], &[]),
+        rules(
+            &[
+                "Read(//etc/**)",
+                "Edit(//tmp/**)",
+                "Read(//work/capital/**)",
+            ],
+            &[],
+        ),
+    ];
+    let calls = [
+        (ToolCall::read("/etc/passwd"), "/etc/passwd"),
+        (ToolCall::write("/tmp/x", "x"), "/tmp/x"),
+        (ToolCall::edit("/tmp/x", "a", "b"), "/tmp/x"),
+        (ToolCall::glob("*", Some("/etc")), "/etc"),
+        (ToolCall::glob("/etc/*.conf", None), "/etc"),
+        (ToolCall::grep("root", Some("/etc")), "/etc"),
+        // A sibling whose name starts with the directory's is not inside it.
+        (ToolCall::read("/work/capital/a"), "/work/capital/a"),
+        (ToolCall::read("/"), "/"),
+    ];
     for mode in PermissionMode::ALL {
-        for call in [
-            ToolCall::read("/etc/passwd"),
-            ToolCall::write("/etc/passwd", "x"),
-            ToolCall::grep("root", Some("/etc")),
-        ] {
-            assert!(
-                !d(mode, &no_rules(), call.clone()).is_allow(),
-                "{mode} {call:?}"
-            );
+        for r in &rule_sets {
+            for (call, absolute) in &calls {
+                let decision = d(mode, r, call.clone());
+                assert!(decision.is_deny(), "{mode} {call:?}: {decision:?}");
+                // `delegate`, and `plan` for an edit, take the tool away
+                // first (step 3), with their own reason.
+                let mode_first = mode == PermissionMode::Delegate
+                    || (mode == PermissionMode::Plan && call.class() == ToolClass::Edit);
+                if mode_first {
+                    continue;
+                }
+                let reason = decision.reason();
+                assert!(
+                    reason.contains(&format!(
+                        "is outside the capability directory /work/cap ({absolute})"
+                    )) && reason.contains("no rule or answer of the lead can let it run"),
+                    "{mode} {call:?}: {reason}"
+                );
+            }
         }
     }
+}
+
+#[test]
+fn a_deny_rule_on_a_path_outside_still_names_the_rule() {
+    // Deny rules come first, with their own reason.
+    let r = rules(&[], &["Read(//etc/**)"]);
+    let decision = d(PermissionMode::Default, &r, ToolCall::read("/etc/passwd"));
+    assert!(decision.is_deny());
+    assert!(
+        decision
+            .reason()
+            .contains("is denied by rule `Read(//etc/**)` in disallowedTools"),
+        "{}",
+        decision.reason()
+    );
 }
 
 #[test]

@@ -56,7 +56,10 @@
 //! normalised lexically ([`ResolvedPath`]); `~` in a call path is an ordinary
 //! name. A call path whose `..` steps outside the capability directory, even
 //! if it comes back, **never matches an allow rule** (deny rules still match
-//! where it lands); the engine denies it outright.
+//! where it lands); the engine denies it outright. It denies every other call
+//! path outside the capability directory too, whatever the allow rules say:
+//! an allow rule only ever allows paths inside it, even one written
+//! `//abs/path`.
 //!
 //! Glob and Grep are judged on the directory they search: Grep's `path`;
 //! Glob's `path` joined with the pattern's leading segments that have no
@@ -217,8 +220,8 @@ impl fmt::Display for RuleProblem {
                  parentheses, backticks or `$(`",
             ),
             RuleProblem::ClimbsOut => f.write_str(
-                "a path rule may not contain `..`; write `//absolute/path` for a path \
-                 outside the capability directory",
+                "a path rule may not contain `..`: a teammate reaches nothing outside its \
+                 capability directory (`//absolute/path` names a path in it absolutely)",
             ),
             RuleProblem::OtherUsersHome => f.write_str(
                 "`~user` is not supported: `~` is the capability directory (a teammate \

@@ -157,12 +157,6 @@ impl ResolvedPath {
         }
     }
 
-    /// The absolute parent directory (the path itself at the root).
-    pub(crate) fn parent_absolute(&self) -> String {
-        let n = self.comps.len().saturating_sub(1);
-        join(self.rooted, &self.comps[..n])
-    }
-
     pub(super) fn relative_components(&self) -> Option<Vec<&str>> {
         let start = self.inside?;
         Some(self.comps[start..].iter().map(String::as_str).collect())
