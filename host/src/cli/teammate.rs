@@ -472,10 +472,12 @@ fn placement(a: &TeammateArgs, member: &Member, team: &str) -> Attach {
                 .clone()
                 .filter(|b| b != "in-process")
                 .unwrap_or_else(|| "process".into());
+            // A pane id recorded for an in-process member does not describe
+            // this process: name the backend instead.
             let p = member
                 .tmux_pane_id
                 .clone()
-                .filter(|p| !p.is_empty())
+                .filter(|p| !p.is_empty() && p != "in-process")
                 .unwrap_or_else(|| b.clone());
             (b, p)
         }
