@@ -237,3 +237,33 @@ fn watching_a_claude_code_team_shows_it_and_writes_nothing() {
         "the watch changed the team's files"
     );
 }
+
+#[test]
+fn a_team_directory_created_after_the_watch_started_is_followed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference-2.1.197");
+    let copy = Command::new("cp")
+        .arg("-r")
+        .arg(fixture.join("teams"))
+        .arg(fixture.join("tasks"))
+        .arg(tmp.path())
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    // A team nobody has written a message to yet: no inboxes/.
+    let team = Store::new(Home::new(tmp.path()))
+        .team("session-76c4e2e6")
+        .unwrap();
+    std::fs::remove_dir_all(team.paths().inboxes_dir()).unwrap();
+
+    let mut w = Watch::start(tmp.path(), "session-76c4e2e6");
+    w.expect(&["team session-76c4e2e6: 1 teammate(s)"]);
+    team.send("team-lead", OutgoingMessage::new("wasm-pane", "first"))
+        .unwrap();
+    w.expect(&["wasm-pane", "→ team-lead: first"]);
+    // Seen only through a watch on the new inboxes/ itself.
+    team.send("team-lead", OutgoingMessage::new("wasm-pane", "second"))
+        .unwrap();
+    w.expect(&["wasm-pane", "→ team-lead: second"]);
+}

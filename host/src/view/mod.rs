@@ -81,7 +81,6 @@ pub struct LiveView {
     tx: Sender<Input>,
     thread: Option<JoinHandle<std::io::Result<Ended>>>,
     quit: tokio::sync::watch::Receiver<bool>,
-    _files: FileChanges,
     forward: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -105,7 +104,7 @@ impl LiveView {
         let thread = std::thread::Builder::new()
             .name("teamhost-view".into())
             .spawn(move || {
-                let ended = tui::run(&seat, &title, keys_tx, rx);
+                let ended = tui::run(&seat, &files, &title, keys_tx, rx);
                 if matches!(ended, Ok(Ended::Quit)) {
                     let _ = quit_tx.send(true);
                 }
@@ -116,14 +115,19 @@ impl LiveView {
             tx,
             thread: Some(thread),
             quit,
-            _files: files,
             forward,
         })
     }
 
-    /// Shows a line of the program's own (`who`, `what`) in the footer.
+    /// Shows a line of the program's own (`who`, `what`) in the footer; once
+    /// the person has quit the view, on stderr.
     pub fn note(&self, who: &str, what: impl Into<String>) {
-        let _ = self.tx.send(Input::Note(who.into(), what.into()));
+        let what = what.into();
+        if *self.quit.borrow() {
+            eprintln!("{who}: {what}");
+        } else {
+            let _ = self.tx.send(Input::Note(who.into(), what));
+        }
     }
 
     /// Resolves when the person quits the view (`q`, `Ctrl-C`).
@@ -166,13 +170,13 @@ pub fn watch(team: Team, mode: WatchMode) -> Result<()> {
         )));
     }
     let (tx, rx) = mpsc::channel();
-    let _files = FileChanges::start(&team, tx.clone())?;
+    let files = FileChanges::start(&team, tx.clone())?;
     let seat = Seat::watching(team);
     match mode {
-        WatchMode::Screen => tui::run(&seat, "teamhost watch", tx, rx)
+        WatchMode::Screen => tui::run(&seat, &files, "teamhost watch", tx, rx)
             .map(|_| ())
             .map_err(|e| Error::Invalid(format!("the live view failed: {e}"))),
-        WatchMode::Lines => lines::run(&seat, rx, &mut std::io::stdout().lock())
+        WatchMode::Lines => lines::run(&seat, &files, rx, &mut std::io::stdout().lock())
             .map_err(|e| Error::Invalid(format!("cannot print the team's changes: {e}"))),
     }
 }
