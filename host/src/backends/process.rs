@@ -243,7 +243,10 @@ pub(crate) enum Proc {
 /// How the process ended.
 enum Ending {
     Status(ExitStatus),
-    /// A pane whose exit status tmux could not tell.
+    /// A dead pane whose exit status tmux never collected.
+    DeadWithoutStatus,
+    /// A pane closed under its process, or a process that could not be
+    /// waited for.
     Unknown,
 }
 
@@ -258,7 +261,9 @@ impl Ending {
                 ),
                 _ => format!("its process (pid {pid}) ended"),
             },
-            Ending::Unknown => format!("its process (pid {pid}) ended"),
+            Ending::DeadWithoutStatus | Ending::Unknown => {
+                format!("its process (pid {pid}) ended")
+            }
         }
     }
 }
@@ -378,9 +383,14 @@ impl Watch {
                             super::tmux::dead_status(s.as_deref(), &p, pid)
                         })
                         .await
-                        .ok()
-                        .flatten();
-                        status.map_or(Ending::Unknown, Ending::Status)
+                        .ok();
+                        match status {
+                            Some(super::tmux::PaneEnd::Status(s)) => Ending::Status(s),
+                            Some(super::tmux::PaneEnd::DeadWithoutStatus) => {
+                                Ending::DeadWithoutStatus
+                            }
+                            Some(super::tmux::PaneEnd::Gone) | None => Ending::Unknown,
+                        }
                     });
                 (Some((socket, pane)), ended)
             }
@@ -518,6 +528,10 @@ impl Watch {
             Ending::Status(_) => {
                 TeammateState::Failed(format!("{how}; its log is {}", self.kind_log_hint()))
             }
+            // Its pane died on its own and it had left the team itself, which
+            // a teammate does once it has approved its shutdown; tmux marked
+            // the pane dead without ever collecting the exit status.
+            Ending::DeadWithoutStatus => TeammateState::Completed,
             // Its pane was closed under it (an approved exit keeps the pane,
             // and its status, until the host reads it).
             Ending::Unknown => TeammateState::Killed,

@@ -289,12 +289,21 @@ pub(crate) fn kill_pane_if_ours(socket: Option<&Path>, pane: &str, pid: u32) -> 
     c.status().is_ok_and(|s| s.success())
 }
 
+/// How long [`dead_status`] keeps asking tmux for a dead pane's status.
+const DEAD_STATUS_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The exit status of `pane`'s dead process `pid`, when tmux kept it. tmux
 /// notices the death and collects the status on its own schedule (and has no
-/// event to wait on), so a pane shown alive, or dead without a status, is
-/// asked again, up to 100 times 10 ms apart.
-pub(crate) fn dead_status(socket: Option<&Path>, pane: &str, pid: u32) -> Option<ExitStatus> {
-    for _ in 0..100 {
+/// event to wait on; tmux 3.3 sometimes marks a pane dead and never collects
+/// the status at all), so a pane shown alive, or dead without a status, is
+/// asked again every 10 ms for up to [`DEAD_STATUS_PATIENCE`]; so is a tmux
+/// command that fails for another reason than a missing pane or server (a
+/// server slow under load). A pane or server that is gone, or a pane holding
+/// another process, answers `None` at once.
+pub(crate) fn dead_status(socket: Option<&Path>, pane: &str, pid: u32) -> PaneEnd {
+    let mut dead = false;
+    let deadline = std::time::Instant::now() + DEAD_STATUS_PATIENCE;
+    while std::time::Instant::now() < deadline {
         let mut c = tmux(socket);
         c.args([
             "display-message",
@@ -302,26 +311,55 @@ pub(crate) fn dead_status(socket: Option<&Path>, pane: &str, pid: u32) -> Option
             "-t",
             pane,
             "#{pane_id} #{pane_pid} #{pane_dead} #{pane_dead_status}",
-        ])
-        .stderr(std::process::Stdio::null());
-        let out = c.output().ok()?;
+        ]);
+        let Ok(out) = c.output() else {
+            return PaneEnd::Gone;
+        };
         let text = String::from_utf8_lossy(&out.stdout);
         let f: Vec<&str> = text.split_whitespace().collect();
         match f.as_slice() {
             [p, pp, "1", code] if *p == pane && *pp == pid.to_string() => {
-                return code
-                    .parse::<i32>()
-                    .ok()
-                    .map(|c| ExitStatus::from_raw(c << 8));
+                return match code.parse::<i32>() {
+                    Ok(c) => PaneEnd::Status(ExitStatus::from_raw(c << 8)),
+                    Err(_) => PaneEnd::DeadWithoutStatus,
+                };
             }
-            // Alive, or dead without its status collected yet.
-            [p, pp, "0", ..] | [p, pp, "1"] if *p == pane && *pp == pid.to_string() => {
-                std::thread::sleep(std::time::Duration::from_millis(10));
+            // Dead without its status collected yet.
+            [p, pp, "1"] if *p == pane && *pp == pid.to_string() => dead = true,
+            // Still alive to tmux.
+            [p, pp, "0", ..] if *p == pane && *pp == pid.to_string() => {}
+            // Another process in that pane: not ours to report.
+            [_, _, ..] => return PaneEnd::Gone,
+            // The pane is gone (tmux prints nothing for a missing pane).
+            _ if out.status.success() => return PaneEnd::Gone,
+            // The server is gone, or the pane: nothing will come.
+            _ if ["no server running", "can't find"]
+                .iter()
+                .any(|gone| String::from_utf8_lossy(&out.stderr).contains(gone)) =>
+            {
+                return PaneEnd::Gone
             }
-            _ => return None,
+            // tmux failed otherwise (busy, starting): ask again.
+            _ => {}
         }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    None
+    if dead {
+        PaneEnd::DeadWithoutStatus
+    } else {
+        PaneEnd::Gone
+    }
+}
+
+/// How a pane's process ended, as far as tmux tells ([`dead_status`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PaneEnd {
+    /// Its exit status.
+    Status(ExitStatus),
+    /// The pane is dead but tmux never collected the status.
+    DeadWithoutStatus,
+    /// The pane is gone (closed under it), or holds another process.
+    Gone,
 }
 
 /// Quotes `s` for `sh -c` (single quotes; `'` as `'\''`).
