@@ -267,3 +267,66 @@ fn a_team_directory_created_after_the_watch_started_is_followed() {
         .unwrap();
     w.expect(&["wasm-pane", "→ team-lead: second"]);
 }
+
+#[test]
+fn a_teammates_escape_sequences_never_reach_the_leads_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::new(Home::new(tmp.path()));
+    let team = store.team("board").unwrap();
+    team.create(NewTeam::default()).unwrap();
+    team.add_member(NewMember {
+        name: "mallory".into(),
+        ..Default::default()
+    })
+    .unwrap();
+
+    let mut w = Watch::start(tmp.path(), "board");
+    w.expect(&["team board: 1 teammate(s)"]);
+    // What a hostile teammate can write: a message and a task subject.
+    team.send(
+        "team-lead",
+        OutgoingMessage::new("mallory", "\u{1b}[2J\u{1b}]0;pwned\u{7}all clear"),
+    )
+    .unwrap();
+    w.expect(&["mallory", r"\u{1b}[2J\u{1b}]0;pwned\u{7}all clear"]);
+    team.create_task(NewTask {
+        subject: "fix \u{202e}gnp.exe".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    w.expect(&["#1 created", r"fix \u{202e}gnp.exe"]);
+    for line in &w.seen {
+        assert!(
+            !line
+                .chars()
+                .any(|c| c == '\u{1b}' || c == '\u{7}' || c == '\u{202e}'),
+            "{line:?}"
+        );
+    }
+
+    // The same through `teamhost status` and `teamhost inbox`.
+    for args in [
+        &["status", "--team", "board"][..],
+        &["inbox", "--team", "board", "team-lead"][..],
+        &["task", "list", "--team", "board"][..],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_teamhost"))
+            .arg("--home")
+            .arg(tmp.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            !text
+                .chars()
+                .any(|c| c == '\u{1b}' || c == '\u{7}' || c == '\u{202e}'),
+            "{args:?}: {text:?}"
+        );
+        assert!(
+            text.contains(r"\u{1b}") || text.contains(r"\u{202e}"),
+            "{args:?}: {text}"
+        );
+    }
+}

@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+use crate::protocol::describe::printable;
+
 /// Chooses between human text and JSON for a command's result.
 #[derive(Debug, Clone, Copy)]
 pub struct Output {
@@ -28,9 +30,11 @@ impl Output {
         if self.json {
             println!("{}", serde_json::to_string_pretty(value)?);
         } else {
+            // Teammates write much of what is shown (subjects, messages):
+            // nothing of theirs may drive the terminal.
             let text = human();
             if !text.is_empty() {
-                println!("{}", text.trim_end());
+                println!("{}", printable(text.trim_end()));
             }
         }
         Ok(())

@@ -526,7 +526,7 @@ impl Log {
             std::io::stderr(),
             "+{t:7.3}s  {}  {event:<6} {}",
             self.name,
-            text.as_ref()
+            crate::protocol::describe::printable(text.as_ref())
         );
         if self.json {
             let at_us = std::time::SystemTime::now()

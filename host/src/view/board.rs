@@ -1,7 +1,8 @@
 //! What the live view and its plain-line mode show: a [`Board`] read from a
 //! team's files ([`status::snapshot_with`]), sharpened by what the host that
 //! runs the teammates knows when there is one (a failed teammate, one handling
-//! its shutdown, one waiting for its plan to be approved).
+//! its shutdown, one waiting for its plan to be approved). Every text a
+//! teammate could have written is made [`printable`] here, once.
 
 use std::collections::BTreeMap;
 
@@ -9,6 +10,7 @@ use chrono::{DateTime, Local, Utc};
 
 use crate::error::Result;
 use crate::host::{TeammateInfo, TeammateState};
+use crate::protocol::describe::printable;
 use crate::status::{self, FeedItem, PendingView};
 use crate::store::tasks::open_blockers;
 use crate::store::{Task, TaskStatus, Team};
@@ -164,16 +166,14 @@ impl Board {
                     state = MateState::AwaitingApproval;
                 }
                 MateRow {
-                    name: t.name.clone(),
+                    name: shown(&t.name),
                     color: t.color.clone(),
                     state,
                     backend: t.backend.clone(),
-                    task: t.current_task.as_ref().map(|id| {
-                        (
-                            id.clone(),
-                            subject.get(id.as_str()).unwrap_or(&"").to_string(),
-                        )
-                    }),
+                    task: t
+                        .current_task
+                        .as_ref()
+                        .map(|id| (id.clone(), shown(subject.get(id.as_str()).unwrap_or(&"")))),
                     last_activity: t.last_message.clone(),
                 }
             })
@@ -182,7 +182,7 @@ impl Board {
         for l in live {
             if !teammates.iter().any(|t| t.name == l.name) {
                 teammates.push(MateRow {
-                    name: l.name.clone(),
+                    name: shown(&l.name),
                     color: Some(l.color.clone()),
                     state: MateState::from_host(&l.state),
                     backend: None,
@@ -193,7 +193,7 @@ impl Board {
         }
         Ok(Board {
             team: snap.team,
-            description: snap.description,
+            description: snap.description.as_deref().map(shown),
             lead,
             teammates,
             tasks: snap
@@ -202,8 +202,25 @@ impl Board {
                 .map(|t| task_row(t, &snap.tasks))
                 .collect(),
             completed: snap.completed,
-            pending: snap.pending_requests,
-            feed: snap.recent_messages,
+            pending: snap
+                .pending_requests
+                .into_iter()
+                .map(|p| PendingView {
+                    from: shown(&p.from),
+                    what: shown(&p.what),
+                    detail: shown(&p.detail),
+                    ..p
+                })
+                .collect(),
+            feed: snap
+                .recent_messages
+                .into_iter()
+                .map(|m| FeedItem {
+                    from: shown(&m.from),
+                    text: shown(&m.text),
+                    ..m
+                })
+                .collect(),
         })
     }
 
@@ -227,8 +244,13 @@ fn task_row(t: &Task, all: &[Task]) -> TaskRow {
         } else {
             open_blockers(t, all)
         },
-        subject: t.subject.clone(),
+        subject: shown(&t.subject),
     }
+}
+
+/// Text a teammate may have written, made safe for the terminal.
+fn shown(text: &str) -> String {
+    printable(text).into_owned()
 }
 
 /// An ISO 8601 time as local `HH:MM:SS`; the text as it is when it does not

@@ -11,6 +11,7 @@ use super::board::{Board, MateRow};
 use super::changes::FileChanges;
 use super::lead::Seat;
 use super::Input;
+use crate::protocol::describe::printable;
 use crate::status::FeedItem;
 
 /// Width of the `who` column.
@@ -180,7 +181,7 @@ pub fn run(
 fn print(out: &mut impl Write, lines: &[(String, String)]) -> io::Result<()> {
     let now = chrono::Local::now().format("%H:%M:%S%.3f");
     for (who, what) in lines {
-        writeln!(out, "{now}  {who:<WHO$}  {what}")?;
+        writeln!(out, "{now}  {who:<WHO$}  {}", printable(what))?;
     }
     out.flush()
 }

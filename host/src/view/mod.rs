@@ -124,7 +124,7 @@ impl LiveView {
     pub fn note(&self, who: &str, what: impl Into<String>) {
         let what = what.into();
         if *self.quit.borrow() {
-            eprintln!("{who}: {what}");
+            eprintln!("{who}: {}", crate::protocol::describe::printable(&what));
         } else {
             let _ = self.tx.send(Input::Note(who.into(), what));
         }

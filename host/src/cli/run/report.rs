@@ -8,8 +8,8 @@ use std::time::Instant;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::host::{Event, Host, TeammateState};
-use crate::protocol::describe::describe;
 pub(super) use crate::protocol::describe::one_line;
+use crate::protocol::describe::{describe, printable};
 use crate::protocol::{Parsed, ProtocolMessage};
 use crate::store::{InboxMessage, Team};
 
@@ -25,7 +25,11 @@ pub(super) struct Log {
 impl Log {
     pub(super) fn line(&self, who: &str, what: impl AsRef<str>) {
         let t = self.start.elapsed().as_secs_f64();
-        let line = format!("+{t:7.3}s  {who:<w$}  {}", what.as_ref(), w = self.width);
+        let line = format!(
+            "+{t:7.3}s  {who:<w$}  {}",
+            printable(what.as_ref()),
+            w = self.width
+        );
         if self.stderr {
             eprintln!("{line}");
         } else {
