@@ -61,7 +61,7 @@ async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spaw
     let log = log_file(&env, team, &member.name).map_err(rollback)?;
     let exe = checked_exe(env.backends).map_err(rollback)?;
     let mut cmd = tokio::process::Command::new(&exe);
-    cmd.args(teammate_args(team, &member, &req))
+    cmd.args(teammate_args(team, &member, &req, &env.hooks))
         .current_dir(member.cwd.as_deref().unwrap_or("."))
         .stdin(Stdio::null())
         .stdout(
@@ -161,10 +161,15 @@ pub(crate) fn log_path(log_dir: &Path, team: &Team, name: &str) -> PathBuf {
 }
 
 /// `teamhost teammate` and its arguments: the reference's flags, then
-/// teamhost's own (`--component`, `--home`, `--no-auto-claim`,
-/// `--notifications`: always given, so the host's level wins over a
-/// `$TEAMHOST_NOTIFICATIONS` the child might inherit).
-pub(crate) fn teammate_args(team: &Team, member: &Member, req: &SpawnRequest) -> Vec<OsString> {
+/// teamhost's own (`--component`, `--home`, `--no-auto-claim`), and
+/// `--notifications` and `--settings` (the host's hooks), always given so the
+/// host's level and hooks win over what the child might find on its own.
+pub(crate) fn teammate_args(
+    team: &Team,
+    member: &Member,
+    req: &SpawnRequest,
+    hooks: &crate::hooks::Hooks,
+) -> Vec<OsString> {
     let mut a: Vec<OsString> = vec!["teammate".into()];
     let mut flag = |k: &str, v: &str| {
         a.push(k.into());
@@ -212,6 +217,8 @@ pub(crate) fn teammate_args(team: &Team, member: &Member, req: &SpawnRequest) ->
     }
     a.push("--notifications".into());
     a.push(req.notifications.unwrap_or_default().as_str().into());
+    a.push("--settings".into());
+    a.push(hooks.to_settings().to_string().into());
     a
 }
 
@@ -597,7 +604,7 @@ mod tests {
         let level_of = |notifications| {
             let mut req = SpawnRequest::new("w", "w.wasm", "p", tmp.path());
             req.notifications = notifications;
-            let args = teammate_args(&team, &member, &req);
+            let args = teammate_args(&team, &member, &req, &Default::default());
             let at = args
                 .iter()
                 .position(|a| a == "--notifications")

@@ -23,6 +23,7 @@
 //! | `--component PATH\|NAME` | no | the `.wasm`; default `$TEAMHOST_COMPONENT`, else a file named after the agent, then its type |
 //! | `--home DIR` | no | default `$CLAUDE_CONFIG_DIR`, else `~/.claude` when started by Claude Code (`CLAUDECODE=1`), else `$TEAMHOST_HOME` / `~/.teamhost` |
 //! | `--no-auto-claim`, `--log FILE` | no | do not claim open tasks; write the guest's output to FILE instead of stderr |
+//! | `--settings FILE\|JSON` | yes | hooks in Claude Code's settings format; default: `{home}/settings.json`, then `.claude/settings.json` and `.claude/settings.local.json` in its directory ([`crate::hooks::settings`]) |
 //! | `--notifications LEVEL` | no | which idle notifications reach the lead's inbox: `all` (default), `state-changes`, `none`; default `$TEAMHOST_NOTIFICATIONS` (see [`crate::runner::notify`]) |
 //!
 //! A component NAME (no `/`, no `.wasm`) is looked for as `NAME.wasm` in each
@@ -48,6 +49,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::Output;
+use crate::hooks::{settings, Hooks};
 use crate::host::{Attach, Event, Host, HostOptions, SpawnRequest, TeammateState};
 use crate::runner::NotificationLevel;
 use crate::store::{Home, Member};
@@ -110,6 +112,12 @@ pub struct TeammateArgs {
     /// none. The others go to the lead's history only.
     #[arg(long, env = "TEAMHOST_NOTIFICATIONS", value_name = "LEVEL", default_value_t = NotificationLevel::All)]
     notifications: NotificationLevel,
+    /// Hooks in Claude Code's settings format: a JSON document, or a file
+    /// holding one. Default: the hooks of `{home}/settings.json`,
+    /// `.claude/settings.json` and `.claude/settings.local.json` in the
+    /// teammate's directory (see `crate::hooks::settings`).
+    #[arg(long, value_name = "FILE|JSON")]
+    settings: Option<String>,
     /// Fallback poll interval in milliseconds (benchmarks).
     #[arg(long = "poll-ms", hide = true, default_value_t = 500)]
     poll_ms: u64,
@@ -256,6 +264,34 @@ pub(super) fn run(home_flag: Option<&Path>, out: &Output, a: TeammateArgs) -> an
     }
 }
 
+/// The hooks this teammate runs: `--settings`, else the settings files of
+/// the user and of the teammate's directory (its member `cwd`, else the
+/// current directory).
+fn hooks(home: &Home, a: &TeammateArgs, name: &str, team: &str) -> anyhow::Result<Hooks> {
+    if let Some(given) = &a.settings {
+        let text = if given.trim_start().starts_with('{') {
+            given.clone()
+        } else {
+            std::fs::read_to_string(given)
+                .with_context(|| format!("cannot read --settings {given}"))?
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(&text).context("--settings is not a JSON document")?;
+        return Hooks::from_settings(&value).map_err(|e| anyhow::anyhow!("--settings: {e}"));
+    }
+    let dir = crate::store::Store::new(home.clone())
+        .team(team)
+        .and_then(|t| t.config())
+        .ok()
+        .and_then(|c| c.member(name).and_then(|m| m.cwd.clone()))
+        .map(PathBuf::from)
+        .filter(|d| d.is_dir())
+        .map_or_else(std::env::current_dir, Ok)
+        .context("cannot tell the teammate's directory")?;
+    settings::load_files(&settings::settings_files(home.root(), &dir))
+        .map_err(|e| anyhow::anyhow!("cannot read the hooks: {e}"))
+}
+
 /// Name and team from the flags.
 fn identity(a: &TeammateArgs) -> anyhow::Result<(String, String)> {
     let (id_name, id_team) = match a.agent_id.as_deref().map(|id| id.split_once('@')) {
@@ -297,11 +333,13 @@ async fn run_teammate(
     team_name: &str,
 ) -> anyhow::Result<End> {
     let start = Instant::now();
+    let hooks = hooks(&home, a, name, team_name)?;
     let opts = HostOptions {
         poll_interval: Duration::from_millis(a.poll_ms.max(1)),
         watch_files: !a.no_watch,
         cache_dir,
         notifications: a.notifications,
+        hooks: std::sync::Arc::new(hooks),
         ..Default::default()
     };
     let host = Host::with_options(home.clone(), opts)?;

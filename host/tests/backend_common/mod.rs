@@ -29,6 +29,16 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn new(name: &str, mode: TeammateMode, tweak: impl FnOnce(&mut BackendOptions)) -> Self {
+        Fixture::with_hooks(name, mode, tweak, Default::default())
+    }
+
+    /// [`Fixture::new`] with the lead's `hooks`.
+    pub fn with_hooks(
+        name: &str,
+        mode: TeammateMode,
+        tweak: impl FnOnce(&mut BackendOptions),
+        hooks: teamhost::hooks::Hooks,
+    ) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("home");
         let mut backends = BackendOptions {
@@ -43,6 +53,7 @@ impl Fixture {
             Home::new(&home),
             HostOptions {
                 backends,
+                hooks: std::sync::Arc::new(hooks),
                 ..Default::default()
             },
         )

@@ -16,6 +16,13 @@
 //! Hooks run on the host, with the host's environment: they are the lead's
 //! configuration, not the teammate's.
 
+//!
+//! They are configured in a manifest's `[hooks]`, through
+//! [`HostOptions::hooks`](crate::host::HostOptions::hooks), or in Claude
+//! Code's settings format ([`settings`]), which `teamhost teammate` reads.
+
+pub mod settings;
+
 use std::process::Stdio;
 use std::time::Duration;
 
