@@ -6,7 +6,10 @@
 //! - **draw**: drawing it into a 200×60 screen (ratatui's test backend);
 //! - **write → board**: a task update by someone else, until the view has
 //!   been told (inotify) and has read the board again: what a person waits
-//!   for between a change and the redraw.
+//!   for between a change and the redraw;
+//! - **a long history**: the same team after 50,000 messages to the lead,
+//!   read whole (`teamhost status`, the view's first look) and again after
+//!   one new message through the view's `HistoryCache`.
 //!
 //! Run with `cargo bench -p teamhost --bench view`. Prints a Markdown table;
 //! the README quotes it with the machine it ran on.
@@ -17,9 +20,10 @@ use std::time::{Duration, Instant};
 
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
-use teamhost::protocol::{PermissionRequest, WireMessage};
+use teamhost::protocol::{IdleNotification, IdleReason, PermissionRequest, WireMessage};
 use teamhost::store::{
-    Home, NewMember, NewTask, NewTeam, OutgoingMessage, Store, TaskStatus, TaskUpdate, Team,
+    HistoryCache, Home, NewMember, NewTask, NewTeam, OutgoingMessage, Store, TaskStatus,
+    TaskUpdate, Team,
 };
 use teamhost::view::{draw, Board, FileChanges, Input, Seat, Ui};
 
@@ -90,6 +94,56 @@ fn main() {
         while rx.recv_timeout(Duration::from_millis(20)).is_ok() {}
     }
     row("someone's write → view told → board read", &mut times);
+
+    grow_history(&team, LONG_HISTORY);
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        Board::read(&team, &[]).unwrap();
+        times.push(t.elapsed());
+    }
+    row("read the board, 50,000 messages, whole", &mut times);
+    let mut cache = HistoryCache::new();
+    Board::read_cached(&team, &[], &mut cache).unwrap();
+    let mut times = Vec::new();
+    for i in 0..50 {
+        team.send(
+            "team-lead",
+            OutgoingMessage::new("mate-001", format!("more {i}")),
+        )
+        .unwrap();
+        team.take_unread("team-lead").unwrap();
+        let t = Instant::now();
+        let board = Board::read_cached(&team, &[], &mut cache).unwrap();
+        times.push(t.elapsed());
+        assert_eq!(board.feed[0].text, format!("more {i}"));
+    }
+    row("read it again after one new message (cached)", &mut times);
+}
+
+/// Messages in the lead's history for the long-history rows.
+const LONG_HISTORY: usize = 50_000;
+
+/// Appends idle notifications to the lead's history until it holds `n`
+/// entries, written as the store writes them (JSON lines).
+fn grow_history(team: &Team, n: usize) {
+    use std::io::Write;
+    let path = team.paths().history("team-lead").unwrap();
+    let have = team.history("team-lead").unwrap().len();
+    let mut out = std::io::BufWriter::new(
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&path)
+            .unwrap(),
+    );
+    for i in have..n {
+        let idle =
+            IdleNotification::new(format!("mate-{:03}", i % TEAMMATES), IdleReason::Available);
+        let entry =
+            OutgoingMessage::new(format!("mate-{:03}", i % TEAMMATES), idle.to_text()).into_entry();
+        writeln!(out, "{}", serde_json::to_string(&entry).unwrap()).unwrap();
+    }
 }
 
 fn build_team(dir: &Path) -> Team {

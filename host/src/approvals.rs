@@ -15,7 +15,7 @@ use crate::protocol::{
     Parsed, PermissionRequest, PermissionResponse, PlanApprovalRequest, PlanApprovalResponse,
     ProtocolMessage, WireMessage,
 };
-use crate::store::{InboxMessage, OutgoingMessage, Team};
+use crate::store::{HistoryCache, OutgoingMessage, Team};
 
 /// The lead's answer to a permission request.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,11 +83,22 @@ impl Request {
 /// Every permission and plan request in the lead's inbox and history, oldest
 /// first (answered ones included).
 pub fn requests(team: &Team) -> Result<Vec<Request>> {
+    requests_cached(team, &mut HistoryCache::new())
+}
+
+/// [`requests`], reading histories through `cache` (a reader that looks
+/// often parses only what is new).
+pub fn requests_cached(team: &Team, cache: &mut HistoryCache) -> Result<Vec<Request>> {
     let lead = team.config()?.lead_name().to_string();
-    let mut all: Vec<InboxMessage> = team.history(&lead)?;
-    all.extend(team.read_inbox(&lead)?);
-    Ok(all
+    let inbox = team.read_inbox(&lead)?;
+    Ok(cache
+        .history(team, &lead)?
         .iter()
+        .chain(&inbox)
+        // Most of a lead's mail is something else: skip it unparsed.
+        .filter(|m| {
+            m.text.contains("permission_request") || m.text.contains("plan_approval_request")
+        })
         .filter_map(|m| match ProtocolMessage::parse(&m.text) {
             Parsed::Protocol(ProtocolMessage::PermissionRequest(r)) => Some(Request::Permission(r)),
             Parsed::Protocol(ProtocolMessage::PlanApprovalRequest(r)) => Some(Request::Plan(r)),
@@ -101,24 +112,33 @@ pub fn requests(team: &Team) -> Result<Vec<Request>> {
 /// requester's inbox or history (a timeout's denial, recorded there by the
 /// host, counts as an answer), and the requester is still a member.
 pub fn pending(team: &Team) -> Result<Vec<Request>> {
+    pending_cached(team, &mut HistoryCache::new())
+}
+
+/// [`pending`], reading histories through `cache`.
+pub fn pending_cached(team: &Team, cache: &mut HistoryCache) -> Result<Vec<Request>> {
     let members = team.config()?.member_names();
     let mut out = Vec::new();
-    for request in requests(team)? {
+    for request in requests_cached(team, cache)? {
         let from = request.from();
         if !members.iter().any(|m| m == from) {
             continue;
         }
-        let mut mail = team.history(from).unwrap_or_default();
-        mail.extend(team.read_inbox(from).unwrap_or_default());
-        let answered = mail.iter().any(|m| match ProtocolMessage::parse(&m.text) {
-            Parsed::Protocol(ProtocolMessage::PermissionResponse(r)) => {
-                r.request_id == request.id()
-            }
-            Parsed::Protocol(ProtocolMessage::PlanApprovalResponse(r)) => {
-                r.request_id == request.id()
-            }
-            _ => false,
-        });
+        let inbox = team.read_inbox(from).unwrap_or_default();
+        let history = cache.history(team, from).unwrap_or_default();
+        let answered = history
+            .iter()
+            .chain(&inbox)
+            .filter(|m| m.text.contains(request.id()))
+            .any(|m| match ProtocolMessage::parse(&m.text) {
+                Parsed::Protocol(ProtocolMessage::PermissionResponse(r)) => {
+                    r.request_id == request.id()
+                }
+                Parsed::Protocol(ProtocolMessage::PlanApprovalResponse(r)) => {
+                    r.request_id == request.id()
+                }
+                _ => false,
+            });
         if !answered {
             out.push(request);
         }

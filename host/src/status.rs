@@ -15,7 +15,9 @@ use crate::backends::started;
 use crate::error::Result;
 use crate::protocol::describe::describe;
 use crate::protocol::{Parsed, ProtocolMessage};
-use crate::store::{InboxMessage, Task, TaskStatus, Team};
+use std::collections::{HashMap, HashSet};
+
+use crate::store::{HistoryCache, InboxMessage, Task, TaskStatus, Team};
 
 /// How many of the lead's latest messages a snapshot keeps.
 pub const RECENT_MESSAGES: usize = 10;
@@ -96,12 +98,22 @@ pub fn snapshot(team: &Team) -> Result<Snapshot> {
 
 /// Reads the snapshot of `team`, with the lead's `messages` latest messages.
 pub fn snapshot_with(team: &Team, messages: usize) -> Result<Snapshot> {
+    snapshot_cached(team, messages, &mut HistoryCache::new())
+}
+
+/// [`snapshot_with`], reading histories through `cache`: a reader that looks
+/// often (the live view) parses only the messages that are new since its
+/// last look.
+pub fn snapshot_cached(team: &Team, messages: usize, cache: &mut HistoryCache) -> Result<Snapshot> {
     let config = team.config()?;
     let lead = config.lead_name().to_string();
     let tasks = team.list_tasks()?;
     let processes = started::list(team).unwrap_or_default();
-    let mut lead_mail = team.history(&lead)?;
-    lead_mail.extend(team.read_inbox(&lead)?);
+    let pending_requests = pending(team, cache)?;
+    let inbox = team.read_inbox(&lead)?;
+    let lead_mail: Vec<&InboxMessage> = cache.history(team, &lead)?.iter().chain(&inbox).collect();
+    let names: HashSet<&str> = config.members.iter().map(|m| m.name.as_str()).collect();
+    let last_message = last_messages(&lead_mail, &names);
     let teammates = config
         .members
         .iter()
@@ -123,11 +135,7 @@ pub fn snapshot_with(team: &Team, messages: usize) -> Result<Snapshot> {
                     (false, false, Some(false)) => "idle",
                     (false, false, None) => "unknown",
                 },
-                last_message: lead_mail
-                    .iter()
-                    .rev()
-                    .find(|msg| msg.from == m.name)
-                    .map(|msg| msg.timestamp.clone()),
+                last_message: last_message.get(m.name.as_str()).map(|t| t.to_string()),
                 current_task: tasks
                     .iter()
                     .find(|t| {
@@ -148,14 +156,32 @@ pub fn snapshot_with(team: &Team, messages: usize) -> Result<Snapshot> {
         teammates,
         completed,
         tasks,
-        pending_requests: pending(team)?,
+        pending_requests,
         recent_messages: recent(&lead_mail, messages),
     })
 }
 
+/// When each of `names` last wrote to the lead: one pass from the newest
+/// message, ending as soon as all of them are found.
+fn last_messages<'a>(
+    lead_mail: &[&'a InboxMessage],
+    names: &HashSet<&str>,
+) -> HashMap<&'a str, &'a str> {
+    let mut last = HashMap::new();
+    for m in lead_mail.iter().rev() {
+        if names.contains(&m.from.as_str()) {
+            last.entry(m.from.as_str()).or_insert(m.timestamp.as_str());
+            if last.len() == names.len() {
+                break;
+            }
+        }
+    }
+    last
+}
+
 /// The requests still waiting for the lead ([`approvals::pending`]), in words.
-fn pending(team: &Team) -> Result<Vec<PendingView>> {
-    Ok(approvals::pending(team)?
+fn pending(team: &Team, cache: &mut HistoryCache) -> Result<Vec<PendingView>> {
+    Ok(approvals::pending_cached(team, cache)?
         .into_iter()
         .map(|request| {
             let from = request.from().to_string();
@@ -192,7 +218,7 @@ fn pending(team: &Team) -> Result<Vec<PendingView>> {
 }
 
 /// The `n` latest of the lead's messages, newest first, each on one line.
-fn recent(lead_mail: &[InboxMessage], n: usize) -> Vec<FeedItem> {
+fn recent(lead_mail: &[&InboxMessage], n: usize) -> Vec<FeedItem> {
     lead_mail
         .iter()
         .rev()

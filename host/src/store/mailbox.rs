@@ -251,19 +251,24 @@ impl Team {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(Error::io("read", path, e)),
         };
-        Ok(text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-            .filter_map(|(i, l)| match serde_json::from_str(l) {
-                Ok(m) => Some(m),
-                Err(e) => {
-                    tracing::warn!(file = %path.display(), line = i + 1, error = %e, "skipping bad history line");
-                    None
-                }
-            })
-            .collect())
+        Ok(parse_history(&text, &path))
     }
+}
+
+/// The entries of history text (JSON lines) read from `path`; a bad line is
+/// logged and skipped, never fatal.
+pub(super) fn parse_history(text: &str, path: &Path) -> Vec<InboxMessage> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .filter_map(|(i, l)| match serde_json::from_str(l) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                tracing::warn!(file = %path.display(), line = i + 1, error = %e, "skipping bad history line");
+                None
+            }
+        })
+        .collect()
 }
 
 /// Appends entries as JSON lines with one `write` call, stamping `consumedAt`.

@@ -16,6 +16,7 @@
 
 pub mod atomic;
 pub mod config;
+pub mod history_cache;
 pub mod lock;
 pub mod mailbox;
 pub mod paths;
@@ -24,6 +25,7 @@ pub mod tasks;
 use std::sync::Arc;
 
 pub use config::{Member, NewMember, NewTeam, TeamConfig};
+pub use history_cache::HistoryCache;
 pub use lock::LockOptions;
 pub use mailbox::{InboxMessage, OutgoingMessage};
 pub use paths::{agent_id, Home, TeamPaths};

@@ -13,7 +13,7 @@ use crate::host::{TeammateInfo, TeammateState};
 use crate::protocol::describe::printable;
 use crate::status::{self, FeedItem, PendingView};
 use crate::store::tasks::open_blockers;
-use crate::store::{Task, TaskStatus, Team};
+use crate::store::{HistoryCache, Task, TaskStatus, Team};
 
 /// How many of the lead's latest messages the feed keeps.
 pub const FEED_LEN: usize = 200;
@@ -146,7 +146,17 @@ impl Board {
     /// Reads `team`'s files. `live` is what the host running the teammates
     /// reports (`Host::teammates`), empty when watching from outside.
     pub fn read(team: &Team, live: &[TeammateInfo]) -> Result<Board> {
-        let snap = status::snapshot_with(team, FEED_LEN)?;
+        Board::read_cached(team, live, &mut HistoryCache::new())
+    }
+
+    /// [`Board::read`], reading histories through `cache`, so reading the
+    /// board again costs the messages that are new since the last read.
+    pub fn read_cached(
+        team: &Team,
+        live: &[TeammateInfo],
+        cache: &mut HistoryCache,
+    ) -> Result<Board> {
+        let snap = status::snapshot_cached(team, FEED_LEN, cache)?;
         let lead = team.config()?.lead_name().to_string();
         let subject: BTreeMap<&str, &str> = snap
             .tasks

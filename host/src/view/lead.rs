@@ -7,7 +7,9 @@
 use crate::approvals::{self, PermitAnswer, PlanAnswer};
 use crate::error::Result;
 use crate::host::Host;
-use crate::store::{OutgoingMessage, Team};
+use std::sync::{Arc, Mutex};
+
+use crate::store::{HistoryCache, OutgoingMessage, Team};
 
 use super::board::Board;
 use super::keys::Action;
@@ -17,6 +19,8 @@ use super::keys::Action;
 pub struct Seat {
     team: Team,
     host: Option<Host>,
+    /// Histories read so far: each look parses only what is new.
+    cache: Arc<Mutex<HistoryCache>>,
 }
 
 impl std::fmt::Debug for Seat {
@@ -32,7 +36,11 @@ impl Seat {
     /// A view of `team` from outside: reads its files, writes only the
     /// answers and messages the person gives.
     pub fn watching(team: Team) -> Seat {
-        Seat { team, host: None }
+        Seat {
+            team,
+            host: None,
+            cache: Default::default(),
+        }
     }
 
     /// The view of the lead that `host` runs `team` for: it consumes the
@@ -41,6 +49,7 @@ impl Seat {
         Seat {
             team,
             host: Some(host),
+            cache: Default::default(),
         }
     }
 
@@ -64,7 +73,8 @@ impl Seat {
             }
             None => Vec::new(),
         };
-        Board::read(&self.team, &live)
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        Board::read_cached(&self.team, &live, &mut cache)
     }
 
     /// Carries out what the person chose; answers what was done, for the
