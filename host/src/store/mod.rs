@@ -12,6 +12,7 @@
 //! | `atomic.rs` | JSON reads, atomic replace, moving corrupt files aside |
 //! | `config.rs` | `teams/{team}/config.json`: the team and its members |
 //! | `mailbox.rs` | `teams/{team}/inboxes/{agent}.json` and consumed-message history |
+//! | `history_cache.rs` | [`HistoryCache`]: re-reading histories by parsing only what was appended |
 //! | `tasks.rs` | `tasks/{team}/{id}.json`: the shared task list |
 
 pub mod atomic;
