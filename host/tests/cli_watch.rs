@@ -212,8 +212,9 @@ fn tree(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
     out
 }
 
-#[test]
-fn watching_a_claude_code_team_shows_it_and_writes_nothing() {
+/// A home holding a copy of the team Claude Code 2.1.197 wrote (the golden
+/// fixture).
+fn reference_home() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     let fixture =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference-2.1.197");
@@ -225,6 +226,12 @@ fn watching_a_claude_code_team_shows_it_and_writes_nothing() {
         .status()
         .unwrap();
     assert!(copy.success());
+    tmp
+}
+
+#[test]
+fn watching_a_claude_code_team_shows_it_and_writes_nothing() {
+    let tmp = reference_home();
     let before = tree(tmp.path());
 
     let mut w = Watch::start(tmp.path(), "session-76c4e2e6");
@@ -240,17 +247,7 @@ fn watching_a_claude_code_team_shows_it_and_writes_nothing() {
 
 #[test]
 fn a_team_directory_created_after_the_watch_started_is_followed() {
-    let tmp = tempfile::tempdir().unwrap();
-    let fixture =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference-2.1.197");
-    let copy = Command::new("cp")
-        .arg("-r")
-        .arg(fixture.join("teams"))
-        .arg(fixture.join("tasks"))
-        .arg(tmp.path())
-        .status()
-        .unwrap();
-    assert!(copy.success());
+    let tmp = reference_home();
     // A team nobody has written a message to yet: no inboxes/.
     let team = Store::new(Home::new(tmp.path()))
         .team("session-76c4e2e6")

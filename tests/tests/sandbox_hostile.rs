@@ -25,14 +25,7 @@ async fn reading_etc_passwd_is_refused_by_the_preopen_and_by_the_read_tool() {
     let a = Arena::new("passwd").await;
     // No mode asks the lead about a path outside the directory: the answer
     // comes from the sandbox alone, at once.
-    for mode in [
-        "default",
-        "acceptEdits",
-        "bypassPermissions",
-        "plan",
-        "dontAsk",
-        "delegate",
-    ] {
+    for &mode in teamhost::manifest::PERMISSION_MODES {
         let name = format!("reader-{}", mode.to_lowercase());
         let got = a.attack(&name, mode, "read-passwd").await;
         step(&got, "read-passwd/fs")
