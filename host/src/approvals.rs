@@ -146,6 +146,17 @@ pub fn pending_cached(team: &Team, cache: &mut HistoryCache) -> Result<Vec<Reque
     Ok(out)
 }
 
+/// The `permission_suggestions` of the permission request `request_id` (the
+/// rules or mode change it proposes), for an answer that remembers them.
+pub fn suggestions(team: &Team, request_id: &str) -> Result<Vec<Value>> {
+    match find(team, request_id)? {
+        Request::Permission(p) => Ok(p.permission_suggestions.unwrap_or_default()),
+        Request::Plan(_) => Err(Error::Invalid(format!(
+            "{request_id} is a plan approval request: it has no permission suggestions"
+        ))),
+    }
+}
+
 fn find(team: &Team, request_id: &str) -> Result<Request> {
     requests(team)?
         .into_iter()

@@ -66,15 +66,7 @@ pub(super) fn permit(store: &Store, out: &Output, a: PermitArgs) -> anyhow::Resu
             })?),
         };
         let permission_updates = if a.remember {
-            approvals::requests(&team)?
-                .into_iter()
-                .find_map(|r| match r {
-                    approvals::Request::Permission(p) if p.request_id == a.request_id => {
-                        p.permission_suggestions
-                    }
-                    _ => None,
-                })
-                .unwrap_or_default()
+            approvals::suggestions(&team, &a.request_id)?
         } else {
             Vec::new()
         };

@@ -4,8 +4,8 @@
 //!
 //! | screen | keys |
 //! |---|---|
-//! | board | `↑`/`↓` (`k`/`j`) pick a pending request · `Enter`/`v` view it in full · `a` approve · `d` deny (asks a reason) · `m` message a teammate · `PgUp`/`PgDn` scroll teammates · `q` quit |
-//! | request | `a` approve · `d` deny · `Esc`/`q` back |
+//! | board | `↑`/`↓` (`k`/`j`) pick a pending request · `Enter`/`v` view it in full · `a` approve · `A` approve and remember (a permission's suggested rule or mode) · `d` deny (asks a reason) · `m` message a teammate · `PgUp`/`PgDn` scroll teammates · `q` quit |
+//! | request | `a` approve · `A` approve and remember · `d` deny · `Esc`/`q` back |
 //! | reason | type the reason · `Enter` deny with it · `Esc` cancel |
 //! | message | `Tab`/`↑`/`↓` pick the teammate · type · `Enter` send · `Esc` cancel |
 //!
@@ -28,6 +28,9 @@ pub enum Action {
         id: String,
         /// `permission` or `plan`.
         kind: &'static str,
+        /// For a permission: also apply the request's suggestions (the rule
+        /// or mode it proposed) for the rest of the teammate's session.
+        remember: bool,
     },
     /// Deny the request with this id, with a reason.
     Deny {
@@ -113,7 +116,8 @@ impl Ui {
             Screen::Board => self.on_board(key, board),
             Screen::Request(id) => match key.code {
                 KeyCode::Esc | KeyCode::Char('q') => Action::None,
-                KeyCode::Char('a') | KeyCode::Char('y') => approve(board, &id),
+                KeyCode::Char('a') | KeyCode::Char('y') => approve(board, &id, false),
+                KeyCode::Char('A') => approve(board, &id, true),
                 KeyCode::Char('d') | KeyCode::Char('n') => {
                     self.screen = Screen::Reason(id, String::new());
                     Action::None
@@ -182,8 +186,8 @@ impl Ui {
                     self.screen = Screen::Request(p.request_id.clone())
                 }
             }
-            KeyCode::Char('a') | KeyCode::Char('y') => match board.pending.get(self.selected) {
-                Some(p) => return approve(board, &p.request_id),
+            KeyCode::Char(c @ ('a' | 'y' | 'A')) => match board.pending.get(self.selected) {
+                Some(p) => return approve(board, &p.request_id, c == 'A'),
                 None => self.note = Some("nothing waits for approval".into()),
             },
             KeyCode::Char('d') | KeyCode::Char('n') => {
@@ -201,11 +205,12 @@ impl Ui {
 }
 
 /// Approves the pending request `id`, if it still waits.
-fn approve(board: &Board, id: &str) -> Action {
+fn approve(board: &Board, id: &str, remember: bool) -> Action {
     match board.pending.iter().find(|p| p.request_id == id) {
         Some(p) => Action::Approve {
             id: p.request_id.clone(),
             kind: p.kind,
+            remember,
         },
         None => Action::None,
     }
@@ -284,7 +289,22 @@ mod tests {
             ui.on_key(key(KeyCode::Char('a')), &b),
             Action::Approve {
                 id: "perm-1".into(),
-                kind: "permission"
+                kind: "permission",
+                remember: false
+            }
+        );
+    }
+
+    #[test]
+    fn shift_a_approves_and_remembers() {
+        let b = board(1);
+        let mut ui = Ui::default();
+        assert_eq!(
+            ui.on_key(key(KeyCode::Char('A')), &b),
+            Action::Approve {
+                id: "perm-0".into(),
+                kind: "permission",
+                remember: true
             }
         );
     }

@@ -78,25 +78,37 @@ impl Seat {
     }
 
     /// Carries out what the person chose; answers what was done, for the
-    /// footer. Approving a plan grants the `default` mode.
+    /// footer. Approving a plan grants the `default` mode; approving a
+    /// permission with `remember` applies the request's own suggestions.
     pub fn act(&self, action: &Action) -> Result<Option<String>> {
         let team = &self.team;
         Ok(Some(match action {
             Action::None | Action::Quit => return Ok(None),
-            Action::Approve { id, kind: "plan" } => {
+            Action::Approve {
+                id, kind: "plan", ..
+            } => {
                 approvals::answer_plan(team, id, PlanAnswer::Approve { mode: None })?;
                 format!("approved plan {id}")
             }
-            Action::Approve { id, .. } => {
+            Action::Approve { id, remember, .. } => {
+                let permission_updates = if *remember {
+                    approvals::suggestions(team, id)?
+                } else {
+                    Vec::new()
+                };
+                let remembered = permission_updates.len();
                 approvals::answer_permission(
                     team,
                     id,
                     PermitAnswer::Allow {
                         updated_input: None,
-                        permission_updates: Vec::new(),
+                        permission_updates,
                     },
                 )?;
-                format!("allowed {id}")
+                match remembered {
+                    0 => format!("allowed {id}"),
+                    n => format!("allowed {id} and applied its {n} suggestion(s)"),
+                }
             }
             Action::Deny {
                 id,
@@ -128,5 +140,62 @@ impl Seat {
                 format!("sent to {to}")
             }
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::protocol::{
+        Parsed, PermissionOutcome, PermissionRequest, ProtocolMessage, WireMessage,
+    };
+    use crate::store::{Home, NewMember, NewTeam, Store};
+
+    #[test]
+    fn approve_and_remember_sends_the_requests_own_suggestions() {
+        let tmp = tempfile::tempdir().unwrap();
+        let team = Store::new(Home::new(tmp.path())).team("t").unwrap();
+        team.create(NewTeam::default()).unwrap();
+        team.add_member(NewMember {
+            name: "alice".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        let suggestion =
+            json!({"type": "setMode", "mode": "acceptEdits", "destination": "session"});
+        let request = PermissionRequest::new("alice", "Write", "toolu_1", "Write x", json!({}))
+            .with_suggestions(vec![suggestion.clone()]);
+        team.send(
+            "team-lead",
+            OutgoingMessage::new("alice", request.to_text()),
+        )
+        .unwrap();
+
+        let seat = Seat::watching(team.clone());
+        let note = seat
+            .act(&Action::Approve {
+                id: request.request_id.clone(),
+                kind: "permission",
+                remember: true,
+            })
+            .unwrap()
+            .unwrap();
+        assert!(note.contains("1 suggestion"), "{note}");
+        let inbox = team.read_inbox("alice").unwrap();
+        let Parsed::Protocol(ProtocolMessage::PermissionResponse(r)) =
+            ProtocolMessage::parse(&inbox[0].text)
+        else {
+            panic!("{inbox:?}")
+        };
+        assert_eq!(inbox[0].from, "team-lead");
+        match r.outcome().unwrap() {
+            PermissionOutcome::Allowed(grant) => {
+                assert_eq!(grant.permission_updates, vec![suggestion])
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(seat.board().unwrap().pending.is_empty());
     }
 }

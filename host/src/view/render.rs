@@ -223,7 +223,7 @@ fn draw_feed(frame: &mut Frame, area: Rect, board: &Board) {
 }
 
 fn draw_footer(frame: &mut Frame, area: Rect, ui: &Ui) {
-    let keys = "↑↓ pick · a approve · d deny · v view · m message · PgUp/PgDn scroll · q quit";
+    let keys = "↑↓ pick · a approve · A approve+remember · d deny · v view · m message · PgUp/PgDn scroll · q quit";
     let text = match &ui.note {
         Some(note) => format!("{note}   ·   {keys}"),
         None => keys.to_string(),
@@ -243,7 +243,7 @@ fn draw_request(frame: &mut Frame, board: &Board, id: &str) {
     let text = format!("{}\n\nrequest {}", p.detail, p.request_id);
     let paragraph = Paragraph::new(text).wrap(Wrap { trim: false }).block(
         Block::default().borders(Borders::ALL).title(format!(
-            "{} request from {} (a approve · d deny · Esc back)",
+            "{} request from {} (a approve · A approve+remember · d deny · Esc back)",
             p.kind, p.from
         )),
     );
