@@ -105,7 +105,6 @@ impl Guest for Worker {
     }
 }
 
-
 /// Count the words of the files `task` names, write the report, complete the
 /// task and tell the lead. A failure of the work itself is reported, not
 /// returned: only a failing host call fails the turn.
