@@ -17,7 +17,7 @@ use crate::status::FeedItem;
 /// Width of the `who` column.
 const WHO: usize = 12;
 
-/// Prints `board` as the first lines of a watch.
+/// The first lines of a watch: `board` as it is.
 pub fn opening(board: &Board) -> Vec<(String, String)> {
     let mut out = vec![(
         "watch".to_string(),

@@ -66,7 +66,6 @@ fn event_loop(
 ) -> io::Result<Ended> {
     let mut ui = Ui::default();
     let mut board = read(seat, None, &mut ui);
-    let mut notes: Vec<String> = Vec::new();
     loop {
         match &board {
             Some(b) => {
@@ -90,10 +89,7 @@ fn event_loop(
             match input {
                 Input::Stop => return Ok(Ended::Stopped),
                 Input::Changed | Input::Resize => changed = true,
-                Input::Note(who, what) => {
-                    notes.push(format!("{who}: {what}"));
-                    ui.note = notes.last().cloned();
-                }
+                Input::Note(who, what) => ui.note = Some(format!("{who}: {what}")),
                 Input::Key(key) => {
                     let Some(b) = &board else {
                         if is_quit(&key) {

@@ -32,14 +32,16 @@ impl Display {
     }
 
     /// Ends the display: the last lines are printed, or the terminal is
-    /// given back.
-    pub(super) async fn stop(self) -> anyhow::Result<()> {
+    /// given back. A view that failed is reported on stderr; the run's
+    /// summary still follows.
+    pub(super) async fn stop(self) {
         match self {
-            Display::Lines(r) => {
-                r.stop().await;
-                Ok(())
-            }
-            Display::Screen(v) => Ok(tokio::task::spawn_blocking(move || v.stop()).await??),
+            Display::Lines(r) => r.stop().await,
+            Display::Screen(v) => match tokio::task::spawn_blocking(move || v.stop()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => eprintln!("teamhost run: {e}"),
+                Err(e) => eprintln!("teamhost run: the live view panicked: {e}"),
+            },
         }
     }
 }

@@ -188,7 +188,7 @@ async fn run_team(home: &Path, out: &Output, a: &RunArgs, m: &Manifest) -> anyho
     let shutdown = host
         .shutdown_team(team.name(), reason, SHUTDOWN_TIMEOUT)
         .await?;
-    reporter.stop().await?;
+    reporter.stop().await;
     // As they are now: a teammate stopped at shutdown gave its tasks back.
     let tasks = team.list_tasks()?;
     let teammates = host.teammates(team.name());
