@@ -27,16 +27,30 @@ impl Output {
         value: &T,
         human: impl FnOnce() -> String,
     ) -> anyhow::Result<()> {
-        if self.json {
-            println!("{}", serde_json::to_string_pretty(value)?);
+        let text = if self.json {
+            serde_json::to_string_pretty(value)?
         } else {
             // Teammates write much of what is shown (subjects, messages):
             // nothing of theirs may drive the terminal.
             let text = human();
-            if !text.is_empty() {
-                println!("{}", printable(text.trim_end()));
+            if text.is_empty() {
+                return Ok(());
             }
-        }
-        Ok(())
+            printable(text.trim_end()).into_owned()
+        };
+        write_stdout(&text)
+    }
+}
+
+/// Writes `text` and a newline to stdout. A reader that has gone away
+/// (`teamhost inbox … | grep -q x`, `| head`) is not an error: there is
+/// nobody left to tell.
+pub fn write_stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(anyhow::anyhow!("cannot write to stdout: {e}")),
     }
 }

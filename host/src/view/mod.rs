@@ -176,7 +176,10 @@ pub fn watch(team: Team, mode: WatchMode) -> Result<()> {
         WatchMode::Screen => tui::run(&seat, &files, "teamhost watch", tx, rx)
             .map(|_| ())
             .map_err(|e| Error::Invalid(format!("the live view failed: {e}"))),
-        WatchMode::Lines => lines::run(&seat, &files, rx, &mut std::io::stdout().lock())
-            .map_err(|e| Error::Invalid(format!("cannot print the team's changes: {e}"))),
+        WatchMode::Lines => match lines::run(&seat, &files, rx, &mut std::io::stdout().lock()) {
+            // The reader went away (`| head`): the watch is over.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => r.map_err(|e| Error::Invalid(format!("cannot print the team's changes: {e}"))),
+        },
     }
 }

@@ -30,11 +30,14 @@ impl Log {
             printable(what.as_ref()),
             w = self.width
         );
-        if self.stderr {
-            eprintln!("{line}");
+        // A reader gone away (`| head`) must not stop the run: the lines
+        // are only a view of it.
+        use std::io::Write;
+        let _ = if self.stderr {
+            writeln!(std::io::stderr(), "{line}")
         } else {
-            println!("{line}");
-        }
+            writeln!(std::io::stdout(), "{line}")
+        };
     }
 }
 

@@ -1,5 +1,5 @@
-//! `teamhost shutdown`: the lead's `shutdown_request`, written through the
-//! real binary.
+//! Small commands through the real binary: `teamhost shutdown` (the lead's
+//! `shutdown_request`), and output to a reader that went away.
 
 use std::process::Command;
 
@@ -61,4 +61,40 @@ fn shutdown_writes_the_leads_request_to_the_teammate_and_refuses_the_lead() {
         err.contains("alice"),
         "sending to a non-member lists the members: {err}"
     );
+}
+
+/// `teamhost inbox … | head -1`: a reader that goes away early is not an
+/// error, and nothing panics.
+#[test]
+fn a_reader_that_goes_away_is_not_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let team = Store::new(Home::new(tmp.path())).team("t").unwrap();
+    team.create(NewTeam::default()).unwrap();
+    team.add_member(NewMember {
+        name: "alice".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    // More than a pipe holds (64 KiB), so the write must meet the closed end.
+    let long = "x".repeat(1000);
+    for _ in 0..100 {
+        team.send(
+            "team-lead",
+            teamhost::store::OutgoingMessage::new("alice", long.clone()),
+        )
+        .unwrap();
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_teamhost"))
+        .arg("--home")
+        .arg(tmp.path())
+        .args(["inbox", "--team", "t", "team-lead"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {err}", out.status);
+    assert!(!err.contains("panicked"), "{err}");
 }
