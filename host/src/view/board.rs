@@ -99,7 +99,8 @@ pub struct MateRow {
     pub state: MateState,
     /// `in-process`, `process`, `tmux` (when recorded).
     pub backend: Option<String>,
-    /// The task it is working on: `(id, subject)`.
+    /// The task it is working on: `(id, what)`, `what` being the task's
+    /// `activeForm` when it has one, else its subject.
     pub task: Option<(String, String)>,
     /// When it last did something the files show (ISO 8601).
     pub last_activity: Option<String>,
@@ -158,10 +159,15 @@ impl Board {
     ) -> Result<Board> {
         let snap = status::snapshot_cached(team, FEED_LEN, cache)?;
         let lead = team.config()?.lead_name().to_string();
-        let subject: BTreeMap<&str, &str> = snap
+        // What a teammate is doing, as the reference shows it: the task's
+        // `activeForm` ("Counting the river story"), else its subject.
+        let doing: BTreeMap<&str, &str> = snap
             .tasks
             .iter()
-            .map(|t| (t.id.as_str(), t.subject.as_str()))
+            .map(|t| {
+                let form = t.active_form.as_deref().filter(|f| !f.trim().is_empty());
+                (t.id.as_str(), form.unwrap_or(t.subject.as_str()))
+            })
             .collect();
         let mut teammates: Vec<MateRow> = snap
             .teammates
@@ -183,7 +189,7 @@ impl Board {
                     task: t
                         .current_task
                         .as_ref()
-                        .map(|id| (id.clone(), shown(subject.get(id.as_str()).unwrap_or(&"")))),
+                        .map(|id| (id.clone(), shown(doing.get(id.as_str()).unwrap_or(&"")))),
                     last_activity: t.last_message.clone(),
                 }
             })
@@ -269,5 +275,62 @@ pub fn clock(timestamp: &str) -> String {
     match timestamp.parse::<DateTime<Utc>>() {
         Ok(t) => t.with_timezone(&Local).format("%H:%M:%S").to_string(),
         Err(_) => timestamp.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Home, NewMember, NewTask, NewTeam, Store, TaskUpdate};
+
+    #[test]
+    fn a_teammate_at_work_shows_its_tasks_active_form() {
+        let tmp = tempfile::tempdir().unwrap();
+        let team = Store::new(Home::new(tmp.path())).team("t").unwrap();
+        team.create(NewTeam::default()).unwrap();
+        team.add_member(NewMember {
+            name: "alice".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        for (subject, form) in [("Write tests", Some("Writing tests")), ("Review", None)] {
+            team.create_task(NewTask {
+                subject: subject.into(),
+                active_form: form.map(str::to_string),
+                ..Default::default()
+            })
+            .unwrap();
+        }
+        let start = |id: &str| {
+            team.update_task(
+                id,
+                TaskUpdate {
+                    owner: Some(Some("alice".into())),
+                    status: Some(TaskStatus::InProgress),
+                    ..Default::default()
+                },
+                "team-lead",
+            )
+            .unwrap();
+        };
+        start("1");
+        let board = Board::read(&team, &[]).unwrap();
+        assert_eq!(
+            board.teammates[0].task,
+            Some(("1".into(), "Writing tests".into()))
+        );
+        team.update_task(
+            "1",
+            TaskUpdate {
+                status: Some(TaskStatus::Completed),
+                ..Default::default()
+            },
+            "alice",
+        )
+        .unwrap();
+        start("2");
+        let board = Board::read(&team, &[]).unwrap();
+        assert_eq!(board.teammates[0].task, Some(("2".into(), "Review".into())));
+        assert_eq!((board.completed, board.progress()), (1, 0.5));
     }
 }

@@ -14,6 +14,7 @@ use ratatui::Frame;
 
 use super::board::{clock, Board, MateState};
 use super::keys::{Screen, Ui};
+use crate::protocol::describe::one_line;
 
 /// Draws the whole view.
 pub fn draw(frame: &mut Frame, board: &Board, ui: &Ui, title: &str) {
@@ -89,12 +90,12 @@ fn draw_teammates(frame: &mut Frame, area: Rect, board: &Board, ui: &Ui) {
                 Cell::from(m.name.clone()).style(Style::default().fg(color(m.color.as_deref()))),
                 Cell::from(m.state.label()).style(state_style(&m.state)),
                 Cell::from(m.backend.clone().unwrap_or_else(|| "-".into())),
-                Cell::from(
-                    m.task
-                        .as_ref()
-                        .map(|(id, subject)| format!("#{id} {subject}"))
-                        .unwrap_or_else(|| "-".into()),
-                ),
+                Cell::from(match (&m.state, &m.task) {
+                    // Why it failed says more than the task it dropped.
+                    (MateState::Failed(why), _) => one_line(why),
+                    (_, Some((id, doing))) => format!("#{id} {doing}"),
+                    (_, None) => "-".into(),
+                }),
                 Cell::from(m.last_activity.as_deref().map(clock).unwrap_or_default()),
             ])
         });
@@ -394,6 +395,14 @@ mod tests {
         ] {
             assert!(s.contains(want), "{want:?} missing from\n{s}");
         }
+    }
+
+    #[test]
+    fn a_failed_teammate_shows_why() {
+        let mut b = board();
+        b.teammates[0].state = MateState::Failed("broke its memory limit (64 MiB)".into());
+        let s = screen(&b, &Ui::default());
+        assert!(s.contains("broke its memory limit"), "{s}");
     }
 
     #[test]
