@@ -236,7 +236,7 @@ fn watching_a_claude_code_team_shows_it_and_writes_nothing() {
 
     let mut w = Watch::start(tmp.path(), "session-76c4e2e6");
     w.expect(&["team session-76c4e2e6: 1 teammate(s), tasks 0/2 completed"]);
-    w.expect(&["wasm-pane", "on #1 Compile wasm module", "[tmux]"]);
+    w.expect(&["wasm-pane", "on #1 Compiling wasm module", "[tmux]"]);
     drop(w);
     assert_eq!(
         tree(tmp.path()),
