@@ -28,6 +28,8 @@ pub const RECENT_MESSAGES: usize = 10;
 pub struct Snapshot {
     /// Team name.
     pub team: String,
+    /// The lead's member name.
+    pub lead: String,
     /// Its description, when it has one.
     pub description: Option<String>,
     /// Every member but the lead, in join order.
@@ -152,6 +154,7 @@ pub fn snapshot_cached(team: &Team, messages: usize, cache: &mut HistoryCache) -
         .count();
     Ok(Snapshot {
         team: config.name.clone(),
+        lead,
         description: config.description.clone(),
         teammates,
         completed,

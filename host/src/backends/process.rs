@@ -588,19 +588,12 @@ pub(crate) fn checked_exe(opts: &BackendOptions) -> Result<PathBuf> {
 mod tests {
     use super::*;
     use crate::runner::NotificationLevel;
-    use crate::store::{Home, NewMember, NewTeam, Store};
+    use crate::store::test_team;
 
     #[test]
     fn teammate_args_always_pass_the_notification_level_on() {
-        let tmp = tempfile::tempdir().unwrap();
-        let team = Store::new(Home::new(tmp.path())).team("t").unwrap();
-        team.create(NewTeam::default()).unwrap();
-        let member = team
-            .add_member(NewMember {
-                name: "w".into(),
-                ..Default::default()
-            })
-            .unwrap();
+        let (tmp, team) = test_team(&["w"]);
+        let member = team.config().unwrap().member("w").unwrap().clone();
         let level_of = |notifications| {
             let mut req = SpawnRequest::new("w", "w.wasm", "p", tmp.path());
             req.notifications = notifications;

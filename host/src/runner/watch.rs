@@ -131,7 +131,7 @@ impl TeamWatch {
 }
 
 /// Opening, reading or closing a file without writing changes nothing.
-fn is_read_only(kind: &EventKind) -> bool {
+pub(crate) fn is_read_only(kind: &EventKind) -> bool {
     match kind {
         EventKind::Access(AccessKind::Close(AccessMode::Write)) => false,
         EventKind::Access(_) => true,

@@ -79,18 +79,10 @@ impl HistoryCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Home, NewMember, NewTeam, OutgoingMessage, Store};
+    use crate::store::{test_team, OutgoingMessage};
 
     fn team() -> (tempfile::TempDir, Team) {
-        let tmp = tempfile::tempdir().unwrap();
-        let team = Store::new(Home::new(tmp.path())).team("t").unwrap();
-        team.create(NewTeam::default()).unwrap();
-        team.add_member(NewMember {
-            name: "a".into(),
-            ..Default::default()
-        })
-        .unwrap();
-        (tmp, team)
+        test_team(&["a"])
     }
 
     #[test]

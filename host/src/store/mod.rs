@@ -174,3 +174,21 @@ impl Team {
         self.store.emit(event);
     }
 }
+
+/// For tests: team `t` in a fresh temporary home, with the lead and one
+/// member per name of `members`. Keep the directory alive while the team is
+/// used.
+#[cfg(test)]
+pub(crate) fn test_team(members: &[&str]) -> (tempfile::TempDir, Team) {
+    let tmp = tempfile::tempdir().unwrap();
+    let team = Store::new(Home::new(tmp.path())).team("t").unwrap();
+    team.create(NewTeam::default()).unwrap();
+    for name in members {
+        team.add_member(NewMember {
+            name: name.to_string(),
+            ..Default::default()
+        })
+        .unwrap();
+    }
+    (tmp, team)
+}

@@ -158,7 +158,6 @@ impl Board {
         cache: &mut HistoryCache,
     ) -> Result<Board> {
         let snap = status::snapshot_cached(team, FEED_LEN, cache)?;
-        let lead = team.config()?.lead_name().to_string();
         // What a teammate is doing, as the reference shows it: the task's
         // `activeForm` ("Counting the river story"), else its subject.
         let doing: BTreeMap<&str, &str> = snap
@@ -210,7 +209,7 @@ impl Board {
         Ok(Board {
             team: snap.team,
             description: snap.description.as_deref().map(shown),
-            lead,
+            lead: snap.lead,
             teammates,
             tasks: snap
                 .tasks
@@ -281,18 +280,11 @@ pub fn clock(timestamp: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Home, NewMember, NewTask, NewTeam, Store, TaskUpdate};
+    use crate::store::{test_team, NewTask, TaskUpdate};
 
     #[test]
     fn a_teammate_at_work_shows_its_tasks_active_form() {
-        let tmp = tempfile::tempdir().unwrap();
-        let team = Store::new(Home::new(tmp.path())).team("t").unwrap();
-        team.create(NewTeam::default()).unwrap();
-        team.add_member(NewMember {
-            name: "alice".into(),
-            ..Default::default()
-        })
-        .unwrap();
+        let (_tmp, team) = test_team(&["alice"]);
         for (subject, form) in [("Write tests", Some("Writing tests")), ("Review", None)] {
             team.create_task(NewTask {
                 subject: subject.into(),

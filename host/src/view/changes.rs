@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
 use std::sync::Mutex;
 
-use notify::event::{AccessKind, AccessMode};
-use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 
 use crate::error::{Error, Result};
 use crate::host::{Event, Host};
+use crate::runner::watch::is_read_only;
 use crate::store::Team;
 
 use super::Input;
@@ -94,10 +94,8 @@ impl FileChanges {
 
 /// A write to a `*.json` file, or a watched directory appearing or going.
 fn matters(event: &notify::Event, dirs: &[PathBuf]) -> bool {
-    match event.kind {
-        EventKind::Access(AccessKind::Close(AccessMode::Write)) => {}
-        EventKind::Access(_) => return false,
-        _ => {}
+    if is_read_only(&event.kind) {
+        return false;
     }
     event
         .paths

@@ -151,18 +151,11 @@ mod tests {
     use crate::protocol::{
         Parsed, PermissionOutcome, PermissionRequest, ProtocolMessage, WireMessage,
     };
-    use crate::store::{Home, NewMember, NewTeam, Store};
+    use crate::store::test_team;
 
     #[test]
     fn approve_and_remember_sends_the_requests_own_suggestions() {
-        let tmp = tempfile::tempdir().unwrap();
-        let team = Store::new(Home::new(tmp.path())).team("t").unwrap();
-        team.create(NewTeam::default()).unwrap();
-        team.add_member(NewMember {
-            name: "alice".into(),
-            ..Default::default()
-        })
-        .unwrap();
+        let (_tmp, team) = test_team(&["alice"]);
         let suggestion =
             json!({"type": "setMode", "mode": "acceptEdits", "destination": "session"});
         let request = PermissionRequest::new("alice", "Write", "toolu_1", "Write x", json!({}))
