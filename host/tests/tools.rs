@@ -614,6 +614,17 @@ fn bash_refuses_without_landlock_or_runs_confined_with_it() {
     }
 }
 
+/// Does Bash get namespaces of its own here (root or `CAP_SYS_ADMIN`)?
+fn namespaced(f: &Fixture) -> bool {
+    matches!(
+        f.tools.confinement(),
+        Enforcement::Landlock {
+            namespaces: true,
+            ..
+        }
+    )
+}
+
 /// Runs `command` in whatever mode this machine allows.
 fn run(f: &Fixture, command: &str) -> teamhost::tools::BashOutput {
     let mode = if landlock() {
@@ -629,14 +640,26 @@ fn bash_runs_in_the_directory_with_a_scrubbed_environment_and_empty_stdin() {
     // Set once, before any child: the child must not see it.
     std::env::set_var("TEAMHOST_TEST_SECRET", "hunter2");
     let f = Fixture::new();
-    let out = run(&f, "pwd; env | sort; wc -c");
+    let out = run(&f, "pwd; /bin/pwd; env | sort; wc -c");
+    // With a mount namespace the command sees its directory at the virtual
+    // root and no host path at all; without, at its host path.
+    let seen = if namespaced(&f) {
+        teamhost::tools::confine::VIRTUAL_ROOT.to_owned()
+    } else {
+        f.cap.display().to_string()
+    };
     let mut lines = out.stdout.lines();
-    assert_eq!(lines.next(), Some(f.cap.to_str().unwrap()));
+    assert_eq!(lines.next(), Some(seen.as_str()), "{}", out.stderr);
+    assert_eq!(lines.next(), Some(seen.as_str()), "the kernel's getcwd");
     let rest: Vec<&str> = lines.collect();
     assert!(!out.stdout.contains("hunter2"), "{}", out.stdout);
+    if namespaced(&f) {
+        assert!(!out.stdout.contains(f.cap.to_str().unwrap()), "{}", out.stdout);
+    }
     assert!(rest.contains(&"LANG=C.UTF-8"));
     assert!(rest.contains(&"PATH=/usr/local/bin:/usr/bin:/bin"));
-    assert!(rest.contains(&format!("HOME={}", f.cap.display()).as_str()));
+    assert!(rest.contains(&format!("HOME={seen}").as_str()));
+    assert!(rest.contains(&format!("TMPDIR={seen}").as_str()));
     assert_eq!(rest.last(), Some(&"0"), "stdin is not empty");
     assert_eq!(out.exit_code, Some(0));
 }
@@ -711,10 +734,21 @@ fn landlock_confines_bash_to_the_directory() {
         ));
         return;
     }
-    let probe = format!("/tmp/teamhost-landlock-probe-{}", std::process::id());
+    let probe = format!("/var/tmp/teamhost-landlock-probe-{}", std::process::id());
     let out = f.bash(&format!("cd /; touch {probe}"));
     assert_ne!(out.exit_code, Some(0));
     assert!(!Path::new(&probe).exists());
+    // With a mount namespace, `/tmp` is the directory itself: the host's
+    // `/tmp` (and every socket in it) cannot even be named.
+    let host_tmp = format!("/tmp/teamhost-landlock-probe-{}", std::process::id());
+    let out = f.bash(&format!("cd /; touch {host_tmp}"));
+    assert!(!Path::new(&host_tmp).exists());
+    if namespaced(&f) {
+        assert_eq!(out.exit_code, Some(0), "{}", out.stderr);
+        assert!(f.cap.join(format!("teamhost-landlock-probe-{}", std::process::id())).exists());
+    } else {
+        assert_ne!(out.exit_code, Some(0));
+    }
 
     let out = f.bash("echo pwned > ../outside/new; echo pwned >> ../outside/sentinel.txt");
     assert_ne!(out.exit_code, Some(0));

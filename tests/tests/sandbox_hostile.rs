@@ -10,6 +10,7 @@
 //!   same team still answers a message afterwards.
 
 mod common;
+mod hostile;
 mod sandbox_support;
 
 use common::Fixture;

@@ -212,6 +212,9 @@ pub(crate) async fn instantiate(
     let color = member.color.clone().unwrap_or_default();
     let tool_limits = crate::tools::ToolLimits {
         max_output_bytes: req.limits.max_tool_output_bytes,
+        // Bash's process tree gets the teammate's own memory and CPU budget.
+        bash_memory_bytes: req.limits.memory_bytes as u64,
+        bash_cpu: req.limits.cpu_per_turn,
         ..crate::tools::ToolLimits::default()
     };
     let tools = crate::tools::ToolBox::open(&dir, tool_limits).map_err(|e| {

@@ -3,14 +3,16 @@
 //!
 //! | aspect | what the child gets |
 //! |---|---|
-//! | working directory | the capability directory (entered by descriptor, not by path) |
+//! | working directory | the capability directory, seen at [`confine::VIRTUAL_ROOT`] (`/tmp`) where the host can give the command a mount namespace, else at its host path |
 //! | stdin | `/dev/null` |
-//! | environment | only `PATH=/usr/local/bin:/usr/bin:/bin`, `HOME=<capability directory>`, `LANG=C.UTF-8` |
+//! | environment | only `PATH=/usr/local/bin:/usr/bin:/bin`, `HOME` and `TMPDIR` = the directory as the command sees it, `PWD` with a mount namespace, `LANG=C.UTF-8` |
+//! | descriptors | stdin, stdout, stderr; everything else the host holds is closed at `exec` |
+//! | bounds | a control group per call (processes, memory of the tree) and per-process rlimits: see [`ToolLimits`](super::ToolLimits) |
 //! | process group | its own; on timeout, and when the shell exits, the whole group is killed (`SIGKILL`): nothing the command starts outlives the call |
 //! | timeout | the input's `timeout` in ms, default `bash_timeout` (120 s), at most `max_bash_timeout` (600 s; longer is clamped) |
 //! | output | stdout and stderr read together (a chatty child cannot block on a full pipe), each kept up to `max_output_bytes`, the rest read and dropped (`truncated`) |
 //! | privileges | `no_new_privs`, every capability dropped |
-//! | confinement | Landlock, see [`super::confine`] |
+//! | confinement | Landlock, seccomp, namespaces: see [`super::confine`] |
 //!
 //! [`Confinement::Required`] (every mode but `bypassPermissions`) refuses to
 //! run without Landlock ([`ToolError::Unconfined`]);
@@ -19,16 +21,19 @@
 //!
 //! Output is decoded as UTF-8, invalid bytes replaced.
 
+use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::sandbox::BashInput;
 
-use super::confine::{self, Enforcement};
+use super::cgroup::{CallGroup, TreeLimits};
+use super::confine::{self, ChildPlan, Enforcement};
 use super::{ToolBox, ToolError};
 
 /// Whether Bash may run without kernel confinement.
@@ -103,23 +108,79 @@ impl ToolBox {
             Some(ms) => Duration::from_millis(ms).min(self.limits.max_bash_timeout),
         };
 
+        let namespaced = matches!(
+            enforcement,
+            Enforcement::Landlock {
+                namespaces: true,
+                ..
+            }
+        );
+        // What the command is told its directory is: the virtual root when
+        // it runs in namespaces of its own, else (no CAP_SYS_ADMIN) the host
+        // path, which it could learn from `pwd` anyway.
+        let home: &std::path::Path = if namespaced {
+            std::path::Path::new(confine::VIRTUAL_ROOT)
+        } else {
+            &self.root
+        };
         let mut cmd = Command::new("/bin/sh");
         cmd.arg("-c")
             .arg(&input.command)
             .env_clear()
             .env("PATH", PATH)
-            .env("HOME", &self.root)
+            .env("HOME", home)
+            .env("TMPDIR", home)
             .env("LANG", "C.UTF-8")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        let dir = self.dir.as_fd().as_raw_fd();
-        let ruleset = self.landlock.raw_fd();
+        if namespaced {
+            // `enter` moves the command to the virtual root (it exists only
+            // inside the command's mount namespace).
+            cmd.env("PWD", confine::VIRTUAL_ROOT);
+        }
+        let confined = matches!(enforcement, Enforcement::Landlock { .. });
+        let group = if confined {
+            CallGroup::create(TreeLimits {
+                pids: self.limits.bash_processes,
+                memory_bytes: self.limits.bash_memory_bytes,
+            })
+            .map_err(|e| ToolError::Io {
+                context: "make the command's control group".to_owned(),
+                source: e,
+            })?
+        } else {
+            None
+        };
+        let dir_path = CString::new(self.root.as_os_str().as_bytes()).map_err(|_| {
+            ToolError::Invalid("the capability directory's path contains NUL".to_owned())
+        })?;
+        let mut plan = ChildPlan {
+            dir: self.dir.as_fd().as_raw_fd(),
+            dir_path: dir_path.as_ptr(),
+            ruleset: self.landlock.raw_fd(),
+            namespaces: namespaced,
+            cgroup_procs: [-1; 2],
+            cgroups: 0,
+            seccomp: if confined {
+                confine::filter().map(|f| f.prog())
+            } else {
+                None
+            },
+            rlimits: self.rlimits(group.as_ref().is_some_and(CallGroup::bounds_memory)),
+        };
+        if let Some(group) = &group {
+            for fd in group.procs_fds().into_iter().take(2) {
+                plan.cgroup_procs[plan.cgroups] = fd;
+                plan.cgroups += 1;
+            }
+        }
         // SAFETY: `enter` makes only async-signal-safe system calls (see its
-        // docs); both descriptors outlive the spawn, as `self` does.
+        // docs); the descriptors and `dir_path` outlive the spawn, as `self`
+        // and the locals above do.
         unsafe {
-            cmd.pre_exec(move || confine::enter(dir, ruleset));
+            cmd.pre_exec(move || confine::enter(&plan));
         }
         let child = cmd.spawn().map_err(|e| ToolError::Io {
             context: "start /bin/sh".to_owned(),
@@ -134,6 +195,7 @@ impl ToolBox {
             .pump(Instant::now() + timeout, self.limits.max_output_bytes)
             .map_err(io)?;
         let status = running.reap().map_err(io)?;
+        drop(group);
         Ok(BashOutput {
             truncated: stdout.truncated || stderr.truncated,
             stdout: String::from_utf8_lossy(&stdout.buf).into_owned(),
@@ -144,6 +206,39 @@ impl ToolBox {
             pid: running.pid as u32,
             enforcement,
         })
+    }
+}
+
+impl ToolBox {
+    /// The resource limits of one Bash call's processes, each per process:
+    /// CPU seconds (`cpu_per_turn`, `SIGXCPU` then `SIGKILL` a second
+    /// later), file size, open files, no core dumps, and the address space
+    /// (the teammate's memory) only when no memory cgroup bounds the tree.
+    fn rlimits(&self, cgroup_bounds_memory: bool) -> [(i32, u64, u64); 6] {
+        let unused = (-1, 0, 0);
+        let cpu = self.limits.bash_cpu.as_secs().max(1);
+        let memory = if cgroup_bounds_memory {
+            unused
+        } else {
+            let bytes = self.limits.bash_memory_bytes;
+            (libc::RLIMIT_AS as i32, bytes, bytes)
+        };
+        [
+            (libc::RLIMIT_CPU as i32, cpu, cpu + 1),
+            (
+                libc::RLIMIT_FSIZE as i32,
+                self.limits.bash_max_file_bytes,
+                self.limits.bash_max_file_bytes,
+            ),
+            (
+                libc::RLIMIT_NOFILE as i32,
+                self.limits.bash_open_files,
+                self.limits.bash_open_files,
+            ),
+            (libc::RLIMIT_CORE as i32, 0, 0),
+            memory,
+            unused,
+        ]
     }
 }
 

@@ -1,6 +1,8 @@
 //! The kernel confinement `Bash` runs under: a Landlock rule set built once
-//! in the host (at [`ToolBox::open`](super::ToolBox::open)) and applied by
-//! each child between `fork` and `exec` (`enter`).
+//! in the host (at [`ToolBox::open`](super::ToolBox::open)), a seccomp filter
+//! ([`super::seccomp`]), a control group per call ([`super::cgroup`]),
+//! resource limits and namespaces, all applied by each child between `fork`
+//! and `exec` ([`enter`], which lists the order).
 //!
 //! # The rule set
 //!
@@ -16,23 +18,32 @@
 //! | [`ETC`]: the loader cache, users and groups, time zone, `gitconfig`, … | read (not all of `/etc`: it holds `shadow` and keys, and the host may run as root) |
 //! | `/dev/null` | read, write, truncate (`> /dev/null`) |
 //! | `/dev/zero`, `/dev/random`, `/dev/urandom` | read |
-//! | TCP ports | none: no `bind`, no `connect` (ABI ≥ 4; UDP and Unix sockets are not covered by Landlock) |
+//! | TCP ports | none: no `bind`, no `connect` (ABI ≥ 4) |
 //! | processes outside the sandbox | no signals, no abstract Unix sockets (ABI ≥ 6) |
 //!
-//! Nothing else: not `/tmp`, not `/proc`, not `/home`, not `/dev/tty`.
-//! Programs that need a temporary directory must be given one inside the
-//! capability directory (`TMPDIR=.tmp`).
+//! Nothing else: not the host's `/tmp`, not `/proc`, not `/home`, not
+//! `/dev/tty`.
 //!
-//! Besides Landlock, the child sets `no_new_privs` (no setuid gains, which
-//! Landlock needs anyway) and drops every capability, so a host running as
-//! root does not hand root's powers (modules, mounts, raw sockets, ignoring
-//! file modes) to a teammate.
+//! # Beside Landlock
+//!
+//! | what | mechanism | where it is missing |
+//! |---|---|---|
+//! | Unix sockets by path, UDP, netlink, io_uring, new namespaces, mounts, keyrings, System V IPC | the seccomp filter of [`super::seccomp`] | Bash is unconfined: refused outside `bypassPermissions` |
+//! | root's powers | `no_new_privs`, every capability dropped | — |
+//! | descriptors the host holds (lock files, sockets, the rule set) | every descriptor above 2 is close-on-exec | — |
+//! | processes that outlive the call (`setsid`, double fork) | a PID namespace: the kernel kills them with the shell | only the process group is killed (needs `CAP_SYS_ADMIN`) |
+//! | host paths in `pwd`, `$HOME`, `$TMPDIR` | a mount namespace: the directory is bind-mounted at [`VIRTUAL_ROOT`] (`/tmp`) | the command sees the host path of its directory |
+//! | host System V IPC | an IPC namespace, and the filter | the filter alone |
+//! | process count, memory of the tree | a control group per call ([`super::cgroup`]): `bash_processes`, `bash_memory_bytes` | no process bound; memory per process (`RLIMIT_AS`) |
+//! | CPU, file size, descriptors, core dumps | `RLIMIT_CPU`, `RLIMIT_FSIZE`, `RLIMIT_NOFILE`, `RLIMIT_CORE = 0`, per process | — |
+//! | wall time | the call's timeout kills the process group (and the namespace) | — |
 //!
 //! # When the kernel offers less
 //!
 //! ABI 3 (Linux 6.2) is the minimum for [`Confinement::Required`]: below
 //! it Landlock cannot stop `truncate` of a file outside the directory, so
-//! the confinement would be partial. Without it, Bash is refused outside
+//! the confinement would be partial. A kernel without seccomp filters is
+//! treated the same way. Without either, Bash is refused outside
 //! `bypassPermissions` ([`ToolError::Unconfined`](super::ToolError)); in
 //! `bypassPermissions` it runs with whatever there is, and says so
 //! ([`Enforcement`]).
@@ -43,6 +54,8 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
+use super::cgroup::{self, CgroupKind};
+use super::seccomp::{self, Filter};
 use cap_std::fs::Dir;
 use landlock::{
     Access, AccessFs, AccessNet, BitFlags, PathBeneath, PathFd, Ruleset, RulesetAttr,
@@ -90,6 +103,14 @@ pub enum Enforcement {
         network: bool,
         /// Signals and abstract sockets cannot leave the sandbox (ABI ≥ 6).
         scoped: bool,
+        /// The seccomp filter of [`super::seccomp`] closes Unix sockets,
+        /// UDP and the other channels Landlock does not cover.
+        seccomp: bool,
+        /// The command runs in PID, mount and IPC namespaces of its own and
+        /// sees its directory at [`VIRTUAL_ROOT`] (needs `CAP_SYS_ADMIN`).
+        namespaces: bool,
+        /// The control group bounding its process tree, or why none does.
+        cgroup: Result<CgroupKind, String>,
     },
     /// No kernel confinement: why.
     Unconfined {
@@ -120,6 +141,13 @@ impl Landlock {
             };
             return Landlock::unconfined(reason);
         }
+        if filter().is_none() {
+            return Landlock::unconfined(
+                "the kernel runs no seccomp filters (or teamhost has none for this \
+                 architecture), which Bash needs to keep Unix sockets and UDP closed"
+                    .to_owned(),
+            );
+        }
         match build(dir, abi) {
             Ok(created) => Landlock {
                 ruleset: created.into(),
@@ -127,6 +155,9 @@ impl Landlock {
                     abi,
                     network: abi >= 4,
                     scoped: abi >= 6,
+                    seccomp: true,
+                    namespaces: namespaces(),
+                    cgroup: cgroup::kind(),
                 },
             },
             Err(e) => Landlock::unconfined(format!("building the Landlock rule set failed: {e}")),
@@ -201,20 +232,120 @@ pub fn kernel_abi() -> i32 {
     i32::try_from(v).unwrap_or(0).max(0)
 }
 
-/// Runs in the child between `fork` and `exec`: `cd` into the capability
-/// directory, set `no_new_privs`, move the command into a PID namespace of its
-/// own where the kernel allows it ([`enter_pid_namespace`]), drop every
-/// capability, then enter the Landlock domain when `ruleset` is given.
+/// Where a namespaced Bash sees its capability directory: its working
+/// directory, `$HOME` and `$TMPDIR`. The host's `/tmp` is hidden behind it, so
+/// sockets and files there cannot even be named.
+pub const VIRTUAL_ROOT: &str = "/tmp";
+
+/// The seccomp filter, built once per process; `None` where seccomp or a
+/// filter for this architecture is missing.
+pub(crate) fn filter() -> Option<&'static Filter> {
+    static FILTER: std::sync::OnceLock<Option<Filter>> = std::sync::OnceLock::new();
+    FILTER
+        .get_or_init(|| seccomp::supported().then(Filter::build).flatten())
+        .as_ref()
+}
+
+/// The namespaces [`enter`] asks for.
+const NAMESPACES: libc::c_int = libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWIPC;
+
+/// Can this process give a child PID, mount and IPC namespaces of its own
+/// (and make its mounts private)? Asked once, by a forked probe that tries.
+pub fn namespaces() -> bool {
+    static CAN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *CAN.get_or_init(|| {
+        // SAFETY: the child makes raw system calls only and exits.
+        unsafe {
+            let pid = libc::fork();
+            if pid < 0 {
+                return false;
+            }
+            if pid == 0 {
+                let ok = libc::unshare(NAMESPACES) == 0 && private_mounts() == 0;
+                libc::_exit(if ok { 0 } else { 1 });
+            }
+            let mut status = 0;
+            while libc::waitpid(pid, &mut status, 0) < 0 {
+                if *libc::__errno_location() != libc::EINTR {
+                    return false;
+                }
+            }
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+        }
+    })
+}
+
+/// `mount --make-rprivate /`: mounts made after this stay in this namespace.
+///
+/// # Safety
+///
+/// Async-signal-safe; changes the calling process's mount namespace.
+unsafe fn private_mounts() -> libc::c_int {
+    // SAFETY: static C strings and null pointers, as mount(2) allows.
+    unsafe {
+        libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        )
+    }
+}
+
+/// Everything the child needs between `fork` and `exec`, prepared by the
+/// host: integers, descriptors and pointers into memory the host keeps alive
+/// until the spawn returns.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ChildPlan {
+    /// The capability directory, open.
+    pub dir: RawFd,
+    /// Its canonical path, NUL-terminated (for the bind mount).
+    pub dir_path: *const libc::c_char,
+    /// The Landlock rule set, when there is one.
+    pub ruleset: Option<RawFd>,
+    /// Give the command namespaces of its own and show it its directory at
+    /// [`VIRTUAL_ROOT`] (only when [`namespaces`] said it can).
+    pub namespaces: bool,
+    /// `cgroup.procs` of the call's group(s), at most two.
+    pub cgroup_procs: [RawFd; 2],
+    /// How many of `cgroup_procs` are set.
+    pub cgroups: usize,
+    /// The seccomp filter, when there is one.
+    pub seccomp: Option<libc::sock_fprog>,
+    /// Resource limits, `(resource, soft, hard)`; unused entries have
+    /// resource `-1`.
+    pub rlimits: [(i32, u64, u64); 6],
+}
+
+// SAFETY: the raw pointers are read only by the forked child, and point into
+// memory (a CString, the static filter) that outlives the spawn.
+unsafe impl Send for ChildPlan {}
+// SAFETY: as above; nothing writes through them.
+unsafe impl Sync for ChildPlan {}
+
+/// Runs in the child between `fork` and `exec`, in this order:
+///
+/// 1. `cd` into the capability directory; `no_new_privs`;
+/// 2. the resource limits ([`ChildPlan::rlimits`]);
+/// 3. join the call's control group(s), before anything can fork;
+/// 4. PID, mount and IPC namespaces of its own where the kernel allows it
+///    ([`enter_namespaces`]), with the directory bind-mounted at
+///    [`VIRTUAL_ROOT`];
+/// 5. drop every capability;
+/// 6. enter the Landlock domain;
+/// 7. mark every descriptor above 2 close-on-exec, so the command inherits
+///    nothing the host holds (its lock files, sockets, the rule set);
+/// 8. install the seccomp filter, last, so the steps above are not filtered.
 ///
 /// The host is multithreaded, so after `fork` only async-signal-safe calls
 /// are sound: another thread may have held the allocator's lock at the
 /// moment of the fork, and the child has a copy of that locked lock and no
 /// thread to release it. Everything here is therefore a raw system call on
-/// integers and stack memory (no allocation, no lock, no `landlock` crate
-/// call: its `restrict_self` consumes a value whose drop and error paths are
-/// not documented as allocation-free). The rule set itself, which needs
-/// allocation and path lookups, was built in the parent.
-pub(crate) fn enter(dir: RawFd, ruleset: Option<RawFd>) -> io::Result<()> {
+/// integers and memory prepared by the parent (no allocation, no lock, no
+/// `landlock` crate call: its `restrict_self` consumes a value whose drop and
+/// error paths are not documented as allocation-free).
+pub(crate) fn enter(plan: &ChildPlan) -> io::Result<()> {
     #[repr(C)]
     struct CapHeader {
         version: u32,
@@ -237,11 +368,24 @@ pub(crate) fn enter(dir: RawFd, ruleset: Option<RawFd>) -> io::Result<()> {
     };
     // SAFETY: each call is a plain system call on a descriptor the parent
     // keeps open for the duration of the spawn, or on structures on this
-    // stack frame of the sizes the kernel expects.
+    // stack frame (or prepared by the parent) of the sizes the kernel expects.
     unsafe {
-        check(libc::fchdir(dir).into())?;
+        check(libc::fchdir(plan.dir).into())?;
         check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).into())?;
-        enter_pid_namespace()?;
+        for &(resource, soft, hard) in &plan.rlimits {
+            if resource < 0 {
+                continue;
+            }
+            let limit = libc::rlimit {
+                rlim_cur: soft,
+                rlim_max: hard,
+            };
+            check(libc::setrlimit(resource as _, &limit).into())?;
+        }
+        super::cgroup::join(&plan.cgroup_procs[..plan.cgroups])?;
+        if plan.namespaces {
+            enter_namespaces(plan.dir_path)?;
+        }
         let header = CapHeader {
             version: LINUX_CAPABILITY_VERSION_3,
             pid: 0,
@@ -259,36 +403,96 @@ pub(crate) fn enter(dir: RawFd, ruleset: Option<RawFd>) -> io::Result<()> {
             },
         ];
         check(libc::syscall(libc::SYS_capset, &header, data.as_ptr()))?;
-        if let Some(fd) = ruleset {
+        if let Some(fd) = plan.ruleset {
             check(libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32))?;
+        }
+        cloexec_above_stdio()?;
+        if let Some(prog) = &plan.seccomp {
+            seccomp::install(prog)?;
         }
     }
     Ok(())
 }
 
-/// Makes the shell the init of a new PID namespace, so that when it exits —
-/// or the timeout kills its process group — the kernel kills every process
-/// left in the namespace, including ones that left the group with `setsid`.
+/// Marks every descriptor above 2 close-on-exec (`close_range`, Linux 5.11;
+/// older kernels get `fcntl` on each descriptor below the soft limit).
+///
+/// # Safety
+///
+/// Async-signal-safe; call between `fork` and `exec`.
+unsafe fn cloexec_above_stdio() -> io::Result<()> {
+    // SAFETY: integer-only system calls.
+    unsafe {
+        if libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        ) == 0
+        {
+            return Ok(());
+        }
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+        let top = limit.rlim_cur.min(1 << 20) as libc::c_int;
+        for fd in 3..top {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Gives the command PID, mount and IPC namespaces of its own:
+///
+/// - **PID**: the shell is the init of a new PID namespace, so that when it
+///   exits — or the timeout kills its process group — the kernel kills every
+///   process left in the namespace, including ones that left the group with
+///   `setsid`;
+/// - **mount**: mounts are made private, then the capability directory is
+///   bind-mounted over [`VIRTUAL_ROOT`] and entered there, so `pwd`, `$HOME`
+///   and `$TMPDIR` name no host path, and the host's `/tmp` (tmux and other
+///   sockets) is out of sight;
+/// - **IPC**: System V objects of the host are out of reach.
 ///
 /// `unshare(CLONE_NEWPID)` only affects children, so this forks once more:
 /// the current process stays behind as a plain waiter (it closes every
 /// descriptor and runs no command, only `close_range`, `waitpid` and `_exit`,
-/// all async-signal-safe) and exits with the shell's status; the child, pid 1 of the namespace, returns and goes on to
-/// `exec` the shell. Where the kernel refuses the namespace (no
-/// `CAP_SYS_ADMIN` and no user namespaces), the command runs without one, as
-/// before: its process group is still killed, a `setsid` child can outlive it.
+/// all async-signal-safe) and exits with the shell's status; the child, pid 1
+/// of the namespace, returns and goes on to `exec` the shell. Only called
+/// when [`namespaces`] found that the kernel allows all three.
 ///
 /// # Safety
 ///
-/// Call only between `fork` and `exec` (see [`enter`]).
-unsafe fn enter_pid_namespace() -> io::Result<()> {
-    // SAFETY: raw system calls on integers and a stack variable; this process
-    // is single-threaded (a fresh fork) and never returns from the waiting
-    // branch.
-    unsafe {
-        if libc::unshare(libc::CLONE_NEWPID) != 0 {
-            return Ok(()); // not permitted here: carry on without a namespace
+/// Call only between `fork` and `exec` (see [`enter`]), with `dir_path` a
+/// NUL-terminated path that outlives the call.
+unsafe fn enter_namespaces(dir_path: *const libc::c_char) -> io::Result<()> {
+    let check = |r: libc::c_int| {
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
         }
+    };
+    // SAFETY: raw system calls on integers, static strings and the parent's
+    // path; this process is single-threaded (a fresh fork) and never returns
+    // from the waiting branch.
+    unsafe {
+        check(libc::unshare(NAMESPACES))?;
+        check(private_mounts())?;
+        check(libc::mount(
+            dir_path,
+            c"/tmp".as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
+        ))?;
+        check(libc::chdir(c"/tmp".as_ptr()))?;
         let pid = libc::fork();
         if pid < 0 {
             return Err(io::Error::last_os_error());

@@ -27,7 +27,9 @@
 //! | [`glob`] | `Glob`, the glob matcher and the directory walk Grep shares |
 //! | [`grep`] | `Grep`: the `regex` crate, three output modes, context lines |
 //! | [`bash`] | `Bash`: `/bin/sh -c` in a scrubbed, timed, capped process group |
-//! | [`confine`] | the Landlock rule set `Bash` runs under |
+//! | [`confine`] | what `Bash` runs under: Landlock, namespaces, rlimits, the order of it all |
+//! | [`seccomp`] | the system calls `Bash` may not make (sockets, io_uring, namespaces, …) |
+//! | [`cgroup`] | a control group per `Bash` call: process count and memory of the tree |
 //!
 //! # Limits
 //!
@@ -41,13 +43,20 @@
 //! | `max_walk_entries` | 100,000 | directory entries one Glob or Grep visits |
 //! | `bash_timeout` | 120 s | Bash without a `timeout` |
 //! | `max_bash_timeout` | 600 s | the most a Bash `timeout` can ask for (longer is clamped) |
+//! | `bash_memory_bytes` | 1 GiB (the host sets the teammate's `memory_bytes`) | memory of a Bash call's process tree (cgroup), else per process (`RLIMIT_AS`) |
+//! | `bash_processes` | 128 | processes and threads of one Bash call alive at once (pids cgroup) |
+//! | `bash_cpu` | 60 s (the host sets the teammate's `cpu_per_turn`) | CPU time of each process of a Bash call (`RLIMIT_CPU`) |
+//! | `bash_max_file_bytes` | 1 GiB | largest file a Bash call writes (`RLIMIT_FSIZE`) |
+//! | `bash_open_files` | 1,024 | descriptors per Bash process (`RLIMIT_NOFILE`) |
 
 pub mod bash;
+pub mod cgroup;
 pub mod confine;
 pub mod edit;
 pub mod glob;
 pub mod grep;
 pub mod read;
+pub mod seccomp;
 pub mod write;
 
 pub use bash::{BashOutput, Confinement};
@@ -87,6 +96,18 @@ pub struct ToolLimits {
     pub bash_timeout: Duration,
     /// The longest timeout a Bash input can ask for.
     pub max_bash_timeout: Duration,
+    /// Memory a Bash call's whole process tree may hold (a memory cgroup),
+    /// or each of its processes may map where there is none (`RLIMIT_AS`).
+    pub bash_memory_bytes: u64,
+    /// Processes and threads a Bash call may have alive at once (a pids
+    /// cgroup; unbounded where there is none).
+    pub bash_processes: u64,
+    /// CPU time each process of a Bash call may use (`RLIMIT_CPU`).
+    pub bash_cpu: Duration,
+    /// Largest file a Bash call's processes may write (`RLIMIT_FSIZE`).
+    pub bash_max_file_bytes: u64,
+    /// Descriptors each process of a Bash call may hold (`RLIMIT_NOFILE`).
+    pub bash_open_files: u64,
 }
 
 impl Default for ToolLimits {
@@ -100,6 +121,11 @@ impl Default for ToolLimits {
             max_walk_entries: 100_000,
             bash_timeout: Duration::from_secs(120),
             max_bash_timeout: Duration::from_secs(600),
+            bash_memory_bytes: 1 << 30,
+            bash_processes: 128,
+            bash_cpu: Duration::from_secs(60),
+            bash_max_file_bytes: 1 << 30,
+            bash_open_files: 1024,
         }
     }
 }

@@ -1,0 +1,14 @@
+//! Round two of the hostile suite: one module per class of escape the
+//! sandbox closes (docs/ARCHITECTURE.md, "Threat model"). Each module uses the
+//! same arena as the tests above it: a real `hostile` component, a sentinel
+//! tree outside every capability directory, an `echo` teammate that must
+//! still answer afterwards.
+
+mod bash_bounds;
+mod bash_channels;
+mod coordination;
+mod exhaustion;
+mod host_paths;
+mod rules;
+mod trusted_inputs;
+mod unicode;

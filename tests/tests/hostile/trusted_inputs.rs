@@ -1,0 +1,1 @@
+//! Hostile tests: trusted_inputs.
