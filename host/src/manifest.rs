@@ -194,6 +194,22 @@ pub struct LimitsSpec {
     pub max_tool_output_bytes: Option<usize>,
     /// How long a tool call waits for the lead, seconds.
     pub ask_timeout_secs: Option<u64>,
+    /// Disk budget of the teammate's directory, MiB.
+    pub disk_mb: Option<u64>,
+    /// Entries a measurement of the directory may walk.
+    pub disk_entries: Option<usize>,
+    /// Direct messages per turn.
+    pub max_messages_per_turn: Option<u32>,
+    /// Direct messages in all.
+    pub max_messages_total: Option<u32>,
+    /// Broadcasts per turn.
+    pub max_broadcasts_per_turn: Option<u32>,
+    /// Broadcasts in all.
+    pub max_broadcasts_total: Option<u32>,
+    /// Tasks created per turn.
+    pub max_tasks_per_turn: Option<u32>,
+    /// Tasks created in all.
+    pub max_tasks_total: Option<u32>,
 }
 
 impl LimitsSpec {
@@ -217,6 +233,19 @@ impl LimitsSpec {
                 .ask_timeout_secs
                 .map_or(d.ask_timeout, Duration::from_secs),
             max_pending_requests: d.max_pending_requests,
+            disk_bytes: self.disk_mb.map_or(d.disk_bytes, |m| m << 20),
+            disk_walk_entries: self.disk_entries.unwrap_or(d.disk_walk_entries),
+            max_messages_per_turn: self
+                .max_messages_per_turn
+                .unwrap_or(d.max_messages_per_turn),
+            max_messages_total: self.max_messages_total.unwrap_or(d.max_messages_total),
+            max_broadcasts_per_turn: self
+                .max_broadcasts_per_turn
+                .unwrap_or(d.max_broadcasts_per_turn),
+            max_broadcasts_total: self.max_broadcasts_total.unwrap_or(d.max_broadcasts_total),
+            max_tasks_per_turn: self.max_tasks_per_turn.unwrap_or(d.max_tasks_per_turn),
+            max_tasks_total: self.max_tasks_total.unwrap_or(d.max_tasks_total),
+            ..d
         }
     }
 }
@@ -452,6 +481,17 @@ fn check_teammate(
         ("wall_per_turn_secs", l.wall_per_turn_secs == Some(0)),
         ("max_message_bytes", l.max_message_bytes == Some(0)),
         ("max_tool_output_bytes", l.max_tool_output_bytes == Some(0)),
+        ("disk_mb", l.disk_mb == Some(0)),
+        ("disk_entries", l.disk_entries == Some(0)),
+        ("max_messages_per_turn", l.max_messages_per_turn == Some(0)),
+        ("max_messages_total", l.max_messages_total == Some(0)),
+        (
+            "max_broadcasts_per_turn",
+            l.max_broadcasts_per_turn == Some(0),
+        ),
+        ("max_broadcasts_total", l.max_broadcasts_total == Some(0)),
+        ("max_tasks_per_turn", l.max_tasks_per_turn == Some(0)),
+        ("max_tasks_total", l.max_tasks_total == Some(0)),
     ] {
         if zero {
             problems.push(format!(
@@ -874,6 +914,28 @@ subject = "Count three"
         );
         let r2 = m.teammates[1].spawn_request();
         assert_eq!(r2.isolation, crate::host::Isolation::None);
+    }
+
+    #[test]
+    fn coordination_limits_reach_the_spawn_request_and_zero_is_refused() {
+        let (_dir, file) = fixture();
+        let text = GOOD.replace(
+            "allowed_tools = [\"Read\"]\n",
+            "allowed_tools = [\"Read\"]\n[teammate.limits]\nmax_messages_per_turn = 7\nmax_tasks_total = 9\n",
+        );
+        let limits = Manifest::parse(&text, &file).unwrap().teammates[0]
+            .spawn_request()
+            .limits;
+        assert_eq!(limits.max_messages_per_turn, 7);
+        assert_eq!(limits.max_tasks_total, 9);
+        let d = crate::sandbox::Limits::default();
+        assert_eq!(limits.max_broadcasts_per_turn, d.max_broadcasts_per_turn);
+        let zero = GOOD.replace(
+            "allowed_tools = [\"Read\"]\n",
+            "allowed_tools = [\"Read\"]\n[teammate.limits]\nmax_broadcasts_total = 0\n",
+        );
+        let err = Manifest::parse(&zero, &file).unwrap_err().to_string();
+        assert!(err.contains("limits.max_broadcasts_total is 0"), "{err}");
     }
 
     #[test]

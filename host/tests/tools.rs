@@ -816,3 +816,199 @@ fn bash_children_have_no_capabilities_even_when_the_host_is_root() {
         "chown worked: capabilities were kept"
     );
 }
+
+// ---- Budgets: host memory per call is bounded whatever the file's shape ----
+
+/// A file of `len` bytes that is a text line of `text_len` `a`s followed by
+/// a hole: no newline anywhere, no NUL in the first 8 KiB, no disk used.
+fn sparse_line(f: &Fixture, rel: &str, text_len: usize, len: u64) {
+    let path = f.cap.join(rel);
+    fs::write(&path, "a".repeat(text_len)).unwrap();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(len)
+        .unwrap();
+}
+
+#[test]
+fn read_of_a_gigabyte_line_shows_its_start_and_stops_at_the_scan_budget() {
+    let f = Fixture::new();
+    sparse_line(&f, "huge.txt", 16 * 1024, 1 << 30);
+    let out = f.tools.read(&read("huge.txt")).unwrap();
+    assert!(out.truncated, "the scan budget cut it");
+    assert_eq!(out.lines, 1);
+    assert_eq!(out.next_offset, None, "stopped inside the line");
+    let limits = ToolLimits::default();
+    assert!(
+        out.content.starts_with("     1\taaaa"),
+        "{:.40}",
+        out.content
+    );
+    assert!(out.content.ends_with("…\n"));
+    assert!(out.content.len() <= limits.max_line_chars * 4 + 16);
+}
+
+#[test]
+fn read_past_the_scan_budget_stops_with_truncated_instead_of_reading_on() {
+    let f = Fixture::new();
+    // One line of text, then a line of a gigabyte: line 3 is out of reach.
+    let path = f.cap.join("deep.txt");
+    fs::write(&path, format!("{}\n", "a".repeat(16 * 1024))).unwrap();
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let input = ReadInput {
+        offset: Some(3),
+        ..read("deep.txt")
+    };
+    let out = f.tools.read(&input).unwrap();
+    assert_eq!(out.lines, 0);
+    assert!(out.truncated);
+    assert_eq!(out.next_offset, None);
+}
+
+#[test]
+fn grep_skips_a_file_over_the_size_cap_without_reading_it() {
+    let f = Fixture::new();
+    sparse_line(&f, "huge.txt", 16 * 1024, 100 << 30);
+    f.put("small.txt", "aaa\n");
+    let out = f.tools.grep(&grep("a+"), &keep_all).unwrap();
+    assert_eq!(out.files, ["small.txt"]);
+    assert_eq!(out.skipped, 1, "the 100 GiB file is skipped, not searched");
+}
+
+#[test]
+fn grep_skips_a_file_of_more_lines_than_it_indexes() {
+    let f = Fixture::new();
+    let lines = teamhost::tools::grep::MAX_FILE_LINES;
+    f.put("newlines.txt", &"\n".repeat(lines));
+    f.put("small.txt", "x\n");
+    let out = f.tools.grep(&grep("^$|x"), &keep_all).unwrap();
+    assert_eq!(out.files, ["small.txt"]);
+    assert_eq!(out.skipped, 1);
+}
+
+#[test]
+fn glob_in_a_directory_wider_than_the_walk_budget_stops_and_says_so() {
+    let f = Fixture::with_limits(ToolLimits {
+        max_walk_entries: 50,
+        ..ToolLimits::default()
+    });
+    for i in 0..500 {
+        f.put(&format!("wide/{i:04}.txt"), "");
+    }
+    let out = f.tools.glob(&glob("**/*.txt", None), &keep_all).unwrap();
+    assert!(out.truncated);
+    assert!(out.paths.len() < 50, "{}", out.paths.len());
+    let out = f.tools.grep(&grep("x"), &keep_all).unwrap();
+    assert!(out.truncated, "Grep shares the walk and its budget");
+}
+
+#[test]
+fn edit_refuses_a_sparse_file_bigger_than_it_rewrites() {
+    let f = Fixture::new();
+    sparse_line(&f, "huge.txt", 16, 1 << 30);
+    let err = f.tools.edit(&edit("huge.txt", "aaa", "b")).unwrap_err();
+    assert!(matches!(err, ToolError::TooLarge(_)), "{err:?}");
+    assert!(err.to_string().contains("bytes Edit rewrites"), "{err}");
+}
+
+#[test]
+fn write_and_edit_refuse_in_advance_what_would_break_the_disk_budget() {
+    use teamhost::tools::DiskBudget;
+    let f = Fixture::new();
+    f.put("a.txt", &"a".repeat(600));
+    let budget = DiskBudget {
+        bytes: 1000,
+        entries: 1000,
+    };
+    let err = f
+        .tools
+        .write_within(&write("b.txt", &"b".repeat(500)), Some(&budget))
+        .unwrap_err();
+    assert!(matches!(err, ToolError::TooLarge(_)), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("disk limit") && text.contains("disk_bytes"),
+        "{text}"
+    );
+    assert!(!f.cap.join("b.txt").exists(), "nothing was written");
+    // Replacing a file counts its new size in place of the old one.
+    f.tools
+        .write_within(&write("a.txt", &"c".repeat(900)), Some(&budget))
+        .unwrap();
+    let err = f
+        .tools
+        .edit_within(
+            &EditInput {
+                replace_all: Some(true),
+                ..edit("a.txt", "c", "cc")
+            },
+            Some(&budget),
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("disk limit"), "{err}");
+    assert_eq!(f.get("a.txt"), "c".repeat(900));
+}
+
+#[test]
+fn the_disk_measurement_counts_sparse_files_at_their_length_and_stops_at_its_entry_budget() {
+    let f = Fixture::new();
+    sparse_line(&f, "sparse.bin", 1, 100 << 30);
+    let usage = f.tools.disk_usage(1_000);
+    assert!(usage.bytes >= 100 << 30, "{usage:?}");
+    assert!(!usage.incomplete);
+    for i in 0..100 {
+        f.put(&format!("many/{i}"), "");
+    }
+    let usage = f.tools.disk_usage(50);
+    assert!(usage.incomplete);
+    assert_eq!(usage.entries, 50);
+    let budget = teamhost::tools::DiskBudget {
+        bytes: u64::MAX,
+        entries: 50,
+    };
+    let why = budget.breach(&usage).unwrap();
+    assert!(why.contains("disk_walk_entries"), "{why}");
+}
+
+#[test]
+fn a_deep_tree_is_walked_to_a_bounded_depth_and_measured_without_recursion() {
+    let f = Fixture::new();
+    let mut deep = PathBuf::new();
+    for _ in 0..300 {
+        deep.push("d");
+    }
+    fs::create_dir_all(f.cap.join(&deep)).unwrap();
+    fs::write(f.cap.join(&deep).join("bottom.txt"), "x").unwrap();
+    f.put("top.txt", "x");
+    let out = f.tools.glob(&glob("**/*.txt", None), &keep_all).unwrap();
+    assert!(out.paths.contains(&"top.txt".to_owned()), "{out:?}");
+    assert!(
+        !out.paths.iter().any(|p| p.ends_with("bottom.txt")),
+        "the walk stops 128 levels down"
+    );
+    let usage = f.tools.disk_usage(10_000);
+    assert!(!usage.incomplete);
+    assert!(usage.entries > 300, "{usage:?}");
+}
+
+#[test]
+fn edit_refuses_a_result_over_the_size_cap_before_building_it() {
+    let f = Fixture::new();
+    // A million one-byte matches, each to become 1 MiB: a terabyte, if built.
+    f.put("many.txt", &"a".repeat(1 << 20));
+    let input = EditInput {
+        replace_all: Some(true),
+        ..edit("many.txt", "a", &"b".repeat(1 << 20))
+    };
+    let err = f.tools.edit(&input).unwrap_err();
+    assert!(matches!(err, ToolError::TooLarge(_)), "{err:?}");
+    assert!(err.to_string().contains("1099511627776 bytes"), "{err}");
+    assert_eq!(f.get("many.txt").len(), 1 << 20, "the file is unchanged");
+}

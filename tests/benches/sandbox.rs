@@ -83,6 +83,48 @@ fn main() {
         n,
     );
 
+    // Bash: the same `sh -c true` with the same scrubbed environment, first
+    // as a plain child process (what Bash cost before any confinement),
+    // then through the ToolBox with everything it runs under here.
+    let n = 200;
+    let t = Instant::now();
+    for _ in 0..n {
+        let status = std::process::Command::new("/bin/sh")
+            .args(["-c", "true"])
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .current_dir(&dir)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(status.status.success());
+    }
+    row(
+        "Bash `true`, a plain child process (no confinement)",
+        t.elapsed() / n,
+        n,
+    );
+    let bash = teamhost::sandbox::BashInput {
+        command: "true".into(),
+        timeout: None,
+    };
+    let confinement = tools.confinement();
+    let t = Instant::now();
+    for _ in 0..n {
+        let out = tools
+            .bash(&bash, teamhost::tools::Confinement::BestEffort)
+            .unwrap();
+        assert_eq!(out.exit_code, Some(0));
+    }
+    row(
+        &format!(
+            "Bash `true` through the ToolBox ({})",
+            describe(&confinement)
+        ),
+        t.elapsed() / n,
+        n,
+    );
+
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -136,6 +178,34 @@ fn main() {
             .await
             .unwrap();
     });
+}
+
+/// What Bash ran under, for the row's name.
+fn describe(e: &teamhost::tools::Enforcement) -> String {
+    match e {
+        teamhost::tools::Enforcement::Landlock {
+            abi,
+            seccomp,
+            namespaces,
+            cgroup,
+            ..
+        } => {
+            let mut parts = vec![format!("Landlock ABI {abi}")];
+            if *seccomp {
+                parts.push("seccomp".into());
+            }
+            if *namespaces {
+                parts.push("PID/mount/IPC namespaces".into());
+            }
+            match cgroup {
+                Ok(kind) => parts.push(format!("cgroup {kind:?}")),
+                Err(_) => parts.push("no cgroup".into()),
+            }
+            parts.push("rlimits".into());
+            parts.join(" + ")
+        }
+        teamhost::tools::Enforcement::Unconfined { .. } => "unconfined".into(),
+    }
 }
 
 fn row(name: &str, per_call: Duration, n: u32) {

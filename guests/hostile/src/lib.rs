@@ -34,6 +34,9 @@
 //! | `read-file PATH` | `tools.read(PATH)` |
 //! | `bash-run CMD…` | `tools.bash(CMD)` |
 //! | `whoami` | reports its permission mode |
+//! | `exhaust SUB …` | resource exhaustion and host-detail probes: see [`exhaust`] |
+//! | `coord SUB …` | coordination calls under rules, and coordination floods: see [`coord`] |
+//! | `fake-screen` | task subject, active form, description and message summary that try to fake the lead's screen: see [`screen`] |
 //!
 //! A `plan_approval_response` message (from anyone: the host decides whether
 //! it counts) is reported as `plan-answer` with its sender, then the guest
@@ -64,6 +67,10 @@ wit_bindgen::generate!({
     world: "teamhost:agent/teammate",
     generate_all,
 });
+
+mod coord;
+mod exhaust;
+mod screen;
 
 use std::fmt::Debug;
 use std::fs::OpenOptions;
@@ -247,6 +254,9 @@ fn command(attack: &str, args: &[&str]) {
             tool("bash-run", r, show_bash);
         }
         "whoami" => report("whoami", true, format!("mode={}", mode())),
+        "exhaust" => exhaust::run(args),
+        "coord" => coord::run(args),
+        "fake-screen" => screen::run(),
         other => report("unknown", false, format!("no attack called {other:?}")),
     }
 }

@@ -210,12 +210,16 @@ pub(crate) async fn instantiate(
     let pre = load!(env.runtime, req)?;
     let name = member.name.clone();
     let color = member.color.clone().unwrap_or_default();
+    let defaults = crate::tools::ToolLimits::default();
     let tool_limits = crate::tools::ToolLimits {
         max_output_bytes: req.limits.max_tool_output_bytes,
         // Bash's process tree gets the teammate's own memory and CPU budget.
         bash_memory_bytes: req.limits.memory_bytes as u64,
         bash_cpu: req.limits.cpu_per_turn,
-        ..crate::tools::ToolLimits::default()
+        // No Bash call outlives the turn's wall-time limit.
+        bash_timeout: defaults.bash_timeout.min(req.limits.wall_per_turn),
+        max_bash_timeout: defaults.max_bash_timeout.min(req.limits.wall_per_turn),
+        ..defaults
     };
     let tools = crate::tools::ToolBox::open(&dir, tool_limits).map_err(|e| {
         Error::Invalid(format!(
@@ -257,6 +261,7 @@ pub(crate) async fn instantiate(
             tools: Arc::new(tools),
             hooks: env.hooks.clone(),
         },
+        acts_total: Default::default(),
     };
     let instance_config = InstanceConfig {
         dir,

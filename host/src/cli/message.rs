@@ -5,7 +5,9 @@ use std::io::Write;
 use clap::Args;
 use serde_json::json;
 
+use super::output::body;
 use super::{Output, TeamArg};
+use crate::protocol::describe::{printable_json, printable_line};
 use crate::store::config::LEAD_NAME;
 use crate::store::{InboxMessage, OutgoingMessage, Store};
 
@@ -98,7 +100,8 @@ pub(super) fn send(store: &Store, out: &Output, a: SendArgs) -> anyhow::Result<(
             };
             let entry = team.send(&a.to, msg)?;
             if out.is_json() {
-                writeln!(stdout, "{}", serde_json::to_string(&entry)?)?;
+                let json = serde_json::to_string(&entry)?;
+                writeln!(stdout, "{}", printable_json(&json))?;
             } else {
                 writeln!(stdout, "sent {} to {}", n + 1, a.to)?;
             }
@@ -148,7 +151,10 @@ fn human(messages: &[InboxMessage]) -> String {
                 .as_deref()
                 .map(|s| format!(" ({s})"))
                 .unwrap_or_default();
-            format!("[{}] {}{}: {}", m.timestamp, m.from, summary, m.text)
+            // The header is one line whatever the sender wrote into its
+            // fields; the text keeps its lines, indented under it.
+            let header = format!("[{}] {}{}:", m.timestamp, m.from, summary);
+            format!("{} {}", printable_line(&header), body(&m.text))
         })
         .collect::<Vec<_>>()
         .join("\n")

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::protocol::describe::printable;
+use crate::protocol::describe::{printable, printable_json, printable_line};
 
 /// Chooses between human text and JSON for a command's result.
 #[derive(Debug, Clone, Copy)]
@@ -28,7 +28,9 @@ impl Output {
         human: impl FnOnce() -> String,
     ) -> anyhow::Result<()> {
         let text = if self.json {
-            serde_json::to_string_pretty(value)?
+            // The same document, with what JSON leaves raw (a bidi
+            // override, U+2028, …) written as `\uXXXX`.
+            printable_json(&serde_json::to_string_pretty(value)?).into_owned()
         } else {
             // Teammates write much of what is shown (subjects, messages):
             // nothing of theirs may drive the terminal.
@@ -40,6 +42,30 @@ impl Output {
         };
         write_stdout(&text)
     }
+}
+
+/// Appends `line` and a newline to `out`, with `line` made
+/// [`printable_line`]: whatever a teammate wrote into the fields `line` is
+/// built from (a subject, a name, a summary), it stays one line.
+pub fn push_line(out: &mut String, line: impl AsRef<str>) {
+    out.push_str(&printable_line(line.as_ref()));
+    out.push('\n');
+}
+
+/// How a multi-line body's lines after its first are indented by [`body`].
+pub const BODY_INDENT: &str = "    ";
+
+/// A multi-line body a teammate wrote (a message, a task description) made
+/// [`printable`], with every line after the first indented by
+/// [`BODY_INDENT`]: the body keeps its newlines, but none of its lines can
+/// start at the margin, where the lines teamhost writes itself (a message's
+/// `[time] sender:` header, a task's `#id` line) start, so it cannot fake one.
+/// Line endings other than `\n` (`\r`, U+2028, …) are escaped by [`printable`].
+pub fn body(text: &str) -> String {
+    printable(text)
+        .split('\n')
+        .collect::<Vec<_>>()
+        .join(&format!("\n{BODY_INDENT}"))
 }
 
 /// Writes `text` and a newline to stdout. A reader that has gone away

@@ -2,6 +2,7 @@
 
 use clap::Args;
 
+use super::output::push_line;
 use super::{Output, TeamArg};
 use crate::status::snapshot;
 use crate::store::Store;
@@ -17,27 +18,34 @@ pub(super) fn status(store: &Store, out: &Output, a: StatusArgs) -> anyhow::Resu
     let snap = snapshot(&store.team(&a.team.team)?)?;
     out.print(&snap, || {
         let total = snap.tasks.len();
-        let mut s = format!("team {}", snap.team);
+        // Every line below is built from fields a teammate may have
+        // written; `push_line` keeps each on its line.
+        let mut head = format!("team {}", snap.team);
         if let Some(d) = &snap.description {
-            s.push_str(&format!(" — {d}"));
+            head.push_str(&format!(" — {d}"));
         }
-        s.push_str(&format!("\ntasks {}/{} completed\n", snap.completed, total));
+        let mut s = String::new();
+        push_line(&mut s, head);
+        s.push_str(&format!("tasks {}/{} completed\n", snap.completed, total));
         s.push_str("\nteammates\n");
         if snap.teammates.is_empty() {
             s.push_str("  (none)\n");
         }
         for t in &snap.teammates {
-            s.push_str(&format!(
-                "  {:<20} {:<8} {:<11} {:<8} {}\n",
-                t.name,
-                t.color.as_deref().unwrap_or("-"),
-                t.backend.as_deref().unwrap_or("-"),
-                t.state,
-                t.current_task
-                    .as_deref()
-                    .map(|id| format!("on #{id}"))
-                    .unwrap_or_default()
-            ));
+            push_line(
+                &mut s,
+                format!(
+                    "  {:<20} {:<8} {:<11} {:<8} {}",
+                    t.name,
+                    t.color.as_deref().unwrap_or("-"),
+                    t.backend.as_deref().unwrap_or("-"),
+                    t.state,
+                    t.current_task
+                        .as_deref()
+                        .map(|id| format!("on #{id}"))
+                        .unwrap_or_default()
+                ),
+            );
         }
         s.push_str("\ntasks\n");
         for t in &snap.tasks {
@@ -46,34 +54,40 @@ pub(super) fn status(store: &Store, out: &Output, a: StatusArgs) -> anyhow::Resu
             } else {
                 format!("  (after #{})", t.blocked_by.join(", #"))
             };
-            s.push_str(&format!(
-                "  #{:<4} {:<12} {:<12} {}{}\n",
-                t.id,
-                t.status.as_str(),
-                t.owner.as_deref().unwrap_or("-"),
-                t.subject,
-                blocked
-            ));
+            push_line(
+                &mut s,
+                format!(
+                    "  #{:<4} {:<12} {:<12} {}{}",
+                    t.id,
+                    t.status.as_str(),
+                    t.owner.as_deref().unwrap_or("-"),
+                    t.subject,
+                    blocked
+                ),
+            );
         }
         if !snap.pending_requests.is_empty() {
             s.push_str("\nwaiting for the lead\n");
             for r in &snap.pending_requests {
-                s.push_str(&format!(
-                    "  {} {} from {}: {}  (teamhost {} {} --team {} …)\n",
-                    r.kind,
-                    r.request_id,
-                    r.from,
-                    r.what,
-                    if r.kind == "plan" { "plan" } else { "permit" },
-                    r.request_id,
-                    snap.team
-                ));
+                push_line(
+                    &mut s,
+                    format!(
+                        "  {} {} from {}: {}  (teamhost {} {} --team {} …)",
+                        r.kind,
+                        r.request_id,
+                        r.from,
+                        r.what,
+                        if r.kind == "plan" { "plan" } else { "permit" },
+                        r.request_id,
+                        snap.team
+                    ),
+                );
             }
         }
         if !snap.recent_messages.is_empty() {
             s.push_str("\nlatest messages to the lead\n");
             for m in &snap.recent_messages {
-                s.push_str(&format!("  {}: {}\n", m.from, m.text));
+                push_line(&mut s, format!("  {}: {}", m.from, m.text));
             }
         }
         s

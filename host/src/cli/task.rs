@@ -1,8 +1,10 @@
 //! `teamhost task create|list|get|update|claim|delete`.
 
+use crate::protocol::describe::printable_line;
 use clap::Subcommand;
 use serde_json::{json, Map, Value};
 
+use super::output::{body, BODY_INDENT};
 use super::{Output, TeamArg};
 use crate::store::config::LEAD_NAME;
 use crate::store::{ClaimOutcome, NewTask, Store, Task, TaskStatus, TaskUpdate};
@@ -128,7 +130,8 @@ pub(super) fn run(store: &Store, out: &Output, cmd: TaskCommand) -> anyhow::Resu
                 task = team.update_task(&task.id, update, &by)?;
             }
             out.print(&task, || {
-                format!("created task #{}: {}", task.id, task.subject)
+                let text = format!("created task #{}: {}", task.id, task.subject);
+                printable_line(&text).into_owned()
             })
         }
         TaskCommand::List { team } => {
@@ -142,7 +145,9 @@ pub(super) fn run(store: &Store, out: &Output, cmd: TaskCommand) -> anyhow::Resu
         }
         TaskCommand::Get { team, id } => {
             let task = store.team(&team.team)?.task(&id)?;
-            out.print(&task, || format!("{}\n{}", line(&task), task.description))
+            out.print(&task, || {
+                format!("{}\n{BODY_INDENT}{}", line(&task), body(&task.description))
+            })
         }
         TaskCommand::Update {
             team,
@@ -246,6 +251,8 @@ fn parse_status(s: String) -> anyhow::Result<TaskStatus> {
     }
 }
 
+/// A task on one line; a subject or owner a teammate wrote cannot break it
+/// ([`printable_line`]).
 fn line(t: &Task) -> String {
     let owner = t
         .owner
@@ -257,8 +264,9 @@ fn line(t: &Task) -> String {
     } else {
         format!(" (blocked by #{})", t.blocked_by.join(", #"))
     };
-    format!(
+    let text = format!(
         "#{:<4} {:<12} {}{}{}",
         t.id, t.status, t.subject, owner, blocked
-    )
+    );
+    printable_line(&text).into_owned()
 }

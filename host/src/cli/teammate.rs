@@ -563,8 +563,9 @@ impl Log {
         let _ = writeln!(
             std::io::stderr(),
             "+{t:7.3}s  {}  {event:<6} {}",
-            self.name,
-            crate::protocol::describe::printable(text.as_ref())
+            // One event, one line: a failure reason cannot start another.
+            crate::protocol::describe::printable_line(&self.name),
+            crate::protocol::describe::printable_line(text.as_ref())
         );
         if self.json {
             let at_us = std::time::SystemTime::now()

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use anyhow::Context;
 use wasmtime::component::ResourceTable;
 use wasmtime::{Store, StoreLimitsBuilder, UpdateDeadline};
-use wasmtime_wasi::cli::OutputFile;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::bindings::handler::{Turn, TurnOutcome};
@@ -16,6 +15,9 @@ use super::engine::{Runtime, EPOCH_TICK};
 use super::state::{AgentCtx, TeammateState};
 use crate::sandbox::rules::RuleTool;
 use crate::sandbox::{Limits, PermissionMode, ToolName, ToolRules};
+use capped_log::CappedLog;
+
+mod capped_log;
 
 /// How the guest's own file system calls (WASI) may use its directory. Tool
 /// calls are separate: they go through the sandbox and the host.
@@ -116,20 +118,15 @@ impl Instance {
             .allow_udp(false)
             .allow_ip_name_lookup(false);
         if let Some(log) = &config.log {
-            if let Some(parent) = log.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(log)
-                .with_context(|| format!("cannot open log {}", log.display()))?;
-            wasi.stdout(OutputFile::new(file.try_clone()?));
-            wasi.stderr(OutputFile::new(file));
+            let log = CappedLog::open(log, config.limits.max_log_bytes)?;
+            wasi.stdout(log.clone());
+            wasi.stderr(log);
         }
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(config.limits.max_open_resources);
         let state = TeammateState {
             wasi: wasi.build(),
-            table: ResourceTable::new(),
+            table,
             limits: StoreLimitsBuilder::new()
                 .memory_size(config.limits.memory_bytes)
                 .table_elements(100_000)
@@ -172,8 +169,10 @@ impl Instance {
     /// broken); `Ok(Err(reason))` is a turn the guest itself reports as failed.
     ///
     /// Limits are enforced here: CPU (the epoch callback), memory (the store
-    /// limiter) and wall time (a timeout around the call). A breach is an
-    /// `Err` whose message names the limit.
+    /// limiter), wall time (a timeout around the call), WASI resources (the
+    /// resource table's cap: one more traps) and the disk budget (the
+    /// directory is measured after every turn that ends normally). A breach
+    /// is an `Err` whose message names the limit.
     pub async fn handle_turn(
         &mut self,
         turn: &Turn,
@@ -188,9 +187,23 @@ impl Instance {
                 "wall-time limit: the turn took longer than {:?} (wall_per_turn)",
                 self.wall
             ),
-            Ok(Ok(outcome)) => Ok(outcome),
+            Ok(Ok(outcome)) => {
+                self.check_disk().await?;
+                Ok(outcome)
+            }
             Ok(Err(trap)) => {
                 let text = format!("{trap:?}");
+                if let Some(line) = text.lines().find(|l| l.contains("disk limit: ")) {
+                    let at = line.find("disk limit: ").unwrap_or(0);
+                    anyhow::bail!("{}", &line[at..]);
+                }
+                if text.contains("resource table has no free keys") {
+                    anyhow::bail!(
+                        "descriptor limit: the guest held more than {} WASI resources (open \
+                         files, streams, pollables) at once (max_open_resources)",
+                        self.store.data().table.max_capacity()
+                    );
+                }
                 if text.contains("growing memory") || text.contains("memory.grow") {
                     anyhow::bail!(
                         "memory limit: the guest tried to grow its memory past {} MiB (memory_bytes)",
@@ -199,6 +212,25 @@ impl Instance {
                 }
                 Err(anyhow::Error::from(trap))
             }
+        }
+    }
+
+    /// Measures the teammate's directory after a turn: the guest's own WASI
+    /// writes go straight to it, so this is where they are counted. A breach
+    /// is an `Err` naming the limit ("disk limit").
+    async fn check_disk(&mut self) -> anyhow::Result<()> {
+        let sandbox = &self.store.data().agent.sandbox;
+        let tools = sandbox.tools.clone();
+        let budget = crate::tools::DiskBudget {
+            bytes: sandbox.limits.disk_bytes,
+            entries: sandbox.limits.disk_walk_entries,
+        };
+        let usage = tokio::task::spawn_blocking(move || tools.disk_usage(budget.entries))
+            .await
+            .context("the disk measurement failed")?;
+        match budget.breach(&usage) {
+            Some(breach) => anyhow::bail!("{breach}"),
+            None => Ok(()),
         }
     }
 

@@ -11,12 +11,15 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use crate::sandbox::{Limits, PermissionMode, PolicyContext, ToolRules};
+use crate::sandbox::{Limits, PermissionMode, PolicyContext, TeamActs, ToolRules};
 use crate::store::Team;
 
 /// The data of a teammate's `Store`.
 pub struct TeammateState {
     pub(crate) wasi: WasiCtx,
+    /// Every WASI resource the guest holds (descriptors, streams, pollables),
+    /// capped at [`Limits::max_open_resources`]: a push past it fails and
+    /// the guest traps, which the instance reports as "descriptor limit".
     pub(crate) table: ResourceTable,
     pub(crate) limits: StoreLimits,
     /// Epoch ticks the current turn has run; reset at each turn.
@@ -84,6 +87,9 @@ pub struct TurnRecord {
     pub peer_dms: Vec<(String, Option<String>)>,
     /// The answer to a shutdown request, if one was given.
     pub shutdown: Option<ShutdownDecision>,
+    /// Messages, broadcasts and tasks created this turn (the per-turn
+    /// coordination limits; the record is replaced after every turn).
+    pub acts: TeamActs,
 }
 
 /// What the sandbox needs at every call: the teammate's mode and rules (both
@@ -130,4 +136,7 @@ pub struct AgentCtx {
     pub pending_plan: Option<String>,
     /// Mode, rules, limits.
     pub sandbox: SandboxCtx,
+    /// Messages, broadcasts and tasks created over the teammate's life (the
+    /// total coordination limits).
+    pub acts_total: TeamActs,
 }

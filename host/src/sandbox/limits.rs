@@ -11,6 +11,25 @@
 //! | `max_tool_output_bytes` | 256 KiB | output cut, marked `truncated` |
 //! | `ask_timeout` | 5 min | the waiting tool call is denied |
 //! | `max_pending_requests` | 1 | typed `denied` error (a call waits for its answer, so one is all a single-threaded guest can have) |
+//! | `max_open_resources` | 1,024 | WASI handles (descriptors, streams, pollables) held at once; one more traps: "descriptor limit" |
+//! | `disk_bytes` | 1 GiB | bytes of files in the teammate's directory: Write/Edit refuse in advance (`invalid`); measured after each tool write and each turn, a breach fails the teammate: "disk limit" |
+//! | `disk_walk_entries` | 200,000 | entries one disk measurement visits; a directory with more is a breach as well |
+//! | `max_log_bytes` | 8 MiB | the guest's stdout/stderr log: cut there with one note line, later output dropped |
+//! | `max_messages_per_turn` / `max_messages_total` | 100 / 10,000 | direct messages (`messaging.send`, `mailbox.deliver`, `request-plan-approval`, a `tasks.update` giving the task to another member); one more traps: "coordination limit" |
+//! | `max_broadcasts_per_turn` / `max_broadcasts_total` | 10 / 1,000 | `messaging.broadcast` calls (each writes every inbox of the team); one more traps: "coordination limit" |
+//! | `max_tasks_per_turn` / `max_tasks_total` | 100 / 1,000 | `tasks.create` calls; one more traps: "coordination limit" |
+//!
+//! The coordination limits bound what a teammate can make the rest of the
+//! team (the lead above all) read and store. A real turn sends a handful of
+//! messages and creates a few tasks, so 100 per turn leaves room for a
+//! fan-out of work while cutting a loop off at once; a broadcast costs one
+//! inbox write per teammate, hence ten times fewer. The totals bound a
+//! teammate that floods a little every turn: at the largest message (1 MiB)
+//! 10,000 messages are still 10 GiB, so `max_message_bytes` and the totals
+//! are meant to be lowered together for an untrusted teammate. Calls are
+//! counted when they pass the
+//! rules, before they run, whether or not they succeed; answering a shutdown
+//! request is never counted (it must always be possible).
 
 use std::time::Duration;
 
@@ -32,6 +51,30 @@ pub struct Limits {
     pub ask_timeout: Duration,
     /// Permission requests a teammate may have waiting at once.
     pub max_pending_requests: usize,
+    /// WASI resources (file descriptors, streams, pollables, directory
+    /// iterators) the guest may hold at once: the cap of its store's
+    /// `ResourceTable`.
+    pub max_open_resources: usize,
+    /// Bytes the files of the teammate's directory may take, all together
+    /// (apparent sizes, so a sparse file counts at its length).
+    pub disk_bytes: u64,
+    /// Directory entries one disk measurement walks before it calls the
+    /// directory over its budget.
+    pub disk_walk_entries: usize,
+    /// Largest captured stdout/stderr log, in bytes.
+    pub max_log_bytes: u64,
+    /// Direct messages a teammate may send in one turn.
+    pub max_messages_per_turn: u32,
+    /// Direct messages a teammate may send in its life.
+    pub max_messages_total: u32,
+    /// Broadcasts a teammate may send in one turn.
+    pub max_broadcasts_per_turn: u32,
+    /// Broadcasts a teammate may send in its life.
+    pub max_broadcasts_total: u32,
+    /// Tasks a teammate may create in one turn.
+    pub max_tasks_per_turn: u32,
+    /// Tasks a teammate may create in its life.
+    pub max_tasks_total: u32,
 }
 
 impl Default for Limits {
@@ -44,6 +87,16 @@ impl Default for Limits {
             max_tool_output_bytes: 256 << 10,
             ask_timeout: Duration::from_secs(300),
             max_pending_requests: 1,
+            max_open_resources: 1024,
+            disk_bytes: 1 << 30,
+            disk_walk_entries: 200_000,
+            max_log_bytes: 8 << 20,
+            max_messages_per_turn: 100,
+            max_messages_total: 10_000,
+            max_broadcasts_per_turn: 10,
+            max_broadcasts_total: 1_000,
+            max_tasks_per_turn: 100,
+            max_tasks_total: 1_000,
         }
     }
 }
@@ -61,9 +114,163 @@ impl Limits {
     }
 }
 
+/// The acts on the team that the coordination limits count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TeamAct {
+    /// A message into one other inbox.
+    Message,
+    /// A message into every other inbox.
+    Broadcast,
+    /// A new task in the shared list.
+    TaskCreate,
+}
+
+/// How many [`TeamAct`]s of each kind a teammate has made (in one turn, or
+/// in all).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TeamActs {
+    /// Direct messages.
+    pub messages: u32,
+    /// Broadcasts.
+    pub broadcasts: u32,
+    /// Tasks created.
+    pub tasks: u32,
+}
+
+impl TeamActs {
+    fn slot(&mut self, act: TeamAct) -> &mut u32 {
+        match act {
+            TeamAct::Message => &mut self.messages,
+            TeamAct::Broadcast => &mut self.broadcasts,
+            TeamAct::TaskCreate => &mut self.tasks,
+        }
+    }
+}
+
+impl Limits {
+    /// Counts one `act` in `turn` and `total`, or refuses it when it would
+    /// pass the per-turn or the total limit (then neither count changes).
+    /// The error is the trap message: it starts with `coordination limit:`
+    /// and names the manifest key.
+    pub fn count_act(
+        &self,
+        act: TeamAct,
+        turn: &mut TeamActs,
+        total: &mut TeamActs,
+    ) -> Result<(), String> {
+        let (what, per_turn, in_all) = match act {
+            TeamAct::Message => (
+                ("direct messages", "max_messages"),
+                self.max_messages_per_turn,
+                self.max_messages_total,
+            ),
+            TeamAct::Broadcast => (
+                ("broadcasts", "max_broadcasts"),
+                self.max_broadcasts_per_turn,
+                self.max_broadcasts_total,
+            ),
+            TeamAct::TaskCreate => (
+                ("tasks created", "max_tasks"),
+                self.max_tasks_per_turn,
+                self.max_tasks_total,
+            ),
+        };
+        let ((noun, key), this_turn, so_far) = (what, *turn.slot(act), *total.slot(act));
+        if this_turn >= per_turn {
+            return Err(format!(
+                "coordination limit: more than {per_turn} {noun} in one turn \
+                 ({key}_per_turn); the teammate is stopped"
+            ));
+        }
+        if so_far >= in_all {
+            return Err(format!(
+                "coordination limit: more than {in_all} {noun} in all ({key}_total); the \
+                 teammate is stopped"
+            ));
+        }
+        *turn.slot(act) += 1;
+        *total.slot(act) += 1;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_team_act_past_the_per_turn_limit_is_refused_naming_the_key() {
+        let l = Limits {
+            max_broadcasts_per_turn: 2,
+            ..Limits::default()
+        };
+        let (mut turn, mut total) = (TeamActs::default(), TeamActs::default());
+        for _ in 0..2 {
+            l.count_act(TeamAct::Broadcast, &mut turn, &mut total)
+                .unwrap();
+        }
+        let e = l
+            .count_act(TeamAct::Broadcast, &mut turn, &mut total)
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "coordination limit: more than 2 broadcasts in one turn \
+             (max_broadcasts_per_turn); the teammate is stopped"
+        );
+        assert_eq!(turn.broadcasts, 2, "a refused act is not counted");
+        // Other acts have their own counts.
+        l.count_act(TeamAct::Message, &mut turn, &mut total)
+            .unwrap();
+        // A new turn starts from zero.
+        let mut next = TeamActs::default();
+        l.count_act(TeamAct::Broadcast, &mut next, &mut total)
+            .unwrap();
+        assert_eq!(total.broadcasts, 3);
+    }
+
+    #[test]
+    fn the_total_limit_holds_across_turns() {
+        let l = Limits {
+            max_tasks_total: 3,
+            ..Limits::default()
+        };
+        let mut total = TeamActs::default();
+        for _ in 0..3 {
+            let mut turn = TeamActs::default();
+            l.count_act(TeamAct::TaskCreate, &mut turn, &mut total)
+                .unwrap();
+        }
+        let e = l
+            .count_act(TeamAct::TaskCreate, &mut TeamActs::default(), &mut total)
+            .unwrap_err();
+        assert!(e.starts_with("coordination limit: "), "{e}");
+        assert!(
+            e.contains("more than 3 tasks created in all (max_tasks_total)"),
+            "{e}"
+        );
+        assert_eq!(total.tasks, 3);
+    }
+
+    #[test]
+    fn the_default_coordination_limits_are_the_documented_ones() {
+        let l = Limits::default();
+        assert_eq!(
+            (
+                l.max_messages_per_turn,
+                l.max_broadcasts_per_turn,
+                l.max_tasks_per_turn
+            ),
+            (100, 10, 100)
+        );
+        assert_eq!(
+            (
+                l.max_messages_total,
+                l.max_broadcasts_total,
+                l.max_tasks_total
+            ),
+            (10_000, 1_000, 1_000)
+        );
+    }
 
     #[test]
     fn a_message_over_the_limit_is_refused_with_both_sizes() {

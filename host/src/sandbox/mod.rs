@@ -2,7 +2,9 @@
 //! function of the teammate's [`PermissionMode`], its [`ToolRules`] and the
 //! [`ToolCall`], answering [`Decision::Allow`], [`Decision::Deny`] or
 //! [`Decision::Ask`] (the lead, through `permission_request`) with a reason.
-//! No I/O, no wasm, no clock: every path check is lexical.
+//! No I/O, no wasm, no clock: paths are normalised lexically, and where a
+//! path's symbolic links lead is looked up before the decision
+//! ([`PolicyContext::look`]) and handed to [`decide_on_disk`].
 //!
 //! The engine is policy, not containment. A teammate reaches files only
 //! through its capability directory (cap-std, so symlinks cannot lead out);
@@ -31,6 +33,7 @@
 //! | Bash | ask | ask | allow | **deny** | deny | **deny** |
 //! | Read / Glob / Grep / Write / Edit outside | **deny** | **deny** | **deny** | **deny**¹ | **deny** | **deny** |
 //! | a path that climbs out through `..` | **deny** | **deny** | **deny** | **deny** | **deny** | **deny** |
+//! | a path whose symbolic links lead out, or loop | **deny** | **deny** | **deny** | **deny** | **deny** | **deny** |
 //!
 //! ¹ except the plan file ([`PolicyContext::with_plan_file`]), which plan mode
 //! may read, write and edit wherever the host put it.
@@ -49,6 +52,11 @@
 //!    open what `plan` or `delegate` close (those modes restrict the tool set
 //!    itself, as the reference's do), nor a path outside the directory (an
 //!    allow rule naming one, such as `Read(//etc/**)`, never allows anything).
+//!
+//! Both judge a path where its links lead (a deny rule also as spelled),
+//! and a Bash allow rule with a specifier (`Bash(git:*)`) does not cover a
+//! command that runs other programs through its own options (`git -c`,
+//! `find -exec`): see [`rules`].
 //!
 //! The precise order [`decide`] follows: deny rules → `..` escapes →
 //! `delegate` and `plan` (which allows the plan file here, wherever it is) →
@@ -85,7 +93,11 @@
 //!   without asking (seeds 004 §11), and a teammate that cannot message or
 //!   touch its tasks cannot take part in the team. Calls on the teammate's own
 //!   state (its inbox, `whoami`, the roster, asking for plan approval) have no
-//!   reference tool, so no rule can name them: they are always allowed.
+//!   reference tool, so no rule can name them: they are always allowed. Nor
+//!   does answering a shutdown request: a `SendMessage` deny rule must never
+//!   keep the lead from stopping a teammate. Coordination never asks the
+//!   lead; the interfaces enforce the decision on every WIT call, and the
+//!   coordination limits of [`Limits`] bound what passes.
 //! - **`allowedTools` are pre-approvals, not a whitelist** (the CLI's
 //!   `--allowedTools`): a tool missing from them is still subject to the mode.
 //!
@@ -97,14 +109,14 @@ pub mod mode;
 pub mod policy;
 pub mod rules;
 
-pub use limits::Limits;
+pub use limits::{Limits, TeamAct, TeamActs};
 pub use mode::{ParseModeError, PermissionMode};
 pub use policy::{
-    decide, Decision, Destination, PolicyContext, RuleBehavior, RuleValue, Suggestion,
-    SuggestionError,
+    decide, decide_on_disk, Decision, Destination, PolicyContext, RuleBehavior, RuleValue,
+    Suggestion, SuggestionError,
 };
 pub use rules::{
-    PathBase, PathPattern, ResolvedPath, Rule, RuleError, RuleList, RuleProblem, RuleTool,
+    OnDisk, PathBase, PathPattern, ResolvedPath, Rule, RuleError, RuleList, RuleProblem, RuleTool,
     Specifier, ToolRules,
 };
 
@@ -466,9 +478,11 @@ impl CoordinationKind {
     /// rules use for it: everything that puts a message in another inbox is
     /// `SendMessage`; task changes (status, owner, dependencies, deletion)
     /// are `TaskUpdate`, as in the reference. `None` for calls on the
-    /// teammate's own state (its inbox, identity, the roster) and for asking
+    /// teammate's own state (its inbox, identity, the roster), for asking
     /// plan approval (the reference's `ExitPlanMode`, which a rule must not
-    /// be able to take away from a teammate stuck in plan mode).
+    /// be able to take away from a teammate stuck in plan mode) and for
+    /// answering a shutdown request (a `SendMessage` deny rule must never
+    /// keep the lead from stopping a teammate).
     pub fn reference_tool(self) -> Option<ToolName> {
         match self {
             CoordinationKind::Mailbox(call) => match call {
@@ -479,9 +493,10 @@ impl CoordinationKind {
                 MessagingCall::Send
                 | MessagingCall::Broadcast
                 | MessagingCall::RequestShutdown
-                | MessagingCall::RespondShutdown
                 | MessagingCall::RespondPlanApproval => Some(ToolName::SendMessage),
-                MessagingCall::RequestPlanApproval => None,
+                // Answering the lead's shutdown request must stay possible
+                // under any rule, or the lead could not stop the teammate.
+                MessagingCall::RespondShutdown | MessagingCall::RequestPlanApproval => None,
             },
             CoordinationKind::Tasks(call) => match call {
                 TasksCall::Create => Some(ToolName::TaskCreate),
@@ -610,6 +625,12 @@ mod tests {
         assert_eq!(whoami.reference_tool(), None);
         let plan = CoordinationKind::Messaging(MessagingCall::RequestPlanApproval);
         assert_eq!(plan.reference_tool(), None);
+        let stop = CoordinationKind::Messaging(MessagingCall::RespondShutdown);
+        assert_eq!(
+            stop.reference_tool(),
+            None,
+            "a shutdown answer is never blockable"
+        );
         assert_eq!(
             ToolCall::Coordination(plan).display_name(),
             "messaging.request-plan-approval"

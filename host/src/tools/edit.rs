@@ -5,13 +5,15 @@
 //! (add surrounding text to make it unique, or set `replace_all`). An empty
 //! `old_string` (use Write to create a file) and `old_string == new_string`
 //! are [`ToolError::Invalid`]. The file must be UTF-8 text of at most
-//! `max_file_bytes`; it is rewritten atomically, as Write does.
+//! `max_file_bytes`, and so must the result, which is checked before it is
+//! built ([`ToolError::TooLarge`]); it is rewritten atomically, as Write
+//! does. Host memory per call: the file, once, and the result, once.
 
 use std::io::Read as _;
 
 use crate::sandbox::EditInput;
 
-use super::{show, ToolBox, ToolError};
+use super::{show, DiskBudget, ToolBox, ToolError};
 
 /// What Edit returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +27,16 @@ pub struct EditOutput {
 impl ToolBox {
     /// Applies `input` to its file (see the module docs).
     pub fn edit(&self, input: &EditInput) -> Result<EditOutput, ToolError> {
+        self.edit_within(input, None)
+    }
+
+    /// [`edit`](ToolBox::edit), refused with [`ToolError::TooLarge`] before
+    /// anything is written when the directory would then break `budget`.
+    pub fn edit_within(
+        &self,
+        input: &EditInput,
+        budget: Option<&DiskBudget>,
+    ) -> Result<EditOutput, ToolError> {
         let rel = self.relative(&input.file_path)?;
         let shown = show(&rel);
         if input.old_string.is_empty() {
@@ -69,13 +81,20 @@ impl ToolBox {
             }
             _ => {}
         }
-        let edited = text.replace(input.old_string.as_str(), &input.new_string);
-        if edited.len() as u64 > self.limits.max_file_bytes {
+        // The size is known before the text is built: many occurrences of a
+        // short `old_string` times a long `new_string` must not make the host
+        // allocate the result only to refuse it.
+        let size = (text.len() as u128 - (found * input.old_string.len()) as u128)
+            + found as u128 * input.new_string.len() as u128;
+        if size > u128::from(self.limits.max_file_bytes) {
             return Err(ToolError::TooLarge(format!(
-                "the edited {shown} would have {} bytes, more than {}",
-                edited.len(),
+                "the edited {shown} would have {size} bytes, more than {}",
                 self.limits.max_file_bytes
             )));
+        }
+        let edited = text.replace(input.old_string.as_str(), &input.new_string);
+        if let Some(budget) = budget {
+            self.check_disk(&rel, edited.len() as u64, budget)?;
         }
         let (path, _) = self.replace_file(&rel, edited.as_bytes())?;
         Ok(EditOutput {

@@ -22,7 +22,9 @@
 //!
 //! Through the [`Dir`] only; symlinks are never followed (a symlink is
 //! listed by name, never entered), `.git` directories are not entered, and
-//! the walk stops after `max_walk_entries` entries. The caller's `keep`
+//! the walk stops after `max_walk_entries` entries (counted across the
+//! whole walk, and no directory's listing is held beyond what is left of
+//! them) and 128 levels down. The caller's `keep`
 //! predicate sees every path (relative to the capability directory) before
 //! it is used: a file it drops is skipped, a directory it drops is not
 //! entered. This is where the policy's [`denies_file`] applies.
@@ -155,7 +157,11 @@ fn walk_dir(
     let Ok(entries) = dir.entries() else {
         return ControlFlow::Continue(());
     };
+    // Never more than the budget left (plus one, to tell a directory that
+    // has more): a directory of a million entries costs no more memory than
+    // the budget, and the walk then stops there.
     let mut entries: Vec<_> = entries
+        .take(walked.budget.saturating_add(1))
         .filter_map(Result::ok)
         .filter_map(|e| Some((e.file_name(), e.file_type().ok()?)))
         .collect();

@@ -19,6 +19,10 @@
 //! or not UTF-8) and files over `max_file_bytes` are skipped and counted.
 //! The output stops at `max_output_bytes` of text or `max_results` entries,
 //! and the search stops with it (`truncated`).
+//!
+//! Host memory per call is bounded: one file at a time, at most
+//! `max_file_bytes` of it, and a file of more than [`MAX_FILE_LINES`] lines
+//! is skipped as too big (its line index would cost more than the text).
 
 use std::io::Read as _;
 use std::ops::ControlFlow;
@@ -85,6 +89,9 @@ pub const TYPES: &[(&str, &str)] = &[
 
 /// Bytes examined for a NUL to call a file binary.
 const SNIFF: usize = 8 * 1024;
+
+/// Most lines a searched file may have; one with more is skipped and counted.
+pub const MAX_FILE_LINES: usize = 1 << 20;
 
 /// One search's settings, resolved from the input.
 struct Search<'a> {
@@ -232,6 +239,10 @@ impl Search<'_> {
         let max = self.tb.limits.max_file_bytes;
         let mut bytes = Vec::new();
         let file = self.tb.open_regular("grep", rel).ok()?;
+        if file.metadata().map_or(true, |m| m.len() > max) {
+            self.out.skipped += 1;
+            return None;
+        }
         file.take(max.saturating_add(1))
             .read_to_end(&mut bytes)
             .ok()?;
@@ -239,7 +250,9 @@ impl Search<'_> {
             self.out.skipped += 1;
             return None;
         }
-        if bytes.iter().take(SNIFF).any(|&b| b == 0) {
+        if bytes.iter().take(SNIFF).any(|&b| b == 0)
+            || bytes.iter().filter(|&&b| b == b'\n').count() >= MAX_FILE_LINES
+        {
             self.out.skipped += 1;
             return None;
         }

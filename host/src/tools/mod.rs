@@ -30,6 +30,8 @@
 //! | [`confine`] | what `Bash` runs under: Landlock, namespaces, rlimits, the order of it all |
 //! | [`seccomp`] | the system calls `Bash` may not make (sockets, io_uring, namespaces, …) |
 //! | [`cgroup`] | a control group per `Bash` call: process count and memory of the tree |
+//! | [`usage`] | the disk budget: a bounded measurement of the directory, the check before a write |
+//! | [`redact`] | host paths taken out of every text a teammate gets back |
 //!
 //! # Limits
 //!
@@ -48,6 +50,15 @@
 //! | `bash_cpu` | 60 s (the host sets the teammate's `cpu_per_turn`) | CPU time of each process of a Bash call (`RLIMIT_CPU`) |
 //! | `bash_max_file_bytes` | 1 GiB | largest file a Bash call writes (`RLIMIT_FSIZE`) |
 //! | `bash_open_files` | 1,024 | descriptors per Bash process (`RLIMIT_NOFILE`) |
+//!
+//! Fixed bounds on host memory per call, whatever the file's shape: Read
+//! keeps at most `4 × max_line_chars` bytes of a line and scans at most
+//! [`read::MAX_SCAN_BYTES`] (64 MiB) per call; Grep holds one file of at
+//! most `max_file_bytes` and skips one of more than [`grep::MAX_FILE_LINES`]
+//! lines; a walk never lists more of a directory than its budget has left.
+//! The disk budget of the directory ([`usage`]) comes from the teammate's
+//! [`Limits`](crate::sandbox::Limits), given to
+//! [`write_within`](ToolBox::write_within) and [`edit_within`](ToolBox::edit_within).
 
 pub mod bash;
 pub mod cgroup;
@@ -56,7 +67,9 @@ pub mod edit;
 pub mod glob;
 pub mod grep;
 pub mod read;
+pub mod redact;
 pub mod seccomp;
+pub mod usage;
 pub mod write;
 
 pub use bash::{BashOutput, Confinement};
@@ -65,6 +78,8 @@ pub use edit::EditOutput;
 pub use glob::GlobOutput;
 pub use grep::{GrepMode, GrepOutput};
 pub use read::ReadOutput;
+pub use redact::Redactor;
+pub use usage::{DiskBudget, DiskUsage};
 pub use write::WriteOutput;
 
 use std::io;

@@ -15,7 +15,7 @@ use cap_std::fs::OpenOptions;
 
 use crate::sandbox::WriteInput;
 
-use super::{show, ToolBox, ToolError};
+use super::{show, DiskBudget, ToolBox, ToolError};
 
 /// What Write returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +31,17 @@ pub struct WriteOutput {
 impl ToolBox {
     /// Writes `input.content` to `input.file_path` (see the module docs).
     pub fn write(&self, input: &WriteInput) -> Result<WriteOutput, ToolError> {
+        self.write_within(input, None)
+    }
+
+    /// [`write`](ToolBox::write), refused with [`ToolError::TooLarge`]
+    /// before anything is written when the directory would then break
+    /// `budget`.
+    pub fn write_within(
+        &self,
+        input: &WriteInput,
+        budget: Option<&DiskBudget>,
+    ) -> Result<WriteOutput, ToolError> {
         let rel = self.relative(&input.file_path)?;
         if input.content.len() as u64 > self.limits.max_file_bytes {
             return Err(ToolError::TooLarge(format!(
@@ -38,6 +49,9 @@ impl ToolBox {
                 input.content.len(),
                 self.limits.max_file_bytes
             )));
+        }
+        if let Some(budget) = budget {
+            self.check_disk(&rel, input.content.len() as u64, budget)?;
         }
         let (path, created) = self.replace_file(&rel, input.content.as_bytes())?;
         Ok(WriteOutput {

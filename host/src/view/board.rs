@@ -2,7 +2,10 @@
 //! team's files ([`status::snapshot_with`]), sharpened by what the host that
 //! runs the teammates knows when there is one (a failed teammate, one handling
 //! its shutdown, one waiting for its plan to be approved). Every text a
-//! teammate could have written is made [`printable`] here, once.
+//! teammate could have written is made [`printable`] here, once: one-line
+//! fields (names, subjects, summaries) through [`printable_line`], so none
+//! can start a line of its own; multi-line bodies (a plan, a request's
+//! input) keep their newlines.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +13,7 @@ use chrono::{DateTime, Local, Utc};
 
 use crate::error::Result;
 use crate::host::{TeammateInfo, TeammateState};
-use crate::protocol::describe::printable;
+use crate::protocol::describe::{printable, printable_line};
 use crate::status::{self, FeedItem, PendingView};
 use crate::store::tasks::open_blockers;
 use crate::store::{HistoryCache, Task, TaskStatus, Team};
@@ -181,14 +184,14 @@ impl Board {
                     state = MateState::AwaitingApproval;
                 }
                 MateRow {
-                    name: shown(&t.name),
-                    color: t.color.clone(),
+                    name: shown_line(&t.name),
+                    color: t.color.as_deref().map(shown_line),
                     state,
-                    backend: t.backend.clone(),
-                    task: t
-                        .current_task
-                        .as_ref()
-                        .map(|id| (id.clone(), shown(doing.get(id.as_str()).unwrap_or(&"")))),
+                    backend: t.backend.as_deref().map(shown_line),
+                    task: t.current_task.as_ref().map(|id| {
+                        let what = doing.get(id.as_str()).unwrap_or(&"");
+                        (shown_line(id), shown_line(what))
+                    }),
                     last_activity: t.last_message.clone(),
                 }
             })
@@ -197,8 +200,8 @@ impl Board {
         for l in live {
             if !teammates.iter().any(|t| t.name == l.name) {
                 teammates.push(MateRow {
-                    name: shown(&l.name),
-                    color: Some(l.color.clone()),
+                    name: shown_line(&l.name),
+                    color: Some(shown_line(&l.color)),
                     state: MateState::from_host(&l.state),
                     backend: None,
                     task: None,
@@ -209,7 +212,7 @@ impl Board {
         Ok(Board {
             team: snap.team,
             description: snap.description.as_deref().map(shown),
-            lead: snap.lead,
+            lead: shown_line(&snap.lead),
             teammates,
             tasks: snap
                 .tasks
@@ -221,8 +224,8 @@ impl Board {
                 .pending_requests
                 .into_iter()
                 .map(|p| PendingView {
-                    from: shown(&p.from),
-                    what: shown(&p.what),
+                    from: shown_line(&p.from),
+                    what: shown_line(&p.what),
                     detail: shown(&p.detail),
                     ..p
                 })
@@ -231,8 +234,8 @@ impl Board {
                 .recent_messages
                 .into_iter()
                 .map(|m| FeedItem {
-                    from: shown(&m.from),
-                    text: shown(&m.text),
+                    from: shown_line(&m.from),
+                    text: shown_line(&m.text),
                     ..m
                 })
                 .collect(),
@@ -251,21 +254,27 @@ impl Board {
 
 fn task_row(t: &Task, all: &[Task]) -> TaskRow {
     TaskRow {
-        id: t.id.clone(),
+        id: shown_line(&t.id),
         status: t.status.as_str().to_string(),
-        owner: t.owner.clone(),
+        owner: t.owner.as_deref().map(shown_line),
         blocked_by: if t.status == TaskStatus::Completed {
             Vec::new()
         } else {
             open_blockers(t, all)
         },
-        subject: shown(&t.subject),
+        subject: shown_line(&t.subject),
     }
 }
 
 /// Text a teammate may have written, made safe for the terminal.
 fn shown(text: &str) -> String {
     printable(text).into_owned()
+}
+
+/// A one-line field a teammate may have written, made safe for the
+/// terminal and kept on one line.
+fn shown_line(text: &str) -> String {
+    printable_line(text).into_owned()
 }
 
 /// An ISO 8601 time as local `HH:MM:SS`; the text as it is when it does not

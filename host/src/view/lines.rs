@@ -11,7 +11,7 @@ use super::board::{Board, MateRow};
 use super::changes::FileChanges;
 use super::lead::Seat;
 use super::Input;
-use crate::protocol::describe::printable;
+use crate::protocol::describe::printable_line;
 use crate::status::FeedItem;
 
 /// Width of the `who` column.
@@ -180,8 +180,10 @@ pub fn run(
 
 fn print(out: &mut impl Write, lines: &[(String, String)]) -> io::Result<()> {
     let now = chrono::Local::now().format("%H:%M:%S%.3f");
+    // One change, one line: nothing a teammate wrote may start another.
     for (who, what) in lines {
-        writeln!(out, "{now}  {who:<WHO$}  {}", printable(what))?;
+        let who = printable_line(who);
+        writeln!(out, "{now}  {who:<WHO$}  {}", printable_line(what))?;
     }
     out.flush()
 }

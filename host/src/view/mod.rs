@@ -124,7 +124,8 @@ impl LiveView {
     pub fn note(&self, who: &str, what: impl Into<String>) {
         let what = what.into();
         if *self.quit.borrow() {
-            eprintln!("{who}: {}", crate::protocol::describe::printable(&what));
+            use crate::protocol::describe::printable_line;
+            eprintln!("{}: {}", printable_line(who), printable_line(&what));
         } else {
             let _ = self.tx.send(Input::Note(who.into(), what));
         }

@@ -14,7 +14,7 @@ use ratatui::Frame;
 
 use super::board::{clock, Board, MateState};
 use super::keys::{Screen, Ui};
-use crate::protocol::describe::one_line;
+use crate::protocol::describe::{one_line, printable_line};
 
 /// Draws the whole view.
 pub fn draw(frame: &mut Frame, board: &Board, ui: &Ui, title: &str) {
@@ -59,9 +59,9 @@ pub fn draw(frame: &mut Frame, board: &Board, ui: &Ui, title: &str) {
 }
 
 fn draw_header(frame: &mut Frame, area: Rect, board: &Board, title: &str) {
-    let mut heading = format!("{title} · team {}", board.team);
+    let mut heading = format!("{title} · team {}", printable_line(&board.team));
     if let Some(d) = &board.description {
-        heading += &format!(" — {d}");
+        heading += &format!(" — {}", printable_line(d));
     }
     let label = format!(
         "tasks {}/{} completed · {} teammate(s) · {} waiting for you",
@@ -241,7 +241,7 @@ fn draw_request(frame: &mut Frame, board: &Board, id: &str) {
     };
     let area = centered(frame.area(), 80, 70);
     frame.render_widget(Clear, area);
-    let text = format!("{}\n\nrequest {}", p.detail, p.request_id);
+    let text = format!("{}\n\nrequest {}", p.detail, printable_line(&p.request_id));
     let paragraph = Paragraph::new(text).wrap(Wrap { trim: false }).block(
         Block::default().borders(Borders::ALL).title(format!(
             "{} request from {} (a approve · A approve+remember · d deny · Esc back)",

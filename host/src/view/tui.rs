@@ -89,7 +89,14 @@ fn event_loop(
             match input {
                 Input::Stop => return Ok(Ended::Stopped),
                 Input::Changed | Input::Resize => changed = true,
-                Input::Note(who, what) => ui.note = Some(format!("{who}: {what}")),
+                Input::Note(who, what) => {
+                    use crate::protocol::describe::printable_line;
+                    ui.note = Some(format!(
+                        "{}: {}",
+                        printable_line(&who),
+                        printable_line(&what)
+                    ))
+                }
                 Input::Key(key) => {
                     let Some(b) = &board else {
                         if is_quit(&key) {

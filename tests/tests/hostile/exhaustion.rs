@@ -1,1 +1,194 @@
-//! Hostile tests: exhaustion.
+//! Hostile tests: one teammate cannot exhaust the host. Files of any shape
+//! cost the host bounded memory per tool call; WASI descriptors, the disk of
+//! the teammate's directory and its captured log are capped; each breach is
+//! a clean error or a failure naming the limit, and the host and the other
+//! teammates go on.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::sandbox_support::{hostile_request, step, steps, wait_done, Arena};
+
+/// The host process's peak resident memory (`VmHWM`), in bytes.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .expect("VmHWM in /proc/self/status");
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    kib << 10
+}
+
+/// Resets the peak to the current resident size, where the kernel allows
+/// it, so the measurement starts from now.
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// A real file of `mib` MiB of `x`, with no newline.
+fn no_newline_file(path: &Path, mib: usize) {
+    let mut f = std::fs::File::create(path).unwrap();
+    let chunk = vec![b'x'; 1 << 20];
+    for _ in 0..mib {
+        f.write_all(&chunk).unwrap();
+    }
+}
+
+/// A sparse file of `len` bytes: 16 KiB of text, then a hole (no newline).
+fn sparse_file(path: &Path, len: u64) {
+    std::fs::write(path, "a".repeat(16 << 10)).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(len)
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_and_grepping_a_sparse_100_gib_file_and_a_256_mib_line_costs_the_host_bounded_memory(
+) {
+    let a = Arena::new("exhaust-read").await;
+    let dir = a.dir("reader");
+    no_newline_file(&dir.join("line.txt"), 256);
+    sparse_file(&dir.join("sparse.txt"), 100 << 30);
+    let prompt = "exhaust read line.txt\nexhaust read sparse.txt\nexhaust grep x{3}";
+    let mut req = hostile_request("reader", prompt, &dir, "default");
+    // The planted files are the test's, not the teammate's: its disk budget
+    // must not be what stops it here.
+    req.limits.disk_bytes = 200 << 30;
+    reset_peak_rss();
+    let before = peak_rss();
+    let name = a.spawn(req).await;
+    let got = wait_done(&a.f, &name, "exhaust", 3).await;
+    let grown = peak_rss().saturating_sub(before);
+    assert!(
+        grown < 128 << 20,
+        "the host's peak memory grew by {} MiB reading a 256 MiB line",
+        grown >> 20
+    );
+
+    let reads = crate::sandbox_support::all(&got, "exhaust/read");
+    assert_eq!(reads.len(), 2, "{got:#?}");
+    for read in reads {
+        assert!(read.ok(), "{read:?}");
+        assert!(read.detail.contains("truncated=true"), "{read:?}");
+        assert!(read.detail.contains("lines=1 "), "{read:?}");
+        let bytes: usize = read.detail["bytes=".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(bytes < 16 << 10, "{read:?}");
+    }
+    let grep = step(&got, "exhaust/grep");
+    assert!(grep.ok(), "{grep:?}");
+    assert!(
+        !grep.detail.contains("line.txt") && !grep.detail.contains("sparse.txt"),
+        "files over the size cap are skipped, not searched: {grep:?}"
+    );
+    a.assert_contained().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_opening_descriptors_in_a_loop_is_stopped_at_the_cap() {
+    let a = Arena::new("exhaust-fds").await;
+    let mut events = a.f.host.events();
+    let dir = a.dir("opener");
+    std::fs::write(dir.join("open-me.txt"), "x").unwrap();
+    let mut req = hostile_request("opener", "exhaust open-many 100000", &dir, "default");
+    req.limits.max_open_resources = 256;
+    let name = a.spawn(req).await;
+    let reason = a.failure(&mut events, &name).await;
+    assert!(
+        reason.contains("descriptor limit") && reason.contains("max_open_resources"),
+        "{reason}"
+    );
+    assert!(reason.contains("256"), "{reason}");
+    let got = steps(&a.f, &name);
+    assert!(step(&got, "exhaust/start").ok(), "{got:#?}");
+    assert!(
+        got.iter().all(|s| s.step != "exhaust/open-many"),
+        "the loop should not have finished: {got:#?}"
+    );
+    a.assert_contained().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_writing_past_its_disk_budget_is_refused_by_the_tools_and_failed_for_wasi_writes() {
+    let a = Arena::new("exhaust-disk").await;
+    let mut events = a.f.host.events();
+    let dir = a.dir("filler");
+    // 8 MiB through the Write tool (refused in advance), then 8 MiB through
+    // the guest's own WASI writes (measured at the end of the turn).
+    let prompt = "exhaust tool-fill big.txt 8192\nexhaust fill fat.bin 8";
+    let mut req = hostile_request("filler", prompt, &dir, "acceptEdits");
+    req.limits.disk_bytes = 4 << 20;
+    req.limits.cpu_per_turn = Duration::from_secs(10);
+    let name = a.spawn(req).await;
+    let reason = a.failure(&mut events, &name).await;
+    assert!(
+        reason.contains("disk limit") && reason.contains("disk_bytes"),
+        "{reason}"
+    );
+    let got = steps(&a.f, &name);
+    let refused = step(&got, "exhaust/tool-fill");
+    refused.assert_invalid();
+    assert!(refused.detail.contains("disk limit"), "{refused:?}");
+    assert!(!dir.join("big.txt").exists(), "the tool wrote nothing");
+    assert!(step(&got, "exhaust/fill").ok(), "{got:#?}");
+    let notices = a.host_notices();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.starts_with(&format!("{name} failed: ")) && n.contains("disk limit")),
+        "{notices:?}"
+    );
+    a.assert_contained().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_printing_100_mib_leaves_a_log_no_bigger_than_the_cap_and_one_note() {
+    let a = Arena::new("exhaust-log").await;
+    let dir = a.dir("printer");
+    let mut req = hostile_request("printer", "exhaust print 100", &dir, "default");
+    req.limits.cpu_per_turn = Duration::from_secs(30);
+    let cap = req.limits.max_log_bytes;
+    let name = a.spawn(req).await;
+    let got = wait_done(&a.f, &name, "exhaust", 1).await;
+    let printed = step(&got, "exhaust/print");
+    assert!(printed.ok(), "writes to a full log never fail: {printed:?}");
+
+    let log =
+        a.f.home
+            .join("logs")
+            .join(&a.f.name)
+            .join(format!("{name}.log"));
+    let text = std::fs::read(&log).unwrap();
+    let note = "[teamhost: log cut at";
+    let notes = text
+        .windows(note.len())
+        .filter(|w| *w == note.as_bytes())
+        .count();
+    assert_eq!(notes, 1, "one note where the log was cut");
+    assert!(
+        text.len() as u64 <= cap + 200,
+        "the log has {} bytes; the cap is {cap}",
+        text.len()
+    );
+    assert!(text.len() as u64 >= cap, "the log filled up to the cap");
+    // The teammate is still alive and working after its flood.
+    a.f.host
+        .send_as_lead(&a.f.name, &name, "whoami", None)
+        .unwrap();
+    let got = wait_done(&a.f, &name, "whoami", 1).await;
+    assert!(step(&got, "whoami").ok(), "{got:#?}");
+    a.assert_contained().await;
+}

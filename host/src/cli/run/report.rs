@@ -9,11 +9,13 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::host::{Event, Host, TeammateState};
 pub(super) use crate::protocol::describe::one_line;
-use crate::protocol::describe::{describe, printable};
+use crate::protocol::describe::{describe, printable_line};
 use crate::protocol::{Parsed, ProtocolMessage};
 use crate::store::{InboxMessage, Team};
 
-/// Prints event lines: `+  1.234s  who        what`.
+/// Prints event lines: `+  1.234s  who        what`. Each event is one
+/// line: `who` and `what` go through [`printable_line`], so nothing a
+/// teammate wrote (a subject, a name, a reason) can start a line of its own.
 #[derive(Debug, Clone)]
 pub(super) struct Log {
     pub(super) start: Instant,
@@ -26,8 +28,9 @@ impl Log {
     pub(super) fn line(&self, who: &str, what: impl AsRef<str>) {
         let t = self.start.elapsed().as_secs_f64();
         let line = format!(
-            "+{t:7.3}s  {who:<w$}  {}",
-            printable(what.as_ref()),
+            "+{t:7.3}s  {:<w$}  {}",
+            printable_line(who),
+            printable_line(what.as_ref()),
             w = self.width
         );
         // A reader gone away (`| head`) must not stop the run: the lines

@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::report::one_line;
 use super::wait::Outcome;
 use super::SHUTDOWN_TIMEOUT;
+use crate::cli::output::push_line;
 use crate::host::{ShutdownReport, TeammateInfo, TeammateState};
 use crate::manifest::Manifest;
 use crate::protocol::ProtocolMessage;
@@ -265,13 +266,14 @@ impl Summary {
             } else {
                 format!("  (after #{})", t.blocked_by.join(", #"))
             };
-            s += &format!(
-                "  #{:<3} {:<11} {:<w$}  {}{blocked}\n",
+            let line = format!(
+                "  #{:<3} {:<11} {:<w$}  {}{blocked}",
                 t.id,
                 t.status,
                 t.owner.as_deref().unwrap_or("-"),
                 t.subject
             );
+            push_line(&mut s, line);
         }
         s += "\nteammates\n";
         for t in &self.teammates {
@@ -285,21 +287,27 @@ impl Summary {
                 .as_deref()
                 .map(|f| format!(": {}", one_line(f)))
                 .unwrap_or_default();
-            s += &format!(
-                "  {:<w$}  {:>3} turn(s)  {:<10} {tasks}{failure}\n",
+            let line = format!(
+                "  {:<w$}  {:>3} turn(s)  {:<10} {tasks}{failure}",
                 t.name, t.turns, t.state
             );
+            push_line(&mut s, line);
         }
         let mc = &self.messages;
         let kinds: Vec<String> = mc.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
-        s += &format!(
-            "\nmessages: {} ({} to the lead, {} from the lead, {} between teammates, {} unread): {}\n",
+        // A malformed message's `type` is the teammate's: `push_line`.
+        s.push('\n');
+        push_line(
+            &mut s,
+            format!(
+            "messages: {} ({} to the lead, {} from the lead, {} between teammates, {} unread): {}",
             mc.total,
             mc.to_lead,
             mc.from_lead,
             mc.between_teammates,
             mc.unread,
             kinds.join(", ")
+        ),
         );
         s += &format!(
             "shutdown: {} stopped, {} killed\n",

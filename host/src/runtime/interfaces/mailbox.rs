@@ -1,12 +1,26 @@
 //! `teamhost:agent/mailbox`: the teammate's own inbox and raw delivery.
+//!
+//! Reading the own inbox (`unread`, `take`, `history`) has no reference tool,
+//! so no rule can take it away; `deliver` puts a message in another inbox,
+//! so it is `SendMessage` for the rules and a direct message for the
+//! coordination limits.
 
 use super::{blocking, to_wit_message, AgentCtx};
 use crate::runtime::bindings::mailbox::{Host, Message};
 use crate::runtime::bindings::types::Error as WitError;
+use crate::sandbox::{CoordinationKind, MailboxCall, TeamAct};
 use crate::store::OutgoingMessage;
+
+/// The gate of one `mailbox` call.
+fn gate(call: MailboxCall) -> CoordinationKind {
+    CoordinationKind::Mailbox(call)
+}
 
 impl Host for AgentCtx {
     async fn unread(&mut self) -> wasmtime::Result<Result<Vec<Message>, WitError>> {
+        if let Err(e) = self.authorize_coordination(gate(MailboxCall::Unread)) {
+            return Ok(Err(e));
+        }
         let (team, me) = (self.team.clone(), self.identity.name.clone());
         blocking(move || Ok(team.unread(&me)?.iter().map(to_wit_message).collect())).await
     }
@@ -16,6 +30,9 @@ impl Host for AgentCtx {
         sender: Option<String>,
         limit: Option<u32>,
     ) -> wasmtime::Result<Result<Vec<Message>, WitError>> {
+        if let Err(e) = self.authorize_coordination(gate(MailboxCall::Take)) {
+            return Ok(Err(e));
+        }
         let (team, me) = (self.team.clone(), self.identity.name.clone());
         let mut left = limit.map_or(usize::MAX, |n| n as usize);
         blocking(move || {
@@ -32,6 +49,9 @@ impl Host for AgentCtx {
     }
 
     async fn history(&mut self, limit: u32) -> wasmtime::Result<Result<Vec<Message>, WitError>> {
+        if let Err(e) = self.authorize_coordination(gate(MailboxCall::History)) {
+            return Ok(Err(e));
+        }
         let (team, me) = (self.team.clone(), self.identity.name.clone());
         blocking(move || {
             let all = team.history(&me)?;
@@ -47,9 +67,13 @@ impl Host for AgentCtx {
         text: String,
         summary: Option<String>,
     ) -> wasmtime::Result<Result<(), WitError>> {
-        if let Err(e) = self.check_outgoing("the message", Some(&to), &text, summary.as_deref()) {
+        if let Err(e) = self
+            .authorize_coordination(gate(MailboxCall::Deliver))
+            .and_then(|()| self.check_outgoing("the message", Some(&to), &text, summary.as_deref()))
+        {
             return Ok(Err(e));
         }
+        self.count_act(TeamAct::Message)?;
         let team = self.team.clone();
         let msg = OutgoingMessage {
             from: self.identity.name.clone(),

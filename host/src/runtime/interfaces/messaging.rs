@@ -5,6 +5,12 @@
 //! stops the teammate; a rejection is sent to the requester right away).
 //! Requesting shutdowns and answering plans are the lead's: a teammate calling
 //! them gets `denied`.
+//!
+//! Every call passes the sandbox first (a deny rule on `SendMessage` denies
+//! send, broadcast and the lead's requests and answers); `respond-shutdown`
+//! and `request-plan-approval` have no reference tool, so no rule can take
+//! them away. Direct messages (plans included) and broadcasts are counted
+//! against the coordination limits; a shutdown answer is not.
 
 use super::{blocking, AgentCtx};
 use crate::protocol::time::now_ms;
@@ -15,7 +21,7 @@ use crate::runtime::bindings::messaging::{
 use crate::runtime::bindings::protocol::{PlanResponse, ShutdownResponse};
 use crate::runtime::bindings::types::Error as WitError;
 use crate::runtime::state::ShutdownDecision;
-use crate::sandbox::PermissionMode;
+use crate::sandbox::{CoordinationKind, MessagingCall, PermissionMode, TeamAct};
 use crate::store::OutgoingMessage;
 
 impl AgentCtx {
@@ -74,6 +80,11 @@ impl AgentCtx {
     }
 }
 
+/// The gate of one `messaging` call.
+fn gate(call: MessagingCall) -> CoordinationKind {
+    CoordinationKind::Messaging(call)
+}
+
 impl Host for AgentCtx {
     async fn send(
         &mut self,
@@ -81,10 +92,15 @@ impl Host for AgentCtx {
         content: String,
         summary: Option<String>,
     ) -> wasmtime::Result<Result<MessageDelivery, WitError>> {
-        if let Err(e) = self.check_outgoing("the message", Some(&to), &content, summary.as_deref())
+        if let Err(e) = self
+            .authorize_coordination(gate(MessagingCall::Send))
+            .and_then(|()| {
+                self.check_outgoing("the message", Some(&to), &content, summary.as_deref())
+            })
         {
             return Ok(Err(e));
         }
+        self.count_act(TeamAct::Message)?;
         let team = self.team.clone();
         let msg = self.outgoing(content.clone(), summary.clone());
         let target = to.clone();
@@ -119,9 +135,13 @@ impl Host for AgentCtx {
         content: String,
         summary: Option<String>,
     ) -> wasmtime::Result<Result<BroadcastDelivery, WitError>> {
-        if let Err(e) = self.check_outgoing("the broadcast", None, &content, summary.as_deref()) {
+        if let Err(e) = self
+            .authorize_coordination(gate(MessagingCall::Broadcast))
+            .and_then(|()| self.check_outgoing("the broadcast", None, &content, summary.as_deref()))
+        {
             return Ok(Err(e));
         }
+        self.count_act(TeamAct::Broadcast)?;
         let team = self.team.clone();
         let msg = self.outgoing(content.clone(), summary.clone());
         let recipients = match blocking(move || team.broadcast(msg)).await? {
@@ -150,6 +170,9 @@ impl Host for AgentCtx {
         to: String,
         _reason: Option<String>,
     ) -> wasmtime::Result<Result<ShutdownRequestDelivery, WitError>> {
+        if let Err(e) = self.authorize_coordination(gate(MessagingCall::RequestShutdown)) {
+            return Ok(Err(e));
+        }
         Ok(Err(WitError::Denied(format!(
             "only the lead can ask {to} to shut down; {} is a teammate",
             self.identity.name
@@ -161,6 +184,11 @@ impl Host for AgentCtx {
         request_id: String,
         response: ShutdownResponse,
     ) -> wasmtime::Result<Result<(), WitError>> {
+        // Always allowed (no rule can name it) and never counted: the lead
+        // must be able to stop any teammate.
+        if let Err(e) = self.authorize_coordination(gate(MessagingCall::RespondShutdown)) {
+            return Ok(Err(e));
+        }
         let Some(pos) = self.pending_shutdowns.iter().position(|r| *r == request_id) else {
             return Ok(Err(WitError::Invalid(format!(
                 "no shutdown request {request_id:?} is waiting for an answer from {}",
@@ -195,7 +223,10 @@ impl Host for AgentCtx {
         &mut self,
         plan: String,
     ) -> wasmtime::Result<Result<String, WitError>> {
-        if let Err(e) = self.check_size("the plan", &plan, None) {
+        if let Err(e) = self
+            .authorize_coordination(gate(MessagingCall::RequestPlanApproval))
+            .and_then(|()| self.check_size("the plan", &plan, None))
+        {
             return Ok(Err(e));
         }
         if self.sandbox.mode != PermissionMode::Plan && !self.identity.plan_mode_required {
@@ -204,6 +235,9 @@ impl Host for AgentCtx {
                 self.identity.name, self.sandbox.mode
             ))));
         }
+        // A plan is a message to the lead (and a file in the team's
+        // directory): counted like one.
+        self.count_act(TeamAct::Message)?;
         let team = self.team.clone();
         let (me, lead) = (self.identity.name.clone(), self.lead.clone());
         let auto = self.sandbox.auto_approve_plans;
@@ -236,6 +270,9 @@ impl Host for AgentCtx {
         _request_id: String,
         _response: PlanResponse,
     ) -> wasmtime::Result<Result<(), WitError>> {
+        if let Err(e) = self.authorize_coordination(gate(MessagingCall::RespondPlanApproval)) {
+            return Ok(Err(e));
+        }
         if !self.is_lead() {
             return Ok(Err(WitError::Denied(format!(
                 "only the lead can answer {to}'s plan; {} is a teammate",

@@ -61,17 +61,28 @@ pub(crate) async fn blocking_tool<T: Send + 'static>(
 }
 
 /// Maps a store error to the guest-visible WIT error.
+///
+/// The host's own failures (a corrupt file, a lock wait that timed out, an
+/// I/O error, a component error) name paths under the home: the guest is
+/// told only what kind of failure it was, and the whole error is logged for
+/// the lead. Errors about names and ids carry nothing of the host's.
 pub(crate) fn to_wit_error(e: Error) -> WitError {
     let msg = e.to_string();
+    let host_failure = |kind: &str| {
+        tracing::warn!(error = %msg, "a teammate's store call failed");
+        WitError::Unavailable(format!(
+            "the team's store is unavailable ({kind}); the host logged the details for the lead"
+        ))
+    };
     match e {
         Error::InvalidName { .. } | Error::Invalid(_) => WitError::Invalid(msg),
         Error::TeamNotFound { .. } | Error::MemberNotFound { .. } | Error::TaskNotFound { .. } => {
             WitError::NotFound(msg)
         }
         Error::TeamExists { .. } | Error::TeamNotEmpty { .. } => WitError::Conflict(msg),
-        Error::Corrupt { .. }
-        | Error::LockTimeout { .. }
-        | Error::Io { .. }
-        | Error::Component { .. } => WitError::Unavailable(msg),
+        Error::Corrupt { .. } => host_failure("a corrupt file"),
+        Error::LockTimeout { .. } => host_failure("a lock wait timed out"),
+        Error::Io { .. } => host_failure("an I/O error"),
+        Error::Component { .. } => host_failure("a component error"),
     }
 }

@@ -1,4 +1,12 @@
 //! `teamhost:agent/tasks`: the shared task list.
+//!
+//! Every call passes the sandbox first: `create` is `TaskCreate` for the
+//! rules, `get` is `TaskGet`, `list` is `TaskList`, and every change
+//! (`update`, `delete`, `add-dependency`, `claim`) is `TaskUpdate`. A deny
+//! rule refuses the call before the task list is read or written. `create`
+//! is counted against the coordination limits as a task, an `update` that
+//! gives the task to another member as a direct message (the assignment
+//! lands in its inbox).
 
 use serde_json::{Map, Value};
 
@@ -7,7 +15,13 @@ use super::{blocking, AgentCtx};
 use crate::hooks::HookEvent;
 use crate::runtime::bindings::tasks::{ClaimError, Host, NewTask, OwnerChange, Task, TaskUpdate};
 use crate::runtime::bindings::types::Error as WitError;
+use crate::sandbox::{CoordinationKind, TasksCall, TeamAct};
 use crate::store::{self, ClaimOutcome, ClaimRefusal};
+
+/// The gate of one `tasks` call.
+fn gate(call: TasksCall) -> CoordinationKind {
+    CoordinationKind::Tasks(call)
+}
 
 fn metadata(json: Option<String>) -> Result<Option<Map<String, Value>>, WitError> {
     match json.map(|s| serde_json::from_str::<Value>(&s)) {
@@ -76,6 +90,9 @@ impl AgentCtx {
 
 impl Host for AgentCtx {
     async fn create(&mut self, task: NewTask) -> wasmtime::Result<Result<Task, WitError>> {
+        if let Err(e) = self.authorize_coordination(gate(TasksCall::Create)) {
+            return Ok(Err(e));
+        }
         let size = task.subject.len()
             + task.description.len()
             + task.active_form.as_ref().map_or(0, String::len)
@@ -87,6 +104,7 @@ impl Host for AgentCtx {
             Ok(m) => m,
             Err(e) => return Ok(Err(e)),
         };
+        self.count_act(TeamAct::TaskCreate)?;
         let team = self.team.clone();
         blocking(move || {
             team.create_task(store::NewTask {
@@ -102,11 +120,17 @@ impl Host for AgentCtx {
     }
 
     async fn get(&mut self, id: String) -> wasmtime::Result<Result<Task, WitError>> {
+        if let Err(e) = self.authorize_coordination(gate(TasksCall::Get)) {
+            return Ok(Err(e));
+        }
         let team = self.team.clone();
         blocking(move || team.task(&id).map(to_wit_task)).await
     }
 
     async fn list(&mut self) -> wasmtime::Result<Result<Vec<Task>, WitError>> {
+        if let Err(e) = self.authorize_coordination(gate(TasksCall::List)) {
+            return Ok(Err(e));
+        }
         let team = self.team.clone();
         blocking(move || Ok(team.list_tasks()?.into_iter().map(to_wit_task).collect())).await
     }
@@ -116,6 +140,9 @@ impl Host for AgentCtx {
         id: String,
         changes: TaskUpdate,
     ) -> wasmtime::Result<Result<Task, WitError>> {
+        if let Err(e) = self.authorize_coordination(gate(TasksCall::Update)) {
+            return Ok(Err(e));
+        }
         let size = [
             &changes.subject,
             &changes.description,
@@ -143,6 +170,14 @@ impl Host for AgentCtx {
             }),
             metadata: meta,
         };
+        // Giving a task to another member puts a task_assignment in its
+        // inbox: counted as a direct message, so reassigning in a loop is
+        // bounded like sending in a loop.
+        if let Some(Some(owner)) = &update.owner {
+            if *owner != self.identity.name {
+                self.count_act(TeamAct::Message)?;
+            }
+        }
         if update.status == Some(store::TaskStatus::Completed) {
             if let Err(e) = self.task_completed_hooks(&id).await? {
                 return Ok(Err(e));
@@ -153,6 +188,9 @@ impl Host for AgentCtx {
     }
 
     async fn delete(&mut self, id: String) -> wasmtime::Result<Result<(), WitError>> {
+        if let Err(e) = self.authorize_coordination(gate(TasksCall::Delete)) {
+            return Ok(Err(e));
+        }
         let team = self.team.clone();
         blocking(move || team.delete_task(&id).map(|_| ())).await
     }
@@ -162,6 +200,9 @@ impl Host for AgentCtx {
         task: String,
         blocked_by: String,
     ) -> wasmtime::Result<Result<(), WitError>> {
+        if let Err(e) = self.authorize_coordination(gate(TasksCall::AddDependency)) {
+            return Ok(Err(e));
+        }
         let team = self.team.clone();
         blocking(move || team.add_dependency(&blocked_by, &task)).await
     }
@@ -171,6 +212,9 @@ impl Host for AgentCtx {
         id: String,
         check_busy: bool,
     ) -> wasmtime::Result<Result<Task, ClaimError>> {
+        if let Err(e) = self.authorize_coordination(gate(TasksCall::Claim)) {
+            return Ok(Err(ClaimError::Other(e)));
+        }
         let (team, me) = (self.team.clone(), self.identity.name.clone());
         let outcome = blocking(move || team.claim_task(&id, &me, check_busy)).await?;
         Ok(match outcome {

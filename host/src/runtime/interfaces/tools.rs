@@ -16,17 +16,31 @@ use crate::runtime::bindings::tools::{
 };
 use crate::runtime::bindings::types::Error as WitError;
 use crate::sandbox::{
-    decide, BashInput, Decision, EditInput, GlobInput, GrepInput, PermissionMode, ReadInput,
-    ToolCall, ToolName, WriteInput,
+    decide, decide_on_disk, BashInput, Decision, EditInput, GlobInput, GrepInput, PermissionMode,
+    ReadInput, ToolCall, ToolName, WriteInput,
 };
-use crate::tools::{Confinement, ToolBox};
+use crate::tools::{Confinement, DiskBudget, Redactor, ToolBox};
 
 impl AgentCtx {
     /// Decides `call`; asks the lead when the sandbox says so. Returns the call
-    /// to run (the lead may have changed its input).
+    /// to run (the lead may have changed its input). A refusal's text has the
+    /// host's paths taken out ([`Redactor`]), the paths the guest spelled
+    /// kept as it spelled them.
     async fn authorize(&mut self, call: ToolCall) -> Result<ToolCall, WitError> {
+        let spelled = spelled(&call);
+        let decided = self.authorize_unredacted(call).await;
+        decided.map_err(|e| {
+            let r = spelled.iter().fold(self.redactor(), |r, s| r.keep(s));
+            redact_with(&r, e)
+        })
+    }
+
+    async fn authorize_unredacted(&mut self, call: ToolCall) -> Result<ToolCall, WitError> {
+        // Where the call's path leads through links is looked up here, so
+        // `decide_on_disk` stays pure (class 4 of issue 10).
         let s = &self.sandbox;
-        match decide(s.mode, &s.rules, &call, &s.policy) {
+        let on_disk = s.policy.look(&call);
+        match decide_on_disk(s.mode, &s.rules, &call, &s.policy, &on_disk) {
             Decision::Allow { .. } => Ok(call),
             Decision::Deny { reason } => Err(WitError::Denied(reason)),
             Decision::Ask {
@@ -36,7 +50,8 @@ impl AgentCtx {
                 let approved = self.ask_lead(call, reason, suggestions).await?;
                 // An approval never overrides a deny rule.
                 let s = &self.sandbox;
-                match decide(s.mode, &s.rules, &approved, &s.policy) {
+                let on_disk = s.policy.look(&approved);
+                match decide_on_disk(s.mode, &s.rules, &approved, &s.policy, &on_disk) {
                     Decision::Deny { reason } => Err(WitError::Denied(reason)),
                     Decision::Allow { .. } | Decision::Ask { .. } => Ok(approved),
                 }
@@ -46,6 +61,35 @@ impl AgentCtx {
 
     fn toolbox(&self) -> Arc<ToolBox> {
         self.sandbox.tools.clone()
+    }
+
+    /// What hides the host's paths from this teammate: its directory (as
+    /// `.`) and the teamhost home (plans, logs, task lists) under a label.
+    fn redactor(&self) -> Redactor {
+        Redactor::for_tools(&self.sandbox.tools)
+            .hide(self.team.store().home().root(), "<teamhost home>")
+    }
+
+    /// `e` with the host's paths taken out of its message: the choke point
+    /// every tool error passes before it reaches the guest.
+    fn redact_error(&self, e: WitError) -> WitError {
+        redact_with(&self.redactor(), e)
+    }
+
+    /// A tool's result with [`redact_error`](Self::redact_error) applied.
+    fn redacted<T>(
+        &self,
+        r: wasmtime::Result<Result<T, WitError>>,
+    ) -> wasmtime::Result<Result<T, WitError>> {
+        r.map(|r| r.map_err(|e| self.redact_error(e)))
+    }
+
+    /// The teammate's disk budget ([`Limits::disk_bytes`](crate::sandbox::Limits)).
+    fn disk_budget(&self) -> DiskBudget {
+        DiskBudget {
+            bytes: self.sandbox.limits.disk_bytes,
+            entries: self.sandbox.limits.disk_walk_entries,
+        }
     }
 
     /// Drops Glob/Grep results a deny rule covers.
@@ -71,6 +115,7 @@ impl Host for AgentCtx {
             ToolCall::bash("true"),
         ];
         let s = &self.sandbox;
+        let redactor = self.redactor();
         Ok(samples
             .iter()
             .map(|call| {
@@ -82,7 +127,7 @@ impl Host for AgentCtx {
                         Decision::Ask { .. } => Verdict::Asks,
                         Decision::Deny { .. } => Verdict::Denied,
                     },
-                    reason: decision.reason().to_string(),
+                    reason: redactor.apply(decision.reason()).into_owned(),
                 }
             })
             .collect())
@@ -106,7 +151,7 @@ impl Host for AgentCtx {
             return Ok(Err(changed_tool()));
         };
         let tools = self.toolbox();
-        blocking_tool(move || {
+        let done = blocking_tool(move || {
             tools.read(&input).map(|o| ReadOutput {
                 content: o.content,
                 lines: o.lines,
@@ -114,7 +159,8 @@ impl Host for AgentCtx {
                 truncated: o.truncated,
             })
         })
-        .await
+        .await;
+        self.redacted(done)
     }
 
     async fn write(
@@ -129,8 +175,10 @@ impl Host for AgentCtx {
         }) else {
             return Ok(Err(changed_tool()));
         };
-        let tools = self.toolbox();
-        blocking_tool(move || tools.write(&input).map(|_| ())).await
+        let (tools, budget) = (self.toolbox(), self.disk_budget());
+        let done =
+            blocking_tool(move || tools.write_within(&input, Some(&budget)).map(|_| ())).await;
+        self.redacted(done)
     }
 
     async fn edit(
@@ -152,8 +200,14 @@ impl Host for AgentCtx {
         }) else {
             return Ok(Err(changed_tool()));
         };
-        let tools = self.toolbox();
-        blocking_tool(move || tools.edit(&input).map(|o| o.replacements as u64)).await
+        let (tools, budget) = (self.toolbox(), self.disk_budget());
+        let done = blocking_tool(move || {
+            tools
+                .edit_within(&input, Some(&budget))
+                .map(|o| o.replacements as u64)
+        })
+        .await;
+        self.redacted(done)
     }
 
     async fn glob(
@@ -169,7 +223,8 @@ impl Host for AgentCtx {
             return Ok(Err(changed_tool()));
         };
         let (tools, keep) = (self.toolbox(), self.keep_filter(ToolName::Glob));
-        blocking_tool(move || tools.glob(&input, &keep).map(|o| o.paths)).await
+        let done = blocking_tool(move || tools.glob(&input, &keep).map(|o| o.paths)).await;
+        self.redacted(done)
     }
 
     async fn grep(
@@ -202,7 +257,7 @@ impl Host for AgentCtx {
             return Ok(Err(changed_tool()));
         };
         let (tools, keep) = (self.toolbox(), self.keep_filter(ToolName::Grep));
-        blocking_tool(move || {
+        let done = blocking_tool(move || {
             tools.grep(&input, &keep).map(|o| GrepOutput {
                 text: o.text,
                 files: o.files,
@@ -210,7 +265,8 @@ impl Host for AgentCtx {
                 truncated: o.truncated,
             })
         })
-        .await
+        .await;
+        self.redacted(done)
     }
 
     async fn bash(
@@ -233,8 +289,8 @@ impl Host for AgentCtx {
         } else {
             Confinement::Required
         };
-        let tools = self.toolbox();
-        blocking_tool(move || {
+        let (tools, budget) = (self.toolbox(), self.disk_budget());
+        let done = blocking_tool(move || {
             tools.bash(&input, confinement).map(|o| BashOutput {
                 stdout: o.stdout,
                 stderr: o.stderr,
@@ -243,7 +299,43 @@ impl Host for AgentCtx {
                 truncated: o.truncated,
             })
         })
-        .await
+        .await;
+        // Bash writes straight to the directory: measure it after each call;
+        // a breach traps, which fails the teammate naming the limit.
+        let tools = self.toolbox();
+        let usage = tokio::task::spawn_blocking(move || tools.disk_usage(budget.entries))
+            .await
+            .map_err(|e| wasmtime::Error::msg(format!("host disk measurement failed: {e}")))?;
+        if let Some(breach) = budget.breach(&usage) {
+            return Err(wasmtime::Error::msg(breach));
+        }
+        self.redacted(done)
+    }
+}
+
+/// `e` with its message passed through `r`.
+fn redact_with(r: &Redactor, e: WitError) -> WitError {
+    let clean = |m: String| r.apply(&m).into_owned();
+    match e {
+        WitError::Denied(m) => WitError::Denied(clean(m)),
+        WitError::NotFound(m) => WitError::NotFound(clean(m)),
+        WitError::Conflict(m) => WitError::Conflict(clean(m)),
+        WitError::Invalid(m) => WitError::Invalid(clean(m)),
+        WitError::Unavailable(m) => WitError::Unavailable(clean(m)),
+    }
+}
+
+/// The strings of `call` the guest spelled that may name a path.
+fn spelled(call: &ToolCall) -> Vec<String> {
+    let some = |o: &Option<String>| o.iter().cloned().collect::<Vec<_>>();
+    match call {
+        ToolCall::Read(i) => vec![i.file_path.clone()],
+        ToolCall::Write(i) => vec![i.file_path.clone()],
+        ToolCall::Edit(i) => vec![i.file_path.clone()],
+        ToolCall::Glob(i) => [vec![i.pattern.clone()], some(&i.path)].concat(),
+        ToolCall::Grep(i) => [some(&i.path), some(&i.glob)].concat(),
+        ToolCall::Bash(i) => vec![i.command.clone()],
+        _ => Vec::new(),
     }
 }
 

@@ -20,7 +20,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::mode::PermissionMode;
-use super::rules::{Anchor, Command, ResolvedPath, Subject, ToolRules};
+use super::rules::{
+    follow, runs_programs, Anchor, Command, OnDisk, ResolvedPath, RunsPrograms, Subject, ToolRules,
+};
 use super::{CoordinationKind, ToolCall, ToolClass, ToolName};
 
 pub use suggestions::{Destination, RuleBehavior, RuleValue, Suggestion, SuggestionError};
@@ -37,7 +39,8 @@ pub struct PolicyContext {
 impl PolicyContext {
     /// A context for a teammate whose capability directory is
     /// `capability_dir`: absolute, and already canonical (resolved once at
-    /// spawn; the engine only normalises lexically). No plan file.
+    /// spawn; [`decide`] only normalises lexically, and
+    /// [`PolicyContext::look`] follows links under it). No plan file.
     pub fn new(capability_dir: impl Into<PathBuf>) -> PolicyContext {
         let capability_dir = capability_dir.into();
         let cap = Anchor::new(&capability_dir.to_string_lossy());
@@ -74,6 +77,24 @@ impl PolicyContext {
     /// normalised lexically.
     pub fn resolve(&self, path: &str) -> ResolvedPath {
         ResolvedPath::resolve(&self.cap, path)
+    }
+
+    /// Looks on disk, the one method of the engine that does: follows the
+    /// symbolic links on the way to a file call's path (Read, Write, Edit;
+    /// Glob's and Grep's search root) inside the capability directory, for
+    /// [`decide_on_disk`]. [`OnDisk::NotLooked`] for other calls and for
+    /// paths that are not inside the directory as spelled.
+    pub fn look(&self, call: &ToolCall) -> OnDisk {
+        let Target::Path { path, .. } = Target::of(call, self, &OnDisk::NotLooked) else {
+            return OnDisk::NotLooked;
+        };
+        match path.relative() {
+            Some(rel) if path.is_inside() => {
+                let comps: Vec<&str> = rel.split('/').filter(|c| *c != ".").collect();
+                follow(&self.capability_dir, &comps)
+            }
+            Some(_) | None => OnDisk::NotLooked,
+        }
     }
 
     fn is_plan_file(&self, path: &ResolvedPath) -> bool {
@@ -147,26 +168,52 @@ impl Decision {
     }
 }
 
-/// Decides one call. Pure: the same arguments give the same decision.
-///
-/// The order: deny rules → `..` escapes → `delegate` and `plan` → paths
-/// outside the capability directory (denied: nothing could run them) →
-/// coordination → allow rules → what the mode allows → ask (`default`,
-/// `acceptEdits`) or deny (`dontAsk`). See [`crate::sandbox`] for the table.
+/// Decides one call on its spelling alone ([`decide_on_disk`] with
+/// [`OnDisk::NotLooked`]). Pure: the same arguments give the same decision.
 pub fn decide(
     mode: PermissionMode,
     rules: &ToolRules,
     call: &ToolCall,
     ctx: &PolicyContext,
 ) -> Decision {
-    let target = Target::of(call, ctx);
+    decide_on_disk(mode, rules, call, ctx, &OnDisk::NotLooked)
+}
+
+/// Decides one call, knowing where its path leads on disk (`on_disk`, from
+/// [`PolicyContext::look`]). Pure: the same arguments give the same
+/// decision.
+///
+/// Path rules judge both paths: a deny rule matching the path as spelled or
+/// where its links lead denies; an allow rule must match where the links
+/// lead. A link on the way that leads out of the directory, or links that
+/// loop, deny the call. A Bash command an allow rule with a specifier
+/// matches, but that runs other programs through its own options
+/// (`git -c`, `find -exec`; see the rules' `runs_programs` table), is not
+/// pre-approved by that rule: it goes on to the mode, which asks or denies.
+///
+/// The order: deny rules → `..` escapes → `delegate` and `plan` → paths
+/// outside the capability directory (denied: nothing could run them) →
+/// coordination → allow rules → what the mode allows → ask (`default`,
+/// `acceptEdits`) or deny (`dontAsk`). See [`crate::sandbox`] for the table.
+pub fn decide_on_disk(
+    mode: PermissionMode,
+    rules: &ToolRules,
+    call: &ToolCall,
+    ctx: &PolicyContext,
+    on_disk: &OnDisk,
+) -> Decision {
+    let target = Target::of(call, ctx, on_disk);
     let subject = target.subject();
+    let real = target.real_subject();
     let class = call.class();
     let what = describe(call, &target);
     let cap = ctx.cap_display();
 
-    // 1. Deny wins over everything.
-    if let Some(rule) = rules.first_deny(&subject) {
+    // 1. Deny wins over everything, on the path as spelled or as it leads.
+    let denied = rules
+        .first_deny(&subject)
+        .or_else(|| real.as_ref().and_then(|r| rules.first_deny(r)));
+    if let Some(rule) = denied {
         return deny(format!(
             "{what} is denied by rule `{rule}` in disallowedTools (a deny rule wins over \
              every mode and allow rule)"
@@ -184,6 +231,23 @@ pub fn decide(
             ));
         }
     }
+    match on_disk {
+        OnDisk::LeadsOut { link, target } => {
+            return deny(format!(
+                "{what} goes through the symbolic link `{link}`, which points to `{target}`, \
+                 outside the capability directory {cap}: a teammate reaches nothing outside \
+                 it; use a path inside the directory"
+            ));
+        }
+        OnDisk::Loop { link } => {
+            return deny(format!(
+                "{what} goes through more than {} symbolic links (the last was `{link}`): \
+                 the links loop; remove the loop",
+                super::rules::MAX_LINKS
+            ));
+        }
+        OnDisk::NotLooked | OnDisk::Inside(_) => {}
+    }
 
     // 3. Modes that take tools away, whatever the rules say.
     match mode {
@@ -198,7 +262,9 @@ pub fn decide(
         },
         PermissionMode::Plan => {
             let plan_file = match &target {
-                Target::Path { path, .. } => ctx.is_plan_file(path),
+                Target::Path { path, real, .. } => {
+                    ctx.is_plan_file(path) && real.as_ref().is_none_or(|r| ctx.is_plan_file(r))
+                }
                 Target::Command(_) | Target::Coordination(_) => false,
             };
             match class {
@@ -253,8 +319,23 @@ pub fn decide(
         ));
     }
 
-    // 6. Allow rules.
-    if let Some(matched) = rules.allowing(&subject) {
+    // 6. Allow rules: on where the path leads; for a command, not one that
+    //    runs other programs unless a bare `Bash` rule allows everything.
+    let allowed = rules.allowing(real.as_ref().unwrap_or(&subject));
+    let smuggles = match (&target, &allowed) {
+        (Target::Command(command), Some(matched))
+            if matched.iter().all(|r| r.specifier().is_some()) =>
+        {
+            command
+                .parts
+                .iter()
+                .find_map(|p| runs_programs(p).map(|found| (p, found)))
+        }
+        _ => None,
+    };
+    let allowed = if smuggles.is_some() { None } else { allowed };
+    let smuggled = smuggles.map(|(part, found)| smuggled_reason(&found, rules, part));
+    if let Some(matched) = allowed {
         let names: Vec<String> = matched.iter().map(|r| format!("`{r}`")).collect();
         return allow(match names.as_slice() {
             [one] => format!("{what} is allowed by rule {one} in allowedTools"),
@@ -292,10 +373,27 @@ pub fn decide(
 
     // 8. Nothing allowed it: an edit or Bash in `default`, Bash in
     //    `acceptEdits`, anything no rule names in `dontAsk`.
+    if let Some(why) = smuggled {
+        return match mode {
+            PermissionMode::Default | PermissionMode::AcceptEdits => Decision::Ask {
+                reason: format!("{mode} mode asks the lead before {what}: {why}"),
+                // No rule would cover it either: the lead answers this call.
+                suggestions: Vec::new(),
+            },
+            PermissionMode::DontAsk
+            | PermissionMode::BypassPermissions
+            | PermissionMode::Plan
+            | PermissionMode::Delegate => deny(format!(
+                "{mode} mode cannot ask the lead: {what} is denied: {why}"
+            )),
+        };
+    }
     match mode {
         PermissionMode::Default | PermissionMode::AcceptEdits => Decision::Ask {
             reason: format!("{mode} mode asks the lead before {what}: no allow rule matches"),
-            suggestions: suggestions::suggest(mode, rules, &target),
+            // A rule for the path as it leads, not as spelled: only that one
+            // would allow it.
+            suggestions: suggestions::suggest(mode, rules, &target.as_led()),
         },
         PermissionMode::DontAsk => deny(format!(
             "dontAsk mode denies what no allow rule pre-approves: {what} matches no rule in \
@@ -310,6 +408,19 @@ pub fn decide(
     }
 }
 
+/// "`git -c` can run another program (sets configuration …); the rule
+/// `Bash(git:*)` does not cover it".
+fn smuggled_reason(found: &RunsPrograms, rules: &ToolRules, part: &[String]) -> String {
+    let rule = match rules.allowing_part(part) {
+        Some(rule) => format!("the rule `{rule}` does not cover it"),
+        None => "no allow rule covers it".to_owned(),
+    };
+    format!(
+        "`{}` can run another program ({}); {rule}",
+        found.what, found.how
+    )
+}
+
 fn allow(reason: String) -> Decision {
     Decision::Allow { reason }
 }
@@ -320,26 +431,43 @@ fn deny(reason: String) -> Decision {
 
 /// A call, classified for the rules: the exhaustive `match` every new
 /// [`ToolCall`] variant has to pass through.
+#[derive(Clone)]
 enum Target {
-    Path { tool: ToolName, path: ResolvedPath },
+    /// `real`: where the path's links lead, when looked up.
+    Path {
+        tool: ToolName,
+        path: ResolvedPath,
+        real: Option<ResolvedPath>,
+    },
     Command(Command),
     Coordination(CoordinationKind),
 }
 
 impl Target {
-    fn of(call: &ToolCall, ctx: &PolicyContext) -> Target {
+    fn of(call: &ToolCall, ctx: &PolicyContext, on_disk: &OnDisk) -> Target {
+        let mut target = Target::spelled(call, ctx);
+        if let (Target::Path { real, .. }, OnDisk::Inside(rel)) = (&mut target, on_disk) {
+            *real = Some(ctx.resolve(rel));
+        }
+        target
+    }
+
+    fn spelled(call: &ToolCall, ctx: &PolicyContext) -> Target {
         match call {
             ToolCall::Read(input) => Target::Path {
                 tool: ToolName::Read,
                 path: ctx.resolve(&input.file_path),
+                real: None,
             },
             ToolCall::Write(input) => Target::Path {
                 tool: ToolName::Write,
                 path: ctx.resolve(&input.file_path),
+                real: None,
             },
             ToolCall::Edit(input) => Target::Path {
                 tool: ToolName::Edit,
                 path: ctx.resolve(&input.file_path),
+                real: None,
             },
             ToolCall::Glob(input) => Target::Path {
                 tool: ToolName::Glob,
@@ -348,10 +476,12 @@ impl Target {
                     input.path.as_deref(),
                     Some(&input.pattern),
                 ),
+                real: None,
             },
             ToolCall::Grep(input) => Target::Path {
                 tool: ToolName::Grep,
                 path: ResolvedPath::resolve_search(&ctx.cap, input.path.as_deref(), None),
+                real: None,
             },
             ToolCall::Bash(input) => Target::Command(Command::parse(&input.command)),
             ToolCall::Coordination(kind) => Target::Coordination(*kind),
@@ -360,11 +490,44 @@ impl Target {
 
     fn subject(&self) -> Subject<'_> {
         match self {
-            Target::Path { tool, path } => Subject::Path { tool: *tool, path },
+            Target::Path { tool, path, .. } => Subject::Path { tool: *tool, path },
             Target::Command(command) => Subject::Command(command),
             Target::Coordination(kind) => Subject::Coordination {
                 tool: kind.reference_tool(),
             },
+        }
+    }
+
+    /// The subject as the path's links lead, when they were looked up.
+    fn real_subject(&self) -> Option<Subject<'_>> {
+        match self {
+            Target::Path {
+                tool,
+                real: Some(real),
+                ..
+            } => Some(Subject::Path {
+                tool: *tool,
+                path: real,
+            }),
+            Target::Path { real: None, .. } | Target::Command(_) | Target::Coordination(_) => None,
+        }
+    }
+
+    /// The path as its links lead, as a target of its own (for suggestions).
+    fn as_led(&self) -> std::borrow::Cow<'_, Target> {
+        match self {
+            Target::Path {
+                tool,
+                real: Some(real),
+                ..
+            } => std::borrow::Cow::Owned(Target::Path {
+                tool: *tool,
+                path: real.clone(),
+                real: None,
+            }),
+            Target::Path { real: None, .. } | Target::Command(_) | Target::Coordination(_) => {
+                std::borrow::Cow::Borrowed(self)
+            }
         }
     }
 }
@@ -375,10 +538,24 @@ fn describe(call: &ToolCall, target: &Target) -> String {
         Target::Path { path, .. } => path.display(),
         Target::Command(_) | Target::Coordination(_) => String::new(),
     };
+    let said = describe_spelled(call, &shown);
+    match target {
+        Target::Path {
+            path,
+            real: Some(real),
+            ..
+        } if real.display() != path.display() => {
+            format!("{said} (through symbolic links: `{}`)", real.display())
+        }
+        Target::Path { .. } | Target::Command(_) | Target::Coordination(_) => said,
+    }
+}
+
+fn describe_spelled(call: &ToolCall, shown: &str) -> String {
     match call {
-        ToolCall::Read(input) => format!("Read of `{}`", raw_or(&input.file_path, &shown)),
-        ToolCall::Write(input) => format!("Write to `{}`", raw_or(&input.file_path, &shown)),
-        ToolCall::Edit(input) => format!("Edit of `{}`", raw_or(&input.file_path, &shown)),
+        ToolCall::Read(input) => format!("Read of `{}`", raw_or(&input.file_path, shown)),
+        ToolCall::Write(input) => format!("Write to `{}`", raw_or(&input.file_path, shown)),
+        ToolCall::Edit(input) => format!("Edit of `{}`", raw_or(&input.file_path, shown)),
         ToolCall::Glob(input) => format!("Glob `{}` in `{shown}`", input.pattern),
         ToolCall::Grep(_) => format!("Grep in `{shown}`"),
         ToolCall::Bash(input) => {

@@ -283,7 +283,7 @@ pub(super) fn suggest(mode: PermissionMode, rules: &ToolRules, target: &Target) 
         destination: Destination::Session,
     };
     match target {
-        Target::Path { tool, path } => {
+        Target::Path { tool, path, .. } => {
             let family = match tool {
                 ToolName::Read | ToolName::Glob | ToolName::Grep => ToolName::Read,
                 ToolName::Write | ToolName::Edit => ToolName::Edit,

@@ -547,6 +547,51 @@ fn a_deny_rule_on_a_reference_tool_denies_its_coordination_calls() {
     assert!(d(PermissionMode::Plan, &r, plan).is_allow());
 }
 
+#[test]
+fn answering_a_shutdown_request_survives_every_coordination_deny_rule_in_every_mode() {
+    let r = rules(
+        &[],
+        &[
+            "SendMessage",
+            "TaskCreate",
+            "TaskGet",
+            "TaskUpdate",
+            "TaskList",
+        ],
+    );
+    let answer =
+        || ToolCall::Coordination(CoordinationKind::Messaging(MessagingCall::RespondShutdown));
+    for mode in PermissionMode::ALL {
+        assert!(d(mode, &r, answer()).is_allow(), "{mode}");
+        let send = ToolCall::Coordination(CoordinationKind::Messaging(MessagingCall::Send));
+        assert!(d(mode, &r, send).is_deny(), "{mode}");
+        let create = ToolCall::Coordination(CoordinationKind::Tasks(TasksCall::Create));
+        assert!(
+            d(mode, &r, create)
+                .reason()
+                .contains("denied by rule `TaskCreate`"),
+            "{mode}"
+        );
+    }
+}
+
+#[test]
+fn coordination_calls_never_ask_the_lead() {
+    let allow_nothing = rules(&[], &[]);
+    for mode in PermissionMode::ALL {
+        for kind in [
+            CoordinationKind::Messaging(MessagingCall::Send),
+            CoordinationKind::Tasks(TasksCall::Create),
+            CoordinationKind::Tasks(TasksCall::Update),
+        ] {
+            assert!(
+                !d(mode, &allow_nothing, ToolCall::Coordination(kind)).is_ask(),
+                "{mode} {kind:?}"
+            );
+        }
+    }
+}
+
 // --- deny wins ----------------------------------------------------------
 
 #[test]
@@ -749,4 +794,261 @@ fn tilde_rules_are_rooted_at_the_capability_directory() {
         ToolCall::write(".git/config", "x")
     )
     .is_deny());
+}
+
+// --- paths through symbolic links (`decide_on_disk`) -------------------
+
+/// A real capability directory: `secrets/key`, `src/a.rs`, `other/`, and
+/// the links each test adds.
+struct LinkedTree {
+    dir: tempfile::TempDir,
+    ctx: PolicyContext,
+}
+
+impl LinkedTree {
+    fn new() -> LinkedTree {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        for d in ["secrets", "src", "other"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("secrets/key"), "k").unwrap();
+        std::fs::write(root.join("src/a.rs"), "a").unwrap();
+        LinkedTree {
+            ctx: PolicyContext::new(&root),
+            dir,
+        }
+    }
+
+    fn link(&self, target: &str, at: &str) {
+        std::os::unix::fs::symlink(target, self.dir.path().join(at)).unwrap();
+    }
+
+    /// Looks the call up on disk, then decides it.
+    fn decide(&self, mode: PermissionMode, rules: &ToolRules, call: ToolCall) -> Decision {
+        let on_disk = self.ctx.look(&call);
+        decide_on_disk(mode, rules, &call, &self.ctx, &on_disk)
+    }
+}
+
+#[test]
+fn a_deny_rule_cannot_be_walked_around_through_a_link() {
+    let t = LinkedTree::new();
+    t.link("secrets", "peek");
+    let r = rules(&["Read"], &["Read(secrets/**)"]);
+    let mode = PermissionMode::DontAsk;
+    let through = t.decide(mode, &r, ToolCall::read("peek/key"));
+    assert!(through.is_deny(), "{through:?}");
+    assert!(
+        through.reason().contains("`Read(secrets/**)`"),
+        "{through:?}"
+    );
+    assert!(through.reason().contains("secrets/key"), "{through:?}");
+    // The spelling alone would have let it through: the link is what matters.
+    assert!(decide(mode, &r, &ToolCall::read("peek/key"), &t.ctx).is_allow());
+    // Grep and Glob rooted in the link are judged the same way.
+    assert!(t
+        .decide(mode, &r, ToolCall::grep("k", Some("peek")))
+        .is_deny());
+    assert!(t.decide(mode, &r, ToolCall::glob("peek/*", None)).is_deny());
+    // A file the deny rule does not cover still reads.
+    assert!(t.decide(mode, &r, ToolCall::read("src/a.rs")).is_allow());
+}
+
+#[test]
+fn an_allow_rule_cannot_reach_out_of_its_subtree_through_a_link() {
+    let t = LinkedTree::new();
+    t.link("../other", "src/out");
+    let r = rules(&["Edit(src/**)"], &[]);
+    let out = t.decide(
+        PermissionMode::DontAsk,
+        &r,
+        ToolCall::write("src/out/x.rs", "x"),
+    );
+    assert!(out.is_deny(), "{out:?}");
+    assert!(out.reason().contains("other/x.rs"), "{out:?}");
+    // In default mode the same call asks instead of being pre-approved.
+    let asked = t.decide(
+        PermissionMode::Default,
+        &r,
+        ToolCall::write("src/out/x.rs", "x"),
+    );
+    assert!(asked.is_ask(), "{asked:?}");
+    // A file really under src/ is still allowed.
+    assert!(t
+        .decide(
+            PermissionMode::DontAsk,
+            &r,
+            ToolCall::edit("src/a.rs", "a", "b")
+        )
+        .is_allow());
+}
+
+#[test]
+fn a_new_file_under_a_linked_directory_is_judged_where_the_link_leads() {
+    let t = LinkedTree::new();
+    t.link("../other", "src/gen");
+    let r = rules(&["Edit(src/**)"], &["Edit(other/**)"]);
+    let new = t.decide(
+        PermissionMode::AcceptEdits,
+        &r,
+        ToolCall::write("src/gen/new/deep.rs", "x"),
+    );
+    assert!(new.is_deny(), "{new:?}");
+    assert!(new.reason().contains("`Edit(other/**)`"), "{new:?}");
+}
+
+#[test]
+fn a_dangling_link_is_judged_by_the_path_it_names() {
+    let t = LinkedTree::new();
+    t.link("../secrets/planted", "src/drop");
+    let r = rules(&["Edit(src/**)"], &["Edit(secrets/**)"]);
+    let drop = t.decide(
+        PermissionMode::AcceptEdits,
+        &r,
+        ToolCall::write("src/drop", "x"),
+    );
+    assert!(drop.is_deny(), "{drop:?}");
+}
+
+#[test]
+fn a_dot_dot_in_a_link_target_that_stays_inside_is_followed_and_allowed() {
+    let t = LinkedTree::new();
+    std::fs::create_dir_all(t.dir.path().join("src/real")).unwrap();
+    t.link("../src/./real", "src/alias");
+    let r = rules(&["Edit(src/**)"], &[]);
+    let ok = t.decide(
+        PermissionMode::DontAsk,
+        &r,
+        ToolCall::write("src/alias/x.rs", "x"),
+    );
+    assert!(ok.is_allow(), "{ok:?}");
+}
+
+#[test]
+fn a_link_out_of_the_directory_or_a_link_loop_is_denied_in_every_mode() {
+    let t = LinkedTree::new();
+    t.link("/etc", "etc");
+    t.link("loop2", "loop1");
+    t.link("loop1", "loop2");
+    let r = rules(&["Read", "Edit"], &[]);
+    for mode in PermissionMode::ALL {
+        let out = t.decide(mode, &r, ToolCall::read("etc/passwd"));
+        assert!(out.is_deny(), "{mode} {out:?}");
+        assert!(out.reason().contains("symbolic link `etc`"), "{out:?}");
+        assert!(
+            out.reason().contains("outside the capability directory"),
+            "{out:?}"
+        );
+        let looped = t.decide(mode, &r, ToolCall::write("loop1/x", "x"));
+        assert!(looped.is_deny(), "{mode} {looped:?}");
+        assert!(looped.reason().contains("loop"), "{looped:?}");
+    }
+}
+
+#[test]
+fn a_call_with_no_links_decides_as_before() {
+    let t = LinkedTree::new();
+    let r = rules(&["Edit(src/**)"], &["Read(secrets/**)"]);
+    for mode in PermissionMode::ALL {
+        for call in one_of_each() {
+            let looked = t.decide(mode, &r, call.clone());
+            let spelled = decide(mode, &r, &call, &t.ctx);
+            assert_eq!(letter(&looked), letter(&spelled), "{mode} {call:?}");
+        }
+    }
+}
+
+// --- commands that run other programs ----------------------------------
+
+#[test]
+fn a_prefix_rule_does_not_cover_a_command_that_runs_other_programs() {
+    let r = rules(&["Bash(git:*)", "Bash(find:*)", "Bash(env:*)"], &[]);
+    for command in [
+        "git -c core.pager='touch x' -p log",
+        "git --upload-pack='touch x' fetch origin",
+        "git fetch --upload-pack='touch x' origin",
+        "git st",
+        "find . -exec touch x ;",
+        "env sh -c 'touch x'",
+        "git status && find . -exec touch x +",
+    ] {
+        let denied = d(PermissionMode::DontAsk, &r, ToolCall::bash(command));
+        assert!(denied.is_deny(), "{command}: {denied:?}");
+        assert!(
+            denied.reason().contains("can run another program"),
+            "{denied:?}"
+        );
+        assert!(denied.reason().contains("does not cover it"), "{denied:?}");
+        let asked = d(PermissionMode::Default, &r, ToolCall::bash(command));
+        assert!(asked.is_ask(), "{command}: {asked:?}");
+        assert!(asked.suggestions().is_empty(), "{asked:?}");
+        assert!(d(PermissionMode::AcceptEdits, &r, ToolCall::bash(command)).is_ask());
+        assert!(d(
+            PermissionMode::BypassPermissions,
+            &r,
+            ToolCall::bash(command)
+        )
+        .is_allow());
+        assert!(d(PermissionMode::Plan, &r, ToolCall::bash(command)).is_deny());
+    }
+    let git_c = d(
+        PermissionMode::DontAsk,
+        &r,
+        ToolCall::bash("git -c a.b=c log"),
+    );
+    assert!(
+        git_c.reason().contains("`git -c` can run another program"),
+        "{git_c:?}"
+    );
+    assert!(
+        git_c.reason().contains("the rule `Bash(git:*)`"),
+        "{git_c:?}"
+    );
+    // Plain uses are still pre-approved.
+    for command in [
+        "git status",
+        "git log --oneline",
+        "find . -name '*.rs'",
+        "env",
+    ] {
+        let ok = d(PermissionMode::DontAsk, &r, ToolCall::bash(command));
+        assert!(ok.is_allow(), "{command}: {ok:?}");
+    }
+}
+
+#[test]
+fn an_exact_rule_does_not_cover_a_command_that_runs_other_programs_but_bare_bash_does() {
+    let exact = rules(&["Bash(git lg)"], &[]);
+    assert!(d(PermissionMode::DontAsk, &exact, ToolCall::bash("git lg")).is_deny());
+    let bare = rules(&["Bash"], &[]);
+    assert!(d(
+        PermissionMode::DontAsk,
+        &bare,
+        ToolCall::bash("git -c a.b=c log")
+    )
+    .is_allow());
+    // Deny rules are unchanged.
+    let deny = rules(&["Bash(git:*)"], &["Bash(git push:*)"]);
+    let pushed = d(PermissionMode::DontAsk, &deny, ToolCall::bash("git push"));
+    assert!(pushed.reason().contains("`Bash(git push:*)`"), "{pushed:?}");
+}
+
+#[test]
+fn in_plan_mode_a_plan_file_that_is_a_link_does_not_let_plan_mode_write_where_it_leads() {
+    let t = LinkedTree::new();
+    t.link("src/a.rs", "plan.md");
+    let ctx = t
+        .ctx
+        .clone()
+        .with_plan_file(t.ctx.capability_dir().join("plan.md"));
+    let call = ToolCall::write("plan.md", "x");
+    let on_disk = ctx.look(&call);
+    let through = decide_on_disk(PermissionMode::Plan, &no_rules(), &call, &ctx, &on_disk);
+    assert!(through.is_deny(), "{through:?}");
+    // The plan file itself, not a link, is still writable.
+    std::fs::remove_file(t.dir.path().join("plan.md")).unwrap();
+    let on_disk = ctx.look(&call);
+    let own = decide_on_disk(PermissionMode::Plan, &no_rules(), &call, &ctx, &on_disk);
+    assert!(own.is_allow(), "{own:?}");
 }

@@ -10,6 +10,8 @@
 //! | `glob.rs` | [`PathPattern`], [`PathBase`]: parsing a path specifier and matching its glob |
 //! | `paths.rs` | [`ResolvedPath`]: lexical normalisation of call paths against the capability directory |
 //! | `command.rs` | Bash commands: splitting a command line into parts and words, parsing a Bash specifier |
+//! | `runs_programs.rs` | which commands run other programs through their own options (`git -c`, `find -exec`, `env`): the table |
+//! | `links.rs` | [`OnDisk`], [`follow`]: where a call's path leads through the symbolic links inside the directory (the one file that reads the filesystem) |
 //! | `tests.rs` | tests of parsing and of [`ToolRules`]; each other file tests itself |
 //!
 //! # Syntax
@@ -61,6 +63,23 @@
 //! an allow rule only ever allows paths inside it, even one written
 //! `//abs/path`.
 //!
+//! **Symbolic links.** Rules judge where a path leads, not how it is
+//! spelled. Before a file call is decided, the host follows the links on
+//! the way to its path inside the capability directory ([`follow`], the
+//! last component included; for a path that does not exist yet, the
+//! deepest existing parent) and hands the engine the result ([`OnDisk`]).
+//! A deny rule that matches the path as spelled **or** where it leads
+//! denies (`Read(secrets/**)` holds against `peek -> secrets`); an allow
+//! rule must match where it leads (`Edit(src/**)` does not reach `other/`
+//! through `src/out -> ../other`). A link on the way that points out of the
+//! directory denies the call at once, as a path outside it does, and so do
+//! links that loop. The lookup is advisory: a link swapped after it can
+//! only lead to another path inside the directory, because the tools open
+//! every path through cap-std, which follows no link out. A hard link
+//! cannot be told from the file it names; a teammate that may run `ln` or
+//! `cp` can give a denied file a new name, which is why path deny rules
+//! bind the file tools and the capability directory is the boundary.
+//!
 //! Glob and Grep are judged on the directory they search: Grep's `path`;
 //! Glob's `path` joined with the pattern's leading segments that have no
 //! wildcard (`src/**/*.rs` searches `src`), and a pattern with `..` after a
@@ -83,6 +102,15 @@
 //!   `sh -c "rm -rf x"` are caught by `Bash(rm:*)`). It errs on the side of
 //!   denying.
 //!
+//! A command an allow rule with a specifier matches is still not
+//! pre-approved when it can run another program through its own options
+//! or configuration (`git -c`, `git --upload-pack`, an unknown git
+//! subcommand that may be an alias, `find -exec`, `env`, `xargs`, shells,
+//! `python -c`, …: the table is in `runs_programs.rs`). Such a call goes on
+//! to the mode, which asks the lead, or denies it where the mode cannot ask
+//! (`dontAsk`); the reason names the option and the rule. A bare `Bash`
+//! rule and `bypassPermissions` still allow it; deny rules are unchanged.
+//!
 //! Bash deny rules are a convenience, not a boundary: `/bin/rm`, `env rm` or
 //! a script file get past `Bash(rm:*)`, as they do in the reference.
 //! Redirections are not analysed. What bounds Bash is the capability
@@ -90,7 +118,9 @@
 
 mod command;
 mod glob;
+mod links;
 mod paths;
+mod runs_programs;
 #[cfg(test)]
 mod tests;
 
@@ -101,8 +131,10 @@ use super::ToolName;
 
 pub(crate) use command::{quote_word, Command};
 pub use glob::{PathBase, PathPattern};
+pub use links::{follow, OnDisk, MAX_LINKS};
 pub(crate) use paths::Anchor;
 pub use paths::ResolvedPath;
+pub(crate) use runs_programs::{runs_programs, RunsPrograms};
 
 /// One rule: a tool and, optionally, what of it (a command or a path).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -559,6 +591,14 @@ impl ToolRules {
             }
         }
         Some(used)
+    }
+
+    /// The first Bash allow rule that matches one part of a command by its
+    /// words (`Bash(git:*)`, `Bash(npm test)`), for reasons.
+    pub(crate) fn allowing_part(&self, part: &[String]) -> Option<&Rule> {
+        self.allow
+            .iter()
+            .find(|r| r.covers_tool(ToolName::Bash) && r.matches_words(part))
     }
 
     /// Parts of the command no allow rule matches, for suggestions.
