@@ -6,9 +6,36 @@
 //! team is deleted, a worktree without changes (tracked or untracked) is
 //! removed with its branch; one with changes is kept and reported, so work is
 //! never thrown away.
+//!
+//! # The host's git never reads what the teammate wrote
+//!
+//! The teammate owns every file of its worktree, `.git` included: it can point
+//! `.git` at a git directory of its own making, with a `core.fsmonitor`, hooks
+//! or a pager that would run as the host's user the moment the host ran `git
+//! status` there. So every git the host runs for a worktree is [`pinned`]:
+//!
+//! - the git directory and work tree are given explicitly, from a record the
+//!   host wrote when it made the worktree (`{home}/worktrees/{team}/{name}.json`,
+//!   beside the worktree, outside the teammate's directory): the worktree's
+//!   own `.git` file is never read;
+//! - the environment is cleared (no `GIT_*` variable of the host's), system
+//!   and global config are off (`GIT_CONFIG_NOSYSTEM`, `GIT_CONFIG_GLOBAL=/dev/null`),
+//!   and `-c` options turn off every config key of the trusted repository
+//!   that runs a program during `status`, `worktree` or `branch`: hooks,
+//!   fsmonitor, pagers, `diff.external`, `core.sshCommand`, the untracked
+//!   cache;
+//! - the config git reads is the repository's own (`{repo}/.git/config`) and the
+//!   worktree's `config.worktree` in the repository's `.git/worktrees/`, both
+//!   outside the teammate's reach. A `.gitattributes` in the worktree can only
+//!   select drivers that trusted config defines.
+//!
+//! A worktree without a record (made by an older teamhost, or whose record
+//! is unreadable) is never touched: cleanup keeps it and reports it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::store::Home;
@@ -23,36 +50,89 @@ pub fn branch(team: &str, name: &str) -> String {
     format!("teamhost/{team}/{name}")
 }
 
+/// What the host recorded about a worktree when it made it: the only source
+/// of the paths its git runs with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Record {
+    /// The repository's common git directory (`{repo}/.git`).
+    common_dir: PathBuf,
+    /// The worktree's own git directory (`{repo}/.git/worktrees/{id}`).
+    git_dir: PathBuf,
+    /// The worktree.
+    work_tree: PathBuf,
+    /// Its branch.
+    branch: String,
+}
+
+fn record_path(wt: &Path) -> PathBuf {
+    let mut name = wt.file_name().unwrap_or_default().to_os_string();
+    name.push(".json");
+    wt.with_file_name(name)
+}
+
+impl Record {
+    fn load(wt: &Path) -> Option<Record> {
+        let text = std::fs::read_to_string(record_path(wt)).ok()?;
+        let record: Record = serde_json::from_str(&text).ok()?;
+        (record.work_tree == wt).then_some(record)
+    }
+
+    fn save(&self) -> Result<()> {
+        crate::store::atomic::write_json(&record_path(&self.work_tree), self)
+    }
+}
+
 /// Creates (or resets) `name`'s worktree of the repository containing `cwd`,
 /// at `HEAD`, and returns its path.
 pub fn create(home: &Home, team: &str, name: &str, cwd: &Path) -> Result<PathBuf> {
-    let top = git(cwd, &["rev-parse", "--show-toplevel"]).map_err(|e| {
+    let top = pinned(cwd, None, &["rev-parse", "--show-toplevel"]).map_err(|e| {
         Error::Invalid(format!(
             "isolation = \"worktree\" needs {} to be inside a git repository: {e}",
             cwd.display()
         ))
     })?;
     let top = PathBuf::from(top.trim());
+    let common = pinned(
+        &top,
+        None,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    )
+    .map_err(|e| {
+        Error::Invalid(format!(
+            "cannot find the git directory of {}: {e}",
+            top.display()
+        ))
+    })?;
+    let common = canonical(Path::new(common.trim()));
     let wt = path(home, team, name);
     if wt.exists() {
-        // A leftover of an earlier run with the same name: reuse it only if it
-        // is clean, never overwrite work.
-        if !is_clean(&wt)? {
+        // A leftover of an earlier run with the same name: reuse it only if
+        // the host made it and it is clean, never overwrite work.
+        let Some(record) = Record::load(&wt) else {
+            return Err(Error::Invalid(format!(
+                "{} already exists and teamhost has no record of making it; move it away",
+                wt.display()
+            )));
+        };
+        if !is_clean(&record)? {
             return Err(Error::Invalid(format!(
                 "{} already exists with changes; move it away or commit them first",
                 wt.display()
             )));
         }
-        let _ = git(
+        let _ = pinned(
             &top,
+            Some(&record.common_dir),
             &["worktree", "remove", "--force", &wt.to_string_lossy()],
         );
     }
     if let Some(parent) = wt.parent() {
         std::fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
     }
-    git(
+    pinned(
         &top,
+        Some(&common),
         &[
             "worktree",
             "add",
@@ -63,7 +143,36 @@ pub fn create(home: &Home, team: &str, name: &str, cwd: &Path) -> Result<PathBuf
         ],
     )
     .map_err(|e| Error::Invalid(format!("cannot create a worktree for {name}: {e}")))?;
+    // The worktree's git directory, read from the `.git` file git just wrote,
+    // before the teammate exists: from here on only this record is believed.
+    let git_dir = std::fs::read_to_string(wt.join(".git"))
+        .ok()
+        .and_then(|t| {
+            t.trim()
+                .strip_prefix("gitdir:")
+                .map(|p| canonical(&wt.join(p.trim())))
+        })
+        .filter(|p| p.starts_with(common.join("worktrees")))
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "git made {} without a git directory under {}",
+                wt.display(),
+                common.join("worktrees").display()
+            ))
+        })?;
+    Record {
+        common_dir: common,
+        git_dir,
+        work_tree: wt.clone(),
+        branch: branch(team, name),
+    }
+    .save()?;
     Ok(wt)
+}
+
+/// `path` with links resolved where it exists, as given otherwise.
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// What [`cleanup`] did.
@@ -71,7 +180,8 @@ pub fn create(home: &Home, team: &str, name: &str, cwd: &Path) -> Result<PathBuf
 pub struct Cleanup {
     /// Worktrees without changes, removed with their branches.
     pub removed: Vec<PathBuf>,
-    /// Worktrees with changes, left in place.
+    /// Worktrees with changes, or that teamhost has no record of making, left
+    /// in place.
     pub kept: Vec<PathBuf>,
 }
 
@@ -87,52 +197,127 @@ pub fn cleanup(home: &Home, team: &str) -> Result<Cleanup> {
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
     for wt in paths {
-        if !wt.is_dir() {
+        // Not `is_dir`: a worktree replaced by a link is not followed.
+        let is_dir = std::fs::symlink_metadata(&wt).is_ok_and(|m| m.is_dir());
+        if !is_dir {
             continue;
         }
-        if is_clean(&wt)? {
-            let name = wt
-                .file_name()
-                .map(|n| n.to_string_lossy().to_string())
-                .unwrap_or_default();
-            let common = git(
-                &wt,
-                &["rev-parse", "--path-format=absolute", "--git-common-dir"],
-            );
-            git(&wt, &["worktree", "remove", &wt.to_string_lossy()])
-                .map_err(|e| Error::Invalid(format!("cannot remove {}: {e}", wt.display())))?;
-            // The branch holds no work of its own: drop it too (best effort).
-            if let Ok(common) = common {
-                let repo = PathBuf::from(common.trim());
-                let _ = Command::new("git")
-                    .arg("--git-dir")
-                    .arg(&repo)
-                    .args(["branch", "-D", &branch(team, &name)])
-                    .output();
-            }
-            report.removed.push(wt);
-        } else {
+        let Some(record) = Record::load(&wt) else {
+            tracing::warn!(worktree = %wt.display(), "no record of making this worktree: kept, git not run in it");
             report.kept.push(wt);
+            continue;
+        };
+        if !is_clean(&record)? {
+            report.kept.push(wt);
+            continue;
         }
+        let removed = pinned(
+            home.root(),
+            Some(&record.common_dir),
+            &["worktree", "remove", "--force", &wt.to_string_lossy()],
+        );
+        if let Err(e) = removed {
+            // git refuses a worktree whose `.git` the teammate replaced: it
+            // is clean by the host's own reading, so remove it by hand (std's
+            // remove_dir_all follows no link) and let git forget it.
+            tracing::info!(worktree = %wt.display(), error = %e, "removing a worktree git does not recognise");
+            std::fs::remove_dir_all(&wt).map_err(|e| Error::io("remove", &wt, e))?;
+            let _ = pinned(
+                home.root(),
+                Some(&record.common_dir),
+                &["worktree", "prune"],
+            );
+        }
+        // The branch holds no work of its own: drop it too (best effort).
+        let _ = pinned(
+            home.root(),
+            Some(&record.common_dir),
+            &["branch", "-D", &record.branch],
+        );
+        let _ = std::fs::remove_file(record_path(&wt));
+        report.removed.push(wt);
     }
     let _ = std::fs::remove_dir(&dir); // only when empty
     Ok(report)
 }
 
-fn is_clean(wt: &Path) -> Result<bool> {
-    let status = git(wt, &["status", "--porcelain", "--untracked-files=all"])
-        .map_err(|e| Error::Invalid(format!("cannot inspect {}: {e}", wt.display())))?;
+/// `git status` of the worktree, through the recorded git directory.
+fn is_clean(record: &Record) -> Result<bool> {
+    let wt = &record.work_tree;
+    let status = pinned_in(
+        wt,
+        &record.git_dir,
+        Some(wt),
+        &["status", "--porcelain", "--untracked-files=all"],
+    )
+    .map_err(|e| Error::Invalid(format!("cannot inspect {}: {e}", wt.display())))?;
     Ok(status.trim().is_empty())
 }
 
-/// Runs git in `dir`; the error carries git's stderr.
-fn git(dir: &Path, args: &[&str]) -> std::result::Result<String, String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
+/// Config that keeps every program out of the host's git: set on the command
+/// line, it overrides the repository's own config.
+const NO_PROGRAMS: &[&str] = &[
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.untrackedCache=false",
+    "core.pager=cat",
+    "core.editor=false",
+    "core.sshCommand=false",
+    "diff.external=",
+    "credential.helper=",
+    "protocol.allow=never",
+];
+
+/// Runs git in `dir`, with `git_dir` as the git directory when given (else
+/// git finds it from `dir`, which is only ever a directory the host trusts:
+/// the lead's repository or the home). See [`pinned_in`].
+fn pinned(
+    dir: &Path,
+    git_dir: Option<&Path>,
+    args: &[&str],
+) -> std::result::Result<String, String> {
+    match git_dir {
+        Some(g) => pinned_in(dir, g, None, args),
+        None => run(git_command(dir), args),
+    }
+}
+
+/// Runs git in `dir` with its git directory (and work tree) pinned, a
+/// cleared environment and [`NO_PROGRAMS`]; the error carries git's stderr.
+fn pinned_in(
+    dir: &Path,
+    git_dir: &Path,
+    work_tree: Option<&Path>,
+    args: &[&str],
+) -> std::result::Result<String, String> {
+    let mut cmd = git_command(dir);
+    cmd.arg("--git-dir").arg(git_dir);
+    if let Some(wt) = work_tree {
+        cmd.arg("--work-tree").arg(wt);
+    }
+    run(cmd, args)
+}
+
+fn git_command(dir: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", "/nonexistent")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("LANG", "C")
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null());
+    for c in NO_PROGRAMS {
+        cmd.args(["-c", c]);
+    }
+    cmd
+}
+
+fn run(mut cmd: Command, args: &[&str]) -> std::result::Result<String, String> {
+    let out = cmd
         .args(args)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
         .output()
         .map_err(|e| format!("cannot run git: {e}"))?;
     if out.status.success() {

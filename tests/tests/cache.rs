@@ -17,6 +17,7 @@ fn artifacts(home: &Path) -> Vec<PathBuf> {
         .unwrap_or_else(|e| panic!("no cache directory {}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "cwasm"))
+        .filter(|p| !p.to_string_lossy().ends_with(".sha256"))
         .collect();
     found.sort();
     found
@@ -120,6 +121,45 @@ async fn a_damaged_artifact_is_compiled_again_and_replaced() {
         "the damaged artifact was not replaced"
     );
     assert!(std::fs::metadata(&artifact).unwrap().len() > 1024);
+}
+
+/// An artifact swapped for another valid one (the echo component's, which
+/// wasmtime would load without complaint) is not what its digest says: it
+/// is compiled again from the component the host was asked to run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swapped_artifact_is_refused_by_its_digest_and_the_real_component_runs() {
+    let f = Fixture::new("cache-swap");
+    f.probe("one", "first").await;
+    let probe_artifact = artifacts(&f.home).remove(0);
+    let echo_dir = f.dir("echo");
+    let mut echo = teamhost::host::SpawnRequest::new("echo", teamhost_tests::ECHO, "hi", &echo_dir);
+    echo.auto_claim = false;
+    f.host.spawn("cache-swap", echo).await.unwrap();
+    f.settle().await;
+    let echo_artifact = artifacts(&f.home)
+        .into_iter()
+        .find(|a| *a != probe_artifact)
+        .unwrap();
+    // Both files are well-formed artifacts of this engine: only the digest
+    // tells them apart.
+    std::fs::copy(&echo_artifact, &probe_artifact).unwrap();
+    let digest = |p: &Path| std::fs::read_to_string(format!("{}.sha256", p.display())).unwrap();
+    assert_eq!(digest(&probe_artifact).len(), 64);
+
+    let fresh = Host::new(Home::new(&f.home)).unwrap();
+    let dir = f.dir("two");
+    fresh
+        .spawn("cache-swap", common::probe_request("two", "second", &dir))
+        .await
+        .unwrap();
+    bounded_idle(&fresh, "cache-swap").await;
+    // The probe ran (echo writes no turn log), and the artifact is the
+    // probe's again.
+    assert_eq!(common::turns(&dir).len(), 1);
+    assert_ne!(
+        std::fs::read(&probe_artifact).unwrap(),
+        std::fs::read(&echo_artifact).unwrap()
+    );
 }
 
 async fn bounded_idle(host: &Host, team: &str) {

@@ -7,6 +7,33 @@
 //! An artifact that fails to load (other wasmtime version, damaged file) is
 //! compiled again and replaced; a cache directory that cannot be written only
 //! costs speed.
+//!
+//! Loading an artifact is `unsafe`: it is native code the process maps and
+//! runs. The real guard is the layout check ([`crate::layout`]): the cache
+//! lies outside every teammate's directory, so no teammate can write it.
+//! The hash adds a second line: each artifact is saved with a sidecar
+//! `{artifact}.sha256` holding the SHA-256 of the artifact's own bytes, and
+//! the bytes are read once, hashed and deserialized from memory (no second
+//! read a writer could race). An artifact whose hash is missing or differs
+//! (bit rot, a truncated write, bytes changed by anyone) is a cache miss: it
+//! is never deserialized, the component is compiled again and both files are
+//! overwritten, with a log line. The hash does not stop someone who can write
+//! the cache directory and recompute the sidecar; only the layout does.
+//!
+//! # Artifacts are native code
+//!
+//! A `.cwasm` is machine code that wasmtime maps and runs without checking it
+//! (`Component::deserialize` is `unsafe`): whoever can write the cache can run
+//! code as the host. The guard is that nothing a teammate can write holds the
+//! cache: the home, and so `cache/`, may not lie inside any teammate's
+//! directory (the layout check at spawn). On top of that, each artifact is
+//! saved with the SHA-256 of its own bytes beside it (`{name}.cwasm.sha256`),
+//! and loading reads the file once, hashes those bytes and deserialises the
+//! very bytes it checked (no second read a writer could race). A mismatch, a
+//! missing digest or a damaged file is a cache miss: the component is compiled
+//! again and both files are replaced, with a log line. The digest catches
+//! damage and a swapped artifact whose writer did not also rewrite the digest;
+//! it is not a signature, since the digest sits in the same directory.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -91,13 +118,20 @@ impl ComponentCache {
     }
 
     fn load_artifact(&self, path: &Path) -> Option<Component> {
-        if !path.is_file() {
+        let bytes = std::fs::read(path).ok()?;
+        let digest = std::fs::read_to_string(digest_path(path)).unwrap_or_default();
+        if digest.trim() != hex(&Sha256::digest(&bytes)) {
+            tracing::warn!(
+                artifact = %path.display(),
+                "recompiling: the cached artifact does not match its recorded SHA-256"
+            );
             return None;
         }
-        // SAFETY: the file was written by `save_artifact` of a compatible
-        // engine (the engine hash is in its name) into teamhost's own cache
-        // directory; wasmtime still checks its header and version.
-        match unsafe { Component::deserialize_file(&self.engine, path) } {
+        // SAFETY: these exact bytes were written by `save_artifact` (their
+        // digest matches the one it recorded) into the home's cache, which no
+        // teammate can write (the layout check); wasmtime still checks the
+        // header, version and engine compatibility.
+        match unsafe { Component::deserialize(&self.engine, &bytes) } {
             Ok(c) => Some(c),
             Err(e) => {
                 tracing::warn!(artifact = %path.display(), error = %e, "recompiling: cached artifact did not load");
@@ -110,11 +144,31 @@ impl ComponentCache {
         let result = component
             .serialize()
             .map_err(|e| anyhow::anyhow!(e))
-            .and_then(|bytes| crate::store::atomic::write_atomic(path, &bytes).map_err(Into::into));
+            .and_then(|bytes| {
+                // The digest first: an artifact never stands without its own.
+                let digest = hex(&Sha256::digest(&bytes));
+                crate::store::atomic::write_atomic(&digest_path(path), digest.as_bytes())?;
+                crate::store::atomic::write_atomic(path, &bytes)?;
+                Ok(())
+            });
         if let Err(e) = result {
             tracing::warn!(artifact = %path.display(), error = %e, "could not cache compiled component");
         }
     }
+}
+
+/// Where the SHA-256 of the artifact at `path` is kept.
+fn digest_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(".sha256");
+    PathBuf::from(name)
+}
+
+/// Where the SHA-256 of the artifact at `artifact` is recorded.
+pub fn sidecar(artifact: &Path) -> PathBuf {
+    let mut name = artifact.as_os_str().to_owned();
+    name.push(".sha256");
+    PathBuf::from(name)
 }
 
 fn hex(bytes: &[u8]) -> String {
