@@ -12,3 +12,4 @@ mod host_paths;
 mod rules;
 mod trusted_inputs;
 mod unicode;
+mod worktree_git;
