@@ -29,6 +29,7 @@ pub mod cli;
 pub mod error;
 pub mod hooks;
 pub mod host;
+pub mod layout;
 pub mod manifest;
 pub mod protocol;
 pub mod runner;

@@ -12,13 +12,17 @@
 //! | `team.notifications` | `all` | `all`, `state-changes` or `none` (when parsed) |
 //! | `teammate.name` | required | valid agent name, unique, not `team-lead`/`teamhost`, no `@` |
 //! | `teammate.component` | required | the file exists |
-//! | `teammate.cwd` | manifest's directory | the directory exists |
+//! | `teammate.cwd` | `work/{name}` beside the manifest, made at start | the directory exists (unless left out) |
 //! | `teammate.mode` | `default` | one of [`PERMISSION_MODES`] |
 //! | `teammate.allowed_tools`, `disallowed_tools` | `[]` | each rule parses (`Read`, `Bash(git:*)`, `Edit(src/**)`) |
 //! | `teammate.isolation` | `none` | `none` or `worktree` |
 //! | `teammate.limits.*` | [`crate::sandbox::Limits`] | positive |
 //! | `task.subject` | required | not empty |
 //! | `task.blocked_by` | `[]` | each in `1..=tasks`, not itself, listed once, no cycles |
+//!
+//! Where things may lie is checked at start by [`crate::layout`] (`teamhost
+//! run` and [`Host::spawn`](crate::host::Host::spawn)): a teammate's `cwd`
+//! must not hold the manifest, any component, the home or the cache.
 //!
 //! A task may be blocked by a later task; only cycles are refused. Relative
 //! paths are resolved against the manifest's directory when it is parsed, so a
@@ -133,10 +137,18 @@ pub struct TeammateSpec {
     pub component: PathBuf,
     /// Spawn prompt, delivered as the first message of its inbox (required).
     pub prompt: String,
-    /// The one directory it can see. Default (empty): the manifest's
+    /// The one directory it can see. Default (empty): `work/{name}` beside
+    /// the manifest, which `teamhost run` creates at start (the manifest's
+    /// own directory would hold the manifest, which a teammate must never be
+    /// able to rewrite: see [`crate::layout`]). With `isolation = "worktree"`
+    /// it is the repository the worktree comes from, default the manifest's
     /// directory. Absolute once parsed.
     #[serde(default)]
     pub cwd: PathBuf,
+    /// Whether `cwd` was left out, so it is the default `work/{name}`, which
+    /// need not exist before `teamhost run` starts. Set when parsed.
+    #[serde(skip)]
+    pub cwd_is_default: bool,
     /// Permission mode, one of [`PERMISSION_MODES`]. Default `default`.
     #[serde(default = "default_mode")]
     pub mode: String,
@@ -335,16 +347,35 @@ impl Manifest {
     }
 
     /// Joins relative `component` and `cwd` paths to `base`; an empty `cwd`
-    /// becomes `base` itself.
+    /// becomes `{base}/work/{name}` (see [`default_cwd`]), or `base` itself
+    /// for a teammate in a worktree (the repository its worktree comes from).
     pub fn resolve_paths(&mut self, base: &Path) {
         for t in &mut self.teammates {
             t.component = base.join(&t.component);
-            t.cwd = if t.cwd.as_os_str().is_empty() {
+            t.cwd_is_default = t.cwd.as_os_str().is_empty();
+            t.cwd = if t.cwd_is_default && t.isolation == IsolationSpec::Worktree {
+                // The repository its worktree comes from; it works elsewhere.
                 base.to_path_buf()
+            } else if t.cwd_is_default {
+                default_cwd(base, &t.name)
             } else {
-                base.join(&t.cwd)
+                // `components` drops `.`: `cwd = "."` shows as the directory.
+                base.join(&t.cwd).components().collect()
             };
         }
+    }
+
+    /// Every path a teammate's directory must stay clear of, besides the
+    /// home's: the manifest at `file` and every teammate's component.
+    pub fn protected_paths(&self, file: &Path) -> Vec<crate::layout::Protected> {
+        use crate::layout::{Kind, Protected};
+        let mut all = vec![Protected::new(Kind::Manifest, file)];
+        all.extend(
+            self.teammates
+                .iter()
+                .map(|t| Protected::new(Kind::Component, &t.component)),
+        );
+        all
     }
 
     /// Every rule of the module docs' table, all checked at once: one line
@@ -411,6 +442,12 @@ impl TaskSpec {
             metadata: None,
         }
     }
+}
+
+/// The directory a teammate called `name` works in when its `cwd` is left
+/// out: `{base}/work/{name}`, `base` being the manifest's directory.
+pub fn default_cwd(base: &Path, name: &str) -> PathBuf {
+    base.join("work").join(name)
 }
 
 /// The directory relative paths in `file` are anchored to, made absolute.
@@ -499,9 +536,9 @@ fn check_teammate(
             ));
         }
     }
-    if !t.cwd.is_dir() {
+    if !t.cwd_is_default && !t.cwd.is_dir() {
         problems.push(format!(
-            "{who}: cwd {} is not a directory; create it or fix the path (relative to the manifest's directory; leave cwd out to use that directory)",
+            "{who}: cwd {} is not a directory; create it or fix the path (relative to the manifest's directory; leave cwd out for `work/{{name}}` beside the manifest, made at start)",
             t.cwd.display()
         ));
     }
@@ -698,8 +735,9 @@ subject = "Count three"
         assert_eq!(a.cwd, dir.path().join("data"));
         assert_eq!(a.mode, "acceptEdits");
         assert_eq!(a.allowed_tools, ["Read"]);
-        // Defaults.
-        assert_eq!(b.cwd, dir.path());
+        // Defaults: `work/{name}` beside the manifest, not made by parsing.
+        assert_eq!(b.cwd, dir.path().join("work").join("second"));
+        assert!(b.cwd_is_default && !a.cwd_is_default && !b.cwd.exists());
         assert_eq!(b.mode, "default");
         assert!(b.auto_claim && !b.plan_mode_required);
         assert!(b.allowed_tools.is_empty() && b.disallowed_tools.is_empty());
@@ -914,6 +952,36 @@ subject = "Count three"
         );
         let r2 = m.teammates[1].spawn_request();
         assert_eq!(r2.isolation, crate::host::Isolation::None);
+    }
+
+    #[test]
+    fn a_worktree_teammate_without_cwd_branches_from_the_manifests_directory() {
+        let (dir, file) = fixture();
+        let m = Manifest::parse(&with_teammate("isolation = \"worktree\""), &file).unwrap();
+        let t = &m.teammates[0];
+        assert!(t.cwd_is_default);
+        assert_eq!(t.cwd, dir.path(), "the repository its worktree comes from");
+    }
+
+    #[test]
+    fn protected_paths_are_the_manifest_and_every_component() {
+        let (dir, file) = fixture();
+        let m = Manifest::parse(GOOD, &file).unwrap();
+        let kinds: Vec<_> = m
+            .protected_paths(&file)
+            .into_iter()
+            .map(|p| (p.kind, p.path))
+            .collect();
+        let component = dir.path().join("worker.wasm");
+        use crate::layout::Kind;
+        assert_eq!(
+            kinds,
+            [
+                (Kind::Manifest, file.clone()),
+                (Kind::Component, component.clone()),
+                (Kind::Component, component),
+            ]
+        );
     }
 
     #[test]

@@ -216,3 +216,37 @@ fn a_task_nobody_can_finish_stops_the_run_with_an_error_naming_it() {
     );
     assert!(stderr.contains("#2 \"Count b\""), "{}", shown(&out));
 }
+
+#[test]
+fn a_teammate_without_cwd_works_in_its_own_work_directory_beside_the_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    // Only ann's file is there beforehand; bob's directory is made at start.
+    let ann = dir.path().join("work").join("ann");
+    std::fs::create_dir_all(&ann).unwrap();
+    std::fs::write(ann.join("a.txt"), "one two three").unwrap();
+    let mut toml = String::from("[team]\nname = \"defaults\"\n");
+    for who in ["ann", "bob"] {
+        toml += &format!(
+            "[[teammate]]\nname = {who:?}\ncomponent = {:?}\nprompt = \"You count words.\"\nmode = \"acceptEdits\"\nauto_claim = {}\n",
+            teamhost_tests::WORKER,
+            who == "ann"
+        );
+    }
+    toml += "[[task]]\nsubject = \"Count a\"\ndescription = \"- a.txt\"\n";
+    let manifest = dir.path().join("team.toml");
+    std::fs::write(&manifest, toml).unwrap();
+    let out = teamhost(&home, &["run", manifest.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", shown(&out));
+    let report = std::fs::read_to_string(ann.join("reports/task-1.md"))
+        .unwrap_or_else(|e| panic!("no report in work/ann ({e})\n{}", shown(&out)));
+    assert!(report.contains("**3**"), "{report}");
+    assert!(
+        dir.path().join("work/bob").is_dir(),
+        "bob's directory was made"
+    );
+    assert!(
+        !dir.path().join("reports").exists(),
+        "nothing was written beside the manifest"
+    );
+}

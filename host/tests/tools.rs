@@ -654,7 +654,11 @@ fn bash_runs_in_the_directory_with_a_scrubbed_environment_and_empty_stdin() {
     let rest: Vec<&str> = lines.collect();
     assert!(!out.stdout.contains("hunter2"), "{}", out.stdout);
     if namespaced(&f) {
-        assert!(!out.stdout.contains(f.cap.to_str().unwrap()), "{}", out.stdout);
+        assert!(
+            !out.stdout.contains(f.cap.to_str().unwrap()),
+            "{}",
+            out.stdout
+        );
     }
     assert!(rest.contains(&"LANG=C.UTF-8"));
     assert!(rest.contains(&"PATH=/usr/local/bin:/usr/bin:/bin"));
@@ -745,7 +749,10 @@ fn landlock_confines_bash_to_the_directory() {
     assert!(!Path::new(&host_tmp).exists());
     if namespaced(&f) {
         assert_eq!(out.exit_code, Some(0), "{}", out.stderr);
-        assert!(f.cap.join(format!("teamhost-landlock-probe-{}", std::process::id())).exists());
+        assert!(f
+            .cap
+            .join(format!("teamhost-landlock-probe-{}", std::process::id()))
+            .exists());
     } else {
         assert_ne!(out.exit_code, Some(0));
     }

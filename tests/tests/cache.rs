@@ -162,6 +162,32 @@ async fn a_swapped_artifact_is_refused_by_its_digest_and_the_real_component_runs
     );
 }
 
+/// One byte flipped in the middle of an artifact (native code wasmtime
+/// would map without noticing) no longer matches its digest: the artifact is
+/// never loaded, the component is compiled again and runs correctly, and the
+/// artifact on disk is the original again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_artifact_with_one_byte_flipped_is_never_loaded_and_is_compiled_again() {
+    let f = Fixture::new("cache-flip");
+    f.probe("one", "first").await;
+    let artifact = artifacts(&f.home).remove(0);
+    let original = std::fs::read(&artifact).unwrap();
+    let mut flipped = original.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0xff;
+    std::fs::write(&artifact, &flipped).unwrap();
+
+    let fresh = Host::new(Home::new(&f.home)).unwrap();
+    let dir = f.dir("two");
+    fresh
+        .spawn("cache-flip", common::probe_request("two", "second", &dir))
+        .await
+        .unwrap();
+    bounded_idle(&fresh, "cache-flip").await;
+    assert_eq!(common::turns(&dir).len(), 1);
+    assert_eq!(std::fs::read(&artifact).unwrap(), original);
+}
+
 async fn bounded_idle(host: &Host, team: &str) {
     common::bounded("the fresh host to settle", host.wait_idle(team))
         .await

@@ -23,8 +23,11 @@ async fn main() -> anyhow::Result<()> {
     let component = std::env::args()
         .nth(1)
         .context("usage: teamhost-embed-example path/to/echo.wasm")?;
-    let home = std::env::temp_dir().join(format!("teamhost-embed-{}", std::process::id()));
-    let workdir = home.join("work"); // the only directory the teammate sees
+    let root = std::env::temp_dir().join(format!("teamhost-embed-{}", std::process::id()));
+    let home = root.join("home");
+    // The only directory the teammate sees: beside the home, never inside it
+    // (a teammate must not be able to write the home: see teamhost::layout).
+    let workdir = root.join("work");
     std::fs::create_dir_all(&workdir)?;
 
     let host = Host::new(Home::new(&home))?;
@@ -60,6 +63,6 @@ async fn main() -> anyhow::Result<()> {
         .await?;
     println!("stopped {:?}, killed {:?}", report.stopped, report.killed);
     host.delete_team("embed").await?;
-    std::fs::remove_dir_all(&home)?;
+    std::fs::remove_dir_all(&root)?;
     Ok(())
 }

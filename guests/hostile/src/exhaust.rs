@@ -14,7 +14,7 @@
 
 use std::io::Write as _;
 
-use super::{fs, report, tool, tools, wit_error};
+use super::{fs, report, tool, tools};
 
 /// Runs `exhaust ARGS…`.
 pub fn run(args: &[&str]) {

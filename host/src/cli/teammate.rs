@@ -23,7 +23,7 @@
 //! | `--component PATH\|NAME` | no | the `.wasm`; default `$TEAMHOST_COMPONENT`, else a file named after the agent, then its type |
 //! | `--home DIR` | no | default `$CLAUDE_CONFIG_DIR`, else `~/.claude` when started by Claude Code (`CLAUDECODE=1`), else `$TEAMHOST_HOME` / `~/.teamhost` |
 //! | `--no-auto-claim`, `--log FILE` | no | do not claim open tasks; write the guest's output to FILE instead of stderr |
-//! | `--settings FILE\|JSON` | yes | hooks in Claude Code's settings format; default: `{home}/settings.json`, then `.claude/settings.json` and `.claude/settings.local.json` in its directory ([`crate::hooks::settings`]) |
+//! | `--settings FILE\|JSON` | yes | hooks in Claude Code's settings format; default: `{home}/settings.json`; never a file inside its own directory (its `.claude/settings*.json` are skipped with a warning: the teammate can write them) ([`crate::hooks::settings`]) |
 //! | `--notifications LEVEL` | no | which idle notifications reach the lead's inbox: `all` (default), `state-changes`, `none`; default `$TEAMHOST_NOTIFICATIONS` (see [`crate::runner::notify`]) |
 //!
 //! A component NAME (no `/`, no `.wasm`) is looked for as `NAME.wasm` in each
@@ -113,9 +113,10 @@ pub struct TeammateArgs {
     #[arg(long, env = "TEAMHOST_NOTIFICATIONS", value_name = "LEVEL", default_value_t = NotificationLevel::All)]
     notifications: NotificationLevel,
     /// Hooks in Claude Code's settings format: a JSON document, or a file
-    /// holding one. Default: the hooks of `{home}/settings.json`,
-    /// `.claude/settings.json` and `.claude/settings.local.json` in the
-    /// teammate's directory (see `crate::hooks::settings`).
+    /// holding one. Default: the hooks of `{home}/settings.json`; files
+    /// inside the teammate's directory (its `.claude/settings*.json`) are
+    /// skipped, since the teammate can write them (see
+    /// `crate::hooks::settings`).
     #[arg(long, value_name = "FILE|JSON")]
     settings: Option<String>,
     /// Fallback poll interval in milliseconds (benchmarks).
@@ -266,7 +267,8 @@ pub(super) fn run(home_flag: Option<&Path>, out: &Output, a: TeammateArgs) -> an
 
 /// The hooks this teammate runs: `--settings`, else the settings files of
 /// the user and of the teammate's directory (its member `cwd`, else the
-/// current directory).
+/// current directory), leaving out every file inside that directory, which
+/// the teammate can write ([`settings::trusted_files`]).
 fn hooks(home: &Home, a: &TeammateArgs, name: &str, team: &str) -> anyhow::Result<Hooks> {
     if let Some(given) = &a.settings {
         let text = if given.trim_start().starts_with('{') {
@@ -288,8 +290,12 @@ fn hooks(home: &Home, a: &TeammateArgs, name: &str, team: &str) -> anyhow::Resul
         .filter(|d| d.is_dir())
         .map_or_else(std::env::current_dir, Ok)
         .context("cannot tell the teammate's directory")?;
-    settings::load_files(&settings::settings_files(home.root(), &dir))
-        .map_err(|e| anyhow::anyhow!("cannot read the hooks: {e}"))
+    let (files, skipped) =
+        settings::trusted_files(settings::settings_files(home.root(), &dir), &dir);
+    for s in skipped.iter().filter(|s| s.file.symlink_metadata().is_ok()) {
+        tracing::warn!("{s}");
+    }
+    settings::load_files(&files).map_err(|e| anyhow::anyhow!("cannot read the hooks: {e}"))
 }
 
 /// Name and team from the flags.

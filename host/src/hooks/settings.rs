@@ -26,10 +26,18 @@
 //!
 //! Where `teamhost teammate` reads them ([`settings_files`]): the user's
 //! `{home}/settings.json`, then the project's `.claude/settings.json` and
-//! `.claude/settings.local.json` in the teammate's directory, commands of
-//! each file added after the previous ones'. `--settings` replaces them all,
-//! and teamhost's own process and tmux backends always pass it, with the
-//! host's hooks, so a teammate runs exactly the hooks its host has.
+//! `.claude/settings.local.json`, commands of each file added after the
+//! previous ones'. `--settings` replaces them all, and teamhost's own process
+//! and tmux backends always pass it, with the host's hooks, so a teammate
+//! runs exactly the hooks its host has.
+//!
+//! Hooks run on the host, outside the sandbox, so no settings file is read
+//! from a place the teammate can write: [`trusted_files`] drops every file
+//! that lies inside the teammate's directory (compared canonically, so a
+//! symlink to such a file counts as inside). That is always true of the
+//! project's two files when the project is the teammate's directory, as it is
+//! when Claude Code starts it; hooks then come from `--settings FILE` kept
+//! where the teammate cannot write, or from `~/.claude/settings.json`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -153,6 +161,51 @@ pub fn settings_files(home: &Path, dir: &Path) -> Vec<PathBuf> {
     ]
 }
 
+/// A settings file left out because the teammate could have written it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The file.
+    pub file: PathBuf,
+    /// The teammate's directory it lies in.
+    pub dir: PathBuf,
+}
+
+impl std::fmt::Display for Skipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "not reading hooks from {}: it lies inside the teammate's directory {}, which the teammate can write, and hooks run outside the sandbox; give hooks with --settings FILE from a place the teammate cannot write, or in ~/.claude/settings.json",
+            self.file.display(),
+            self.dir.display()
+        )
+    }
+}
+
+/// Splits `files` into those outside the teammate's directory `dir`, kept in
+/// order, and those inside it (see the module docs), each with the reason.
+/// Whether a file exists does not matter: one inside could be written later.
+pub fn trusted_files(files: Vec<PathBuf>, dir: &Path) -> (Vec<PathBuf>, Vec<Skipped>) {
+    let inside = crate::layout::resolve(dir);
+    let (mut kept, mut skipped) = (Vec::new(), Vec::new());
+    for file in files {
+        // By where the file is found (a link the teammate planted there,
+        // whatever it points at, was still chosen by the teammate) and by
+        // what it resolves to (a link from outside into the directory).
+        let found_in = file
+            .parent()
+            .is_some_and(|p| crate::layout::resolve(p).starts_with(&inside));
+        if found_in || crate::layout::resolve(&file).starts_with(&inside) {
+            skipped.push(Skipped {
+                file,
+                dir: dir.to_path_buf(),
+            });
+        } else {
+            kept.push(file);
+        }
+    }
+    (kept, skipped)
+}
+
 /// Reads and merges the hooks of those of `files` that exist. A file that
 /// exists but cannot be read or parsed is an error naming it.
 pub fn load_files(files: &[PathBuf]) -> Result<Hooks, String> {
@@ -244,5 +297,33 @@ mod tests {
         std::fs::write(&project, "{not json").unwrap();
         let e = load_files(std::slice::from_ref(&project)).unwrap_err();
         assert!(e.contains(&project.display().to_string()), "{e}");
+    }
+
+    #[test]
+    fn settings_in_the_teammate_directory_are_skipped_whichever_way_a_link_points() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (home, dir) = (tmp.path().join("home"), tmp.path().join("project"));
+        std::fs::create_dir_all(dir.join(".claude")).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let outside = tmp.path().join("elsewhere.json");
+        std::fs::write(&outside, "{}").unwrap();
+        // A link inside the directory pointing out, and the user's file a
+        // link pointing in.
+        std::os::unix::fs::symlink(&outside, dir.join(".claude/settings.json")).unwrap();
+        std::fs::write(dir.join("planted.json"), "{}").unwrap();
+        std::os::unix::fs::symlink(dir.join("planted.json"), home.join("settings.json")).unwrap();
+        let (kept, skipped) = trusted_files(settings_files(&home, &dir), &dir);
+        assert!(kept.is_empty(), "{kept:?}");
+        assert_eq!(skipped.len(), 3);
+        let line = skipped[0].to_string();
+        assert!(
+            line.contains("settings.json") && line.contains("--settings"),
+            "{line}"
+        );
+        // A plain user file outside stays.
+        std::fs::remove_file(home.join("settings.json")).unwrap();
+        std::fs::write(home.join("settings.json"), "{}").unwrap();
+        let (kept, _) = trusted_files(settings_files(&home, &dir), &dir);
+        assert_eq!(kept, [home.join("settings.json")]);
     }
 }

@@ -158,6 +158,7 @@ impl Host {
     /// without a notification level gets [`HostOptions::notifications`].
     pub async fn spawn(&self, team: &str, mut req: SpawnRequest) -> Result<TeammateInfo> {
         let team = self.team(team)?;
+        self.check_layout(team.name(), &req)?;
         req.notifications
             .get_or_insert(self.inner.opts.notifications);
         let b = &self.inner.opts.backends;

@@ -58,6 +58,7 @@ impl Host {
         req.notifications
             .get_or_insert(self.inner.opts.notifications);
         let team = self.team(team)?;
+        self.check_layout(team.name(), &req)?;
         let config = team.config()?;
         let Some(member) = config.member(&req.name).cloned() else {
             return Err(Error::Invalid(format!(

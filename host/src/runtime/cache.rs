@@ -8,18 +8,6 @@
 //! compiled again and replaced; a cache directory that cannot be written only
 //! costs speed.
 //!
-//! Loading an artifact is `unsafe`: it is native code the process maps and
-//! runs. The real guard is the layout check ([`crate::layout`]): the cache
-//! lies outside every teammate's directory, so no teammate can write it.
-//! The hash adds a second line: each artifact is saved with a sidecar
-//! `{artifact}.sha256` holding the SHA-256 of the artifact's own bytes, and
-//! the bytes are read once, hashed and deserialized from memory (no second
-//! read a writer could race). An artifact whose hash is missing or differs
-//! (bit rot, a truncated write, bytes changed by anyone) is a cache miss: it
-//! is never deserialized, the component is compiled again and both files are
-//! overwritten, with a log line. The hash does not stop someone who can write
-//! the cache directory and recompute the sidecar; only the layout does.
-//!
 //! # Artifacts are native code
 //!
 //! A `.cwasm` is machine code that wasmtime maps and runs without checking it
@@ -160,13 +148,6 @@ impl ComponentCache {
 /// Where the SHA-256 of the artifact at `path` is kept.
 fn digest_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_os_string();
-    name.push(".sha256");
-    PathBuf::from(name)
-}
-
-/// Where the SHA-256 of the artifact at `artifact` is recorded.
-pub fn sidecar(artifact: &Path) -> PathBuf {
-    let mut name = artifact.as_os_str().to_owned();
     name.push(".sha256");
     PathBuf::from(name)
 }

@@ -7,6 +7,12 @@
 //! time taken (one JSON document with `--json`, the event lines then going to
 //! stderr).
 //!
+//! Before anything starts, the layout is checked ([`crate::layout`]): no
+//! teammate's directory may hold the manifest, a component, the home or the
+//! component cache, nor lie inside the home; a refused layout creates
+//! nothing. Then the default directories (`work/{name}` beside the manifest,
+//! for teammates without `cwd`) are made.
+//!
 //! The CLI is synchronous; this command alone builds a multi-threaded tokio
 //! runtime for the [`Host`] it drives.
 //!
@@ -14,7 +20,7 @@
 //!
 //! | file | owns |
 //! |---|---|
-//! | `mod.rs` | the arguments and the run itself: create, seed, spawn, wait, shut down, summarise |
+//! | `mod.rs` | the arguments and the run itself: check the layout, create, seed, spawn, wait, shut down, summarise |
 //! | `wait.rs` | waiting for the work, and how the work phase ended (`Outcome`) |
 //! | `display.rs` | the live view or the event lines, behind one `Display` |
 //! | `report.rs` | the live event lines: `Log`, and the `Reporter` that follows the host's events |
@@ -84,11 +90,35 @@ pub struct RunArgs {
 
 pub(super) fn run(store: &Store, out: &Output, a: RunArgs) -> anyhow::Result<()> {
     let manifest = Manifest::load(&a.manifest)?;
+    prepare_dirs(store.home().root(), &a.manifest, &manifest)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(run_team(store.home().root(), out, &a, &manifest))
+}
+
+/// Refuses a layout in which a teammate's directory holds the manifest, a
+/// component, the home or the cache (see [`crate::layout`]), then makes the
+/// default directories (`work/{name}`) of those that left `cwd` out.
+fn prepare_dirs(home: &Path, file: &Path, m: &Manifest) -> anyhow::Result<()> {
+    let mut protected = crate::layout::home_paths(home, None);
+    protected.extend(m.protected_paths(file));
+    for t in &m.teammates {
+        if t.isolation == crate::manifest::IsolationSpec::None {
+            crate::layout::check(&t.name, &t.cwd, &protected).map_err(anyhow::Error::msg)?;
+        }
+    }
+    for t in m.teammates.iter().filter(|t| t.cwd_is_default) {
+        std::fs::create_dir_all(&t.cwd).with_context(|| {
+            format!(
+                "cannot make teammate `{}`'s directory {} (the default for a teammate without `cwd`)",
+                t.name,
+                t.cwd.display()
+            )
+        })?;
+    }
+    Ok(())
 }
 
 async fn run_team(home: &Path, out: &Output, a: &RunArgs, m: &Manifest) -> anyhow::Result<()> {

@@ -1,0 +1,184 @@
+//! The layout check: nothing the host trusts lies where a teammate can write.
+//!
+//! A teammate can write every file of its directory. So that directory must
+//! not contain the manifest, any component of the team, the teamhost home
+//! (team configs, inboxes, tasks, settings) or the component cache (native
+//! code the host maps and runs); otherwise a teammate could change what the
+//! host runs or reads next. Paths are compared canonically (symlinks and `..`
+//! resolved); a path that does not exist yet counts by its nearest existing
+//! ancestor, so a home created later inside a teammate's directory is caught
+//! too. The one place inside the home a teammate may work is the home's
+//! `worktrees/` (its own git worktree, see [`crate::worktree`]), which holds
+//! nothing the host reads as configuration.
+//!
+//! [`check`] is called by [`Host::spawn`](crate::host::Host::spawn) for every
+//! teammate (so embedders get it too) and by `teamhost run` for the whole
+//! manifest before anything starts.
+
+use std::path::{Component, Path, PathBuf};
+
+/// `path` made absolute and canonical: symlinks and `..` resolved through its
+/// nearest existing ancestor, the components that do not exist yet appended.
+pub fn canonical(path: &Path) -> PathBuf {
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .unwrap_or_else(|_| PathBuf::from("/"))
+            .join(path)
+    };
+    let mut existing = absolute.as_path();
+    let mut rest: Vec<Component> = Vec::new();
+    loop {
+        if let Ok(found) = std::fs::canonicalize(existing) {
+            let mut out = found;
+            for c in rest.iter().rev() {
+                match c {
+                    Component::ParentDir => {
+                        out.pop();
+                    }
+                    Component::CurDir => {}
+                    other => out.push(other.as_os_str()),
+                }
+            }
+            return out;
+        }
+        match (existing.parent(), existing.components().next_back()) {
+            (Some(parent), Some(last)) => {
+                rest.push(last);
+                existing = parent;
+            }
+            _ => return absolute,
+        }
+    }
+}
+
+/// The same as [`canonical`].
+pub fn resolve(path: &Path) -> PathBuf {
+    canonical(path)
+}
+
+/// Whether `path` is `dir` or lies below it, compared canonically.
+pub fn is_within(path: &Path, dir: &Path) -> bool {
+    canonical(path).starts_with(canonical(dir))
+}
+
+/// What a protected path is, as errors name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The team manifest (`team.toml`).
+    Manifest,
+    /// A teammate component (`.wasm`).
+    Component,
+    /// The teamhost home.
+    Home,
+    /// The precompiled component cache.
+    Cache,
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Kind::Manifest => "manifest",
+            Kind::Component => "component",
+            Kind::Home => "teamhost home",
+            Kind::Cache => "component cache",
+        })
+    }
+}
+
+/// One path the host trusts, with what it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Protected {
+    /// What the path is.
+    pub kind: Kind,
+    /// The path, as given (errors show it so).
+    pub path: PathBuf,
+}
+
+impl Protected {
+    /// `path`, protected as `kind`.
+    pub fn new(kind: Kind, path: impl AsRef<Path>) -> Self {
+        Protected {
+            kind,
+            path: path.as_ref().to_path_buf(),
+        }
+    }
+}
+
+/// The home and the component cache (`cache`, else `{home}/cache/components`).
+pub fn home_paths(home: &Path, cache: Option<&Path>) -> Vec<Protected> {
+    let cache = cache.map_or_else(|| home.join("cache").join("components"), Path::to_path_buf);
+    vec![
+        Protected::new(Kind::Home, home),
+        Protected::new(Kind::Cache, cache),
+    ]
+}
+
+/// Checks that `teammate`'s directory `dir` contains none of `protected`,
+/// and that it is not inside a protected home (except the home's
+/// `worktrees/`). The error names both paths and how to fix the layout.
+pub fn check(teammate: &str, dir: &Path, protected: &[Protected]) -> Result<(), String> {
+    for p in protected {
+        if is_within(&p.path, dir) {
+            return Err(format!(
+                "unsafe layout: {teammate}'s directory {} contains the {} {}; a teammate can write everything in its directory, so it could change what the host runs or reads. Move the {} out of {}, or give {teammate} a directory of its own that holds nothing else (for example work/{teammate} beside the manifest)",
+                dir.display(),
+                p.kind,
+                p.path.display(),
+                p.kind,
+                dir.display(),
+            ));
+        }
+        if p.kind == Kind::Home
+            && is_within(dir, &p.path)
+            && !is_within(dir, &p.path.join("worktrees"))
+        {
+            return Err(format!(
+                "unsafe layout: {teammate}'s directory {} is inside the teamhost home {}, which holds the team's configuration, inboxes and tasks; give {teammate} a directory outside the home",
+                dir.display(),
+                p.path.display(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_that_does_not_exist_counts_by_its_canonical_parent() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::os::unix::fs::symlink(&real, tmp.path().join("link")).unwrap();
+        let later = tmp.path().join("link").join("not-yet").join("home");
+        assert!(is_within(&later, &real));
+        assert!(is_within(&real.join("a").join("..").join("b"), &real));
+        assert!(!is_within(&real.join("..").join("other"), &real));
+    }
+
+    #[test]
+    fn each_trusted_path_inside_the_directory_is_refused_by_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("project");
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(&dir).unwrap();
+        let manifest = dir.join("team.toml");
+        let e = check("worker", &dir, &[Protected::new(Kind::Manifest, &manifest)]).unwrap_err();
+        assert!(e.contains(&dir.display().to_string()), "{e}");
+        assert!(e.contains(&manifest.display().to_string()), "{e}");
+        assert!(e.contains("Move the manifest out"), "{e}");
+        let outside = tmp.path().join("team.toml");
+        let mut ok = home_paths(&home, None);
+        ok.push(Protected::new(Kind::Manifest, &outside));
+        assert!(check("worker", &dir, &ok).is_ok());
+        let e = check("worker", &home.join("teams"), &ok).unwrap_err();
+        assert!(e.contains("inside the teamhost home"), "{e}");
+        assert!(check("worker", &home.join("worktrees").join("t"), &ok).is_ok());
+        let e = check("worker", tmp.path(), &ok).unwrap_err();
+        assert!(e.contains("contains the teamhost home"), "{e}");
+    }
+}
