@@ -53,11 +53,6 @@ pub fn canonical(path: &Path) -> PathBuf {
     }
 }
 
-/// The same as [`canonical`].
-pub fn resolve(path: &Path) -> PathBuf {
-    canonical(path)
-}
-
 /// Whether `path` is `dir` or lies below it, compared canonically.
 pub fn is_within(path: &Path, dir: &Path) -> bool {
     canonical(path).starts_with(canonical(dir))

@@ -185,7 +185,7 @@ impl std::fmt::Display for Skipped {
 /// order, and those inside it (see the module docs), each with the reason.
 /// Whether a file exists does not matter: one inside could be written later.
 pub fn trusted_files(files: Vec<PathBuf>, dir: &Path) -> (Vec<PathBuf>, Vec<Skipped>) {
-    let inside = crate::layout::resolve(dir);
+    let inside = crate::layout::canonical(dir);
     let (mut kept, mut skipped) = (Vec::new(), Vec::new());
     for file in files {
         // By where the file is found (a link the teammate planted there,
@@ -193,8 +193,8 @@ pub fn trusted_files(files: Vec<PathBuf>, dir: &Path) -> (Vec<PathBuf>, Vec<Skip
         // what it resolves to (a link from outside into the directory).
         let found_in = file
             .parent()
-            .is_some_and(|p| crate::layout::resolve(p).starts_with(&inside));
-        if found_in || crate::layout::resolve(&file).starts_with(&inside) {
+            .is_some_and(|p| crate::layout::canonical(p).starts_with(&inside));
+        if found_in || crate::layout::canonical(&file).starts_with(&inside) {
             skipped.push(Skipped {
                 file,
                 dir: dir.to_path_buf(),

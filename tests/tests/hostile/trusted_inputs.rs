@@ -11,6 +11,7 @@ use std::path::Path;
 
 use teamhost::host::{HostOptions, Isolation};
 
+use super::worktree_git::{git, repo};
 use crate::common::Fixture;
 use crate::sandbox_support::{cli, hostile_request, snapshot, step, wait_done, Arena};
 
@@ -150,30 +151,10 @@ async fn teamhost_run_refuses_a_teammate_directory_holding_the_manifest_a_compon
     }
 }
 
-fn git(dir: &Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_the_team_runs_nothing_from_a_git_directory_the_teammate_put_in_its_worktree() {
     let a = Arena::new("trusted-git").await;
-    let repo = a.f.tmp.path().join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    for args in [
-        &["init", "-q"][..],
-        &["config", "user.email", "t@example.com"],
-        &["config", "user.name", "t"],
-    ] {
-        assert!(git(&repo, args).status.success());
-    }
-    std::fs::write(repo.join("README"), "hello\n").unwrap();
-    assert!(git(&repo, &["add", "README"]).status.success());
-    assert!(git(&repo, &["commit", "-q", "-m", "init"]).status.success());
+    let repo = repo(a.f.tmp.path());
     let markers = a.f.tmp.path().join("dirs").join("markers");
     std::fs::create_dir_all(&markers).unwrap();
     let m = |what: &str| markers.join(what).display().to_string();

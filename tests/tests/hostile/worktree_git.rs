@@ -12,7 +12,8 @@ use teamhost::host::Isolation;
 
 use crate::sandbox_support::{hostile_request, step, wait_done, Arena};
 
-fn git(dir: &Path, args: &[&str]) -> std::process::Output {
+/// `git -C dir ARGS`, as a user (not the host) would run it.
+pub(super) fn git(dir: &Path, args: &[&str]) -> std::process::Output {
     Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -21,7 +22,8 @@ fn git(dir: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-fn repo(root: &Path) -> std::path::PathBuf {
+/// A repository `{root}/repo` with one commit.
+pub(super) fn repo(root: &Path) -> std::path::PathBuf {
     let repo = root.join("repo");
     std::fs::create_dir_all(&repo).unwrap();
     for args in [
