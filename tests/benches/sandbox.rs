@@ -6,7 +6,9 @@
 use std::time::{Duration, Instant};
 
 use teamhost::host::{Event, Host, SpawnRequest};
-use teamhost::sandbox::{decide, PermissionMode, PolicyContext, ToolCall, ToolRules};
+use teamhost::sandbox::{
+    decide, decide_on_disk, PermissionMode, PolicyContext, ToolCall, ToolRules,
+};
 use teamhost::store::{Home, NewTeam};
 use teamhost::tools::{ToolBox, ToolLimits};
 
@@ -65,6 +67,37 @@ fn main() {
         }
         row(name, t.elapsed() / n, n);
     }
+
+    // What round two's path check adds to a Read's decision: the same call
+    // on a real file, decided on its spelling alone (as before) and after
+    // looking where the path leads on disk (now).
+    let real = ToolCall::read("bench.txt");
+    let n = 100_000;
+    let t = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(decide(PermissionMode::Default, &many, &real, &ctx));
+    }
+    row(
+        "decide: Read of a real file, spelling only (round one)",
+        t.elapsed() / n,
+        n,
+    );
+    let t = Instant::now();
+    for _ in 0..n {
+        let on_disk = ctx.look(std::hint::black_box(&real));
+        std::hint::black_box(decide_on_disk(
+            PermissionMode::Default,
+            &many,
+            &real,
+            &ctx,
+            &on_disk,
+        ));
+    }
+    row(
+        "look + decide: Read of a real file, resolved through links (round two)",
+        t.elapsed() / n,
+        n,
+    );
 
     let tools = ToolBox::open(&dir, ToolLimits::default()).unwrap();
     let input = teamhost::sandbox::ReadInput {
