@@ -104,6 +104,11 @@ impl super::Host {
             protected.push(Protected::new(Kind::Component, &req.component));
             check(&req.name, &req.cwd, &protected).map_err(invalid)?;
         }
+        // Running teammates' directories are recorded canonical (the
+        // backends canonicalise `cwd` at spawn), so the component is
+        // resolved once and compared in memory: a spawn costs the same
+        // however many teammates run.
+        let component = crate::layout::canonical(&req.component);
         let teammates = inner.teammates.lock().expect("teammates lock");
         for ((t, name), s) in teammates.iter() {
             let Some(dir) = s
@@ -114,8 +119,10 @@ impl super::Host {
             else {
                 continue;
             };
-            let component = [Protected::new(Kind::Component, &req.component)];
-            check(name, std::path::Path::new(dir), &component).map_err(invalid)?;
+            if component.starts_with(dir) {
+                let protected = [Protected::new(Kind::Component, &req.component)];
+                check(name, std::path::Path::new(dir), &protected).map_err(invalid)?;
+            }
         }
         Ok(())
     }
