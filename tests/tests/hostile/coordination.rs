@@ -55,10 +55,17 @@ async fn wait_logged(a: &Arena, dir: &Path, times: usize) -> Vec<Step> {
 }
 
 /// Every message `name` holds or has read that `from` sent.
+/// Everything `name` has received from `from`, read or not. The recipient
+/// may take a message between the reads (moving it from its inbox to its
+/// history), so the history is read on both sides of the inbox and each
+/// message is counted once.
 fn received_from(a: &Arena, name: &str, from: &str) -> Vec<InboxMessage> {
-    let mut all = a.f.team.unread(name).unwrap();
+    let mut all = a.f.team.history(name).unwrap();
+    all.extend(a.f.team.unread(name).unwrap());
     all.extend(a.f.team.history(name).unwrap());
     all.retain(|m| m.from == from);
+    let mut seen = std::collections::HashSet::new();
+    all.retain(|m| seen.insert((m.timestamp.clone(), m.text.clone())));
     all
 }
 
