@@ -7,9 +7,10 @@
 //! host runs or reads next. Paths are compared canonically (symlinks and `..`
 //! resolved); a path that does not exist yet counts by its nearest existing
 //! ancestor, so a home created later inside a teammate's directory is caught
-//! too. The one place inside the home a teammate may work is the home's
-//! `worktrees/` (its own git worktree, see [`crate::worktree`]), which holds
-//! nothing the host reads as configuration.
+//! too. The one place inside the home a teammate may work is its own
+//! worktree, `{home}/worktrees/{team}/{name}` (see [`crate::worktree`]),
+//! which holds nothing the host reads as configuration; the folders above
+//! it hold the host's records of every worktree and are refused.
 //!
 //! [`check`] is called by [`Host::spawn`](crate::host::Host::spawn) for every
 //! teammate (so embedders get it too) and by `teamhost run` for the whole
@@ -111,8 +112,8 @@ pub fn home_paths(home: &Path, cache: Option<&Path>) -> Vec<Protected> {
 }
 
 /// Checks that `teammate`'s directory `dir` contains none of `protected`,
-/// and that it is not inside a protected home (except the home's
-/// `worktrees/`). The error names both paths and how to fix the layout.
+/// and that it is not inside a protected home (except one teammate's
+/// worktree, `{home}/worktrees/{team}/{name}`). The error names both paths and how to fix the layout.
 pub fn check(teammate: &str, dir: &Path, protected: &[Protected]) -> Result<(), String> {
     for p in protected {
         if is_within(&p.path, dir) {
@@ -125,10 +126,7 @@ pub fn check(teammate: &str, dir: &Path, protected: &[Protected]) -> Result<(), 
                 dir.display(),
             ));
         }
-        if p.kind == Kind::Home
-            && is_within(dir, &p.path)
-            && !is_within(dir, &p.path.join("worktrees"))
-        {
+        if p.kind == Kind::Home && is_within(dir, &p.path) && !in_a_worktree(dir, &p.path) {
             return Err(format!(
                 "unsafe layout: {teammate}'s directory {} is inside the teamhost home {}, which holds the team's configuration, inboxes and tasks; give {teammate} a directory outside the home",
                 dir.display(),
@@ -137,6 +135,16 @@ pub fn check(teammate: &str, dir: &Path, protected: &[Protected]) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// Whether `dir` is one teammate's worktree of the home (or inside one):
+/// `{home}/worktrees/{team}/{name}/…`. Not `worktrees/` or a team's folder
+/// of worktrees, which hold every teammate's worktree and the host's records
+/// of them (see [`crate::worktree`]).
+fn in_a_worktree(dir: &Path, home: &Path) -> bool {
+    canonical(dir)
+        .strip_prefix(canonical(&home.join("worktrees")))
+        .is_ok_and(|rest| rest.components().count() >= 2)
 }
 
 #[cfg(test)]
@@ -172,7 +180,12 @@ mod tests {
         assert!(check("worker", &dir, &ok).is_ok());
         let e = check("worker", &home.join("teams"), &ok).unwrap_err();
         assert!(e.contains("inside the teamhost home"), "{e}");
-        assert!(check("worker", &home.join("worktrees").join("t"), &ok).is_ok());
+        assert!(check("worker", &home.join("worktrees").join("t").join("w"), &ok).is_ok());
+        // Not the folder of a team's worktrees: it holds the host's records.
+        for above in [home.join("worktrees"), home.join("worktrees").join("t")] {
+            let e = check("worker", &above, &ok).unwrap_err();
+            assert!(e.contains("inside the teamhost home"), "{e}");
+        }
         let e = check("worker", tmp.path(), &ok).unwrap_err();
         assert!(e.contains("contains the teamhost home"), "{e}");
     }
