@@ -9,6 +9,7 @@
 //! | [`protocol`] | structured messages carried inside a mailbox `text` |
 //! | [`sandbox`] | the permission engine: modes, tool rules, limits; (mode, rules, call) → allow / deny / ask |
 //! | [`tools`] | the tool executors (Read, Write, Edit, Glob, Grep, Bash), confined to the capability directory |
+//! | [`model`] | model calls brokered for teammates: providers, credentials, policy, budgets, record/replay |
 //! | [`runtime`] | wasmtime engine, component cache, linker, one file per WIT interface |
 //! | [`runner`] | the per-teammate loop: handle → idle → poll → wake |
 //! | [`backends`] | where a runner lives: in-process, a child process, a tmux pane |
@@ -31,6 +32,7 @@ pub mod hooks;
 pub mod host;
 pub mod layout;
 pub mod manifest;
+pub mod model;
 pub mod protocol;
 pub mod runner;
 pub mod runtime;

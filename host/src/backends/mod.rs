@@ -223,6 +223,8 @@ pub(crate) struct SpawnEnv<'a> {
     /// Ticks on every change of the team's `config.json` seen by the file
     /// watcher (never, when the host does not watch files).
     pub config_changes: watch::Receiver<u64>,
+    /// The host's model broker (each teammate gets a client of it).
+    pub models: &'a Arc<crate::model::ModelHub>,
 }
 
 /// A future a [`Backend`] returns.

@@ -54,6 +54,33 @@ pub struct HostOptions {
     /// process and tmux backends pass it on as `teamhost teammate
     /// --notifications`.
     pub notifications: NotificationLevel,
+    /// The model broker teammates' `model.complete` calls go through
+    /// (providers, credentials, aliases, record/replay). Default: none
+    /// configured, so every call is `denied`.
+    pub models: ModelAccess,
+}
+
+/// The host's model broker, as [`HostOptions`] holds it.
+#[derive(Clone)]
+pub struct ModelAccess(pub Arc<crate::model::ModelHub>);
+
+impl ModelAccess {
+    /// Wraps a broker.
+    pub fn new(hub: Arc<crate::model::ModelHub>) -> Self {
+        ModelAccess(hub)
+    }
+}
+
+impl Default for ModelAccess {
+    fn default() -> Self {
+        ModelAccess(crate::model::ModelHub::none())
+    }
+}
+
+impl std::fmt::Debug for ModelAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ModelAccess")
+    }
 }
 
 impl Default for HostOptions {
@@ -68,6 +95,7 @@ impl Default for HostOptions {
             watch_files: true,
             hooks: Default::default(),
             notifications: NotificationLevel::All,
+            models: ModelAccess::default(),
         }
     }
 }

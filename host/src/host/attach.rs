@@ -114,6 +114,7 @@ impl Host {
             hooks: inner.opts.hooks.clone(),
             backends: &inner.opts.backends,
             config_changes: self.watch_team(team)?,
+            models: &inner.opts.models.0,
         })
     }
 

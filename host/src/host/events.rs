@@ -100,4 +100,13 @@ pub enum Event {
         /// Whose inbox.
         agent: String,
     },
+    /// A teammate's model call started, finished or failed.
+    Model {
+        /// Team.
+        team: String,
+        /// Teammate.
+        name: String,
+        /// What happened.
+        call: crate::model::ModelCallEvent,
+    },
 }

@@ -19,7 +19,7 @@ mod attach;
 mod events;
 mod spawn;
 
-pub use api::{Host, HostOptions, ShutdownReport};
+pub use api::{Host, HostOptions, ModelAccess, ShutdownReport};
 pub use attach::Attach;
 pub use events::{Event, TeammateInfo, TeammateState};
 pub use spawn::{Isolation, SpawnRequest};

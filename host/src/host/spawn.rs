@@ -44,6 +44,9 @@ pub struct SpawnRequest {
     /// [`Host::attach`](super::Host::attach) use
     /// [`HostOptions::notifications`](super::HostOptions::notifications).
     pub notifications: Option<crate::runner::NotificationLevel>,
+    /// What the teammate may do with models (`model.complete`): `None`, the
+    /// default, gives it no model capability at all.
+    pub model_policy: Option<crate::model::ModelPolicy>,
 }
 
 /// Where a teammate works.
@@ -80,6 +83,7 @@ impl SpawnRequest {
             limits: crate::sandbox::Limits::default(),
             isolation: Isolation::None,
             notifications: None,
+            model_policy: None,
         }
     }
 }

@@ -13,4 +13,6 @@ wasmtime::component::bindgen!({
 });
 
 pub use self::exports::teamhost::agent::handler;
-pub use self::teamhost::agent::{mailbox, messaging, protocol, tasks, team, tools, types};
+pub use self::teamhost::agent::{
+    mailbox, messaging, model, protocol, tasks, team, toolbox, tools, types,
+};

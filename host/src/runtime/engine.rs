@@ -115,7 +115,7 @@ impl Runtime {
 /// One line per teamhost interface: each is implemented on the narrow
 /// [`AgentCtx`](super::AgentCtx), not on the whole store data.
 fn add_teamhost_interfaces(linker: &mut Linker<TeammateState>) -> anyhow::Result<()> {
-    use bindings::{mailbox, messaging, protocol, tasks, team, tools, types};
+    use bindings::{mailbox, messaging, model, protocol, tasks, team, toolbox, tools, types};
     types::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
     protocol::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
     team::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
@@ -123,5 +123,6 @@ fn add_teamhost_interfaces(linker: &mut Linker<TeammateState>) -> anyhow::Result
     tasks::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
     messaging::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
     tools::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
+    model::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
     Ok(())
 }

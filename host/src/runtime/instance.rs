@@ -178,6 +178,7 @@ impl Instance {
         turn: &Turn,
     ) -> anyhow::Result<Result<TurnOutcome, String>> {
         self.store.data_mut().cpu_ticks = 0;
+        self.store.data().agent.model.client.start_turn();
         let call = self
             .bindings
             .teamhost_agent_handler()

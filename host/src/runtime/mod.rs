@@ -21,4 +21,4 @@ pub use cache::ComponentCache;
 pub use engine::Runtime;
 pub use instance::{DirAccess, Instance, InstanceConfig};
 pub(crate) use interfaces::{from_wit_status, mode_from_wit, to_wit_message, to_wit_task};
-pub use state::{AgentCtx, Identity, SandboxCtx, ShutdownDecision, TurnRecord};
+pub use state::{AgentCtx, Identity, ModelSeat, SandboxCtx, ShutdownDecision, TurnRecord};

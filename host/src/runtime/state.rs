@@ -139,4 +139,18 @@ pub struct AgentCtx {
     /// Messages, broadcasts and tasks created over the teammate's life (the
     /// total coordination limits).
     pub acts_total: TeamActs,
+    /// The teammate's model capability.
+    pub model: ModelSeat,
+}
+
+/// A teammate's model capability: its client (policy, meter, cassette) and
+/// where its calls are reported.
+pub struct ModelSeat {
+    /// The broker's per-teammate client (disabled when it has no policy).
+    pub client: crate::model::ModelClient,
+    /// Receives each call's events (the host's event channel).
+    pub sink: Option<crate::model::ModelCallSink>,
+    /// Set by every call; the runner writes the usage record after a turn
+    /// that used the model and clears it.
+    pub used: bool,
 }

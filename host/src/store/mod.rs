@@ -22,6 +22,7 @@ pub mod lock;
 pub mod mailbox;
 pub mod paths;
 pub mod tasks;
+pub mod usage;
 
 use std::sync::Arc;
 
@@ -30,6 +31,7 @@ pub use history_cache::HistoryCache;
 pub use lock::LockOptions;
 pub use mailbox::{InboxMessage, OutgoingMessage};
 pub use paths::{agent_id, Home, TeamPaths};
+pub use usage::ModelUsage;
 pub use tasks::{ClaimOutcome, ClaimRefusal, NewTask, Task, TaskStatus, TaskUpdate, Unassigned};
 
 use crate::error::Result;

@@ -120,6 +120,16 @@ impl TeamPaths {
             .history_dir()
             .join(format!("{}.jsonl", agent_file_stem(agent)?)))
     }
+    /// `{home}/teams/{team}/usage`: one model-usage record per agent.
+    pub fn usage_dir(&self) -> PathBuf {
+        self.team_dir.join("usage")
+    }
+    /// `{home}/teams/{team}/usage/{agent}.json`.
+    pub fn usage(&self, agent: &str) -> Result<PathBuf> {
+        Ok(self
+            .usage_dir()
+            .join(format!("{}.json", agent_file_stem(agent)?)))
+    }
     /// `{home}/tasks/{team}`.
     pub fn tasks_dir(&self) -> &Path {
         &self.tasks_dir

@@ -130,7 +130,8 @@ pub fn forward_host_events(
                 Ok(Event::StateChanged { team: t, .. })
                 | Ok(Event::TurnStarted { team: t, .. })
                 | Ok(Event::TasksChanged { team: t })
-                | Ok(Event::InboxChanged { team: t, .. }) => t == team,
+                | Ok(Event::InboxChanged { team: t, .. })
+                | Ok(Event::Model { team: t, .. }) => t == team,
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             };

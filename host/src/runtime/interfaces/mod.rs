@@ -6,6 +6,8 @@ mod ask;
 mod convert;
 mod mailbox;
 mod messaging;
+mod model;
+mod model_convert;
 mod tasks;
 mod team;
 mod tools;

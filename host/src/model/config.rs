@@ -1,0 +1,4 @@
+//! (being written)
+/// The host's model config.
+#[derive(Debug, Clone, Default)]
+pub struct ModelConfig;

@@ -1,0 +1,88 @@
+//! `teamhost:agent/model`: completions brokered by the host.
+//!
+//! The teammate's [`ModelClient`](crate::model::ModelClient) applies its
+//! policy, meter and cassette and calls the provider; this glue converts
+//! the types, reports the call to the host's event channel (the live view
+//! shows the teammate waiting on the model), and tells the lead once when
+//! the teammate's budget runs out. Nothing the provider or the broker
+//! returns here can hold a key, a header or a URL: the broker's errors are
+//! built without them.
+
+use std::time::Instant;
+
+use super::model_convert::{error_to_wit, model_info_to_wit, request_from_wit, response_to_wit, spend_to_wit};
+use super::AgentCtx;
+use crate::model::ModelCallEvent;
+use crate::runtime::bindings::model::{Host, ModelError, ModelInfo, Request, Response, Spend};
+use crate::store::OutgoingMessage;
+
+impl AgentCtx {
+    fn model_event(&self, event: ModelCallEvent) {
+        if let Some(sink) = &self.model.sink {
+            sink(event);
+        }
+    }
+
+    /// Tells the lead, from `teamhost`, that this teammate's model budget is
+    /// spent (once: the client hands the notice out a single time).
+    async fn budget_notice(&mut self) {
+        let Some(text) = self.model.client.take_budget_notice() else {
+            return;
+        };
+        let (team, lead) = (self.team.clone(), self.lead.clone());
+        let text = format!("{}: {text}", self.identity.name);
+        let msg = OutgoingMessage::new(crate::runner::HOST_SENDER, text);
+        match tokio::task::spawn_blocking(move || team.deliver(&lead, msg)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::error!(teammate = %self.identity.name, error = %e, "budget notice to the lead lost"),
+            Err(e) => tracing::error!(teammate = %self.identity.name, error = %e, "budget notice to the lead lost"),
+        }
+    }
+}
+
+impl Host for AgentCtx {
+    async fn models(&mut self) -> wasmtime::Result<Vec<ModelInfo>> {
+        Ok(self
+            .model
+            .client
+            .models()
+            .into_iter()
+            .map(model_info_to_wit)
+            .collect())
+    }
+
+    async fn complete(&mut self, req: Request) -> wasmtime::Result<Result<Response, ModelError>> {
+        let req = request_from_wit(req);
+        self.model_event(ModelCallEvent::Started {
+            model: req.model.clone(),
+        });
+        let started = Instant::now();
+        let result = self.model.client.complete(req).await;
+        self.model.used = true;
+        let spend = self.model.client.spent();
+        match result {
+            Ok(response) => {
+                self.model_event(ModelCallEvent::Finished {
+                    usage: response.usage,
+                    spend,
+                    millis: started.elapsed().as_millis() as u64,
+                });
+                Ok(Ok(response_to_wit(response)))
+            }
+            Err(e) => {
+                self.model_event(ModelCallEvent::Failed {
+                    error: e.to_string(),
+                    spend,
+                });
+                if matches!(e, crate::model::ModelError::BudgetExhausted(_)) {
+                    self.budget_notice().await;
+                }
+                Ok(Err(error_to_wit(e)))
+            }
+        }
+    }
+
+    async fn spent(&mut self) -> wasmtime::Result<Spend> {
+        Ok(spend_to_wit(self.model.client.spent()))
+    }
+}

@@ -1,0 +1,100 @@
+//! Model usage per teammate: `teams/{team}/usage/{name}.json`, written by
+//! the host that runs the teammate after each of its model calls, read by
+//! `teamhost status`, the live view and `run`'s summary (from any process).
+//!
+//! teamhost's own file: the reference has no such record (its
+//! `idle_notification` carries no usage), so it lives beside, not inside,
+//! the shared protocol files. It is replaced atomically; losing the last
+//! update in a crash loses only a display figure (budgets are enforced in the
+//! host's memory, not from this file).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{atomic, Team};
+use crate::error::Result;
+
+/// One teammate's model use, as its host last recorded it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelUsage {
+    /// Completions made.
+    pub calls: u64,
+    /// Input tokens (not from or to the cache).
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+    /// Input tokens read from the prompt cache.
+    pub cache_read_tokens: u64,
+    /// Input tokens written to the prompt cache.
+    pub cache_write_tokens: u64,
+    /// Cost at the host's prices, in millionths of a US dollar.
+    pub cost_microdollars: u64,
+    /// Tokens left in its budget, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_left: Option<u64>,
+    /// Money left in its budget (microdollars), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_left_microdollars: Option<u64>,
+    /// When a call it is waiting on started (ISO 8601), while it waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_since: Option<String>,
+    /// The last call's error, when the last call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// When this record was written (ISO 8601).
+    pub updated_at: String,
+}
+
+impl ModelUsage {
+    /// Every token counted.
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens
+            .saturating_add(self.output_tokens)
+            .saturating_add(self.cache_read_tokens)
+            .saturating_add(self.cache_write_tokens)
+    }
+}
+
+impl Team {
+    /// Replaces `agent`'s usage record.
+    pub fn write_model_usage(&self, agent: &str, usage: &ModelUsage) -> Result<()> {
+        let path = self.paths().usage(agent)?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| crate::Error::io("create", dir, e))?;
+        }
+        atomic::write_json(&path, usage)
+    }
+
+    /// Every usage record of the team, by agent file name. A record that
+    /// does not parse is skipped with a warning (a display figure is never
+    /// worth failing `status` for).
+    pub fn model_usage(&self) -> Result<BTreeMap<String, ModelUsage>> {
+        let dir = self.paths().usage_dir();
+        let mut out = BTreeMap::new();
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(crate::Error::io("read", &dir, e)),
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Some(stem) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".json"))
+            else {
+                continue;
+            };
+            match atomic::read_json::<ModelUsage>(&path) {
+                Ok(Some(u)) => {
+                    out.insert(stem.to_string(), u);
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "skipping an unreadable model usage record"),
+            }
+        }
+        Ok(out)
+    }
+}
