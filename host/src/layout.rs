@@ -70,6 +70,10 @@ pub enum Kind {
     Home,
     /// The precompiled component cache.
     Cache,
+    /// The model cassettes (recorded model answers replayed to teammates).
+    Cassettes,
+    /// The host's model config (providers, credentials).
+    ModelConfig,
 }
 
 impl std::fmt::Display for Kind {
@@ -79,6 +83,8 @@ impl std::fmt::Display for Kind {
             Kind::Component => "component",
             Kind::Home => "teamhost home",
             Kind::Cache => "component cache",
+            Kind::Cassettes => "model cassette directory",
+            Kind::ModelConfig => "model config file",
         })
     }
 }

@@ -28,6 +28,10 @@
 //! paths are resolved against the manifest's directory when it is parsed, so a
 //! [`Manifest`] always holds absolute paths.
 
+mod model_spec;
+
+pub use model_spec::{teammate_policy, ModelPolicySpec, ModelSpec};
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -50,7 +54,7 @@ pub const PERMISSION_MODES: &[&str] = &[
 
 /// A whole manifest. Built by [`Manifest::load`] or [`Manifest::parse`], which
 /// resolve relative paths and validate.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
     /// `[team]`.
@@ -64,6 +68,9 @@ pub struct Manifest {
     /// `[hooks]`: the lead's hook commands.
     #[serde(default)]
     pub hooks: HooksSpec,
+    /// `[model]`: record/replay mode and the cassette directory.
+    #[serde(default)]
+    pub model: ModelSpec,
 }
 
 /// `[hooks]`: shell commands run at points of a teammate's life; see
@@ -128,7 +135,7 @@ pub struct TeamSpec {
 }
 
 /// One `[[teammate]]`: a component to spawn in-process.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TeammateSpec {
     /// Member name (required, unique in the manifest).
@@ -162,9 +169,14 @@ pub struct TeammateSpec {
     /// Claim open tasks by itself when idle. Default `true`.
     #[serde(default = "yes")]
     pub auto_claim: bool,
-    /// Model id recorded in the config. Default: none.
+    /// Model alias: recorded in the config, and the teammate's default model
+    /// (with just this key it may use this one model). Default: none, and no
+    /// model capability unless `model_policy` is given.
     #[serde(default)]
     pub model: Option<String>,
+    /// `[teammate.model_policy]`: the models it may use and its budgets.
+    #[serde(default)]
+    pub model_policy: Option<ModelPolicySpec>,
     /// Role recorded in the config. Default: `general-purpose`.
     #[serde(default)]
     pub agent_type: Option<String>,
@@ -350,6 +362,7 @@ impl Manifest {
     /// becomes `{base}/work/{name}` (see [`default_cwd`]), or `base` itself
     /// for a teammate in a worktree (the repository its worktree comes from).
     pub fn resolve_paths(&mut self, base: &Path) {
+        self.model.resolve_paths(base);
         for t in &mut self.teammates {
             t.component = base.join(&t.component);
             t.cwd_is_default = t.cwd.as_os_str().is_empty();
@@ -375,6 +388,9 @@ impl Manifest {
                 .iter()
                 .map(|t| Protected::new(Kind::Component, &t.component)),
         );
+        if let Some(c) = &self.model.cassettes {
+            all.push(Protected::new(Kind::Cassettes, c));
+        }
         all
     }
 
@@ -401,6 +417,9 @@ impl Manifest {
             check_task(i, t, self.tasks.len(), &mut problems);
         }
         problems.extend(cycles(&self.tasks));
+        if let Err(e) = self.model.parsed_mode() {
+            problems.push(e);
+        }
         if problems.is_empty() {
             Ok(())
         } else {
@@ -410,9 +429,12 @@ impl Manifest {
 }
 
 impl TeammateSpec {
-    /// The spawn request for this teammate.
+    /// The spawn request for this teammate. Its model policy must be valid
+    /// ([`Manifest::validate`] checked it).
     pub fn spawn_request(&self) -> SpawnRequest {
         SpawnRequest {
+            model_policy: teammate_policy(self.model.as_deref(), self.model_policy.as_ref())
+                .unwrap_or_default(),
             agent_type: self.agent_type.clone(),
             model: self.model.clone(),
             mode: Some(self.mode.clone()),
@@ -477,6 +499,9 @@ fn check_teammate(
     problems: &mut Vec<String>,
 ) {
     let who = format!("teammate {:?} ([[teammate]] #{})", t.name, i + 1);
+    if let Err(e) = teammate_policy(t.model.as_deref(), t.model_policy.as_ref()) {
+        problems.push(format!("{who}: {e}"));
+    }
     if let Err(e) = agent_file_stem(&t.name) {
         problems.push(format!("{who}: name: {e}"));
     } else if t.name == LEAD_NAME || t.name == crate::runner::HOST_SENDER {

@@ -42,6 +42,38 @@ pub struct Snapshot {
     pub pending_requests: Vec<PendingView>,
     /// The lead's latest messages, newest first.
     pub recent_messages: Vec<FeedItem>,
+    /// Model use of every teammate that used a model, members or not any
+    /// more (by agent file name).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub model_usage: std::collections::BTreeMap<String, crate::store::ModelUsage>,
+}
+
+/// One line about a teammate's model use: calls, tokens, cost, what is
+/// left, and whether it waits on the model now.
+pub fn describe_model_usage(u: &crate::store::ModelUsage) -> String {
+    let mut s = format!(
+        "{} call{}, {} tokens ({} in, {} out, {} cached), ${:.4}",
+        u.calls,
+        if u.calls == 1 { "" } else { "s" },
+        u.total_tokens(),
+        u.input_tokens,
+        u.output_tokens,
+        u.cache_read_tokens + u.cache_write_tokens,
+        u.cost_microdollars as f64 / 1e6
+    );
+    if let Some(left) = u.tokens_left {
+        s.push_str(&format!(", {left} tokens left"));
+    }
+    if let Some(left) = u.cost_left_microdollars {
+        s.push_str(&format!(", ${:.4} left", left as f64 / 1e6));
+    }
+    if let Some(since) = &u.waiting_since {
+        s.push_str(&format!(", waiting on the model since {since}"));
+    }
+    if let Some(e) = &u.last_error {
+        s.push_str(&format!(", last call failed: {e}"));
+    }
+    s
 }
 
 /// One message to the lead, in words.
@@ -73,6 +105,9 @@ pub struct TeammateView {
     pub current_task: Option<String>,
     /// When it last wrote to the lead (ISO 8601), if ever.
     pub last_message: Option<String>,
+    /// Its model use, when it has used a model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<crate::store::ModelUsage>,
 }
 
 /// A request waiting for the lead.
@@ -116,6 +151,7 @@ pub fn snapshot_cached(team: &Team, messages: usize, cache: &mut HistoryCache) -
     let lead_mail: Vec<&InboxMessage> = cache.history(team, &lead)?.iter().chain(&inbox).collect();
     let names: HashSet<&str> = config.members.iter().map(|m| m.name.as_str()).collect();
     let last_message = last_messages(&lead_mail, &names);
+    let model_usage = team.model_usage().unwrap_or_default();
     let teammates = config
         .members
         .iter()
@@ -138,6 +174,10 @@ pub fn snapshot_cached(team: &Team, messages: usize, cache: &mut HistoryCache) -
                     (false, false, None) => "unknown",
                 },
                 last_message: last_message.get(m.name.as_str()).map(|t| t.to_string()),
+                model: crate::store::paths::agent_file_stem(&m.name)
+                    .ok()
+                    .and_then(|stem| model_usage.get(&stem).cloned()),
+
                 current_task: tasks
                     .iter()
                     .find(|t| {
@@ -161,6 +201,7 @@ pub fn snapshot_cached(team: &Team, messages: usize, cache: &mut HistoryCache) -
         tasks,
         pending_requests,
         recent_messages: recent(&lead_mail, messages),
+        model_usage,
     })
 }
 

@@ -365,7 +365,7 @@ fn model_seat(
     name: &str,
     req: &SpawnRequest,
 ) -> Result<crate::runtime::ModelSeat> {
-    let client = env.models.client(team.name(), name, req.model_policy.clone())?;
+    let client = env.models.hub().client(team.name(), name, req.model_policy.clone())?;
     if !client.enabled() {
         return Ok(crate::runtime::ModelSeat {
             client,

@@ -224,7 +224,7 @@ pub(crate) struct SpawnEnv<'a> {
     /// watcher (never, when the host does not watch files).
     pub config_changes: watch::Receiver<u64>,
     /// The host's model broker (each teammate gets a client of it).
-    pub models: &'a Arc<crate::model::ModelHub>,
+    pub models: &'a crate::host::ModelAccess,
 }
 
 /// A future a [`Backend`] returns.

@@ -61,7 +61,7 @@ async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spaw
     let log = log_file(&env, team, &member.name).map_err(rollback)?;
     let exe = checked_exe(env.backends).map_err(rollback)?;
     let mut cmd = tokio::process::Command::new(&exe);
-    cmd.args(teammate_args(team, &member, &req, &env.hooks))
+    cmd.args(teammate_args(team, &member, &req, &env.hooks, env.models))
         .current_dir(member.cwd.as_deref().unwrap_or("."))
         .stdin(Stdio::null())
         .stdout(
@@ -169,6 +169,7 @@ pub(crate) fn teammate_args(
     member: &Member,
     req: &SpawnRequest,
     hooks: &crate::hooks::Hooks,
+    models: &crate::host::ModelAccess,
 ) -> Vec<OsString> {
     let mut a: Vec<OsString> = vec!["teammate".into()];
     let mut flag = |k: &str, v: &str| {
@@ -219,6 +220,10 @@ pub(crate) fn teammate_args(
     a.push(req.notifications.unwrap_or_default().as_str().into());
     a.push("--settings".into());
     a.push(hooks.to_settings().to_string().into());
+    a.extend(models.child_args().iter().map(OsString::from));
+    if let Some(policy) = &req.model_policy {
+        a.extend(crate::cli::model_args::policy_flags(policy).into_iter().map(OsString::from));
+    }
     a
 }
 
@@ -597,7 +602,7 @@ mod tests {
         let level_of = |notifications| {
             let mut req = SpawnRequest::new("w", "w.wasm", "p", tmp.path());
             req.notifications = notifications;
-            let args = teammate_args(&team, &member, &req, &Default::default());
+            let args = teammate_args(&team, &member, &req, &Default::default(), &Default::default());
             let at = args
                 .iter()
                 .position(|a| a == "--notifications")

@@ -79,7 +79,7 @@ async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spaw
     let rollback = |e: Error| undo_registration(team, &member.name, e);
     let exe = super::process::checked_exe(env.backends).map_err(rollback)?;
     let mut command = vec![exe.into_os_string()];
-    command.extend(teammate_args(team, &member, &req, &env.hooks));
+    command.extend(teammate_args(team, &member, &req, &env.hooks, env.models));
     let line = format!(
         "exec {}",
         command

@@ -3,6 +3,7 @@
 
 mod approve;
 mod message;
+pub mod model_args;
 mod output;
 mod run;
 mod shutdown;

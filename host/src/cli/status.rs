@@ -47,6 +47,15 @@ pub(super) fn status(store: &Store, out: &Output, a: StatusArgs) -> anyhow::Resu
                 ),
             );
         }
+        if !snap.model_usage.is_empty() {
+            s.push_str("\nmodel use\n");
+            for (name, u) in &snap.model_usage {
+                push_line(
+                    &mut s,
+                    format!("  {:<20} {}", name, crate::status::describe_model_usage(u)),
+                );
+            }
+        }
         s.push_str("\ntasks\n");
         for t in &snap.tasks {
             let blocked = if t.blocked_by.is_empty() {

@@ -125,6 +125,13 @@ pub struct TeammateArgs {
     /// Do not watch files for changes: wake on the fallback poll only (benchmarks).
     #[arg(long = "no-watch", hide = true)]
     no_watch: bool,
+    /// Model calls: live, recorded or replayed.
+    #[command(flatten)]
+    model_calls: crate::cli::model_args::ModelArgs,
+    /// The teammate's model policy (default with --model: that model only,
+    /// default limits).
+    #[command(flatten)]
+    model_policy: crate::cli::model_args::ModelPolicyArgs,
 }
 
 /// The home `teamhost teammate` works in, and whether it is Claude Code's
@@ -346,6 +353,7 @@ async fn run_teammate(
         cache_dir,
         notifications: a.notifications,
         hooks: std::sync::Arc::new(hooks),
+        models: crate::cli::model_args::model_access(home.root(), &a.model_calls, None)?,
         ..Default::default()
     };
     let host = Host::with_options(home.clone(), opts)?;
@@ -484,6 +492,7 @@ fn request(a: &TeammateArgs, member: &Member) -> anyhow::Result<SpawnRequest> {
     let mut req = SpawnRequest::new(member.name.clone(), component, "", cwd);
     req.agent_type = Some(agent_type);
     req.model = a.model.clone().or_else(|| member.model.clone());
+    req.model_policy = a.model_policy.policy(req.model.as_deref())?;
     req.mode = if a.dangerously_skip_permissions {
         Some("bypassPermissions".into())
     } else {

@@ -57,31 +57,9 @@ pub struct HostOptions {
     /// The model broker teammates' `model.complete` calls go through
     /// (providers, credentials, aliases, record/replay). Default: none
     /// configured, so every call is `denied`.
-    pub models: ModelAccess,
+    pub models: super::ModelAccess,
 }
 
-/// The host's model broker, as [`HostOptions`] holds it.
-#[derive(Clone)]
-pub struct ModelAccess(pub Arc<crate::model::ModelHub>);
-
-impl ModelAccess {
-    /// Wraps a broker.
-    pub fn new(hub: Arc<crate::model::ModelHub>) -> Self {
-        ModelAccess(hub)
-    }
-}
-
-impl Default for ModelAccess {
-    fn default() -> Self {
-        ModelAccess(crate::model::ModelHub::none())
-    }
-}
-
-impl std::fmt::Debug for ModelAccess {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ModelAccess")
-    }
-}
 
 impl Default for HostOptions {
     fn default() -> Self {
@@ -95,7 +73,7 @@ impl Default for HostOptions {
             watch_files: true,
             hooks: Default::default(),
             notifications: NotificationLevel::All,
-            models: ModelAccess::default(),
+            models: super::ModelAccess::default(),
         }
     }
 }

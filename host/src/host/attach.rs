@@ -114,7 +114,7 @@ impl Host {
             hooks: inner.opts.hooks.clone(),
             backends: &inner.opts.backends,
             config_changes: self.watch_team(team)?,
-            models: &inner.opts.models.0,
+            models: &inner.opts.models,
         })
     }
 

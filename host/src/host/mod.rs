@@ -17,9 +17,11 @@
 mod api;
 mod attach;
 mod events;
+mod model_access;
 mod spawn;
 
-pub use api::{Host, HostOptions, ModelAccess, ShutdownReport};
+pub use api::{Host, HostOptions, ShutdownReport};
+pub use model_access::ModelAccess;
 pub use attach::Attach;
 pub use events::{Event, TeammateInfo, TeammateState};
 pub use spawn::{Isolation, SpawnRequest};

@@ -106,6 +106,7 @@ impl super::Host {
         if req.isolation == Isolation::None {
             let mut protected = home_paths(home, inner.opts.cache_dir.as_deref());
             protected.push(Protected::new(Kind::Component, &req.component));
+            protected.extend(inner.opts.models.protected().iter().cloned());
             check(&req.name, &req.cwd, &protected).map_err(invalid)?;
         }
         // Running teammates' directories are recorded canonical (the

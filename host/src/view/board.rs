@@ -105,6 +105,9 @@ pub struct MateRow {
     /// The task it is working on: `(id, what)`, `what` being the task's
     /// `activeForm` when it has one, else its subject.
     pub task: Option<(String, String)>,
+    /// Its model use in a few words (`thinking…` while it waits on the
+    /// model, else calls and cost); `None` when it never used one.
+    pub model: Option<String>,
     /// When it last did something the files show (ISO 8601).
     pub last_activity: Option<String>,
 }
@@ -193,6 +196,7 @@ impl Board {
                         (shown_line(id), shown_line(what))
                     }),
                     last_activity: t.last_message.clone(),
+                    model: t.model.as_ref().map(model_note),
                 }
             })
             .collect();
@@ -206,6 +210,7 @@ impl Board {
                     backend: None,
                     task: None,
                     last_activity: None,
+                    model: None,
                 });
             }
         }
@@ -333,5 +338,20 @@ mod tests {
         let board = Board::read(&team, &[]).unwrap();
         assert_eq!(board.teammates[0].task, Some(("2".into(), "Review".into())));
         assert_eq!((board.completed, board.progress()), (1, 0.5));
+    }
+}
+
+/// A teammate's model use in a few words for its row.
+fn model_note(u: &crate::store::ModelUsage) -> String {
+    let spent = format!(
+        "{} call{}, ${:.4}",
+        u.calls,
+        if u.calls == 1 { "" } else { "s" },
+        u.cost_microdollars as f64 / 1e6
+    );
+    if u.waiting_since.is_some() {
+        format!("thinking… ({spent})")
+    } else {
+        spent
     }
 }

@@ -245,6 +245,7 @@ mod tests {
                     backend: None,
                     task: None,
                     last_activity: None,
+                    model: None,
                 },
                 super::super::board::MateRow {
                     name: "bob".into(),
@@ -253,6 +254,7 @@ mod tests {
                     backend: None,
                     task: None,
                     last_activity: None,
+                    model: None,
                 },
             ],
             tasks: vec![],

@@ -126,6 +126,9 @@ fn mate_line(m: &MateRow) -> String {
     if let Some(b) = &m.backend {
         s += &format!(" [{b}]");
     }
+    if let Some(model) = &m.model {
+        s += &format!(" · model: {model}");
+    }
     s
 }
 

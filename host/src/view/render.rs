@@ -90,11 +90,13 @@ fn draw_teammates(frame: &mut Frame, area: Rect, board: &Board, ui: &Ui) {
                 Cell::from(m.name.clone()).style(Style::default().fg(color(m.color.as_deref()))),
                 Cell::from(m.state.label()).style(state_style(&m.state)),
                 Cell::from(m.backend.clone().unwrap_or_else(|| "-".into())),
-                Cell::from(match (&m.state, &m.task) {
+                Cell::from(match (&m.state, &m.task, &m.model) {
                     // Why it failed says more than the task it dropped.
-                    (MateState::Failed(why), _) => one_line(why),
-                    (_, Some((id, doing))) => format!("#{id} {doing}"),
-                    (_, None) => "-".into(),
+                    (MateState::Failed(why), _, _) => one_line(why),
+                    (_, Some((id, doing)), Some(model)) => format!("#{id} {doing} · {model}"),
+                    (_, Some((id, doing)), None) => format!("#{id} {doing}"),
+                    (_, None, Some(model)) => model.clone(),
+                    (_, None, None) => "-".into(),
                 }),
                 Cell::from(m.last_activity.as_deref().map(clock).unwrap_or_default()),
             ])
@@ -346,6 +348,7 @@ mod tests {
                 backend: Some("in-process".into()),
                 task: Some(("2".into(), "Write the docs".into())),
                 last_activity: Some("2026-11-22T01:02:03.000Z".into()),
+                model: None,
             }],
             tasks: vec![
                 TaskRow {

@@ -86,24 +86,36 @@ pub struct RunArgs {
     /// (the default without a terminal, and with --json).
     #[arg(long)]
     lines: bool,
+    /// Model calls: live, recorded or replayed (see `teamhost run --help`
+    /// and docs/guides/agent-teammate.md).
+    #[command(flatten)]
+    model: crate::cli::model_args::ModelArgs,
 }
 
 pub(super) fn run(store: &Store, out: &Output, a: RunArgs) -> anyhow::Result<()> {
     let manifest = Manifest::load(&a.manifest)?;
-    prepare_dirs(store.home().root(), &a.manifest, &manifest)?;
+    let models =
+        crate::cli::model_args::model_access(store.home().root(), &a.model, Some(&manifest.model))?;
+    prepare_dirs(store.home().root(), &a.manifest, &manifest, &models)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(run_team(store.home().root(), out, &a, &manifest))
+    runtime.block_on(run_team(store.home().root(), out, &a, &manifest, models))
 }
 
 /// Refuses a layout in which a teammate's directory holds the manifest, a
 /// component, the home or the cache (see [`crate::layout`]), then makes the
 /// default directories (`work/{name}`) of those that left `cwd` out.
-fn prepare_dirs(home: &Path, file: &Path, m: &Manifest) -> anyhow::Result<()> {
+fn prepare_dirs(
+    home: &Path,
+    file: &Path,
+    m: &Manifest,
+    models: &crate::host::ModelAccess,
+) -> anyhow::Result<()> {
     let mut protected = crate::layout::home_paths(home, None);
     protected.extend(m.protected_paths(file));
+    protected.extend(models.protected().iter().cloned());
     for t in &m.teammates {
         if t.isolation == crate::manifest::IsolationSpec::None {
             crate::layout::check(&t.name, &t.cwd, &protected).map_err(anyhow::Error::msg)?;
@@ -121,7 +133,13 @@ fn prepare_dirs(home: &Path, file: &Path, m: &Manifest) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn run_team(home: &Path, out: &Output, a: &RunArgs, m: &Manifest) -> anyhow::Result<()> {
+async fn run_team(
+    home: &Path,
+    out: &Output,
+    a: &RunArgs,
+    m: &Manifest,
+    models: crate::host::ModelAccess,
+) -> anyhow::Result<()> {
     let start = Instant::now();
     let width = m.teammates.iter().map(|t| t.name.len()).max().unwrap_or(0);
     let log = Log {
@@ -140,6 +158,7 @@ async fn run_team(home: &Path, out: &Output, a: &RunArgs, m: &Manifest) -> anyho
             backends,
             hooks: std::sync::Arc::new(m.hooks.to_hooks()),
             notifications: m.team.notifications,
+            models,
             ..Default::default()
         },
     )?;

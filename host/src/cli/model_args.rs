@@ -1,0 +1,160 @@
+//! The model flags `teamhost run` and `teamhost teammate` share, and how
+//! they become the host's model broker ([`ModelAccess`]).
+//!
+//! | flag | environment | default |
+//! |---|---|---|
+//! | `--model-mode MODE` | `TEAMHOST_MODEL_MODE` | the manifest's `[model] mode`, else `live` |
+//! | `--model-config FILE` | `TEAMHOST_MODEL_CONFIG` | `{home}/models.toml` when it exists, else the built-in providers and aliases |
+//! | `--cassettes DIR` | `TEAMHOST_CASSETTES` | the manifest's `[model] cassettes` |
+//!
+//! Credentials are read by the broker from the host's environment
+//! (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, …) or its config file, never from
+//! a flag: a flag would show in `ps` and in a tmux pane's command line.
+//!
+//! `teamhost teammate` also takes a teammate's model policy as flags
+//! (`--model-allow`, `--model-max-tokens`, …; see [`ModelPolicyArgs`]); with
+//! only the reference's `--model ALIAS`, the teammate may use that model with
+//! the default limits.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Args;
+
+use crate::host::ModelAccess;
+use crate::layout::Kind;
+use crate::manifest::ModelSpec;
+use crate::model::{CassetteMode, ModelConfig, ModelHub, ModelPolicy};
+
+/// Where model calls go, and whether they are recorded or replayed.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ModelArgs {
+    /// live (call the provider), record (call it and write cassettes),
+    /// replay (answer from cassettes only; a request that changed fails),
+    /// replay-lenient (serve a changed request's recorded answer with a
+    /// warning), replay-or-record (replay, and record what is missing).
+    #[arg(long = "model-mode", env = "TEAMHOST_MODEL_MODE", value_name = "MODE")]
+    pub mode: Option<String>,
+    /// The host's model config (providers, credentials, aliases, prices).
+    #[arg(long = "model-config", env = "TEAMHOST_MODEL_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The cassette directory ({DIR}/{team}/{teammate}.jsonl).
+    #[arg(long = "cassettes", env = "TEAMHOST_CASSETTES", value_name = "DIR")]
+    pub cassettes: Option<PathBuf>,
+}
+
+/// A teammate's model policy on `teamhost teammate`'s command line.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ModelPolicyArgs {
+    /// Model aliases the teammate may use (comma-separated; default: --model).
+    #[arg(long = "model-allow", value_name = "ALIASES", value_delimiter = ',')]
+    pub allow: Vec<String>,
+    /// Most tokens one call may generate.
+    #[arg(long = "model-max-tokens", value_name = "N")]
+    pub max_tokens: Option<u32>,
+    /// Completions per turn.
+    #[arg(long = "model-calls-per-turn", value_name = "N")]
+    pub calls_per_turn: Option<u32>,
+    /// Tokens over the teammate's life.
+    #[arg(long = "model-budget-tokens", value_name = "N")]
+    pub budget_tokens: Option<u64>,
+    /// US dollars over the teammate's life, at the host's prices.
+    #[arg(long = "model-budget-usd", value_name = "USD")]
+    pub budget_usd: Option<f64>,
+    /// Completions per minute.
+    #[arg(long = "model-rpm", value_name = "N")]
+    pub requests_per_minute: Option<u32>,
+}
+
+impl ModelPolicyArgs {
+    /// The policy these flags and `--model` describe; `None` when neither
+    /// names a model.
+    pub fn policy(&self, model: Option<&str>) -> anyhow::Result<Option<ModelPolicy>> {
+        let spec = crate::manifest::ModelPolicySpec {
+            allow: self.allow.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+            default: None,
+            max_tokens_per_call: self.max_tokens,
+            calls_per_turn: self.calls_per_turn,
+            budget_tokens: self.budget_tokens,
+            budget_usd: self.budget_usd,
+            requests_per_minute: self.requests_per_minute,
+        };
+        let given = !spec.allow.is_empty()
+            || spec.max_tokens_per_call.is_some()
+            || spec.calls_per_turn.is_some()
+            || spec.budget_tokens.is_some()
+            || spec.budget_usd.is_some()
+            || spec.requests_per_minute.is_some();
+        crate::manifest::teammate_policy(model, given.then_some(&spec))
+            .map_err(|e| anyhow::anyhow!("the model flags: {e}"))
+    }
+}
+
+/// The flags that give a `teamhost teammate` child `policy` exactly (the
+/// default model goes first in `--model-allow`; `--model` is passed apart,
+/// as the reference does).
+pub fn policy_flags(policy: &ModelPolicy) -> Vec<String> {
+    let mut allow = vec![policy.default.clone()];
+    allow.extend(policy.allow.iter().filter(|a| **a != policy.default).cloned());
+    let mut f = vec!["--model-allow".to_string(), allow.join(",")];
+    f.extend(["--model-max-tokens".into(), policy.max_tokens_per_call.to_string()]);
+    if let Some(n) = policy.calls_per_turn {
+        f.extend(["--model-calls-per-turn".into(), n.to_string()]);
+    }
+    if let Some(n) = policy.budget_tokens {
+        f.extend(["--model-budget-tokens".into(), n.to_string()]);
+    }
+    if let Some(micro) = policy.budget_microdollars {
+        f.extend(["--model-budget-usd".into(), format!("{:.6}", micro as f64 / 1e6)]);
+    }
+    if let Some(n) = policy.requests_per_minute {
+        f.extend(["--model-rpm".into(), n.to_string()]);
+    }
+    f
+}
+
+/// Builds the host's model broker from the flags, the manifest's `[model]`
+/// table (when there is a manifest) and the home's `models.toml`.
+pub fn model_access(
+    home: &Path,
+    args: &ModelArgs,
+    manifest: Option<&ModelSpec>,
+) -> anyhow::Result<ModelAccess> {
+    let mode: CassetteMode = match (&args.mode, manifest.and_then(|m| m.mode.as_ref())) {
+        (Some(m), _) | (None, Some(m)) => m
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--model-mode / [model] mode: {e}"))?,
+        (None, None) => CassetteMode::Live,
+    };
+    let cassettes = args
+        .cassettes
+        .clone()
+        .map(|c| std::path::absolute(&c).unwrap_or(c))
+        .or_else(|| manifest.and_then(|m| m.cassettes.clone()));
+    if mode != CassetteMode::Live && cassettes.is_none() {
+        anyhow::bail!(
+            "model mode {} needs a cassette directory: pass --cassettes DIR, set TEAMHOST_CASSETTES, or add cassettes = \"DIR\" to the manifest's [model] table",
+            args.mode.as_deref().or(manifest.and_then(|m| m.mode.as_deref())).unwrap_or("?")
+        );
+    }
+    let config_path = args
+        .config
+        .clone()
+        .map(|c| std::path::absolute(&c).unwrap_or(c))
+        .or_else(|| Some(home.join("models.toml")).filter(|p| p.is_file()));
+    let config = ModelConfig::load(config_path.as_deref())
+        .with_context(|| "cannot load the host's model config".to_string())?;
+    let hub = ModelHub::new(config, mode, cassettes.clone())?;
+    let mut child = Vec::new();
+    let mut access = ModelAccess::new(hub);
+    child.extend(["--model-mode".to_string(), mode.to_string()]);
+    if let Some(c) = &config_path {
+        child.extend(["--model-config".to_string(), c.display().to_string()]);
+        access = access.protecting(Kind::ModelConfig, c);
+    }
+    if let Some(c) = &cassettes {
+        child.extend(["--cassettes".to_string(), c.display().to_string()]);
+        access = access.protecting(Kind::Cassettes, c);
+    }
+    Ok(access.with_child_args(child))
+}
