@@ -17,6 +17,9 @@
 //! | `teammate.allowed_tools`, `disallowed_tools` | `[]` | each rule parses (`Read`, `Bash(git:*)`, `Edit(src/**)`) |
 //! | `teammate.isolation` | `none` | `none` or `worktree` |
 //! | `teammate.limits.*` | [`crate::sandbox::Limits`] | positive |
+//! | `teammate.model`, `teammate.model_policy.*` | no model capability | a non-empty allow list holding the default, positive limits, `budget_usd` ≥ 0 |
+//! | `model.mode` | `live` | one of the five modes |
+//! | `model.cassettes` | none | must not lie in a teammate's directory (layout check) |
 //! | `task.subject` | required | not empty |
 //! | `task.blocked_by` | `[]` | each in `1..=tasks`, not itself, listed once, no cycles |
 //!

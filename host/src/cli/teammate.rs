@@ -353,7 +353,17 @@ async fn run_teammate(
         cache_dir,
         notifications: a.notifications,
         hooks: std::sync::Arc::new(hooks),
-        models: crate::cli::model_args::model_access(home.root(), &a.model_calls, None)?,
+        // teamhost's own files (its model config) stay in teamhost's home
+        // when the team is Claude Code's (the cache's parent's parent).
+        models: crate::cli::model_args::model_access(
+            cache_dir
+                .as_deref()
+                .and_then(|c| c.parent())
+                .and_then(|c| c.parent())
+                .unwrap_or(home.root()),
+            &a.model_calls,
+            None,
+        )?,
         ..Default::default()
     };
     let host = Host::with_options(home.clone(), opts)?;

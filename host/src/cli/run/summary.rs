@@ -127,6 +127,9 @@ struct MateLine {
     turns: u64,
     /// Ids of the completed tasks it owns.
     completed_tasks: Vec<String>,
+    /// Its model use, when it used a model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<crate::store::ModelUsage>,
 }
 
 #[derive(Debug, Serialize)]
@@ -160,6 +163,7 @@ impl Summary {
                 blocked_by: t.blocked_by.clone(),
             })
             .collect();
+        let usage = team.model_usage().unwrap_or_default();
         let teammates: Vec<MateLine> = teammates
             .iter()
             .map(|t| MateLine {
@@ -182,6 +186,9 @@ impl Summary {
                     .filter(|k| k.status == "completed" && k.owner.as_deref() == Some(&t.name))
                     .map(|k| k.id.clone())
                     .collect(),
+                model: crate::store::paths::agent_file_stem(&t.name)
+                    .ok()
+                    .and_then(|stem| usage.get(&stem).cloned()),
             })
             .collect();
         let mut problems: Vec<String> = outcome.error().into_iter().collect();
@@ -292,6 +299,12 @@ impl Summary {
                 t.name, t.turns, t.state
             );
             push_line(&mut s, line);
+            if let Some(u) = &t.model {
+                push_line(
+                    &mut s,
+                    format!("  {:<w$}  model: {}", "", crate::status::describe_model_usage(u)),
+                );
+            }
         }
         let mc = &self.messages;
         let kinds: Vec<String> = mc.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
