@@ -350,7 +350,7 @@ async fn run_teammate(
     let opts = HostOptions {
         poll_interval: Duration::from_millis(a.poll_ms.max(1)),
         watch_files: !a.no_watch,
-        cache_dir,
+        cache_dir: cache_dir.clone(),
         notifications: a.notifications,
         hooks: std::sync::Arc::new(hooks),
         // teamhost's own files (its model config) stay in teamhost's home
