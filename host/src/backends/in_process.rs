@@ -370,7 +370,7 @@ fn model_seat(
         return Ok(crate::runtime::ModelSeat {
             client,
             sink: None,
-            used: false,
+            clock: Default::default(),
         });
     }
     let (usage_tx, usage_rx) = watch::channel(crate::store::ModelUsage::default());
@@ -388,7 +388,7 @@ fn model_seat(
     Ok(crate::runtime::ModelSeat {
         client,
         sink: Some(sink),
-        used: false,
+        clock: Default::default(),
     })
 }
 

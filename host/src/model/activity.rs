@@ -33,3 +33,52 @@ pub enum ModelCallEvent {
 /// Receives a teammate's [`ModelCallEvent`]s (the host forwards them to its
 /// event channel). Must not block.
 pub type ModelCallSink = std::sync::Arc<dyn Fn(ModelCallEvent) + Send + Sync>;
+
+/// Time a teammate's turn spent waiting on the model: the runtime leaves it
+/// out of the turn's wall-time limit (`wall_per_turn` bounds what the
+/// teammate does, not how fast the provider answers; model calls are
+/// bounded by the policy's calls per turn and the provider's timeouts).
+#[derive(Debug, Default)]
+pub struct ModelClock {
+    inner: std::sync::Mutex<ClockState>,
+}
+
+#[derive(Debug, Default)]
+struct ClockState {
+    in_flight_since: Option<std::time::Instant>,
+    total: std::time::Duration,
+}
+
+impl ModelClock {
+    /// A call started.
+    pub fn start(&self) {
+        self.inner.lock().expect("model clock").in_flight_since = Some(std::time::Instant::now());
+    }
+
+    /// The call that started ended.
+    pub fn stop(&self) {
+        let mut s = self.inner.lock().expect("model clock");
+        if let Some(t) = s.in_flight_since.take() {
+            s.total += t.elapsed();
+        }
+    }
+
+    /// Time spent waiting since the last [`reset`](Self::reset), the call in
+    /// flight included.
+    pub fn waited(&self) -> std::time::Duration {
+        let s = self.inner.lock().expect("model clock");
+        s.total + s.in_flight_since.map_or(std::time::Duration::ZERO, |t| t.elapsed())
+    }
+
+    /// Whether a call is in flight.
+    pub fn waiting(&self) -> bool {
+        self.inner.lock().expect("model clock").in_flight_since.is_some()
+    }
+
+    /// Starts a new turn's count.
+    pub fn reset(&self) {
+        let mut s = self.inner.lock().expect("model clock");
+        s.total = std::time::Duration::ZERO;
+        s.in_flight_since = None;
+    }
+}

@@ -90,6 +90,8 @@ pub struct Instance {
     store: Store<TeammateState>,
     bindings: Teammate,
     wall: std::time::Duration,
+    /// Time the turn waited on the model, left out of `wall`.
+    model_clock: std::sync::Arc<crate::model::ModelClock>,
     memory: usize,
 }
 
@@ -124,6 +126,7 @@ impl Instance {
         }
         let mut table = ResourceTable::new();
         table.set_max_capacity(config.limits.max_open_resources);
+        let model_clock = agent.model.clock.clone();
         let state = TeammateState {
             wasi: wasi.build(),
             table,
@@ -161,6 +164,7 @@ impl Instance {
             store,
             bindings,
             wall,
+            model_clock,
             memory,
         })
     }
@@ -179,14 +183,17 @@ impl Instance {
     ) -> anyhow::Result<Result<TurnOutcome, String>> {
         self.store.data_mut().cpu_ticks = 0;
         self.store.data().agent.model.client.start_turn();
+        self.model_clock.reset();
+        let (wall, clock) = (self.wall, self.model_clock.clone());
         let call = self
             .bindings
             .teamhost_agent_handler()
             .call_handle_turn(&mut self.store, turn);
-        match tokio::time::timeout(self.wall, call).await {
+        match within_wall(wall, &clock, call).await {
             Err(_) => anyhow::bail!(
-                "wall-time limit: the turn took longer than {:?} (wall_per_turn)",
-                self.wall
+                "wall-time limit: the turn took longer than {:?} (wall_per_turn), not counting {:?} waiting on the model",
+                wall,
+                clock.waited()
             ),
             Ok(Ok(outcome)) => {
                 self.check_disk().await?;
@@ -291,5 +298,33 @@ mod tests {
             DirAccess::for_teammate(plan, &rules(&["Write"])),
             DirAccess::ReadOnly
         );
+    }
+}
+
+/// Runs `call` until it ends or `wall` has passed, not counting the time
+/// `clock` says the turn waited on the model (the deadline moves out by that
+/// much, and never passes while a model call is in flight). `Err(())` when
+/// the limit was reached.
+async fn within_wall<F: std::future::Future>(
+    wall: std::time::Duration,
+    clock: &crate::model::ModelClock,
+    call: F,
+) -> Result<F::Output, ()> {
+    let start = tokio::time::Instant::now();
+    tokio::pin!(call);
+    loop {
+        let mut deadline = start + wall + clock.waited();
+        if clock.waiting() {
+            // The deadline moves with the call; look again now and then.
+            deadline = deadline.max(tokio::time::Instant::now() + std::time::Duration::from_millis(250));
+        }
+        tokio::select! {
+            out = &mut call => return Ok(out),
+            () = tokio::time::sleep_until(deadline) => {
+                if !clock.waiting() && start + wall + clock.waited() <= tokio::time::Instant::now() {
+                    return Err(());
+                }
+            }
+        }
     }
 }

@@ -150,7 +150,7 @@ pub struct ModelSeat {
     pub client: crate::model::ModelClient,
     /// Receives each call's events (the host's event channel).
     pub sink: Option<crate::model::ModelCallSink>,
-    /// Set by every call; the runner writes the usage record after a turn
-    /// that used the model and clears it.
-    pub used: bool,
+    /// Time the current turn waited on the model (left out of its wall-time
+    /// limit).
+    pub clock: std::sync::Arc<crate::model::ModelClock>,
 }

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `memory_bytes` | 64 MiB | trap: the teammate fails, the lead is told "memory limit" |
 //! | `cpu_per_turn` | 60 s | trap: "CPU limit" |
-//! | `wall_per_turn` | 10 min | the turn is abandoned, the teammate fails: "wall-time limit" |
+//! | `wall_per_turn` | 10 min | the turn is abandoned, the teammate fails: "wall-time limit" (time waiting on the model is not counted: the model policy bounds that) |
 //! | `max_message_bytes` | 1 MiB | typed `invalid` error; nothing is sent |
 //! | `max_tool_output_bytes` | 256 KiB | output cut, marked `truncated` |
 //! | `ask_timeout` | 5 min | the waiting tool call is denied |
@@ -41,7 +41,8 @@ pub struct Limits {
     /// CPU a single turn may use (counted in epoch ticks of 10 ms while the
     /// guest runs).
     pub cpu_per_turn: Duration,
-    /// Wall time a single turn may take, waiting for approvals included.
+    /// Wall time a single turn may take, waiting for approvals included,
+    /// waiting on the model not (see [`crate::model::ModelClock`]).
     pub wall_per_turn: Duration,
     /// Largest message, plan or broadcast a teammate may send, in bytes.
     pub max_message_bytes: usize,

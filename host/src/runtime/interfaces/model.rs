@@ -57,8 +57,9 @@ impl Host for AgentCtx {
             model: req.model.clone(),
         });
         let started = Instant::now();
+        self.model.clock.start();
         let result = self.model.client.complete(req).await;
-        self.model.used = true;
+        self.model.clock.stop();
         let spend = self.model.client.spent();
         match result {
             Ok(response) => {
