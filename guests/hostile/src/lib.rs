@@ -70,6 +70,7 @@ wit_bindgen::generate!({
 
 mod coord;
 mod exhaust;
+mod model;
 mod screen;
 
 use std::fmt::Debug;
@@ -257,6 +258,7 @@ fn command(attack: &str, args: &[&str]) {
         "exhaust" => exhaust::run(args),
         "coord" => coord::run(args),
         "fake-screen" => screen::run(),
+        "model" => model::run(args),
         other => report("unknown", false, format!("no attack called {other:?}")),
     }
 }
