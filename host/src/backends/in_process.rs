@@ -423,8 +423,9 @@ fn record_call(u: &mut crate::store::ModelUsage, call: &crate::model::ModelCallE
     u.updated_at = now;
 }
 
-/// Writes `name`'s usage record each time it changed, until the teammate's
-/// sink is dropped (after one last write).
+/// Writes `name`'s usage record each time it changed, at most every 100 ms
+/// (a burst of calls costs a few writes), until the teammate's sink is
+/// dropped (after one last write).
 async fn write_usage(
     team: Team,
     name: String,
@@ -438,5 +439,6 @@ async fn write_usage(
             Ok(Err(e)) => tracing::warn!(teammate = %name, error = %e, "model usage record not written"),
             Err(e) => tracing::warn!(teammate = %name, error = %e, "model usage record not written"),
         }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }

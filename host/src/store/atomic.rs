@@ -97,6 +97,20 @@ pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
 /// Atomically replaces `path` with `bytes`: temp file in the same directory,
 /// `fdatasync`, rename. The parent directory is created when missing.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    replace(path, bytes, true)
+}
+
+/// [`write_json`] without the `fdatasync`: readers still see the old or the
+/// new file whole, but a machine crash may leave either (or an empty file).
+/// For records that only show something (model usage), never for protocol
+/// state.
+pub fn write_json_relaxed<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
+    let bytes = serde_json::to_vec_pretty(value)
+        .map_err(|e| Error::Invalid(format!("cannot serialise {}: {e}", path.display())))?;
+    replace(path, &bytes, false)
+}
+
+fn replace(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
     let tmp = with_suffix(path, &format!(".tmp.{:08x}", fastrand::u32(..)));
     let result = (|| {
         let mut f = match File::create(&tmp) {
@@ -110,7 +124,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .map_err(|e| Error::io("create", &tmp, e))?;
         f.write_all(bytes)
             .map_err(|e| Error::io("write", &tmp, e))?;
-        f.sync_data().map_err(|e| Error::io("sync", &tmp, e))?;
+        if sync {
+            f.sync_data().map_err(|e| Error::io("sync", &tmp, e))?;
+        }
         std::fs::rename(&tmp, path).map_err(|e| Error::io("rename", &tmp, e))
     })();
     if result.is_err() {

@@ -4,8 +4,9 @@
 //!
 //! teamhost's own file: the reference has no such record (its
 //! `idle_notification` carries no usage), so it lives beside, not inside,
-//! the shared protocol files. It is replaced atomically; losing the last
-//! update in a crash loses only a display figure (budgets are enforced in the
+//! the shared protocol files. It is replaced atomically but not synced
+//! ([`atomic::write_json_relaxed`]): a machine crash can lose the last
+//! update, which loses only a display figure (budgets are enforced in the
 //! host's memory, not from this file).
 
 use std::collections::BTreeMap;
@@ -64,7 +65,7 @@ impl Team {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| crate::Error::io("create", dir, e))?;
         }
-        atomic::write_json(&path, usage)
+        atomic::write_json_relaxed(&path, usage)
     }
 
     /// Every usage record of the team, by agent file name. A record that
