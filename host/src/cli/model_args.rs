@@ -144,9 +144,15 @@ pub fn model_access(
         .or_else(|| Some(home.join("models.toml")).filter(|p| p.is_file()));
     let config = ModelConfig::load(config_path.as_deref())
         .with_context(|| "cannot load the host's model config".to_string())?;
+    let scripts = config.files();
     let hub = ModelHub::new(config, mode, cassettes.clone())?;
     let mut child = Vec::new();
     let mut access = ModelAccess::new(hub);
+    // A script file decides what the model answers: a teammate must not
+    // be able to write it, any more than the config naming it.
+    for script in scripts {
+        access = access.protecting(Kind::ModelConfig, script);
+    }
     child.extend(["--model-mode".to_string(), mode.to_string()]);
     if let Some(c) = &config_path {
         child.extend(["--model-config".to_string(), c.display().to_string()]);

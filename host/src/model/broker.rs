@@ -1,55 +1,537 @@
-//! (being written) The host-wide [`ModelHub`] and the per-teammate [`ModelClient`].
-use std::path::PathBuf;
-use std::sync::Arc;
+//! The broker: [`ModelHub`], one per host, and [`ModelClient`], one per
+//! teammate.
+//!
+//! A teammate's call goes: policy (is the alias allowed? is the request
+//! well formed and within the per-call maximum?) → meter (calls per turn,
+//! rate limit, budgets: [`super::meter`]) → cassette (replay modes:
+//! [`super::cassette`]) → provider (built on first use from the host's
+//! config: [`super::config`]) → cassette (record modes) → meter (the actual
+//! usage is charged). Nothing is held locked across the provider call, so
+//! teammates never wait on each other in the broker, and dropping the
+//! call's future (the teammate was stopped) abandons the HTTP request and
+//! gives the reservation back.
+//!
+//! Every error the guest gets is built here or by a provider, without keys,
+//! headers or URLs.
 
-use super::{CassetteMode, ModelConfig, ModelError, ModelInfo, ModelPolicy, Request, Response, Spend};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
-/// Host-wide model state.
-pub struct ModelHub;
+use super::cassette::{Cassette, CassetteMode, Lookup};
+use super::config::{ModelConfig, ModelEntry, ProviderSpec};
+use super::meter::{Meter, Reservation};
+use super::policy::ModelPolicy;
+use super::provider::{self, Provider, ProviderCall};
+use super::scripted::{Script, Scripted};
+use super::types::{ContentBlock, ModelError, ModelInfo, Request, Response, Role, Spend, ToolChoice};
 
-impl ModelHub {
-    /// Builds the hub.
-    pub fn new(
-        _config: ModelConfig,
-        _mode: CassetteMode,
-        _cassettes: Option<PathBuf>,
-    ) -> crate::Result<Arc<Self>> {
-        Ok(Arc::new(ModelHub))
-    }
-    /// A hub with nothing configured.
-    pub fn none() -> Arc<Self> {
-        Arc::new(ModelHub)
-    }
-    /// The client of one teammate.
-    pub fn client(
-        self: &Arc<Self>,
-        _team: &str,
-        _teammate: &str,
-        _policy: Option<ModelPolicy>,
-    ) -> crate::Result<ModelClient> {
-        Ok(ModelClient)
+/// The largest request a guest may send, as JSON (8 MiB).
+pub const MAX_REQUEST_BYTES: usize = 8 << 20;
+
+/// Host-wide model state: the config, the providers built so far, the
+/// cassettes open.
+pub struct ModelHub {
+    config: ModelConfig,
+    mode: CassetteMode,
+    cassettes: Option<PathBuf>,
+    enabled: bool,
+    providers: Mutex<HashMap<String, Result<Arc<dyn Provider>, String>>>,
+    open: Mutex<HashMap<(String, String), Arc<Cassette>>>,
+}
+
+impl std::fmt::Debug for ModelHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelHub")
+            .field("mode", &self.mode)
+            .field("cassettes", &self.cassettes)
+            .field("enabled", &self.enabled)
+            .finish_non_exhaustive()
     }
 }
 
-/// One teammate's view of the models.
+impl ModelHub {
+    /// A hub answering from `config`'s providers in `mode`, with cassettes
+    /// under `cassettes` (required by every mode but `live`).
+    pub fn new(config: ModelConfig, mode: CassetteMode, cassettes: Option<PathBuf>) -> crate::Result<Arc<Self>> {
+        if mode != CassetteMode::Live && cassettes.is_none() {
+            return Err(crate::Error::Invalid(format!(
+                "model mode {mode} needs a cassette directory"
+            )));
+        }
+        Ok(Arc::new(ModelHub {
+            config,
+            mode,
+            cassettes,
+            enabled: true,
+            providers: Mutex::default(),
+            open: Mutex::default(),
+        }))
+    }
+
+    /// A hub with no model access: every teammate's `models()` is empty and
+    /// a teammate given a model policy cannot be spawned.
+    pub fn none() -> Arc<Self> {
+        Arc::new(ModelHub {
+            config: ModelConfig::from_env(),
+            mode: CassetteMode::Live,
+            cassettes: None,
+            enabled: false,
+            providers: Mutex::default(),
+            open: Mutex::default(),
+        })
+    }
+
+    /// Its mode.
+    pub fn mode(&self) -> CassetteMode {
+        self.mode
+    }
+
+    /// Its config.
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    /// Puts a provider in place of the one the config names (for tests and
+    /// embedders with their own provider).
+    pub fn set_provider(&self, name: &str, provider: Arc<dyn Provider>) {
+        self.providers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name.to_string(), Ok(provider));
+    }
+
+    /// The client of `teammate` in `team`. Without a policy the client is
+    /// disabled. With one, every allowed alias must be in the catalog, and
+    /// with a cost budget every allowed model must have a price.
+    pub fn client(self: &Arc<Self>, team: &str, teammate: &str, policy: Option<ModelPolicy>) -> crate::Result<ModelClient> {
+        let Some(policy) = policy else {
+            return Ok(ModelClient { inner: None });
+        };
+        let refuse = |why: String| crate::Error::Invalid(format!("teammate {teammate:?}'s model policy: {why}"));
+        if !self.enabled {
+            return Err(refuse(
+                "this host has no model access configured (the embedding program gives one in HostOptions.models)".into(),
+            ));
+        }
+        policy.validate().map_err(refuse)?;
+        let mut models = HashMap::new();
+        for alias in &policy.allow {
+            let entry = self.config.resolve(alias).ok_or_else(|| {
+                refuse(format!(
+                    "model {alias:?} is not in the host's catalog (known: {}); add [models.{alias}] to the host's model config, or write PROVIDER/MODEL-ID",
+                    self.config.models.keys().cloned().collect::<Vec<_>>().join(", ")
+                ))
+            })?;
+            if policy.budget_microdollars.is_some() && entry.price.is_none() {
+                return Err(refuse(format!(
+                    "model {alias:?} has no price in the host's config, so a cost budget (budget_usd) cannot be kept: give it a price or drop budget_usd"
+                )));
+            }
+            models.insert(alias.clone(), entry);
+        }
+        let cassette = match (&self.cassettes, self.mode) {
+            (_, CassetteMode::Live) | (None, _) => None,
+            (Some(dir), mode) => Some(self.cassette(dir, team, teammate, mode)?),
+        };
+        Ok(ModelClient {
+            inner: Some(Arc::new(ClientInner {
+                hub: self.clone(),
+                team: team.to_string(),
+                teammate: teammate.to_string(),
+                models,
+                meter: Meter::new(policy),
+                cassette,
+            })),
+        })
+    }
+
+    /// The teammate's cassette, shared by its later lives in this host (a
+    /// respawned teammate appends to the recording of its first life).
+    fn cassette(&self, dir: &Path, team: &str, teammate: &str, mode: CassetteMode) -> crate::Result<Arc<Cassette>> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (team.to_string(), teammate.to_string());
+        if let Some(c) = open.get(&key) {
+            return Ok(c.clone());
+        }
+        let c = Arc::new(Cassette::open(dir, team, teammate, mode)?);
+        open.insert(key, c.clone());
+        Ok(c)
+    }
+
+    /// The provider named `name`, built on first use.
+    fn provider(&self, name: &str) -> Result<Arc<dyn Provider>, ModelError> {
+        let mut providers = self.providers.lock().unwrap_or_else(|p| p.into_inner());
+        let built = providers
+            .entry(name.to_string())
+            .or_insert_with(|| build_provider(&self.config, name));
+        built.clone().map_err(ModelError::Unavailable)
+    }
+}
+
+fn build_provider(config: &ModelConfig, name: &str) -> Result<Arc<dyn Provider>, String> {
+    match config.providers.get(name) {
+        None => Err(format!("the host has no provider {name:?}")),
+        Some(ProviderSpec::Scripted { script }) => Script::load(script)
+            .map(|s| Arc::new(Scripted::new(s)) as Arc<dyn Provider>)
+            .map_err(|e| e.to_string()),
+        Some(ProviderSpec::Http { settings, key_env }) => {
+            if settings.api_key.is_none() && is_remote(&settings.base_url) {
+                return Err(format!(
+                    "the host has no key for provider {name:?}: set {} in the environment of the teamhost process",
+                    key_env.as_deref().unwrap_or("its api_key_env variable")
+                ));
+            }
+            provider::build(settings.clone()).map_err(|e| format!("cannot set up provider {name:?}: {e}"))
+        }
+    }
+}
+
+/// Whether a base URL is a hosted API (which needs a key) rather than a
+/// server on this machine.
+fn is_remote(base_url: &str) -> bool {
+    let rest = base_url.split("://").nth(1).unwrap_or(base_url);
+    let host = rest.split(['/', ':']).next().unwrap_or("");
+    !matches!(host, "127.0.0.1" | "localhost" | "0.0.0.0") && !rest.starts_with("[::1]")
+}
+
+
+struct ClientInner {
+    hub: Arc<ModelHub>,
+    team: String,
+    teammate: String,
+    models: HashMap<String, ModelEntry>,
+    meter: Meter,
+    cassette: Option<Arc<Cassette>>,
+}
+
+/// One teammate's access to models. Cheap to clone; clones share the
+/// meter.
 #[derive(Clone)]
-pub struct ModelClient;
+pub struct ModelClient {
+    inner: Option<Arc<ClientInner>>,
+}
+
+impl std::fmt::Debug for ModelClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.inner {
+            None => f.write_str("ModelClient(disabled)"),
+            Some(c) => write!(f, "ModelClient({}/{})", c.team, c.teammate),
+        }
+    }
+}
+
+/// Gives a reservation back when a call ends without an answer, cancelled
+/// included.
+struct Held<'a> {
+    meter: &'a Meter,
+    reservation: Option<Reservation>,
+}
+
+impl Held<'_> {
+    fn settle(mut self, response: &Response, entry: &ModelEntry) {
+        if let Some(r) = self.reservation.take() {
+            self.meter.settle(r, &response.usage, entry.price.as_ref());
+        }
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if let Some(r) = self.reservation.take() {
+            self.meter.release(r);
+        }
+    }
+}
 
 impl ModelClient {
-    pub fn models(&self) -> Vec<ModelInfo> {
-        Vec::new()
+    /// A client with no model access.
+    pub fn disabled() -> ModelClient {
+        ModelClient { inner: None }
     }
-    pub async fn complete(&self, _req: Request) -> Result<Response, ModelError> {
-        Err(ModelError::Denied("no".into()))
-    }
-    pub fn spent(&self) -> Spend {
-        Spend::default()
-    }
-    pub fn start_turn(&self) {}
+
+    /// Whether the teammate has a model policy.
     pub fn enabled(&self) -> bool {
-        false
+        self.inner.is_some()
     }
+
+    /// The models it may use (empty when disabled); `max_output_tokens` is
+    /// the smaller of the model's and the policy's per-call maximum.
+    pub fn models(&self) -> Vec<ModelInfo> {
+        let Some(c) = &self.inner else {
+            return Vec::new();
+        };
+        let policy = c.meter.policy();
+        policy
+            .allow
+            .iter()
+            .filter_map(|alias| {
+                c.models.get(alias).map(|e| ModelInfo {
+                    alias: alias.clone(),
+                    id: e.id.clone(),
+                    context_window: e.context_window,
+                    max_output_tokens: e.max_output_tokens.min(policy.max_tokens_per_call),
+                    is_default: *alias == policy.default,
+                })
+            })
+            .collect()
+    }
+
+    /// What it spent and has left.
+    pub fn spent(&self) -> Spend {
+        self.inner.as_ref().map_or_else(Spend::default, |c| c.meter.spend())
+    }
+
+    /// A new turn (calls per turn start again).
+    pub fn start_turn(&self) {
+        if let Some(c) = &self.inner {
+            c.meter.start_turn();
+        }
+    }
+
+    /// The notice for the lead, once, after a budget first refused a call.
     pub fn take_budget_notice(&self) -> Option<String> {
-        None
+        self.inner.as_ref().and_then(|c| c.meter.take_budget_notice())
+    }
+
+    /// One completion under the teammate's policy (see the module docs).
+    pub async fn complete(&self, request: Request) -> Result<Response, ModelError> {
+        let Some(c) = &self.inner else {
+            return Err(ModelError::Denied(
+                "this teammate has no model access: its lead gives it a model policy ([teammate.model_policy] in the manifest, or --model-allow)".into(),
+            ));
+        };
+        c.complete(request).await
+    }
+}
+
+impl ClientInner {
+    async fn complete(&self, request: Request) -> Result<Response, ModelError> {
+        let policy = self.meter.policy();
+        let alias = if request.model.is_empty() {
+            policy.default.clone()
+        } else {
+            request.model.clone()
+        };
+        let entry = self.models.get(&alias).ok_or_else(|| {
+            ModelError::Denied(format!(
+                "model {:?} is not allowed for this teammate; it may use: {}",
+                truncate(&alias, 64),
+                policy.allow.join(", ")
+            ))
+        })?;
+        let size = validate(&request)?;
+        let max_tokens = request.max_tokens.unwrap_or(policy.max_tokens_per_call.min(entry.max_output_tokens));
+        let limit = policy.max_tokens_per_call.min(entry.max_output_tokens);
+        if max_tokens == 0 || max_tokens > limit {
+            return Err(ModelError::Invalid(format!(
+                "max-tokens {max_tokens} is outside 1..={limit} (this teammate's per-call maximum for {alias})"
+            )));
+        }
+        let input_estimate = (size as u64).div_ceil(4);
+        let started = Instant::now();
+
+        // From the cassette, when the mode replays.
+        let mut drifted = None;
+        if let Some(cassette) = self.cassette.as_ref().filter(|_| self.hub.mode.replays()) {
+            let served = match cassette.lookup(&request) {
+                Lookup::Hit(r) => Some(r),
+                Lookup::Drift { difference, recorded } => match self.hub.mode {
+                    CassetteMode::ReplayLenient => {
+                        tracing::warn!(team = %self.team, teammate = %self.teammate, "{difference}; serving the recorded answer (replay-lenient)");
+                        Some(recorded)
+                    }
+                    CassetteMode::ReplayOrRecord => {
+                        drifted = Some(difference);
+                        None
+                    }
+                    _ => return Err(ModelError::NotRecorded(difference)),
+                },
+                Lookup::Miss(text) if self.hub.mode == CassetteMode::ReplayOrRecord => {
+                    drifted = Some(text);
+                    None
+                }
+                Lookup::Miss(text) => return Err(ModelError::NotRecorded(text)),
+            };
+            if let Some(response) = served {
+                let held = Held {
+                    meter: &self.meter,
+                    reservation: Some(self.meter.reserve(input_estimate, max_tokens, entry.price.as_ref(), false)?),
+                };
+                held.settle(&response, entry);
+                self.log(&alias, &response, started, "cassette");
+                return Ok(response);
+            }
+        }
+        if let Some(why) = drifted {
+            tracing::info!(team = %self.team, teammate = %self.teammate, "{why}; calling the provider (replay-or-record)");
+        }
+
+        // From the provider.
+        let held = Held {
+            meter: &self.meter,
+            reservation: Some(self.meter.reserve(input_estimate, max_tokens, entry.price.as_ref(), true)?),
+        };
+        let provider = self.hub.provider(&entry.provider)?;
+        let response = provider
+            .complete(ProviderCall {
+                model_id: &entry.id,
+                request: &request,
+                max_tokens,
+            })
+            .await
+            .map_err(|e| {
+                tracing::debug!(team = %self.team, teammate = %self.teammate, alias = %alias, error = %e, "model call failed");
+                ModelError::from(e)
+            })?;
+        held.settle(&response, entry);
+        if let Some(cassette) = self.cassette.as_ref().filter(|_| matches!(self.hub.mode, CassetteMode::Record | CassetteMode::ReplayOrRecord)) {
+            let latency = started.elapsed().as_millis() as u64;
+            if let Err(e) = cassette.record(provider.kind(), &request, &response, latency) {
+                tracing::error!(team = %self.team, teammate = %self.teammate, error = %e, "the answer was not recorded");
+                return Err(ModelError::Unavailable(format!("the host could not record the answer: {e}")));
+            }
+        }
+        self.log(&alias, &response, started, provider.kind());
+        Ok(response)
+    }
+
+    fn log(&self, alias: &str, response: &Response, started: Instant, source: &str) {
+        tracing::debug!(
+            team = %self.team,
+            teammate = %self.teammate,
+            alias,
+            source,
+            input = response.usage.input_tokens,
+            output = response.usage.output_tokens,
+            ms = started.elapsed().as_millis() as u64,
+            "model call"
+        );
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() > n {
+        format!("{}…", s.chars().take(n).collect::<String>())
+    } else {
+        s.to_string()
+    }
+}
+
+/// Checks a request's shape; returns its size as JSON.
+fn validate(request: &Request) -> Result<usize, ModelError> {
+    let invalid = |s: String| Err(ModelError::Invalid(s));
+    let size = serde_json::to_vec(request).map(|v| v.len()).unwrap_or(usize::MAX);
+    if size > MAX_REQUEST_BYTES {
+        return invalid(format!(
+            "the request is {size} bytes of JSON; the most is {MAX_REQUEST_BYTES}: drop or shorten older messages"
+        ));
+    }
+    let Some(first) = request.messages.first() else {
+        return invalid("a request needs at least one message".into());
+    };
+    if first.role != Role::User {
+        return invalid("the first message must be the user's".into());
+    }
+    if let Some(t) = request.temperature {
+        if !(0.0..=1.0).contains(&t) {
+            return invalid(format!("temperature {t} is outside 0..=1"));
+        }
+    }
+    let mut names = std::collections::HashSet::new();
+    for tool in &request.tools {
+        let ok_name = !tool.name.is_empty()
+            && tool.name.len() <= 64
+            && tool.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !ok_name {
+            return invalid(format!(
+                "tool name {:?} must be 1 to 64 characters of letters, digits, '_' or '-'",
+                truncate(&tool.name, 64)
+            ));
+        }
+        if !names.insert(tool.name.as_str()) {
+            return invalid(format!("tool {:?} is defined twice", tool.name));
+        }
+        match serde_json::from_str::<serde_json::Value>(&tool.input_schema) {
+            Ok(serde_json::Value::Object(_)) => {}
+            _ => return invalid(format!("the input schema of tool {:?} is not a JSON object", tool.name)),
+        }
+    }
+    if let Some(ToolChoice::Tool(name)) = &request.tool_choice {
+        if !names.contains(name.as_str()) {
+            return invalid(format!("tool-choice names {:?}, which is not among the request's tools", truncate(name, 64)));
+        }
+    }
+    // Every tool result answers a tool use of the assistant message just
+    // before it.
+    let mut asked: Vec<&str> = Vec::new();
+    for (i, message) in request.messages.iter().enumerate() {
+        let mut uses = Vec::new();
+        for block in &message.content {
+            match block {
+                ContentBlock::ToolUse(u) if message.role == Role::Assistant => uses.push(u.id.as_str()),
+                ContentBlock::ToolUse(_) => return invalid(format!("message {i}: only the assistant writes tool uses")),
+                ContentBlock::ToolResult(r) if message.role == Role::User => {
+                    if !asked.contains(&r.tool_use_id.as_str()) {
+                        return invalid(format!(
+                            "message {i} answers tool use {:?}, which the assistant message before it did not make",
+                            truncate(&r.tool_use_id, 64)
+                        ));
+                    }
+                }
+                ContentBlock::ToolResult(_) => return invalid(format!("message {i}: tool results belong in user messages")),
+                _ => {}
+            }
+        }
+        asked = uses;
+    }
+    Ok(size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::types::{Message, ToolResult, ToolUse};
+
+    fn req(messages: Vec<Message>) -> Request {
+        Request {
+            model: String::new(),
+            system: None,
+            messages,
+            tools: vec![],
+            tool_choice: None,
+            max_tokens: None,
+            temperature: None,
+            stop_sequences: vec![],
+        }
+    }
+
+    fn msg(role: Role, content: Vec<ContentBlock>) -> Message {
+        Message { role, content }
+    }
+
+    #[test]
+    fn an_orphan_tool_result_is_invalid() {
+        let use_ = ContentBlock::ToolUse(ToolUse { id: "a".into(), name: "Read".into(), input: "{}".into() });
+        let result = |id: &str| ContentBlock::ToolResult(ToolResult { tool_use_id: id.into(), content: String::new(), is_error: false });
+        let good = req(vec![
+            msg(Role::User, vec![ContentBlock::Text("x".into())]),
+            msg(Role::Assistant, vec![use_.clone()]),
+            msg(Role::User, vec![result("a")]),
+        ]);
+        assert!(validate(&good).is_ok());
+        let orphan = req(vec![msg(Role::User, vec![result("zzz")])]);
+        assert!(matches!(validate(&orphan), Err(ModelError::Invalid(m)) if m.contains("did not make")));
+        assert!(validate(&req(vec![])).is_err());
+        assert!(validate(&req(vec![msg(Role::Assistant, vec![use_])])).is_err());
+    }
+
+    #[test]
+    fn local_servers_need_no_key() {
+        assert!(!is_remote("http://127.0.0.1:8080/v1"));
+        assert!(!is_remote("http://localhost:11434/v1"));
+        assert!(!is_remote("http://[::1]:8000"));
+        assert!(is_remote("https://api.anthropic.com"));
     }
 }
