@@ -194,6 +194,7 @@ pub(crate) struct Ready {
     inject: mpsc::UnboundedSender<String>,
     kill: watch::Sender<bool>,
     state: watch::Receiver<TeammateState>,
+    usage: Option<super::model_seat::UsageRecorder>,
 }
 
 /// Builds the sandboxed instance of the registered `member`.
@@ -229,6 +230,7 @@ pub(crate) async fn instantiate(
     })?;
     let wake = env.hub.register(team.name(), &name);
     let rules_for_access = rules.clone();
+    let (seat, usage) = super::model_seat::model_seat(env, team, &name, req)?;
     let agent = AgentCtx {
         team: team.clone(),
         identity: Identity {
@@ -262,7 +264,7 @@ pub(crate) async fn instantiate(
             hooks: env.hooks.clone(),
         },
         acts_total: Default::default(),
-        model: model_seat(env, team, &name, req)?,
+        model: seat,
     };
     let instance_config = InstanceConfig {
         dir,
@@ -313,6 +315,7 @@ pub(crate) async fn instantiate(
         inject: inject_tx,
         kill: kill_tx,
         state: state_rx,
+        usage,
     })
 }
 
@@ -326,6 +329,7 @@ impl Ready {
             inject,
             kill,
             state,
+            usage,
         } = self;
         let turns = runner.links.turns.clone();
         let busy = runner.links.busy.clone();
@@ -334,6 +338,9 @@ impl Ready {
         let (team_name, name) = (runner.team.name().to_string(), member.name.clone());
         let join = tokio::spawn(async move {
             let end = runner.run().await;
+            if let Some(usage) = usage {
+                usage.finish().await;
+            }
             hub.unregister(&team_name, &name);
             end
         });
@@ -350,95 +357,5 @@ impl Ready {
             stop_grace: Duration::from_millis(500),
             join,
         }
-    }
-}
-
-/// The teammate's model capability: a client of the host's broker with its
-/// policy. Each call is reported to the host's event channel and to the
-/// teammate's usage record (`teams/{team}/usage/{name}.json`), which one
-/// writer task per teammate keeps up to date off the call's path: it writes
-/// the latest state whenever it changed, so a burst of calls costs a few
-/// writes, and a call never waits for the disk.
-fn model_seat(
-    env: &SpawnEnv<'_>,
-    team: &Team,
-    name: &str,
-    req: &SpawnRequest,
-) -> Result<crate::runtime::ModelSeat> {
-    let client = env.models.hub().client(team.name(), name, req.model_policy.clone())?;
-    if !client.enabled() {
-        return Ok(crate::runtime::ModelSeat {
-            client,
-            sink: None,
-            clock: Default::default(),
-        });
-    }
-    let (usage_tx, usage_rx) = watch::channel(crate::store::ModelUsage::default());
-    tokio::spawn(write_usage(team.clone(), name.to_string(), usage_rx));
-    let events = env.events.clone();
-    let (team, name) = (team.name().to_string(), name.to_string());
-    let sink: crate::model::ModelCallSink = Arc::new(move |call| {
-        usage_tx.send_modify(|u| record_call(u, &call));
-        let _ = events.send(crate::host::Event::Model {
-            team: team.clone(),
-            name: name.clone(),
-            call,
-        });
-    });
-    Ok(crate::runtime::ModelSeat {
-        client,
-        sink: Some(sink),
-        clock: Default::default(),
-    })
-}
-
-/// Folds one model call event into the teammate's usage record.
-fn record_call(u: &mut crate::store::ModelUsage, call: &crate::model::ModelCallEvent) {
-    use crate::model::ModelCallEvent as E;
-    let now = crate::protocol::time::timestamp_now();
-    let spend = match call {
-        E::Started { .. } => {
-            u.waiting_since = Some(now.clone());
-            u.updated_at = now;
-            return;
-        }
-        E::Finished { spend, .. } => {
-            u.last_error = None;
-            spend
-        }
-        E::Failed { error, spend } => {
-            u.last_error = Some(error.clone());
-            spend
-        }
-    };
-    u.waiting_since = None;
-    u.calls = spend.calls;
-    u.input_tokens = spend.usage.input_tokens;
-    u.output_tokens = spend.usage.output_tokens;
-    u.cache_read_tokens = spend.usage.cache_read_tokens;
-    u.cache_write_tokens = spend.usage.cache_write_tokens;
-    u.cost_microdollars = spend.cost_microdollars;
-    u.tokens_left = spend.tokens_left;
-    u.cost_left_microdollars = spend.cost_left_microdollars;
-    u.updated_at = now;
-}
-
-/// Writes `name`'s usage record each time it changed, at most every 100 ms
-/// (a burst of calls costs a few writes), until the teammate's sink is
-/// dropped (after one last write).
-async fn write_usage(
-    team: Team,
-    name: String,
-    mut rx: watch::Receiver<crate::store::ModelUsage>,
-) {
-    while rx.changed().await.is_ok() {
-        let usage = rx.borrow_and_update().clone();
-        let (team, who) = (team.clone(), name.clone());
-        match tokio::task::spawn_blocking(move || team.write_model_usage(&who, &usage)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!(teammate = %name, error = %e, "model usage record not written"),
-            Err(e) => tracing::warn!(teammate = %name, error = %e, "model usage record not written"),
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }

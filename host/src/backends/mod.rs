@@ -20,6 +20,7 @@
 
 pub mod detect;
 pub(crate) mod in_process;
+pub(crate) mod model_seat;
 pub(crate) mod process;
 pub mod started;
 pub(crate) mod tmux;

@@ -1,0 +1,170 @@
+//! A teammate's model seat: its client of the host's broker, the sink that
+//! reports each call to the host's event channel, and the recorder of its
+//! usage file (`teams/{team}/usage/{name}.json`).
+//!
+//! The record is kept in memory and written off the call's path by one
+//! writer task per teammate, at most every 100 ms (a burst of calls costs a
+//! few writes, and a call never waits for the disk). When the teammate's
+//! runner ends, [`UsageRecorder::finish`] writes the final figures before the
+//! teammate counts as gone, so `status`, `run`'s summary and a test reading
+//! the file after a shutdown see every call.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use super::SpawnEnv;
+use crate::error::Result;
+use crate::host::SpawnRequest;
+use crate::model::ModelCallEvent;
+use crate::store::{ModelUsage, Team};
+
+/// Keeps one teammate's usage record up to date.
+pub(crate) struct UsageRecorder {
+    name: String,
+    closing: tokio::sync::watch::Sender<bool>,
+    writer: tokio::task::JoinHandle<()>,
+}
+
+impl UsageRecorder {
+    /// Stops the writer and writes the last figures (if the teammate made
+    /// any call), waiting for the write.
+    pub(crate) async fn finish(self) {
+        let _ = self.closing.send(true);
+        if let Err(e) = self.writer.await {
+            tracing::warn!(teammate = %self.name, error = %e, "model usage writer failed");
+        }
+    }
+}
+
+/// The seat of teammate `name` spawned by `req`, with its recorder when it
+/// has a model policy.
+pub(crate) fn model_seat(
+    env: &SpawnEnv<'_>,
+    team: &Team,
+    name: &str,
+    req: &SpawnRequest,
+) -> Result<(crate::runtime::ModelSeat, Option<UsageRecorder>)> {
+    let client = env.models.hub().client(team.name(), name, req.model_policy.clone())?;
+    if !client.enabled() {
+        let seat = crate::runtime::ModelSeat {
+            client,
+            sink: None,
+            clock: Default::default(),
+        };
+        return Ok((seat, None));
+    }
+    let usage: Arc<Mutex<Option<ModelUsage>>> = Arc::default();
+    let changed = Arc::new(Notify::new());
+    let (closing, closing_rx) = tokio::sync::watch::channel(false);
+    let writer = tokio::spawn(write_changes(
+        team.clone(),
+        name.to_string(),
+        usage.clone(),
+        changed.clone(),
+        closing_rx,
+    ));
+    let events = env.events.clone();
+    let (team_name, teammate) = (team.name().to_string(), name.to_string());
+    let record = usage.clone();
+    let sink: crate::model::ModelCallSink = Arc::new(move |call| {
+        {
+            let mut u = record.lock().unwrap_or_else(|p| p.into_inner());
+            record_call(u.get_or_insert_with(ModelUsage::default), &call);
+        }
+        changed.notify_one();
+        let _ = events.send(crate::host::Event::Model {
+            team: team_name.clone(),
+            name: teammate.clone(),
+            call,
+        });
+    });
+    let seat = crate::runtime::ModelSeat {
+        client,
+        sink: Some(sink),
+        clock: Default::default(),
+    };
+    let recorder = UsageRecorder {
+        name: name.to_string(),
+        closing,
+        writer,
+    };
+    Ok((seat, Some(recorder)))
+}
+
+/// Folds one model call event into the teammate's usage record.
+fn record_call(u: &mut ModelUsage, call: &ModelCallEvent) {
+    let now = crate::protocol::time::timestamp_now();
+    let spend = match call {
+        ModelCallEvent::Started { .. } => {
+            u.waiting_since = Some(now.clone());
+            u.updated_at = now;
+            return;
+        }
+        ModelCallEvent::Finished { spend, .. } => {
+            u.last_error = None;
+            spend
+        }
+        ModelCallEvent::Failed { error, spend } => {
+            u.last_error = Some(error.clone());
+            spend
+        }
+    };
+    u.waiting_since = None;
+    u.calls = spend.calls;
+    u.input_tokens = spend.usage.input_tokens;
+    u.output_tokens = spend.usage.output_tokens;
+    u.cache_read_tokens = spend.usage.cache_read_tokens;
+    u.cache_write_tokens = spend.usage.cache_write_tokens;
+    u.cost_microdollars = spend.cost_microdollars;
+    u.tokens_left = spend.tokens_left;
+    u.cost_left_microdollars = spend.cost_left_microdollars;
+    u.updated_at = now;
+}
+
+/// Writes the record each time it changed, at most every 100 ms; when
+/// told to close (or when the recorder is dropped), writes the last state
+/// and ends. One task does every write, so an older state never lands
+/// after a newer one.
+async fn write_changes(
+    team: Team,
+    name: String,
+    usage: Arc<Mutex<Option<ModelUsage>>>,
+    changed: Arc<Notify>,
+    mut closing: tokio::sync::watch::Receiver<bool>,
+) {
+    loop {
+        let closed = tokio::select! {
+            _ = changed.notified() => false,
+            r = closing.changed() => r.is_err() || *closing.borrow(),
+        };
+        let now = usage.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(now) = now {
+            write(team.clone(), name.clone(), now).await;
+        }
+        if closed {
+            return;
+        }
+        let closed = tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(100)) => false,
+            r = closing.changed() => r.is_err() || *closing.borrow(),
+        };
+        if closed {
+            let now = usage.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if let Some(now) = now {
+                write(team.clone(), name.clone(), now).await;
+            }
+            return;
+        }
+    }
+}
+
+async fn write(team: Team, name: String, usage: ModelUsage) {
+    let who = name.clone();
+    match tokio::task::spawn_blocking(move || team.write_model_usage(&who, &usage)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(teammate = %name, error = %e, "model usage record not written"),
+        Err(e) => tracing::warn!(teammate = %name, error = %e, "model usage record not written"),
+    }
+}
