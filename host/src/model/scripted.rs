@@ -199,6 +199,7 @@ pub struct ScriptedStats {
     calls: AtomicU64,
     in_flight: AtomicU64,
     max_in_flight: AtomicU64,
+    changed: tokio::sync::Notify,
 }
 
 impl ScriptedStats {
@@ -209,6 +210,21 @@ impl ScriptedStats {
     /// The most calls that were in flight at one moment.
     pub fn max_in_flight(&self) -> u64 {
         self.max_in_flight.load(Ordering::SeqCst)
+    }
+    /// Calls in flight now.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::SeqCst)
+    }
+    /// Waits until `check` holds, re-checking each time a call starts or
+    /// ends (answered or dropped).
+    pub async fn until(&self, check: impl Fn(&ScriptedStats) -> bool) {
+        loop {
+            let changed = self.changed.notified();
+            if check(self) {
+                return;
+            }
+            changed.await;
+        }
     }
 }
 
@@ -342,6 +358,7 @@ struct InFlight<'a>(&'a ScriptedStats);
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.0.changed.notify_waiters();
     }
 }
 
@@ -355,6 +372,7 @@ impl Provider for Scripted {
             self.stats.calls.fetch_add(1, Ordering::SeqCst);
             let now = self.stats.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
             self.stats.max_in_flight.fetch_max(now, Ordering::SeqCst);
+            self.stats.changed.notify_waiters();
             let _guard = InFlight(&self.stats);
             let (response, delay) = self.answer(call.model_id, call.request)?;
             if delay > 0 {
