@@ -97,6 +97,38 @@ async fn spawn_refuses_a_directory_holding_a_cache_kept_outside_the_home() {
     assert!(e.contains("component cache"), "{e}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spawn_refuses_a_directory_holding_the_model_cassettes_or_the_model_config() {
+    // A teammate that can write cassettes or the model config (or a script
+    // it names) decides what the model answers, for itself and for others.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cassettes = dir.join("cassettes");
+    let config = dir.join("models.toml");
+    let hub = teamhost::model::ModelHub::new(
+        teamhost::model::ModelConfig::from_env(),
+        teamhost::model::CassetteMode::Replay,
+        Some(cassettes.clone()),
+    )
+    .unwrap();
+    for (kind, path, words) in [
+        (teamhost::layout::Kind::Cassettes, &cassettes, "model cassette directory"),
+        (teamhost::layout::Kind::ModelConfig, &config, "model config file"),
+    ] {
+        let f = Fixture::with_options(
+            "layout-model",
+            HostOptions {
+                models: teamhost::host::ModelAccess::new(hub.clone()).protecting(kind, path),
+                ..Default::default()
+            },
+        );
+        let e = refused(&f, hostile_request("a", "noop", &dir, "acceptEdits")).await;
+        names_both(&e, &dir, path);
+        assert!(e.contains(words), "{e}");
+    }
+}
+
 /// A manifest at `{root}/team.toml` whose teammate has `cwd_line`.
 fn manifest(root: &Path, cwd_line: &str, component: &Path) -> std::path::PathBuf {
     let file = root.join("team.toml");
