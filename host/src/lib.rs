@@ -9,6 +9,7 @@
 //! | [`protocol`] | structured messages carried inside a mailbox `text` |
 //! | [`sandbox`] | the permission engine: modes, tool rules, limits; (mode, rules, call) → allow / deny / ask |
 //! | [`tools`] | the tool executors (Read, Write, Edit, Glob, Grep, Bash), confined to the capability directory |
+//! | [`toolbox`] | the tools as a model sees them: definitions, parsing a model's call, results as text |
 //! | [`model`] | model calls brokered for teammates: providers, credentials, policy, budgets, record/replay |
 //! | [`runtime`] | wasmtime engine, component cache, linker, one file per WIT interface |
 //! | [`runner`] | the per-teammate loop: handle → idle → poll → wake |
@@ -38,6 +39,7 @@ pub mod runner;
 pub mod runtime;
 pub mod sandbox;
 pub mod status;
+pub mod toolbox;
 pub mod store;
 pub mod tools;
 pub mod view;

@@ -124,5 +124,6 @@ fn add_teamhost_interfaces(linker: &mut Linker<TeammateState>) -> anyhow::Result
     messaging::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
     tools::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
     model::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
+    toolbox::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
     Ok(())
 }

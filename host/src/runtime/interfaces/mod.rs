@@ -10,6 +10,7 @@ mod model;
 mod model_convert;
 mod tasks;
 mod team;
+mod toolbox;
 mod tools;
 
 use wasmtime::component::HasData;

@@ -1,0 +1,258 @@
+//! `teamhost:agent/toolbox`: the tool definitions a model is given, and a
+//! model-written call run through the same glue as a direct call.
+//!
+//! `invoke` parses the model's JSON ([`crate::toolbox::input`]), then calls
+//! this teammate's own `tools`, `messaging` or `tasks` host functions, so
+//! the sandbox decides, the lead may be asked and the limits count exactly
+//! as for a component calling them itself; the result is written as text
+//! for the model ([`crate::toolbox::format`]). Every failure (bad input, a
+//! refusal, a tool error) is an error result, never a trap; what traps a
+//! direct call (a coordination limit breached) traps here too.
+
+use super::model_convert::tool_definition_to_wit;
+use super::AgentCtx;
+use crate::runtime::bindings::messaging::Host as Messaging;
+use crate::runtime::bindings::model::{ToolDefinition, ToolResult, ToolUse};
+use crate::runtime::bindings::protocol::{PlanResponse, ShutdownResponse};
+use crate::runtime::bindings::tasks::{Host as Tasks, NewTask, OwnerChange, Task, TaskStatus, TaskUpdate};
+use crate::runtime::bindings::team::PermissionMode as WitMode;
+use crate::runtime::bindings::toolbox::Host;
+use crate::runtime::bindings::tools::{GrepMode, Host as Tools};
+use crate::runtime::bindings::types::Error as WitError;
+use crate::sandbox::{decide, CoordinationKind, Decision, MessagingCall, TasksCall, ToolCall, ToolName};
+use crate::toolbox::format::{self, TaskView};
+use crate::toolbox::input::{self, Call, SendCall, TaskUpdateCall, UpdateStatus};
+use crate::toolbox::{definition, TOOLS};
+
+/// A call's outcome: the text, and whether it is an error.
+type Outcome = (String, bool);
+
+fn ok(text: String) -> wasmtime::Result<Outcome> {
+    Ok((text, false))
+}
+
+fn failed(e: WitError) -> wasmtime::Result<Outcome> {
+    Ok((format::error(&error_text(&e)), true))
+}
+
+/// A WIT error as a sentence for the model.
+fn error_text(e: &WitError) -> String {
+    match e {
+        WitError::Denied(m) => format!("permission denied: {m}"),
+        WitError::NotFound(m) => format!("not found: {m}"),
+        WitError::Conflict(m) => format!("conflict: {m}"),
+        WitError::Invalid(m) => format!("invalid: {m}"),
+        WitError::Unavailable(m) => format!("unavailable: {m}"),
+    }
+}
+
+/// A sample call per tool, for the sandbox's verdict on the tool as a whole.
+fn sample(tool: ToolName) -> ToolCall {
+    match tool {
+        ToolName::Read => ToolCall::read("file"),
+        ToolName::Write => ToolCall::write("file", ""),
+        ToolName::Edit => ToolCall::edit("file", "a", "b"),
+        ToolName::Glob => ToolCall::glob("*", None),
+        ToolName::Grep => ToolCall::grep("x", None),
+        ToolName::Bash => ToolCall::bash("true"),
+        ToolName::SendMessage => ToolCall::Coordination(CoordinationKind::Messaging(MessagingCall::Send)),
+        ToolName::TaskCreate => ToolCall::Coordination(CoordinationKind::Tasks(TasksCall::Create)),
+        ToolName::TaskGet => ToolCall::Coordination(CoordinationKind::Tasks(TasksCall::Get)),
+        ToolName::TaskUpdate => ToolCall::Coordination(CoordinationKind::Tasks(TasksCall::Update)),
+        ToolName::TaskList => ToolCall::Coordination(CoordinationKind::Tasks(TasksCall::List)),
+    }
+}
+
+fn view(t: &Task) -> TaskView {
+    TaskView {
+        id: t.id.clone(),
+        subject: t.subject.clone(),
+        description: t.description.clone(),
+        status: match t.status {
+            TaskStatus::Pending => "pending",
+            TaskStatus::InProgress => "in_progress",
+            TaskStatus::Completed => "completed",
+        },
+        owner: t.owner.clone(),
+        blocks: t.blocks.clone(),
+        blocked_by: t.blocked_by.clone(),
+    }
+}
+
+impl AgentCtx {
+    async fn run_call(&mut self, call: Call) -> wasmtime::Result<Outcome> {
+        match call {
+            Call::Read { file_path, offset, limit } => match Tools::read(self, file_path, offset, limit).await? {
+                Ok(r) => ok(format::read(&r.content, r.lines, r.next_offset, r.truncated)),
+                Err(e) => failed(e),
+            },
+            Call::Write { file_path, content } => {
+                let bytes = content.len();
+                match Tools::write(self, file_path.clone(), content).await? {
+                    Ok(()) => ok(format::write(&file_path, bytes)),
+                    Err(e) => failed(e),
+                }
+            }
+            Call::Edit { file_path, old_string, new_string, replace_all } => {
+                match Tools::edit(self, file_path.clone(), old_string, new_string, replace_all).await? {
+                    Ok(n) => ok(format::edit(&file_path, n)),
+                    Err(e) => failed(e),
+                }
+            }
+            Call::Glob { pattern, path } => match Tools::glob(self, pattern, path).await? {
+                Ok(paths) => ok(format::glob(&paths)),
+                Err(e) => failed(e),
+            },
+            Call::Grep { pattern, path, glob, mode, case_insensitive, head_limit, offset } => {
+                let wit_mode = match mode {
+                    input::GrepMode::Content => GrepMode::Content,
+                    input::GrepMode::FilesWithMatches => GrepMode::FilesWithMatches,
+                    input::GrepMode::Count => GrepMode::Count,
+                };
+                match Tools::grep(self, pattern, path, glob, wit_mode, case_insensitive).await? {
+                    Ok(g) => ok(format::grep(mode, &g.text, &g.files, g.truncated, head_limit, offset)),
+                    Err(e) => failed(e),
+                }
+            }
+            Call::Bash { command, timeout_ms } => match Tools::bash(self, command, timeout_ms).await? {
+                Ok(b) => Ok(format::bash(&b.stdout, &b.stderr, b.exit_code, b.timed_out, b.truncated)),
+                Err(e) => failed(e),
+            },
+            Call::Send(send) => self.run_send(send).await,
+            Call::TaskCreate { subject, description, active_form, metadata } => {
+                let new = NewTask { subject, description, active_form, metadata };
+                match Tasks::create(self, new).await? {
+                    Ok(t) => ok(format::task_created(&t.id, &t.subject)),
+                    Err(e) => failed(e),
+                }
+            }
+            Call::TaskGet { id } => match Tasks::get(self, id).await? {
+                Ok(t) => ok(format::task(&view(&t))),
+                Err(e) => failed(e),
+            },
+            Call::TaskList => match Tasks::list(self).await? {
+                Ok(tasks) => ok(format::task_list(&tasks.iter().map(view).collect::<Vec<_>>())),
+                Err(e) => failed(e),
+            },
+            Call::TaskUpdate(update) => self.run_task_update(update).await,
+        }
+    }
+
+    async fn run_send(&mut self, send: SendCall) -> wasmtime::Result<Outcome> {
+        let result = match send {
+            SendCall::Text { to, text, summary } if to == "*" => Messaging::broadcast(self, text, summary)
+                .await?
+                .map(|d| format::broadcast(&d.message, &d.recipients)),
+            SendCall::Text { to, text, summary } => Messaging::send(self, to, text, summary).await?.map(|d| {
+                let r = &d.routing;
+                format::sent(&d.message, &r.sender, &r.target, r.target_color.as_deref(), r.summary.as_deref(), &r.content)
+            }),
+            SendCall::ShutdownRequest { to, reason } => Messaging::request_shutdown(self, to, reason)
+                .await?
+                .map(|d| format::shutdown_requested(&d.message, &d.request_id, &d.target)),
+            SendCall::ShutdownResponse { request_id, approve, reason } => {
+                let response = if approve {
+                    ShutdownResponse::Approve
+                } else {
+                    ShutdownResponse::Reject(reason.unwrap_or_else(|| "no reason given".into()))
+                };
+                Messaging::respond_shutdown(self, request_id, response)
+                    .await?
+                    .map(|()| format::answered(if approve { "Shutdown approved" } else { "Shutdown rejected" }))
+            }
+            SendCall::PlanResponse { to, request_id, approve, feedback } => {
+                let response = if approve {
+                    PlanResponse::Approve(WitMode::Default)
+                } else {
+                    PlanResponse::Reject(feedback.unwrap_or_else(|| "no feedback given".into()))
+                };
+                Messaging::respond_plan_approval(self, to, request_id, response)
+                    .await?
+                    .map(|()| format::answered(if approve { "Plan approved" } else { "Plan rejected" }))
+            }
+        };
+        Ok(match result {
+            Ok(text) => (text, false),
+            Err(e) => (format::send_failed(&error_text(&e)), true),
+        })
+    }
+
+    async fn run_task_update(&mut self, u: TaskUpdateCall) -> wasmtime::Result<Outcome> {
+        if u.status == Some(UpdateStatus::Deleted) {
+            return match Tasks::delete(self, u.id.clone()).await? {
+                Ok(()) => ok(format!("Updated task #{} deleted", u.id)),
+                Err(e) => failed(e),
+            };
+        }
+        let mut changed = Vec::new();
+        for (field, set) in [
+            ("subject", u.subject.is_some()),
+            ("description", u.description.is_some()),
+            ("activeForm", u.active_form.is_some()),
+            ("status", u.status.is_some()),
+            ("owner", u.owner.is_some()),
+            ("metadata", u.metadata.is_some()),
+        ] {
+            if set {
+                changed.push(field);
+            }
+        }
+        if !changed.is_empty() {
+            let update = TaskUpdate {
+                subject: u.subject,
+                description: u.description,
+                active_form: u.active_form,
+                status: u.status.map(|s| match s {
+                    UpdateStatus::Pending => TaskStatus::Pending,
+                    UpdateStatus::InProgress => TaskStatus::InProgress,
+                    UpdateStatus::Completed | UpdateStatus::Deleted => TaskStatus::Completed,
+                }),
+                owner: u.owner.map(|o| if o.trim().is_empty() { OwnerChange::Unassign } else { OwnerChange::Assign(o) }),
+                metadata: u.metadata,
+            };
+            if let Err(e) = Tasks::update(self, u.id.clone(), update).await? {
+                return failed(e);
+            }
+        }
+        for blocked in &u.add_blocks {
+            if let Err(e) = Tasks::add_dependency(self, blocked.clone(), u.id.clone()).await? {
+                return failed(e);
+            }
+        }
+        for blocker in &u.add_blocked_by {
+            if let Err(e) = Tasks::add_dependency(self, u.id.clone(), blocker.clone()).await? {
+                return failed(e);
+            }
+        }
+        if !u.add_blocks.is_empty() {
+            changed.push("blocks");
+        }
+        if !u.add_blocked_by.is_empty() {
+            changed.push("blockedBy");
+        }
+        ok(format::task_updated(&u.id, &changed))
+    }
+}
+
+impl Host for AgentCtx {
+    async fn definitions(&mut self) -> wasmtime::Result<Vec<ToolDefinition>> {
+        let s = &self.sandbox;
+        Ok(TOOLS
+            .iter()
+            .filter(|spec| !matches!(decide(s.mode, &s.rules, &sample(spec.tool), &s.policy), Decision::Deny { .. }))
+            .map(|spec| tool_definition_to_wit(definition(spec)))
+            .collect())
+    }
+
+    async fn invoke(&mut self, call: ToolUse) -> wasmtime::Result<ToolResult> {
+        let (content, is_error) = match input::parse(&call.name, &call.input) {
+            Ok(parsed) => self.run_call(parsed).await?,
+            Err(e) => (format::error(&e), true),
+        };
+        Ok(ToolResult {
+            tool_use_id: call.id,
+            content,
+            is_error,
+        })
+    }
+}
