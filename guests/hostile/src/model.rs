@@ -14,6 +14,7 @@
 //! | `spent` | `model.spent()` |
 //! | `models` | `model.models()` |
 //! | `invoke NAME JSON…` | `toolbox.invoke` of a model-written call |
+//! | `tools` | `toolbox.definitions()`: the tool names, comma-separated |
 //!
 //! Each step is reported as `model/SUB`.
 
@@ -121,6 +122,10 @@ pub fn run(args: &[&str]) {
                 input: json.join(" "),
             });
             report("model/invoke", !r.is_error, r.content);
+        }
+        ["tools"] => {
+            let names: Vec<String> = toolbox::definitions().into_iter().map(|d| d.name).collect();
+            report("model/tools", true, names.join(","));
         }
         _ => report("model/usage", false, "unknown model sub-command"),
     }

@@ -10,6 +10,7 @@ mod coordination;
 mod exhaustion;
 mod host_paths;
 mod rules;
+mod toolbox;
 mod trusted_inputs;
 mod unicode;
 mod worktree_git;
