@@ -243,12 +243,13 @@ async fn run_team(
     let teammates = host.teammates(team.name());
     let messages = count_messages(&team, &lead)?;
     let kept = a.keep;
-    if !kept {
-        host.delete_team(team.name()).await?;
-    }
+    // Before the files go: the summary reads the teammates' usage records.
     let summary = Summary::new(
         &team, m, &outcome, &tasks, &teammates, shutdown, messages, start, work, home, kept,
     );
+    if !kept {
+        host.delete_team(team.name()).await?;
+    }
     out.print(&summary, || summary.human())?;
     match summary.error {
         None => Ok(()),

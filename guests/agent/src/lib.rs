@@ -1,0 +1,430 @@
+//! `agent`: the LLM teammate. Each turn it hands the model what arrived,
+//! lets it call its tools until it answers without one, and keeps the whole
+//! conversation for the next turn. The model is the host's (`model`), and
+//! so are the tools (`toolbox`): the host holds the keys, enforces the
+//! budget and runs every tool call through the sandbox.
+//!
+//! # The loop
+//!
+//! The heart is [`Agent::run`]: ask the model with the conversation and the
+//! tool definitions; if it called tools, run each through
+//! `toolbox::invoke` and give it the results; repeat until it stops calling
+//! tools, or [`MAX_CALLS_PER_TURN`] is reached.
+//!
+//! # Turns
+//!
+//! - **Initial and message turns**: the text becomes a user message in the
+//!   form Claude Code uses, `<teammate-message teammate_id="FROM"
+//!   summary="…">TEXT</teammate-message>`. Idle notifications and other
+//!   protocol messages that need no thought are not shown to the model.
+//! - **Task turns** (auto-claimed, or a `task_assignment` from the lead,
+//!   which it claims first): the task becomes the user message. After the
+//!   loop the task's status is read back: `completed` reports it resolved;
+//!   otherwise the turn reports no outcome and the task stays with it.
+//! - **Shutdown requests** are approved at once, without asking the model.
+//! - **Plan mode** (`plan-mode-required`): the model works with the tools
+//!   its mode allows (read-only ones) and its final answer is sent to the
+//!   lead as the plan. An approval lets it carry the plan out in the next
+//!   turn with the tools of its new mode; a rejection sends it back to
+//!   planning with the lead's feedback.
+//! - **Model errors** end the turn with the error (the host reports it to
+//!   the lead): a spent budget, a denied model, a rate limit the host could
+//!   not wait out, a replay that no longer matches its cassette.
+//!
+//! # The context window
+//!
+//! The conversation is kept whole while it fits. Its size is estimated as
+//! characters / 4; above [`CONTEXT_SHARE`] of the model's context window
+//! (less the answer's room), the oldest exchanges after the first message
+//! are dropped, whole (a tool call is never separated from its result), and
+//! a short note takes their place. A single tool result longer than
+//! [`MAX_RESULT_CHARS`] is cut, with a note, before it enters the
+//! conversation.
+
+wit_bindgen::generate!({
+    path: "../../wit",
+    world: "teamhost:agent/teammate",
+    generate_all,
+});
+
+use std::cell::RefCell;
+
+use exports::teamhost::agent::handler::{Guest, TaskReport, Turn, TurnKind, TurnOutcome};
+use teamhost::agent::mailbox::Message as InboxMessage;
+use teamhost::agent::messaging;
+use teamhost::agent::model::{self, ContentBlock, Message, ModelError, Request, Role, ToolResult};
+use teamhost::agent::protocol::{CompletedStatus, PlanResponse, ProtocolMessage, ShutdownResponse};
+use teamhost::agent::tasks::{self, ClaimError, TaskStatus};
+use teamhost::agent::team::{self, PermissionMode};
+use teamhost::agent::toolbox;
+
+/// Model calls in one turn before the agent stops and says so.
+pub const MAX_CALLS_PER_TURN: u32 = 40;
+/// The share of the context window the conversation may fill.
+pub const CONTEXT_SHARE: f64 = 0.75;
+/// The longest tool result kept in the conversation, in characters.
+pub const MAX_RESULT_CHARS: usize = 30_000;
+/// Output tokens asked per call (less when the host allows less).
+const MAX_TOKENS: u32 = 4096;
+/// The context window assumed when the host does not say.
+const DEFAULT_CONTEXT: u32 = 100_000;
+
+thread_local! {
+    static AGENT: RefCell<Option<Agent>> = const { RefCell::new(None) };
+}
+
+/// The agent's memory, from one turn to the next.
+struct Agent {
+    name: String,
+    system: String,
+    conversation: Vec<Message>,
+    /// A plan was sent and its answer has not come.
+    plan_pending: bool,
+}
+
+impl Agent {
+    fn new() -> Agent {
+        let me = team::whoami();
+        let lead = team::roster()
+            .ok()
+            .and_then(|r| r.into_iter().find(|m| m.is_lead).map(|m| m.name))
+            .unwrap_or_else(|| "team-lead".into());
+        let system = format!(
+            "You are {name}, a teammate in the team \"{team}\". Your lead is {lead}. \
+             You work in a sandbox on the files of your working directory; there is no network.\n\
+             Work arrives as messages and tasks. Do it with your tools: read and change files, \
+             run commands with Bash, keep the task list current (TaskUpdate: in_progress when you \
+             start a task, completed when it is done).\n\
+             Nobody reads your plain answers. To tell the lead or a teammate anything, use SendMessage. \
+             When you finish a piece of work, send {lead} a short report with SendMessage, then stop.",
+            name = me.name,
+            team = me.team_name,
+        );
+        Agent {
+            name: me.name.clone(),
+            system,
+            conversation: Vec::new(),
+            plan_pending: false,
+        }
+    }
+
+    fn in_plan_mode() -> bool {
+        team::whoami().permission_mode == PermissionMode::Plan
+    }
+
+    /// Adds `text` as the user's, to the last user message when the
+    /// conversation ends with one (a turn that failed before the model
+    /// answered).
+    fn push_user(&mut self, text: String) {
+        match self.conversation.last_mut() {
+            Some(last) if last.role == Role::User => last.content.push(ContentBlock::Text(text)),
+            _ => self.conversation.push(Message {
+                role: Role::User,
+                content: vec![ContentBlock::Text(text)],
+            }),
+        }
+    }
+
+    /// The agent loop: model, tools, model, … until the model stops calling
+    /// tools. Returns the model's last text.
+    fn run(&mut self) -> Result<String, String> {
+        let tools = toolbox::definitions();
+        let (context, max_tokens) = limits();
+        for _ in 0..MAX_CALLS_PER_TURN {
+            fit(&mut self.conversation, context, max_tokens);
+            let request = Request {
+                model: String::new(),
+                system: Some(self.system.clone()),
+                messages: self.conversation.clone(),
+                tools: tools.clone(),
+                tool_choice: None,
+                max_tokens: Some(max_tokens),
+                temperature: None,
+                stop_sequences: Vec::new(),
+            };
+            let answer = model::complete(&request).map_err(|e| describe(&e))?;
+            let calls: Vec<_> = answer
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::ToolUse(u) => Some(u.clone()),
+                    _ => None,
+                })
+                .collect();
+            let text = text_of(&answer.content);
+            self.conversation.push(Message {
+                role: Role::Assistant,
+                content: answer.content,
+            });
+            if calls.is_empty() {
+                return Ok(text);
+            }
+            let results = calls
+                .iter()
+                .map(|call| {
+                    let mut r = toolbox::invoke(call);
+                    r.content = cut(r.content);
+                    ContentBlock::ToolResult(ToolResult {
+                        tool_use_id: call.id.clone(),
+                        content: r.content,
+                        is_error: r.is_error,
+                    })
+                })
+                .collect();
+            self.conversation.push(Message {
+                role: Role::User,
+                content: results,
+            });
+        }
+        // The last message holds tool results: the model sees them first
+        // thing next turn.
+        Err(format!(
+            "stopped after {MAX_CALLS_PER_TURN} model calls in one turn without finishing"
+        ))
+    }
+
+    /// Runs the loop and, in plan mode, sends the model's answer as the plan.
+    fn think(&mut self) -> Result<(), String> {
+        let planning = Agent::in_plan_mode();
+        if planning {
+            self.push_user(
+                "You are in plan mode: look around with the tools you have, change nothing, \
+                 and answer with your plan (what you will change and how you will check it). \
+                 The plan goes to the lead for approval."
+                    .into(),
+            );
+        }
+        let answer = self.run()?;
+        if planning && !self.plan_pending {
+            let plan = if answer.trim().is_empty() {
+                "(the model gave no plan)".to_string()
+            } else {
+                answer
+            };
+            messaging::request_plan_approval(&plan)
+                .map_err(|e| format!("cannot send the plan to the lead: {e:?}"))?;
+            self.plan_pending = true;
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, turn: Turn) -> Result<TurnOutcome, String> {
+        match turn.kind {
+            TurnKind::ShutdownRequest(request) => {
+                messaging::respond_shutdown(&request.request_id, &ShutdownResponse::Approve)
+                    .map_err(|e| format!("cannot approve the shutdown: {e:?}"))?;
+                Ok(TurnOutcome { task: None })
+            }
+            TurnKind::TaskClaimed(task) => {
+                self.push_user(task_text(&task.id, &turn.prompt));
+                let result = self.think();
+                Ok(TurnOutcome {
+                    task: report(&task.id, result)?,
+                })
+            }
+            TurnKind::Initial | TurnKind::Message => {
+                let mut claimed = None;
+                let mut wake = false;
+                for m in &turn.messages {
+                    match &m.protocol {
+                        None => {
+                            self.push_user(teammate_message(m));
+                            wake = true;
+                        }
+                        // A task the agent gave itself (TaskUpdate owner) is
+                        // already in its conversation.
+                        Some(ProtocolMessage::TaskAssignment(a)) if a.assigned_by == self.name => {}
+                        Some(ProtocolMessage::TaskAssignment(a)) => match tasks::claim(&a.task_id, false) {
+                            Ok(task) => {
+                                self.push_user(task_text(&task.id, &format!("{}\n\n{}", task.subject, task.description)));
+                                claimed = Some(task.id);
+                                wake = true;
+                            }
+                            Err(ClaimError::AlreadyResolved) => {}
+                            Err(e) => return Err(format!("cannot take task #{}: {e:?}", a.task_id)),
+                        },
+                        Some(ProtocolMessage::PlanApprovalResponse(answer)) if self.plan_pending => {
+                            self.plan_pending = false;
+                            self.push_user(match &answer.response {
+                                PlanResponse::Approve(_) => {
+                                    "The lead approved your plan. Carry it out now.".to_string()
+                                }
+                                PlanResponse::Reject(feedback) => format!(
+                                    "The lead rejected your plan: {feedback}\nRevise it."
+                                ),
+                            });
+                            wake = true;
+                        }
+                        // Idle notifications, permission answers, …: nothing
+                        // to think about.
+                        Some(_) => {}
+                    }
+                }
+                if turn.messages.is_empty() && !turn.prompt.is_empty() {
+                    self.push_user(turn.prompt.clone());
+                    wake = true;
+                }
+                if !wake {
+                    return Ok(TurnOutcome { task: None });
+                }
+                let result = self.think();
+                let task = match claimed {
+                    Some(id) => report(&id, result)?,
+                    None => {
+                        result?;
+                        None
+                    }
+                };
+                Ok(TurnOutcome { task })
+            }
+        }
+    }
+}
+
+/// What the turn says about task `id`: resolved when the model completed
+/// it; nothing when it is still open (it stays with this teammate).
+fn report(id: &str, result: Result<(), String>) -> Result<Option<TaskReport>, String> {
+    if let Err(reason) = result {
+        return Ok(Some(TaskReport {
+            task_id: id.to_string(),
+            status: CompletedStatus::Failed,
+            reason: Some(reason),
+        }));
+    }
+    Ok(match tasks::get(id) {
+        Ok(t) if t.status == TaskStatus::Completed => Some(TaskReport {
+            task_id: id.to_string(),
+            status: CompletedStatus::Resolved,
+            reason: None,
+        }),
+        _ => None,
+    })
+}
+
+fn task_text(id: &str, body: &str) -> String {
+    format!("You have task #{id}. Mark it in_progress, do it, mark it completed, and report to the lead.\n\n{body}")
+}
+
+/// A plain message as Claude Code shows it to its model.
+fn teammate_message(m: &InboxMessage) -> String {
+    let attr = |s: &str| s.replace(['"', '<', '>', '\n'], " ");
+    let summary = m
+        .summary
+        .as_deref()
+        .map(|s| format!(" summary=\"{}\"", attr(s)))
+        .unwrap_or_default();
+    format!(
+        "<teammate-message teammate_id=\"{}\"{summary}>\n{}\n</teammate-message>",
+        attr(&m.from),
+        m.text
+    )
+}
+
+/// The context window and the output tokens to ask for.
+fn limits() -> (u32, u32) {
+    let models = model::models();
+    let chosen = models.iter().find(|m| m.is_default).or(models.first());
+    match chosen {
+        Some(m) => (m.context_window.max(1_000), MAX_TOKENS.min(m.max_output_tokens.max(1))),
+        None => (DEFAULT_CONTEXT, MAX_TOKENS),
+    }
+}
+
+fn chars(m: &Message) -> usize {
+    m.content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::Text(t) => t.len(),
+            ContentBlock::ToolUse(u) => u.name.len() + u.input.len(),
+            ContentBlock::ToolResult(r) => r.content.len(),
+            ContentBlock::Thinking(t) => t.text.len() + t.signature.len(),
+        })
+        .sum()
+}
+
+/// Drops the oldest whole exchanges after the first message until the
+/// conversation's estimate (characters / 4) fits.
+fn fit(conversation: &mut Vec<Message>, context: u32, max_tokens: u32) {
+    let budget = ((f64::from(context) - f64::from(max_tokens)).max(1_000.0) * CONTEXT_SHARE) as usize;
+    let tokens = |c: &[Message]| c.iter().map(chars).sum::<usize>() / 4;
+    if tokens(conversation) <= budget {
+        return;
+    }
+    // A cut point is a user message that starts an exchange (text, not tool
+    // results): everything between the first message and it can go.
+    let starts: Vec<usize> = (2..conversation.len())
+        .filter(|&i| {
+            let m = &conversation[i];
+            m.role == Role::User && !m.content.iter().any(|b| matches!(b, ContentBlock::ToolResult(_)))
+        })
+        .collect();
+    for &cut in &starts {
+        let mut kept = vec![conversation[0].clone(), note()];
+        kept.extend_from_slice(&conversation[cut..]);
+        if tokens(&kept) <= budget || cut == *starts.last().unwrap() {
+            *conversation = kept;
+            return;
+        }
+    }
+}
+
+fn note() -> Message {
+    Message {
+        role: Role::Assistant,
+        content: vec![ContentBlock::Text(
+            "(Earlier parts of this conversation were dropped to fit the context window.)".into(),
+        )],
+    }
+}
+
+fn cut(mut s: String) -> String {
+    if s.len() > MAX_RESULT_CHARS {
+        let mut at = MAX_RESULT_CHARS;
+        while !s.is_char_boundary(at) {
+            at -= 1;
+        }
+        let total = s.len();
+        s.truncate(at);
+        s.push_str(&format!("\n(cut: {total} characters in all, {at} shown)"));
+    }
+    s
+}
+
+fn text_of(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn describe(e: &ModelError) -> String {
+    match e {
+        ModelError::Denied(s) => format!("the model call was denied: {s}"),
+        ModelError::BudgetExhausted(s) => format!("the model budget is spent: {s}"),
+        ModelError::RateLimited(r) => format!(
+            "the model is rate limited (retry after {} ms): {}",
+            r.retry_after_ms, r.message
+        ),
+        ModelError::Invalid(s) => format!("the model call was invalid: {s}"),
+        ModelError::Unavailable(s) => format!("the model is unavailable: {s}"),
+        ModelError::NotRecorded(s) => format!("no recorded answer: {s}"),
+    }
+}
+
+struct Teammate;
+
+impl Guest for Teammate {
+    fn handle_turn(turn: Turn) -> Result<TurnOutcome, String> {
+        AGENT.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            let agent = slot.get_or_insert_with(Agent::new);
+            agent.handle(turn)
+        })
+    }
+}
+
+export!(Teammate);
