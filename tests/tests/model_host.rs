@@ -8,11 +8,10 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{next_event, Fixture};
-use teamhost::host::{Event, HostOptions, ModelAccess, SpawnRequest};
-use teamhost::model::config::{ModelConfig, ModelEntry, Price, ProviderSpec};
-use teamhost::model::scripted::{Script, Scripted, ScriptedStats};
-use teamhost::model::{CassetteMode, ModelCallEvent, ModelHub, ModelPolicy};
+use common::{models, next_event, Fixture};
+use teamhost::host::{Event, SpawnRequest};
+use teamhost::model::scripted::ScriptedStats;
+use teamhost::model::{CassetteMode, ModelCallEvent, ModelPolicy};
 
 /// Every ping answered at once, with fixed usage (10 in, 2 out).
 const QUICK: &str = r#"{"agents":[{"name":"bench","match":["ping"],"after_last":"repeat-last",
@@ -23,37 +22,14 @@ const QUICK: &str = r#"{"agents":[{"name":"bench","match":["ping"],"after_last":
 const SLOW: &str = r#"{"agents":[{"name":"bench","match":["ping"],"after_last":"repeat-last",
   "turns":[{"text":"pong","delay_ms":600000}]}]}"#;
 
-/// A host whose one model, `fake` ($3 / $15 per MTok), is `script`.
+/// A host whose one model, `fake`, is `script`.
 fn fixture(team: &str, script: &str) -> (Fixture, Arc<ScriptedStats>) {
-    let mut config = ModelConfig::from_env();
-    config.providers.clear();
-    config.providers.insert("script".into(), ProviderSpec::Scripted { script: "/unused".into() });
-    config.models.clear();
-    config.models.insert(
-        "fake".into(),
-        ModelEntry {
-            provider: "script".into(),
-            id: "fake-1".into(),
-            context_window: 10_000,
-            max_output_tokens: 1_000,
-            price: Some(Price { input: 3.0, output: 15.0, cache_read: None, cache_write: None }),
-        },
-    );
-    let hub = ModelHub::new(config, CassetteMode::Live, None).unwrap();
-    let scripted = Arc::new(Scripted::new(Script::parse(script).unwrap()));
-    let stats = scripted.stats();
-    hub.set_provider("script", scripted);
-    let opts = HostOptions {
-        models: ModelAccess::new(hub),
-        ..HostOptions::default()
-    };
-    (Fixture::with_options(team, opts), stats)
+    let (hub, stats) = models::hub(script, CassetteMode::Live, None);
+    (Fixture::with_options(team, models::options(hub)), stats)
 }
 
 fn policy() -> ModelPolicy {
-    let mut p = ModelPolicy::new(vec!["fake".into()]);
-    p.requests_per_minute = None;
-    p
+    models::policy()
 }
 
 fn bench(f: &Fixture, name: &str, prompt: &str, policy: ModelPolicy) -> SpawnRequest {

@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod models;
+
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
