@@ -138,3 +138,90 @@ async fn a_teammate_without_a_policy_is_denied_and_a_host_without_models_refuses
         .to_string();
     assert!(err.contains("no model access configured"), "{err}");
 }
+
+/// A key no guest, file or error may ever show.
+const KEY: &str = "sk-test-SECRET-5678";
+
+/// `(step, ok, detail)` of every result line `name` sent the lead.
+fn results(f: &Fixture, name: &str) -> Vec<(String, bool, String)> {
+    f.lead_inbox()
+        .into_iter()
+        .filter(|m| m.from == name)
+        .filter_map(|m| {
+            let mut parts = m.text.splitn(3, '\t');
+            Some((parts.next()?.to_string(), parts.next()? == "OK", parts.next().unwrap_or_default().to_string()))
+        })
+        .collect()
+}
+
+/// Every file under `dir`, read as text where it is text.
+fn every_file(dir: &std::path::Path, out: &mut Vec<(std::path::PathBuf, String)>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            every_file(&path, out);
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            out.push((path, String::from_utf8_lossy(&bytes).into_owned()));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hosts_key_reaches_no_guest_no_command_no_error_and_no_file() {
+    use teamhost::model::provider::{self, ApiKey, Dialect, ProviderSettings};
+    use teamhost_tests::model_server::{Api, FakeProvider, Reply};
+    // The provider rejects the key and quotes it back in its error body;
+    // then it answers.
+    let server = FakeProvider::start(
+        Api::OpenAi,
+        vec![
+            Reply::status(401, &format!(r#"{{"error":{{"message":"Incorrect API key provided: {KEY}"}}}}"#)),
+            Reply::text("pong"),
+        ],
+    )
+    .await;
+    let tmp = tempfile::tempdir().unwrap();
+    let cassettes = tmp.path().join("cassettes");
+    let hub = teamhost::model::ModelHub::new(models::config(), CassetteMode::Record, Some(cassettes.clone())).unwrap();
+    let settings = ProviderSettings::new(Dialect::Openai, server.base_url(), Some(ApiKey::new(KEY)));
+    hub.set_provider("script", provider::build(settings).unwrap());
+    let f = Fixture::with_options("keys", models::options(hub));
+    let mut req = SpawnRequest::new("spy", teamhost_tests::HOSTILE, "model env", &f.dir("spy"));
+    req.auto_claim = false;
+    req.mode = Some("bypassPermissions".into());
+    req.model_policy = Some(policy());
+    f.host.spawn(&f.name, req).await.unwrap();
+    let done = |n: usize| results(&f, "spy").iter().filter(|(s, _, d)| s == "model" && !d.is_empty() && d.chars().all(|c| c.is_ascii_digit())).count() >= n;
+    f.until("spy to look at its environment", || done(1)).await;
+    for (i, cmd) in ["model call - hello", "model call - hello again"].iter().enumerate() {
+        f.host.send_as_lead(&f.name, "spy", cmd, None).unwrap();
+        f.until("spy's model call", || done(i + 2)).await;
+    }
+    f.host.send_as_lead(&f.name, "spy", "bash-run env | grep -c -e SECRET -e API_KEY -e Bearer", None).unwrap();
+    f.until("spy's Bash", || results(&f, "spy").iter().any(|(s, _, _)| s == "bash-run")).await;
+
+    let got = results(&f, "spy");
+    let env = got.iter().find(|(s, _, _)| s == "model/env").unwrap();
+    assert_eq!(env.2, "vars=[] args=[]", "a guest has no environment and no arguments");
+    let calls: Vec<_> = got.iter().filter(|(s, _, _)| s == "model/call").collect();
+    assert_eq!(calls.len(), 2, "{got:#?}");
+    assert!(!calls[0].1 && calls[0].2.contains("credentials") && calls[0].2.contains("<redacted>"), "{:?}", calls[0]);
+    assert!(calls[1].1 && calls[1].2 == "pong", "{:?}", calls[1]);
+    let bash = got.iter().find(|(s, _, _)| s == "bash-run").unwrap();
+    assert!(bash.2.contains("stdout=0"), "Bash's environment holds nothing of the key: {bash:?}");
+    let url = server.base_url();
+    for (step, _, detail) in &got {
+        assert!(!detail.contains(KEY) && !detail.contains(&url), "{step}: {detail}");
+    }
+    // Nothing on disk either: team files, logs, usage records, cassettes.
+    let mut files = Vec::new();
+    every_file(tmp.path(), &mut files);
+    every_file(f.tmp.path(), &mut files);
+    assert!(files.iter().any(|(p, _)| p.starts_with(&cassettes)), "the answer was recorded");
+    for (path, text) in &files {
+        assert!(!text.contains(KEY), "{} holds the key", path.display());
+        assert!(!text.contains(&url), "{} holds the provider's URL", path.display());
+    }
+    // The provider did get it, in its header.
+    assert_eq!(server.requests()[0].header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+}
