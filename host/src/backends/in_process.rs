@@ -194,7 +194,6 @@ pub(crate) struct Ready {
     inject: mpsc::UnboundedSender<String>,
     kill: watch::Sender<bool>,
     state: watch::Receiver<TeammateState>,
-    usage: Option<super::model_seat::UsageRecorder>,
 }
 
 /// Builds the sandboxed instance of the registered `member`.
@@ -230,7 +229,7 @@ pub(crate) async fn instantiate(
     })?;
     let wake = env.hub.register(team.name(), &name);
     let rules_for_access = rules.clone();
-    let (seat, usage) = super::model_seat::model_seat(env, team, &name, req)?;
+    let seat = super::model_seat::model_seat(env, team, &name, req)?;
     let agent = AgentCtx {
         team: team.clone(),
         identity: Identity {
@@ -315,7 +314,6 @@ pub(crate) async fn instantiate(
         inject: inject_tx,
         kill: kill_tx,
         state: state_rx,
-        usage,
     })
 }
 
@@ -329,7 +327,6 @@ impl Ready {
             inject,
             kill,
             state,
-            usage,
         } = self;
         let turns = runner.links.turns.clone();
         let busy = runner.links.busy.clone();
@@ -338,9 +335,6 @@ impl Ready {
         let (team_name, name) = (runner.team.name().to_string(), member.name.clone());
         let join = tokio::spawn(async move {
             let end = runner.run().await;
-            if let Some(usage) = usage {
-                usage.finish().await;
-            }
             hub.unregister(&team_name, &name);
             end
         });

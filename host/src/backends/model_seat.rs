@@ -21,7 +21,7 @@ use crate::model::ModelCallEvent;
 use crate::store::{ModelUsage, Team};
 
 /// Keeps one teammate's usage record up to date.
-pub(crate) struct UsageRecorder {
+struct UsageRecorder {
     name: String,
     closing: tokio::sync::watch::Sender<bool>,
     writer: tokio::task::JoinHandle<()>,
@@ -30,7 +30,7 @@ pub(crate) struct UsageRecorder {
 impl UsageRecorder {
     /// Stops the writer and writes the last figures (if the teammate made
     /// any call), waiting for the write.
-    pub(crate) async fn finish(self) {
+    async fn finish(self) {
         let _ = self.closing.send(true);
         if let Err(e) = self.writer.await {
             tracing::warn!(teammate = %self.name, error = %e, "model usage writer failed");
@@ -38,22 +38,22 @@ impl UsageRecorder {
     }
 }
 
-/// The seat of teammate `name` spawned by `req`, with its recorder when it
-/// has a model policy.
+/// The seat of teammate `name` spawned by `req`; with a model policy, its
+/// recorder's last write runs when the teammate ends.
 pub(crate) fn model_seat(
     env: &SpawnEnv<'_>,
     team: &Team,
     name: &str,
     req: &SpawnRequest,
-) -> Result<(crate::runtime::ModelSeat, Option<UsageRecorder>)> {
+) -> Result<crate::runtime::ModelSeat> {
     let client = env.models.hub().client(team.name(), name, req.model_policy.clone())?;
     if !client.enabled() {
-        let seat = crate::runtime::ModelSeat {
+        return Ok(crate::runtime::ModelSeat {
             client,
             sink: None,
             clock: Default::default(),
-        };
-        return Ok((seat, None));
+            at_end: None,
+        });
     }
     let usage: Arc<Mutex<Option<ModelUsage>>> = Arc::default();
     let changed = Arc::new(Notify::new());
@@ -80,17 +80,17 @@ pub(crate) fn model_seat(
             call,
         });
     });
-    let seat = crate::runtime::ModelSeat {
-        client,
-        sink: Some(sink),
-        clock: Default::default(),
-    };
     let recorder = UsageRecorder {
         name: name.to_string(),
         closing,
         writer,
     };
-    Ok((seat, Some(recorder)))
+    Ok(crate::runtime::ModelSeat {
+        client,
+        sink: Some(sink),
+        clock: Default::default(),
+        at_end: Some(crate::model::AtEnd::new(move || recorder.finish())),
+    })
 }
 
 /// Folds one model call event into the teammate's usage record.
@@ -124,8 +124,8 @@ fn record_call(u: &mut ModelUsage, call: &ModelCallEvent) {
 }
 
 /// Writes the record each time it changed, at most every 100 ms; when
-/// told to close (or when the recorder is dropped), writes the last state
-/// and ends. One task does every write, so an older state never lands
+/// told to close, writes the last state and ends (dropped unasked, it
+/// just ends). One task does every write, so an older state never lands
 /// after a newer one.
 async fn write_changes(
     team: Team,
@@ -135,9 +135,16 @@ async fn write_changes(
     mut closing: tokio::sync::watch::Receiver<bool>,
 ) {
     loop {
+        // Told to close: one last write. Dropped unasked (the teammate's
+        // task was aborted): no write, the team may be going away.
         let closed = tokio::select! {
             _ = changed.notified() => false,
-            r = closing.changed() => r.is_err() || *closing.borrow(),
+            r = closing.changed() => {
+                if r.is_err() {
+                    return;
+                }
+                *closing.borrow()
+            }
         };
         let now = usage.lock().unwrap_or_else(|p| p.into_inner()).clone();
         if let Some(now) = now {
@@ -148,7 +155,12 @@ async fn write_changes(
         }
         let closed = tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(100)) => false,
-            r = closing.changed() => r.is_err() || *closing.borrow(),
+            r = closing.changed() => {
+                if r.is_err() {
+                    return;
+                }
+                *closing.borrow()
+            }
         };
         if closed {
             let now = usage.lock().unwrap_or_else(|p| p.into_inner()).clone();

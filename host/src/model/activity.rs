@@ -82,3 +82,29 @@ impl ModelClock {
         s.in_flight_since = None;
     }
 }
+
+/// Work to finish when the teammate ends, before it counts as gone (its
+/// usage record's last write): the runner runs it once, then publishes the
+/// teammate's final state.
+pub struct AtEnd(Box<dyn FnOnce() -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>);
+
+impl AtEnd {
+    /// Wraps `f`.
+    pub fn new<F>(f: impl FnOnce() -> F + Send + Sync + 'static) -> AtEnd
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        AtEnd(Box::new(move || Box::pin(f())))
+    }
+
+    /// Runs it.
+    pub async fn run(self) {
+        (self.0)().await
+    }
+}
+
+impl std::fmt::Debug for AtEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AtEnd")
+    }
+}

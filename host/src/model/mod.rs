@@ -27,7 +27,7 @@ pub mod provider;
 pub mod scripted;
 pub mod types;
 
-pub use activity::{ModelCallEvent, ModelCallSink, ModelClock};
+pub use activity::{AtEnd, ModelCallEvent, ModelCallSink, ModelClock};
 pub use broker::{ModelClient, ModelHub};
 pub use cassette::CassetteMode;
 pub use config::ModelConfig;

@@ -81,6 +81,11 @@ impl Runner {
     pub async fn run(mut self) -> TeammateState {
         self.lifecycle_hooks(true).await;
         let final_state = self.run_loop().await;
+        // Before the teammate counts as gone: whoever waits for its end
+        // (shutdown, delete, `run`'s summary) finds its usage written.
+        if let Some(at_end) = self.instance.agent().model.at_end.take() {
+            at_end.run().await;
+        }
         self.set_state(final_state.clone());
         self.lifecycle_hooks(false).await;
         final_state

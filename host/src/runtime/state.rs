@@ -153,4 +153,7 @@ pub struct ModelSeat {
     /// Time the current turn waited on the model (left out of its wall-time
     /// limit).
     pub clock: std::sync::Arc<crate::model::ModelClock>,
+    /// Run once when the teammate ends, before its final state is
+    /// published (the usage record's last write).
+    pub at_end: Option<crate::model::AtEnd>,
 }

@@ -62,8 +62,14 @@ impl Team {
     /// Replaces `agent`'s usage record.
     pub fn write_model_usage(&self, agent: &str, usage: &ModelUsage) -> Result<()> {
         let path = self.paths().usage(agent)?;
+        // Only inside a team that still exists: a write racing the team's
+        // deletion must not bring its directory back.
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| crate::Error::io("create", dir, e))?;
+            match std::fs::create_dir(dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(crate::Error::io("create", dir, e)),
+            }
         }
         atomic::write_json_relaxed(&path, usage)
     }

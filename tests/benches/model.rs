@@ -1,0 +1,328 @@
+//! The cost of the host-brokered `model` capability, printed as a Markdown
+//! table:
+//!
+//! - per-call host overhead: the broker alone (no wasm), and a real
+//!   component's call through both WIT crossings, the broker and the usage
+//!   recorder, against a provider that answers at once (in memory, and over
+//!   loopback HTTP in both dialects with the fake provider server);
+//! - throughput: 100 teammates each making 10 calls to a provider that
+//!   takes 50 ms per answer: the ideal is 500 ms (every call in parallel);
+//!   the figure is ideal / measured;
+//! - memory: resident memory per idle teammate holding a model seat.
+//!
+//! Run with `cargo bench -p teamhost-tests --bench model`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use teamhost::host::{Event, Host, HostOptions, ModelAccess, SpawnRequest};
+use teamhost::model::config::{ModelConfig, ModelEntry, Price, ProviderSpec};
+use teamhost::model::provider::{self, Dialect, ProviderSettings};
+use teamhost::model::scripted::{Script, Scripted};
+use teamhost::model::provider::Provider;
+use teamhost::model::{CassetteMode, ContentBlock, Message, ModelCallEvent, ModelHub, ModelPolicy, Request, Role};
+use teamhost::store::{Home, NewTeam};
+use teamhost_tests::model_server::{Api, FakeProvider, Reply};
+use tokio::sync::broadcast::{self, error::RecvError};
+
+/// Safety bound of every wait.
+const LIMIT: Duration = Duration::from_secs(300);
+const BROKER_CALLS: usize = 5_000;
+const GUEST_CALLS: u32 = 1_000;
+const HTTP_CALLS: u32 = 300;
+const CROWD: usize = 100;
+const CROWD_CALLS: u32 = 10;
+const CROWD_DELAY_MS: u64 = 50;
+const IDLE: usize = 200;
+
+fn script(delay_ms: u64) -> Script {
+    Script::parse(&format!(
+        r#"{{"agents":[{{"name":"bench","match":["ping"],"after_last":"repeat-last",
+        "turns":[{{"text":"pong","delay_ms":{delay_ms},"usage":{{"input_tokens":10,"output_tokens":2}}}}]}},
+        {{"name":"agent","match":[],"after_last":"repeat-last","turns":[{{"text":"ready"}}]}}]}}"#
+    ))
+    .unwrap()
+}
+
+/// A hub whose one model, `fake`, is served by `provider`.
+fn hub(provider: Arc<dyn Provider>) -> Arc<ModelHub> {
+    let mut config = ModelConfig::from_env();
+    config.providers.clear();
+    config.providers.insert("p".into(), ProviderSpec::Scripted { script: "/unused".into() });
+    config.models.clear();
+    config.models.insert(
+        "fake".into(),
+        ModelEntry {
+            provider: "p".into(),
+            id: "fake-1".into(),
+            context_window: 10_000,
+            max_output_tokens: 1_000,
+            price: Some(Price { input: 3.0, output: 15.0, cache_read: None, cache_write: None }),
+        },
+    );
+    let hub = ModelHub::new(config, CassetteMode::Live, None).unwrap();
+    hub.set_provider("p", provider);
+    hub
+}
+
+fn policy() -> ModelPolicy {
+    let mut p = ModelPolicy::new(vec!["fake".into()]);
+    p.requests_per_minute = None;
+    p.calls_per_turn = None;
+    p.budget_tokens = None;
+    p
+}
+
+fn host(tmp: &Path, name: &str, provider: Arc<dyn Provider>) -> Host {
+    let opts = HostOptions {
+        models: ModelAccess::new(hub(provider)),
+        event_capacity: 1 << 16,
+        ..HostOptions::default()
+    };
+    let host = Host::with_options(Home::new(tmp.join(name)), opts).unwrap();
+    host.create_team(name, NewTeam::default()).unwrap();
+    host
+}
+
+fn bench_request(name: &str, prompt: &str, dir: &Path) -> SpawnRequest {
+    let dir = dir.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut req = SpawnRequest::new(name, teamhost_tests::MODELBENCH, prompt, &dir);
+    req.auto_claim = false;
+    req.model_policy = Some(policy());
+    req
+}
+
+fn fmt(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1_000.0 {
+        format!("{us:.1} µs")
+    } else if us < 1_000_000.0 {
+        format!("{:.2} ms", us / 1e3)
+    } else {
+        format!("{:.2} s", us / 1e6)
+    }
+}
+
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/self/status")
+}
+
+/// When calls ran, as the events were received.
+struct Timing {
+    /// The first call's start.
+    first: Instant,
+    /// The last call's end.
+    last: Instant,
+    /// The teammates that made calls: their first start and last end.
+    each: std::collections::HashMap<String, (Instant, Instant)>,
+}
+
+/// Waits for `n` finished model calls.
+async fn finished_calls(events: &mut broadcast::Receiver<Event>, n: u64) -> Timing {
+    let mut each: std::collections::HashMap<String, (Instant, Instant)> = Default::default();
+    let mut first = None;
+    let mut done = 0;
+    tokio::time::timeout(LIMIT, async {
+        loop {
+            match events.recv().await {
+                Ok(Event::Model { name, call, .. }) => {
+                    let now = Instant::now();
+                    match call {
+                        ModelCallEvent::Started { .. } => {
+                            first.get_or_insert(now);
+                            each.entry(name).or_insert((now, now));
+                        }
+                        ModelCallEvent::Finished { .. } => {
+                            if let Some(e) = each.get_mut(&name) {
+                                e.1 = now;
+                            }
+                            done += 1;
+                            if done == n {
+                                return;
+                            }
+                        }
+                        ModelCallEvent::Failed { error, .. } => panic!("a model call failed: {error}"),
+                    }
+                }
+                Ok(_) => {}
+                Err(RecvError::Lagged(k)) => panic!("benchmark lost {k} events"),
+                Err(RecvError::Closed) => panic!("host events closed"),
+            }
+        }
+    })
+    .await
+    .expect("calls finish within the safety bound");
+    Timing { first: first.expect("a call started"), last: Instant::now(), each }
+}
+
+fn ping() -> Request {
+    Request {
+        model: String::new(),
+        system: Some("You answer in one word.".into()),
+        messages: vec![Message { role: Role::User, content: vec![ContentBlock::Text("ping 0".into())] }],
+        tools: Vec::new(),
+        tool_choice: None,
+        max_tokens: Some(16),
+        temperature: None,
+        stop_sequences: Vec::new(),
+    }
+}
+
+/// The broker alone: policy, meter and an in-memory provider.
+async fn broker_overhead(rows: &mut Vec<(String, String, String)>) {
+    let hub = hub(Arc::new(Scripted::new(script(0))));
+    let client = hub.client("b", "b", Some(policy())).unwrap();
+    for _ in 0..100 {
+        client.complete(ping()).await.unwrap();
+    }
+    let t = Instant::now();
+    for _ in 0..BROKER_CALLS {
+        client.complete(ping()).await.unwrap();
+    }
+    rows.push((
+        format!("broker alone (policy, meter, in-memory provider), {BROKER_CALLS} calls"),
+        format!("{} per call", fmt(t.elapsed() / BROKER_CALLS as u32)),
+        "< 1 ms".into(),
+    ));
+}
+
+/// A component making `calls` calls in one turn: the time from the lead's
+/// message to the last call's end, per call.
+async fn guest_overhead(tmp: &Path, name: &str, provider: Arc<dyn Provider>, calls: u32) -> Duration {
+    let host = host(tmp, name, provider);
+    let mut events = host.events();
+    // A warm-up turn, then the measured one.
+    host.spawn(name, bench_request("mb", "10", &tmp.join("work"))).await.unwrap();
+    finished_calls(&mut events, 10).await;
+    // From the lead's message to the last answer's event: one message and
+    // one wake-up more than the calls themselves, spread over all of them.
+    let start = Instant::now();
+    host.send_as_lead(name, "mb", &calls.to_string(), None).unwrap();
+    let t = finished_calls(&mut events, u64::from(calls)).await;
+    host.delete_team(name).await.unwrap();
+    (t.last - start) / calls
+}
+
+/// 100 teammates making 10 calls each at once. Returns the time the lead
+/// took to send the 100 messages, the mean time a teammate took for its 10
+/// calls (ideally 10 × 50 ms: no teammate waits on another) and the span
+/// from the first call's start to the last call's end.
+async fn crowd_throughput(tmp: &Path, name: &str, provider: Arc<dyn Provider>) -> (Duration, Duration, Duration) {
+    let host = host(tmp, name, provider);
+    let mut events = host.events();
+    for i in 0..CROWD {
+        host.spawn(name, bench_request(&format!("mb{i}"), "0", &tmp.join("work"))).await.unwrap();
+    }
+    tokio::time::timeout(LIMIT, host.wait_idle(name)).await.unwrap().unwrap();
+    // The events are timed by a task of their own, so that the sends below
+    // do not delay their reception.
+    let collector = tokio::spawn(async move { finished_calls(&mut events, CROWD as u64 * u64::from(CROWD_CALLS)).await });
+    let sending = Instant::now();
+    for i in 0..CROWD {
+        host.send_as_lead(name, &format!("mb{i}"), &CROWD_CALLS.to_string(), None).unwrap();
+    }
+    let sent = sending.elapsed();
+    let t = collector.await.unwrap();
+    host.delete_team(name).await.unwrap();
+    assert_eq!(t.each.len(), CROWD);
+    let mean = t.each.values().map(|(a, b)| *b - *a).sum::<Duration>() / CROWD as u32;
+    (sent, mean, t.last - t.first)
+}
+
+fn crowd_row(label: &str, (sent, mean, span): (Duration, Duration, Duration)) -> (String, String, String) {
+    let ideal = Duration::from_millis(CROWD_DELAY_MS * u64::from(CROWD_CALLS));
+    (
+        format!(
+            "{CROWD} teammates × {CROWD_CALLS} calls, {label} taking {CROWD_DELAY_MS} ms: a teammate's {CROWD_CALLS} calls while the others call (ideal {} ms); all 1,000 calls, first to last (the lead's 100 messages took {} to send, so starts spread over that)",
+            ideal.as_millis(),
+            fmt(sent)
+        ),
+        format!("{} ({:.0} % of ideal); {}", fmt(mean), ideal.as_secs_f64() / mean.as_secs_f64() * 100.0, fmt(span)),
+        "≥ 80 %".into(),
+    )
+}
+
+/// Resident memory per idle teammate of `component` after one turn with
+/// one model call.
+async fn idle_memory(tmp: &Path, component: &str, label: &str, rows: &mut Vec<(String, String, String)>) {
+    let team = format!("idle{label}");
+    let host = host(tmp, &team, Arc::new(Scripted::new(script(0))));
+    host.runtime().prepare(Path::new(component)).unwrap();
+    let before = rss_kib();
+    for i in 0..IDLE {
+        let mut req = bench_request(&format!("{label}{i}"), "1", &tmp.join("work"));
+        req.component = component.into();
+        host.spawn(&team, req).await.unwrap();
+    }
+    tokio::time::timeout(LIMIT, host.wait_idle(&team)).await.unwrap().unwrap();
+    let after = rss_kib();
+    rows.push((
+        format!("{IDLE} idle `{label}` teammates with a model seat, after one turn with a model call each"),
+        format!("{:.0} KiB per teammate", after.saturating_sub(before) as f64 / IDLE as f64),
+        "".into(),
+    ));
+    host.delete_team(&team).await.unwrap();
+}
+
+fn http(dialect: Dialect, server: &FakeProvider) -> Arc<dyn Provider> {
+    let mut settings = ProviderSettings::new(dialect, server.base_url(), Some(provider::ApiKey::new("sk-bench")));
+    settings.stream = true;
+    provider::build(settings).unwrap()
+}
+
+fn main() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut rows = Vec::new();
+    rt.block_on(async {
+        eprintln!("broker overhead…");
+        broker_overhead(&mut rows).await;
+
+        eprintln!("component → in-memory provider…");
+        let per = guest_overhead(tmp.path(), "guest", Arc::new(Scripted::new(script(0))), GUEST_CALLS).await;
+        rows.push((
+            format!("component → host → in-memory provider, {GUEST_CALLS} calls in one turn"),
+            format!("{} per call", fmt(per)),
+            "< 1 ms".into(),
+        ));
+        for (api, dialect, label) in [(Api::Anthropic, Dialect::Anthropic, "Anthropic"), (Api::OpenAi, Dialect::Openai, "OpenAI")] {
+            eprintln!("component → {label} over loopback HTTP…");
+            let server = FakeProvider::always(api, Reply::text("pong")).await;
+            let per = guest_overhead(tmp.path(), &format!("http{label}"), http(dialect, &server), HTTP_CALLS).await;
+            rows.push((
+                format!("component → host → {label} SSE over loopback HTTP (fake server answering at once), {HTTP_CALLS} calls"),
+                format!("{} per call", fmt(per)),
+                "(includes the server's own work)".into(),
+            ));
+        }
+
+        eprintln!("{CROWD} teammates × {CROWD_CALLS} calls at {CROWD_DELAY_MS} ms…");
+        let t = crowd_throughput(tmp.path(), "crowd", Arc::new(Scripted::new(script(CROWD_DELAY_MS)))).await;
+        rows.push(crowd_row("in-memory provider", t));
+        let server = FakeProvider::always(Api::Anthropic, Reply::text("pong").delayed(Duration::from_millis(CROWD_DELAY_MS))).await;
+        let t = crowd_throughput(tmp.path(), "crowdhttp", http(Dialect::Anthropic, &server)).await;
+        rows.push(crowd_row("Anthropic SSE over loopback HTTP, the server", t));
+
+        eprintln!("idle memory…");
+        idle_memory(tmp.path(), teamhost_tests::MODELBENCH, "modelbench", &mut rows).await;
+        idle_memory(tmp.path(), teamhost_tests::AGENT, "agent", &mut rows).await;
+    });
+
+    println!();
+    println!("| measurement | result | target |");
+    println!("|---|---:|---|");
+    for (what, result, target) in &rows {
+        println!("| {what} | {result} | {target} |");
+    }
+}
