@@ -18,10 +18,12 @@ use std::time::{Duration, Instant};
 
 use teamhost::host::{Event, Host, HostOptions, ModelAccess, SpawnRequest};
 use teamhost::model::config::{ModelConfig, ModelEntry, Price, ProviderSpec};
+use teamhost::model::provider::Provider;
 use teamhost::model::provider::{self, Dialect, ProviderSettings};
 use teamhost::model::scripted::{Script, Scripted};
-use teamhost::model::provider::Provider;
-use teamhost::model::{CassetteMode, ContentBlock, Message, ModelCallEvent, ModelHub, ModelPolicy, Request, Role};
+use teamhost::model::{
+    CassetteMode, ContentBlock, Message, ModelCallEvent, ModelHub, ModelPolicy, Request, Role,
+};
 use teamhost::store::{Home, NewTeam};
 use teamhost_tests::model_server::{Api, FakeProvider, Reply};
 use tokio::sync::broadcast::{self, error::RecvError};
@@ -49,7 +51,12 @@ fn script(delay_ms: u64) -> Script {
 fn hub(provider: Arc<dyn Provider>) -> Arc<ModelHub> {
     let mut config = ModelConfig::from_env();
     config.providers.clear();
-    config.providers.insert("p".into(), ProviderSpec::Scripted { script: "/unused".into() });
+    config.providers.insert(
+        "p".into(),
+        ProviderSpec::Scripted {
+            script: "/unused".into(),
+        },
+    );
     config.models.clear();
     config.models.insert(
         "fake".into(),
@@ -58,7 +65,12 @@ fn hub(provider: Arc<dyn Provider>) -> Arc<ModelHub> {
             id: "fake-1".into(),
             context_window: 10_000,
             max_output_tokens: 1_000,
-            price: Some(Price { input: 3.0, output: 15.0, cache_read: None, cache_write: None }),
+            price: Some(Price {
+                input: 3.0,
+                output: 15.0,
+                cache_read: None,
+                cache_write: None,
+            }),
         },
     );
     let hub = ModelHub::new(config, CassetteMode::Live, None).unwrap();
@@ -148,7 +160,9 @@ async fn finished_calls(events: &mut broadcast::Receiver<Event>, n: u64) -> Timi
                                 return;
                             }
                         }
-                        ModelCallEvent::Failed { error, .. } => panic!("a model call failed: {error}"),
+                        ModelCallEvent::Failed { error, .. } => {
+                            panic!("a model call failed: {error}")
+                        }
                     }
                 }
                 Ok(_) => {}
@@ -159,14 +173,21 @@ async fn finished_calls(events: &mut broadcast::Receiver<Event>, n: u64) -> Timi
     })
     .await
     .expect("calls finish within the safety bound");
-    Timing { first: first.expect("a call started"), last: Instant::now(), each }
+    Timing {
+        first: first.expect("a call started"),
+        last: Instant::now(),
+        each,
+    }
 }
 
 fn ping() -> Request {
     Request {
         model: String::new(),
         system: Some("You answer in one word.".into()),
-        messages: vec![Message { role: Role::User, content: vec![ContentBlock::Text("ping 0".into())] }],
+        messages: vec![Message {
+            role: Role::User,
+            content: vec![ContentBlock::Text("ping 0".into())],
+        }],
         tools: Vec::new(),
         tool_choice: None,
         max_tokens: Some(16),
@@ -195,16 +216,24 @@ async fn broker_overhead(rows: &mut Vec<(String, String, String)>) {
 
 /// A component making `calls` calls in one turn: the time from the lead's
 /// message to the last call's end, per call.
-async fn guest_overhead(tmp: &Path, name: &str, provider: Arc<dyn Provider>, calls: u32) -> Duration {
+async fn guest_overhead(
+    tmp: &Path,
+    name: &str,
+    provider: Arc<dyn Provider>,
+    calls: u32,
+) -> Duration {
     let host = host(tmp, name, provider);
     let mut events = host.events();
     // A warm-up turn, then the measured one.
-    host.spawn(name, bench_request("mb", "10", &tmp.join("work"))).await.unwrap();
+    host.spawn(name, bench_request("mb", "10", &tmp.join("work")))
+        .await
+        .unwrap();
     finished_calls(&mut events, 10).await;
     // From the lead's message to the last answer's event: one message and
     // one wake-up more than the calls themselves, spread over all of them.
     let start = Instant::now();
-    host.send_as_lead(name, "mb", &calls.to_string(), None).unwrap();
+    host.send_as_lead(name, "mb", &calls.to_string(), None)
+        .unwrap();
     let t = finished_calls(&mut events, u64::from(calls)).await;
     host.delete_team(name).await.unwrap();
     (t.last - start) / calls
@@ -214,19 +243,34 @@ async fn guest_overhead(tmp: &Path, name: &str, provider: Arc<dyn Provider>, cal
 /// took to send the 100 messages, the mean time a teammate took for its 10
 /// calls (ideally 10 × 50 ms: no teammate waits on another) and the span
 /// from the first call's start to the last call's end.
-async fn crowd_throughput(tmp: &Path, name: &str, provider: Arc<dyn Provider>) -> (Duration, Duration, Duration) {
+async fn crowd_throughput(
+    tmp: &Path,
+    name: &str,
+    provider: Arc<dyn Provider>,
+) -> (Duration, Duration, Duration) {
     let host = host(tmp, name, provider);
     let mut events = host.events();
     for i in 0..CROWD {
-        host.spawn(name, bench_request(&format!("mb{i}"), "0", &tmp.join("work"))).await.unwrap();
+        host.spawn(
+            name,
+            bench_request(&format!("mb{i}"), "0", &tmp.join("work")),
+        )
+        .await
+        .unwrap();
     }
-    tokio::time::timeout(LIMIT, host.wait_idle(name)).await.unwrap().unwrap();
+    tokio::time::timeout(LIMIT, host.wait_idle(name))
+        .await
+        .unwrap()
+        .unwrap();
     // The events are timed by a task of their own, so that the sends below
     // do not delay their reception.
-    let collector = tokio::spawn(async move { finished_calls(&mut events, CROWD as u64 * u64::from(CROWD_CALLS)).await });
+    let collector = tokio::spawn(async move {
+        finished_calls(&mut events, CROWD as u64 * u64::from(CROWD_CALLS)).await
+    });
     let sending = Instant::now();
     for i in 0..CROWD {
-        host.send_as_lead(name, &format!("mb{i}"), &CROWD_CALLS.to_string(), None).unwrap();
+        host.send_as_lead(name, &format!("mb{i}"), &CROWD_CALLS.to_string(), None)
+            .unwrap();
     }
     let sent = sending.elapsed();
     let t = collector.await.unwrap();
@@ -236,7 +280,10 @@ async fn crowd_throughput(tmp: &Path, name: &str, provider: Arc<dyn Provider>) -
     (sent, mean, t.last - t.first)
 }
 
-fn crowd_row(label: &str, (sent, mean, span): (Duration, Duration, Duration)) -> (String, String, String) {
+fn crowd_row(
+    label: &str,
+    (sent, mean, span): (Duration, Duration, Duration),
+) -> (String, String, String) {
     let ideal = Duration::from_millis(CROWD_DELAY_MS * u64::from(CROWD_CALLS));
     (
         format!(
@@ -251,7 +298,12 @@ fn crowd_row(label: &str, (sent, mean, span): (Duration, Duration, Duration)) ->
 
 /// Resident memory per idle teammate of `component` after one turn with
 /// one model call.
-async fn idle_memory(tmp: &Path, component: &str, label: &str, rows: &mut Vec<(String, String, String)>) {
+async fn idle_memory(
+    tmp: &Path,
+    component: &str,
+    label: &str,
+    rows: &mut Vec<(String, String, String)>,
+) {
     let team = format!("idle{label}");
     let host = host(tmp, &team, Arc::new(Scripted::new(script(0))));
     host.runtime().prepare(Path::new(component)).unwrap();
@@ -261,7 +313,10 @@ async fn idle_memory(tmp: &Path, component: &str, label: &str, rows: &mut Vec<(S
         req.component = component.into();
         host.spawn(&team, req).await.unwrap();
     }
-    tokio::time::timeout(LIMIT, host.wait_idle(&team)).await.unwrap().unwrap();
+    tokio::time::timeout(LIMIT, host.wait_idle(&team))
+        .await
+        .unwrap()
+        .unwrap();
     let after = rss_kib();
     rows.push((
         format!("{IDLE} idle `{label}` teammates with a model seat, after one turn with a model call each"),
@@ -272,7 +327,11 @@ async fn idle_memory(tmp: &Path, component: &str, label: &str, rows: &mut Vec<(S
 }
 
 fn http(dialect: Dialect, server: &FakeProvider) -> Arc<dyn Provider> {
-    let mut settings = ProviderSettings::new(dialect, server.base_url(), Some(provider::ApiKey::new("sk-bench")));
+    let mut settings = ProviderSettings::new(
+        dialect,
+        server.base_url(),
+        Some(provider::ApiKey::new("sk-bench")),
+    );
     settings.stream = true;
     provider::build(settings).unwrap()
 }

@@ -41,17 +41,31 @@ pub enum Api {
 #[derive(Debug, Clone)]
 pub enum Block {
     Text(String),
-    ToolUse { id: String, name: String, input: Value },
-    Thinking { text: String, signature: String },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    Thinking {
+        text: String,
+        signature: String,
+    },
 }
 
 /// What the server does with one request.
 #[derive(Debug, Clone)]
 pub enum Reply {
     /// A 200 answer with these blocks and usage (input, output tokens).
-    Answer { blocks: Vec<Block>, usage: (u64, u64) },
+    Answer {
+        blocks: Vec<Block>,
+        usage: (u64, u64),
+    },
     /// Another status, with headers and a body.
-    Status { code: u16, headers: Vec<(String, String)>, body: String },
+    Status {
+        code: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
     /// A 200 whose stream carries an event that is not JSON (or, not
     /// streamed, a body that is not JSON).
     Malformed,
@@ -66,28 +80,47 @@ pub enum Reply {
 impl Reply {
     /// A text answer.
     pub fn text(text: &str) -> Reply {
-        Reply::Answer { blocks: vec![Block::Text(text.into())], usage: (10, 2) }
+        Reply::Answer {
+            blocks: vec![Block::Text(text.into())],
+            usage: (10, 2),
+        }
     }
 
     /// An answer calling one tool.
     pub fn tool_use(id: &str, name: &str, input: Value) -> Reply {
         Reply::Answer {
-            blocks: vec![Block::ToolUse { id: id.into(), name: name.into(), input }],
+            blocks: vec![Block::ToolUse {
+                id: id.into(),
+                name: name.into(),
+                input,
+            }],
             usage: (20, 5),
         }
     }
 
     /// A status reply with a body.
     pub fn status(code: u16, body: &str) -> Reply {
-        Reply::Status { code, headers: Vec::new(), body: body.into() }
+        Reply::Status {
+            code,
+            headers: Vec::new(),
+            body: body.into(),
+        }
     }
 
     /// Adds a header to a status reply.
     pub fn with_header(self, name: &str, value: &str) -> Reply {
         match self {
-            Reply::Status { code, mut headers, body } => {
+            Reply::Status {
+                code,
+                mut headers,
+                body,
+            } => {
                 headers.push((name.into(), value.into()));
-                Reply::Status { code, headers, body }
+                Reply::Status {
+                    code,
+                    headers,
+                    body,
+                }
             }
             other => other,
         }
@@ -115,7 +148,10 @@ pub struct Received {
 impl Received {
     /// A header's value.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -145,8 +181,13 @@ impl FakeProvider {
     /// Starts a server on 127.0.0.1 answering with `replies` in order (the
     /// last repeats).
     pub async fn start(api: Api, replies: Vec<Reply>) -> FakeProvider {
-        assert!(!replies.is_empty(), "a fake provider needs at least one reply");
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1");
+        assert!(
+            !replies.is_empty(),
+            "a fake provider needs at least one reply"
+        );
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1");
         let port = listener.local_addr().unwrap().port();
         let shared = Arc::new(Shared {
             api,
@@ -159,7 +200,9 @@ impl FakeProvider {
         let s = shared.clone();
         let task = tokio::spawn(async move {
             loop {
-                let Ok((socket, _)) = listener.accept().await else { return };
+                let Ok((socket, _)) = listener.accept().await else {
+                    return;
+                };
                 let _ = socket.set_nodelay(true);
                 tokio::spawn(serve(s.clone(), socket));
             }
@@ -212,7 +255,10 @@ impl FakeProvider {
 
 /// Reads one request: path, headers, body. `None` at the end of the
 /// connection.
-async fn read_request(socket: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String, Vec<(String, String)>, Vec<u8>)> {
+async fn read_request(
+    socket: &mut TcpStream,
+    buf: &mut Vec<u8>,
+) -> Option<(String, Vec<(String, String)>, Vec<u8>)> {
     let head_end = loop {
         if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break i;
@@ -258,7 +304,12 @@ async fn serve(shared: Arc<Shared>, mut socket: TcpStream) {
         let model = body["model"].as_str().unwrap_or("fake").to_string();
         let n = {
             let mut r = shared.received.lock().unwrap();
-            r.push(Received { path, headers, body, at: Instant::now() });
+            r.push(Received {
+                path,
+                headers,
+                body,
+                at: Instant::now(),
+            });
             r.len()
         };
         shared.arrived.notify_waiters();
@@ -277,7 +328,14 @@ async fn serve(shared: Arc<Shared>, mut socket: TcpStream) {
 }
 
 /// Writes `reply`; false when the connection must end.
-async fn respond(shared: &Shared, socket: &mut TcpStream, reply: Reply, stream: bool, model: &str, n: usize) -> bool {
+async fn respond(
+    shared: &Shared,
+    socket: &mut TcpStream,
+    reply: Reply,
+    stream: bool,
+    model: &str,
+    n: usize,
+) -> bool {
     let mut reply = reply;
     while let Reply::Delayed(d, inner) = reply {
         tokio::time::sleep(d).await;
@@ -297,13 +355,21 @@ async fn respond(shared: &Shared, socket: &mut TcpStream, reply: Reply, stream: 
             shared.closed.notify_waiters();
             false
         }
-        Reply::Status { code, headers, body } => {
-            let mut head = format!("HTTP/1.1 {code} Fake\r\ncontent-type: application/json\r\ncontent-length: {}\r\n", body.len());
+        Reply::Status {
+            code,
+            headers,
+            body,
+        } => {
+            let mut head = format!(
+                "HTTP/1.1 {code} Fake\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+                body.len()
+            );
             for (k, v) in headers {
                 head.push_str(&format!("{k}: {v}\r\n"));
             }
             head.push_str("\r\n");
-            socket.write_all(head.as_bytes()).await.is_ok() && socket.write_all(body.as_bytes()).await.is_ok()
+            socket.write_all(head.as_bytes()).await.is_ok()
+                && socket.write_all(body.as_bytes()).await.is_ok()
         }
         Reply::Malformed if !stream => whole(socket, "{this is not json").await,
         Reply::Answer { blocks, usage } if !stream => {
@@ -331,7 +397,9 @@ async fn respond(shared: &Shared, socket: &mut TcpStream, reply: Reply, stream: 
         }
         Reply::Truncated => {
             let events = match shared.api {
-                Api::Anthropic => anthropic_events(&[Block::Text("cut short".into())], (1, 1), model, n),
+                Api::Anthropic => {
+                    anthropic_events(&[Block::Text("cut short".into())], (1, 1), model, n)
+                }
                 Api::OpenAi => openai_events(&[Block::Text("cut short".into())], (1, 1), model, n),
             };
             sse(socket, &events, events.len() / 2).await;
@@ -341,14 +409,19 @@ async fn respond(shared: &Shared, socket: &mut TcpStream, reply: Reply, stream: 
 }
 
 async fn whole(socket: &mut TcpStream, body: &str) -> bool {
-    let head = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", body.len());
-    socket.write_all(head.as_bytes()).await.is_ok() && socket.write_all(body.as_bytes()).await.is_ok()
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    socket.write_all(head.as_bytes()).await.is_ok()
+        && socket.write_all(body.as_bytes()).await.is_ok()
 }
 
 /// Writes the first `upto` events as a chunked SSE body; ends the body
 /// only when all were written.
 async fn sse(socket: &mut TcpStream, events: &[(String, String)], upto: usize) -> bool {
-    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+    let head =
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
     if socket.write_all(head.as_bytes()).await.is_err() {
         return false;
     }
@@ -370,8 +443,12 @@ async fn sse(socket: &mut TcpStream, events: &[(String, String)], upto: usize) -
 fn anthropic_block(b: &Block) -> Value {
     match b {
         Block::Text(t) => json!({"type": "text", "text": t}),
-        Block::ToolUse { id, name, input } => json!({"type": "tool_use", "id": id, "name": name, "input": input}),
-        Block::Thinking { text, signature } => json!({"type": "thinking", "thinking": text, "signature": signature}),
+        Block::ToolUse { id, name, input } => {
+            json!({"type": "tool_use", "id": id, "name": name, "input": input})
+        }
+        Block::Thinking { text, signature } => {
+            json!({"type": "thinking", "thinking": text, "signature": signature})
+        }
     }
 }
 
@@ -391,7 +468,12 @@ fn anthropic_whole(blocks: &[Block], (input, output): (u64, u64), model: &str, n
     })
 }
 
-fn anthropic_events(blocks: &[Block], (input, output): (u64, u64), model: &str, n: usize) -> Vec<(String, String)> {
+fn anthropic_events(
+    blocks: &[Block],
+    (input, output): (u64, u64),
+    model: &str,
+    n: usize,
+) -> Vec<(String, String)> {
     let mut e = vec![(
         "message_start".to_string(),
         json!({"type": "message_start", "message": {"id": format!("msg_fake_{n}"), "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "usage": {"input_tokens": input, "output_tokens": 1, "cache_read_input_tokens": 0}}}).to_string(),
@@ -401,32 +483,56 @@ fn anthropic_events(blocks: &[Block], (input, output): (u64, u64), model: &str, 
         let (start, deltas): (Value, Vec<Value>) = match b {
             Block::Text(t) => {
                 let (a, z) = t.split_at(t.len() / 2);
-                (json!({"type": "text", "text": ""}), vec![json!({"type": "text_delta", "text": a}), json!({"type": "text_delta", "text": z})])
+                (
+                    json!({"type": "text", "text": ""}),
+                    vec![
+                        json!({"type": "text_delta", "text": a}),
+                        json!({"type": "text_delta", "text": z}),
+                    ],
+                )
             }
             Block::ToolUse { id, name, input } => {
                 let s = input.to_string();
                 let (a, z) = s.split_at(s.len() / 2);
                 (
                     json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
-                    vec![json!({"type": "input_json_delta", "partial_json": a}), json!({"type": "input_json_delta", "partial_json": z})],
+                    vec![
+                        json!({"type": "input_json_delta", "partial_json": a}),
+                        json!({"type": "input_json_delta", "partial_json": z}),
+                    ],
                 )
             }
             Block::Thinking { text, signature } => (
                 json!({"type": "thinking", "thinking": "", "signature": ""}),
-                vec![json!({"type": "thinking_delta", "thinking": text}), json!({"type": "signature_delta", "signature": signature})],
+                vec![
+                    json!({"type": "thinking_delta", "thinking": text}),
+                    json!({"type": "signature_delta", "signature": signature}),
+                ],
             ),
         };
-        e.push(("content_block_start".into(), json!({"type": "content_block_start", "index": i, "content_block": start}).to_string()));
+        e.push((
+            "content_block_start".into(),
+            json!({"type": "content_block_start", "index": i, "content_block": start}).to_string(),
+        ));
         for d in deltas {
-            e.push(("content_block_delta".into(), json!({"type": "content_block_delta", "index": i, "delta": d}).to_string()));
+            e.push((
+                "content_block_delta".into(),
+                json!({"type": "content_block_delta", "index": i, "delta": d}).to_string(),
+            ));
         }
-        e.push(("content_block_stop".into(), json!({"type": "content_block_stop", "index": i}).to_string()));
+        e.push((
+            "content_block_stop".into(),
+            json!({"type": "content_block_stop", "index": i}).to_string(),
+        ));
     }
     e.push((
         "message_delta".into(),
         json!({"type": "message_delta", "delta": {"stop_reason": if stop(blocks) { "tool_use" } else { "end_turn" }, "stop_sequence": null}, "usage": {"output_tokens": output}}).to_string(),
     ));
-    e.push(("message_stop".into(), json!({"type": "message_stop"}).to_string()));
+    e.push((
+        "message_stop".into(),
+        json!({"type": "message_stop"}).to_string(),
+    ));
     e
 }
 
@@ -458,12 +564,20 @@ fn openai_whole(blocks: &[Block], (input, output): (u64, u64), model: &str, n: u
     })
 }
 
-fn openai_events(blocks: &[Block], (input, output): (u64, u64), model: &str, n: usize) -> Vec<(String, String)> {
+fn openai_events(
+    blocks: &[Block],
+    (input, output): (u64, u64),
+    model: &str,
+    n: usize,
+) -> Vec<(String, String)> {
     let id = format!("chatcmpl-fake-{n}");
     let chunk = |delta: Value, finish: Value| {
         (String::new(), json!({"id": id, "object": "chat.completion.chunk", "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).to_string())
     };
-    let mut e = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    let mut e = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
     let mut call = 0;
     for b in blocks {
         match b {
@@ -476,14 +590,23 @@ fn openai_events(blocks: &[Block], (input, output): (u64, u64), model: &str, n: 
                 let s = input.to_string();
                 let (a, z) = s.split_at(s.len() / 2);
                 e.push(chunk(json!({"tool_calls": [{"index": call, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}), Value::Null));
-                e.push(chunk(json!({"tool_calls": [{"index": call, "function": {"arguments": a}}]}), Value::Null));
-                e.push(chunk(json!({"tool_calls": [{"index": call, "function": {"arguments": z}}]}), Value::Null));
+                e.push(chunk(
+                    json!({"tool_calls": [{"index": call, "function": {"arguments": a}}]}),
+                    Value::Null,
+                ));
+                e.push(chunk(
+                    json!({"tool_calls": [{"index": call, "function": {"arguments": z}}]}),
+                    Value::Null,
+                ));
                 call += 1;
             }
             Block::Thinking { .. } => {}
         }
     }
-    e.push(chunk(json!({}), json!(if stop(blocks) { "tool_calls" } else { "stop" })));
+    e.push(chunk(
+        json!({}),
+        json!(if stop(blocks) { "tool_calls" } else { "stop" }),
+    ));
     e.push((
         String::new(),
         json!({"id": id, "object": "chat.completion.chunk", "model": model, "choices": [], "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output, "prompt_tokens_details": {"cached_tokens": 0}}}).to_string(),

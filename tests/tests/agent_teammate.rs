@@ -15,7 +15,7 @@ use teamhost::host::{SpawnRequest, TeammateState};
 use teamhost::model::CassetteMode;
 
 fn agent(f: &Fixture, name: &str, prompt: &str) -> SpawnRequest {
-    let mut req = SpawnRequest::new(name, teamhost_tests::AGENT, prompt, &f.dir(name));
+    let mut req = SpawnRequest::new(name, teamhost_tests::AGENT, prompt, f.dir(name));
     req.auto_claim = false;
     req.mode = Some("acceptEdits".into());
     req.model_policy = Some(models::policy());
@@ -32,7 +32,11 @@ fn said(f: &Fixture, from: &str) -> Vec<String> {
 }
 
 fn state(f: &Fixture, name: &str) -> Option<TeammateState> {
-    f.host.teammates(&f.name).into_iter().find(|t| t.name == name).map(|t| t.state)
+    f.host
+        .teammates(&f.name)
+        .into_iter()
+        .find(|t| t.name == name)
+        .map(|t| t.state)
 }
 
 /// A script for `name` whose even turns send the lead `say[i]` and whose odd
@@ -45,20 +49,34 @@ fn talker(name: &str, say: &[&str]) -> String {
         ));
         turns.push(r#"{"text":"done"}"#.to_string());
     }
-    format!(r#"{{"agents":[{{"name":"{name}","match":["You are {name},"],"turns":[{}]}}]}}"#, turns.join(","))
+    format!(
+        r#"{{"agents":[{{"name":"{name}","match":["You are {name},"],"turns":[{}]}}]}}"#,
+        turns.join(",")
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_conversation_persists_across_turns() {
     // The scripted model answers by position in the conversation: had the
     // agent started afresh, its second turn would get the first answer again.
-    let (hub, stats) = models::hub(&talker("ann", &["first", "second"]), CassetteMode::Live, None);
+    let (hub, stats) = models::hub(
+        &talker("ann", &["first", "second"]),
+        CassetteMode::Live,
+        None,
+    );
     let f = Fixture::with_options("persist", models::options(hub));
-    f.host.spawn(&f.name, agent(&f, "ann", "hello")).await.unwrap();
-    f.until("ann's first message", || said(&f, "ann") == ["first"]).await;
+    f.host
+        .spawn(&f.name, agent(&f, "ann", "hello"))
+        .await
+        .unwrap();
+    f.until("ann's first message", || said(&f, "ann") == ["first"])
+        .await;
     f.settle().await;
     f.host.send_as_lead(&f.name, "ann", "go on", None).unwrap();
-    f.until("ann's second message", || said(&f, "ann") == ["first", "second"]).await;
+    f.until("ann's second message", || {
+        said(&f, "ann") == ["first", "second"]
+    })
+    .await;
     common::bounded("ann's last call", stats.until(|s| s.calls() == 4)).await;
 }
 
@@ -66,11 +84,22 @@ async fn the_conversation_persists_across_turns() {
 async fn a_shutdown_request_is_approved_without_asking_the_model() {
     let (hub, stats) = models::hub(&talker("bob", &["hi"]), CassetteMode::Live, None);
     let f = Fixture::with_options("agent-stop", models::options(hub));
-    f.host.spawn(&f.name, agent(&f, "bob", "hello")).await.unwrap();
+    f.host
+        .spawn(&f.name, agent(&f, "bob", "hello"))
+        .await
+        .unwrap();
     f.until("bob's message", || said(&f, "bob") == ["hi"]).await;
     f.settle().await;
-    let report = f.host.shutdown_team(&f.name, "done", common::LIMIT).await.unwrap();
-    assert_eq!(state(&f, "bob"), Some(TeammateState::Completed), "{report:?}");
+    let report = f
+        .host
+        .shutdown_team(&f.name, "done", common::LIMIT)
+        .await
+        .unwrap();
+    assert_eq!(
+        state(&f, "bob"),
+        Some(TeammateState::Completed),
+        "{report:?}"
+    );
     assert_eq!(stats.calls(), 2, "the shutdown turn made no model call");
 }
 
@@ -88,7 +117,8 @@ async fn plan_mode_sends_the_models_plan_and_works_after_approval() {
     req.plan_mode_required = true;
     let dir = req.cwd.clone();
     f.host.spawn(&f.name, req).await.unwrap();
-    f.until("pat's plan", || !plan_requests(&f).is_empty()).await;
+    f.until("pat's plan", || !plan_requests(&f).is_empty())
+        .await;
     let (id, plan) = plan_requests(&f).remove(0);
     assert_eq!(plan, "PLAN: write done.txt with the word done.");
     // The Write the model tried while planning was refused.
@@ -96,10 +126,22 @@ async fn plan_mode_sends_the_models_plan_and_works_after_approval() {
     assert!(!dir.join("done.txt").exists());
 
     f.host
-        .answer_plan(&f.name, &id, PlanAnswer::Approve { mode: Some("acceptEdits".into()) })
+        .answer_plan(
+            &f.name,
+            &id,
+            PlanAnswer::Approve {
+                mode: Some("acceptEdits".into()),
+            },
+        )
         .unwrap();
-    f.until("pat to carry the plan out", || dir.join("done.txt").exists()).await;
-    assert_eq!(std::fs::read_to_string(dir.join("done.txt")).unwrap(), "done");
+    f.until("pat to carry the plan out", || {
+        dir.join("done.txt").exists()
+    })
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(dir.join("done.txt")).unwrap(),
+        "done"
+    );
 }
 
 /// `(requestId, planContent)` of every plan request in the lead's inbox.
@@ -108,7 +150,12 @@ fn plan_requests(f: &Fixture) -> Vec<(String, String)> {
         .iter()
         .filter_map(|m| serde_json::from_str::<serde_json::Value>(&m.text).ok())
         .filter(|v| v["type"] == "plan_approval_request")
-        .map(|v| (v["requestId"].as_str().unwrap().to_string(), v["planContent"].as_str().unwrap().to_string()))
+        .map(|v| {
+            (
+                v["requestId"].as_str().unwrap().to_string(),
+                v["planContent"].as_str().unwrap().to_string(),
+            )
+        })
         .collect()
 }
 
@@ -133,12 +180,14 @@ async fn a_replay_that_drifted_fails_the_turn_and_says_where() {
     let tmp = tempfile::tempdir().unwrap();
     let cassettes = tmp.path().join("cassettes");
     let f = reader("drift", CassetteMode::Record, &cassettes, "one\n").await;
-    f.until("rex to report", || said(&f, "rex") == ["read it"]).await;
+    f.until("rex to report", || said(&f, "rex") == ["read it"])
+        .await;
     drop(f);
 
     // The same file: the replay matches and needs no provider call.
     let f = reader("drift", CassetteMode::Replay, &cassettes, "one\n").await;
-    f.until("rex to report on replay", || said(&f, "rex") == ["read it"]).await;
+    f.until("rex to report on replay", || said(&f, "rex") == ["read it"])
+        .await;
     drop(f);
 
     // Another file: the Read result in the second request differs.
@@ -150,7 +199,8 @@ async fn a_replay_that_drifted_fails_the_turn_and_says_where() {
             .map(|m| m.text)
             .find(|t| t.contains("drift"))
     };
-    f.until("the lead to hear of the drift", || drift().is_some()).await;
+    f.until("the lead to hear of the drift", || drift().is_some())
+        .await;
     let why = drift().unwrap();
     assert!(why.contains("request.messages[2].content[0]"), "{why}");
     assert!(said(&f, "rex").is_empty(), "a drifted turn sent nothing");
@@ -188,12 +238,17 @@ async fn a_task_the_model_completes_is_reported_resolved() {
 /// with the component path made absolute.
 fn copy_example(to: &Path) -> PathBuf {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/llm-team");
-    let manifest = std::fs::read_to_string(example.join("team.toml")).unwrap().replace(
-        "../../target/guests/wasm32-wasip2/release/agent.wasm",
-        teamhost_tests::AGENT,
-    );
+    let manifest = std::fs::read_to_string(example.join("team.toml"))
+        .unwrap()
+        .replace(
+            "../../target/guests/wasm32-wasip2/release/agent.wasm",
+            teamhost_tests::AGENT,
+        );
     std::fs::write(to.join("team.toml"), manifest).unwrap();
-    for (from, dest) in [("repo", "work"), ("cassettes/llm-team", "cassettes/llm-team")] {
+    for (from, dest) in [
+        ("repo", "work"),
+        ("cassettes/llm-team", "cassettes/llm-team"),
+    ] {
         let dest = to.join(dest);
         std::fs::create_dir_all(&dest).unwrap();
         for entry in std::fs::read_dir(example.join(from)).unwrap() {
@@ -212,10 +267,20 @@ async fn the_offline_example_team_fixes_the_bug_from_its_cassettes() {
     let tmp = tempfile::tempdir().unwrap();
     let manifest = copy_example(tmp.path());
     let home = tmp.path().join("home");
-    let argv = ["teamhost", "run", manifest.to_str().unwrap(), "--home", home.to_str().unwrap(), "--json"];
+    let argv = [
+        "teamhost",
+        "run",
+        manifest.to_str().unwrap(),
+        "--home",
+        home.to_str().unwrap(),
+        "--json",
+    ];
     let parsed = teamhost::cli::Cli::try_parse_from(argv).unwrap();
     // `teamhost run` exits non-zero unless every task is completed.
-    tokio::task::spawn_blocking(move || teamhost::cli::run(parsed)).await.unwrap().unwrap();
+    tokio::task::spawn_blocking(move || teamhost::cli::run(parsed))
+        .await
+        .unwrap()
+        .unwrap();
     let fixed = std::fs::read_to_string(tmp.path().join("work/mathutil.py")).unwrap();
     assert!(fixed.contains("sum(values) / len(values)"), "{fixed}");
     assert!(tmp.path().join("work/test_textutil.py").is_file());
@@ -224,5 +289,9 @@ async fn the_offline_example_team_fixes_the_bug_from_its_cassettes() {
         .current_dir(tmp.path().join("work"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use teamhost::model::config::{ModelConfig, ModelEntry, Price, ProviderSpec};
 use teamhost::model::scripted::{Script, Scripted};
-use teamhost::model::{CassetteMode, ContentBlock, Message, ModelError, ModelHub, ModelPolicy, Request, Role};
+use teamhost::model::{
+    CassetteMode, ContentBlock, Message, ModelError, ModelHub, ModelPolicy, Request, Role,
+};
 
 const SCRIPT: &str = r#"{"agents":[
   {"name":"w","match":["You are w"],"turns":[
@@ -24,10 +26,20 @@ fn config(script_path: Option<&Path>) -> ModelConfig {
     let mut c = ModelConfig::from_env();
     c.providers.clear();
     if let Some(p) = script_path {
-        c.providers.insert("script".into(), ProviderSpec::Scripted { script: p.to_path_buf() });
+        c.providers.insert(
+            "script".into(),
+            ProviderSpec::Scripted {
+                script: p.to_path_buf(),
+            },
+        );
     } else {
         // The provider the recording used is gone: a replay must not need it.
-        c.providers.insert("script".into(), ProviderSpec::Scripted { script: "/nonexistent/script.json".into() });
+        c.providers.insert(
+            "script".into(),
+            ProviderSpec::Scripted {
+                script: "/nonexistent/script.json".into(),
+            },
+        );
     }
     c.models.clear();
     c.models.insert(
@@ -37,7 +49,12 @@ fn config(script_path: Option<&Path>) -> ModelConfig {
             id: "fake-1".into(),
             context_window: 10_000,
             max_output_tokens: 1_000,
-            price: Some(Price { input: 3.0, output: 15.0, cache_read: None, cache_write: None }),
+            price: Some(Price {
+                input: 3.0,
+                output: 15.0,
+                cache_read: None,
+                cache_write: None,
+            }),
         },
     );
     c
@@ -54,7 +71,10 @@ fn first_request(who: &str) -> Request {
     Request {
         model: String::new(),
         system: Some(format!("You are {who}. Started at 2026-11-24T06:00:00Z.")),
-        messages: vec![Message { role: Role::User, content: vec![ContentBlock::Text("Fix a.txt".into())] }],
+        messages: vec![Message {
+            role: Role::User,
+            content: vec![ContentBlock::Text("Fix a.txt".into())],
+        }],
         tools: vec![],
         tool_choice: None,
         max_tokens: Some(200),
@@ -64,9 +84,16 @@ fn first_request(who: &str) -> Request {
 }
 
 /// The second request of the conversation, after the model's tool use.
-fn second_request(first: &Request, answer: &teamhost::model::Response, tool_output: &str) -> Request {
+fn second_request(
+    first: &Request,
+    answer: &teamhost::model::Response,
+    tool_output: &str,
+) -> Request {
     let mut r = first.clone();
-    r.messages.push(Message { role: Role::Assistant, content: answer.content.clone() });
+    r.messages.push(Message {
+        role: Role::Assistant,
+        content: answer.content.clone(),
+    });
     let id = answer
         .content
         .iter()
@@ -98,14 +125,23 @@ async fn a_recorded_conversation_replays_with_no_provider_and_the_same_answers()
     let cassettes = dir.path().join("cassettes");
     let script = script_file(dir.path());
 
-    let rec = ModelHub::new(config(Some(&script)), CassetteMode::Record, Some(cassettes.clone())).unwrap();
+    let rec = ModelHub::new(
+        config(Some(&script)),
+        CassetteMode::Record,
+        Some(cassettes.clone()),
+    )
+    .unwrap();
     let client = rec.client("team", "w", Some(policy())).unwrap();
     let r1 = first_request("w");
     let a1 = client.complete(r1.clone()).await.unwrap();
     let r2 = second_request(&r1, &a1, "hello");
     let a2 = client.complete(r2.clone()).await.unwrap();
     let text = std::fs::read_to_string(cassettes.join("team/w.jsonl")).unwrap();
-    assert_eq!(text.lines().count(), 3, "a header and two exchanges:\n{text}");
+    assert_eq!(
+        text.lines().count(),
+        3,
+        "a header and two exchanges:\n{text}"
+    );
 
     // Replay under a config whose provider cannot even be built: every
     // answer comes from the file, and the run's timestamp does not matter.
@@ -116,7 +152,14 @@ async fn a_recorded_conversation_replays_with_no_provider_and_the_same_answers()
     assert_eq!(client.complete(r1_later).await.unwrap(), a1);
     assert_eq!(client.complete(r2).await.unwrap(), a2);
     let spent = client.spent();
-    assert_eq!((spent.calls, spent.usage.input_tokens, spent.usage.output_tokens), (2, 250, 30));
+    assert_eq!(
+        (
+            spent.calls,
+            spent.usage.input_tokens,
+            spent.usage.output_tokens
+        ),
+        (2, 250, 30)
+    );
     // 250 × 3 + 30 × 15 µ$
     assert_eq!(spent.cost_microdollars, 1_200);
 }
@@ -126,27 +169,56 @@ async fn strict_replay_refuses_a_drifted_request_naming_where_lenient_serves_it(
     let dir = tempfile::tempdir().unwrap();
     let cassettes = dir.path().join("cassettes");
     let script = script_file(dir.path());
-    let rec = ModelHub::new(config(Some(&script)), CassetteMode::Record, Some(cassettes.clone())).unwrap();
+    let rec = ModelHub::new(
+        config(Some(&script)),
+        CassetteMode::Record,
+        Some(cassettes.clone()),
+    )
+    .unwrap();
     let client = rec.client("team", "w", Some(policy())).unwrap();
     let r1 = first_request("w");
     let a1 = client.complete(r1.clone()).await.unwrap();
-    client.complete(second_request(&r1, &a1, "hello")).await.unwrap();
+    client
+        .complete(second_request(&r1, &a1, "hello"))
+        .await
+        .unwrap();
 
     let drifted = second_request(&r1, &a1, "HELLO, changed");
-    let strict = ModelHub::new(config(None), CassetteMode::Replay, Some(cassettes.clone())).unwrap();
-    match strict.client("team", "w", Some(policy())).unwrap().complete(drifted.clone()).await {
+    let strict =
+        ModelHub::new(config(None), CassetteMode::Replay, Some(cassettes.clone())).unwrap();
+    match strict
+        .client("team", "w", Some(policy()))
+        .unwrap()
+        .complete(drifted.clone())
+        .await
+    {
         Err(ModelError::NotRecorded(text)) => {
             assert!(text.contains("messages[2].content[0]"), "{text}");
             assert!(text.contains("HELLO, changed"), "{text}");
         }
         other => panic!("expected not-recorded, got {other:?}"),
     }
-    let lenient = ModelHub::new(config(None), CassetteMode::ReplayLenient, Some(cassettes.clone())).unwrap();
-    let served = lenient.client("team", "w", Some(policy())).unwrap().complete(drifted).await.unwrap();
+    let lenient = ModelHub::new(
+        config(None),
+        CassetteMode::ReplayLenient,
+        Some(cassettes.clone()),
+    )
+    .unwrap();
+    let served = lenient
+        .client("team", "w", Some(policy()))
+        .unwrap()
+        .complete(drifted)
+        .await
+        .unwrap();
     assert_eq!(served.content[0], ContentBlock::Text("done".into()));
 
     // A conversation never recorded.
-    match strict.client("team", "other", Some(policy())).unwrap().complete(first_request("w")).await {
+    match strict
+        .client("team", "other", Some(policy()))
+        .unwrap()
+        .complete(first_request("w"))
+        .await
+    {
         Err(ModelError::NotRecorded(text)) => assert!(text.contains("other.jsonl"), "{text}"),
         other => panic!("expected not-recorded, got {other:?}"),
     }
@@ -157,18 +229,35 @@ async fn replay_or_record_calls_the_provider_for_a_miss_and_appends_it() {
     let dir = tempfile::tempdir().unwrap();
     let cassettes = dir.path().join("cassettes");
     let script = script_file(dir.path());
-    let rec = ModelHub::new(config(Some(&script)), CassetteMode::Record, Some(cassettes.clone())).unwrap();
+    let rec = ModelHub::new(
+        config(Some(&script)),
+        CassetteMode::Record,
+        Some(cassettes.clone()),
+    )
+    .unwrap();
     let r1 = first_request("w");
-    rec.client("team", "w", Some(policy())).unwrap().complete(r1.clone()).await.unwrap();
+    rec.client("team", "w", Some(policy()))
+        .unwrap()
+        .complete(r1.clone())
+        .await
+        .unwrap();
 
-    let hub = ModelHub::new(config(Some(&script)), CassetteMode::ReplayOrRecord, Some(cassettes.clone())).unwrap();
+    let hub = ModelHub::new(
+        config(Some(&script)),
+        CassetteMode::ReplayOrRecord,
+        Some(cassettes.clone()),
+    )
+    .unwrap();
     let scripted = Arc::new(Scripted::new(Script::parse(SCRIPT).unwrap()));
     let stats = scripted.stats();
     hub.set_provider("script", scripted);
     let client = hub.client("team", "w", Some(policy())).unwrap();
     let a1 = client.complete(r1.clone()).await.unwrap();
     assert_eq!(stats.calls(), 0, "the recorded answer was served");
-    client.complete(second_request(&r1, &a1, "new")).await.unwrap();
+    client
+        .complete(second_request(&r1, &a1, "new"))
+        .await
+        .unwrap();
     assert_eq!(stats.calls(), 1, "the miss went to the provider");
     let text = std::fs::read_to_string(cassettes.join("team/w.jsonl")).unwrap();
     assert_eq!(text.lines().count(), 3, "the miss was appended:\n{text}");
@@ -184,8 +273,14 @@ async fn a_budget_breach_is_a_typed_error_and_one_notice() {
     let client = hub.client("team", "w", Some(p)).unwrap();
     let r1 = first_request("w");
     let a1 = client.complete(r1.clone()).await.unwrap(); // 120 tokens
-    let err = client.complete(second_request(&r1, &a1, "x")).await.unwrap_err();
-    assert!(matches!(&err, ModelError::BudgetExhausted(t) if t.contains("120 of 400")), "{err}");
+    let err = client
+        .complete(second_request(&r1, &a1, "x"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ModelError::BudgetExhausted(t) if t.contains("120 of 400")),
+        "{err}"
+    );
     let notice = client.take_budget_notice().expect("a notice for the lead");
     assert!(notice.contains("token budget"), "{notice}");
     assert_eq!(client.take_budget_notice(), None, "the lead is told once");
@@ -200,7 +295,10 @@ async fn policies_deny_what_they_do_not_allow() {
 
     let none = hub.client("team", "n", None).unwrap();
     assert!(none.models().is_empty());
-    assert!(matches!(none.complete(first_request("w")).await, Err(ModelError::Denied(_))));
+    assert!(matches!(
+        none.complete(first_request("w")).await,
+        Err(ModelError::Denied(_))
+    ));
 
     let client = hub.client("team", "w", Some(policy())).unwrap();
     let mut other = first_request("w");
@@ -211,21 +309,36 @@ async fn policies_deny_what_they_do_not_allow() {
     }
     let mut too_big = first_request("w");
     too_big.max_tokens = Some(501);
-    assert!(matches!(client.complete(too_big).await, Err(ModelError::Invalid(t)) if t.contains("1..=500")));
+    assert!(
+        matches!(client.complete(too_big).await, Err(ModelError::Invalid(t)) if t.contains("1..=500"))
+    );
     let models = client.models();
-    assert_eq!((models.len(), models[0].max_output_tokens, models[0].is_default), (1, 500, true));
+    assert_eq!(
+        (
+            models.len(),
+            models[0].max_output_tokens,
+            models[0].is_default
+        ),
+        (1, 500, true)
+    );
 
     let mut unknown = policy();
     unknown.allow = vec!["gpt-17".into()];
     unknown.default = "gpt-17".into();
-    let err = hub.client("team", "u", Some(unknown)).unwrap_err().to_string();
+    let err = hub
+        .client("team", "u", Some(unknown))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("not in the host's catalog"), "{err}");
 
     let mut per_turn = policy();
     per_turn.calls_per_turn = Some(1);
     let client = hub.client("team", "w2", Some(per_turn)).unwrap();
     client.complete(first_request("w")).await.unwrap();
-    assert!(matches!(client.complete(first_request("w")).await, Err(ModelError::Denied(_))));
+    assert!(matches!(
+        client.complete(first_request("w")).await,
+        Err(ModelError::Denied(_))
+    ));
     client.start_turn();
     client.complete(first_request("w")).await.unwrap();
 
@@ -233,10 +346,16 @@ async fn policies_deny_what_they_do_not_allow() {
     rpm.requests_per_minute = Some(1);
     let client = hub.client("team", "w3", Some(rpm)).unwrap();
     client.complete(first_request("w")).await.unwrap();
-    assert!(matches!(client.complete(first_request("w")).await, Err(ModelError::RateLimited { .. })));
+    assert!(matches!(
+        client.complete(first_request("w")).await,
+        Err(ModelError::RateLimited { .. })
+    ));
 
     let disabled = ModelHub::none();
-    assert!(disabled.client("team", "w", Some(policy())).is_err(), "a host without model access refuses a policy");
+    assert!(
+        disabled.client("team", "w", Some(policy())).is_err(),
+        "a host without model access refuses a policy"
+    );
 }
 
 #[tokio::test]
@@ -250,7 +369,9 @@ async fn a_hundred_teammates_call_at_once_without_waiting_on_each_other() {
     let (go_tx, _) = tokio::sync::broadcast::channel::<()>(1);
     let mut calls = Vec::new();
     for i in 0..100 {
-        let client = hub.client("team", &format!("t{i}"), Some(policy())).unwrap();
+        let client = hub
+            .client("team", &format!("t{i}"), Some(policy()))
+            .unwrap();
         let mut go = go_tx.subscribe();
         calls.push(tokio::spawn(async move {
             go.recv().await.unwrap();
@@ -266,5 +387,9 @@ async fn a_hundred_teammates_call_at_once_without_waiting_on_each_other() {
     assert_eq!(stats.calls(), 100);
     // Each call waits 50 ms in the provider; had the broker serialised
     // them, no two would ever have been in flight together.
-    assert!(stats.max_in_flight() >= 90, "at most {} calls were in flight at once", stats.max_in_flight());
+    assert!(
+        stats.max_in_flight() >= 90,
+        "at most {} calls were in flight at once",
+        stats.max_in_flight()
+    );
 }

@@ -33,7 +33,7 @@ fn policy() -> ModelPolicy {
 }
 
 fn bench(f: &Fixture, name: &str, prompt: &str, policy: ModelPolicy) -> SpawnRequest {
-    let mut req = SpawnRequest::new(name, teamhost_tests::MODELBENCH, prompt, &f.dir(name));
+    let mut req = SpawnRequest::new(name, teamhost_tests::MODELBENCH, prompt, f.dir(name));
     req.auto_claim = false;
     req.model_policy = Some(policy);
     req
@@ -41,20 +41,36 @@ fn bench(f: &Fixture, name: &str, prompt: &str, policy: ModelPolicy) -> SpawnReq
 
 /// The texts `from` sent the lead.
 fn said(f: &Fixture, from: &str) -> Vec<String> {
-    f.lead_inbox().into_iter().filter(|m| m.from == from).map(|m| m.text).collect()
+    f.lead_inbox()
+        .into_iter()
+        .filter(|m| m.from == from)
+        .map(|m| m.text)
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_teammates_calls_show_in_events_and_in_the_usage_status_reads() {
     let (f, stats) = fixture("usage", QUICK);
     let mut events = f.host.events();
-    f.host.spawn(&f.name, bench(&f, "mb", "3", policy())).await.unwrap();
-    f.until("mb to answer", || said(&f, "mb").iter().any(|t| t == "done 3")).await;
+    f.host
+        .spawn(&f.name, bench(&f, "mb", "3", policy()))
+        .await
+        .unwrap();
+    f.until("mb to answer", || {
+        said(&f, "mb").iter().any(|t| t == "done 3")
+    })
+    .await;
     assert_eq!(stats.calls(), 3);
     let mut finished = 0;
     while finished < 3 {
-        if let Event::Model { name, call: ModelCallEvent::Finished { usage, spend, .. }, .. } =
-            next_event(&mut events, "a model call to finish", |e| matches!(e, Event::Model { .. })).await
+        if let Event::Model {
+            name,
+            call: ModelCallEvent::Finished { usage, spend, .. },
+            ..
+        } = next_event(&mut events, "a model call to finish", |e| {
+            matches!(e, Event::Model { .. })
+        })
+        .await
         {
             assert_eq!(name, "mb");
             assert_eq!((usage.input_tokens, usage.output_tokens), (10, 2));
@@ -68,8 +84,14 @@ async fn a_teammates_calls_show_in_events_and_in_the_usage_status_reads() {
         .await
         .unwrap();
     let snapshot = teamhost::status::snapshot(&f.team).unwrap();
-    let usage = snapshot.model_usage.get("mb").expect("a usage record for mb");
-    assert_eq!((usage.calls, usage.input_tokens, usage.output_tokens), (3, 30, 6));
+    let usage = snapshot
+        .model_usage
+        .get("mb")
+        .expect("a usage record for mb");
+    assert_eq!(
+        (usage.calls, usage.input_tokens, usage.output_tokens),
+        (3, 30, 6)
+    );
     // 30 × 3 + 6 × 15 microdollars
     assert_eq!(usage.cost_microdollars, 180);
     assert_eq!(usage.waiting_since, None);
@@ -84,33 +106,69 @@ async fn a_budget_breach_fails_the_call_and_tells_the_lead_once() {
     // Each call reserves its input estimate + 16 output tokens and uses 12:
     // the budget runs out after a few calls.
     p.budget_tokens = Some(200);
-    f.host.spawn(&f.name, bench(&f, "mb", "50", p)).await.unwrap();
-    f.until("mb to report", || said(&f, "mb").iter().any(|t| t.starts_with("error:"))).await;
-    let report = said(&f, "mb").into_iter().find(|t| t.starts_with("error:")).unwrap();
-    assert!(report.contains("BudgetExhausted") && report.contains("token budget exhausted"), "{report}");
+    f.host
+        .spawn(&f.name, bench(&f, "mb", "50", p))
+        .await
+        .unwrap();
+    f.until("mb to report", || {
+        said(&f, "mb").iter().any(|t| t.starts_with("error:"))
+    })
+    .await;
+    let report = said(&f, "mb")
+        .into_iter()
+        .find(|t| t.starts_with("error:"))
+        .unwrap();
+    assert!(
+        report.contains("BudgetExhausted") && report.contains("token budget exhausted"),
+        "{report}"
+    );
     // Ask again: the guest is refused again, the lead is not told twice.
     f.host.send_as_lead(&f.name, "mb", "5", None).unwrap();
-    f.until("mb to report again", || said(&f, "mb").iter().filter(|t| t.starts_with("error:")).count() == 2)
-        .await;
+    f.until("mb to report again", || {
+        said(&f, "mb")
+            .iter()
+            .filter(|t| t.starts_with("error:"))
+            .count()
+            == 2
+    })
+    .await;
     let notices: Vec<String> = said(&f, teamhost::runner::HOST_SENDER)
         .into_iter()
         .filter(|t| t.contains("budget"))
         .collect();
     assert_eq!(notices.len(), 1, "{notices:#?}");
-    assert!(notices[0].starts_with("mb: model token budget exhausted"), "{notices:#?}");
+    assert!(
+        notices[0].starts_with("mb: model token budget exhausted"),
+        "{notices:#?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_a_teammate_cancels_its_model_call() {
     let (f, stats) = fixture("cancel", SLOW);
     let mut events = f.host.events();
-    f.host.spawn(&f.name, bench(&f, "mb", "1", policy())).await.unwrap();
+    f.host
+        .spawn(&f.name, bench(&f, "mb", "1", policy()))
+        .await
+        .unwrap();
     next_event(&mut events, "the call to start", |e| {
-        matches!(e, Event::Model { call: ModelCallEvent::Started { .. }, .. })
+        matches!(
+            e,
+            Event::Model {
+                call: ModelCallEvent::Started { .. },
+                ..
+            }
+        )
     })
     .await;
-    common::bounded("the provider to get the call", stats.until(|s| s.in_flight() == 1)).await;
-    common::bounded("the kill", f.host.kill(&f.name, "mb")).await.unwrap();
+    common::bounded(
+        "the provider to get the call",
+        stats.until(|s| s.in_flight() == 1),
+    )
+    .await;
+    common::bounded("the kill", f.host.kill(&f.name, "mb"))
+        .await
+        .unwrap();
     // The call's future was dropped with the teammate: nothing is left
     // waiting on the provider.
     common::bounded("the call to end", stats.until(|s| s.in_flight() == 0)).await;
@@ -124,9 +182,18 @@ async fn a_teammate_without_a_policy_is_denied_and_a_host_without_models_refuses
     let mut req = bench(&f, "mb", "2", policy());
     req.model_policy = None;
     f.host.spawn(&f.name, req).await.unwrap();
-    f.until("mb to report", || said(&f, "mb").iter().any(|t| t.starts_with("error:"))).await;
-    let report = said(&f, "mb").into_iter().find(|t| t.starts_with("error:")).unwrap();
-    assert!(report.contains("Denied") && report.contains("no model access"), "{report}");
+    f.until("mb to report", || {
+        said(&f, "mb").iter().any(|t| t.starts_with("error:"))
+    })
+    .await;
+    let report = said(&f, "mb")
+        .into_iter()
+        .find(|t| t.starts_with("error:"))
+        .unwrap();
+    assert!(
+        report.contains("Denied") && report.contains("no model access"),
+        "{report}"
+    );
     assert_eq!(stats.calls(), 0);
 
     let plain = Fixture::new("nomodels");
@@ -149,7 +216,11 @@ fn results(f: &Fixture, name: &str) -> Vec<(String, bool, String)> {
         .filter(|m| m.from == name)
         .filter_map(|m| {
             let mut parts = m.text.splitn(3, '\t');
-            Some((parts.next()?.to_string(), parts.next()? == "OK", parts.next().unwrap_or_default().to_string()))
+            Some((
+                parts.next()?.to_string(),
+                parts.next()? == "OK",
+                parts.next().unwrap_or_default().to_string(),
+            ))
         })
         .collect()
 }
@@ -175,53 +246,106 @@ async fn the_hosts_key_reaches_no_guest_no_command_no_error_and_no_file() {
     let server = FakeProvider::start(
         Api::OpenAi,
         vec![
-            Reply::status(401, &format!(r#"{{"error":{{"message":"Incorrect API key provided: {KEY}"}}}}"#)),
+            Reply::status(
+                401,
+                &format!(r#"{{"error":{{"message":"Incorrect API key provided: {KEY}"}}}}"#),
+            ),
             Reply::text("pong"),
         ],
     )
     .await;
     let tmp = tempfile::tempdir().unwrap();
     let cassettes = tmp.path().join("cassettes");
-    let hub = teamhost::model::ModelHub::new(models::config(), CassetteMode::Record, Some(cassettes.clone())).unwrap();
-    let settings = ProviderSettings::new(Dialect::Openai, server.base_url(), Some(ApiKey::new(KEY)));
+    let hub = teamhost::model::ModelHub::new(
+        models::config(),
+        CassetteMode::Record,
+        Some(cassettes.clone()),
+    )
+    .unwrap();
+    let settings =
+        ProviderSettings::new(Dialect::Openai, server.base_url(), Some(ApiKey::new(KEY)));
     hub.set_provider("script", provider::build(settings).unwrap());
     let f = Fixture::with_options("keys", models::options(hub));
-    let mut req = SpawnRequest::new("spy", teamhost_tests::HOSTILE, "model env", &f.dir("spy"));
+    let mut req = SpawnRequest::new("spy", teamhost_tests::HOSTILE, "model env", f.dir("spy"));
     req.auto_claim = false;
     req.mode = Some("bypassPermissions".into());
     req.model_policy = Some(policy());
     f.host.spawn(&f.name, req).await.unwrap();
-    let done = |n: usize| results(&f, "spy").iter().filter(|(s, _, d)| s == "model" && !d.is_empty() && d.chars().all(|c| c.is_ascii_digit())).count() >= n;
+    let done = |n: usize| {
+        results(&f, "spy")
+            .iter()
+            .filter(|(s, _, d)| {
+                s == "model" && !d.is_empty() && d.chars().all(|c| c.is_ascii_digit())
+            })
+            .count()
+            >= n
+    };
     f.until("spy to look at its environment", || done(1)).await;
-    for (i, cmd) in ["model call - hello", "model call - hello again"].iter().enumerate() {
+    for (i, cmd) in ["model call - hello", "model call - hello again"]
+        .iter()
+        .enumerate()
+    {
         f.host.send_as_lead(&f.name, "spy", cmd, None).unwrap();
         f.until("spy's model call", || done(i + 2)).await;
     }
-    f.host.send_as_lead(&f.name, "spy", "bash-run env | grep -c -e SECRET -e API_KEY -e Bearer", None).unwrap();
-    f.until("spy's Bash", || results(&f, "spy").iter().any(|(s, _, _)| s == "bash-run")).await;
+    f.host
+        .send_as_lead(
+            &f.name,
+            "spy",
+            "bash-run env | grep -c -e SECRET -e API_KEY -e Bearer",
+            None,
+        )
+        .unwrap();
+    f.until("spy's Bash", || {
+        results(&f, "spy").iter().any(|(s, _, _)| s == "bash-run")
+    })
+    .await;
 
     let got = results(&f, "spy");
     let env = got.iter().find(|(s, _, _)| s == "model/env").unwrap();
-    assert_eq!(env.2, "vars=[] args=[]", "a guest has no environment and no arguments");
+    assert_eq!(
+        env.2, "vars=[] args=[]",
+        "a guest has no environment and no arguments"
+    );
     let calls: Vec<_> = got.iter().filter(|(s, _, _)| s == "model/call").collect();
     assert_eq!(calls.len(), 2, "{got:#?}");
-    assert!(!calls[0].1 && calls[0].2.contains("credentials") && calls[0].2.contains("<redacted>"), "{:?}", calls[0]);
+    assert!(
+        !calls[0].1 && calls[0].2.contains("credentials") && calls[0].2.contains("<redacted>"),
+        "{:?}",
+        calls[0]
+    );
     assert!(calls[1].1 && calls[1].2 == "pong", "{:?}", calls[1]);
     let bash = got.iter().find(|(s, _, _)| s == "bash-run").unwrap();
-    assert!(bash.2.contains("stdout=0"), "Bash's environment holds nothing of the key: {bash:?}");
+    assert!(
+        bash.2.contains("stdout=0"),
+        "Bash's environment holds nothing of the key: {bash:?}"
+    );
     let url = server.base_url();
     for (step, _, detail) in &got {
-        assert!(!detail.contains(KEY) && !detail.contains(&url), "{step}: {detail}");
+        assert!(
+            !detail.contains(KEY) && !detail.contains(&url),
+            "{step}: {detail}"
+        );
     }
     // Nothing on disk either: team files, logs, usage records, cassettes.
     let mut files = Vec::new();
     every_file(tmp.path(), &mut files);
     every_file(f.tmp.path(), &mut files);
-    assert!(files.iter().any(|(p, _)| p.starts_with(&cassettes)), "the answer was recorded");
+    assert!(
+        files.iter().any(|(p, _)| p.starts_with(&cassettes)),
+        "the answer was recorded"
+    );
     for (path, text) in &files {
         assert!(!text.contains(KEY), "{} holds the key", path.display());
-        assert!(!text.contains(&url), "{} holds the provider's URL", path.display());
+        assert!(
+            !text.contains(&url),
+            "{} holds the provider's URL",
+            path.display()
+        );
     }
     // The provider did get it, in its header.
-    assert_eq!(server.requests()[0].header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
 }

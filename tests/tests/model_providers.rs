@@ -9,12 +9,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use teamhost::model::provider::{self, ApiKey, Dialect, Provider, ProviderCall, ProviderError, ProviderSettings};
-use teamhost::model::{ContentBlock, Message, Request, Response, Role, StopReason, Thinking, ToolDefinition, ToolResult, ToolUse};
+use teamhost::model::provider::{
+    self, ApiKey, Dialect, Provider, ProviderCall, ProviderError, ProviderSettings,
+};
+use teamhost::model::{
+    ContentBlock, Message, Request, Response, Role, StopReason, Thinking, ToolDefinition,
+    ToolResult, ToolUse,
+};
 use teamhost_tests::model_server::{Api, Block, FakeProvider, Reply};
 
 const KEY: &str = "sk-test-SECRET-1234";
-const BOTH: [(Api, Dialect); 2] = [(Api::Anthropic, Dialect::Anthropic), (Api::OpenAi, Dialect::Openai)];
+const BOTH: [(Api, Dialect); 2] = [
+    (Api::Anthropic, Dialect::Anthropic),
+    (Api::OpenAi, Dialect::Openai),
+];
 
 fn settings(dialect: Dialect, server: &FakeProvider, stream: bool) -> ProviderSettings {
     let mut s = ProviderSettings::new(dialect, server.base_url(), Some(ApiKey::new(KEY)));
@@ -33,11 +41,15 @@ fn hello() -> Request {
     Request {
         model: "fake".into(),
         system: Some("be brief".into()),
-        messages: vec![Message { role: Role::User, content: vec![ContentBlock::Text("hello".into())] }],
+        messages: vec![Message {
+            role: Role::User,
+            content: vec![ContentBlock::Text("hello".into())],
+        }],
         tools: vec![ToolDefinition {
             name: "Read".into(),
             description: "read a file".into(),
-            input_schema: r#"{"type":"object","properties":{"file_path":{"type":"string"}}}"#.into(),
+            input_schema: r#"{"type":"object","properties":{"file_path":{"type":"string"}}}"#
+                .into(),
         }],
         tool_choice: None,
         max_tokens: Some(100),
@@ -47,7 +59,12 @@ fn hello() -> Request {
 }
 
 async fn complete(p: &dyn Provider, r: &Request) -> Result<Response, ProviderError> {
-    p.complete(ProviderCall { model_id: "model-x", request: r, max_tokens: 100 }).await
+    p.complete(ProviderCall {
+        model_id: "model-x",
+        request: r,
+        max_tokens: 100,
+    })
+    .await
 }
 
 fn assert_no_key(e: &ProviderError) {
@@ -63,7 +80,11 @@ async fn a_text_answer_comes_back_streamed_and_whole_with_the_key_in_its_header(
             let server = FakeProvider::always(api, Reply::text("hello there")).await;
             let p = provider(settings(dialect, &server, stream));
             let r = complete(&*p, &hello()).await.unwrap();
-            assert_eq!(r.content, vec![ContentBlock::Text("hello there".into())], "{api:?} stream={stream}");
+            assert_eq!(
+                r.content,
+                vec![ContentBlock::Text("hello there".into())],
+                "{api:?} stream={stream}"
+            );
             assert_eq!(r.stop_reason, StopReason::EndTurn);
             assert_eq!((r.usage.input_tokens, r.usage.output_tokens), (10, 2));
             assert_eq!(r.model, "model-x");
@@ -80,8 +101,14 @@ async fn a_text_answer_comes_back_streamed_and_whole_with_the_key_in_its_header(
                 }
                 Api::OpenAi => {
                     assert_eq!(got.path, "/v1/chat/completions");
-                    assert_eq!(got.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
-                    assert_eq!(got.body["messages"][0], json!({"role": "system", "content": "be brief"}));
+                    assert_eq!(
+                        got.header("authorization"),
+                        Some(format!("Bearer {KEY}").as_str())
+                    );
+                    assert_eq!(
+                        got.body["messages"][0],
+                        json!({"role": "system", "content": "be brief"})
+                    );
                     assert_eq!(got.body["tools"][0]["function"]["name"], "Read");
                     if stream {
                         assert_eq!(got.body["stream_options"]["include_usage"], true);
@@ -97,34 +124,55 @@ async fn a_tool_use_comes_back_and_its_result_goes_out_in_the_dialects_shape() {
     for (api, dialect) in BOTH {
         let server = FakeProvider::start(
             api,
-            vec![Reply::tool_use("call_1", "Read", json!({"file_path": "a.txt"})), Reply::text("done")],
+            vec![
+                Reply::tool_use("call_1", "Read", json!({"file_path": "a.txt"})),
+                Reply::text("done"),
+            ],
         )
         .await;
         let p = provider(settings(dialect, &server, true));
         let mut r = hello();
         let first = complete(&*p, &r).await.unwrap();
         assert_eq!(first.stop_reason, StopReason::ToolUse, "{api:?}");
-        let ContentBlock::ToolUse(use_) = &first.content[0] else { panic!("{first:?}") };
+        let ContentBlock::ToolUse(use_) = &first.content[0] else {
+            panic!("{first:?}")
+        };
         assert_eq!((use_.id.as_str(), use_.name.as_str()), ("call_1", "Read"));
-        assert_eq!(serde_json::from_str::<serde_json::Value>(&use_.input).unwrap(), json!({"file_path": "a.txt"}));
-        r.messages.push(Message { role: Role::Assistant, content: first.content.clone() });
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&use_.input).unwrap(),
+            json!({"file_path": "a.txt"})
+        );
+        r.messages.push(Message {
+            role: Role::Assistant,
+            content: first.content.clone(),
+        });
         r.messages.push(Message {
             role: Role::User,
-            content: vec![ContentBlock::ToolResult(ToolResult { tool_use_id: "call_1".into(), content: "no such file".into(), is_error: true })],
+            content: vec![ContentBlock::ToolResult(ToolResult {
+                tool_use_id: "call_1".into(),
+                content: "no such file".into(),
+                is_error: true,
+            })],
         });
         complete(&*p, &r).await.unwrap();
         let body = &server.requests()[1].body;
         match api {
             Api::Anthropic => {
                 assert_eq!(body["messages"][1]["content"][0]["type"], "tool_use");
-                assert_eq!(body["messages"][1]["content"][0]["input"], json!({"file_path": "a.txt"}));
+                assert_eq!(
+                    body["messages"][1]["content"][0]["input"],
+                    json!({"file_path": "a.txt"})
+                );
                 assert_eq!(
                     body["messages"][2]["content"][0],
                     json!({"type": "tool_result", "tool_use_id": "call_1", "content": "no such file", "is_error": true})
                 );
             }
             Api::OpenAi => {
-                assert_eq!(body["messages"][2]["tool_calls"][0]["function"]["name"], "Read");
+                assert_eq!(
+                    body["messages"][2]["tool_calls"][0]["function"]["name"],
+                    "Read"
+                );
                 assert_eq!(
                     body["messages"][3],
                     json!({"role": "tool", "tool_call_id": "call_1", "content": "Error: no such file"})
@@ -139,7 +187,13 @@ async fn thinking_comes_back_with_its_signature_and_goes_out_unchanged() {
     let server = FakeProvider::always(
         Api::Anthropic,
         Reply::Answer {
-            blocks: vec![Block::Thinking { text: "hmm".into(), signature: "sig-1".into() }, Block::Text("ok".into())],
+            blocks: vec![
+                Block::Thinking {
+                    text: "hmm".into(),
+                    signature: "sig-1".into(),
+                },
+                Block::Text("ok".into()),
+            ],
             usage: (5, 5),
         },
     )
@@ -147,9 +201,21 @@ async fn thinking_comes_back_with_its_signature_and_goes_out_unchanged() {
     let p = provider(settings(Dialect::Anthropic, &server, true));
     let mut r = hello();
     let answer = complete(&*p, &r).await.unwrap();
-    assert_eq!(answer.content[0], ContentBlock::Thinking(Thinking { text: "hmm".into(), signature: "sig-1".into() }));
-    r.messages.push(Message { role: Role::Assistant, content: answer.content });
-    r.messages.push(Message { role: Role::User, content: vec![ContentBlock::Text("go on".into())] });
+    assert_eq!(
+        answer.content[0],
+        ContentBlock::Thinking(Thinking {
+            text: "hmm".into(),
+            signature: "sig-1".into()
+        })
+    );
+    r.messages.push(Message {
+        role: Role::Assistant,
+        content: answer.content,
+    });
+    r.messages.push(Message {
+        role: Role::User,
+        content: vec![ContentBlock::Text("go on".into())],
+    });
     complete(&*p, &r).await.unwrap();
     assert_eq!(
         server.requests()[1].body["messages"][1]["content"][0],
@@ -162,7 +228,11 @@ async fn a_rate_limit_is_waited_out_as_the_provider_says() {
     for (api, dialect) in BOTH {
         let server = FakeProvider::start(
             api,
-            vec![Reply::status(429, r#"{"error":{"message":"slow down"}}"#).with_header("retry-after-ms", "80"), Reply::text("ok")],
+            vec![
+                Reply::status(429, r#"{"error":{"message":"slow down"}}"#)
+                    .with_header("retry-after-ms", "80"),
+                Reply::text("ok"),
+            ],
         )
         .await;
         let p = provider(settings(dialect, &server, true));
@@ -170,17 +240,28 @@ async fn a_rate_limit_is_waited_out_as_the_provider_says() {
         let got = server.requests();
         assert_eq!(got.len(), 2, "{api:?}");
         let waited = got[1].at - got[0].at;
-        assert!(waited >= Duration::from_millis(80), "{api:?}: retried after {waited:?}");
+        assert!(
+            waited >= Duration::from_millis(80),
+            "{api:?}: retried after {waited:?}"
+        );
     }
 }
 
 #[tokio::test]
 async fn a_wait_longer_than_the_host_waits_is_handed_to_the_guest_at_once() {
     for (api, dialect) in BOTH {
-        let server = FakeProvider::always(api, Reply::status(429, r#"{"error":{"message":"later"}}"#).with_header("retry-after", "120")).await;
+        let server = FakeProvider::always(
+            api,
+            Reply::status(429, r#"{"error":{"message":"later"}}"#)
+                .with_header("retry-after", "120"),
+        )
+        .await;
         let p = provider(settings(dialect, &server, true));
         match complete(&*p, &hello()).await {
-            Err(ProviderError::RateLimited { retry_after, message }) => {
+            Err(ProviderError::RateLimited {
+                retry_after,
+                message,
+            }) => {
                 assert_eq!(retry_after, Duration::from_secs(120));
                 assert!(message.contains("later"), "{message}");
             }
@@ -194,13 +275,30 @@ async fn a_wait_longer_than_the_host_waits_is_handed_to_the_guest_at_once() {
 async fn errors_that_retrying_cannot_cure_are_not_retried() {
     for (api, dialect) in BOTH {
         let quota = match api {
-            Api::Anthropic => r#"{"type":"error","error":{"type":"rate_limit_error","message":"Your credit balance is too low"}}"#,
-            Api::OpenAi => r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota"}}"#,
+            Api::Anthropic => {
+                r#"{"type":"error","error":{"type":"rate_limit_error","message":"Your credit balance is too low"}}"#
+            }
+            Api::OpenAi => {
+                r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota"}}"#
+            }
         };
         for (reply, check) in [
-            (Reply::status(429, quota), (|e: &ProviderError| matches!(e, ProviderError::SpendCap(_))) as fn(&ProviderError) -> bool),
-            (Reply::status(401, &format!(r#"{{"error":{{"message":"invalid key {KEY}"}}}}"#)), |e| matches!(e, ProviderError::Credentials(_))),
-            (Reply::status(400, r#"{"error":{"message":"bad request"}}"#), |e| matches!(e, ProviderError::Invalid(_))),
+            (
+                Reply::status(429, quota),
+                (|e: &ProviderError| matches!(e, ProviderError::SpendCap(_)))
+                    as fn(&ProviderError) -> bool,
+            ),
+            (
+                Reply::status(
+                    401,
+                    &format!(r#"{{"error":{{"message":"invalid key {KEY}"}}}}"#),
+                ),
+                |e| matches!(e, ProviderError::Credentials(_)),
+            ),
+            (
+                Reply::status(400, r#"{"error":{"message":"bad request"}}"#),
+                |e| matches!(e, ProviderError::Invalid(_)),
+            ),
         ] {
             let server = FakeProvider::always(api, reply).await;
             let p = provider(settings(dialect, &server, true));
@@ -216,7 +314,11 @@ async fn errors_that_retrying_cannot_cure_are_not_retried() {
 async fn server_errors_malformed_and_truncated_answers_are_retried_then_reported() {
     for (api, dialect) in BOTH {
         for stream in [true, false] {
-            for bad in [Reply::status(529, r#"{"error":{"message":"overloaded"}}"#), Reply::Malformed, Reply::Truncated] {
+            for bad in [
+                Reply::status(529, r#"{"error":{"message":"overloaded"}}"#),
+                Reply::Malformed,
+                Reply::Truncated,
+            ] {
                 let server = FakeProvider::start(api, vec![bad.clone(), Reply::text("ok")]).await;
                 let p = provider(settings(dialect, &server, stream));
                 let r = complete(&*p, &hello()).await;
@@ -226,7 +328,10 @@ async fn server_errors_malformed_and_truncated_answers_are_retried_then_reported
                 let server = FakeProvider::always(api, bad.clone()).await;
                 let p = provider(settings(dialect, &server, stream));
                 let e = complete(&*p, &hello()).await.unwrap_err();
-                assert!(matches!(e, ProviderError::Unavailable(_)), "{api:?} {bad:?}: {e:?}");
+                assert!(
+                    matches!(e, ProviderError::Unavailable(_)),
+                    "{api:?} {bad:?}: {e:?}"
+                );
                 assert_no_key(&e);
                 assert_eq!(server.requests().len(), 3, "one try and two retries");
             }
@@ -242,7 +347,10 @@ async fn a_provider_that_says_nothing_times_out() {
         s.idle_timeout = Duration::from_millis(200);
         s.max_retries = 1;
         let e = complete(&*provider(s), &hello()).await.unwrap_err();
-        assert!(matches!(&e, ProviderError::Unavailable(m) if m.contains("idle_timeout")), "{api:?}: {e:?}");
+        assert!(
+            matches!(&e, ProviderError::Unavailable(m) if m.contains("idle_timeout")),
+            "{api:?}: {e:?}"
+        );
         assert_eq!(server.requests().len(), 2);
     }
 }
@@ -253,33 +361,56 @@ async fn dropping_the_call_closes_the_connection() {
         let server = FakeProvider::always(api, Reply::Hang).await;
         let p = provider(settings(dialect, &server, true));
         let call = tokio::spawn(async move { complete(&*p, &hello()).await });
-        tokio::time::timeout(Duration::from_secs(30), server.until_requests(1)).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(30), server.until_requests(1))
+            .await
+            .unwrap();
         call.abort();
         // The server sees the client go away: the request was abandoned,
         // not left running.
-        tokio::time::timeout(Duration::from_secs(30), server.until_abandoned(1)).await.expect("the connection closed");
+        tokio::time::timeout(Duration::from_secs(30), server.until_abandoned(1))
+            .await
+            .expect("the connection closed");
     }
 }
 
 #[tokio::test]
-async fn a_model_written_tool_input_that_is_not_json_is_refused_for_anthropic_and_passed_on_for_openai() {
+async fn a_model_written_tool_input_that_is_not_json_is_refused_for_anthropic_and_passed_on_for_openai(
+) {
     let mut r = hello();
     r.messages.push(Message {
         role: Role::Assistant,
-        content: vec![ContentBlock::ToolUse(ToolUse { id: "t".into(), name: "Read".into(), input: "{broken".into() })],
+        content: vec![ContentBlock::ToolUse(ToolUse {
+            id: "t".into(),
+            name: "Read".into(),
+            input: "{broken".into(),
+        })],
     });
     r.messages.push(Message {
         role: Role::User,
-        content: vec![ContentBlock::ToolResult(ToolResult { tool_use_id: "t".into(), content: "bad input".into(), is_error: true })],
+        content: vec![ContentBlock::ToolResult(ToolResult {
+            tool_use_id: "t".into(),
+            content: "bad input".into(),
+            is_error: true,
+        })],
     });
     let server = FakeProvider::always(Api::Anthropic, Reply::text("ok")).await;
-    let e = complete(&*provider(settings(Dialect::Anthropic, &server, true)), &r).await.unwrap_err();
-    assert!(matches!(&e, ProviderError::Invalid(m) if m.contains("not a JSON object")), "{e:?}");
+    let e = complete(&*provider(settings(Dialect::Anthropic, &server, true)), &r)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, ProviderError::Invalid(m) if m.contains("not a JSON object")),
+        "{e:?}"
+    );
     assert!(server.requests().is_empty(), "nothing was sent");
 
     let server = FakeProvider::always(Api::OpenAi, Reply::text("ok")).await;
-    complete(&*provider(settings(Dialect::Openai, &server, true)), &r).await.unwrap();
-    assert_eq!(server.requests()[0].body["messages"][2]["tool_calls"][0]["function"]["arguments"], "{broken");
+    complete(&*provider(settings(Dialect::Openai, &server, true)), &r)
+        .await
+        .unwrap();
+    assert_eq!(
+        server.requests()[0].body["messages"][2]["tool_calls"][0]["function"]["arguments"],
+        "{broken"
+    );
 }
 
 #[tokio::test]

@@ -234,24 +234,33 @@ impl Agent {
                         // A task the agent gave itself (TaskUpdate owner) is
                         // already in its conversation.
                         Some(ProtocolMessage::TaskAssignment(a)) if a.assigned_by == self.name => {}
-                        Some(ProtocolMessage::TaskAssignment(a)) => match tasks::claim(&a.task_id, false) {
-                            Ok(task) => {
-                                self.push_user(task_text(&task.id, &format!("{}\n\n{}", task.subject, task.description)));
-                                claimed = Some(task.id);
-                                wake = true;
+                        Some(ProtocolMessage::TaskAssignment(a)) => {
+                            match tasks::claim(&a.task_id, false) {
+                                Ok(task) => {
+                                    self.push_user(task_text(
+                                        &task.id,
+                                        &format!("{}\n\n{}", task.subject, task.description),
+                                    ));
+                                    claimed = Some(task.id);
+                                    wake = true;
+                                }
+                                Err(ClaimError::AlreadyResolved) => {}
+                                Err(e) => {
+                                    return Err(format!("cannot take task #{}: {e:?}", a.task_id))
+                                }
                             }
-                            Err(ClaimError::AlreadyResolved) => {}
-                            Err(e) => return Err(format!("cannot take task #{}: {e:?}", a.task_id)),
-                        },
-                        Some(ProtocolMessage::PlanApprovalResponse(answer)) if self.plan_pending => {
+                        }
+                        Some(ProtocolMessage::PlanApprovalResponse(answer))
+                            if self.plan_pending =>
+                        {
                             self.plan_pending = false;
                             self.push_user(match &answer.response {
                                 PlanResponse::Approve(_) => {
                                     "The lead approved your plan. Carry it out now.".to_string()
                                 }
-                                PlanResponse::Reject(feedback) => format!(
-                                    "The lead rejected your plan: {feedback}\nRevise it."
-                                ),
+                                PlanResponse::Reject(feedback) => {
+                                    format!("The lead rejected your plan: {feedback}\nRevise it.")
+                                }
                             });
                             wake = true;
                         }
@@ -325,7 +334,10 @@ fn limits() -> (u32, u32) {
     let models = model::models();
     let chosen = models.iter().find(|m| m.is_default).or(models.first());
     match chosen {
-        Some(m) => (m.context_window.max(1_000), MAX_TOKENS.min(m.max_output_tokens.max(1))),
+        Some(m) => (
+            m.context_window.max(1_000),
+            MAX_TOKENS.min(m.max_output_tokens.max(1)),
+        ),
         None => (DEFAULT_CONTEXT, MAX_TOKENS),
     }
 }
@@ -345,7 +357,8 @@ fn chars(m: &Message) -> usize {
 /// Drops the oldest whole exchanges after the first message until the
 /// conversation's estimate (characters / 4) fits.
 fn fit(conversation: &mut Vec<Message>, context: u32, max_tokens: u32) {
-    let budget = ((f64::from(context) - f64::from(max_tokens)).max(1_000.0) * CONTEXT_SHARE) as usize;
+    let budget =
+        ((f64::from(context) - f64::from(max_tokens)).max(1_000.0) * CONTEXT_SHARE) as usize;
     let tokens = |c: &[Message]| c.iter().map(chars).sum::<usize>() / 4;
     if tokens(conversation) <= budget {
         return;
@@ -355,7 +368,11 @@ fn fit(conversation: &mut Vec<Message>, context: u32, max_tokens: u32) {
     let starts: Vec<usize> = (2..conversation.len())
         .filter(|&i| {
             let m = &conversation[i];
-            m.role == Role::User && !m.content.iter().any(|b| matches!(b, ContentBlock::ToolResult(_)))
+            m.role == Role::User
+                && !m
+                    .content
+                    .iter()
+                    .any(|b| matches!(b, ContentBlock::ToolResult(_)))
         })
         .collect();
     for &cut in &starts {

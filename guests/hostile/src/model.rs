@@ -57,7 +57,11 @@ pub fn run(args: &[&str]) {
                     }
                 }
             }
-            report("model/flood", true, format!("ok={ok} first-error={first_error}"));
+            report(
+                "model/flood",
+                true,
+                format!("ok={ok} first-error={first_error}"),
+            );
         }
         ["orphan-result"] => {
             let msg = Message {
@@ -68,7 +72,10 @@ pub fn run(args: &[&str]) {
                     is_error: false,
                 })],
             };
-            outcome("model/orphan-result", model::complete(&request("", vec![msg])));
+            outcome(
+                "model/orphan-result",
+                model::complete(&request("", vec![msg])),
+            );
         }
         ["bad-json"] => {
             let history = vec![
@@ -95,7 +102,10 @@ pub fn run(args: &[&str]) {
         ["huge", mb] => {
             let mb: usize = mb.parse().unwrap_or(1);
             let text = "x".repeat(mb << 20);
-            outcome("model/huge", model::complete(&request("", vec![user(&text)])));
+            outcome(
+                "model/huge",
+                model::complete(&request("", vec![user(&text)])),
+            );
         }
         ["spent"] => {
             let s = model::spent();
@@ -173,7 +183,9 @@ fn error(e: &ModelError) -> String {
     match e {
         ModelError::Denied(s) => format!("denied: {s}"),
         ModelError::BudgetExhausted(s) => format!("budget-exhausted: {s}"),
-        ModelError::RateLimited(r) => format!("rate-limited: {} ms: {}", r.retry_after_ms, r.message),
+        ModelError::RateLimited(r) => {
+            format!("rate-limited: {} ms: {}", r.retry_after_ms, r.message)
+        }
         ModelError::Invalid(s) => format!("invalid: {s}"),
         ModelError::Unavailable(s) => format!("unavailable: {s}"),
         ModelError::NotRecorded(s) => format!("not-recorded: {s}"),

@@ -46,7 +46,10 @@ pub(crate) fn model_seat(
     name: &str,
     req: &SpawnRequest,
 ) -> Result<crate::runtime::ModelSeat> {
-    let client = env.models.hub().client(team.name(), name, req.model_policy.clone())?;
+    let client = env
+        .models
+        .hub()
+        .client(team.name(), name, req.model_policy.clone())?;
     if !client.enabled() {
         return Ok(crate::runtime::ModelSeat {
             client,
@@ -176,7 +179,9 @@ async fn write(team: Team, name: String, usage: ModelUsage) {
     let who = name.clone();
     match tokio::task::spawn_blocking(move || team.write_model_usage(&who, &usage)).await {
         Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::warn!(teammate = %name, error = %e, "model usage record not written"),
+        Ok(Err(e)) => {
+            tracing::warn!(teammate = %name, error = %e, "model usage record not written")
+        }
         Err(e) => tracing::warn!(teammate = %name, error = %e, "model usage record not written"),
     }
 }

@@ -222,7 +222,11 @@ pub(crate) fn teammate_args(
     a.push(hooks.to_settings().to_string().into());
     a.extend(models.child_args().iter().map(OsString::from));
     if let Some(policy) = &req.model_policy {
-        a.extend(crate::cli::model_args::policy_flags(policy).into_iter().map(OsString::from));
+        a.extend(
+            crate::cli::model_args::policy_flags(policy)
+                .into_iter()
+                .map(OsString::from),
+        );
     }
     a
 }
@@ -602,7 +606,13 @@ mod tests {
         let level_of = |notifications| {
             let mut req = SpawnRequest::new("w", "w.wasm", "p", tmp.path());
             req.notifications = notifications;
-            let args = teammate_args(&team, &member, &req, &Default::default(), &Default::default());
+            let args = teammate_args(
+                &team,
+                &member,
+                &req,
+                &Default::default(),
+                &Default::default(),
+            );
             let at = args
                 .iter()
                 .position(|a| a == "--notifications")

@@ -41,6 +41,9 @@ pub struct Cli {
 }
 
 /// Top-level commands.
+// `run` and `teammate` carry many flags; the value is parsed once per
+// process, so its size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Create, list, show and delete teams.

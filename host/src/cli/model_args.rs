@@ -36,7 +36,11 @@ pub struct ModelArgs {
     #[arg(long = "model-mode", env = "TEAMHOST_MODEL_MODE", value_name = "MODE")]
     pub mode: Option<String>,
     /// The host's model config (providers, credentials, aliases, prices).
-    #[arg(long = "model-config", env = "TEAMHOST_MODEL_CONFIG", value_name = "FILE")]
+    #[arg(
+        long = "model-config",
+        env = "TEAMHOST_MODEL_CONFIG",
+        value_name = "FILE"
+    )]
     pub config: Option<PathBuf>,
     /// The cassette directory ({DIR}/{team}/{teammate}.jsonl).
     #[arg(long = "cassettes", env = "TEAMHOST_CASSETTES", value_name = "DIR")]
@@ -71,7 +75,12 @@ impl ModelPolicyArgs {
     /// names a model.
     pub fn policy(&self, model: Option<&str>) -> anyhow::Result<Option<ModelPolicy>> {
         let spec = crate::manifest::ModelPolicySpec {
-            allow: self.allow.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+            allow: self
+                .allow
+                .iter()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect(),
             default: None,
             max_tokens_per_call: self.max_tokens,
             calls_per_turn: self.calls_per_turn,
@@ -95,9 +104,18 @@ impl ModelPolicyArgs {
 /// as the reference does).
 pub fn policy_flags(policy: &ModelPolicy) -> Vec<String> {
     let mut allow = vec![policy.default.clone()];
-    allow.extend(policy.allow.iter().filter(|a| **a != policy.default).cloned());
+    allow.extend(
+        policy
+            .allow
+            .iter()
+            .filter(|a| **a != policy.default)
+            .cloned(),
+    );
     let mut f = vec!["--model-allow".to_string(), allow.join(",")];
-    f.extend(["--model-max-tokens".into(), policy.max_tokens_per_call.to_string()]);
+    f.extend([
+        "--model-max-tokens".into(),
+        policy.max_tokens_per_call.to_string(),
+    ]);
     if let Some(n) = policy.calls_per_turn {
         f.extend(["--model-calls-per-turn".into(), n.to_string()]);
     }
@@ -105,7 +123,10 @@ pub fn policy_flags(policy: &ModelPolicy) -> Vec<String> {
         f.extend(["--model-budget-tokens".into(), n.to_string()]);
     }
     if let Some(micro) = policy.budget_microdollars {
-        f.extend(["--model-budget-usd".into(), format!("{:.6}", micro as f64 / 1e6)]);
+        f.extend([
+            "--model-budget-usd".into(),
+            format!("{:.6}", micro as f64 / 1e6),
+        ]);
     }
     if let Some(n) = policy.requests_per_minute {
         f.extend(["--model-rpm".into(), n.to_string()]);

@@ -60,7 +60,6 @@ pub struct HostOptions {
     pub models: super::ModelAccess,
 }
 
-
 impl Default for HostOptions {
     fn default() -> Self {
         HostOptions {

@@ -21,7 +21,7 @@ mod model_access;
 mod spawn;
 
 pub use api::{Host, HostOptions, ShutdownReport};
-pub use model_access::ModelAccess;
 pub use attach::Attach;
 pub use events::{Event, TeammateInfo, TeammateState};
+pub use model_access::ModelAccess;
 pub use spawn::{Isolation, SpawnRequest};

@@ -37,7 +37,10 @@ impl ModelSpec {
     pub fn parsed_mode(&self) -> Result<Option<CassetteMode>, String> {
         self.mode
             .as_deref()
-            .map(|m| m.parse::<CassetteMode>().map_err(|e| format!("[model] mode: {e}")))
+            .map(|m| {
+                m.parse::<CassetteMode>()
+                    .map_err(|e| format!("[model] mode: {e}"))
+            })
             .transpose()
     }
 }
@@ -113,8 +116,14 @@ mod tests {
     #[test]
     fn a_model_alone_allows_just_that_model_with_the_defaults() {
         let p = teammate_policy(Some("sonnet"), None).unwrap().unwrap();
-        assert_eq!((p.allow, p.default), (vec!["sonnet".to_string()], "sonnet".to_string()));
-        assert_eq!(p.max_tokens_per_call, ModelPolicy::new(vec!["x".into()]).max_tokens_per_call);
+        assert_eq!(
+            (p.allow, p.default),
+            (vec!["sonnet".to_string()], "sonnet".to_string())
+        );
+        assert_eq!(
+            p.max_tokens_per_call,
+            ModelPolicy::new(vec!["x".into()]).max_tokens_per_call
+        );
     }
 
     #[test]
@@ -131,7 +140,9 @@ mod tests {
             calls_per_turn: Some(3),
             ..Default::default()
         };
-        let p = teammate_policy(Some("sonnet"), Some(&spec)).unwrap().unwrap();
+        let p = teammate_policy(Some("sonnet"), Some(&spec))
+            .unwrap()
+            .unwrap();
         assert_eq!(p.default, "sonnet");
         assert_eq!(p.budget_microdollars, Some(250_000));
         assert_eq!(p.calls_per_turn, Some(3));
@@ -140,18 +151,24 @@ mod tests {
     #[test]
     fn bad_policies_are_refused_with_the_fix() {
         let empty = ModelPolicySpec::default();
-        assert!(teammate_policy(None, Some(&empty)).unwrap_err().contains("allow = [\"sonnet\"]"));
+        assert!(teammate_policy(None, Some(&empty))
+            .unwrap_err()
+            .contains("allow = [\"sonnet\"]"));
         let negative = ModelPolicySpec {
             allow: vec!["a".into()],
             budget_usd: Some(-1.0),
             ..Default::default()
         };
-        assert!(teammate_policy(None, Some(&negative)).unwrap_err().contains("budget_usd"));
+        assert!(teammate_policy(None, Some(&negative))
+            .unwrap_err()
+            .contains("budget_usd"));
         let stray = ModelPolicySpec {
             allow: vec!["a".into()],
             default: Some("b".into()),
             ..Default::default()
         };
-        assert!(teammate_policy(None, Some(&stray)).unwrap_err().contains("not in the allowed list"));
+        assert!(teammate_policy(None, Some(&stray))
+            .unwrap_err()
+            .contains("not in the allowed list"));
     }
 }

@@ -67,12 +67,18 @@ impl ModelClock {
     /// flight included.
     pub fn waited(&self) -> std::time::Duration {
         let s = self.inner.lock().expect("model clock");
-        s.total + s.in_flight_since.map_or(std::time::Duration::ZERO, |t| t.elapsed())
+        s.total
+            + s.in_flight_since
+                .map_or(std::time::Duration::ZERO, |t| t.elapsed())
     }
 
     /// Whether a call is in flight.
     pub fn waiting(&self) -> bool {
-        self.inner.lock().expect("model clock").in_flight_since.is_some()
+        self.inner
+            .lock()
+            .expect("model clock")
+            .in_flight_since
+            .is_some()
     }
 
     /// Starts a new turn's count.

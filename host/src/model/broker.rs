@@ -25,7 +25,12 @@ use super::meter::{Meter, Reservation};
 use super::policy::ModelPolicy;
 use super::provider::{self, Provider, ProviderCall};
 use super::scripted::{Script, Scripted};
-use super::types::{ContentBlock, ModelError, ModelInfo, Request, Response, Role, Spend, ToolChoice};
+use super::types::{
+    ContentBlock, ModelError, ModelInfo, Request, Response, Role, Spend, ToolChoice,
+};
+
+/// A provider built from the config, or why it could not be.
+type Built = Result<Arc<dyn Provider>, String>;
 
 /// The largest request a guest may send, as JSON (8 MiB).
 pub const MAX_REQUEST_BYTES: usize = 8 << 20;
@@ -37,7 +42,7 @@ pub struct ModelHub {
     mode: CassetteMode,
     cassettes: Option<PathBuf>,
     enabled: bool,
-    providers: Mutex<HashMap<String, Result<Arc<dyn Provider>, String>>>,
+    providers: Mutex<HashMap<String, Built>>,
     open: Mutex<HashMap<(String, String), Arc<Cassette>>>,
 }
 
@@ -54,7 +59,11 @@ impl std::fmt::Debug for ModelHub {
 impl ModelHub {
     /// A hub answering from `config`'s providers in `mode`, with cassettes
     /// under `cassettes` (required by every mode but `live`).
-    pub fn new(config: ModelConfig, mode: CassetteMode, cassettes: Option<PathBuf>) -> crate::Result<Arc<Self>> {
+    pub fn new(
+        config: ModelConfig,
+        mode: CassetteMode,
+        cassettes: Option<PathBuf>,
+    ) -> crate::Result<Arc<Self>> {
         if mode != CassetteMode::Live && cassettes.is_none() {
             return Err(crate::Error::Invalid(format!(
                 "model mode {mode} needs a cassette directory"
@@ -105,11 +114,18 @@ impl ModelHub {
     /// The client of `teammate` in `team`. Without a policy the client is
     /// disabled. With one, every allowed alias must be in the catalog, and
     /// with a cost budget every allowed model must have a price.
-    pub fn client(self: &Arc<Self>, team: &str, teammate: &str, policy: Option<ModelPolicy>) -> crate::Result<ModelClient> {
+    pub fn client(
+        self: &Arc<Self>,
+        team: &str,
+        teammate: &str,
+        policy: Option<ModelPolicy>,
+    ) -> crate::Result<ModelClient> {
         let Some(policy) = policy else {
             return Ok(ModelClient { inner: None });
         };
-        let refuse = |why: String| crate::Error::Invalid(format!("teammate {teammate:?}'s model policy: {why}"));
+        let refuse = |why: String| {
+            crate::Error::Invalid(format!("teammate {teammate:?}'s model policy: {why}"))
+        };
         if !self.enabled {
             return Err(refuse(
                 "this host has no model access configured (the embedding program gives one in HostOptions.models)".into(),
@@ -149,7 +165,13 @@ impl ModelHub {
 
     /// The teammate's cassette, shared by its later lives in this host (a
     /// respawned teammate appends to the recording of its first life).
-    fn cassette(&self, dir: &Path, team: &str, teammate: &str, mode: CassetteMode) -> crate::Result<Arc<Cassette>> {
+    fn cassette(
+        &self,
+        dir: &Path,
+        team: &str,
+        teammate: &str,
+        mode: CassetteMode,
+    ) -> crate::Result<Arc<Cassette>> {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let key = (team.to_string(), teammate.to_string());
         if let Some(c) = open.get(&key) {
@@ -183,7 +205,8 @@ fn build_provider(config: &ModelConfig, name: &str) -> Result<Arc<dyn Provider>,
                     key_env.as_deref().unwrap_or("its api_key_env variable")
                 ));
             }
-            provider::build(settings.clone()).map_err(|e| format!("cannot set up provider {name:?}: {e}"))
+            provider::build(settings.clone())
+                .map_err(|e| format!("cannot set up provider {name:?}: {e}"))
         }
     }
 }
@@ -195,7 +218,6 @@ fn is_remote(base_url: &str) -> bool {
     let host = rest.split(['/', ':']).next().unwrap_or("");
     !matches!(host, "127.0.0.1" | "localhost" | "0.0.0.0") && !rest.starts_with("[::1]")
 }
-
 
 struct ClientInner {
     hub: Arc<ModelHub>,
@@ -280,7 +302,9 @@ impl ModelClient {
 
     /// What it spent and has left.
     pub fn spent(&self) -> Spend {
-        self.inner.as_ref().map_or_else(Spend::default, |c| c.meter.spend())
+        self.inner
+            .as_ref()
+            .map_or_else(Spend::default, |c| c.meter.spend())
     }
 
     /// A new turn (calls per turn start again).
@@ -292,7 +316,9 @@ impl ModelClient {
 
     /// The notice for the lead, once, after a budget first refused a call.
     pub fn take_budget_notice(&self) -> Option<String> {
-        self.inner.as_ref().and_then(|c| c.meter.take_budget_notice())
+        self.inner
+            .as_ref()
+            .and_then(|c| c.meter.take_budget_notice())
     }
 
     /// One completion under the teammate's policy (see the module docs).
@@ -322,7 +348,9 @@ impl ClientInner {
             ))
         })?;
         let size = validate(&request)?;
-        let max_tokens = request.max_tokens.unwrap_or(policy.max_tokens_per_call.min(entry.max_output_tokens));
+        let max_tokens = request
+            .max_tokens
+            .unwrap_or(policy.max_tokens_per_call.min(entry.max_output_tokens));
         let limit = policy.max_tokens_per_call.min(entry.max_output_tokens);
         if max_tokens == 0 || max_tokens > limit {
             return Err(ModelError::Invalid(format!(
@@ -337,7 +365,10 @@ impl ClientInner {
         if let Some(cassette) = self.cassette.as_ref().filter(|_| self.hub.mode.replays()) {
             let served = match cassette.lookup(&request) {
                 Lookup::Hit(r) => Some(r),
-                Lookup::Drift { difference, recorded } => match self.hub.mode {
+                Lookup::Drift {
+                    difference,
+                    recorded,
+                } => match self.hub.mode {
                     CassetteMode::ReplayLenient => {
                         tracing::warn!(team = %self.team, teammate = %self.teammate, "{difference}; serving the recorded answer (replay-lenient)");
                         Some(recorded)
@@ -357,7 +388,12 @@ impl ClientInner {
             if let Some(response) = served {
                 let held = Held {
                     meter: &self.meter,
-                    reservation: Some(self.meter.reserve(input_estimate, max_tokens, entry.price.as_ref(), false)?),
+                    reservation: Some(self.meter.reserve(
+                        input_estimate,
+                        max_tokens,
+                        entry.price.as_ref(),
+                        false,
+                    )?),
                 };
                 held.settle(&response, entry);
                 self.log(&alias, &response, started, "cassette");
@@ -371,7 +407,12 @@ impl ClientInner {
         // From the provider.
         let held = Held {
             meter: &self.meter,
-            reservation: Some(self.meter.reserve(input_estimate, max_tokens, entry.price.as_ref(), true)?),
+            reservation: Some(self.meter.reserve(
+                input_estimate,
+                max_tokens,
+                entry.price.as_ref(),
+                true,
+            )?),
         };
         let provider = self.hub.provider(&entry.provider)?;
         let response = provider
@@ -386,11 +427,18 @@ impl ClientInner {
                 ModelError::from(e)
             })?;
         held.settle(&response, entry);
-        if let Some(cassette) = self.cassette.as_ref().filter(|_| matches!(self.hub.mode, CassetteMode::Record | CassetteMode::ReplayOrRecord)) {
+        if let Some(cassette) = self.cassette.as_ref().filter(|_| {
+            matches!(
+                self.hub.mode,
+                CassetteMode::Record | CassetteMode::ReplayOrRecord
+            )
+        }) {
             let latency = started.elapsed().as_millis() as u64;
             if let Err(e) = cassette.record(provider.kind(), &request, &response, latency) {
                 tracing::error!(team = %self.team, teammate = %self.teammate, error = %e, "the answer was not recorded");
-                return Err(ModelError::Unavailable(format!("the host could not record the answer: {e}")));
+                return Err(ModelError::Unavailable(format!(
+                    "the host could not record the answer: {e}"
+                )));
             }
         }
         self.log(&alias, &response, started, provider.kind());
@@ -422,7 +470,9 @@ fn truncate(s: &str, n: usize) -> String {
 /// Checks a request's shape; returns its size as JSON.
 fn validate(request: &Request) -> Result<usize, ModelError> {
     let invalid = |s: String| Err(ModelError::Invalid(s));
-    let size = serde_json::to_vec(request).map(|v| v.len()).unwrap_or(usize::MAX);
+    let size = serde_json::to_vec(request)
+        .map(|v| v.len())
+        .unwrap_or(usize::MAX);
     if size > MAX_REQUEST_BYTES {
         return invalid(format!(
             "the request is {size} bytes of JSON; the most is {MAX_REQUEST_BYTES}: drop or shorten older messages"
@@ -443,7 +493,10 @@ fn validate(request: &Request) -> Result<usize, ModelError> {
     for tool in &request.tools {
         let ok_name = !tool.name.is_empty()
             && tool.name.len() <= 64
-            && tool.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            && tool
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
         if !ok_name {
             return invalid(format!(
                 "tool name {:?} must be 1 to 64 characters of letters, digits, '_' or '-'",
@@ -455,12 +508,20 @@ fn validate(request: &Request) -> Result<usize, ModelError> {
         }
         match serde_json::from_str::<serde_json::Value>(&tool.input_schema) {
             Ok(serde_json::Value::Object(_)) => {}
-            _ => return invalid(format!("the input schema of tool {:?} is not a JSON object", tool.name)),
+            _ => {
+                return invalid(format!(
+                    "the input schema of tool {:?} is not a JSON object",
+                    tool.name
+                ))
+            }
         }
     }
     if let Some(ToolChoice::Tool(name)) = &request.tool_choice {
         if !names.contains(name.as_str()) {
-            return invalid(format!("tool-choice names {:?}, which is not among the request's tools", truncate(name, 64)));
+            return invalid(format!(
+                "tool-choice names {:?}, which is not among the request's tools",
+                truncate(name, 64)
+            ));
         }
     }
     // Every tool result answers a tool use of the assistant message just
@@ -470,17 +531,24 @@ fn validate(request: &Request) -> Result<usize, ModelError> {
         let mut uses = Vec::new();
         for block in &message.content {
             match block {
-                ContentBlock::ToolUse(u) if message.role == Role::Assistant => uses.push(u.id.as_str()),
-                ContentBlock::ToolUse(_) => return invalid(format!("message {i}: only the assistant writes tool uses")),
-                ContentBlock::ToolResult(r) if message.role == Role::User => {
-                    if !asked.contains(&r.tool_use_id.as_str()) {
-                        return invalid(format!(
-                            "message {i} answers tool use {:?}, which the assistant message before it did not make",
-                            truncate(&r.tool_use_id, 64)
-                        ));
-                    }
+                ContentBlock::ToolUse(u) if message.role == Role::Assistant => {
+                    uses.push(u.id.as_str())
                 }
-                ContentBlock::ToolResult(_) => return invalid(format!("message {i}: tool results belong in user messages")),
+                ContentBlock::ToolUse(_) => {
+                    return invalid(format!("message {i}: only the assistant writes tool uses"))
+                }
+                ContentBlock::ToolResult(r)
+                    if message.role == Role::User && !asked.contains(&r.tool_use_id.as_str()) =>
+                {
+                    return invalid(format!(
+                        "message {i} answers tool use {:?}, which the assistant message before it did not make",
+                        truncate(&r.tool_use_id, 64)
+                    ));
+                }
+                ContentBlock::ToolResult(_) if message.role == Role::User => {}
+                ContentBlock::ToolResult(_) => {
+                    return invalid(format!("message {i}: tool results belong in user messages"))
+                }
                 _ => {}
             }
         }
@@ -513,8 +581,18 @@ mod tests {
 
     #[test]
     fn an_orphan_tool_result_is_invalid() {
-        let use_ = ContentBlock::ToolUse(ToolUse { id: "a".into(), name: "Read".into(), input: "{}".into() });
-        let result = |id: &str| ContentBlock::ToolResult(ToolResult { tool_use_id: id.into(), content: String::new(), is_error: false });
+        let use_ = ContentBlock::ToolUse(ToolUse {
+            id: "a".into(),
+            name: "Read".into(),
+            input: "{}".into(),
+        });
+        let result = |id: &str| {
+            ContentBlock::ToolResult(ToolResult {
+                tool_use_id: id.into(),
+                content: String::new(),
+                is_error: false,
+            })
+        };
         let good = req(vec![
             msg(Role::User, vec![ContentBlock::Text("x".into())]),
             msg(Role::Assistant, vec![use_.clone()]),
@@ -522,7 +600,9 @@ mod tests {
         ]);
         assert!(validate(&good).is_ok());
         let orphan = req(vec![msg(Role::User, vec![result("zzz")])]);
-        assert!(matches!(validate(&orphan), Err(ModelError::Invalid(m)) if m.contains("did not make")));
+        assert!(
+            matches!(validate(&orphan), Err(ModelError::Invalid(m)) if m.contains("did not make"))
+        );
         assert!(validate(&req(vec![])).is_err());
         assert!(validate(&req(vec![msg(Role::Assistant, vec![use_])])).is_err());
     }

@@ -91,12 +91,18 @@ impl CassetteMode {
 
     /// Whether this mode reads cassettes.
     pub fn replays(self) -> bool {
-        matches!(self, CassetteMode::Replay | CassetteMode::ReplayLenient | CassetteMode::ReplayOrRecord)
+        matches!(
+            self,
+            CassetteMode::Replay | CassetteMode::ReplayLenient | CassetteMode::ReplayOrRecord
+        )
     }
 
     /// Whether this mode may call the provider.
     pub fn calls_provider(self) -> bool {
-        matches!(self, CassetteMode::Live | CassetteMode::Record | CassetteMode::ReplayOrRecord)
+        matches!(
+            self,
+            CassetteMode::Live | CassetteMode::Record | CassetteMode::ReplayOrRecord
+        )
     }
 }
 
@@ -198,7 +204,12 @@ impl Cassette {
     /// The cassette of `teammate` in `team` under `dir`, read now when the
     /// mode replays. A replaying mode with no file yet starts empty (strict
     /// replay then answers every call `not-recorded`, naming the file).
-    pub fn open(dir: &Path, team: &str, teammate: &str, mode: CassetteMode) -> crate::Result<Cassette> {
+    pub fn open(
+        dir: &Path,
+        team: &str,
+        teammate: &str,
+        mode: CassetteMode,
+    ) -> crate::Result<Cassette> {
         if !names_ok(team) || !names_ok(teammate) {
             return Err(crate::Error::Invalid(format!(
                 "cannot keep a cassette for {team:?}/{teammate:?}: names must not be empty or hold path separators"
@@ -265,7 +276,13 @@ impl Cassette {
     }
 
     /// Appends an answered call (record modes). Errors name the file.
-    pub fn record(&self, provider: &str, request: &Request, response: &Response, latency_ms: u64) -> crate::Result<()> {
+    pub fn record(
+        &self,
+        provider: &str,
+        request: &Request,
+        response: &Response,
+        latency_ms: u64,
+    ) -> crate::Result<()> {
         let (conv, pos) = key(request);
         let entry = Entry {
             conv,
@@ -275,7 +292,8 @@ impl Cassette {
             response: response.clone(),
             latency_ms,
         };
-        let mut line = serde_json::to_string(&entry).map_err(|e| crate::Error::Invalid(e.to_string()))?;
+        let mut line =
+            serde_json::to_string(&entry).map_err(|e| crate::Error::Invalid(e.to_string()))?;
         line.push('\n');
         let mut state = self.lock();
         if state.writer.is_none() {
@@ -285,8 +303,16 @@ impl Cassette {
         writer
             .write_all(line.as_bytes())
             .and_then(|()| writer.flush())
-            .map_err(|e| crate::Error::Invalid(format!("cannot write the cassette {}: {e}", self.path.display())))?;
-        let slot = state.entries.entry((entry.conv.clone(), entry.pos)).or_default();
+            .map_err(|e| {
+                crate::Error::Invalid(format!(
+                    "cannot write the cassette {}: {e}",
+                    self.path.display()
+                ))
+            })?;
+        let slot = state
+            .entries
+            .entry((entry.conv.clone(), entry.pos))
+            .or_default();
         slot.0.push(entry);
         Ok(())
     }
@@ -294,7 +320,12 @@ impl Cassette {
     /// Opens the file for writing: anew in `record`, appended to otherwise
     /// (with a header when it is new).
     fn start_file(&self, provider: &str, model: &str) -> crate::Result<File> {
-        let fail = |e: std::io::Error| crate::Error::Invalid(format!("cannot write the cassette {}: {e}", self.path.display()));
+        let fail = |e: std::io::Error| {
+            crate::Error::Invalid(format!(
+                "cannot write the cassette {}: {e}",
+                self.path.display()
+            ))
+        };
         if let Some(parent) = self.path.parent() {
             std::fs::create_dir_all(parent).map_err(fail)?;
         }
@@ -302,7 +333,10 @@ impl Cassette {
         let mut file = if fresh {
             File::create(&self.path).map_err(fail)?
         } else {
-            std::fs::OpenOptions::new().append(true).open(&self.path).map_err(fail)?
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&self.path)
+                .map_err(fail)?
         };
         if fresh {
             let header = Header {
@@ -313,9 +347,13 @@ impl Cassette {
                     provider: provider.to_string(),
                     model: model.to_string(),
                 },
-                normalizers: NORMALIZERS.iter().map(|(name, _)| name.to_string()).collect(),
+                normalizers: NORMALIZERS
+                    .iter()
+                    .map(|(name, _)| name.to_string())
+                    .collect(),
             };
-            let mut line = serde_json::to_string(&header).map_err(|e| crate::Error::Invalid(e.to_string()))?;
+            let mut line =
+                serde_json::to_string(&header).map_err(|e| crate::Error::Invalid(e.to_string()))?;
             line.push('\n');
             file.write_all(line.as_bytes()).map_err(fail)?;
         }
@@ -353,7 +391,11 @@ fn parse(text: &str, path: &Path) -> crate::Result<Entries> {
             continue;
         }
         match serde_json::from_str::<Entry>(line) {
-            Ok(entry) => entries.entry((entry.conv.clone(), entry.pos)).or_default().0.push(entry),
+            Ok(entry) => entries
+                .entry((entry.conv.clone(), entry.pos))
+                .or_default()
+                .0
+                .push(entry),
             Err(e) if last_cut_short => {
                 tracing::warn!(cassette = %path.display(), line = i + 1, error = %e, "skipping a last cassette line cut short");
             }
@@ -365,8 +407,14 @@ fn parse(text: &str, path: &Path) -> crate::Result<Entries> {
 
 /// The normalizers, by name, applied in order to a request's JSON text.
 static NORMALIZERS: [(&str, &str); 4] = [
-    ("iso-8601-time", r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?"),
-    ("uuid", r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"),
+    (
+        "iso-8601-time",
+        r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?",
+    ),
+    (
+        "uuid",
+        r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+    ),
     ("epoch-ms", r"\b\d{13}\b"),
     ("tempfile-dir", r"\.tmp[A-Za-z0-9]{6}"),
 ];
@@ -374,7 +422,12 @@ const REPLACEMENTS: [&str; 4] = ["<time>", "<uuid>", "<ms>", "<tmp>"];
 
 fn normalizers() -> &'static [Regex] {
     static COMPILED: OnceLock<Vec<Regex>> = OnceLock::new();
-    COMPILED.get_or_init(|| NORMALIZERS.iter().map(|(_, re)| Regex::new(re).expect("normalizer regex")).collect())
+    COMPILED.get_or_init(|| {
+        NORMALIZERS
+            .iter()
+            .map(|(_, re)| Regex::new(re).expect("normalizer regex"))
+            .collect()
+    })
 }
 
 /// `text` with run-dependent values replaced.
@@ -407,7 +460,11 @@ pub fn key(request: &Request) -> (String, u32) {
             }
         }
     }
-    let pos = request.messages.iter().filter(|m| m.role == Role::Assistant).count();
+    let pos = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .count();
     (sha256_hex(&head)[..16].to_string(), pos as u32)
 }
 
@@ -422,7 +479,9 @@ pub fn request_hash(request: &Request) -> String {
 
 /// Where two requests first differ, as `path: recorded … now …`.
 fn first_difference(recorded: &Request, now: &Request) -> String {
-    let parse = |r: &Request| serde_json::from_str::<serde_json::Value>(&normalized_json(r)).unwrap_or_default();
+    let parse = |r: &Request| {
+        serde_json::from_str::<serde_json::Value>(&normalized_json(r)).unwrap_or_default()
+    };
     let (a, b) = (parse(recorded), parse(now));
     match diff(&a, &b, String::from("request")) {
         Some(d) => d,
@@ -451,19 +510,30 @@ fn diff(a: &serde_json::Value, b: &serde_json::Value, path: String) -> Option<St
             keys.dedup();
             keys.into_iter().find_map(|k| match (x.get(k), y.get(k)) {
                 (Some(p), Some(q)) => diff(p, q, format!("{path}.{k}")),
-                (p, q) => Some(format!("{path}.{k}: recorded {}, now {}", short(p), short(q))),
+                (p, q) => Some(format!(
+                    "{path}.{k}: recorded {}, now {}",
+                    short(p),
+                    short(q)
+                )),
             })
         }
         (Value::Array(x), Value::Array(y)) => {
-            let common = x.iter().zip(y).enumerate().find_map(|(i, (p, q))| diff(p, q, format!("{path}[{i}]")));
+            let common = x
+                .iter()
+                .zip(y)
+                .enumerate()
+                .find_map(|(i, (p, q))| diff(p, q, format!("{path}[{i}]")));
             common.or_else(|| {
-                (x.len() != y.len()).then(|| {
-                    format!("{path}: recorded {} items, now {}", x.len(), y.len())
-                })
+                (x.len() != y.len())
+                    .then(|| format!("{path}: recorded {} items, now {}", x.len(), y.len()))
             })
         }
         _ if a == b => None,
-        _ => Some(format!("{path}: recorded {}, now {}", short(Some(a)), short(Some(b)))),
+        _ => Some(format!(
+            "{path}: recorded {}, now {}",
+            short(Some(a)),
+            short(Some(b))
+        )),
     }
 }
 
@@ -473,10 +543,19 @@ mod tests {
     use crate::model::types::{Message, StopReason, Usage};
 
     fn request(first: &str, later: &[&str]) -> Request {
-        let mut messages = vec![Message { role: Role::User, content: vec![ContentBlock::Text(first.into())] }];
+        let mut messages = vec![Message {
+            role: Role::User,
+            content: vec![ContentBlock::Text(first.into())],
+        }];
         for text in later {
-            messages.push(Message { role: Role::Assistant, content: vec![ContentBlock::Text("ok".into())] });
-            messages.push(Message { role: Role::User, content: vec![ContentBlock::Text((*text).into())] });
+            messages.push(Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::Text("ok".into())],
+            });
+            messages.push(Message {
+                role: Role::User,
+                content: vec![ContentBlock::Text((*text).into())],
+            });
         }
         Request {
             model: String::new(),
@@ -514,32 +593,52 @@ mod tests {
     fn recorded_answers_replay_and_drift_names_the_path() {
         let dir = tempfile::tempdir().unwrap();
         let rec = Cassette::open(dir.path(), "t", "w", CassetteMode::Record).unwrap();
-        rec.record("scripted", &request("go", &[]), &response("first"), 1).unwrap();
-        rec.record("scripted", &request("go", &["more"]), &response("second"), 1).unwrap();
+        rec.record("scripted", &request("go", &[]), &response("first"), 1)
+            .unwrap();
+        rec.record(
+            "scripted",
+            &request("go", &["more"]),
+            &response("second"),
+            1,
+        )
+        .unwrap();
         let play = Cassette::open(dir.path(), "t", "w", CassetteMode::Replay).unwrap();
-        assert!(matches!(play.lookup(&request("go", &["more"])), Lookup::Hit(r) if r == response("second")));
+        assert!(
+            matches!(play.lookup(&request("go", &["more"])), Lookup::Hit(r) if r == response("second"))
+        );
         match play.lookup(&request("go", &["less"])) {
             Lookup::Drift { difference, .. } => {
-                assert!(difference.contains("request.messages[2].content[0].text"), "{difference}");
-                assert!(difference.contains("\"more\"") && difference.contains("\"less\""), "{difference}");
+                assert!(
+                    difference.contains("request.messages[2].content[0].text"),
+                    "{difference}"
+                );
+                assert!(
+                    difference.contains("\"more\"") && difference.contains("\"less\""),
+                    "{difference}"
+                );
             }
             other => panic!("expected drift, got {other:?}"),
         }
-        assert!(matches!(play.lookup(&request("other", &[])), Lookup::Miss(m) if m.contains("w.jsonl")));
+        assert!(
+            matches!(play.lookup(&request("other", &[])), Lookup::Miss(m) if m.contains("w.jsonl"))
+        );
     }
 
     #[test]
     fn a_corrupt_line_is_an_error_naming_it_but_a_torn_last_line_is_skipped() {
         let dir = tempfile::tempdir().unwrap();
         let rec = Cassette::open(dir.path(), "t", "w", CassetteMode::Record).unwrap();
-        rec.record("scripted", &request("go", &[]), &response("first"), 1).unwrap();
+        rec.record("scripted", &request("go", &[]), &response("first"), 1)
+            .unwrap();
         let path = rec.path().to_path_buf();
         let good = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, format!("{good}{{\"conv\":\"x\"")).unwrap();
         let torn = Cassette::open(dir.path(), "t", "w", CassetteMode::Replay).unwrap();
         assert!(matches!(torn.lookup(&request("go", &[])), Lookup::Hit(_)));
         std::fs::write(&path, format!("{good}not json\n")).unwrap();
-        let err = Cassette::open(dir.path(), "t", "w", CassetteMode::Replay).unwrap_err().to_string();
+        let err = Cassette::open(dir.path(), "t", "w", CassetteMode::Replay)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("line 3") && err.contains("w.jsonl"), "{err}");
     }
 
@@ -552,9 +651,18 @@ mod tests {
 
     #[test]
     fn modes_parse_and_print_their_cli_names() {
-        for name in ["live", "record", "replay", "replay-lenient", "replay-or-record"] {
+        for name in [
+            "live",
+            "record",
+            "replay",
+            "replay-lenient",
+            "replay-or-record",
+        ] {
             assert_eq!(name.parse::<CassetteMode>().unwrap().to_string(), name);
         }
-        assert!("replay_or_record".parse::<CassetteMode>().unwrap_err().contains("replay-or-record"));
+        assert!("replay_or_record"
+            .parse::<CassetteMode>()
+            .unwrap_err()
+            .contains("replay-or-record"));
     }
 }

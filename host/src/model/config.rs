@@ -265,10 +265,16 @@ impl ModelConfig {
             return Ok(config);
         };
         let text = std::fs::read_to_string(path).map_err(|e| {
-            crate::Error::Invalid(format!("cannot read the model config {}: {e}", path.display()))
+            crate::Error::Invalid(format!(
+                "cannot read the model config {}: {e}",
+                path.display()
+            ))
         })?;
         config.overlay(&text, path).map_err(|e| {
-            crate::Error::Invalid(format!("the model config {} is not valid: {e}", path.display()))
+            crate::Error::Invalid(format!(
+                "the model config {} is not valid: {e}",
+                path.display()
+            ))
         })?;
         config.source = Some(path.to_path_buf());
         Ok(config)
@@ -279,12 +285,15 @@ impl ModelConfig {
         // toml's own Display quotes the offending line, which could hold a
         // key pasted by mistake: keep only the message and the line number.
         let file: FileConfig = toml::from_str(text).map_err(|e: toml::de::Error| {
-            let line = e.span().map_or(0, |s| text[..s.start.min(text.len())].lines().count().max(1));
+            let line = e.span().map_or(0, |s| {
+                text[..s.start.min(text.len())].lines().count().max(1)
+            });
             format!("line {line}: {}", e.message())
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
         for (name, p) in file.providers {
-            self.providers.insert(name.clone(), provider_spec(&name, p, base)?);
+            self.providers
+                .insert(name.clone(), provider_spec(&name, p, base)?);
         }
         for (alias, m) in file.models {
             if alias.contains('/') {
@@ -294,7 +303,11 @@ impl ModelConfig {
                 return Err(format!(
                     "[models.{alias}] names provider {:?}, which is not configured (known: {})",
                     m.provider,
-                    self.providers.keys().cloned().collect::<Vec<_>>().join(", ")
+                    self.providers
+                        .keys()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ));
             }
             self.models.insert(
@@ -378,7 +391,8 @@ fn provider_spec(name: &str, p: FileProvider, base: &Path) -> Result<ProviderSpe
         "openai" => Some("OPENAI_API_KEY".into()),
         _ => None,
     });
-    let mut settings = ProviderSettings::new(dialect, base_url, key_env.as_deref().and_then(key_from_env));
+    let mut settings =
+        ProviderSettings::new(dialect, base_url, key_env.as_deref().and_then(key_from_env));
     if let Some(v) = p.stream {
         settings.stream = v;
     }
@@ -419,7 +433,10 @@ mod tests {
         let c = ModelConfig::from_env();
         assert_eq!(c.resolve("sonnet").unwrap().id, "claude-sonnet-4-5");
         let raw = c.resolve("openai/gpt-4o-mini").unwrap();
-        assert_eq!((raw.provider.as_str(), raw.id.as_str(), raw.price), ("openai", "gpt-4o-mini", None));
+        assert_eq!(
+            (raw.provider.as_str(), raw.id.as_str(), raw.price),
+            ("openai", "gpt-4o-mini", None)
+        );
         assert!(c.resolve("nobody/x").is_none());
         assert!(c.resolve("gpt").is_none());
     }
@@ -446,7 +463,10 @@ mod tests {
     #[test]
     fn mistakes_name_the_entry_and_the_fix() {
         let err = load_text("[providers.x]\ndialect = \"grpc\"\n").unwrap_err();
-        assert!(err.contains("[providers.x]") && err.contains("\"anthropic\""), "{err}");
+        assert!(
+            err.contains("[providers.x]") && err.contains("\"anthropic\""),
+            "{err}"
+        );
         let err = load_text("[models.m]\nprovider = \"nope\"\nid = \"i\"\n").unwrap_err();
         assert!(err.contains("not configured"), "{err}");
     }

@@ -201,9 +201,18 @@ impl Meter {
             calls: s.calls,
             usage: s.usage,
             cost_microdollars: s.cost,
-            tokens_left: self.policy.budget_tokens.map(|b| b.saturating_sub(s.usage.total())),
-            cost_left_microdollars: self.policy.budget_microdollars.map(|b| b.saturating_sub(s.cost)),
-            calls_left_this_turn: self.policy.calls_per_turn.map(|c| c.saturating_sub(s.calls_this_turn)),
+            tokens_left: self
+                .policy
+                .budget_tokens
+                .map(|b| b.saturating_sub(s.usage.total())),
+            cost_left_microdollars: self
+                .policy
+                .budget_microdollars
+                .map(|b| b.saturating_sub(s.cost)),
+            calls_left_this_turn: self
+                .policy
+                .calls_per_turn
+                .map(|c| c.saturating_sub(s.calls_this_turn)),
         }
     }
 
@@ -265,11 +274,25 @@ mod tests {
         // 500 held; another 500 fits, a third does not.
         let second = m.reserve(100, 400, None, true).unwrap();
         let err = m.reserve(1, 1, None, true).unwrap_err();
-        assert!(matches!(err, ModelError::BudgetExhausted(ref t) if t.contains("held by calls in flight")), "{err}");
-        m.settle(first, &Usage { input_tokens: 90, output_tokens: 10, ..Usage::default() }, None);
+        assert!(
+            matches!(err, ModelError::BudgetExhausted(ref t) if t.contains("held by calls in flight")),
+            "{err}"
+        );
+        m.settle(
+            first,
+            &Usage {
+                input_tokens: 90,
+                output_tokens: 10,
+                ..Usage::default()
+            },
+            None,
+        );
         m.release(second);
         assert_eq!(m.spend().tokens_left, Some(900));
-        assert!(m.take_budget_notice().unwrap().contains("token budget exhausted"));
+        assert!(m
+            .take_budget_notice()
+            .unwrap()
+            .contains("token budget exhausted"));
         assert_eq!(m.take_budget_notice(), None);
     }
 
@@ -277,13 +300,34 @@ mod tests {
     fn a_cost_budget_is_charged_at_the_price() {
         let mut p = policy();
         p.budget_microdollars = Some(10_000);
-        let price = Price { input: 3.0, output: 15.0, cache_read: None, cache_write: None };
+        let price = Price {
+            input: 3.0,
+            output: 15.0,
+            cache_read: None,
+            cache_write: None,
+        };
         let m = Meter::new(p);
         let r = m.reserve(1_000, 100, Some(&price), true).unwrap(); // 3000 + 1500 µ$
-        m.settle(r, &Usage { input_tokens: 1_000, output_tokens: 100, ..Usage::default() }, Some(&price));
+        m.settle(
+            r,
+            &Usage {
+                input_tokens: 1_000,
+                output_tokens: 100,
+                ..Usage::default()
+            },
+            Some(&price),
+        );
         assert_eq!(m.spend().cost_microdollars, 4_500);
         let r = m.reserve(1_000, 100, Some(&price), true).unwrap();
-        m.settle(r, &Usage { input_tokens: 1_000, output_tokens: 100, ..Usage::default() }, Some(&price));
+        m.settle(
+            r,
+            &Usage {
+                input_tokens: 1_000,
+                output_tokens: 100,
+                ..Usage::default()
+            },
+            Some(&price),
+        );
         let err = m.reserve(1_000, 100, Some(&price), true).unwrap_err();
         assert!(err.to_string().contains("$0.009000 of $0.010000"), "{err}");
     }
@@ -297,7 +341,10 @@ mod tests {
             let r = m.reserve(1, 1, None, true).unwrap();
             m.release(r);
         }
-        assert!(matches!(m.reserve(1, 1, None, true), Err(ModelError::Denied(_))));
+        assert!(matches!(
+            m.reserve(1, 1, None, true),
+            Err(ModelError::Denied(_))
+        ));
         assert_eq!(m.spend().calls_left_this_turn, Some(0));
         m.start_turn();
         assert!(m.reserve(1, 1, None, true).is_ok());
@@ -314,7 +361,10 @@ mod tests {
         }
         match m.reserve(1, 1, None, true) {
             Err(ModelError::RateLimited { retry_after_ms, .. }) => {
-                assert!(retry_after_ms > 0 && retry_after_ms <= 30_000, "{retry_after_ms}")
+                assert!(
+                    retry_after_ms > 0 && retry_after_ms <= 30_000,
+                    "{retry_after_ms}"
+                )
             }
             other => panic!("expected rate-limited, got {other:?}"),
         }

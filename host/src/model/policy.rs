@@ -49,7 +49,9 @@ impl ModelPolicy {
     /// default, and positive limits.
     pub fn validate(&self) -> Result<(), String> {
         if self.allow.is_empty() || self.allow.iter().any(|a| a.trim().is_empty()) {
-            return Err("the model policy allows no model: list at least one alias in `allow`".into());
+            return Err(
+                "the model policy allows no model: list at least one alias in `allow`".into(),
+            );
         }
         if !self.allow.contains(&self.default) {
             return Err(format!(
@@ -71,7 +73,9 @@ impl ModelPolicy {
 /// microdollars, refusing what is not a finite non-negative amount.
 pub fn usd_to_microdollars(usd: f64) -> Result<u64, String> {
     if !usd.is_finite() || usd < 0.0 {
-        return Err(format!("budget_usd must be a non-negative number of US dollars, not {usd}"));
+        return Err(format!(
+            "budget_usd must be a non-negative number of US dollars, not {usd}"
+        ));
     }
     Ok((usd * 1_000_000.0).round().min(u64::MAX as f64) as u64)
 }

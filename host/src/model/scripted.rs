@@ -153,10 +153,16 @@ impl Script {
     /// Reads and checks a script file.
     pub fn load(path: &Path) -> crate::Result<Script> {
         let text = std::fs::read_to_string(path).map_err(|e| {
-            crate::Error::Invalid(format!("cannot read the model script {}: {e}", path.display()))
+            crate::Error::Invalid(format!(
+                "cannot read the model script {}: {e}",
+                path.display()
+            ))
         })?;
         Script::parse(&text).map_err(|e| {
-            crate::Error::Invalid(format!("the model script {} is not valid: {e}", path.display()))
+            crate::Error::Invalid(format!(
+                "the model script {} is not valid: {e}",
+                path.display()
+            ))
         })
     }
 
@@ -249,7 +255,11 @@ impl Scripted {
     }
 
     /// The answer to `request` (without the delay), or why there is none.
-    pub fn answer(&self, model_id: &str, request: &Request) -> Result<(Response, u64), ProviderError> {
+    pub fn answer(
+        &self,
+        model_id: &str,
+        request: &Request,
+    ) -> Result<(Response, u64), ProviderError> {
         let haystack = conversation_head(request);
         let agent = self
             .script
@@ -319,7 +329,9 @@ impl Scripted {
             },
             None => Usage {
                 input_tokens: estimate_tokens(&serde_json::to_string(request).unwrap_or_default()),
-                output_tokens: estimate_tokens(&serde_json::to_string(&content).unwrap_or_default()),
+                output_tokens: estimate_tokens(
+                    &serde_json::to_string(&content).unwrap_or_default(),
+                ),
                 ..Usage::default()
             },
         };
@@ -367,7 +379,10 @@ impl Provider for Scripted {
         "scripted"
     }
 
-    fn complete<'a>(&'a self, call: ProviderCall<'a>) -> BoxFuture<'a, Result<Response, ProviderError>> {
+    fn complete<'a>(
+        &'a self,
+        call: ProviderCall<'a>,
+    ) -> BoxFuture<'a, Result<Response, ProviderError>> {
         Box::pin(async move {
             self.stats.calls.fetch_add(1, Ordering::SeqCst);
             let now = self.stats.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
@@ -441,14 +456,18 @@ mod tests {
         let s = Scripted::new(Script::parse(SCRIPT).unwrap());
         let (r, _) = s.answer("m", &request("someone else", 5)).unwrap();
         assert!(matches!(&r.content[0], ContentBlock::ToolUse(t) if t.input == "{broken"));
-        assert!(r.usage.input_tokens > 0, "usage is estimated when not scripted");
+        assert!(
+            r.usage.input_tokens > 0,
+            "usage is estimated when not scripted"
+        );
     }
 
     #[test]
     fn a_typo_in_a_script_is_an_error_naming_it() {
         let err = Script::parse(r#"{"agents":[{"name":"a","turns":[{"txt":"x"}]}]}"#).unwrap_err();
         assert!(err.contains("txt"), "{err}");
-        let err = Script::parse(r#"{"agents":[{"name":"a","turns":[{"stop_reason":"done"}]}]}"#).unwrap_err();
+        let err = Script::parse(r#"{"agents":[{"name":"a","turns":[{"stop_reason":"done"}]}]}"#)
+            .unwrap_err();
         assert!(err.contains("unknown stop_reason"), "{err}");
     }
 }

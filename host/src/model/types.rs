@@ -137,7 +137,9 @@ impl Usage {
     pub fn add(&mut self, other: &Usage) {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
-        self.cache_read_tokens = self.cache_read_tokens.saturating_add(other.cache_read_tokens);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(other.cache_read_tokens);
         self.cache_write_tokens = self
             .cache_write_tokens
             .saturating_add(other.cache_write_tokens);
@@ -168,7 +170,10 @@ pub enum ModelError {
     BudgetExhausted(String),
     #[error("rate limited (retry after {retry_after_ms} ms): {message}")]
     #[serde(rename_all = "kebab-case")]
-    RateLimited { retry_after_ms: u64, message: String },
+    RateLimited {
+        retry_after_ms: u64,
+        message: String,
+    },
     #[error("invalid request: {0}")]
     Invalid(String),
     #[error("unavailable: {0}")]

@@ -248,6 +248,35 @@ impl Instance {
     }
 }
 
+/// Runs `call` until it ends or `wall` has passed, not counting the time
+/// `clock` says the turn waited on the model (the deadline moves out by that
+/// much, and never passes while a model call is in flight). `Err(())` when
+/// the limit was reached.
+async fn within_wall<F: std::future::Future>(
+    wall: std::time::Duration,
+    clock: &crate::model::ModelClock,
+    call: F,
+) -> Result<F::Output, ()> {
+    let start = tokio::time::Instant::now();
+    tokio::pin!(call);
+    loop {
+        let mut deadline = start + wall + clock.waited();
+        if clock.waiting() {
+            // The deadline moves with the call; look again now and then.
+            deadline =
+                deadline.max(tokio::time::Instant::now() + std::time::Duration::from_millis(250));
+        }
+        tokio::select! {
+            out = &mut call => return Ok(out),
+            () = tokio::time::sleep_until(deadline) => {
+                if !clock.waiting() && start + wall + clock.waited() <= tokio::time::Instant::now() {
+                    return Err(());
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,33 +327,5 @@ mod tests {
             DirAccess::for_teammate(plan, &rules(&["Write"])),
             DirAccess::ReadOnly
         );
-    }
-}
-
-/// Runs `call` until it ends or `wall` has passed, not counting the time
-/// `clock` says the turn waited on the model (the deadline moves out by that
-/// much, and never passes while a model call is in flight). `Err(())` when
-/// the limit was reached.
-async fn within_wall<F: std::future::Future>(
-    wall: std::time::Duration,
-    clock: &crate::model::ModelClock,
-    call: F,
-) -> Result<F::Output, ()> {
-    let start = tokio::time::Instant::now();
-    tokio::pin!(call);
-    loop {
-        let mut deadline = start + wall + clock.waited();
-        if clock.waiting() {
-            // The deadline moves with the call; look again now and then.
-            deadline = deadline.max(tokio::time::Instant::now() + std::time::Duration::from_millis(250));
-        }
-        tokio::select! {
-            out = &mut call => return Ok(out),
-            () = tokio::time::sleep_until(deadline) => {
-                if !clock.waiting() && start + wall + clock.waited() <= tokio::time::Instant::now() {
-                    return Err(());
-                }
-            }
-        }
     }
 }

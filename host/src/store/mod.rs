@@ -31,8 +31,8 @@ pub use history_cache::HistoryCache;
 pub use lock::LockOptions;
 pub use mailbox::{InboxMessage, OutgoingMessage};
 pub use paths::{agent_id, Home, TeamPaths};
-pub use usage::ModelUsage;
 pub use tasks::{ClaimOutcome, ClaimRefusal, NewTask, Task, TaskStatus, TaskUpdate, Unassigned};
+pub use usage::ModelUsage;
 
 use crate::error::Result;
 

@@ -235,7 +235,19 @@ mod tests {
         let names: Vec<String> = TOOLS.iter().map(|t| definition(t).name).collect();
         assert_eq!(
             names,
-            ["Read", "Write", "Edit", "Glob", "Grep", "Bash", "SendMessage", "TaskCreate", "TaskGet", "TaskUpdate", "TaskList"]
+            [
+                "Read",
+                "Write",
+                "Edit",
+                "Glob",
+                "Grep",
+                "Bash",
+                "SendMessage",
+                "TaskCreate",
+                "TaskGet",
+                "TaskUpdate",
+                "TaskList"
+            ]
         );
         for spec in &TOOLS {
             let d = definition(spec);
@@ -243,7 +255,10 @@ mod tests {
             assert_eq!(schema["type"], "object", "{}", d.name);
         }
         let edit: Value = serde_json::from_str(&definition(&TOOLS[2]).input_schema).unwrap();
-        assert_eq!(edit["required"], json!(["file_path", "old_string", "new_string"]));
+        assert_eq!(
+            edit["required"],
+            json!(["file_path", "old_string", "new_string"])
+        );
         let update: Value = serde_json::from_str(&definition(&TOOLS[9]).input_schema).unwrap();
         assert!(update["properties"]["addBlockedBy"].is_object());
     }

@@ -77,7 +77,12 @@ pub fn grep(
     let page = |items: Vec<&str>| -> (Vec<String>, bool) {
         let total = items.len();
         let limit = head_limit.unwrap_or(usize::MAX);
-        let shown: Vec<String> = items.into_iter().skip(offset).take(limit).map(str::to_string).collect();
+        let shown: Vec<String> = items
+            .into_iter()
+            .skip(offset)
+            .take(limit)
+            .map(str::to_string)
+            .collect();
         let more = offset.saturating_add(shown.len()) < total;
         (shown, more)
     };
@@ -87,7 +92,12 @@ pub fn grep(
                 return "No files found".into();
             }
             let (shown, more) = page(files.iter().map(String::as_str).collect());
-            let mut s = format!("Found {} file{}\n{}", files.len(), if files.len() == 1 { "" } else { "s" }, shown.join("\n"));
+            let mut s = format!(
+                "Found {} file{}\n{}",
+                files.len(),
+                if files.len() == 1 { "" } else { "s" },
+                shown.join("\n")
+            );
             if more {
                 s.push_str(&format!("\n(more: pass offset={})", offset + shown.len()));
             }
@@ -113,7 +123,13 @@ pub fn grep(
 
 /// Bash's result and whether it counts as an error (a non-zero exit, a
 /// timeout, a signal).
-pub fn bash(stdout: &str, stderr: &str, exit_code: Option<i32>, timed_out: bool, truncated: bool) -> (String, bool) {
+pub fn bash(
+    stdout: &str,
+    stderr: &str,
+    exit_code: Option<i32>,
+    timed_out: bool,
+    truncated: bool,
+) -> (String, bool) {
     let mut out = String::new();
     out.push_str(stdout.trim_end_matches('\n'));
     if !stderr.trim().is_empty() {
@@ -140,7 +156,14 @@ pub fn bash(stdout: &str, stderr: &str, exit_code: Option<i32>, timed_out: bool,
 }
 
 /// SendMessage's success, with the routing the host reports.
-pub fn sent(message: &str, sender: &str, target: &str, target_color: Option<&str>, summary: Option<&str>, content: &str) -> String {
+pub fn sent(
+    message: &str,
+    sender: &str,
+    target: &str,
+    target_color: Option<&str>,
+    summary: Option<&str>,
+    content: &str,
+) -> String {
     json!({
         "success": true,
         "message": message,
@@ -162,7 +185,8 @@ pub fn broadcast(message: &str, recipients: &[String]) -> String {
 
 /// A shutdown request sent.
 pub fn shutdown_requested(message: &str, request_id: &str, target: &str) -> String {
-    json!({"success": true, "message": message, "request_id": request_id, "target": target}).to_string()
+    json!({"success": true, "message": message, "request_id": request_id, "target": target})
+        .to_string()
 }
 
 /// A protocol answer sent.
@@ -245,25 +269,45 @@ mod tests {
             blocked_by: vec!["1".into(), "2".into()],
             ..TaskView::default()
         };
-        assert_eq!(task_line(&t), "#3 [in_progress] Fix the parser (fixer) [blocked by #1, #2]");
-        assert_eq!(task_created("4", "Test it"), "Task #4 created successfully: Test it");
+        assert_eq!(
+            task_line(&t),
+            "#3 [in_progress] Fix the parser (fixer) [blocked by #1, #2]"
+        );
+        assert_eq!(
+            task_created("4", "Test it"),
+            "Task #4 created successfully: Test it"
+        );
         assert_eq!(task_updated("2", &["status"]), "Updated task #2 status");
     }
 
     #[test]
     fn bash_marks_failures_and_grep_pages() {
-        assert_eq!(bash("hi\n", "", Some(0), false, false), ("hi".to_string(), false));
+        assert_eq!(
+            bash("hi\n", "", Some(0), false, false),
+            ("hi".to_string(), false)
+        );
         let (text, failed) = bash("", "boom\n", Some(2), false, false);
         assert!(failed && text == "boom\nExit code 2", "{text}");
         let files: Vec<String> = (1..=5).map(|i| format!("f{i}")).collect();
         let out = grep(GrepMode::FilesWithMatches, "", &files, false, Some(2), 1);
         assert_eq!(out, "Found 5 files\nf2\nf3\n(more: pass offset=3)");
-        assert_eq!(grep(GrepMode::Content, "", &[], false, None, 0), "No matches found");
+        assert_eq!(
+            grep(GrepMode::Content, "", &[], false, None, 0),
+            "No matches found"
+        );
     }
 
     #[test]
     fn send_message_results_are_json() {
-        let v: serde_json::Value = serde_json::from_str(&sent("Message sent to bob's inbox", "me", "@bob", None, Some("s"), "hi")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&sent(
+            "Message sent to bob's inbox",
+            "me",
+            "@bob",
+            None,
+            Some("s"),
+            "hi",
+        ))
+        .unwrap();
         assert_eq!(v["success"], true);
         assert_eq!(v["routing"]["target"], "@bob");
     }

@@ -147,8 +147,12 @@ impl Fields<'_> {
     }
 
     fn str_req(&self, key: &str) -> Result<String, String> {
-        self.str_opt(key)?
-            .ok_or_else(|| format!("{}: the required field `{key}` (a string) is missing", self.tool))
+        self.str_opt(key)?.ok_or_else(|| {
+            format!(
+                "{}: the required field `{key}` (a string) is missing",
+                self.tool
+            )
+        })
     }
 
     fn u64_opt(&self, key: &str) -> Result<Option<u64>, String> {
@@ -158,9 +162,11 @@ impl Fields<'_> {
                 format!("{}: `{key}` must be a whole number ≥ 0, not {n}", self.tool)
             }),
             // Models often quote numbers.
-            Some(Value::String(s)) => s.trim().parse::<u64>().map(Some).map_err(|_| {
-                format!("{}: `{key}` must be a whole number, not {s:?}", self.tool)
-            }),
+            Some(Value::String(s)) => {
+                s.trim().parse::<u64>().map(Some).map_err(|_| {
+                    format!("{}: `{key}` must be a whole number, not {s:?}", self.tool)
+                })
+            }
             Some(other) => Err(format!(
                 "{}: `{key}` must be a number, not {}",
                 self.tool,
@@ -186,7 +192,9 @@ impl Fields<'_> {
     fn id(&self, key: &str) -> Result<String, String> {
         match self.get(key) {
             Some(Value::Number(n)) => Ok(n.to_string()),
-            _ => self.str_req(key).map(|s| s.trim().trim_start_matches('#').to_string()),
+            _ => self
+                .str_req(key)
+                .map(|s| s.trim().trim_start_matches('#').to_string()),
         }
     }
 
@@ -447,10 +455,18 @@ mod tests {
     fn fields_are_read_with_the_references_names_and_unknown_ones_ignored() {
         assert_eq!(
             parse("Read", r#"{"file_path":"a.py","offset":"3","pages":"1-2"}"#).unwrap(),
-            Call::Read { file_path: "a.py".into(), offset: Some(3), limit: None }
+            Call::Read {
+                file_path: "a.py".into(),
+                offset: Some(3),
+                limit: None
+            }
         );
         assert_eq!(
-            parse("TaskUpdate", r##"{"taskId":2,"status":"completed","addBlockedBy":["#1"]}"##).unwrap(),
+            parse(
+                "TaskUpdate",
+                r##"{"taskId":2,"status":"completed","addBlockedBy":["#1"]}"##
+            )
+            .unwrap(),
             Call::TaskUpdate(TaskUpdateCall {
                 id: "2".into(),
                 status: Some(UpdateStatus::Completed),
@@ -460,14 +476,25 @@ mod tests {
         );
         assert_eq!(
             parse("Glob", r#"{"pattern":"*.rs","path":"undefined"}"#).unwrap(),
-            Call::Glob { pattern: "*.rs".into(), path: None }
+            Call::Glob {
+                pattern: "*.rs".into(),
+                path: None
+            }
         );
     }
 
     #[test]
     fn both_forms_of_send_message_are_understood() {
-        let new = parse("SendMessage", r#"{"to":"lead","message":"hi","summary":"s"}"#).unwrap();
-        let old = parse("SendMessage", r#"{"type":"message","recipient":"lead","content":"hi","summary":"s"}"#).unwrap();
+        let new = parse(
+            "SendMessage",
+            r#"{"to":"lead","message":"hi","summary":"s"}"#,
+        )
+        .unwrap();
+        let old = parse(
+            "SendMessage",
+            r#"{"type":"message","recipient":"lead","content":"hi","summary":"s"}"#,
+        )
+        .unwrap();
         assert_eq!(new, old);
         assert_eq!(
             parse("SendMessage", r#"{"to":"team-lead","message":{"type":"shutdown_response","request_id":"r1","approve":true}}"#).unwrap(),
@@ -475,7 +502,11 @@ mod tests {
         );
         assert_eq!(
             parse("SendMessage", r#"{"type":"broadcast","content":"all"}"#).unwrap(),
-            Call::Send(SendCall::Text { to: "*".into(), text: "all".into(), summary: None })
+            Call::Send(SendCall::Text {
+                to: "*".into(),
+                text: "all".into(),
+                summary: None
+            })
         );
     }
 
@@ -484,7 +515,10 @@ mod tests {
         let e = parse("Read", "{not json").unwrap_err();
         assert!(e.contains("not valid JSON"), "{e}");
         let e = parse("Read", "[1,2]").unwrap_err();
-        assert!(e.contains("must be a JSON object") && e.contains("a list"), "{e}");
+        assert!(
+            e.contains("must be a JSON object") && e.contains("a list"),
+            "{e}"
+        );
         let e = parse("Edit", r#"{"file_path":"a"}"#).unwrap_err();
         assert!(e.contains("`old_string`") && e.contains("missing"), "{e}");
         let e = parse("Read", r#"{"file_path":7}"#).unwrap_err();
@@ -492,7 +526,10 @@ mod tests {
         let e = parse("Read", r#"{"file_path":"a","limit":-1}"#).unwrap_err();
         assert!(e.contains("whole number"), "{e}");
         let e = parse("rm -rf /", "{}").unwrap_err();
-        assert!(e.contains("there is no tool") && e.contains("TaskList"), "{e}");
+        assert!(
+            e.contains("there is no tool") && e.contains("TaskList"),
+            "{e}"
+        );
         let e = parse("Bash", r#"{"command":"sleep 9","run_in_background":true}"#).unwrap_err();
         assert!(e.contains("foreground"), "{e}");
     }

@@ -291,6 +291,21 @@ pub fn clock(timestamp: &str) -> String {
     }
 }
 
+/// A teammate's model use in a few words for its row.
+fn model_note(u: &crate::store::ModelUsage) -> String {
+    let spent = format!(
+        "{} call{}, ${:.4}",
+        u.calls,
+        if u.calls == 1 { "" } else { "s" },
+        u.cost_microdollars as f64 / 1e6
+    );
+    if u.waiting_since.is_some() {
+        format!("thinking… ({spent})")
+    } else {
+        spent
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,20 +353,5 @@ mod tests {
         let board = Board::read(&team, &[]).unwrap();
         assert_eq!(board.teammates[0].task, Some(("2".into(), "Review".into())));
         assert_eq!((board.completed, board.progress()), (1, 0.5));
-    }
-}
-
-/// A teammate's model use in a few words for its row.
-fn model_note(u: &crate::store::ModelUsage) -> String {
-    let spent = format!(
-        "{} call{}, ${:.4}",
-        u.calls,
-        if u.calls == 1 { "" } else { "s" },
-        u.cost_microdollars as f64 / 1e6
-    );
-    if u.waiting_since.is_some() {
-        format!("thinking… ({spent})")
-    } else {
-        spent
     }
 }

@@ -15,9 +15,12 @@ use teamhost::model::{CassetteMode, ModelHub, ModelPolicy};
 pub fn config() -> ModelConfig {
     let mut config = ModelConfig::from_env();
     config.providers.clear();
-    config
-        .providers
-        .insert("script".into(), ProviderSpec::Scripted { script: "/unused".into() });
+    config.providers.insert(
+        "script".into(),
+        ProviderSpec::Scripted {
+            script: "/unused".into(),
+        },
+    );
     config.models.clear();
     config.models.insert(
         "fake".into(),
@@ -26,14 +29,23 @@ pub fn config() -> ModelConfig {
             id: "fake-1".into(),
             context_window: 100_000,
             max_output_tokens: 8_000,
-            price: Some(Price { input: 3.0, output: 15.0, cache_read: None, cache_write: None }),
+            price: Some(Price {
+                input: 3.0,
+                output: 15.0,
+                cache_read: None,
+                cache_write: None,
+            }),
         },
     );
     config
 }
 
 /// A hub in `mode` playing `script`, with its call counters.
-pub fn hub(script: &str, mode: CassetteMode, cassettes: Option<PathBuf>) -> (Arc<ModelHub>, Arc<ScriptedStats>) {
+pub fn hub(
+    script: &str,
+    mode: CassetteMode,
+    cassettes: Option<PathBuf>,
+) -> (Arc<ModelHub>, Arc<ScriptedStats>) {
     let hub = ModelHub::new(config(), mode, cassettes).unwrap();
     let scripted = Arc::new(Scripted::new(Script::parse(script).unwrap()));
     let stats = scripted.stats();

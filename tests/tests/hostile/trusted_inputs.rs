@@ -113,8 +113,16 @@ async fn spawn_refuses_a_directory_holding_the_model_cassettes_or_the_model_conf
     )
     .unwrap();
     for (kind, path, words) in [
-        (teamhost::layout::Kind::Cassettes, &cassettes, "model cassette directory"),
-        (teamhost::layout::Kind::ModelConfig, &config, "model config file"),
+        (
+            teamhost::layout::Kind::Cassettes,
+            &cassettes,
+            "model cassette directory",
+        ),
+        (
+            teamhost::layout::Kind::ModelConfig,
+            &config,
+            "model config file",
+        ),
     ] {
         let f = Fixture::with_options(
             "layout-model",

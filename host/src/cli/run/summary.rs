@@ -302,7 +302,11 @@ impl Summary {
             if let Some(u) = &t.model {
                 push_line(
                     &mut s,
-                    format!("  {:<w$}  model: {}", "", crate::status::describe_model_usage(u)),
+                    format!(
+                        "  {:<w$}  model: {}",
+                        "",
+                        crate::status::describe_model_usage(u)
+                    ),
                 );
             }
         }

@@ -12,7 +12,9 @@ use serde_json::{json, Map, Value};
 use super::http::{Client, Decoder, StreamFailure, Wire};
 use super::sse;
 use super::{ApiKey, BoxFuture, Provider, ProviderCall, ProviderError, ProviderSettings};
-use crate::model::types::{ContentBlock, Response, Role, StopReason, Thinking, ToolChoice, ToolUse, Usage};
+use crate::model::types::{
+    ContentBlock, Response, Role, StopReason, Thinking, ToolChoice, ToolUse, Usage,
+};
 
 /// The API version sent with every request.
 const VERSION: &str = "2023-06-01";
@@ -36,7 +38,10 @@ impl Provider for Anthropic {
         "anthropic"
     }
 
-    fn complete<'a>(&'a self, call: ProviderCall<'a>) -> BoxFuture<'a, Result<Response, ProviderError>> {
+    fn complete<'a>(
+        &'a self,
+        call: ProviderCall<'a>,
+    ) -> BoxFuture<'a, Result<Response, ProviderError>> {
         Box::pin(self.client.complete(&AnthropicWire, call))
     }
 }
@@ -66,7 +71,9 @@ fn block(b: &ContentBlock, i: usize) -> Result<Option<Value>, ProviderError> {
             "content": r.content,
             "is_error": r.is_error,
         }),
-        ContentBlock::Thinking(t) => json!({"type": "thinking", "thinking": t.text, "signature": t.signature}),
+        ContentBlock::Thinking(t) => {
+            json!({"type": "thinking", "thinking": t.text, "signature": t.signature})
+        }
     }))
 }
 
@@ -75,8 +82,11 @@ impl Wire for AnthropicWire {
         let mut h = HeaderMap::new();
         h.insert("anthropic-version", HeaderValue::from_static(VERSION));
         if let Some(key) = key {
-            let mut v = HeaderValue::from_str(key.expose())
-                .map_err(|_| ProviderError::Credentials("the API key holds characters a header cannot carry".into()))?;
+            let mut v = HeaderValue::from_str(key.expose()).map_err(|_| {
+                ProviderError::Credentials(
+                    "the API key holds characters a header cannot carry".into(),
+                )
+            })?;
             v.set_sensitive(true);
             h.insert("x-api-key", v);
         }
@@ -111,7 +121,8 @@ impl Wire for AnthropicWire {
                 .tools
                 .iter()
                 .map(|t| {
-                    let schema: Value = serde_json::from_str(&t.input_schema).unwrap_or_else(|_| json!({"type": "object"}));
+                    let schema: Value = serde_json::from_str(&t.input_schema)
+                        .unwrap_or_else(|_| json!({"type": "object"}));
                     json!({"name": t.name, "description": t.description, "input_schema": schema})
                 })
                 .collect();
@@ -145,7 +156,9 @@ impl Wire for AnthropicWire {
         let mut content = Vec::new();
         for b in v["content"].as_array().ok_or("no content")? {
             match b["type"].as_str() {
-                Some("text") => content.push(ContentBlock::Text(b["text"].as_str().unwrap_or_default().into())),
+                Some("text") => content.push(ContentBlock::Text(
+                    b["text"].as_str().unwrap_or_default().into(),
+                )),
                 Some("tool_use") => content.push(ContentBlock::ToolUse(ToolUse {
                     id: b["id"].as_str().unwrap_or_default().into(),
                     name: b["name"].as_str().unwrap_or_default().into(),
@@ -174,9 +187,15 @@ impl Wire for AnthropicWire {
 
     fn spend_cap(&self, body: &str) -> bool {
         let b = body.to_ascii_lowercase();
-        ["credit balance", "billing", "spend limit", "spending limit", "quota"]
-            .iter()
-            .any(|w| b.contains(w))
+        [
+            "credit balance",
+            "billing",
+            "spend limit",
+            "spending limit",
+            "quota",
+        ]
+        .iter()
+        .any(|w| b.contains(w))
     }
 }
 
@@ -207,8 +226,15 @@ fn usage(u: &Value, base: &Usage) -> Usage {
 /// A block being streamed.
 enum Partial {
     Text(String),
-    ToolUse { id: String, name: String, json: String },
-    Thinking { text: String, signature: String },
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
+    Thinking {
+        text: String,
+        signature: String,
+    },
     Other,
 }
 
@@ -231,7 +257,8 @@ impl Decoder for Stream {
         if e.event == "ping" || e.data.is_empty() {
             return Ok(false);
         }
-        let v: Value = serde_json::from_str(&e.data).map_err(|err| malformed(format!("event {:?} is not JSON: {err}", e.event)))?;
+        let v: Value = serde_json::from_str(&e.data)
+            .map_err(|err| malformed(format!("event {:?} is not JSON: {err}", e.event)))?;
         let kind = v["type"].as_str().unwrap_or(e.event.as_str()).to_string();
         match kind.as_str() {
             "message_start" => {
@@ -242,7 +269,10 @@ impl Decoder for Stream {
                 self.started = true;
             }
             "content_block_start" => {
-                let index = v["index"].as_u64().ok_or_else(|| malformed("a block without an index"))? as usize;
+                let index = v["index"]
+                    .as_u64()
+                    .ok_or_else(|| malformed("a block without an index"))?
+                    as usize;
                 if index != self.blocks.len() {
                     return Err(malformed(format!("block {index} started out of order")));
                 }
@@ -262,20 +292,32 @@ impl Decoder for Stream {
                 });
             }
             "content_block_delta" => {
-                let index = v["index"].as_u64().ok_or_else(|| malformed("a delta without an index"))? as usize;
-                let block = self
-                    .blocks
-                    .get_mut(index)
-                    .ok_or_else(|| malformed(format!("a delta for block {index}, which never started")))?;
+                let index = v["index"]
+                    .as_u64()
+                    .ok_or_else(|| malformed("a delta without an index"))?
+                    as usize;
+                let block = self.blocks.get_mut(index).ok_or_else(|| {
+                    malformed(format!("a delta for block {index}, which never started"))
+                })?;
                 let d = &v["delta"];
                 let piece = |k: &str| d[k].as_str().unwrap_or_default();
                 match (block, d["type"].as_str()) {
                     (Partial::Text(t), Some("text_delta")) => t.push_str(piece("text")),
-                    (Partial::ToolUse { json, .. }, Some("input_json_delta")) => json.push_str(piece("partial_json")),
-                    (Partial::Thinking { text, .. }, Some("thinking_delta")) => text.push_str(piece("thinking")),
-                    (Partial::Thinking { signature, .. }, Some("signature_delta")) => signature.push_str(piece("signature")),
+                    (Partial::ToolUse { json, .. }, Some("input_json_delta")) => {
+                        json.push_str(piece("partial_json"))
+                    }
+                    (Partial::Thinking { text, .. }, Some("thinking_delta")) => {
+                        text.push_str(piece("thinking"))
+                    }
+                    (Partial::Thinking { signature, .. }, Some("signature_delta")) => {
+                        signature.push_str(piece("signature"))
+                    }
                     (Partial::Other, _) => {}
-                    (_, other) => return Err(malformed(format!("a {other:?} delta does not fit block {index}"))),
+                    (_, other) => {
+                        return Err(malformed(format!(
+                            "a {other:?} delta does not fit block {index}"
+                        )))
+                    }
                 }
             }
             "content_block_stop" => {}
@@ -315,9 +357,15 @@ impl Decoder for Stream {
                 Partial::ToolUse { id, name, json } => Some(ContentBlock::ToolUse(ToolUse {
                     id,
                     name,
-                    input: if json.trim().is_empty() { "{}".into() } else { json },
+                    input: if json.trim().is_empty() {
+                        "{}".into()
+                    } else {
+                        json
+                    },
                 })),
-                Partial::Thinking { text, signature } => Some(ContentBlock::Thinking(Thinking { text, signature })),
+                Partial::Thinking { text, signature } => {
+                    Some(ContentBlock::Thinking(Thinking { text, signature }))
+                }
                 Partial::Other => None,
             })
             .collect();

@@ -106,12 +106,25 @@ impl Client {
             .user_agent(concat!("teamhost/", env!("CARGO_PKG_VERSION")))
             .pool_idle_timeout(Duration::from_secs(90))
             .build()
-            .map_err(|e| crate::Error::Invalid(format!("cannot set up the HTTP client: {}", e.without_url())))?;
-        Ok(Client { http, settings, url })
+            .map_err(|e| {
+                crate::Error::Invalid(format!(
+                    "cannot set up the HTTP client: {}",
+                    e.without_url()
+                ))
+            })?;
+        Ok(Client {
+            http,
+            settings,
+            url,
+        })
     }
 
     /// One completion, retried as the module docs say.
-    pub(super) async fn complete(&self, wire: &dyn Wire, call: ProviderCall<'_>) -> Result<Response, ProviderError> {
+    pub(super) async fn complete(
+        &self,
+        wire: &dyn Wire,
+        call: ProviderCall<'_>,
+    ) -> Result<Response, ProviderError> {
         let stream = self.settings.stream;
         let body = serde_json::to_vec(&wire.body(&call, stream)?)
             .map_err(|e| ProviderError::Invalid(format!("cannot encode the request: {e}")))?;
@@ -151,7 +164,13 @@ impl Client {
         }
     }
 
-    async fn attempt(&self, wire: &dyn Wire, headers: &HeaderMap, body: Vec<u8>, stream: bool) -> Result<Response, Failure> {
+    async fn attempt(
+        &self,
+        wire: &dyn Wire,
+        headers: &HeaderMap,
+        body: Vec<u8>,
+        stream: bool,
+    ) -> Result<Response, Failure> {
         let sent = self
             .http
             .post(&self.url)
@@ -178,7 +197,8 @@ impl Client {
         let status = response.status().as_u16();
         if status != 200 {
             let after = retry_after(response.headers());
-            let text = String::from_utf8_lossy(&self.read_all(response).await.unwrap_or_default()).into_owned();
+            let text = String::from_utf8_lossy(&self.read_all(response).await.unwrap_or_default())
+                .into_owned();
             let message = provider_message(&text);
             return Err(match status {
                 429 if wire.spend_cap(&text) => Failure::Fatal(ProviderError::SpendCap(message)),
@@ -189,8 +209,12 @@ impl Client {
                     },
                     after,
                 },
-                401 | 403 => Failure::Fatal(ProviderError::Credentials(format!("{status}: {message}"))),
-                400 | 404 | 413 | 422 => Failure::Fatal(ProviderError::Invalid(format!("{status}: {message}"))),
+                401 | 403 => {
+                    Failure::Fatal(ProviderError::Credentials(format!("{status}: {message}")))
+                }
+                400 | 404 | 413 | 422 => {
+                    Failure::Fatal(ProviderError::Invalid(format!("{status}: {message}")))
+                }
                 500 | 502 | 503 | 504 | 529 => Failure::Retry {
                     error: ProviderError::Unavailable(format!("{status}: {message}")),
                     after,
@@ -199,7 +223,10 @@ impl Client {
             });
         }
         if !stream {
-            let bytes = self.read_all(response).await.map_err(|error| Failure::Retry { error, after: None })?;
+            let bytes = self
+                .read_all(response)
+                .await
+                .map_err(|error| Failure::Retry { error, after: None })?;
             return wire.parse(&bytes).map_err(|e| Failure::Retry {
                 error: ProviderError::Unavailable(format!("a malformed answer: {e}")),
                 after: None,
@@ -209,7 +236,8 @@ impl Client {
         let mut parser = sse::Parser::default();
         let mut chunks = response.bytes_stream();
         loop {
-            let chunk = match tokio::time::timeout(self.settings.idle_timeout, chunks.next()).await {
+            let chunk = match tokio::time::timeout(self.settings.idle_timeout, chunks.next()).await
+            {
                 Err(_) => {
                     return Err(Failure::Retry {
                         error: ProviderError::Unavailable(format!(
@@ -221,7 +249,9 @@ impl Client {
                 }
                 Ok(None) => {
                     return Err(Failure::Retry {
-                        error: ProviderError::Unavailable("the answer's stream ended before its last event".into()),
+                        error: ProviderError::Unavailable(
+                            "the answer's stream ended before its last event".into(),
+                        ),
                         after: None,
                     })
                 }
@@ -253,7 +283,9 @@ impl Client {
                         })
                     }
                     Err(StreamFailure::Provider { message, retry }) => {
-                        let error = ProviderError::Unavailable(format!("the provider stopped the answer: {message}"));
+                        let error = ProviderError::Unavailable(format!(
+                            "the provider stopped the answer: {message}"
+                        ));
                         return Err(if retry {
                             Failure::Retry { error, after: None }
                         } else {
@@ -272,12 +304,18 @@ impl Client {
         let mut chunks = response.bytes_stream();
         loop {
             match tokio::time::timeout(self.settings.idle_timeout, chunks.next()).await {
-                Err(_) => return Err(ProviderError::Unavailable("the answer stalled (idle_timeout)".into())),
+                Err(_) => {
+                    return Err(ProviderError::Unavailable(
+                        "the answer stalled (idle_timeout)".into(),
+                    ))
+                }
                 Ok(None) => return Ok(out),
                 Ok(Some(Err(e))) => return Err(ProviderError::Unavailable(connection_text(&e))),
                 Ok(Some(Ok(b))) => {
                     if out.len() + b.len() > MAX {
-                        return Err(ProviderError::Unavailable("the answer is larger than 64 MiB".into()));
+                        return Err(ProviderError::Unavailable(
+                            "the answer is larger than 64 MiB".into(),
+                        ));
                     }
                     out.extend_from_slice(&b);
                 }
@@ -288,12 +326,21 @@ impl Client {
     /// `e` with the key taken out of its text, should a provider ever echo
     /// it.
     fn scrub(&self, e: ProviderError) -> ProviderError {
-        let Some(key) = self.settings.api_key.as_ref().map(ApiKey::expose).filter(|k| k.len() >= 4) else {
+        let Some(key) = self
+            .settings
+            .api_key
+            .as_ref()
+            .map(ApiKey::expose)
+            .filter(|k| k.len() >= 4)
+        else {
             return e;
         };
         let clean = |s: String| s.replace(key, "<redacted>");
         match e {
-            ProviderError::RateLimited { retry_after, message } => ProviderError::RateLimited {
+            ProviderError::RateLimited {
+                retry_after,
+                message,
+            } => ProviderError::RateLimited {
                 retry_after,
                 message: clean(message),
             },
@@ -327,7 +374,12 @@ fn backoff(base: Duration, attempt: u32) -> Duration {
 /// The provider's wait: `retry-after-ms`, else `retry-after` in seconds or
 /// as an HTTP date.
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let text = |name: &str| headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok()).map(str::trim);
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+            .map(str::trim)
+    };
     if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
         return (ms.is_finite() && ms >= 0.0).then(|| Duration::from_secs_f64(ms / 1000.0));
     }
@@ -345,7 +397,10 @@ fn provider_message(body: &str) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let message = parsed.as_ref().and_then(|v| {
         let e = v.get("error")?;
-        let m = e.get("message").and_then(Value::as_str).or_else(|| e.as_str())?;
+        let m = e
+            .get("message")
+            .and_then(Value::as_str)
+            .or_else(|| e.as_str())?;
         let kind = e.get("type").and_then(Value::as_str);
         Some(match kind {
             Some(k) => format!("{k}: {m}"),
@@ -353,7 +408,11 @@ fn provider_message(body: &str) -> String {
         })
     });
     let text = message.unwrap_or_else(|| body.trim().to_string());
-    let text = if text.is_empty() { "(no message)".to_string() } else { text };
+    let text = if text.is_empty() {
+        "(no message)".to_string()
+    } else {
+        text
+    };
     let mut short: String = text.chars().take(300).collect();
     if short.len() < text.len() {
         short.push('…');
@@ -398,19 +457,30 @@ mod tests {
         h.insert("retry-after-ms", HeaderValue::from_static("150"));
         assert_eq!(retry_after(&h), Some(Duration::from_millis(150)));
         let mut d = HeaderMap::new();
-        d.insert("retry-after", HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"));
-        assert_eq!(retry_after(&d), Some(Duration::ZERO), "a date in the past: no wait");
+        d.insert(
+            "retry-after",
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(
+            retry_after(&d),
+            Some(Duration::ZERO),
+            "a date in the past: no wait"
+        );
         assert_eq!(retry_after(&HeaderMap::new()), None);
     }
 
     #[test]
     fn provider_messages_come_from_either_dialects_error_body() {
         assert_eq!(
-            provider_message(r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#),
+            provider_message(
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            ),
             "overloaded_error: Overloaded"
         );
         assert_eq!(
-            provider_message(r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota"}}"#),
+            provider_message(
+                r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota"}}"#
+            ),
             "insufficient_quota: You exceeded your current quota"
         );
         assert_eq!(provider_message("  "), "(no message)");
@@ -420,6 +490,9 @@ mod tests {
     #[test]
     fn backoff_doubles_with_jitter() {
         let b = backoff(Duration::from_millis(100), 3);
-        assert!(b >= Duration::from_millis(600) && b <= Duration::from_millis(1000), "{b:?}");
+        assert!(
+            b >= Duration::from_millis(600) && b <= Duration::from_millis(1000),
+            "{b:?}"
+        );
     }
 }

@@ -48,8 +48,10 @@ pub trait Provider: Send + Sync + 'static {
 
     /// One completion, with the host's retries already spent on transient
     /// failures when this returns an error.
-    fn complete<'a>(&'a self, call: ProviderCall<'a>)
-        -> BoxFuture<'a, Result<Response, ProviderError>>;
+    fn complete<'a>(
+        &'a self,
+        call: ProviderCall<'a>,
+    ) -> BoxFuture<'a, Result<Response, ProviderError>>;
 }
 
 /// Why a provider call failed, after the host's own retries. The text says
@@ -93,7 +95,9 @@ impl From<ProviderError> for ModelError {
             e @ (ProviderError::SpendCap(_)
             | ProviderError::Unavailable(_)
             | ProviderError::Credentials(_)) => ModelError::Unavailable(e.to_string()),
-            ProviderError::Invalid(m) => ModelError::Invalid(format!("the provider refused it: {m}")),
+            ProviderError::Invalid(m) => {
+                ModelError::Invalid(format!("the provider refused it: {m}"))
+            }
         }
     }
 }

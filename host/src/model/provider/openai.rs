@@ -41,7 +41,10 @@ impl Provider for OpenAi {
         "openai"
     }
 
-    fn complete<'a>(&'a self, call: ProviderCall<'a>) -> BoxFuture<'a, Result<Response, ProviderError>> {
+    fn complete<'a>(
+        &'a self,
+        call: ProviderCall<'a>,
+    ) -> BoxFuture<'a, Result<Response, ProviderError>> {
         Box::pin(self.client.complete(&OpenAiWire, call))
     }
 }
@@ -52,8 +55,12 @@ impl Wire for OpenAiWire {
     fn headers(&self, key: Option<&ApiKey>) -> Result<HeaderMap, ProviderError> {
         let mut h = HeaderMap::new();
         if let Some(key) = key {
-            let mut v = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
-                .map_err(|_| ProviderError::Credentials("the API key holds characters a header cannot carry".into()))?;
+            let mut v =
+                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
+                    ProviderError::Credentials(
+                        "the API key holds characters a header cannot carry".into(),
+                    )
+                })?;
             v.set_sensitive(true);
             h.insert(reqwest::header::AUTHORIZATION, v);
         }
@@ -80,7 +87,11 @@ impl Wire for OpenAiWire {
                 Role::User => {
                     for b in &m.content {
                         if let ContentBlock::ToolResult(t) = b {
-                            let content = if t.is_error { format!("Error: {}", t.content) } else { t.content.clone() };
+                            let content = if t.is_error {
+                                format!("Error: {}", t.content)
+                            } else {
+                                t.content.clone()
+                            };
                             messages.push(json!({"role": "tool", "tool_call_id": t.tool_use_id, "content": content}));
                         }
                     }
@@ -103,7 +114,14 @@ impl Wire for OpenAiWire {
                         .collect();
                     let mut msg = Map::new();
                     msg.insert("role".into(), json!("assistant"));
-                    msg.insert("content".into(), if text.is_empty() { Value::Null } else { json!(text) });
+                    msg.insert(
+                        "content".into(),
+                        if text.is_empty() {
+                            Value::Null
+                        } else {
+                            json!(text)
+                        },
+                    );
                     if !calls.is_empty() {
                         msg.insert("tool_calls".into(), Value::Array(calls));
                     }
@@ -133,7 +151,9 @@ impl Wire for OpenAiWire {
                     ToolChoice::Auto => json!("auto"),
                     ToolChoice::Any => json!("required"),
                     ToolChoice::None => json!("none"),
-                    ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+                    ToolChoice::Tool(name) => {
+                        json!({"type": "function", "function": {"name": name}})
+                    }
                 },
             );
         }
@@ -207,7 +227,10 @@ fn finish_reason(s: Option<&str>) -> StopReason {
 
 fn usage(u: &Value) -> Usage {
     let prompt = u["prompt_tokens"].as_u64().unwrap_or(0);
-    let cached = u["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0).min(prompt);
+    let cached = u["prompt_tokens_details"]["cached_tokens"]
+        .as_u64()
+        .unwrap_or(0)
+        .min(prompt);
     Usage {
         input_tokens: prompt - cached,
         output_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
@@ -242,7 +265,8 @@ impl Decoder for Stream {
         if data.is_empty() {
             return Ok(false);
         }
-        let v: Value = serde_json::from_str(data).map_err(|err| StreamFailure::Malformed(format!("a chunk is not JSON: {err}")))?;
+        let v: Value = serde_json::from_str(data)
+            .map_err(|err| StreamFailure::Malformed(format!("a chunk is not JSON: {err}")))?;
         if let Some(err) = v.get("error") {
             let message = err["message"].as_str().unwrap_or_default();
             return Err(StreamFailure::Provider {
@@ -259,15 +283,28 @@ impl Decoder for Stream {
         if v["usage"].is_object() {
             self.usage = usage(&v["usage"]);
         }
-        for choice in v["choices"].as_array().map(Vec::as_slice).unwrap_or_default() {
+        for choice in v["choices"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
             let d = &choice["delta"];
             if let Some(t) = d["content"].as_str() {
                 self.text.push_str(t);
             }
-            for c in d["tool_calls"].as_array().map(Vec::as_slice).unwrap_or_default() {
-                let index = c["index"].as_u64().unwrap_or(self.calls.len().saturating_sub(1) as u64) as usize;
+            for c in d["tool_calls"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+            {
+                let index = c["index"]
+                    .as_u64()
+                    .unwrap_or(self.calls.len().saturating_sub(1) as u64)
+                    as usize;
                 if index > self.calls.len() || index > 1024 {
-                    return Err(StreamFailure::Malformed(format!("tool call {index} came out of order")));
+                    return Err(StreamFailure::Malformed(format!(
+                        "tool call {index} came out of order"
+                    )));
                 }
                 if index == self.calls.len() {
                     self.calls.push(Call::default());
@@ -299,7 +336,11 @@ impl Decoder for Stream {
             content.push(ContentBlock::ToolUse(ToolUse {
                 id: c.id,
                 name: c.name,
-                input: if c.arguments.trim().is_empty() { "{}".into() } else { c.arguments },
+                input: if c.arguments.trim().is_empty() {
+                    "{}".into()
+                } else {
+                    c.arguments
+                },
             }));
         }
         Ok(Response {

@@ -62,7 +62,8 @@ impl Parser {
             }
             return Ok(());
         }
-        let line = std::str::from_utf8(line).map_err(|_| "an event line is not UTF-8".to_string())?;
+        let line =
+            std::str::from_utf8(line).map_err(|_| "an event line is not UTF-8".to_string())?;
         if line.starts_with(':') {
             return Ok(());
         }
@@ -91,9 +92,18 @@ mod tests {
         assert_eq!(
             whole,
             vec![
-                Event { event: "a".into(), data: "{\"x\":1}".into() },
-                Event { event: "b".into(), data: "one\ntwo".into() },
-                Event { event: String::new(), data: "[DONE]".into() },
+                Event {
+                    event: "a".into(),
+                    data: "{\"x\":1}".into()
+                },
+                Event {
+                    event: "b".into(),
+                    data: "one\ntwo".into()
+                },
+                Event {
+                    event: String::new(),
+                    data: "[DONE]".into()
+                },
             ]
         );
         for size in 1..8 {

@@ -10,7 +10,9 @@
 
 use std::time::Instant;
 
-use super::model_convert::{error_to_wit, model_info_to_wit, request_from_wit, response_to_wit, spend_to_wit};
+use super::model_convert::{
+    error_to_wit, model_info_to_wit, request_from_wit, response_to_wit, spend_to_wit,
+};
 use super::AgentCtx;
 use crate::model::ModelCallEvent;
 use crate::runtime::bindings::model::{Host, ModelError, ModelInfo, Request, Response, Spend};
@@ -34,8 +36,12 @@ impl AgentCtx {
         let msg = OutgoingMessage::new(crate::runner::HOST_SENDER, text);
         match tokio::task::spawn_blocking(move || team.deliver(&lead, msg)).await {
             Ok(Ok(_)) => {}
-            Ok(Err(e)) => tracing::error!(teammate = %self.identity.name, error = %e, "budget notice to the lead lost"),
-            Err(e) => tracing::error!(teammate = %self.identity.name, error = %e, "budget notice to the lead lost"),
+            Ok(Err(e)) => {
+                tracing::error!(teammate = %self.identity.name, error = %e, "budget notice to the lead lost")
+            }
+            Err(e) => {
+                tracing::error!(teammate = %self.identity.name, error = %e, "budget notice to the lead lost")
+            }
         }
     }
 }

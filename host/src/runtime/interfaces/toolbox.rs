@@ -14,12 +14,16 @@ use super::AgentCtx;
 use crate::runtime::bindings::messaging::Host as Messaging;
 use crate::runtime::bindings::model::{ToolDefinition, ToolResult, ToolUse};
 use crate::runtime::bindings::protocol::{PlanResponse, ShutdownResponse};
-use crate::runtime::bindings::tasks::{Host as Tasks, NewTask, OwnerChange, Task, TaskStatus, TaskUpdate};
+use crate::runtime::bindings::tasks::{
+    Host as Tasks, NewTask, OwnerChange, Task, TaskStatus, TaskUpdate,
+};
 use crate::runtime::bindings::team::PermissionMode as WitMode;
 use crate::runtime::bindings::toolbox::Host;
 use crate::runtime::bindings::tools::{GrepMode, Host as Tools};
 use crate::runtime::bindings::types::Error as WitError;
-use crate::sandbox::{decide, CoordinationKind, Decision, MessagingCall, TasksCall, ToolCall, ToolName};
+use crate::sandbox::{
+    decide, CoordinationKind, Decision, MessagingCall, TasksCall, ToolCall, ToolName,
+};
 use crate::toolbox::format::{self, TaskView};
 use crate::toolbox::input::{self, Call, SendCall, TaskUpdateCall, UpdateStatus};
 use crate::toolbox::{definition, TOOLS};
@@ -55,7 +59,9 @@ fn sample(tool: ToolName) -> ToolCall {
         ToolName::Glob => ToolCall::glob("*", None),
         ToolName::Grep => ToolCall::grep("x", None),
         ToolName::Bash => ToolCall::bash("true"),
-        ToolName::SendMessage => ToolCall::Coordination(CoordinationKind::Messaging(MessagingCall::Send)),
+        ToolName::SendMessage => {
+            ToolCall::Coordination(CoordinationKind::Messaging(MessagingCall::Send))
+        }
         ToolName::TaskCreate => ToolCall::Coordination(CoordinationKind::Tasks(TasksCall::Create)),
         ToolName::TaskGet => ToolCall::Coordination(CoordinationKind::Tasks(TasksCall::Get)),
         ToolName::TaskUpdate => ToolCall::Coordination(CoordinationKind::Tasks(TasksCall::Update)),
@@ -82,8 +88,17 @@ fn view(t: &Task) -> TaskView {
 impl AgentCtx {
     async fn run_call(&mut self, call: Call) -> wasmtime::Result<Outcome> {
         match call {
-            Call::Read { file_path, offset, limit } => match Tools::read(self, file_path, offset, limit).await? {
-                Ok(r) => ok(format::read(&r.content, r.lines, r.next_offset, r.truncated)),
+            Call::Read {
+                file_path,
+                offset,
+                limit,
+            } => match Tools::read(self, file_path, offset, limit).await? {
+                Ok(r) => ok(format::read(
+                    &r.content,
+                    r.lines,
+                    r.next_offset,
+                    r.truncated,
+                )),
                 Err(e) => failed(e),
             },
             Call::Write { file_path, content } => {
@@ -93,8 +108,15 @@ impl AgentCtx {
                     Err(e) => failed(e),
                 }
             }
-            Call::Edit { file_path, old_string, new_string, replace_all } => {
-                match Tools::edit(self, file_path.clone(), old_string, new_string, replace_all).await? {
+            Call::Edit {
+                file_path,
+                old_string,
+                new_string,
+                replace_all,
+            } => {
+                match Tools::edit(self, file_path.clone(), old_string, new_string, replace_all)
+                    .await?
+                {
                     Ok(n) => ok(format::edit(&file_path, n)),
                     Err(e) => failed(e),
                 }
@@ -103,24 +125,58 @@ impl AgentCtx {
                 Ok(paths) => ok(format::glob(&paths)),
                 Err(e) => failed(e),
             },
-            Call::Grep { pattern, path, glob, mode, case_insensitive, head_limit, offset } => {
+            Call::Grep {
+                pattern,
+                path,
+                glob,
+                mode,
+                case_insensitive,
+                head_limit,
+                offset,
+            } => {
                 let wit_mode = match mode {
                     input::GrepMode::Content => GrepMode::Content,
                     input::GrepMode::FilesWithMatches => GrepMode::FilesWithMatches,
                     input::GrepMode::Count => GrepMode::Count,
                 };
                 match Tools::grep(self, pattern, path, glob, wit_mode, case_insensitive).await? {
-                    Ok(g) => ok(format::grep(mode, &g.text, &g.files, g.truncated, head_limit, offset)),
+                    Ok(g) => ok(format::grep(
+                        mode,
+                        &g.text,
+                        &g.files,
+                        g.truncated,
+                        head_limit,
+                        offset,
+                    )),
                     Err(e) => failed(e),
                 }
             }
-            Call::Bash { command, timeout_ms } => match Tools::bash(self, command, timeout_ms).await? {
-                Ok(b) => Ok(format::bash(&b.stdout, &b.stderr, b.exit_code, b.timed_out, b.truncated)),
+            Call::Bash {
+                command,
+                timeout_ms,
+            } => match Tools::bash(self, command, timeout_ms).await? {
+                Ok(b) => Ok(format::bash(
+                    &b.stdout,
+                    &b.stderr,
+                    b.exit_code,
+                    b.timed_out,
+                    b.truncated,
+                )),
                 Err(e) => failed(e),
             },
             Call::Send(send) => self.run_send(send).await,
-            Call::TaskCreate { subject, description, active_form, metadata } => {
-                let new = NewTask { subject, description, active_form, metadata };
+            Call::TaskCreate {
+                subject,
+                description,
+                active_form,
+                metadata,
+            } => {
+                let new = NewTask {
+                    subject,
+                    description,
+                    active_form,
+                    metadata,
+                };
                 match Tasks::create(self, new).await? {
                     Ok(t) => ok(format::task_created(&t.id, &t.subject)),
                     Err(e) => failed(e),
@@ -131,7 +187,9 @@ impl AgentCtx {
                 Err(e) => failed(e),
             },
             Call::TaskList => match Tasks::list(self).await? {
-                Ok(tasks) => ok(format::task_list(&tasks.iter().map(view).collect::<Vec<_>>())),
+                Ok(tasks) => ok(format::task_list(
+                    &tasks.iter().map(view).collect::<Vec<_>>(),
+                )),
                 Err(e) => failed(e),
             },
             Call::TaskUpdate(update) => self.run_task_update(update).await,
@@ -140,17 +198,34 @@ impl AgentCtx {
 
     async fn run_send(&mut self, send: SendCall) -> wasmtime::Result<Outcome> {
         let result = match send {
-            SendCall::Text { to, text, summary } if to == "*" => Messaging::broadcast(self, text, summary)
-                .await?
-                .map(|d| format::broadcast(&d.message, &d.recipients)),
-            SendCall::Text { to, text, summary } => Messaging::send(self, to, text, summary).await?.map(|d| {
-                let r = &d.routing;
-                format::sent(&d.message, &r.sender, &r.target, r.target_color.as_deref(), r.summary.as_deref(), &r.content)
-            }),
-            SendCall::ShutdownRequest { to, reason } => Messaging::request_shutdown(self, to, reason)
-                .await?
-                .map(|d| format::shutdown_requested(&d.message, &d.request_id, &d.target)),
-            SendCall::ShutdownResponse { request_id, approve, reason } => {
+            SendCall::Text { to, text, summary } if to == "*" => {
+                Messaging::broadcast(self, text, summary)
+                    .await?
+                    .map(|d| format::broadcast(&d.message, &d.recipients))
+            }
+            SendCall::Text { to, text, summary } => {
+                Messaging::send(self, to, text, summary).await?.map(|d| {
+                    let r = &d.routing;
+                    format::sent(
+                        &d.message,
+                        &r.sender,
+                        &r.target,
+                        r.target_color.as_deref(),
+                        r.summary.as_deref(),
+                        &r.content,
+                    )
+                })
+            }
+            SendCall::ShutdownRequest { to, reason } => {
+                Messaging::request_shutdown(self, to, reason)
+                    .await?
+                    .map(|d| format::shutdown_requested(&d.message, &d.request_id, &d.target))
+            }
+            SendCall::ShutdownResponse {
+                request_id,
+                approve,
+                reason,
+            } => {
                 let response = if approve {
                     ShutdownResponse::Approve
                 } else {
@@ -158,9 +233,20 @@ impl AgentCtx {
                 };
                 Messaging::respond_shutdown(self, request_id, response)
                     .await?
-                    .map(|()| format::answered(if approve { "Shutdown approved" } else { "Shutdown rejected" }))
+                    .map(|()| {
+                        format::answered(if approve {
+                            "Shutdown approved"
+                        } else {
+                            "Shutdown rejected"
+                        })
+                    })
             }
-            SendCall::PlanResponse { to, request_id, approve, feedback } => {
+            SendCall::PlanResponse {
+                to,
+                request_id,
+                approve,
+                feedback,
+            } => {
                 let response = if approve {
                     PlanResponse::Approve(WitMode::Default)
                 } else {
@@ -168,7 +254,13 @@ impl AgentCtx {
                 };
                 Messaging::respond_plan_approval(self, to, request_id, response)
                     .await?
-                    .map(|()| format::answered(if approve { "Plan approved" } else { "Plan rejected" }))
+                    .map(|()| {
+                        format::answered(if approve {
+                            "Plan approved"
+                        } else {
+                            "Plan rejected"
+                        })
+                    })
             }
         };
         Ok(match result {
@@ -207,7 +299,13 @@ impl AgentCtx {
                     UpdateStatus::InProgress => TaskStatus::InProgress,
                     UpdateStatus::Completed | UpdateStatus::Deleted => TaskStatus::Completed,
                 }),
-                owner: u.owner.map(|o| if o.trim().is_empty() { OwnerChange::Unassign } else { OwnerChange::Assign(o) }),
+                owner: u.owner.map(|o| {
+                    if o.trim().is_empty() {
+                        OwnerChange::Unassign
+                    } else {
+                        OwnerChange::Assign(o)
+                    }
+                }),
                 metadata: u.metadata,
             };
             if let Err(e) = Tasks::update(self, u.id.clone(), update).await? {
@@ -239,7 +337,12 @@ impl Host for AgentCtx {
         let s = &self.sandbox;
         Ok(TOOLS
             .iter()
-            .filter(|spec| !matches!(decide(s.mode, &s.rules, &sample(spec.tool), &s.policy), Decision::Deny { .. }))
+            .filter(|spec| {
+                !matches!(
+                    decide(s.mode, &s.rules, &sample(spec.tool), &s.policy),
+                    Decision::Deny { .. }
+                )
+            })
             .map(|spec| tool_definition_to_wit(definition(spec)))
             .collect())
     }
