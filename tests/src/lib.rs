@@ -11,9 +11,12 @@
 //! | [`REVIEWER`] | `guests/reviewer` | asks a peer by direct message, relays the answer in a later turn |
 //! | [`PROBE`]    | `guests/probe`    | test teammate: logs every turn to `turns.log`; spawn-prompt directives make it reject shutdown, trap, spin, DM a peer or answer `reply` with `ack` |
 //! | [`HOSTILE`]  | `guests/hostile`  | test teammate: attacks its sandbox (paths out, symlinks, Bash escapes, CPU and memory, huge messages, forged approvals) as its prompt or a message says; reports each result to the lead as `STEP\tOK\|ERR\tDETAIL` |
+//! | [`AGENT`]    | `guests/agent`    | the LLM teammate: an agent loop over the host's `model` and `toolbox` |
+//! | [`MODELBENCH`] | `guests/modelbench` | benchmark teammate: N model calls per message, then `done N` |
 //!
 //! [`ALL`] lists them all. A new crate in `guests/` gets its constant
-//! automatically.
+//! automatically. [`model_server`] is a fake model provider on loopback for
+//! the model tests and benchmark.
 //!
 //! ```no_run
 //! let component = std::fs::read(teamhost_tests::ECHO).unwrap();
