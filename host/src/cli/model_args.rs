@@ -50,7 +50,7 @@ pub struct ModelArgs {
 /// A teammate's model policy on `teamhost teammate`'s command line.
 #[derive(Debug, Clone, Default, Args)]
 pub struct ModelPolicyArgs {
-    /// Model aliases the teammate may use (comma-separated; default: --model).
+    /// Model aliases the teammate may use (comma-separated).
     #[arg(long = "model-allow", value_name = "ALIASES", value_delimiter = ',')]
     pub allow: Vec<String>,
     /// Most tokens one call may generate.
@@ -88,14 +88,39 @@ impl ModelPolicyArgs {
             budget_usd: self.budget_usd,
             requests_per_minute: self.requests_per_minute,
         };
-        let given = !spec.allow.is_empty()
-            || spec.max_tokens_per_call.is_some()
-            || spec.calls_per_turn.is_some()
-            || spec.budget_tokens.is_some()
-            || spec.budget_usd.is_some()
-            || spec.requests_per_minute.is_some();
-        crate::manifest::teammate_policy(model, given.then_some(&spec))
+        crate::manifest::teammate_policy(model, self.given().then_some(&spec))
             .map_err(|e| anyhow::anyhow!("the model flags: {e}"))
+    }
+
+    /// Whether any `--model-*` policy flag was given.
+    fn given(&self) -> bool {
+        self.allow.iter().any(|s| !s.trim().is_empty())
+            || self.max_tokens.is_some()
+            || self.calls_per_turn.is_some()
+            || self.budget_tokens.is_some()
+            || self.budget_usd.is_some()
+            || self.requests_per_minute.is_some()
+    }
+
+    /// The policy of a `teamhost teammate`: only `--model-*` flags give it a
+    /// model capability. Claude Code passes `--model` (its own model's id)
+    /// to every teammate it starts, which must neither grant a model nor
+    /// fail the start; `--model` becomes the default when the flags allow
+    /// it.
+    pub fn explicit_policy(&self, model: Option<&str>) -> anyhow::Result<Option<ModelPolicy>> {
+        if !self.given() {
+            return Ok(None);
+        }
+        let allowed = |m: &&str| {
+            let listed: Vec<&str> = self
+                .allow
+                .iter()
+                .flat_map(|a| a.split(','))
+                .map(str::trim)
+                .collect();
+            listed.iter().all(|a| a.is_empty()) || listed.contains(m)
+        };
+        self.policy(model.filter(allowed))
     }
 }
 
@@ -184,4 +209,38 @@ pub fn model_access(
         access = access.protecting(Kind::Cassettes, c);
     }
     Ok(access.with_child_args(child))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(allow: &[&str]) -> ModelPolicyArgs {
+        ModelPolicyArgs {
+            allow: allow.iter().map(|s| s.to_string()).collect(),
+            max_tokens: None,
+            calls_per_turn: None,
+            budget_tokens: None,
+            budget_usd: None,
+            requests_per_minute: None,
+        }
+    }
+
+    #[test]
+    fn claude_codes_model_flag_alone_grants_a_teammate_no_model() {
+        assert_eq!(
+            args(&[]).explicit_policy(Some("claude-opus-4-8")).unwrap(),
+            None
+        );
+        let p = args(&["sonnet", "haiku"])
+            .explicit_policy(Some("claude-opus-4-8"))
+            .unwrap()
+            .unwrap();
+        assert_eq!((p.default.as_str(), p.allow.len()), ("sonnet", 2));
+        let p = args(&["sonnet", "haiku"])
+            .explicit_policy(Some("haiku"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.default, "haiku");
+    }
 }

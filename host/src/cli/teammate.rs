@@ -128,8 +128,9 @@ pub struct TeammateArgs {
     /// Model calls: live, recorded or replayed.
     #[command(flatten)]
     model_calls: crate::cli::model_args::ModelArgs,
-    /// The teammate's model policy (default with --model: that model only,
-    /// default limits).
+    /// The teammate's model policy. Only these flags give the teammate a
+    /// model; `--model` alone (Claude Code passes its own model to every
+    /// teammate) grants nothing, and is the default when they allow it.
     #[command(flatten)]
     model_policy: crate::cli::model_args::ModelPolicyArgs,
 }
@@ -502,7 +503,7 @@ fn request(a: &TeammateArgs, member: &Member) -> anyhow::Result<SpawnRequest> {
     let mut req = SpawnRequest::new(member.name.clone(), component, "", cwd);
     req.agent_type = Some(agent_type);
     req.model = a.model.clone().or_else(|| member.model.clone());
-    req.model_policy = a.model_policy.policy(req.model.as_deref())?;
+    req.model_policy = a.model_policy.explicit_policy(req.model.as_deref())?;
     req.mode = if a.dangerously_skip_permissions {
         Some("bypassPermissions".into())
     } else {
