@@ -6,8 +6,10 @@
 //!   recorder, against a provider that answers at once (in memory, and over
 //!   loopback HTTP in both dialects with the fake provider server);
 //! - throughput: 100 teammates each making 10 calls to a provider that
-//!   takes 50 ms per answer: the ideal is 500 ms (every call in parallel);
-//!   the figure is ideal / measured;
+//!   takes 50 ms per answer (`modelbench` in memory and over HTTP, and the
+//!   LLM teammate with a toolbox call between its calls): the ideal is
+//!   500 ms per teammate (no teammate waits on another); the figure is
+//!   ideal / measured;
 //! - memory: resident memory per idle teammate holding a model seat.
 //!
 //! Run with `cargo bench -p teamhost-tests --bench model`.
@@ -296,6 +298,33 @@ fn crowd_row(
     )
 }
 
+/// 100 LLM teammates (`guests/agent`), each given a task in its prompt: the
+/// scripted model makes it call TaskList through the toolbox 9 times, then
+/// answer (10 calls, each taking 50 ms in the provider). Returns the mean
+/// time a teammate took for its 10 calls and the span of all 1,000.
+async fn agent_crowd(tmp: &Path) -> (Duration, Duration) {
+    let mut turns: Vec<String> = (0..CROWD_CALLS - 1)
+        .map(|i| format!(r#"{{"tool_use":[{{"id":"t{i}","name":"TaskList","input":{{}}}}],"delay_ms":{CROWD_DELAY_MS}}}"#))
+        .collect();
+    turns.push(format!(r#"{{"text":"done","delay_ms":{CROWD_DELAY_MS}}}"#));
+    let script = Script::parse(&format!(r#"{{"agents":[{{"name":"any","match":[],"turns":[{}]}}]}}"#, turns.join(","))).unwrap();
+    let name = "agents";
+    let host = host(tmp, name, Arc::new(Scripted::new(script)));
+    host.runtime().prepare(Path::new(teamhost_tests::AGENT)).unwrap();
+    let mut events = host.events();
+    let collector = tokio::spawn(async move { finished_calls(&mut events, CROWD as u64 * u64::from(CROWD_CALLS)).await });
+    for i in 0..CROWD {
+        let mut req = bench_request(&format!("agent{i}"), "list the tasks", &tmp.join("work"));
+        req.component = teamhost_tests::AGENT.into();
+        host.spawn(name, req).await.unwrap();
+    }
+    let t = collector.await.unwrap();
+    host.delete_team(name).await.unwrap();
+    assert_eq!(t.each.len(), CROWD);
+    let mean = t.each.values().map(|(a, b)| *b - *a).sum::<Duration>() / CROWD as u32;
+    (mean, t.last - t.first)
+}
+
 /// Resident memory per idle teammate of `component` after one turn with
 /// one model call.
 async fn idle_memory(
@@ -372,6 +401,15 @@ fn main() {
         let server = FakeProvider::always(Api::Anthropic, Reply::text("pong").delayed(Duration::from_millis(CROWD_DELAY_MS))).await;
         let t = crowd_throughput(tmp.path(), "crowdhttp", http(Dialect::Anthropic, &server)).await;
         rows.push(crowd_row("Anthropic SSE over loopback HTTP, the server", t));
+
+        eprintln!("{CROWD} agent teammates × {CROWD_CALLS} calls…");
+        let (mean, span) = agent_crowd(tmp.path()).await;
+        let ideal = Duration::from_millis(CROWD_DELAY_MS * u64::from(CROWD_CALLS));
+        rows.push((
+            format!("{CROWD} `agent` teammates (the LLM teammate), each 10 calls with a toolbox TaskList between them, in-memory provider taking {CROWD_DELAY_MS} ms: a teammate's 10 calls (ideal {} ms); all 1,000, first to last (the spawns spread the starts)", ideal.as_millis()),
+            format!("{} ({:.0} % of ideal); {}", fmt(mean), ideal.as_secs_f64() / mean.as_secs_f64() * 100.0, fmt(span)),
+            "≥ 80 %".into(),
+        ));
 
         eprintln!("idle memory…");
         idle_memory(tmp.path(), teamhost_tests::MODELBENCH, "modelbench", &mut rows).await;
