@@ -18,6 +18,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use teamhost_tests::measure::{fmt, rss_kib};
+
 use teamhost::host::{Event, Host, HostOptions, ModelAccess, SpawnRequest};
 use teamhost::model::config::{ModelConfig, ModelEntry, Price, ProviderSpec};
 use teamhost::model::provider::Provider;
@@ -106,26 +108,6 @@ fn bench_request(name: &str, prompt: &str, dir: &Path) -> SpawnRequest {
     req.auto_claim = false;
     req.model_policy = Some(policy());
     req
-}
-
-fn fmt(d: Duration) -> String {
-    let us = d.as_secs_f64() * 1e6;
-    if us < 1_000.0 {
-        format!("{us:.1} µs")
-    } else if us < 1_000_000.0 {
-        format!("{:.2} ms", us / 1e3)
-    } else {
-        format!("{:.2} s", us / 1e6)
-    }
-}
-
-fn rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS in /proc/self/status")
 }
 
 /// When calls ran, as the events were received.
@@ -307,12 +289,20 @@ async fn agent_crowd(tmp: &Path) -> (Duration, Duration) {
         .map(|i| format!(r#"{{"tool_use":[{{"id":"t{i}","name":"TaskList","input":{{}}}}],"delay_ms":{CROWD_DELAY_MS}}}"#))
         .collect();
     turns.push(format!(r#"{{"text":"done","delay_ms":{CROWD_DELAY_MS}}}"#));
-    let script = Script::parse(&format!(r#"{{"agents":[{{"name":"any","match":[],"turns":[{}]}}]}}"#, turns.join(","))).unwrap();
+    let script = Script::parse(&format!(
+        r#"{{"agents":[{{"name":"any","match":[],"turns":[{}]}}]}}"#,
+        turns.join(",")
+    ))
+    .unwrap();
     let name = "agents";
     let host = host(tmp, name, Arc::new(Scripted::new(script)));
-    host.runtime().prepare(Path::new(teamhost_tests::AGENT)).unwrap();
+    host.runtime()
+        .prepare(Path::new(teamhost_tests::AGENT))
+        .unwrap();
     let mut events = host.events();
-    let collector = tokio::spawn(async move { finished_calls(&mut events, CROWD as u64 * u64::from(CROWD_CALLS)).await });
+    let collector = tokio::spawn(async move {
+        finished_calls(&mut events, CROWD as u64 * u64::from(CROWD_CALLS)).await
+    });
     for i in 0..CROWD {
         let mut req = bench_request(&format!("agent{i}"), "list the tasks", &tmp.join("work"));
         req.component = teamhost_tests::AGENT.into();

@@ -15,6 +15,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use teamhost_tests::measure::{fmt, rss_kib};
+
 use teamhost::host::{Event, Host, SpawnRequest, TeammateState};
 use teamhost::runtime::Runtime;
 use teamhost::store::{Home, NewTeam};
@@ -57,27 +59,6 @@ fn single(what: &str, value: String, target: &str) -> Row {
         p90: "–".into(),
         target: target.to_string(),
     }
-}
-
-fn fmt(d: Duration) -> String {
-    let us = d.as_secs_f64() * 1e6;
-    if us < 1_000.0 {
-        format!("{us:.0} µs")
-    } else if us < 1_000_000.0 {
-        format!("{:.2} ms", us / 1e3)
-    } else {
-        format!("{:.2} s", us / 1e6)
-    }
-}
-
-/// Resident set size of this process, in KiB.
-fn rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS in /proc/self/status")
 }
 
 /// User + system CPU time of this process.

@@ -27,6 +27,7 @@
 //! (`rustup target add wasm32-wasip2`); the build script says so when it is
 //! missing. The integration tests themselves live in `tests/`.
 
+pub mod measure;
 pub mod model_server;
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));
