@@ -19,7 +19,10 @@
 //! the number of assistant messages in the request. The key does not depend
 //! on timing or on other teammates, and a retried call has the same one.
 //! A key recorded several times (a conversation started again with the
-//! same words) is answered in recorded order, then with its last answer.
+//! same words) is answered in recorded order, then with its last answer;
+//! when the next answer in order does not match but another recorded for
+//! the key does (replay-or-record appended it after a drift), that one is
+//! served, so replay-or-record converges instead of appending every run.
 //!
 //! `req_sha256` is the SHA-256 of the whole normalised request. On replay
 //! a different hash is **drift**: the agent now asks something else than
@@ -46,9 +49,9 @@
 //! | `replay-or-record` | on a miss or drift | read; misses appended |
 //!
 //! Each line is written with one `write` and flushed, so a crash loses at
-//! most the exchange being written; a last line cut short by a crash is
-//! skipped with a warning when the cassette is read, any other bad line is
-//! an error naming the file and the line. The cassette directory belongs
+//! most the exchange being written; a line cut short by a crash is skipped
+//! with a warning when the cassette is read (an append first ends it), any
+//! other bad line is an error naming the file and the line. The cassette directory belongs
 //! to the host: the CLI refuses one inside a teammate's directory.
 
 use std::collections::HashMap;
@@ -258,12 +261,18 @@ impl Cassette {
                 self.path.display()
             ));
         };
-        let entry = &entries[(*served).min(entries.len() - 1)];
-        *served += 1;
         let hash = request_hash(request);
-        if hash == entry.req_sha256 {
+        let next = (*served).min(entries.len() - 1);
+        *served += 1;
+        // The next recorded answer for this key, when it matches; else any
+        // that matches (replay-or-record appended it after a drift).
+        if let Some(entry) = std::iter::once(&entries[next])
+            .chain(entries.iter())
+            .find(|e| e.req_sha256 == hash)
+        {
             return Lookup::Hit(entry.response.clone());
         }
+        let entry = &entries[next];
         Lookup::Drift {
             difference: format!(
                 "drift at {}/{conv}/{pos}: the request differs from the recording in {}: {}",
@@ -333,10 +342,24 @@ impl Cassette {
         let mut file = if fresh {
             File::create(&self.path).map_err(fail)?
         } else {
-            std::fs::OpenOptions::new()
+            let mut file = std::fs::OpenOptions::new()
+                .read(true)
                 .append(true)
                 .open(&self.path)
-                .map_err(fail)?
+                .map_err(fail)?;
+            // A last line cut short by a crash: end it, so the next line
+            // starts on its own (the torn one is skipped on reading).
+            let len = file.metadata().map_err(fail)?.len();
+            if len > 0 {
+                use std::io::{Read, Seek, SeekFrom};
+                let mut last = [0u8; 1];
+                file.seek(SeekFrom::Start(len - 1)).map_err(fail)?;
+                file.read_exact(&mut last).map_err(fail)?;
+                if last[0] != b'\n' {
+                    file.write_all(b"\n").map_err(fail)?;
+                }
+            }
+            file
         };
         if fresh {
             let header = Header {
@@ -396,7 +419,9 @@ fn parse(text: &str, path: &Path) -> crate::Result<Entries> {
                 .or_default()
                 .0
                 .push(entry),
-            Err(e) if last_cut_short => {
+            // Cut short by a crash: the last line, or one that a later
+            // append ended (an unfinished JSON document).
+            Err(e) if last_cut_short || e.is_eof() => {
                 tracing::warn!(cassette = %path.display(), line = i + 1, error = %e, "skipping a last cassette line cut short");
             }
             Err(e) => return Err(bad(e)),
@@ -664,5 +689,86 @@ mod tests {
             .parse::<CassetteMode>()
             .unwrap_err()
             .contains("replay-or-record"));
+    }
+}
+
+#[cfg(test)]
+mod append_tests {
+    use super::*;
+    use crate::model::types::{Message, StopReason, Usage};
+
+    fn request(first: &str, later: &str) -> Request {
+        Request {
+            model: String::new(),
+            system: None,
+            messages: vec![
+                Message {
+                    role: Role::User,
+                    content: vec![ContentBlock::Text(first.into())],
+                },
+                Message {
+                    role: Role::Assistant,
+                    content: vec![ContentBlock::Text("ok".into())],
+                },
+                Message {
+                    role: Role::User,
+                    content: vec![ContentBlock::Text(later.into())],
+                },
+            ],
+            tools: vec![],
+            tool_choice: None,
+            max_tokens: None,
+            temperature: None,
+            stop_sequences: vec![],
+        }
+    }
+
+    fn response(text: &str) -> Response {
+        Response {
+            id: "m".into(),
+            model: "m".into(),
+            content: vec![ContentBlock::Text(text.into())],
+            stop_reason: StopReason::EndTurn,
+            usage: Usage::default(),
+        }
+    }
+
+    #[test]
+    fn replay_or_record_converges_after_a_drift_and_survives_a_torn_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let rec = Cassette::open(dir.path(), "t", "w", CassetteMode::Record).unwrap();
+        rec.record(
+            "scripted",
+            &request("go", "old"),
+            &response("old answer"),
+            1,
+        )
+        .unwrap();
+        let path = rec.path().to_path_buf();
+        // A crash cut the file mid-line.
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{text}{{\"conv\":\"cut")).unwrap();
+
+        // The request drifted: replay-or-record appends the new answer…
+        let ror = Cassette::open(dir.path(), "t", "w", CassetteMode::ReplayOrRecord).unwrap();
+        assert!(matches!(
+            ror.lookup(&request("go", "new")),
+            Lookup::Drift { .. }
+        ));
+        ror.record(
+            "scripted",
+            &request("go", "new"),
+            &response("new answer"),
+            1,
+        )
+        .unwrap();
+        // …and the next run finds it, whatever order the entries are in.
+        let again = Cassette::open(dir.path(), "t", "w", CassetteMode::Replay).unwrap();
+        assert!(
+            matches!(again.lookup(&request("go", "new")), Lookup::Hit(r) if r == response("new answer"))
+        );
+        assert!(
+            matches!(again.lookup(&request("go", "old")), Lookup::Hit(r) if r == response("old answer"))
+        );
     }
 }
