@@ -68,6 +68,38 @@ impl Watch {
     }
 }
 
+impl Watch {
+    /// Lines matching each of `sets`, in whatever order they come (two
+    /// lines from one change may print either way). Fails after 30 s.
+    fn expect_each(&mut self, sets: &[&[&str]]) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut found = vec![false; sets.len()];
+        while found.contains(&false) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    for (set, hit) in sets.iter().zip(found.iter_mut()) {
+                        if !*hit && set.iter().all(|n| line.contains(n)) {
+                            *hit = true;
+                            break;
+                        }
+                    }
+                }
+                Err(_) => panic!(
+                    "no line with {:?}; the watch printed:\n{}",
+                    sets.iter()
+                        .zip(&found)
+                        .filter(|(_, f)| !**f)
+                        .map(|(s, _)| s)
+                        .collect::<Vec<_>>(),
+                    self.seen.join("\n")
+                ),
+            }
+        }
+    }
+}
+
 impl Drop for Watch {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -129,13 +161,15 @@ fn watch_prints_a_timestamped_line_per_change_and_ends_with_the_team() {
         OutgoingMessage::new("alice", request.to_text()),
     )
     .unwrap();
-    w.expect(&[
-        "alice",
-        "waits for the lead: permission",
-        &id,
-        "teamhost permit",
+    w.expect_each(&[
+        &[
+            "alice",
+            "waits for the lead: permission",
+            &id,
+            "teamhost permit",
+        ],
+        &["alice", "→ team-lead: asks permission to use Write"],
     ]);
-    w.expect(&["alice", "→ team-lead: asks permission to use Write"]);
 
     approvals::answer_permission(
         &team,
