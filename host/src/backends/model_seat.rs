@@ -5,7 +5,7 @@
 //! The record is kept in memory and written off the call's path by one
 //! writer task per teammate, at most every 100 ms (a burst of calls costs a
 //! few writes, and a call never waits for the disk). When the teammate's
-//! runner ends, [`UsageRecorder::finish`] writes the final figures before the
+//! runner ends, the recorder's `finish` writes the final figures before the
 //! teammate counts as gone, so `status`, `run`'s summary and a test reading
 //! the file after a shutdown see every call.
 
