@@ -312,6 +312,50 @@ mod tests {
     use crate::store::{test_team, NewTask, TaskUpdate};
 
     #[test]
+    fn a_teammate_waiting_on_the_model_shows_it_with_what_it_spent() {
+        let (_tmp, team) = test_team(&["alice", "bob"]);
+        let mut usage = crate::store::ModelUsage {
+            calls: 3,
+            cost_microdollars: 12_300,
+            waiting_since: Some("2026-11-24T07:00:00.000Z".into()),
+            ..Default::default()
+        };
+        team.write_model_usage("alice", &usage).unwrap();
+        let board = Board::read(&team, &[]).unwrap();
+        let row = |name: &str| {
+            board
+                .teammates
+                .iter()
+                .find(|t| t.name == name)
+                .unwrap()
+                .model
+                .clone()
+        };
+        assert_eq!(
+            row("alice").as_deref(),
+            Some("thinking… (3 calls, $0.0123)")
+        );
+        assert_eq!(
+            row("bob"),
+            None,
+            "a teammate that never used a model shows nothing"
+        );
+        usage.waiting_since = None;
+        team.write_model_usage("alice", &usage).unwrap();
+        let board = Board::read(&team, &[]).unwrap();
+        assert_eq!(
+            board
+                .teammates
+                .iter()
+                .find(|t| t.name == "alice")
+                .unwrap()
+                .model
+                .as_deref(),
+            Some("3 calls, $0.0123")
+        );
+    }
+
+    #[test]
     fn a_teammate_at_work_shows_its_tasks_active_form() {
         let (_tmp, team) = test_team(&["alice"]);
         for (subject, form) in [("Write tests", Some("Writing tests")), ("Review", None)] {
