@@ -25,9 +25,7 @@ use teamhost::model::config::{ModelConfig, ModelEntry, Price, ProviderSpec};
 use teamhost::model::provider::Provider;
 use teamhost::model::provider::{self, Dialect, ProviderSettings};
 use teamhost::model::scripted::{Script, Scripted};
-use teamhost::model::{
-    CassetteMode, ContentBlock, Message, ModelCallEvent, ModelHub, ModelPolicy, Request, Role,
-};
+use teamhost::model::{CassetteMode, Message, ModelCallEvent, ModelHub, ModelPolicy, Request};
 use teamhost::store::{Home, NewTeam};
 use teamhost_tests::model_server::{Api, FakeProvider, Reply};
 use tokio::sync::broadcast::{self, error::RecvError};
@@ -166,17 +164,9 @@ async fn finished_calls(events: &mut broadcast::Receiver<Event>, n: u64) -> Timi
 
 fn ping() -> Request {
     Request {
-        model: String::new(),
         system: Some("You answer in one word.".into()),
-        messages: vec![Message {
-            role: Role::User,
-            content: vec![ContentBlock::Text("ping 0".into())],
-        }],
-        tools: Vec::new(),
-        tool_choice: None,
         max_tokens: Some(16),
-        temperature: None,
-        stop_sequences: Vec::new(),
+        ..Request::new(vec![Message::user("ping 0")])
     }
 }
 

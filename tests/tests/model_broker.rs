@@ -69,17 +69,9 @@ fn policy() -> ModelPolicy {
 
 fn first_request(who: &str) -> Request {
     Request {
-        model: String::new(),
         system: Some(format!("You are {who}. Started at 2026-11-24T06:00:00Z.")),
-        messages: vec![Message {
-            role: Role::User,
-            content: vec![ContentBlock::Text("Fix a.txt".into())],
-        }],
-        tools: vec![],
-        tool_choice: None,
         max_tokens: Some(200),
-        temperature: None,
-        stop_sequences: vec![],
+        ..Request::new(vec![Message::user("Fix a.txt")])
     }
 }
 

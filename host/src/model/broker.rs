@@ -386,16 +386,11 @@ impl ClientInner {
                 Lookup::Miss(text) => return Err(ModelError::NotRecorded(text)),
             };
             if let Some(response) = served {
-                let held = Held {
-                    meter: &self.meter,
-                    reservation: Some(self.meter.reserve(
-                        input_estimate,
-                        max_tokens,
-                        entry.price.as_ref(),
-                        false,
-                    )?),
-                };
-                held.settle(&response, entry);
+                let price = entry.price.as_ref();
+                let r = self
+                    .meter
+                    .reserve(input_estimate, max_tokens, price, false)?;
+                self.meter.settle(r, &response.usage, price);
                 self.log(&alias, &response, started, "cassette");
                 return Ok(response);
             }
@@ -562,19 +557,6 @@ mod tests {
     use super::*;
     use crate::model::types::{Message, ToolResult, ToolUse};
 
-    fn req(messages: Vec<Message>) -> Request {
-        Request {
-            model: String::new(),
-            system: None,
-            messages,
-            tools: vec![],
-            tool_choice: None,
-            max_tokens: None,
-            temperature: None,
-            stop_sequences: vec![],
-        }
-    }
-
     fn msg(role: Role, content: Vec<ContentBlock>) -> Message {
         Message { role, content }
     }
@@ -593,18 +575,18 @@ mod tests {
                 is_error: false,
             })
         };
-        let good = req(vec![
+        let good = Request::new(vec![
             msg(Role::User, vec![ContentBlock::Text("x".into())]),
             msg(Role::Assistant, vec![use_.clone()]),
             msg(Role::User, vec![result("a")]),
         ]);
         assert!(validate(&good).is_ok());
-        let orphan = req(vec![msg(Role::User, vec![result("zzz")])]);
+        let orphan = Request::new(vec![msg(Role::User, vec![result("zzz")])]);
         assert!(
             matches!(validate(&orphan), Err(ModelError::Invalid(m)) if m.contains("did not make"))
         );
-        assert!(validate(&req(vec![])).is_err());
-        assert!(validate(&req(vec![msg(Role::Assistant, vec![use_])])).is_err());
+        assert!(validate(&Request::new(vec![])).is_err());
+        assert!(validate(&Request::new(vec![msg(Role::Assistant, vec![use_])])).is_err());
     }
 
     #[test]

@@ -568,29 +568,14 @@ mod tests {
     use crate::model::types::{Message, StopReason, Usage};
 
     fn request(first: &str, later: &[&str]) -> Request {
-        let mut messages = vec![Message {
-            role: Role::User,
-            content: vec![ContentBlock::Text(first.into())],
-        }];
+        let mut messages = vec![Message::user(first)];
         for text in later {
-            messages.push(Message {
-                role: Role::Assistant,
-                content: vec![ContentBlock::Text("ok".into())],
-            });
-            messages.push(Message {
-                role: Role::User,
-                content: vec![ContentBlock::Text((*text).into())],
-            });
+            messages.push(Message::assistant("ok"));
+            messages.push(Message::user(*text));
         }
         Request {
-            model: String::new(),
             system: Some("sys".into()),
-            messages,
-            tools: vec![],
-            tool_choice: None,
-            max_tokens: None,
-            temperature: None,
-            stop_sequences: vec![],
+            ..Request::new(messages)
         }
     }
 
@@ -690,48 +675,6 @@ mod tests {
             .unwrap_err()
             .contains("replay-or-record"));
     }
-}
-
-#[cfg(test)]
-mod append_tests {
-    use super::*;
-    use crate::model::types::{Message, StopReason, Usage};
-
-    fn request(first: &str, later: &str) -> Request {
-        Request {
-            model: String::new(),
-            system: None,
-            messages: vec![
-                Message {
-                    role: Role::User,
-                    content: vec![ContentBlock::Text(first.into())],
-                },
-                Message {
-                    role: Role::Assistant,
-                    content: vec![ContentBlock::Text("ok".into())],
-                },
-                Message {
-                    role: Role::User,
-                    content: vec![ContentBlock::Text(later.into())],
-                },
-            ],
-            tools: vec![],
-            tool_choice: None,
-            max_tokens: None,
-            temperature: None,
-            stop_sequences: vec![],
-        }
-    }
-
-    fn response(text: &str) -> Response {
-        Response {
-            id: "m".into(),
-            model: "m".into(),
-            content: vec![ContentBlock::Text(text.into())],
-            stop_reason: StopReason::EndTurn,
-            usage: Usage::default(),
-        }
-    }
 
     #[test]
     fn replay_or_record_converges_after_a_drift_and_survives_a_torn_line() {
@@ -739,7 +682,7 @@ mod append_tests {
         let rec = Cassette::open(dir.path(), "t", "w", CassetteMode::Record).unwrap();
         rec.record(
             "scripted",
-            &request("go", "old"),
+            &request("go", &["old"]),
             &response("old answer"),
             1,
         )
@@ -752,12 +695,12 @@ mod append_tests {
         // The request drifted: replay-or-record appends the new answer…
         let ror = Cassette::open(dir.path(), "t", "w", CassetteMode::ReplayOrRecord).unwrap();
         assert!(matches!(
-            ror.lookup(&request("go", "new")),
+            ror.lookup(&request("go", &["new"])),
             Lookup::Drift { .. }
         ));
         ror.record(
             "scripted",
-            &request("go", "new"),
+            &request("go", &["new"]),
             &response("new answer"),
             1,
         )
@@ -765,10 +708,10 @@ mod append_tests {
         // …and the next run finds it, whatever order the entries are in.
         let again = Cassette::open(dir.path(), "t", "w", CassetteMode::Replay).unwrap();
         assert!(
-            matches!(again.lookup(&request("go", "new")), Lookup::Hit(r) if r == response("new answer"))
+            matches!(again.lookup(&request("go", &["new"])), Lookup::Hit(r) if r == response("new answer"))
         );
         assert!(
-            matches!(again.lookup(&request("go", "old")), Lookup::Hit(r) if r == response("old answer"))
+            matches!(again.lookup(&request("go", &["old"])), Lookup::Hit(r) if r == response("old answer"))
         );
     }
 }

@@ -404,29 +404,14 @@ mod tests {
     use crate::model::types::Message;
 
     fn request(system: &str, assistant_turns: usize) -> Request {
-        let mut messages = vec![Message {
-            role: Role::User,
-            content: vec![ContentBlock::Text("start".into())],
-        }];
+        let mut messages = vec![Message::user("start")];
         for _ in 0..assistant_turns {
-            messages.push(Message {
-                role: Role::Assistant,
-                content: vec![ContentBlock::Text("ok".into())],
-            });
-            messages.push(Message {
-                role: Role::User,
-                content: vec![ContentBlock::Text("more".into())],
-            });
+            messages.push(Message::assistant("ok"));
+            messages.push(Message::user("more"));
         }
         Request {
-            model: String::new(),
             system: Some(system.into()),
-            messages,
-            tools: vec![],
-            tool_choice: None,
-            max_tokens: None,
-            temperature: None,
-            stop_sequences: vec![],
+            ..Request::new(messages)
         }
     }
 

@@ -100,6 +100,41 @@ pub struct Request {
     pub stop_sequences: Vec<String>,
 }
 
+impl Message {
+    /// A user message of one text block.
+    pub fn user(text: impl Into<String>) -> Message {
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::Text(text.into())],
+        }
+    }
+
+    /// An assistant message of one text block.
+    pub fn assistant(text: impl Into<String>) -> Message {
+        Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::Text(text.into())],
+        }
+    }
+}
+
+impl Request {
+    /// A request of `messages` to the teammate's default model, with
+    /// nothing else set.
+    pub fn new(messages: Vec<Message>) -> Request {
+        Request {
+            model: String::new(),
+            system: None,
+            messages,
+            tools: Vec::new(),
+            tool_choice: None,
+            max_tokens: None,
+            temperature: None,
+            stop_sequences: Vec::new(),
+        }
+    }
+}
+
 /// Why the model stopped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
