@@ -128,7 +128,7 @@ const LONG_HISTORY: usize = 50_000;
 /// entries, written as the store writes them (JSON lines).
 fn grow_history(team: &Team, n: usize) {
     use std::io::Write;
-    let path = team.paths().history("team-lead").unwrap();
+    let path = team.file_paths().unwrap().history("team-lead").unwrap();
     let have = team.history("team-lead").unwrap().len();
     let mut out = std::io::BufWriter::new(
         std::fs::OpenOptions::new()

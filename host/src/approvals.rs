@@ -3,7 +3,7 @@
 //! something already consumed it, the lead's history) and answer it in the
 //! teammate's inbox, from the lead.
 //!
-//! Used by `teamhost permit`, `teamhost plan` and the [`Host`](crate::host::Host)
+//! Used by `teamhost permit`, `teamhost plan` and the [`Host`](crate::embed::Host)
 //! API alike. An answer always comes from the lead's name: the runner accepts
 //! permission and plan answers from the lead only, so a teammate cannot
 //! approve itself.

@@ -12,7 +12,7 @@
 //! which holds nothing the host reads as configuration; the folders above
 //! it hold the host's records of every worktree and are refused.
 //!
-//! [`check`] is called by [`Host::spawn`](crate::host::Host::spawn) for every
+//! [`check`] is called by [`Host::spawn`](crate::embed::Host::spawn) for every
 //! teammate (so embedders get it too) and by `teamhost run` for the whole
 //! manifest before anything starts.
 

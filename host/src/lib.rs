@@ -13,8 +13,9 @@
 //! | [`model`] | model calls brokered for teammates: providers, credentials, policy, budgets, record/replay |
 //! | [`runtime`] | wasmtime engine, component cache, linker, one file per WIT interface |
 //! | [`runner`] | the per-teammate loop: handle → idle → poll → wake |
+//! | [`teammate`] | what a teammate is to every layer: spawn request, states, events, model access |
 //! | [`backends`] | where a runner lives: in-process, a child process, a tmux pane |
-//! | [`host`] | the embedding API: [`host::Host`] |
+//! | [`embed`] | the embedding API: [`embed::Host`] (was `host`; renamed so it does not repeat the crate's name) |
 //! | [`approvals`] | the lead's answers to permission and plan requests |
 //! | [`status`] | a one-shot snapshot of a team, read from its files |
 //! | [`worktree`] | per-teammate git worktrees |
@@ -28,9 +29,9 @@
 pub mod approvals;
 pub mod backends;
 pub mod cli;
+pub mod embed;
 pub mod error;
 pub mod hooks;
-pub mod host;
 pub mod layout;
 pub mod manifest;
 pub mod model;
@@ -40,6 +41,7 @@ pub mod runtime;
 pub mod sandbox;
 pub mod status;
 pub mod store;
+pub mod teammate;
 pub mod toolbox;
 pub mod tools;
 pub mod view;

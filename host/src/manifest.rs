@@ -24,7 +24,7 @@
 //! | `task.blocked_by` | `[]` | each in `1..=tasks`, not itself, listed once, no cycles |
 //!
 //! Where things may lie is checked at start by [`crate::layout`] (`teamhost
-//! run` and [`Host::spawn`](crate::host::Host::spawn)): a teammate's `cwd`
+//! run` and [`Host::spawn`](crate::embed::Host::spawn)): a teammate's `cwd`
 //! must not hold the manifest, any component, the home or the cache.
 //!
 //! A task may be blocked by a later task; only cycles are refused. Relative
@@ -40,9 +40,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::host::SpawnRequest;
+use crate::embed::SpawnRequest;
 use crate::store::config::LEAD_NAME;
-use crate::store::paths::{agent_file_stem, sanitize_team_name};
+use crate::store::names::{agent_file_stem, sanitize_team_name};
 use crate::store::NewTask;
 
 /// The permission modes a teammate may run in (the reference's spellings).
@@ -131,7 +131,7 @@ pub struct TeamSpec {
     /// `all` (every one, as the reference does), `state-changes` (the first
     /// after start, completed tasks, failures) or `none`; the others go to
     /// the lead's history only. Default `all`. For
-    /// [`HostOptions::notifications`](crate::host::HostOptions::notifications);
+    /// [`HostOptions::notifications`](crate::embed::HostOptions::notifications);
     /// see [`crate::runner::notify`].
     #[serde(default)]
     pub notifications: crate::runner::NotificationLevel,
@@ -447,8 +447,8 @@ impl TeammateSpec {
             auto_claim: self.auto_claim,
             limits: self.limits.to_limits(),
             isolation: match self.isolation {
-                IsolationSpec::None => crate::host::Isolation::None,
-                IsolationSpec::Worktree => crate::host::Isolation::Worktree,
+                IsolationSpec::None => crate::embed::Isolation::None,
+                IsolationSpec::Worktree => crate::embed::Isolation::Worktree,
             },
             ..SpawnRequest::new(&self.name, &self.component, &self.prompt, &self.cwd)
         }
@@ -971,7 +971,7 @@ subject = "Count three"
         );
         let m = Manifest::parse(&text, &file).unwrap();
         let r = m.teammates[0].spawn_request();
-        assert_eq!(r.isolation, crate::host::Isolation::Worktree);
+        assert_eq!(r.isolation, crate::embed::Isolation::Worktree);
         assert_eq!(r.limits.memory_bytes, 16 << 20);
         assert_eq!(r.limits.ask_timeout, std::time::Duration::from_secs(2));
         assert_eq!(
@@ -979,7 +979,7 @@ subject = "Count three"
             crate::sandbox::Limits::default().cpu_per_turn
         );
         let r2 = m.teammates[1].spawn_request();
-        assert_eq!(r2.isolation, crate::host::Isolation::None);
+        assert_eq!(r2.isolation, crate::embed::Isolation::None);
     }
 
     #[test]

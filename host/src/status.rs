@@ -17,7 +17,7 @@ use crate::protocol::describe::describe;
 use crate::protocol::{Parsed, ProtocolMessage};
 use std::collections::{HashMap, HashSet};
 
-use crate::store::{HistoryCache, InboxMessage, Task, TaskStatus, Team};
+use crate::store::{HistoryCache, Home, InboxMessage, Task, TaskStatus, Team};
 
 /// How many of the lead's latest messages a snapshot keeps.
 pub const RECENT_MESSAGES: usize = 10;
@@ -135,17 +135,30 @@ pub fn snapshot(team: &Team) -> Result<Snapshot> {
 
 /// Reads the snapshot of `team`, with the lead's `messages` latest messages.
 pub fn snapshot_with(team: &Team, messages: usize) -> Result<Snapshot> {
-    snapshot_cached(team, messages, &mut HistoryCache::new())
+    snapshot_cached(team, None, messages, &mut HistoryCache::new())
+}
+
+/// [`snapshot`], also telling which teammates' recorded processes under
+/// the machine-local `home` are gone.
+pub fn snapshot_local(team: &Team, home: &Home) -> Result<Snapshot> {
+    snapshot_cached(team, Some(home), RECENT_MESSAGES, &mut HistoryCache::new())
 }
 
 /// [`snapshot_with`], reading histories through `cache`: a reader that looks
 /// often (the live view) parses only the messages that are new since its
 /// last look.
-pub fn snapshot_cached(team: &Team, messages: usize, cache: &mut HistoryCache) -> Result<Snapshot> {
+pub fn snapshot_cached(
+    team: &Team,
+    home: Option<&Home>,
+    messages: usize,
+    cache: &mut HistoryCache,
+) -> Result<Snapshot> {
     let config = team.config()?;
     let lead = config.lead_name().to_string();
     let tasks = team.list_tasks()?;
-    let processes = started::list(team).unwrap_or_default();
+    let processes = home
+        .map(|h| started::list(h, team.name()).unwrap_or_default())
+        .unwrap_or_default();
     let pending_requests = pending(team, cache)?;
     let inbox = team.read_inbox(&lead)?;
     let lead_mail: Vec<&InboxMessage> = cache.history(team, &lead)?.iter().chain(&inbox).collect();
@@ -174,7 +187,7 @@ pub fn snapshot_cached(team: &Team, messages: usize, cache: &mut HistoryCache) -
                     (false, false, None) => "unknown",
                 },
                 last_message: last_message.get(m.name.as_str()).map(|t| t.to_string()),
-                model: crate::store::paths::agent_file_stem(&m.name)
+                model: crate::store::names::agent_file_stem(&m.name)
                     .ok()
                     .and_then(|stem| model_usage.get(&stem).cloned()),
 

@@ -7,9 +7,9 @@ mod backend_common;
 
 use backend_common::*;
 use teamhost::backends::{started, TeammateMode};
-use teamhost::host::TeammateState;
+use teamhost::embed::TeammateState;
 use teamhost::runner::HOST_SENDER;
-use teamhost::store::{NewTask, TaskStatus};
+use teamhost::store::{Home, NewTask, TaskStatus};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_process_teammate_answers_messages_and_exits_after_an_approved_shutdown() {
@@ -24,7 +24,7 @@ async fn a_process_teammate_answers_messages_and_exits_after_an_approved_shutdow
     let member = f.team.config().unwrap().member("a").cloned().unwrap();
     assert_eq!(member.backend_type.as_deref(), Some("process"));
     assert_eq!(member.tmux_pane_id.as_deref(), Some("process"));
-    let rec = started::list(&f.team).unwrap();
+    let rec = started::list(&Home::new(&f.home), f.team.name()).unwrap();
     assert_eq!(rec.len(), 1);
     let pid = rec[0].pid;
     assert!(exists(pid));
@@ -50,7 +50,9 @@ async fn a_process_teammate_answers_messages_and_exits_after_an_approved_shutdow
     let _ = state_of(&mut events, "a", |s| s.is_finished()).await;
     assert_eq!(f.host.teammates("proc")[0].state, TeammateState::Completed);
     assert!(!exists(pid), "the child was not reaped");
-    assert!(started::list(&f.team).unwrap().is_empty());
+    assert!(started::list(&Home::new(&f.home), f.team.name())
+        .unwrap()
+        .is_empty());
     assert_eq!(f.team.config().unwrap().member_names(), ["team-lead"]);
     assert_eq!(
         turns(&dir).iter().map(|t| t.0.as_str()).collect::<Vec<_>>(),
@@ -91,7 +93,7 @@ async fn a_teammate_killed_with_sigkill_is_reported_dead_and_its_task_goes_to_an
     f.idle_from("b", 1).await;
     assert_eq!(f.team.task(&task.id).unwrap().owner.as_deref(), Some("a"));
 
-    let pid_a = started::list(&f.team)
+    let pid_a = started::list(&Home::new(&f.home), f.team.name())
         .unwrap()
         .into_iter()
         .find(|r| r.name == "a")
@@ -140,7 +142,9 @@ async fn a_teammate_killed_with_sigkill_is_reported_dead_and_its_task_goes_to_an
 
     let report = f.host.shutdown_team("live", "done", LIMIT).await.unwrap();
     assert_eq!(report.stopped, ["b"]);
-    assert!(started::list(&f.team).unwrap().is_empty());
+    assert!(started::list(&Home::new(&f.home), f.team.name())
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -152,7 +156,7 @@ async fn a_forced_stop_sends_sigterm_and_the_teammate_leaves_cleanly() {
         .await
         .unwrap();
     f.idle_from("a", 1).await;
-    let pid = started::list(&f.team).unwrap()[0].pid;
+    let pid = started::list(&Home::new(&f.home), f.team.name()).unwrap()[0].pid;
     f.host.kill("stop", "a").await.unwrap();
     assert_eq!(f.host.teammates("stop")[0].state, TeammateState::Killed);
     assert!(!exists(pid));

@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use backend_common::*;
 use teamhost::backends::{started, TeammateMode};
-use teamhost::host::TeammateState;
+use teamhost::embed::TeammateState;
 use teamhost::protocol::{Parsed, ProtocolMessage};
+use teamhost::store::Home;
 use tmux_server::TmuxServer as Tmux;
 
 impl Tmux {
@@ -158,7 +159,7 @@ async fn tmux_teammates_split_the_leads_window_talk_shut_down_and_leave_nothing_
         let found = panes.iter().find(|x| &x.0 == p).expect("pane exists");
         assert_eq!(found.2, "lead", "{panes:?}");
     }
-    let pids: Vec<u32> = started::list(&f.team)
+    let pids: Vec<u32> = started::list(&Home::new(&f.home), f.team.name())
         .unwrap()
         .iter()
         .map(|r| r.pid)
@@ -281,14 +282,14 @@ async fn outside_tmux_teammates_get_a_detached_session_and_team_delete_closes_on
     let mut fake = started::Started::new("ghost", "tmux", user_pid + 1_000_000);
     fake.pane_id = Some(user_id.clone());
     fake.tmux_socket = Some(t.sock.clone());
-    started::record(&f.team, &fake).unwrap();
+    started::record(&Home::new(&f.home), f.team.name(), &fake).unwrap();
     let mut gone = started::Started::new("gone", "tmux", 999_999_999);
     gone.pane_id = Some("%999".into());
     gone.tmux_socket = Some(t.sock.clone());
-    started::record(&f.team, &gone).unwrap();
+    started::record(&Home::new(&f.home), f.team.name(), &gone).unwrap();
 
     // `teamhost team delete --force`, from another process.
-    let b_pid = started::list(&f.team)
+    let b_pid = started::list(&Home::new(&f.home), f.team.name())
         .unwrap()
         .into_iter()
         .find(|r| r.name == "b")

@@ -57,7 +57,12 @@ fn status_shows_states_progress_pending_requests_and_latest_messages() {
     let mut child = Command::new("true").spawn().unwrap();
     let pid = child.id();
     child.wait().unwrap();
-    started::record(&team, &Started::new("gone", "process", pid)).unwrap();
+    started::record(
+        &Home::new(tmp.path()),
+        team.name(),
+        &Started::new("gone", "process", pid),
+    )
+    .unwrap();
 
     for subject in ["one", "two"] {
         team.create_task(NewTask {

@@ -286,7 +286,7 @@ fn a_team_directory_created_after_the_watch_started_is_followed() {
     let team = Store::new(Home::new(tmp.path()))
         .team("session-76c4e2e6")
         .unwrap();
-    std::fs::remove_dir_all(team.paths().inboxes_dir()).unwrap();
+    std::fs::remove_dir_all(team.file_paths().unwrap().inboxes_dir()).unwrap();
 
     let mut w = Watch::start(tmp.path(), "session-76c4e2e6");
     w.expect(&["team session-76c4e2e6: 1 teammate(s)"]);

@@ -31,9 +31,10 @@ fn appended_messages_carry_the_current_envelope_and_stay_unread() {
     assert_eq!(sent.kind.as_deref(), Some("message"));
     assert_eq!(sent.msg_id.as_ref().map(|s| s.len()), Some(36));
     assert!(sent.timestamp.ends_with('Z'));
-    let raw: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(team.paths().inbox("alice").unwrap()).unwrap())
-            .unwrap();
+    let raw: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(team.file_paths().unwrap().inbox("alice").unwrap()).unwrap(),
+    )
+    .unwrap();
     let keys: Vec<&str> = raw[0]
         .as_object()
         .unwrap()
@@ -60,7 +61,7 @@ fn appended_messages_carry_the_current_envelope_and_stay_unread() {
 #[test]
 fn take_removes_unread_and_legacy_read_entries_and_keeps_them_in_history() {
     let (_t, team) = team();
-    let path = team.paths().inbox("bob").unwrap();
+    let path = team.file_paths().unwrap().inbox("bob").unwrap();
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     // A legacy reader left one entry flagged read; an older writer omitted msgV.
     std::fs::write(
@@ -115,7 +116,7 @@ fn sending_to_a_non_member_is_refused_with_the_member_list() {
     let msg = err.to_string();
     assert!(matches!(err, Error::MemberNotFound { .. }));
     assert!(msg.contains("carol") && msg.contains("alice, bob"), "{msg}");
-    assert!(!team.paths().inbox("carol").unwrap().exists());
+    assert!(!team.file_paths().unwrap().inbox("carol").unwrap().exists());
 }
 
 #[test]
@@ -133,7 +134,7 @@ fn broadcast_reaches_everyone_but_the_sender() {
 #[test]
 fn a_corrupt_inbox_is_moved_aside_and_the_new_message_is_still_delivered() {
     let (_t, team) = team();
-    let path = team.paths().inbox("alice").unwrap();
+    let path = team.file_paths().unwrap().inbox("alice").unwrap();
     std::fs::write(&path, b"[{\"from\": \"x\", \"te").unwrap();
     // Readers report it without touching it.
     let err = team.unread("alice").unwrap_err().to_string();
@@ -159,7 +160,7 @@ fn a_corrupt_inbox_is_moved_aside_and_the_new_message_is_still_delivered() {
 #[test]
 fn unknown_entry_fields_survive_a_take_of_other_entries() {
     let (_t, team) = team();
-    let path = team.paths().inbox("alice").unwrap();
+    let path = team.file_paths().unwrap().inbox("alice").unwrap();
     std::fs::write(
         &path,
         r#"[{"from":"bob","text":"keep","timestamp":"t","read":false,"futureField":{"a":1}},

@@ -128,7 +128,7 @@ fn ids_are_never_reused_after_delete() {
     let b = task(&team, "b", &[&a]);
     team.delete_task(&b).unwrap();
     assert_eq!(
-        std::fs::read_to_string(team.paths().highwatermark()).unwrap(),
+        std::fs::read_to_string(team.file_paths().unwrap().highwatermark()).unwrap(),
         "2"
     );
     assert!(
@@ -257,7 +257,7 @@ fn unassigning_an_agent_returns_its_open_tasks_with_the_reference_text() {
 fn list_skips_files_that_are_not_tasks() {
     let (_t, team) = team();
     task(&team, "a", &[]);
-    let dir = team.paths().tasks_dir().to_path_buf();
+    let dir = team.file_paths().unwrap().tasks_dir().to_path_buf();
     std::fs::write(dir.join("notes.txt"), "x").unwrap();
     std::fs::write(dir.join("x.json"), "{}").unwrap();
     let tasks = team.list_tasks().unwrap();
@@ -272,7 +272,7 @@ fn list_skips_files_that_are_not_tasks() {
 fn a_corrupt_task_is_moved_aside_and_its_id_is_not_reused() {
     let (_t, team) = team();
     let a = task(&team, "a", &[]);
-    let path = team.paths().task(&a).unwrap();
+    let path = team.file_paths().unwrap().task(&a).unwrap();
     std::fs::write(&path, b"{\"id\": \"1\", ").unwrap();
     let err = team.claim_task(&a, "w1", false).unwrap_err();
     assert!(err.to_string().contains(".corrupt-"), "{err}");

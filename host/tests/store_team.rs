@@ -33,7 +33,7 @@ fn create_writes_the_lead_as_only_member_and_refuses_a_second_create() {
     assert_eq!(cfg.lead_agent_id, "team-lead@alpha-team");
     assert_eq!(cfg.members.len(), 1);
     assert_eq!(cfg.members[0].tmux_pane_id.as_deref(), Some("leader"));
-    assert!(team.paths().inboxes_dir().is_dir());
+    assert!(team.file_paths().unwrap().inboxes_dir().is_dir());
     assert!(matches!(
         team.create(NewTeam::default()),
         Err(Error::TeamExists { .. })
@@ -119,8 +119,8 @@ fn delete_is_refused_while_teammates_remain_unless_forced() {
     assert!(matches!(err, Error::TeamNotEmpty { ref members, .. } if members == &["a"]));
     assert!(team.exists());
     team.delete(true).unwrap();
-    assert!(!team.paths().team_dir().exists());
-    assert!(!team.paths().tasks_dir().exists());
+    assert!(!team.file_paths().unwrap().team_dir().exists());
+    assert!(!team.file_paths().unwrap().tasks_dir().exists());
 }
 
 #[test]
@@ -129,7 +129,7 @@ fn unknown_fields_on_team_and_members_survive_every_update() {
     let team = store.team("t").unwrap();
     team.create(NewTeam::default()).unwrap();
     // Another program adds fields of its own.
-    let path = team.paths().config();
+    let path = team.file_paths().unwrap().config();
     let mut raw: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     raw["futureTeamField"] = json!({"x": [1, 2]});
@@ -150,7 +150,7 @@ fn a_corrupt_config_is_moved_aside_and_reported_never_overwritten() {
     let (_t, store) = store();
     let team = store.team("t").unwrap();
     team.create(NewTeam::default()).unwrap();
-    let path = team.paths().config();
+    let path = team.file_paths().unwrap().config();
     std::fs::write(&path, b"{\"name\": \"t\", \"members\": [").unwrap();
     let err = team.add_member(member("a")).unwrap_err();
     let Error::Corrupt {
@@ -179,12 +179,15 @@ fn invalid_agent_names_are_refused_before_any_write() {
     let (_t, store) = store();
     let team = store.team("t").unwrap();
     team.create(NewTeam::default()).unwrap();
-    let before = std::fs::read(team.paths().config()).unwrap();
+    let before = std::fs::read(team.file_paths().unwrap().config()).unwrap();
     for bad in ["", "../x", "a/b", ".hidden"] {
         assert!(matches!(
             team.add_member(member(bad)),
             Err(Error::InvalidName { .. })
         ));
     }
-    assert_eq!(std::fs::read(team.paths().config()).unwrap(), before);
+    assert_eq!(
+        std::fs::read(team.file_paths().unwrap().config()).unwrap(),
+        before
+    );
 }

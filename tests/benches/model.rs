@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use teamhost_tests::measure::{fmt, rss_kib};
 
-use teamhost::host::{Event, Host, HostOptions, ModelAccess, SpawnRequest};
+use teamhost::embed::{Event, Host, HostOptions, ModelAccess, SpawnRequest};
 use teamhost::model::config::{ModelConfig, ModelEntry, Price, ProviderSpec};
 use teamhost::model::provider::Provider;
 use teamhost::model::provider::{self, Dialect, ProviderSettings};

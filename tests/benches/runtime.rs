@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use teamhost_tests::measure::{fmt, rss_kib};
 
-use teamhost::host::{Event, Host, SpawnRequest, TeammateState};
+use teamhost::embed::{Event, Host, SpawnRequest, TeammateState};
 use teamhost::runtime::Runtime;
 use teamhost::store::{Home, NewTeam};
 use tokio::sync::broadcast::{self, error::RecvError};

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use teamhost::host::{Event, Host, SpawnRequest};
+use teamhost::embed::{Event, Host, SpawnRequest};
 use teamhost::sandbox::{
     decide, decide_on_disk, PermissionMode, PolicyContext, ToolCall, ToolRules,
 };

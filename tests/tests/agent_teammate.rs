@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use common::{models, Fixture};
 use teamhost::approvals::PlanAnswer;
-use teamhost::host::{SpawnRequest, TeammateState};
+use teamhost::embed::{SpawnRequest, TeammateState};
 use teamhost::model::CassetteMode;
 
 fn agent(f: &Fixture, name: &str, prompt: &str) -> SpawnRequest {

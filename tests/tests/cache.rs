@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use common::Fixture;
-use teamhost::host::Host;
+use teamhost::embed::Host;
 use teamhost::store::Home;
 
 fn artifacts(home: &Path) -> Vec<PathBuf> {
@@ -70,7 +70,8 @@ async fn a_component_spawned_twice_is_compiled_once_and_a_new_host_reuses_the_ar
 
     // Another component gets its own artifact.
     let echo_dir = f.dir("echo");
-    let mut echo = teamhost::host::SpawnRequest::new("echo", teamhost_tests::ECHO, "hi", &echo_dir);
+    let mut echo =
+        teamhost::embed::SpawnRequest::new("echo", teamhost_tests::ECHO, "hi", &echo_dir);
     echo.auto_claim = false;
     f.host.spawn("cache", echo).await.unwrap();
     assert_eq!(artifacts(&f.home).len(), 2);
@@ -132,7 +133,8 @@ async fn a_swapped_artifact_is_refused_by_its_digest_and_the_real_component_runs
     f.probe("one", "first").await;
     let probe_artifact = artifacts(&f.home).remove(0);
     let echo_dir = f.dir("echo");
-    let mut echo = teamhost::host::SpawnRequest::new("echo", teamhost_tests::ECHO, "hi", &echo_dir);
+    let mut echo =
+        teamhost::embed::SpawnRequest::new("echo", teamhost_tests::ECHO, "hi", &echo_dir);
     echo.auto_claim = false;
     f.host.spawn("cache-swap", echo).await.unwrap();
     f.settle().await;

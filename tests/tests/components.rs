@@ -7,13 +7,13 @@ mod common;
 use std::path::Path;
 
 use common::Fixture;
-use teamhost::host::SpawnRequest;
+use teamhost::embed::SpawnRequest;
 use teamhost::Error;
 
 /// Spawns `component` as `name` and returns the error text, after checking
 /// that the team did not change at all.
 async fn refused(f: &Fixture, name: &str, component: &Path) -> String {
-    let config = f.team.paths().config();
+    let config = f.team.file_paths().unwrap().config();
     let before = std::fs::read(&config).unwrap();
     let dir = f.dir("work");
     let mut req = SpawnRequest::new(name, component, "hello", &dir);
@@ -38,7 +38,7 @@ async fn refused(f: &Fixture, name: &str, component: &Path) -> String {
         "config.json changed"
     );
     assert_eq!(f.members(), ["team-lead"]);
-    assert!(!f.team.paths().inbox(name).unwrap().exists());
+    assert!(!f.team.file_paths().unwrap().inbox(name).unwrap().exists());
     assert!(f.host.teammates(&f.name).is_empty());
     text
 }
@@ -102,7 +102,7 @@ async fn a_good_component_still_spawns_after_refusals() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spawn_that_fails_to_instantiate_leaves_no_trace_for_the_next_spawn_of_that_name() {
     let f = Fixture::new("bad-start");
-    let config = f.team.paths().config();
+    let config = f.team.file_paths().unwrap().config();
     let before = std::fs::read(&config).unwrap();
     let dir = f.dir("probe");
     // Too little memory for the guest's own linear memory: it cannot start.

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use common::{line, next_event, turns, Fixture};
-use teamhost::host::{Event, HostOptions, TeammateState};
+use teamhost::embed::{Event, HostOptions, TeammateState};
 use teamhost::store::{Home, NewTask, Store, TaskStatus};
 
 fn task(subject: &str) -> NewTask {

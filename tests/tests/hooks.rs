@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use teamhost::embed::{Host, HostOptions, SpawnRequest};
 use teamhost::hooks::Hooks;
-use teamhost::host::{Host, HostOptions, SpawnRequest};
 use teamhost::protocol::{Parsed, ProtocolMessage};
 use teamhost::store::{Home, NewTask, NewTeam, TaskStatus};
 

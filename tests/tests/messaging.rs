@@ -66,7 +66,13 @@ async fn a_dm_to_someone_who_is_not_a_member_is_not_delivered_and_not_announced(
     f.settle().await;
 
     assert_eq!(turns(&dir), [line("initial", "team-lead", "dm:nobody")]);
-    assert!(!f.team.paths().inbox("nobody").unwrap().exists());
+    assert!(!f
+        .team
+        .file_paths()
+        .unwrap()
+        .inbox("nobody")
+        .unwrap()
+        .exists());
     let summaries: Vec<_> = f
         .lead_protocol()
         .into_iter()

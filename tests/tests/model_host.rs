@@ -9,7 +9,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{models, next_event, Fixture};
-use teamhost::host::{Event, SpawnRequest};
+use teamhost::embed::{Event, SpawnRequest};
 use teamhost::model::scripted::ScriptedStats;
 use teamhost::model::{CassetteMode, ModelCallEvent, ModelPolicy};
 

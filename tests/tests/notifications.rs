@@ -9,7 +9,7 @@ mod common;
 use std::time::Duration;
 
 use common::{bounded, is_plain, Fixture};
-use teamhost::host::{Event, HostOptions, SpawnRequest};
+use teamhost::embed::{Event, HostOptions, SpawnRequest};
 use teamhost::protocol::{IdleNotification, ProtocolMessage};
 use teamhost::runner::NotificationLevel;
 use teamhost::store::{InboxMessage, NewTask, TaskStatus};
@@ -229,7 +229,7 @@ async fn a_suppressed_notification_writes_nothing_to_the_lead_inbox() {
             NotificationLevel::None => {
                 assert_eq!((inbox, history), (0, TURNS + 1));
                 assert_eq!(writes, 0, "no write to the lead's inbox");
-                assert!(!f.team.paths().inbox(LEAD).unwrap().exists());
+                assert!(!f.team.file_paths().unwrap().inbox(LEAD).unwrap().exists());
             }
             _ => {
                 assert_eq!((inbox, history), (TURNS + 1, 0));

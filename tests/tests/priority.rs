@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{line, turns, Fixture};
-use teamhost::host::{HostOptions, TeammateState};
+use teamhost::embed::{HostOptions, TeammateState};
 use teamhost::protocol::{ProtocolMessage, ShutdownRequest, WireMessage};
 use teamhost::store::{Home, NewMember, OutgoingMessage, Store};
 

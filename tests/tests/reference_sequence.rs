@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use teamhost::host::{Event, Host, SpawnRequest};
+use teamhost::embed::{Event, Host, SpawnRequest};
 use teamhost::protocol::{Parsed, ProtocolMessage};
 use teamhost::store::{Home, NewTask, NewTeam, TaskStatus};
 
@@ -121,8 +121,10 @@ async fn two_workers_finish_three_tasks_in_dependency_order_then_shut_down() {
     team.create_task(task("Count b", &["b.txt"], &[])).unwrap();
     team.create_task(task("Count all", &["a.txt", "b.txt", "c.txt"], &["1", "2"]))
         .unwrap();
-    let t3: Value =
-        serde_json::from_slice(&std::fs::read(team.paths().task("3").unwrap()).unwrap()).unwrap();
+    let t3: Value = serde_json::from_slice(
+        &std::fs::read(team.file_paths().unwrap().task("3").unwrap()).unwrap(),
+    )
+    .unwrap();
     assert_eq!(t3["blockedBy"], serde_json::json!(["1", "2"]));
     assert!(t3.get("owner").is_none());
 
@@ -196,8 +198,8 @@ async fn two_workers_finish_three_tasks_in_dependency_order_then_shut_down() {
 
     // The team is deleted.
     host.delete_team("ref").await.unwrap();
-    assert!(!team.paths().team_dir().exists());
-    assert!(!team.paths().tasks_dir().exists());
+    assert!(!team.file_paths().unwrap().team_dir().exists());
+    assert!(!team.file_paths().unwrap().tasks_dir().exists());
     stop_tx.send(()).unwrap();
     let (claims, checks) = tokio::time::timeout(Duration::from_secs(5), watcher)
         .await

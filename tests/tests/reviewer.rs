@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use teamhost::host::{Event, Host, SpawnRequest};
+use teamhost::embed::{Event, Host, SpawnRequest};
 use teamhost::protocol::{Parsed, ProtocolMessage};
 use teamhost::store::{Home, NewTeam};
 

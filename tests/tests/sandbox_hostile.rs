@@ -19,7 +19,7 @@ use sandbox_support::{
     Arena, Step, PASSWD_ROOT, SECRET,
 };
 use teamhost::approvals::{PermitAnswer, PlanAnswer};
-use teamhost::host::TeammateState;
+use teamhost::embed::TeammateState;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reading_etc_passwd_is_refused_by_the_preopen_and_by_the_read_tool() {

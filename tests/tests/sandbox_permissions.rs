@@ -17,7 +17,7 @@ use sandbox_support::{
     cli, hostile_request, permission_requests, step, steps, wait_done, wait_permission_request,
     Arena,
 };
-use teamhost::host::TeammateState;
+use teamhost::embed::TeammateState;
 
 /// Spawns `hostile` as `name` in `default` mode with `prompt` (one command)
 /// and returns its member name and directory.

@@ -9,7 +9,7 @@ mod sandbox_support;
 
 use sandbox_support::{cli, hostile_request, raw_protocol, step, wait_done, Arena};
 use teamhost::approvals::PlanAnswer;
-use teamhost::host::TeammateState;
+use teamhost::embed::TeammateState;
 
 /// The request id in a `plan/request` result (`vN plan_approval-…`).
 fn plan_id(detail: &str, version: u32) -> String {

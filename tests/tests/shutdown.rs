@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{line, next_event, turns, Fixture};
-use teamhost::host::{Event, TeammateState};
+use teamhost::embed::{Event, TeammateState};
 use teamhost::protocol::{ProtocolMessage, ShutdownRequest, WireMessage};
 use teamhost::store::OutgoingMessage;
 

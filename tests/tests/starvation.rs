@@ -4,7 +4,7 @@
 mod common;
 
 use common::{line, next_event, turns, Fixture};
-use teamhost::host::{Event, SpawnRequest, TeammateState};
+use teamhost::embed::{Event, SpawnRequest, TeammateState};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_spinning_guest_does_not_starve_an_echo_teammate_and_can_be_killed() {

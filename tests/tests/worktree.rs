@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use teamhost::host::{Host, Isolation, SpawnRequest};
+use teamhost::embed::{Host, Isolation, SpawnRequest};
 use teamhost::store::{Home, NewTeam};
 
 fn git(dir: &Path, args: &[&str]) -> String {

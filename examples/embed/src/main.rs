@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use teamhost::host::{Host, SpawnRequest};
+use teamhost::embed::{Host, SpawnRequest};
 use teamhost::store::{Home, NewTeam};
 
 #[tokio::main]

@@ -20,13 +20,13 @@ use tokio::sync::{mpsc, watch};
 
 use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned};
 use crate::error::{Error, Result};
-use crate::host::{Isolation, SpawnRequest, TeammateState};
 use crate::runner::{Runner, RunnerConfig, RunnerLinks};
 use crate::runtime::{
     AgentCtx, DirAccess, Identity, Instance, InstanceConfig, Runtime, SandboxCtx, TurnRecord,
 };
 use crate::sandbox::{PermissionMode, PolicyContext, ToolRules};
 use crate::store::{Member, NewMember, OutgoingMessage, Team};
+use crate::teammate::{Isolation, SpawnRequest, TeammateState};
 
 /// Backend name recorded in the config.
 pub const BACKEND: &str = "in-process";
@@ -73,7 +73,7 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
         e
     };
     let mut prepared = prepared;
-    let member = isolate(team, &req, member.clone(), &mut prepared).map_err(rollback)?;
+    let member = isolate(&env.home, team, &req, member.clone(), &mut prepared).map_err(rollback)?;
     let log = env
         .log_dir
         .join(team.name())
@@ -101,6 +101,7 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
 /// (`{home}/worktrees/{team}/{name}`, recorded as its `worktreePath` and
 /// `cwd`), and makes that the directory it works in.
 pub(crate) fn isolate(
+    home: &crate::store::Home,
     team: &Team,
     req: &SpawnRequest,
     member: Member,
@@ -109,8 +110,7 @@ pub(crate) fn isolate(
     match req.isolation {
         Isolation::None => Ok(member),
         Isolation::Worktree => {
-            let home = team.store().home().clone();
-            let wt = crate::worktree::create(&home, team.name(), &member.name, &prepared.dir)?;
+            let wt = crate::worktree::create(home, team.name(), &member.name, &prepared.dir)?;
             let shown = wt.display().to_string();
             let member = team.update_member(&member.name, |m| {
                 m.worktree_path = Some(shown.clone());
@@ -261,6 +261,7 @@ pub(crate) async fn instantiate(
             pending_requests: 0,
             tools: Arc::new(tools),
             hooks: env.hooks.clone(),
+            hidden_dirs: hidden_dirs(env, team),
         },
         acts_total: Default::default(),
         model: seat,
@@ -352,4 +353,16 @@ impl Ready {
             join,
         }
     }
+}
+
+/// The host directories a teammate's tool errors never name.
+fn hidden_dirs(env: &SpawnEnv<'_>, team: &Team) -> Vec<PathBuf> {
+    let mut dirs = vec![env.home.root().to_path_buf()];
+    if let Some(files) = team.store().file_store() {
+        let root = files.home().root().to_path_buf();
+        if !dirs.contains(&root) {
+            dirs.push(root);
+        }
+    }
+    dirs
 }

@@ -37,10 +37,10 @@ use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::error::Result;
-use crate::host::{Event, SpawnRequest, TeammateState};
 use crate::runner::wake::WakeHub;
 use crate::runtime::Runtime;
 use crate::store::{Member, Team};
+use crate::teammate::{Event, SpawnRequest, TeammateState};
 
 pub use detect::detect;
 
@@ -218,6 +218,8 @@ pub(crate) struct SpawnEnv<'a> {
     pub events: &'a broadcast::Sender<Event>,
     pub poll_interval: Duration,
     pub log_dir: PathBuf,
+    /// The machine-local home (worktrees, process records).
+    pub home: crate::store::Home,
     pub auto_approve_plans: bool,
     pub hooks: Arc<crate::hooks::Hooks>,
     pub backends: &'a BackendOptions,
@@ -225,7 +227,7 @@ pub(crate) struct SpawnEnv<'a> {
     /// watcher (never, when the host does not watch files).
     pub config_changes: watch::Receiver<u64>,
     /// The host's model broker (each teammate gets a client of it).
-    pub models: &'a crate::host::ModelAccess,
+    pub models: &'a crate::teammate::ModelAccess,
 }
 
 /// A future a [`Backend`] returns.

@@ -16,9 +16,9 @@ use tokio::sync::Notify;
 
 use super::SpawnEnv;
 use crate::error::Result;
-use crate::host::SpawnRequest;
 use crate::model::ModelCallEvent;
 use crate::store::{ModelUsage, Team};
+use crate::teammate::SpawnRequest;
 
 /// Keeps one teammate's usage record up to date.
 struct UsageRecorder {
@@ -77,7 +77,7 @@ pub(crate) fn model_seat(
             record_call(u.get_or_insert_with(ModelUsage::default), &call);
         }
         changed.notify_one();
-        let _ = events.send(crate::host::Event::Model {
+        let _ = events.send(crate::teammate::Event::Model {
             team: team_name.clone(),
             name: teammate.clone(),
             call,

@@ -33,9 +33,9 @@ use super::in_process::prepare;
 use super::started::{self, Started};
 use super::{Backend, BackendKind, BackendOptions, SpawnEnv, SpawnFuture, Spawned};
 use crate::error::{Error, Result};
-use crate::host::{Event, SpawnRequest, TeammateState};
-use crate::runner::HOST_SENDER;
+use crate::protocol::HOST_SENDER;
 use crate::store::{Member, NewMember, OutgoingMessage, Team};
+use crate::teammate::{Event, SpawnRequest, TeammateState};
 
 /// The child-process [`Backend`].
 pub(crate) struct ChildProcess;
@@ -61,20 +61,27 @@ async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spaw
     let log = log_file(&env, team, &member.name).map_err(rollback)?;
     let exe = checked_exe(env.backends).map_err(rollback)?;
     let mut cmd = tokio::process::Command::new(&exe);
-    cmd.args(teammate_args(team, &member, &req, &env.hooks, env.models))
-        .current_dir(member.cwd.as_deref().unwrap_or("."))
-        .stdin(Stdio::null())
-        .stdout(
-            log.try_clone()
-                .map_err(|e| rollback(Error::io("open", "log", e)))?,
-        )
-        .stderr(log)
-        // Its own process group: a Ctrl-C meant for the host does not reach
-        // it; the host stops it through the protocol or with signals.
-        .process_group(0)
-        .env_remove("TMUX")
-        .env_remove("TMUX_PANE")
-        .kill_on_drop(false);
+    cmd.args(teammate_args(
+        team,
+        &store_home(team)?,
+        &member,
+        &req,
+        &env.hooks,
+        env.models,
+    ))
+    .current_dir(member.cwd.as_deref().unwrap_or("."))
+    .stdin(Stdio::null())
+    .stdout(
+        log.try_clone()
+            .map_err(|e| rollback(Error::io("open", "log", e)))?,
+    )
+    .stderr(log)
+    // Its own process group: a Ctrl-C meant for the host does not reach
+    // it; the host stops it through the protocol or with signals.
+    .process_group(0)
+    .env_remove("TMUX")
+    .env_remove("TMUX_PANE")
+    .kill_on_drop(false);
     let child = cmd.spawn().map_err(|e| {
         rollback(Error::Invalid(format!(
             "cannot start {} for teammate {}: {e}; set TEAMHOST_EXE (or BackendOptions::teamhost_exe) to the teamhost binary",
@@ -83,7 +90,11 @@ async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spaw
         )))
     })?;
     let pid = child.id().unwrap_or_default();
-    if let Err(e) = started::record(team, &Started::new(&member.name, "process", pid)) {
+    if let Err(e) = started::record(
+        &env.home,
+        team.name(),
+        &Started::new(&member.name, "process", pid),
+    ) {
         tracing::warn!(teammate = %member.name, error = %e, "could not record the teammate's process");
     }
     Ok(monitor(
@@ -122,7 +133,7 @@ pub(crate) async fn register(
         disallowed_tools: req.disallowed_tools.clone(),
     })?;
     let name = member.name.clone();
-    let member = super::in_process::isolate(team, req, member, &mut prepared)
+    let member = super::in_process::isolate(&env.home, team, req, member, &mut prepared)
         .map_err(|e| undo_registration(team, &name, e))?;
     team.deliver(
         &member.name,
@@ -166,10 +177,11 @@ pub(crate) fn log_path(log_dir: &Path, team: &Team, name: &str) -> PathBuf {
 /// host's level and hooks win over what the child might find on its own.
 pub(crate) fn teammate_args(
     team: &Team,
+    store_home: &Path,
     member: &Member,
     req: &SpawnRequest,
     hooks: &crate::hooks::Hooks,
-    models: &crate::host::ModelAccess,
+    models: &crate::teammate::ModelAccess,
 ) -> Vec<OsString> {
     let mut a: Vec<OsString> = vec!["teammate".into()];
     let mut flag = |k: &str, v: &str| {
@@ -212,7 +224,7 @@ pub(crate) fn teammate_args(
     a.push("--component".into());
     a.push(absolute(&req.component).into_os_string());
     a.push("--home".into());
-    a.push(absolute(&home_of(team)).into_os_string());
+    a.push(absolute(store_home).into_os_string());
     if !req.auto_claim {
         a.push("--no-auto-claim".into());
     }
@@ -222,21 +234,58 @@ pub(crate) fn teammate_args(
     a.push(hooks.to_settings().to_string().into());
     a.extend(models.child_args().iter().map(OsString::from));
     if let Some(policy) = &req.model_policy {
-        a.extend(
-            crate::cli::model_args::policy_flags(policy)
-                .into_iter()
-                .map(OsString::from),
-        );
+        a.extend(policy_flags(policy).into_iter().map(OsString::from));
     }
     a
 }
 
-/// The home directory a team lives in (`{home}/teams/{team}` → `{home}`).
-pub(crate) fn home_of(team: &Team) -> PathBuf {
-    let dir = team.paths().team_dir();
-    dir.parent()
-        .and_then(Path::parent)
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+/// The flags that give a `teamhost teammate` child `policy` exactly (the
+/// default model goes first in `--model-allow`; `--model` is passed apart,
+/// as the reference does).
+pub(crate) fn policy_flags(policy: &crate::model::ModelPolicy) -> Vec<String> {
+    let mut allow = vec![policy.default.clone()];
+    allow.extend(
+        policy
+            .allow
+            .iter()
+            .filter(|a| **a != policy.default)
+            .cloned(),
+    );
+    let mut f = vec!["--model-allow".to_string(), allow.join(",")];
+    f.extend([
+        "--model-max-tokens".into(),
+        policy.max_tokens_per_call.to_string(),
+    ]);
+    if let Some(n) = policy.calls_per_turn {
+        f.extend(["--model-calls-per-turn".into(), n.to_string()]);
+    }
+    if let Some(n) = policy.budget_tokens {
+        f.extend(["--model-budget-tokens".into(), n.to_string()]);
+    }
+    if let Some(micro) = policy.budget_microdollars {
+        f.extend([
+            "--model-budget-usd".into(),
+            format!("{:.6}", micro as f64 / 1e6),
+        ]);
+    }
+    if let Some(n) = policy.requests_per_minute {
+        f.extend(["--model-rpm".into(), n.to_string()]);
+    }
+    f
+}
+
+/// The home of the file store `team` lives in, for a child teammate's
+/// `--home`. A teammate in another process reaches its team through the
+/// reference's files, so these backends need the file store.
+pub(crate) fn store_home(team: &Team) -> Result<PathBuf> {
+    match team.store().file_store() {
+        Some(files) => Ok(files.home().root().to_path_buf()),
+        None => Err(Error::Invalid(format!(
+            "team {} is not kept in files (its store is {:?}); teammates in their own process or tmux pane reach a team through its files: use the in-process backend, or a host built over a file store",
+            team.name(),
+            team.store().backend()
+        ))),
+    }
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -299,6 +348,7 @@ fn signal_name(sig: i32) -> &'static str {
 /// Everything the monitor task needs.
 struct Watch {
     team: Team,
+    home: crate::store::Home,
     name: String,
     agent_id: String,
     pid: u32,
@@ -328,6 +378,7 @@ pub(crate) fn monitor(
     let turns = Arc::new(AtomicU64::new(0));
     let w = Watch {
         team: team.clone(),
+        home: env.home.clone(),
         name: member.name.clone(),
         agent_id: member.agent_id.clone(),
         pid,
@@ -482,6 +533,7 @@ impl Watch {
         pane: Option<(Option<PathBuf>, String)>,
     ) -> TeammateState {
         let how = ending.describe(self.pid);
+        let home = self.home.clone();
         let (team, name, id, pid) = (
             self.team.clone(),
             self.name.clone(),
@@ -492,7 +544,7 @@ impl Watch {
             if let Some((socket, pane)) = pane {
                 super::tmux::kill_pane_if_ours(socket.as_deref(), &pane, pid);
             }
-            if let Err(e) = started::remove(&team, &name) {
+            if let Err(e) = started::remove(&home, team.name(), &name) {
                 tracing::warn!(teammate = %name, error = %e, "could not remove the process record");
             }
             let config = match team.config() {
@@ -608,6 +660,7 @@ mod tests {
             req.notifications = notifications;
             let args = teammate_args(
                 &team,
+                tmp.path(),
                 &member,
                 &req,
                 &Default::default(),

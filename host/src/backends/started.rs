@@ -1,7 +1,9 @@
 //! What teamhost started for a team, on disk, so that any teamhost process can
 //! stop it: one record per external teammate in
-//! `{home}/teams/{team}/started/{name}.json`, written when its process starts
-//! and removed when the host sees it end.
+//! `{home}/started/{team}/{name}.json`, written when its process starts
+//! and removed when the host sees it end. Machine-local: a pid means nothing
+//! on another machine, so these records live in the home, not in the team
+//! store.
 //!
 //! ```json
 //! {"name":"alice","backend":"tmux","pid":4242,"startTime":889911,
@@ -24,8 +26,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::store::atomic::{read_json, write_json};
-use crate::store::Team;
+use crate::store::files::atomic::{read_json, write_json};
+use crate::store::Home;
 
 /// One started teammate process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,26 +82,26 @@ impl Started {
     }
 }
 
-/// `{home}/teams/{team}/started`.
-pub fn dir(team: &Team) -> PathBuf {
-    team.paths().team_dir().join("started")
+/// `{home}/started/{team}`.
+pub fn dir(home: &Home, team: &str) -> PathBuf {
+    home.root().join("started").join(team)
 }
 
-fn path(team: &Team, name: &str) -> Result<PathBuf> {
-    let stem = crate::store::paths::agent_file_stem(name)?;
-    Ok(dir(team).join(format!("{stem}.json")))
+fn path(home: &Home, team: &str, name: &str) -> Result<PathBuf> {
+    let stem = crate::store::names::agent_file_stem(name)?;
+    Ok(dir(home, team).join(format!("{stem}.json")))
 }
 
 /// Writes (or replaces) `rec`.
-pub fn record(team: &Team, rec: &Started) -> Result<()> {
-    let dir = dir(team);
+pub fn record(home: &Home, team: &str, rec: &Started) -> Result<()> {
+    let dir = dir(home, team);
     std::fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
-    write_json(&path(team, &rec.name)?, rec)
+    write_json(&path(home, team, &rec.name)?, rec)
 }
 
 /// Removes `name`'s record; a missing one is fine.
-pub fn remove(team: &Team, name: &str) -> Result<()> {
-    let p = path(team, name)?;
+pub fn remove(home: &Home, team: &str, name: &str) -> Result<()> {
+    let p = path(home, team, name)?;
     match std::fs::remove_file(&p) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(Error::io("remove", p, e)),
         _ => Ok(()),
@@ -107,8 +109,8 @@ pub fn remove(team: &Team, name: &str) -> Result<()> {
 }
 
 /// Every record of `team`, by name. Unreadable ones are skipped with a warning.
-pub fn list(team: &Team) -> Result<Vec<Started>> {
-    let dir = dir(team);
+pub fn list(home: &Home, team: &str) -> Result<Vec<Started>> {
+    let dir = dir(home, team);
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -147,9 +149,9 @@ pub struct StopReport {
 /// the team cleanly: its tasks go back to `pending`, the lead is told), then
 /// SIGKILL for any still running after `timeout`; closes the recorded tmux
 /// panes that are still open; removes the records. Blocking.
-pub fn stop_all(team: &Team, timeout: Duration) -> Result<StopReport> {
+pub fn stop_all(home: &Home, team: &str, timeout: Duration) -> Result<StopReport> {
     let mut report = StopReport::default();
-    let records = list(team)?;
+    let records = list(home, team)?;
     let mut running = Vec::new();
     for rec in &records {
         match rec.open_if_running() {
@@ -177,7 +179,7 @@ pub fn stop_all(team: &Team, timeout: Duration) -> Result<StopReport> {
                 report.panes_closed.push(rec.name.clone());
             }
         }
-        remove(team, &rec.name)?;
+        remove(home, team, &rec.name)?;
     }
     Ok(report)
 }

@@ -25,8 +25,8 @@ use super::process::{log_path, monitor, register, teammate_args, undo_registrati
 use super::started::{self, Started};
 use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned, TmuxOptions};
 use crate::error::{Error, Result};
-use crate::host::SpawnRequest;
 use crate::store::Team;
+use crate::teammate::SpawnRequest;
 
 /// The tmux-pane [`Backend`].
 pub(crate) struct TmuxPane;
@@ -79,7 +79,14 @@ async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spaw
     let rollback = |e: Error| undo_registration(team, &member.name, e);
     let exe = super::process::checked_exe(env.backends).map_err(rollback)?;
     let mut command = vec![exe.into_os_string()];
-    command.extend(teammate_args(team, &member, &req, &env.hooks, env.models));
+    command.extend(teammate_args(
+        team,
+        &super::process::store_home(team)?,
+        &member,
+        &req,
+        &env.hooks,
+        env.models,
+    ));
     let line = format!(
         "exec {}",
         command
@@ -92,11 +99,12 @@ async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spaw
     let socket = opts.socket.clone();
     let dir = member.cwd.clone().unwrap_or_else(|| ".".into());
     let log = log_path(&env.log_dir, team, &member.name);
-    let (t, name) = (team.clone(), member.name.clone());
-    let placed = tokio::task::spawn_blocking(move || place(&t, &name, &opts, &dir, &line, &log))
-        .await
-        .map_err(|e| rollback(Error::Invalid(format!("tmux placement panicked: {e}"))))?
-        .map_err(rollback)?;
+    let (t, name, home) = (team.clone(), member.name.clone(), env.home.clone());
+    let placed =
+        tokio::task::spawn_blocking(move || place(&home, &t, &name, &opts, &dir, &line, &log))
+            .await
+            .map_err(|e| rollback(Error::Invalid(format!("tmux placement panicked: {e}"))))?
+            .map_err(rollback)?;
     let (pane, pid) = placed;
     let fd = started::pidfd_open(pid).map_err(|e| {
         kill_pane_if_ours(socket.as_deref(), &pane, pid);
@@ -108,12 +116,12 @@ async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spaw
     let mut rec = Started::new(&member.name, "tmux", pid);
     rec.pane_id = Some(pane.clone());
     rec.tmux_socket = socket.clone();
-    if let Err(e) = started::record(team, &rec) {
+    if let Err(e) = started::record(&env.home, team.name(), &rec) {
         tracing::warn!(teammate = %member.name, error = %e, "could not record the teammate's pane");
     }
     let pane_for_config = pane.clone();
     let member = match team.update_member(&member.name, |m| {
-        m.tmux_pane_id = Some(pane_for_config);
+        m.tmux_pane_id = Some(pane_for_config.clone());
         m.clone()
     }) {
         Ok(m) => m,
@@ -140,6 +148,7 @@ async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spaw
 
 /// Creates the pane running `line` and returns its id and its process id.
 fn place(
+    home: &crate::store::Home,
     team: &Team,
     name: &str,
     opts: &TmuxOptions,
@@ -159,7 +168,7 @@ fn place(
     let out = match split_from {
         Some(lead_pane) => {
             // Beside the lead for the first teammate, below the last one after.
-            let last = started::list(team)?
+            let last = started::list(home, team.name())?
                 .into_iter()
                 .filter(|r| r.name != name && r.backend == "tmux")
                 .filter_map(|r| {

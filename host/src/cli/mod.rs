@@ -93,20 +93,20 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         return teammate::run(cli.home.as_deref(), &Output::new(cli.json), a);
     }
     let home = Home::resolve(cli.home.as_deref())?;
-    let store = Store::new(home);
+    let store = Store::new(home.clone());
     let out = Output::new(cli.json);
     match cli.command {
-        Command::Team(c) => team::run(&store, &out, c),
+        Command::Team(c) => team::run(&home, &store, &out, c),
         Command::Task(c) => task::run(&store, &out, c),
         Command::Send(a) => message::send(&store, &out, a),
         Command::Broadcast(a) => message::broadcast(&store, &out, a),
         Command::Inbox(a) => message::inbox(&store, &out, a),
-        Command::Status(a) => status::status(&store, &out, a),
-        Command::Watch(a) => watch::watch(&store, &out, a),
+        Command::Status(a) => status::status(&home, &store, &out, a),
+        Command::Watch(a) => watch::watch(&home, &store, &out, a),
         Command::Permit(a) => approve::permit(&store, &out, a),
         Command::Plan(a) => approve::plan(&store, &out, a),
         Command::Shutdown(a) => shutdown::shutdown(&store, &out, a),
-        Command::Run(a) => run::run(&store, &out, a),
+        Command::Run(a) => run::run(&home, &out, a),
         Command::Teammate(_) => unreachable!("handled above"),
     }
 }

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 
-use crate::host::ModelAccess;
+use crate::embed::ModelAccess;
 use crate::layout::Kind;
 use crate::manifest::ModelSpec;
 use crate::model::{CassetteMode, ModelConfig, ModelHub, ModelPolicy};
@@ -122,41 +122,6 @@ impl ModelPolicyArgs {
         };
         self.policy(model.filter(allowed))
     }
-}
-
-/// The flags that give a `teamhost teammate` child `policy` exactly (the
-/// default model goes first in `--model-allow`; `--model` is passed apart,
-/// as the reference does).
-pub fn policy_flags(policy: &ModelPolicy) -> Vec<String> {
-    let mut allow = vec![policy.default.clone()];
-    allow.extend(
-        policy
-            .allow
-            .iter()
-            .filter(|a| **a != policy.default)
-            .cloned(),
-    );
-    let mut f = vec!["--model-allow".to_string(), allow.join(",")];
-    f.extend([
-        "--model-max-tokens".into(),
-        policy.max_tokens_per_call.to_string(),
-    ]);
-    if let Some(n) = policy.calls_per_turn {
-        f.extend(["--model-calls-per-turn".into(), n.to_string()]);
-    }
-    if let Some(n) = policy.budget_tokens {
-        f.extend(["--model-budget-tokens".into(), n.to_string()]);
-    }
-    if let Some(micro) = policy.budget_microdollars {
-        f.extend([
-            "--model-budget-usd".into(),
-            format!("{:.6}", micro as f64 / 1e6),
-        ]);
-    }
-    if let Some(n) = policy.requests_per_minute {
-        f.extend(["--model-rpm".into(), n.to_string()]);
-    }
-    f
 }
 
 /// Builds the host's model broker from the flags, the manifest's `[model]`

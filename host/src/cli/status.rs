@@ -4,8 +4,8 @@ use clap::Args;
 
 use super::output::push_line;
 use super::{Output, TeamArg};
-use crate::status::snapshot;
-use crate::store::Store;
+use crate::status::snapshot_local;
+use crate::store::{Home, Store};
 
 /// Arguments of `teamhost status`.
 #[derive(Debug, Args)]
@@ -14,8 +14,13 @@ pub struct StatusArgs {
     team: TeamArg,
 }
 
-pub(super) fn status(store: &Store, out: &Output, a: StatusArgs) -> anyhow::Result<()> {
-    let snap = snapshot(&store.team(&a.team.team)?)?;
+pub(super) fn status(
+    home: &Home,
+    store: &Store,
+    out: &Output,
+    a: StatusArgs,
+) -> anyhow::Result<()> {
+    let snap = snapshot_local(&store.team(&a.team.team)?, home)?;
     out.print(&snap, || {
         let total = snap.tasks.len();
         // Every line below is built from fields a teammate may have

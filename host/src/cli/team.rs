@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::Output;
 use crate::store::config::session_team_name;
-use crate::store::{NewMember, NewTeam, Store};
+use crate::store::{Home, NewMember, NewTeam, Store};
 
 /// Team commands.
 #[derive(Debug, Subcommand)]
@@ -72,7 +72,12 @@ pub enum TeamCommand {
     },
 }
 
-pub(super) fn run(store: &Store, out: &Output, cmd: TeamCommand) -> anyhow::Result<()> {
+pub(super) fn run(
+    home: &Home,
+    store: &Store,
+    out: &Output,
+    cmd: TeamCommand,
+) -> anyhow::Result<()> {
     match cmd {
         TeamCommand::Create {
             name,
@@ -98,7 +103,7 @@ pub(super) fn run(store: &Store, out: &Output, cmd: TeamCommand) -> anyhow::Resu
                 format!(
                     "created team {} at {}",
                     config.name,
-                    team.paths().team_dir().display()
+                    team.location().display()
                 )
             })
         }
@@ -113,7 +118,8 @@ pub(super) fn run(store: &Store, out: &Output, cmd: TeamCommand) -> anyhow::Resu
                 // SIGTERM (they leave the team cleanly), SIGKILL after the
                 // timeout; the tmux panes it recorded are closed.
                 let stopped = crate::backends::started::stop_all(
-                    &team,
+                    home,
+                    team.name(),
                     std::time::Duration::from_secs(timeout),
                 )?;
                 if !stopped.stopped.is_empty() || !stopped.killed.is_empty() {
@@ -125,7 +131,7 @@ pub(super) fn run(store: &Store, out: &Output, cmd: TeamCommand) -> anyhow::Resu
                 }
             }
             team.delete(force)?;
-            let worktrees = crate::worktree::cleanup(store.home(), team.name())?;
+            let worktrees = crate::worktree::cleanup(home, team.name())?;
             out.print(
                 &json!({"deleted": team.name(), "worktrees_removed": worktrees.removed, "worktrees_kept": worktrees.kept}),
                 || {
@@ -172,7 +178,7 @@ pub(super) fn run(store: &Store, out: &Output, cmd: TeamCommand) -> anyhow::Resu
             let names = store.list_teams()?;
             out.print(&names, || {
                 if names.is_empty() {
-                    format!("no teams under {}", store.home().root().display())
+                    format!("no teams under {}", home.root().display())
                 } else {
                     names.join("\n")
                 }

@@ -49,8 +49,8 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::Output;
+use crate::embed::{Attach, Event, Host, HostOptions, SpawnRequest, TeammateState};
 use crate::hooks::{settings, Hooks};
-use crate::host::{Attach, Event, Host, HostOptions, SpawnRequest, TeammateState};
 use crate::runner::NotificationLevel;
 use crate::store::{Home, Member};
 
@@ -321,8 +321,8 @@ fn identity(a: &TeammateArgs) -> anyhow::Result<(String, String)> {
             match (flag, from_id) {
                 (Some(f), Some(i))
                     if *f != i
-                        && crate::store::paths::sanitize_team_name(f).ok()
-                            != crate::store::paths::sanitize_team_name(&i).ok() =>
+                        && crate::store::names::sanitize_team_name(f).ok()
+                            != crate::store::names::sanitize_team_name(&i).ok() =>
                 {
                     bail!("--agent-id says {what} {i:?} but --{what}-name says {f:?}")
                 }
@@ -424,7 +424,7 @@ async fn run_teammate(
     let mut int = signal(SignalKind::interrupt())?;
     let mut hup = signal(SignalKind::hangup())?;
     let mut tick = tokio::time::interval(Duration::from_millis(a.poll_ms.max(1)));
-    let config_path = team.paths().config();
+    let config_path = team.location();
     let end = loop {
         let sig = tokio::select! {
             ev = events.recv() => {

@@ -6,7 +6,7 @@
 use clap::Args;
 
 use super::{Output, TeamArg};
-use crate::store::Store;
+use crate::store::{Home, Store};
 use crate::view::{self, WatchMode};
 
 /// Arguments of `teamhost watch`.
@@ -20,7 +20,7 @@ pub struct WatchArgs {
     lines: bool,
 }
 
-pub(super) fn watch(store: &Store, out: &Output, a: WatchArgs) -> anyhow::Result<()> {
+pub(super) fn watch(home: &Home, store: &Store, out: &Output, a: WatchArgs) -> anyhow::Result<()> {
     if out.is_json() {
         anyhow::bail!(
             "`teamhost watch` has no JSON form; `teamhost status --json` gives a snapshot"
@@ -32,5 +32,5 @@ pub(super) fn watch(store: &Store, out: &Output, a: WatchArgs) -> anyhow::Result
     } else {
         WatchMode::Screen
     };
-    Ok(view::watch(team, mode)?)
+    Ok(view::watch(team, Some(home.clone()), mode)?)
 }

@@ -18,7 +18,7 @@
 
 //!
 //! They are configured in a manifest's `[hooks]`, through
-//! [`HostOptions::hooks`](crate::host::HostOptions::hooks), or in Claude
+//! [`HostOptions::hooks`](crate::embed::HostOptions::hooks), or in Claude
 //! Code's settings format ([`settings`]), which `teamhost teammate` reads.
 
 pub mod settings;

@@ -60,6 +60,10 @@ pub mod time;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
+/// Sender name of the host's own notices (to the lead, and to a teammate
+/// about its own state).
+pub const HOST_SENDER: &str = "teamhost";
+
 pub use error::ProtocolError;
 pub use idle::{CompletedStatus, IdleNotification, IdleReason};
 pub use kind::MessageKind;

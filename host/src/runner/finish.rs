@@ -4,12 +4,11 @@
 //! reference's words.
 
 use super::Runner;
-use crate::host::TeammateState;
 use crate::protocol::{ShutdownApproved, WireMessage};
 use crate::store::OutgoingMessage;
+use crate::teammate::TeammateState;
 
-/// Sender name of the host's own notices to the lead.
-pub const HOST_SENDER: &str = "teamhost";
+pub use crate::protocol::HOST_SENDER;
 
 impl Runner {
     /// The guest approved `request_id`: `shutdown_approved` to the lead, then

@@ -13,7 +13,7 @@
 //! returns. It never takes the host down.
 
 mod finish;
-pub use finish::HOST_SENDER;
+pub use crate::protocol::HOST_SENDER;
 pub mod notify;
 pub use notify::NotificationLevel;
 pub(crate) mod poll;
@@ -27,11 +27,11 @@ use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, Notify};
 
 use crate::hooks::HookEvent;
-use crate::host::{Event, TeammateState};
 use crate::protocol::{IdleNotification, IdleReason, WireMessage};
 use crate::runtime::bindings::handler::{TurnKind, TurnOutcome};
 use crate::runtime::{Instance, TurnRecord};
 use crate::store::{OutgoingMessage, Team};
+use crate::teammate::{Event, TeammateState};
 
 /// Turns in a row a `TeammateIdle` hook may keep a teammate from going idle.
 pub const MAX_IDLE_BLOCKS: u32 = 5;

@@ -25,9 +25,9 @@
 //! manifest (`[team] notifications`), on the command line
 //! (`teamhost teammate --notifications`, `$TEAMHOST_NOTIFICATIONS`) and in
 //! serde. It is set by
-//! [`HostOptions::notifications`](crate::host::HostOptions::notifications)
+//! [`HostOptions::notifications`](crate::teammate::HostOptions::notifications)
 //! or per teammate by
-//! [`SpawnRequest::notifications`](crate::host::SpawnRequest::notifications).
+//! [`SpawnRequest::notifications`](crate::teammate::SpawnRequest::notifications).
 
 use std::fmt;
 use std::str::FromStr;

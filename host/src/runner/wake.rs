@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{broadcast, Notify};
 
-use crate::host::Event;
 use crate::store::{StoreEvent, StoreObserver};
+use crate::teammate::Event;
 
 /// Maps `(team, agent)` to the [`Notify`] its runner waits on.
 pub struct WakeHub {

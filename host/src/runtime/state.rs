@@ -117,6 +117,9 @@ pub struct SandboxCtx {
     pub tools: Arc<crate::tools::ToolBox>,
     /// The lead's hooks.
     pub hooks: Arc<crate::hooks::Hooks>,
+    /// Host directories never named to the guest (the machine-local home,
+    /// the file store's home): tool errors show `<teamhost home>` instead.
+    pub hidden_dirs: Vec<std::path::PathBuf>,
 }
 
 /// The state teamhost's WIT interfaces are implemented on.

@@ -1,4 +1,4 @@
-//! `teams/{team}/config.json`: the team and its members.
+//! The team and its members (`teams/{team}/config.json` in the file store).
 //!
 //! Field names, order and optional-field presence follow the reference (seeds
 //! 002 App. C.3 and the files the current CLI writes). Fields teamhost does not
@@ -8,9 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::atomic::{read_json, read_json_or_move_aside, write_json};
-use super::lock::with_lock;
-use super::paths::{agent_file_stem, agent_id};
+use super::names::{agent_file_stem, agent_id};
 use super::{StoreEvent, Team};
 use crate::error::{Error, Result};
 use crate::protocol::time::now_ms;
@@ -197,98 +195,88 @@ impl Team {
     /// Creates the team's `config.json` with the lead as its only member.
     /// Fails with [`Error::TeamExists`] when it is already there.
     pub fn create(&self, new: NewTeam) -> Result<TeamConfig> {
-        let path = self.paths.config();
         let cwd = new.cwd.unwrap_or_else(|| {
             std::env::current_dir()
                 .map(|d| d.display().to_string())
                 .unwrap_or_default()
         });
-        let config = with_lock(&path, self.lock_opts(), || {
-            if path.exists() {
-                return Err(Error::TeamExists {
-                    team: self.name().to_string(),
-                    path: path.clone(),
-                });
-            }
-            let now = now_ms();
-            let lead_id = agent_id(LEAD_NAME, self.name());
-            let config = TeamConfig {
-                name: self.name().to_string(),
-                description: new.description,
-                created_at: Some(now),
-                lead_agent_id: lead_id.clone(),
-                lead_session_id: Some(
-                    new.lead_session_id
-                        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
-                ),
-                members: vec![Member {
-                    agent_id: lead_id,
-                    name: LEAD_NAME.to_string(),
-                    agent_type: Some(new.lead_agent_type.unwrap_or_else(|| LEAD_NAME.into())),
-                    color: None,
-                    joined_at: Some(now),
-                    tmux_pane_id: Some("leader".into()),
-                    subscriptions: Some(Vec::new()),
-                    model: new.lead_model,
-                    prompt: None,
-                    plan_mode_required: None,
-                    cwd: Some(cwd),
-                    backend_type: Some("in-process".into()),
-                    worktree_path: None,
-                    mode: None,
-                    allowed_tools: None,
-                    disallowed_tools: None,
-                    is_active: None,
-                    extra: Map::new(),
-                }],
+        let now = now_ms();
+        let lead_id = agent_id(LEAD_NAME, self.name());
+        let config = TeamConfig {
+            name: self.name().to_string(),
+            description: new.description,
+            created_at: Some(now),
+            lead_agent_id: lead_id.clone(),
+            lead_session_id: Some(
+                new.lead_session_id
+                    .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            ),
+            members: vec![Member {
+                agent_id: lead_id,
+                name: LEAD_NAME.to_string(),
+                agent_type: Some(new.lead_agent_type.unwrap_or_else(|| LEAD_NAME.into())),
+                color: None,
+                joined_at: Some(now),
+                tmux_pane_id: Some("leader".into()),
+                subscriptions: Some(Vec::new()),
+                model: new.lead_model,
+                prompt: None,
+                plan_mode_required: None,
+                cwd: Some(cwd),
+                backend_type: Some("in-process".into()),
+                worktree_path: None,
+                mode: None,
+                allowed_tools: None,
+                disallowed_tools: None,
+                is_active: None,
                 extra: Map::new(),
-            };
-            write_json(&path, &config)?;
-            Ok(config)
-        })?;
-        std::fs::create_dir_all(self.paths.inboxes_dir())
-            .map_err(|e| Error::io("create", self.paths.inboxes_dir(), e))?;
-        std::fs::create_dir_all(self.paths.tasks_dir())
-            .map_err(|e| Error::io("create", self.paths.tasks_dir(), e))?;
+            }],
+            extra: Map::new(),
+        };
+        self.backend().create_team(self.name(), &config)?;
         self.emit(StoreEvent::ConfigChanged {
             team: self.name().into(),
         });
         Ok(config)
     }
 
-    /// Whether `config.json` exists.
+    /// Whether the team exists (an unreadable config counts as existing).
     pub fn exists(&self) -> bool {
-        self.paths.config().is_file()
+        !matches!(self.backend().read_config(self.name()), Ok(None))
     }
 
-    /// Reads `config.json` ([`Error::TeamNotFound`] when absent).
+    /// Reads the config ([`Error::TeamNotFound`] when absent).
     pub fn config(&self) -> Result<TeamConfig> {
-        read_json(&self.paths.config())?.ok_or_else(|| self.not_found())
+        self.backend()
+            .read_config(self.name())?
+            .ok_or_else(|| self.not_found())
     }
 
-    /// Runs `change` on the config under the config lock and writes the result.
-    /// A corrupt config is moved aside and reported as [`Error::Corrupt`]: a team
-    /// cannot be rebuilt from nothing, so nothing is written over it.
-    pub fn update_config<T>(&self, change: impl FnOnce(&mut TeamConfig) -> Result<T>) -> Result<T> {
-        let path = self.paths.config();
-        let out = with_lock(&path, self.lock_opts(), || {
-            let Some(mut config) = read_json_or_move_aside::<TeamConfig>(&path)? else {
-                return Err(self.not_found());
-            };
-            let out = change(&mut config)?;
-            write_json(&path, &config)?;
-            Ok(out)
+    /// Runs `change` on the config atomically and stores the result. A
+    /// corrupt config is set aside and reported as [`Error::Corrupt`]: a
+    /// team cannot be rebuilt from nothing, so nothing is written over it.
+    /// `change` may run more than once (see [`super::backend`]): it must
+    /// act only on its argument.
+    pub fn update_config<T>(
+        &self,
+        mut change: impl FnMut(&mut TeamConfig) -> Result<T>,
+    ) -> Result<T> {
+        let mut out = None;
+        self.backend().update_config(self.name(), &mut |config| {
+            out = Some(change(config)?);
+            Ok(())
         })?;
         self.emit(StoreEvent::ConfigChanged {
             team: self.name().into(),
         });
-        Ok(out)
+        Ok(out.expect("a successful update ran its change"))
     }
 
     /// Adds a teammate and returns its entry as written (final name and colour).
     pub fn add_member(&self, new: NewMember) -> Result<Member> {
         agent_file_stem(&new.name)?;
         self.update_config(|config| {
+            let new = new.clone();
             let name = unique_name(config, &new.name);
             let color = new.color.unwrap_or_else(|| next_color(config).to_string());
             let backend = new.backend_type.unwrap_or_else(|| "in-process".into());
@@ -333,7 +321,7 @@ impl Team {
     pub fn update_member<T>(
         &self,
         name_or_id: &str,
-        change: impl FnOnce(&mut Member) -> T,
+        mut change: impl FnMut(&mut Member) -> T,
     ) -> Result<T> {
         self.update_config(|config| {
             let not_found = config.member_not_found(name_or_id);
@@ -356,7 +344,7 @@ impl Team {
         self.update_member(name_or_id, |m| m.is_active = Some(active))
     }
 
-    /// Deletes `teams/{team}` and `tasks/{team}`. Refused with
+    /// Deletes the team and everything of it (config, inboxes, tasks). Refused with
     /// [`Error::TeamNotEmpty`] while members other than the lead remain, unless
     /// `force`.
     pub fn delete(&self, force: bool) -> Result<()> {
@@ -374,13 +362,7 @@ impl Team {
                 members: others,
             });
         }
-        for dir in [self.paths.team_dir(), self.paths.tasks_dir()] {
-            match std::fs::remove_dir_all(dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io("remove", dir, e)),
-            }
-        }
+        self.backend().delete_team(self.name())?;
         self.emit(StoreEvent::ConfigChanged {
             team: self.name().into(),
         });
@@ -390,7 +372,7 @@ impl Team {
     fn not_found(&self) -> Error {
         Error::TeamNotFound {
             team: self.name().to_string(),
-            path: self.paths.config(),
+            path: self.location(),
         }
     }
 }

@@ -1,37 +1,34 @@
 //! Reading histories again and again, cheaply: a [`HistoryCache`] keeps the
-//! entries of each `history/{agent}.jsonl` it has read and, next time, parses
-//! only what was appended since. For a reader that looks often (the live
-//! view reads the lead's history on every change), the cost of a look is the
-//! new messages, not the whole history of a long-lived team.
+//! entries of each history it has read and, next time, asks the store only
+//! for what was appended since ([`TeamStore::history_since`] with the cursor
+//! it kept). For a reader that looks often (the live view reads the lead's
+//! history on every change), the cost of a look is the new messages, not the
+//! whole history of a long-lived team.
 //!
-//! A history file is append-only: one `write` per append, under the inbox
-//! lock. The cache trusts that and checks it: when the file is another file
-//! (its inode changed) or shorter than what was read, it reads it whole
-//! again. A line still being written (no newline yet) is left for the next
-//! read.
+//! Histories are append-only. When the store says the history is not the
+//! one the cursor was made on (the file store: another inode, or shorter than
+//! what was read), the cache drops what it kept and starts over.
+//!
+//! [`TeamStore::history_since`]: super::TeamStore::history_since
 
 use std::collections::HashMap;
-use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
 
-use super::mailbox::{parse_history, InboxMessage};
+use super::backend::HistoryCursor;
+use super::mailbox::InboxMessage;
 use super::Team;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
-/// What was read of one history file.
+/// What was read of one history.
 #[derive(Debug, Default)]
 struct Cached {
-    inode: u64,
-    /// Bytes parsed so far (always at a line end).
-    offset: u64,
+    cursor: HistoryCursor,
     entries: Vec<InboxMessage>,
 }
 
 /// Parsed histories, kept between reads. Not shared: one reader owns it.
 #[derive(Debug, Default)]
 pub struct HistoryCache {
-    files: HashMap<PathBuf, Cached>,
+    histories: HashMap<(String, String), Cached>,
 }
 
 impl HistoryCache {
@@ -41,37 +38,21 @@ impl HistoryCache {
     }
 
     /// `agent`'s history in `team`, oldest first: the same entries as
-    /// [`Team::history`], parsing only what was appended since the last call.
+    /// [`Team::history`], reading only what was appended since the last call.
     pub fn history(&mut self, team: &Team, agent: &str) -> Result<&[InboxMessage]> {
-        let path = team.paths().history(agent)?;
-        let mut file = match std::fs::File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                self.files.remove(&path);
-                return Ok(&[]);
-            }
-            Err(e) => return Err(Error::io("open", &path, e)),
-        };
-        let meta = file.metadata().map_err(|e| Error::io("stat", &path, e))?;
-        let cached = self.files.entry(path.clone()).or_default();
-        if cached.inode != meta.ino() || meta.len() < cached.offset {
-            *cached = Cached {
-                inode: meta.ino(),
-                ..Cached::default()
-            };
+        let stem = super::names::agent_file_stem(agent)?;
+        let cached = self
+            .histories
+            .entry((team.name().to_string(), stem))
+            .or_default();
+        let chunk = team
+            .backend()
+            .history_since(team.name(), agent, cached.cursor)?;
+        if chunk.restarted {
+            cached.entries.clear();
         }
-        if meta.len() > cached.offset {
-            file.seek(SeekFrom::Start(cached.offset))
-                .map_err(|e| Error::io("seek", &path, e))?;
-            let mut new = Vec::with_capacity((meta.len() - cached.offset) as usize);
-            file.read_to_end(&mut new)
-                .map_err(|e| Error::io("read", &path, e))?;
-            // Only whole lines: a line still being written waits.
-            let whole = new.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-            let text = String::from_utf8_lossy(&new[..whole]);
-            cached.entries.extend(parse_history(&text, &path));
-            cached.offset += whole as u64;
-        }
+        cached.entries.extend(chunk.entries);
+        cached.cursor = chunk.cursor;
         Ok(&cached.entries)
     }
 }
@@ -122,7 +103,7 @@ mod tests {
         team.send("a", OutgoingMessage::new("team-lead", "one"))
             .unwrap();
         team.take_unread("a").unwrap();
-        let path = team.paths().history("a").unwrap();
+        let path = team.file_paths().unwrap().history("a").unwrap();
         let whole = std::fs::read_to_string(&path).unwrap();
         let line = whole.lines().next().unwrap().to_string();
         let mut cache = HistoryCache::new();

@@ -1,4 +1,4 @@
-//! `teams/{team}/inboxes/{agent}.json` and the history of consumed messages.
+//! Inboxes and the history of consumed messages (`teams/{team}/inboxes/{agent}.json` and `history/{agent}.jsonl` in the file store).
 //!
 //! An inbox is a JSON array of entries `{from, text, summary?, timestamp,
 //! color?, msgV, msg_id, type, read}`. Consuming follows the current reference:
@@ -17,15 +17,10 @@
 //! `read: true`. The history is in the order entries reached it, so one
 //! recorded directly may precede messages sent earlier but consumed later.
 
-use std::fs::OpenOptions;
-use std::io::Write;
-use std::path::Path;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::atomic::{read_json, read_json_for_update, write_json};
-use super::lock::with_lock;
+use super::backend::HistoryCursor;
 use super::{StoreEvent, Team};
 use crate::error::{Error, Result};
 use crate::protocol::time::timestamp_now;
@@ -155,14 +150,10 @@ impl Team {
         Ok(recipients)
     }
 
-    /// Appends already-stamped entries to `to`'s inbox in one locked write.
+    /// Appends already-stamped entries to `to`'s inbox in one atomic write.
     pub fn append_entries(&self, to: &str, entries: &[InboxMessage]) -> Result<()> {
-        let path = self.paths.inbox(to)?;
-        with_lock(&path, self.lock_opts(), || {
-            let mut inbox: Vec<InboxMessage> = read_json_for_update(&path)?.unwrap_or_default();
-            inbox.extend_from_slice(entries);
-            write_json(&path, &inbox)
-        })?;
+        super::names::agent_file_stem(to)?;
+        self.backend().append_inbox(self.name(), to, entries)?;
         self.emit(StoreEvent::InboxAppended {
             team: self.name().into(),
             agent: to.into(),
@@ -170,9 +161,10 @@ impl Team {
         Ok(())
     }
 
-    /// Every entry of `agent`'s inbox, consumed or not (no lock: a snapshot).
+    /// Every entry of `agent`'s inbox, consumed or not (a snapshot).
     pub fn read_inbox(&self, agent: &str) -> Result<Vec<InboxMessage>> {
-        Ok(read_json(&self.paths.inbox(agent)?)?.unwrap_or_default())
+        super::names::agent_file_stem(agent)?;
+        self.backend().read_inbox(self.name(), agent)
     }
 
     /// The entries of `agent`'s inbox not yet consumed, oldest first.
@@ -191,111 +183,68 @@ impl Team {
 
     /// Consumes the unread entries `pick` selects, leaving the rest unread in
     /// order. Legacy `read: true` entries are moved to the history as well.
+    /// `pick` may be asked again about the same entry on a retry.
     pub fn take_where(
         &self,
         agent: &str,
         mut pick: impl FnMut(&InboxMessage) -> bool,
     ) -> Result<Vec<InboxMessage>> {
-        let path = self.paths.inbox(agent)?;
-        let history = self.paths.history(agent)?;
-        with_lock(&path, self.lock_opts(), || {
-            let inbox: Vec<InboxMessage> = match read_json_for_update(&path)? {
-                Some(v) => v,
-                None => return Ok(Vec::new()),
-            };
-            let (mut gone, mut keep, mut taken) = (Vec::new(), Vec::new(), Vec::new());
-            for m in inbox {
-                if m.read {
-                    gone.push(m);
-                } else if pick(&m) {
-                    taken.push(m);
-                } else {
-                    keep.push(m);
-                }
-            }
-            if gone.is_empty() && taken.is_empty() {
-                return Ok(taken);
-            }
-            gone.extend(taken.iter().cloned());
-            append_history(&history, &gone)?;
-            write_json(&path, &keep)?;
-            Ok(taken)
-        })
+        super::names::agent_file_stem(agent)?;
+        self.backend()
+            .take_from_inbox(self.name(), agent, &mut |m| pick(m))
     }
 
     /// Appends `msg` to `agent`'s history without putting it in the inbox, as
     /// if it had been delivered and consumed at once: the entry is stamped as
     /// [`Team::deliver`] stamps one (fresh `msg_id`, `timestamp`), with `read:
-    /// true`, and gets `consumedAt` like every history line. Takes the inbox's
-    /// lock, as consuming does, so its line never interleaves with entries
+    /// true`, and gets `consumedAt` like every history line. Serialised with
+    /// takes from that inbox, so its line never interleaves with entries
     /// being consumed. The inbox is not touched and no store event is
     /// emitted: nobody is woken, there is nothing new to read. Returns the
     /// entry written.
     pub fn record_in_history(&self, agent: &str, msg: OutgoingMessage) -> Result<InboxMessage> {
+        super::names::agent_file_stem(agent)?;
         let mut entry = msg.into_entry();
         entry.read = true;
-        let path = self.paths.inbox(agent)?;
-        let history = self.paths.history(agent)?;
-        with_lock(&path, self.lock_opts(), || {
-            append_history(&history, std::slice::from_ref(&entry))
-        })?;
+        self.backend()
+            .record_in_history(self.name(), agent, &entry)?;
         Ok(entry)
     }
 
-    /// Every message `agent` consumed, oldest first. Lines that do not parse
-    /// (only possible if someone edited the file) are skipped with a warning.
+    /// Every message `agent` consumed, oldest first. Entries that cannot be
+    /// read back (only possible if someone edited the history) are skipped
+    /// with a warning.
     pub fn history(&self, agent: &str) -> Result<Vec<InboxMessage>> {
-        let path = self.paths.history(agent)?;
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io("read", path, e)),
-        };
-        Ok(parse_history(&text, &path))
+        super::names::agent_file_stem(agent)?;
+        Ok(self
+            .backend()
+            .history_since(self.name(), agent, HistoryCursor::default())?
+            .entries)
+    }
+
+    /// Agents (by file stem) with an inbox or a history in this team, sorted.
+    pub fn agents_with_mail(&self) -> Result<Vec<String>> {
+        self.backend().agents_with_mail(self.name())
     }
 }
 
-/// The entries of history text (JSON lines) read from `path`; a bad line is
-/// logged and skipped, never fatal.
-pub(super) fn parse_history(text: &str, path: &Path) -> Vec<InboxMessage> {
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .filter_map(|(i, l)| match serde_json::from_str(l) {
-            Ok(m) => Some(m),
-            Err(e) => {
-                tracing::warn!(file = %path.display(), line = i + 1, error = %e, "skipping bad history line");
-                None
-            }
+/// Entries as they go into a history: each gets `consumedAt` (`at`, ISO
+/// 8601). Every backend stamps consumed entries with this.
+pub fn consumed(entries: &[InboxMessage], at: &str) -> Vec<InboxMessage> {
+    entries
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            e.extra
+                .insert("consumedAt".into(), Value::String(at.to_string()));
+            e
         })
         .collect()
 }
 
-/// Appends entries as JSON lines with one `write` call, stamping `consumedAt`.
-fn append_history(path: &Path, entries: &[InboxMessage]) -> Result<()> {
-    let consumed_at = timestamp_now();
-    let mut buf = Vec::new();
-    for e in entries {
-        let mut v = serde_json::to_value(e).map_err(|e| Error::Invalid(e.to_string()))?;
-        if let Value::Object(map) = &mut v {
-            map.insert("consumedAt".into(), Value::String(consumed_at.clone()));
-        }
-        serde_json::to_writer(&mut buf, &v).map_err(|e| Error::Invalid(e.to_string()))?;
-        buf.push(b'\n');
-    }
-    let open = || OpenOptions::new().create(true).append(true).open(path);
-    let mut f = match open() {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let parent = path.parent().unwrap_or(Path::new("."));
-            std::fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
-            open()
-        }
-        other => other,
-    }
-    .map_err(|e| Error::io("open", path, e))?;
-    f.write_all(&buf)
-        .and_then(|()| f.sync_data())
-        .map_err(|e| Error::io("append", path, e))
+/// [`consumed`], stamped now.
+pub fn consumed_now(entries: &[InboxMessage]) -> Vec<InboxMessage> {
+    consumed(entries, &timestamp_now())
 }
 
 #[cfg(test)]
@@ -341,7 +290,9 @@ mod tests {
         let consumed_at = history[0].extra.remove("consumedAt");
         assert!(consumed_at.is_some_and(|v| v.is_string()));
         assert_eq!(history[0], entry);
-        let line = std::fs::read_to_string(team.paths().history("team-lead").unwrap()).unwrap();
+        let line =
+            std::fs::read_to_string(team.file_paths().unwrap().history("team-lead").unwrap())
+                .unwrap();
         let raw: Value = serde_json::from_str(line.trim()).unwrap();
         assert_eq!(raw["read"], Value::Bool(true), "{raw}");
         let inbox = team.read_inbox("team-lead").unwrap();

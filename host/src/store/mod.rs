@@ -1,36 +1,42 @@
-//! The team on disk, in the reference CLI's exact format: paths and names,
-//! locks and atomic writes, team config, mailboxes and the task list.
+//! Team state: the types every backend stores (config, members, inbox
+//! entries, tasks, usage), the rules that act on them, and the seam —
+//! [`TeamStore`] — that backends implement. [`Store`] and [`Team`] are the
+//! handles the rest of the crate uses; neither knows where state lives.
 //!
-//! No wasm and no async runtime here: the CLI, the runner and tests all call
-//! these functions directly. Every read-modify-write of a shared file runs under
-//! [`lock::with_lock`]; every write is an atomic replace ([`atomic`]).
+//! Nothing here knows wasm, the runner, the sandbox or the CLI (a check in
+//! `scripts/check-layers` keeps it so).
 //!
 //! | file | owns |
 //! |---|---|
-//! | `paths.rs` | the home directory, path layout, name checks |
-//! | `lock.rs` | the cross-process lock (flock + the reference's mkdir lock) |
-//! | `atomic.rs` | JSON reads, atomic replace, moving corrupt files aside |
-//! | `config.rs` | `teams/{team}/config.json`: the team and its members |
-//! | `mailbox.rs` | `teams/{team}/inboxes/{agent}.json` and consumed-message history |
-//! | `history_cache.rs` | [`HistoryCache`]: re-reading histories by parsing only what was appended |
-//! | `tasks.rs` | `tasks/{team}/{id}.json`: the shared task list |
+//! | `backend.rs` | [`TeamStore`] and [`backend::TaskTxn`]: what a backend must do, and why it is synchronous |
+//! | `names.rs` | which team and agent names are accepted, sanitising, ids |
+//! | `config.rs` | the team and its members; member rules (unique names, colours) |
+//! | `mailbox.rs` | inbox entries; sending, broadcasting, consuming |
+//! | `history_cache.rs` | [`HistoryCache`]: re-reading histories by reading only what was appended |
+//! | `tasks.rs` | the shared task list and its rules (ids, dependencies, claims) |
+//! | `usage.rs` | per-teammate model usage records |
+//! | `files/` | [`FileStore`]: the reference CLI's files under a home directory (the default) |
+//! | `memory.rs` | [`MemoryStore`]: everything in memory, for fast tests |
 
-pub mod atomic;
+pub mod backend;
 pub mod config;
+pub mod files;
 pub mod history_cache;
-pub mod lock;
 pub mod mailbox;
-pub mod paths;
+pub mod memory;
+pub mod names;
 pub mod tasks;
 pub mod usage;
 
 use std::sync::Arc;
 
+pub use backend::TeamStore;
 pub use config::{Member, NewMember, NewTeam, TeamConfig};
+pub use files::{FileStore, Home, LockOptions};
 pub use history_cache::HistoryCache;
-pub use lock::LockOptions;
 pub use mailbox::{InboxMessage, OutgoingMessage};
-pub use paths::{agent_id, Home, TeamPaths};
+pub use memory::MemoryStore;
+pub use names::agent_id;
 pub use tasks::{ClaimOutcome, ClaimRefusal, NewTask, Task, TaskStatus, TaskUpdate, Unassigned};
 pub use usage::ModelUsage;
 
@@ -67,38 +73,40 @@ pub trait StoreObserver: Send + Sync {
     fn changed(&self, event: &StoreEvent);
 }
 
-/// Entry point to the on-disk teams under one home directory. Cheap to clone.
+/// Entry point to the teams of one backend. Cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    home: Home,
-    lock: LockOptions,
+    backend: Arc<dyn TeamStore>,
     observer: Option<Arc<dyn StoreObserver>>,
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
-            .field("home", &self.home)
-            .field("lock", &self.lock)
+            .field("backend", &self.backend)
             .field("observer", &self.observer.is_some())
             .finish()
     }
 }
 
 impl Store {
-    /// A store over `home` with default lock options and no observer.
+    /// The reference-compatible file store under `home`, with default lock
+    /// options and no observer.
     pub fn new(home: Home) -> Self {
+        Store::with_backend(Arc::new(FileStore::new(home)))
+    }
+
+    /// A store over any backend.
+    pub fn with_backend(backend: Arc<dyn TeamStore>) -> Self {
         Store {
-            home,
-            lock: LockOptions::default(),
+            backend,
             observer: None,
         }
     }
 
-    /// Replaces the lock options (wait bound, staleness).
-    pub fn with_lock_options(mut self, lock: LockOptions) -> Self {
-        self.lock = lock;
-        self
+    /// A fresh, empty in-memory store.
+    pub fn in_memory() -> Self {
+        Store::with_backend(Arc::new(MemoryStore::new()))
     }
 
     /// Installs the observer told about every write this store makes.
@@ -107,34 +115,28 @@ impl Store {
         self
     }
 
-    /// The home directory.
-    pub fn home(&self) -> &Home {
-        &self.home
+    /// The backend.
+    pub fn backend(&self) -> &Arc<dyn TeamStore> {
+        &self.backend
+    }
+
+    /// The file backend, when this store is one (for tools and tests that
+    /// deal with the reference's files themselves).
+    pub fn file_store(&self) -> Option<&FileStore> {
+        self.backend.as_any().downcast_ref::<FileStore>()
     }
 
     /// The team called `name` (sanitised; it need not exist yet).
     pub fn team(&self, name: &str) -> Result<Team> {
         Ok(Team {
-            paths: self.home.team_paths(name)?,
+            name: names::sanitize_team_name(name)?,
             store: self.clone(),
         })
     }
 
-    /// Names of the teams that have a `config.json`, sorted.
+    /// Names of the teams that exist, sorted.
     pub fn list_teams(&self) -> Result<Vec<String>> {
-        let dir = self.home.teams_dir();
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(crate::Error::io("read", dir, e)),
-        };
-        let mut names: Vec<String> = entries
-            .filter_map(|e| e.ok())
-            .filter(|e| e.path().join("config.json").is_file())
-            .filter_map(|e| e.file_name().into_string().ok())
-            .collect();
-        names.sort();
-        Ok(names)
+        self.backend.list_teams()
     }
 
     fn emit(&self, event: StoreEvent) {
@@ -144,23 +146,18 @@ impl Store {
     }
 }
 
-/// One team's files. Obtained from [`Store::team`]; its methods live in
-/// `config.rs`, `mailbox.rs` and `tasks.rs`.
+/// One team. Obtained from [`Store::team`]; its methods live in
+/// `config.rs`, `mailbox.rs`, `tasks.rs` and `usage.rs`.
 #[derive(Debug, Clone)]
 pub struct Team {
-    paths: TeamPaths,
+    name: String,
     store: Store,
 }
 
 impl Team {
     /// The sanitised team name.
     pub fn name(&self) -> &str {
-        self.paths.name()
-    }
-
-    /// Every path of this team.
-    pub fn paths(&self) -> &TeamPaths {
-        &self.paths
+        &self.name
     }
 
     /// The store this team belongs to.
@@ -168,8 +165,26 @@ impl Team {
         &self.store
     }
 
-    fn lock_opts(&self) -> &LockOptions {
-        &self.store.lock
+    /// Where the team's config lives, for messages.
+    pub fn location(&self) -> std::path::PathBuf {
+        self.backend().config_location(&self.name)
+    }
+
+    /// This team's files, when its store is the file store (for tools and
+    /// tests that deal with the reference's files themselves). Code that
+    /// works with any store never needs it.
+    pub fn file_paths(&self) -> Option<files::TeamPaths> {
+        self.store.file_store()?.paths(&self.name).ok()
+    }
+
+    /// Starts the store's change feed for this team (see
+    /// [`TeamStore::watch`]); it runs until the guard is dropped.
+    pub fn watch(&self, observer: Arc<dyn StoreObserver>) -> Result<Box<dyn backend::FeedGuard>> {
+        self.backend().watch(&self.name, observer)
+    }
+
+    fn backend(&self) -> &dyn TeamStore {
+        &*self.store.backend
     }
 
     fn emit(&self, event: StoreEvent) {

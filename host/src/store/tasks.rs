@@ -1,14 +1,18 @@
-//! `tasks/{team}/{id}.json`: the shared task list.
+//! The shared task list and its rules: ids, dependencies, claims, what a
+//! teammate leaving gives back. Kept by a backend as one document per task
+//! (`tasks/{team}/{id}.json` in the file store).
 //!
-//! Ids are `"1"`, `"2"`, …: a new id is `max(ids on disk, .highwatermark) + 1`
-//! and is never reused (deleting bumps `.highwatermark`, a bare decimal without
-//! newline, as the reference writes it). Every mutation holds the list lock
-//! (`.lock` → the reference's `.lock.lock` directory) for its whole cycle, plus
-//! the per-task lock (`{id}.json.lock`) of each file it rewrites, so neither
-//! another teamhost process nor a Claude Code process can interleave.
+//! Ids are `"1"`, `"2"`, …: a new id is one more than any id ever used, and
+//! is never reused. Every change runs inside one [`TaskTxn`] pass, which the
+//! backend serialises with every other writer of the list (the file store:
+//! the reference's list lock plus the per-task lock of each file it
+//! rewrites, so neither another teamhost process nor a Claude Code process
+//! can interleave).
 //!
 //! Optional keys (`activeForm`, `owner`, `metadata`) are omitted when unset and
 //! keys keep the reference's order; unknown keys are preserved.
+//!
+//! [`TaskTxn`]: super::backend::TaskTxn
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -16,10 +20,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::atomic::{read_json, read_json_or_move_aside, write_atomic, write_json};
-use super::lock::with_lock;
 use super::mailbox::OutgoingMessage;
-use super::paths::parse_task_id;
+use super::names::parse_task_id;
 use super::{StoreEvent, Team};
 use crate::error::{Error, Result};
 use crate::protocol::{TaskAssignment, WireMessage};
@@ -206,55 +208,51 @@ impl Team {
         for b in &new.blocked_by {
             parse_task_id(b)?;
         }
-        let task = self.with_list_lock(|| {
-            let id = (self.max_task_id()? + 1).to_string();
-            for b in dedup(&new.blocked_by) {
-                self.load(&b)?; // every blocker must exist before anything is written
+        let blocked_by = dedup(&new.blocked_by);
+        let mut made = None;
+        self.backend().update_tasks(self.name(), &mut |txn| {
+            let id = txn.next_id()?.to_string();
+            for b in &blocked_by {
+                // Every blocker must exist before anything is written.
+                if txn.get(b)?.is_none() {
+                    return Err(self.task_not_found(b));
+                }
             }
             let task = Task {
                 id: id.clone(),
-                subject: new.subject,
-                description: new.description,
-                active_form: new.active_form,
+                subject: new.subject.clone(),
+                description: new.description.clone(),
+                active_form: new.active_form.clone(),
                 owner: None,
                 status: TaskStatus::Pending,
                 blocks: Vec::new(),
-                blocked_by: dedup(&new.blocked_by),
-                metadata: new.metadata,
+                blocked_by: blocked_by.clone(),
+                metadata: new.metadata.clone(),
                 extra: Map::new(),
             };
-            self.save(&task)?;
-            for b in &task.blocked_by {
-                self.modify(b, |t| {
-                    push_unique(&mut t.blocks, &id);
-                    Ok(((), true))
-                })?;
+            txn.put(&task)?;
+            for b in &blocked_by {
+                txn.modify(b, &mut |t| Ok(push_unique(&mut t.blocks, &id)))?;
             }
-            Ok(task)
+            made = Some(task);
+            Ok(())
         })?;
         self.tasks_changed();
-        Ok(task)
+        Ok(made.expect("a successful update made the task"))
     }
 
     /// Reads one task ([`Error::TaskNotFound`] when absent).
     pub fn task(&self, id: &str) -> Result<Task> {
-        read_json(&self.paths.task(id)?)?.ok_or_else(|| self.task_not_found(id))
+        parse_task_id(id)?;
+        self.backend()
+            .read_task(self.name(), id)?
+            .ok_or_else(|| self.task_not_found(id))
     }
 
-    /// Every task, by numeric id. Files that are not `{id}.json` are skipped;
-    /// a task file that does not parse is skipped with a warning naming it.
+    /// Every task, by numeric id. A task that cannot be read is skipped
+    /// with a warning naming it.
     pub fn list_tasks(&self) -> Result<Vec<Task>> {
-        let mut ids: Vec<u64> = self.task_file_ids(false)?;
-        ids.sort_unstable();
-        let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
-            match read_json::<Task>(&self.paths.task(&id.to_string())?) {
-                Ok(Some(t)) => out.push(t),
-                Ok(None) => {} // deleted meanwhile
-                Err(e) => tracing::warn!("skipping task #{id}: {e}"),
-            }
-        }
-        Ok(out)
+        self.backend().list_tasks(self.name())
     }
 
     /// Applies `update` to task `id` and returns the task as written (or, for
@@ -264,8 +262,12 @@ impl Team {
         if matches!(&update.status, Some(TaskStatus::Other(s)) if s == "deleted") {
             return self.delete_task(id);
         }
-        let (task, assigned) = self.with_list_lock(|| {
-            self.modify(id, |task| {
+        parse_task_id(id)?;
+        let mut result = None;
+        self.backend().update_tasks(self.name(), &mut |txn| {
+            let mut assigned = false;
+            let task = txn.modify(id, &mut |task| {
+                let update = update.clone();
                 let before_owner = task.owner.clone();
                 if let Some(s) = update.subject {
                     task.subject = s;
@@ -292,10 +294,13 @@ impl Team {
                         }
                     }
                 }
-                let assigned = task.owner.is_some() && task.owner != before_owner;
-                Ok(((task.clone(), assigned), true))
-            })
+                assigned = task.owner.is_some() && task.owner != before_owner;
+                Ok(true)
+            })?;
+            result = Some((task.ok_or_else(|| self.task_not_found(id))?, assigned));
+            Ok(())
         })?;
+        let (task, assigned) = result.expect("a successful update changed the task");
         self.tasks_changed();
         if assigned {
             self.notify_assignment(&task, by)?;
@@ -303,34 +308,30 @@ impl Team {
         Ok(task)
     }
 
-    /// Deletes task `id`: removes its file, raises `.highwatermark` so the id is
-    /// never reused, and removes the id from every other task's dependencies.
-    /// Returns the task as it was.
+    /// Deletes task `id`: removes it, keeps its id from ever being reused,
+    /// and removes the id from every other task's dependencies. Returns the
+    /// task as it was.
     pub fn delete_task(&self, id: &str) -> Result<Task> {
-        let task = self.with_list_lock(|| {
-            let task = self.load(id)?;
-            let n = parse_task_id(id)?;
-            if n > self.highwatermark()? {
-                write_atomic(&self.paths.highwatermark(), n.to_string().as_bytes())?;
-            }
-            let path = self.paths.task(id)?;
-            with_lock(&path, self.lock_opts(), || {
-                std::fs::remove_file(&path).map_err(|e| Error::io("remove", &path, e))
-            })?;
-            for other in self.list_tasks()? {
+        parse_task_id(id)?;
+        let mut gone = None;
+        self.backend().update_tasks(self.name(), &mut |txn| {
+            let task = txn.get(id)?.ok_or_else(|| self.task_not_found(id))?;
+            txn.remove(id)?;
+            for other in txn.all()? {
                 if other.blocks.iter().any(|b| b == id) || other.blocked_by.iter().any(|b| b == id)
                 {
-                    self.modify(&other.id, |t| {
+                    txn.modify(&other.id, &mut |t| {
                         t.blocks.retain(|b| b != id);
                         t.blocked_by.retain(|b| b != id);
-                        Ok(((), true))
+                        Ok(true)
                     })?;
                 }
             }
-            Ok(task)
+            gone = Some(task);
+            Ok(())
         })?;
         self.tasks_changed();
-        Ok(task)
+        Ok(gone.expect("a successful update found the task"))
     }
 
     /// Records that `blocker` blocks `blocked`, on both tasks. Refuses a task
@@ -341,16 +342,22 @@ impl Team {
                 "task #{blocker} cannot block itself"
             )));
         }
-        self.with_list_lock(|| {
-            self.load(blocker)?;
-            self.load(blocked)?;
-            if self.reaches(blocked, blocker)? {
+        parse_task_id(blocker)?;
+        parse_task_id(blocked)?;
+        self.backend().update_tasks(self.name(), &mut |txn| {
+            for id in [blocker, blocked] {
+                if txn.get(id)?.is_none() {
+                    return Err(self.task_not_found(id));
+                }
+            }
+            if reaches(&txn.all()?, blocked, blocker) {
                 return Err(Error::Invalid(format!(
                     "task #{blocked} already (transitively) blocks #{blocker}; adding #{blocker} → #{blocked} would make a cycle"
                 )));
             }
-            self.modify(blocker, |a| Ok((push_unique(&mut a.blocks, blocked), true)))?;
-            self.modify(blocked, |b| Ok((push_unique(&mut b.blocked_by, blocker), true)))
+            txn.modify(blocker, &mut |a| Ok(push_unique(&mut a.blocks, blocked)))?;
+            txn.modify(blocked, &mut |b| Ok(push_unique(&mut b.blocked_by, blocker)))?;
+            Ok(())
         })?;
         self.tasks_changed();
         Ok(())
@@ -359,30 +366,36 @@ impl Team {
     /// Claims task `id` for `agent`: owner set, status `in_progress`. With
     /// `check_busy`, refuses when `agent` owns another unfinished task.
     pub fn claim_task(&self, id: &str, agent: &str, check_busy: bool) -> Result<ClaimOutcome> {
+        parse_task_id(id)?;
         let refuse = |reason, task: &Task, blockers, busy_with| ClaimOutcome::Refused {
             reason,
             task: Some(task.clone()),
             blockers,
             busy_with,
         };
-        let outcome = self.with_list_lock(|| {
-            let all = self.list_tasks()?;
-            let result = self.modify(id, |task| {
+        let not_found = ClaimOutcome::Refused {
+            reason: ClaimRefusal::TaskNotFound,
+            task: None,
+            blockers: vec![],
+            busy_with: vec![],
+        };
+        let mut outcome = None;
+        self.backend().update_tasks(self.name(), &mut |txn| {
+            let all = txn.all()?;
+            let mut decided = not_found.clone();
+            txn.modify(id, &mut |task| {
                 if task.status == TaskStatus::Completed {
-                    return Ok((
-                        refuse(ClaimRefusal::AlreadyResolved, task, vec![], vec![]),
-                        false,
-                    ));
+                    decided = refuse(ClaimRefusal::AlreadyResolved, task, vec![], vec![]);
+                    return Ok(false);
                 }
                 if task.owner.as_deref().is_some_and(|o| o != agent) {
-                    return Ok((
-                        refuse(ClaimRefusal::AlreadyClaimed, task, vec![], vec![]),
-                        false,
-                    ));
+                    decided = refuse(ClaimRefusal::AlreadyClaimed, task, vec![], vec![]);
+                    return Ok(false);
                 }
                 let blockers = open_blockers(task, &all);
                 if !blockers.is_empty() {
-                    return Ok((refuse(ClaimRefusal::Blocked, task, blockers, vec![]), false));
+                    decided = refuse(ClaimRefusal::Blocked, task, blockers, vec![]);
+                    return Ok(false);
                 }
                 if check_busy {
                     let busy: Vec<String> = all
@@ -395,23 +408,19 @@ impl Team {
                         .map(|t| t.id.clone())
                         .collect();
                     if !busy.is_empty() {
-                        return Ok((refuse(ClaimRefusal::AgentBusy, task, vec![], busy), false));
+                        decided = refuse(ClaimRefusal::AgentBusy, task, vec![], busy);
+                        return Ok(false);
                     }
                 }
                 task.owner = Some(agent.to_string());
                 task.status = TaskStatus::InProgress;
-                Ok((ClaimOutcome::Claimed(task.clone()), true))
-            });
-            match result {
-                Err(Error::TaskNotFound { .. }) => Ok(ClaimOutcome::Refused {
-                    reason: ClaimRefusal::TaskNotFound,
-                    task: None,
-                    blockers: vec![],
-                    busy_with: vec![],
-                }),
-                other => other,
-            }
+                decided = ClaimOutcome::Claimed(task.clone());
+                Ok(true)
+            })?;
+            outcome = Some(decided);
+            Ok(())
         })?;
+        let outcome = outcome.expect("a successful update decided the claim");
         if matches!(outcome, ClaimOutcome::Claimed(_)) {
             self.tasks_changed();
         }
@@ -434,26 +443,28 @@ impl Team {
         agent_id: &str,
         terminated: bool,
     ) -> Result<Unassigned> {
-        let tasks = self.with_list_lock(|| {
-            let mut done = Vec::new();
-            for t in self.list_tasks()? {
-                let changed = self.modify(&t.id, |t| {
+        let mut tasks = Vec::new();
+        self.backend().update_tasks(self.name(), &mut |txn| {
+            tasks.clear();
+            for t in txn.all()? {
+                let mut changed = false;
+                txn.modify(&t.id, &mut |t| {
                     let owned = t
                         .owner
                         .as_deref()
                         .is_some_and(|o| o == name || o == agent_id);
-                    if !owned || t.status == TaskStatus::Completed {
-                        return Ok((false, false));
+                    changed = owned && t.status != TaskStatus::Completed;
+                    if changed {
+                        t.owner = None;
+                        t.status = TaskStatus::Pending;
                     }
-                    t.owner = None;
-                    t.status = TaskStatus::Pending;
-                    Ok((true, true))
+                    Ok(changed)
                 })?;
                 if changed {
-                    done.push((t.id.clone(), t.subject.clone()));
+                    tasks.push((t.id.clone(), t.subject.clone()));
                 }
             }
-            Ok(done)
+            Ok(())
         })?;
         if !tasks.is_empty() {
             self.tasks_changed();
@@ -466,108 +477,6 @@ impl Team {
     }
 
     // --- internals ---------------------------------------------------------
-
-    fn with_list_lock<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        let target = self.paths.tasks_lock_target();
-        if !target.exists() {
-            // The reference keeps `.lock` as an empty regular file.
-            std::fs::create_dir_all(self.paths.tasks_dir())
-                .map_err(|e| Error::io("create", self.paths.tasks_dir(), e))?;
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&target)
-                .map_err(|e| Error::io("create", &target, e))?;
-        }
-        with_lock(&target, self.lock_opts(), f)
-    }
-
-    /// Loads a task for modification; a corrupt file is moved aside (its id
-    /// stays used) and reported.
-    fn load(&self, id: &str) -> Result<Task> {
-        match read_json_or_move_aside(&self.paths.task(id)?) {
-            Ok(Some(t)) => Ok(t),
-            Ok(None) => Err(self.task_not_found(id)),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Writes a new task file under its per-task lock.
-    fn save(&self, task: &Task) -> Result<()> {
-        let path = self.paths.task(&task.id)?;
-        with_lock(&path, self.lock_opts(), || write_json(&path, task))
-    }
-
-    /// Loads task `id`, lets `f` change it and writes it back when `f` says so,
-    /// all under the per-task lock (the reference's `{id}.json.lock`), so a
-    /// Claude Code process updating the same task cannot interleave.
-    fn modify<T>(&self, id: &str, f: impl FnOnce(&mut Task) -> Result<(T, bool)>) -> Result<T> {
-        let path = self.paths.task(id)?;
-        with_lock(&path, self.lock_opts(), || {
-            let mut task = self.load(id)?;
-            let (out, write) = f(&mut task)?;
-            if write {
-                write_json(&path, &task)?;
-            }
-            Ok(out)
-        })
-    }
-
-    fn highwatermark(&self) -> Result<u64> {
-        let path = self.paths.highwatermark();
-        match std::fs::read_to_string(&path) {
-            Ok(s) => Ok(s.trim().parse().unwrap_or_else(|_| {
-                tracing::warn!(file = %path.display(), "ignoring unreadable .highwatermark");
-                0
-            })),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
-            Err(e) => Err(Error::io("read", path, e)),
-        }
-    }
-
-    /// Highest id ever used: task files, quarantined task files, high-water mark.
-    fn max_task_id(&self) -> Result<u64> {
-        let on_disk = self.task_file_ids(true)?.into_iter().max().unwrap_or(0);
-        Ok(on_disk.max(self.highwatermark()?))
-    }
-
-    /// Ids of `{id}.json` files; with `include_aside`, also of
-    /// `{id}.json.corrupt-*` files (so a quarantined id is never reused).
-    fn task_file_ids(&self, include_aside: bool) -> Result<Vec<u64>> {
-        let dir = self.paths.tasks_dir();
-        let entries = match std::fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io("read", dir, e)),
-        };
-        Ok(entries
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter_map(|name| {
-                let (stem, rest) = name.split_once(".json")?;
-                let counts = rest.is_empty() || (include_aside && rest.starts_with(".corrupt-"));
-                counts.then(|| parse_task_id(stem).ok()).flatten()
-            })
-            .collect())
-    }
-
-    /// Whether `from` reaches `to` through `blocks` edges.
-    fn reaches(&self, from: &str, to: &str) -> Result<bool> {
-        let all = self.list_tasks()?;
-        let mut stack = vec![from.to_string()];
-        let mut seen = BTreeSet::new();
-        while let Some(id) = stack.pop() {
-            if id == to {
-                return Ok(true);
-            }
-            if !seen.insert(id.clone()) {
-                continue;
-            }
-            if let Some(t) = all.iter().find(|t| t.id == id) {
-                stack.extend(t.blocks.iter().cloned());
-            }
-        }
-        Ok(false)
-    }
 
     fn notify_assignment(&self, task: &Task, by: &str) -> Result<()> {
         let Some(owner) = &task.owner else {
@@ -584,12 +493,30 @@ impl Team {
         });
     }
 
-    fn task_not_found(&self, id: &str) -> Error {
+    pub(crate) fn task_not_found(&self, id: &str) -> Error {
         Error::TaskNotFound {
             team: self.name().to_string(),
             id: id.to_string(),
         }
     }
+}
+
+/// Whether `from` reaches `to` through `blocks` edges of `all`.
+fn reaches(all: &[Task], from: &str, to: &str) -> bool {
+    let mut stack = vec![from.to_string()];
+    let mut seen = BTreeSet::new();
+    while let Some(id) = stack.pop() {
+        if id == to {
+            return true;
+        }
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        if let Some(t) = all.iter().find(|t| t.id == id) {
+            stack.extend(t.blocks.iter().cloned());
+        }
+    }
+    false
 }
 
 /// The lowest-id claimable task of `tasks` (see [`Team::find_claimable`]).
@@ -638,10 +565,13 @@ pub fn unassign_notification(name: &str, terminated: bool, tasks: &[(String, Str
     msg
 }
 
-fn push_unique(v: &mut Vec<String>, id: &str) {
-    if !v.iter().any(|x| x == id) {
+/// Adds `id` to `v` unless it is there; whether it was added.
+fn push_unique(v: &mut Vec<String>, id: &str) -> bool {
+    let add = !v.iter().any(|x| x == id);
+    if add {
         v.push(id.to_string());
     }
+    add
 }
 
 fn dedup(ids: &[String]) -> Vec<String> {

@@ -1,11 +1,12 @@
-//! Model usage per teammate: `teams/{team}/usage/{name}.json`, written by
+//! Model usage per teammate (`teams/{team}/usage/{name}.json` in the file
+//! store), and the plans teammates submit. Usage is written by
 //! the host that runs the teammate after each of its model calls, read by
 //! `teamhost status`, the live view and `run`'s summary (from any process).
 //!
 //! teamhost's own file: the reference has no such record (its
 //! `idle_notification` carries no usage), so it lives beside, not inside,
-//! the shared protocol files. It is replaced atomically but not synced
-//! ([`atomic::write_json_relaxed`]): a machine crash can lose the last
+//! the shared protocol files. The file store replaces it atomically but
+//! does not sync it: a machine crash can lose the last
 //! update, which loses only a display figure (budgets are enforced in the
 //! host's memory, not from this file).
 
@@ -13,7 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{atomic, Team};
+use super::Team;
 use crate::error::Result;
 
 /// One teammate's model use, as its host last recorded it.
@@ -59,49 +60,23 @@ impl ModelUsage {
 }
 
 impl Team {
-    /// Replaces `agent`'s usage record.
+    /// Replaces `agent`'s usage record (only while the team exists).
     pub fn write_model_usage(&self, agent: &str, usage: &ModelUsage) -> Result<()> {
-        let path = self.paths().usage(agent)?;
-        // Only inside a team that still exists: a write racing the team's
-        // deletion must not bring its directory back.
-        if let Some(dir) = path.parent() {
-            match std::fs::create_dir(dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(crate::Error::io("create", dir, e)),
-            }
-        }
-        atomic::write_json_relaxed(&path, usage)
+        super::names::agent_file_stem(agent)?;
+        self.backend().write_usage(self.name(), agent, usage)
     }
 
     /// Every usage record of the team, by agent file name. A record that
     /// does not parse is skipped with a warning (a display figure is never
     /// worth failing `status` for).
     pub fn model_usage(&self) -> Result<BTreeMap<String, ModelUsage>> {
-        let dir = self.paths().usage_dir();
-        let mut out = BTreeMap::new();
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-            Err(e) => return Err(crate::Error::io("read", &dir, e)),
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Some(stem) = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".json"))
-            else {
-                continue;
-            };
-            match atomic::read_json::<ModelUsage>(&path) {
-                Ok(Some(u)) => {
-                    out.insert(stem.to_string(), u);
-                }
-                Ok(None) => {}
-                Err(e) => tracing::warn!(error = %e, "skipping an unreadable model usage record"),
-            }
-        }
-        Ok(out)
+        self.backend().read_usage(self.name())
+    }
+
+    /// Keeps a plan `agent` submitted for approval; returns where it is, as
+    /// the approval request names it.
+    pub fn write_plan(&self, agent: &str, plan: &str) -> Result<String> {
+        super::names::agent_file_stem(agent)?;
+        self.backend().write_plan(self.name(), agent, plan)
     }
 }

@@ -11,12 +11,12 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Local, Utc};
 
+use crate::embed::{TeammateInfo, TeammateState};
 use crate::error::Result;
-use crate::host::{TeammateInfo, TeammateState};
 use crate::protocol::describe::{printable, printable_line};
 use crate::status::{self, FeedItem, PendingView};
 use crate::store::tasks::open_blockers;
-use crate::store::{HistoryCache, Task, TaskStatus, Team};
+use crate::store::{HistoryCache, Home, Task, TaskStatus, Team};
 
 /// How many of the lead's latest messages the feed keeps.
 pub const FEED_LEN: usize = 200;
@@ -153,17 +153,18 @@ impl Board {
     /// Reads `team`'s files. `live` is what the host running the teammates
     /// reports (`Host::teammates`), empty when watching from outside.
     pub fn read(team: &Team, live: &[TeammateInfo]) -> Result<Board> {
-        Board::read_cached(team, live, &mut HistoryCache::new())
+        Board::read_cached(team, None, live, &mut HistoryCache::new())
     }
 
     /// [`Board::read`], reading histories through `cache`, so reading the
     /// board again costs the messages that are new since the last read.
     pub fn read_cached(
         team: &Team,
+        home: Option<&Home>,
         live: &[TeammateInfo],
         cache: &mut HistoryCache,
     ) -> Result<Board> {
-        let snap = status::snapshot_cached(team, FEED_LEN, cache)?;
+        let snap = status::snapshot_cached(team, home, FEED_LEN, cache)?;
         // What a teammate is doing, as the reference shows it: the task's
         // `activeForm` ("Counting the river story"), else its subject.
         let doing: BTreeMap<&str, &str> = snap

@@ -5,11 +5,11 @@
 //! does) and knows the states the host keeps in memory.
 
 use crate::approvals::{self, PermitAnswer, PlanAnswer};
+use crate::embed::Host;
 use crate::error::Result;
-use crate::host::Host;
 use std::sync::{Arc, Mutex};
 
-use crate::store::{HistoryCache, OutgoingMessage, Team};
+use crate::store::{HistoryCache, Home, OutgoingMessage, Team};
 
 use super::board::Board;
 use super::keys::Action;
@@ -19,6 +19,8 @@ use super::keys::Action;
 pub struct Seat {
     team: Team,
     host: Option<Host>,
+    /// The machine-local home, for the teammates' process records.
+    home: Option<Home>,
     /// Histories read so far: each look parses only what is new.
     cache: Arc<Mutex<HistoryCache>>,
 }
@@ -39,8 +41,16 @@ impl Seat {
         Seat {
             team,
             host: None,
+            home: None,
             cache: Default::default(),
         }
+    }
+
+    /// Also reads the process records under the machine-local `home`
+    /// (which teammates' processes are gone).
+    pub fn with_home(mut self, home: Home) -> Seat {
+        self.home = Some(home);
+        self
     }
 
     /// The view of the lead that `host` runs `team` for: it consumes the
@@ -48,6 +58,7 @@ impl Seat {
     pub fn running(host: Host, team: Team) -> Seat {
         Seat {
             team,
+            home: Some(host.home().clone()),
             host: Some(host),
             cache: Default::default(),
         }
@@ -74,7 +85,7 @@ impl Seat {
             None => Vec::new(),
         };
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        Board::read_cached(&self.team, &live, &mut cache)
+        Board::read_cached(&self.team, self.home.as_ref(), &live, &mut cache)
     }
 
     /// Carries out what the person chose; answers what was done, for the

@@ -8,7 +8,6 @@ use std::io::{self, Write};
 use std::sync::mpsc::Receiver;
 
 use super::board::{Board, MateRow};
-use super::changes::FileChanges;
 use super::lead::Seat;
 use super::Input;
 use crate::protocol::describe::printable_line;
@@ -142,12 +141,7 @@ fn pending_line(board: &Board, p: &crate::status::PendingView) -> String {
 
 /// Prints the board, then a line per change, until the team is deleted or
 /// [`Input::Stop`] arrives.
-pub fn run(
-    seat: &Seat,
-    files: &FileChanges,
-    rx: Receiver<Input>,
-    out: &mut impl Write,
-) -> io::Result<()> {
+pub fn run(seat: &Seat, rx: Receiver<Input>, out: &mut impl Write) -> io::Result<()> {
     let mut board = match seat.board() {
         Ok(b) => b,
         Err(e) => return Err(io::Error::other(e.to_string())),
@@ -163,9 +157,6 @@ pub fn run(
         }
         if !seat.exists() {
             return print(out, &[("watch".into(), "the team was deleted".into())]);
-        }
-        if let Err(e) = files.ensure() {
-            print(out, &[("watch".into(), e.to_string())])?;
         }
         match seat.board() {
             Ok(new) => {

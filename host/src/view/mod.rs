@@ -39,12 +39,12 @@ use std::thread::JoinHandle;
 
 use ratatui::crossterm::event::KeyEvent;
 
+use crate::embed::Host;
 use crate::error::{Error, Result};
-use crate::host::Host;
-use crate::store::Team;
+use crate::store::{Home, Team};
 
 pub use board::{clock, Board, MateRow, MateState, TaskRow, FEED_LEN};
-pub use changes::FileChanges;
+pub use changes::Changes;
 pub use keys::{Action, Screen, Ui, DEFAULT_REASON};
 pub use lead::Seat;
 pub use lines::{changes as line_changes, opening as opening_lines};
@@ -96,7 +96,7 @@ impl LiveView {
     /// runtime.
     pub fn start(seat: Seat, host: Option<&Host>, title: &str) -> Result<LiveView> {
         let (tx, rx) = mpsc::channel();
-        let files = FileChanges::start(seat.team(), tx.clone())?;
+        let _changes = Changes::start(seat.team(), tx.clone())?;
         let forward = host.map(|h| changes::forward_host_events(h, seat.team().name(), tx.clone()));
         let (quit_tx, quit) = tokio::sync::watch::channel(false);
         let keys_tx = tx.clone();
@@ -104,7 +104,7 @@ impl LiveView {
         let thread = std::thread::Builder::new()
             .name("teamhost-view".into())
             .spawn(move || {
-                let ended = tui::run(&seat, &files, &title, keys_tx, rx);
+                let ended = tui::run(&seat, &title, keys_tx, rx);
                 if matches!(ended, Ok(Ended::Quit)) {
                     let _ = quit_tx.send(true);
                 }
@@ -162,22 +162,25 @@ pub enum WatchMode {
 
 /// Watches `team` until the person quits (full screen) or the team is
 /// deleted (lines). Blocks the calling thread.
-pub fn watch(team: Team, mode: WatchMode) -> Result<()> {
+pub fn watch(team: Team, home: Option<Home>, mode: WatchMode) -> Result<()> {
     if !team.exists() {
         return Err(Error::Invalid(format!(
             "no team {:?} at {}; `teamhost team list` shows the teams under this home (--home ~/.claude for Claude Code's)",
             team.name(),
-            team.paths().team_dir().display()
+            team.location().display()
         )));
     }
     let (tx, rx) = mpsc::channel();
-    let files = FileChanges::start(&team, tx.clone())?;
-    let seat = Seat::watching(team);
+    let _changes = Changes::start(&team, tx.clone())?;
+    let seat = match home {
+        Some(h) => Seat::watching(team).with_home(h),
+        None => Seat::watching(team),
+    };
     match mode {
-        WatchMode::Screen => tui::run(&seat, &files, "teamhost watch", tx, rx)
+        WatchMode::Screen => tui::run(&seat, "teamhost watch", tx, rx)
             .map(|_| ())
             .map_err(|e| Error::Invalid(format!("the live view failed: {e}"))),
-        WatchMode::Lines => match lines::run(&seat, &files, rx, &mut std::io::stdout().lock()) {
+        WatchMode::Lines => match lines::run(&seat, rx, &mut std::io::stdout().lock()) {
             // The reader went away (`| head`): the watch is over.
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
             r => r.map_err(|e| Error::Invalid(format!("cannot print the team's changes: {e}"))),

@@ -17,7 +17,6 @@ use ratatui::crossterm::event::{
 use ratatui::widgets::Paragraph;
 
 use super::board::Board;
-use super::changes::FileChanges;
 use super::keys::{Action, Ui};
 use super::lead::Seat;
 use super::render::draw;
@@ -39,17 +38,11 @@ pub enum Ended {
 /// Runs the view on this thread's terminal until the person quits or
 /// [`Input::Stop`] arrives. `tx` is the sending side of `rx`, for the key
 /// thread.
-pub fn run(
-    seat: &Seat,
-    files: &FileChanges,
-    title: &str,
-    tx: Sender<Input>,
-    rx: Receiver<Input>,
-) -> io::Result<Ended> {
+pub fn run(seat: &Seat, title: &str, tx: Sender<Input>, rx: Receiver<Input>) -> io::Result<Ended> {
     let mut terminal = ratatui::try_init()?;
     super::stderr::hold(true);
     let keys = KeyThread::start(tx);
-    let ended = event_loop(&mut terminal, seat, files, title, &rx);
+    let ended = event_loop(&mut terminal, seat, title, &rx);
     keys.stop();
     let restored = ratatui::try_restore();
     super::stderr::hold(false);
@@ -60,7 +53,6 @@ pub fn run(
 fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     seat: &Seat,
-    files: &FileChanges,
     title: &str,
     rx: &Receiver<Input>,
 ) -> io::Result<Ended> {
@@ -119,9 +111,6 @@ fn event_loop(
             }
         }
         if changed {
-            if let Err(e) = files.ensure() {
-                ui.note = Some(e.to_string());
-            }
             board = read(seat, board, &mut ui);
         }
     }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use teamhost::backends::{BackendOptions, TeammateMode};
-use teamhost::host::{Event, Host, HostOptions, SpawnRequest};
+use teamhost::embed::{Event, Host, HostOptions, SpawnRequest};
 use teamhost::protocol::{Parsed, ProtocolMessage};
 use teamhost::store::{Home, InboxMessage, NewTeam, Team};
 use tokio::sync::broadcast::error::RecvError;
@@ -137,8 +137,8 @@ pub async fn bounded<T>(what: &str, fut: impl Future<Output = T>) -> T {
 pub async fn state_of(
     events: &mut tokio::sync::broadcast::Receiver<Event>,
     name: &str,
-    pred: impl Fn(&teamhost::host::TeammateState) -> bool,
-) -> teamhost::host::TeammateState {
+    pred: impl Fn(&teamhost::embed::TeammateState) -> bool,
+) -> teamhost::embed::TeammateState {
     bounded(&format!("a state change of {name}"), async {
         loop {
             match events.recv().await {

@@ -11,7 +11,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use teamhost::host::{Event, Host, HostOptions, SpawnRequest};
+use teamhost::embed::{Event, Host, HostOptions, SpawnRequest};
 use teamhost::protocol::{Parsed, ProtocolMessage};
 use teamhost::store::{Home, InboxMessage, NewTeam, Team};
 use tokio::sync::broadcast::{self, error::RecvError};

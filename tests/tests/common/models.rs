@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use teamhost::host::{HostOptions, ModelAccess};
+use teamhost::embed::{HostOptions, ModelAccess};
 use teamhost::model::config::{ModelConfig, ModelEntry, Price, ProviderSpec};
 use teamhost::model::scripted::{Script, Scripted, ScriptedStats};
 use teamhost::model::{CassetteMode, ModelHub, ModelPolicy};

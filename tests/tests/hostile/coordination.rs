@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use teamhost::host::{SpawnRequest, TeammateState};
+use teamhost::embed::{SpawnRequest, TeammateState};
 use teamhost::protocol::{ShutdownRequest, WireMessage};
 use teamhost::sandbox::Limits;
 use teamhost::store::{InboxMessage, NewTask, OutgoingMessage};
@@ -122,7 +122,7 @@ async fn a_task_create_deny_rule_creates_no_task_file() {
     s.assert_denied();
     assert!(s.detail.contains("`TaskCreate`"), "{s:?}");
     assert!(a.f.team.list_tasks().unwrap().is_empty());
-    let task_file = a.f.team.paths().task("1").unwrap();
+    let task_file = a.f.team.file_paths().unwrap().task("1").unwrap();
     assert!(!task_file.exists(), "{} was created", task_file.display());
     a.assert_contained().await;
 }
@@ -140,7 +140,7 @@ async fn a_task_update_deny_rule_leaves_the_task_file_byte_identical() {
                 metadata: None,
             })
             .unwrap();
-    let file = a.f.team.paths().task(&task.id).unwrap();
+    let file = a.f.team.file_paths().unwrap().task(&task.id).unwrap();
     let before = std::fs::read(&file).unwrap();
     let id = &task.id;
     let prompt =
@@ -238,12 +238,12 @@ async fn a_shutdown_request_is_still_approved_under_a_send_message_deny_rule() {
         .send(&name, OutgoingMessage::new(&lead, request.to_text()))
         .unwrap();
     let ended = next_event(&mut events, &format!("{name} to stop"), |e| {
-        matches!(e, teamhost::host::Event::StateChanged { name: n, state, .. }
+        matches!(e, teamhost::embed::Event::StateChanged { name: n, state, .. }
             if *n == name && state.is_finished())
     })
     .await;
     match ended {
-        teamhost::host::Event::StateChanged { state, .. } => assert_eq!(
+        teamhost::embed::Event::StateChanged { state, .. } => assert_eq!(
             state,
             TeammateState::Completed,
             "the shutdown answer did not get through the SendMessage deny rule"

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use teamhost::host::{HostOptions, Isolation};
+use teamhost::embed::{HostOptions, Isolation};
 
 use super::worktree_git::{git, repo};
 use crate::common::Fixture;
@@ -27,7 +27,7 @@ fn names_both(error: &str, a: &Path, b: &Path) {
 
 /// Spawns `hostile` in `dir` and returns the refusal; the team gained no
 /// member.
-async fn refused(f: &Fixture, req: teamhost::host::SpawnRequest) -> String {
+async fn refused(f: &Fixture, req: teamhost::embed::SpawnRequest) -> String {
     let name = req.name.clone();
     let e = f
         .host
@@ -127,7 +127,7 @@ async fn spawn_refuses_a_directory_holding_the_model_cassettes_or_the_model_conf
         let f = Fixture::with_options(
             "layout-model",
             HostOptions {
-                models: teamhost::host::ModelAccess::new(hub.clone()).protecting(kind, path),
+                models: teamhost::embed::ModelAccess::new(hub.clone()).protecting(kind, path),
                 ..Default::default()
             },
         );

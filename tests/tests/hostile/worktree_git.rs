@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use teamhost::host::Isolation;
+use teamhost::embed::Isolation;
 
 use crate::sandbox_support::{hostile_request, step, wait_done, Arena};
 

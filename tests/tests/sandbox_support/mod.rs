@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime};
 
 use clap::Parser;
-use teamhost::host::{Event, SpawnRequest, TeammateState};
+use teamhost::embed::{Event, SpawnRequest, TeammateState};
 use teamhost::sandbox::Limits;
 use tokio::sync::broadcast;
 

@@ -38,9 +38,9 @@ use anyhow::Context;
 use clap::Args;
 
 use super::Output;
-use crate::host::Host;
+use crate::embed::Host;
 use crate::manifest::Manifest;
-use crate::store::{Home, NewTeam, Store, Team};
+use crate::store::{Home, NewTeam, Team};
 
 use display::Display;
 use report::{Log, Reporter};
@@ -92,16 +92,16 @@ pub struct RunArgs {
     model: crate::cli::model_args::ModelArgs,
 }
 
-pub(super) fn run(store: &Store, out: &Output, a: RunArgs) -> anyhow::Result<()> {
+pub(super) fn run(home: &Home, out: &Output, a: RunArgs) -> anyhow::Result<()> {
     let manifest = Manifest::load(&a.manifest)?;
     let models =
-        crate::cli::model_args::model_access(store.home().root(), &a.model, Some(&manifest.model))?;
-    prepare_dirs(store.home().root(), &a.manifest, &manifest, &models)?;
+        crate::cli::model_args::model_access(home.root(), &a.model, Some(&manifest.model))?;
+    prepare_dirs(home.root(), &a.manifest, &manifest, &models)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(run_team(store.home().root(), out, &a, &manifest, models))
+    runtime.block_on(run_team(home.root(), out, &a, &manifest, models))
 }
 
 /// Refuses a layout in which a teammate's directory holds the manifest, a
@@ -111,7 +111,7 @@ fn prepare_dirs(
     home: &Path,
     file: &Path,
     m: &Manifest,
-    models: &crate::host::ModelAccess,
+    models: &crate::embed::ModelAccess,
 ) -> anyhow::Result<()> {
     let mut protected = crate::layout::home_paths(home, None);
     protected.extend(m.protected_paths(file));
@@ -138,7 +138,7 @@ async fn run_team(
     out: &Output,
     a: &RunArgs,
     m: &Manifest,
-    models: crate::host::ModelAccess,
+    models: crate::embed::ModelAccess,
 ) -> anyhow::Result<()> {
     let start = Instant::now();
     let width = m.teammates.iter().map(|t| t.name.len()).max().unwrap_or(0);
@@ -154,7 +154,7 @@ async fn run_team(
     };
     let host = Host::with_options(
         Home::new(home),
-        crate::host::HostOptions {
+        crate::embed::HostOptions {
             backends,
             hooks: std::sync::Arc::new(m.hooks.to_hooks()),
             notifications: m.team.notifications,
@@ -168,7 +168,7 @@ async fn run_team(
             anyhow::bail!(
                 "team {:?} already exists at {}; pass --replace to delete it and start again, or change [team] name in {}",
                 team.name(),
-                team.paths().team_dir().display(),
+                team.location().display(),
                 a.manifest.display()
             );
         }

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use tokio::sync::{broadcast, mpsc};
 
-use crate::host::{Event, Host, TeammateState};
+use crate::embed::{Event, Host, TeammateState};
 pub(super) use crate::protocol::describe::one_line;
 use crate::protocol::describe::{describe, printable_line};
 use crate::protocol::{Parsed, ProtocolMessage};

@@ -6,14 +6,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use serde::Serialize;
 
 use super::report::one_line;
 use super::wait::Outcome;
 use super::SHUTDOWN_TIMEOUT;
 use crate::cli::output::push_line;
-use crate::host::{ShutdownReport, TeammateInfo, TeammateState};
+use crate::embed::{ShutdownReport, TeammateInfo, TeammateState};
 use crate::manifest::Manifest;
 use crate::protocol::ProtocolMessage;
 use crate::store::{InboxMessage, Task, Team};
@@ -51,33 +50,16 @@ impl MessageCounts {
 
 pub(super) fn count_messages(team: &Team, lead: &str) -> anyhow::Result<MessageCounts> {
     let mut counts = MessageCounts::default();
-    for stem in stems(&team.paths().history_dir(), "jsonl")? {
+    for stem in team.agents_with_mail()? {
         for m in team.history(&stem)? {
             counts.add(&stem, &m, lead);
         }
-    }
-    for stem in stems(&team.paths().inboxes_dir(), "json")? {
         for m in team.unread(&stem)? {
             counts.unread += 1;
             counts.add(&stem, &m, lead);
         }
     }
     Ok(counts)
-}
-
-/// File stems of `dir`'s files ending in `.{ext}`.
-fn stems(dir: &Path, ext: &str) -> anyhow::Result<Vec<String>> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("cannot list {}", dir.display())),
-    };
-    Ok(entries
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == ext))
-        .filter_map(|p| Some(p.file_stem()?.to_str()?.to_string()))
-        .collect())
 }
 
 /// What `teamhost run` prints at the end.
@@ -186,7 +168,7 @@ impl Summary {
                     .filter(|k| k.status == "completed" && k.owner.as_deref() == Some(&t.name))
                     .map(|k| k.id.clone())
                     .collect(),
-                model: crate::store::paths::agent_file_stem(&t.name)
+                model: crate::store::names::agent_file_stem(&t.name)
                     .ok()
                     .and_then(|stem| usage.get(&stem).cloned()),
             })

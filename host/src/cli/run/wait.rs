@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::report::one_line;
-use crate::host::{Host, TeammateInfo, TeammateState};
+use crate::embed::{Host, TeammateInfo, TeammateState};
 use crate::store::{Task, TaskStatus, Team};
 
 /// How long an idle team with open tasks must stay unchanged to count as

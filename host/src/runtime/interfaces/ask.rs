@@ -128,7 +128,10 @@ impl AgentCtx {
         let (team, me) = (self.team.clone(), self.identity.name.clone());
         let text = PermissionResponse::deny(id, why).to_text();
         let recorded = blocking(move || {
-            team.record_in_history(&me, OutgoingMessage::new(crate::runner::HOST_SENDER, text))
+            team.record_in_history(
+                &me,
+                OutgoingMessage::new(crate::protocol::HOST_SENDER, text),
+            )
         })
         .await;
         if !matches!(recorded, Ok(Ok(_))) {

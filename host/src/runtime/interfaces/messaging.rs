@@ -13,7 +13,6 @@
 //! against the coordination limits; a shutdown answer is not.
 
 use super::{blocking, AgentCtx};
-use crate::protocol::time::now_ms;
 use crate::protocol::{PlanApprovalRequest, PlanApprovalResponse, ShutdownRejected, WireMessage};
 use crate::runtime::bindings::messaging::{
     BroadcastDelivery, Host, MessageDelivery, Routing, ShutdownRequestDelivery,
@@ -242,11 +241,8 @@ impl Host for AgentCtx {
         let (me, lead) = (self.identity.name.clone(), self.lead.clone());
         let auto = self.sandbox.auto_approve_plans;
         let sent = blocking(move || {
-            let dir = team.paths().team_dir().join("plans");
-            let file = dir.join(format!("{me}-{}.md", now_ms()));
-            crate::store::atomic::write_atomic(&file, plan.as_bytes())?;
-            let request =
-                PlanApprovalRequest::new(&me, team.name(), file.display().to_string(), plan);
+            let file = team.write_plan(&me, &plan)?;
+            let request = PlanApprovalRequest::new(&me, team.name(), file, plan);
             let id = request.request_id.clone();
             // As the reference: no summary and no colour on this message.
             team.send(&lead, OutgoingMessage::new(&me, request.to_text()))?;

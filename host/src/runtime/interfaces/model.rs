@@ -33,7 +33,7 @@ impl AgentCtx {
         };
         let (team, lead) = (self.team.clone(), self.lead.clone());
         let text = format!("{}: {text}", self.identity.name);
-        let msg = OutgoingMessage::new(crate::runner::HOST_SENDER, text);
+        let msg = OutgoingMessage::new(crate::protocol::HOST_SENDER, text);
         match tokio::task::spawn_blocking(move || team.deliver(&lead, msg)).await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {

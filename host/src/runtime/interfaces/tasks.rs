@@ -80,7 +80,7 @@ impl AgentCtx {
         let _ = blocking(move || {
             team.deliver(
                 &lead,
-                store::OutgoingMessage::new(crate::runner::HOST_SENDER, text),
+                store::OutgoingMessage::new(crate::protocol::HOST_SENDER, text),
             )
             .map(|_| ())
         })

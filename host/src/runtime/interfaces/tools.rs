@@ -66,8 +66,12 @@ impl AgentCtx {
     /// What hides the host's paths from this teammate: its directory (as
     /// `.`) and the teamhost home (plans, logs, task lists) under a label.
     fn redactor(&self) -> Redactor {
-        Redactor::for_tools(&self.sandbox.tools)
-            .hide(self.team.store().home().root(), "<teamhost home>")
+        self.sandbox
+            .hidden_dirs
+            .iter()
+            .fold(Redactor::for_tools(&self.sandbox.tools), |r, dir| {
+                r.hide(dir, "<teamhost home>")
+            })
     }
 
     /// `e` with the host's paths taken out of its message: the choke point

@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> teamhost::Result<()> {
-//! use teamhost::host::{Host, SpawnRequest};
+//! use teamhost::embed::{Host, SpawnRequest};
 //! use teamhost::store::{Home, NewTeam};
 //! let host = Host::new(Home::new("/tmp/teamhost-demo"))?;
 //! host.create_team("demo", NewTeam::default())?;
@@ -16,12 +16,10 @@
 
 mod api;
 mod attach;
-mod events;
-mod model_access;
 mod spawn;
 
+pub use crate::teammate::{
+    Event, Isolation, ModelAccess, SpawnRequest, TeammateInfo, TeammateState,
+};
 pub use api::{Host, HostOptions, ShutdownReport};
 pub use attach::Attach;
-pub use events::{Event, TeammateInfo, TeammateState};
-pub use model_access::ModelAccess;
-pub use spawn::{Isolation, SpawnRequest};

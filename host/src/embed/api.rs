@@ -96,6 +96,9 @@ pub struct Host {
 
 pub(super) struct Inner {
     pub(super) store: Store,
+    /// The machine-local home: component cache, logs, worktrees, process
+    /// records. Apart from the store, which may live elsewhere.
+    pub(super) home: Home,
     pub(super) runtime: Runtime,
     pub(super) hub: Arc<WakeHub>,
     pub(super) events: broadcast::Sender<Event>,
@@ -111,8 +114,17 @@ impl Host {
         Host::with_options(home, HostOptions::default())
     }
 
-    /// A host over `home` with `opts`.
+    /// A host over `home` with `opts`: teams in the file store under
+    /// `home`, machine-local files under `home` too.
     pub fn with_options(home: Home, opts: HostOptions) -> Result<Host> {
+        Host::with_store(home.clone(), Store::new(home), opts)
+    }
+
+    /// A host whose teams live in `store` (any backend) and whose
+    /// machine-local files (component cache, logs, worktrees, process
+    /// records) live under `home`. The store's observer is replaced by the
+    /// host's own, which wakes its teammates.
+    pub fn with_store(home: Home, store: Store, opts: HostOptions) -> Result<Host> {
         let cache = opts
             .cache_dir
             .clone()
@@ -123,10 +135,11 @@ impl Host {
         })?;
         let (events, _) = broadcast::channel(opts.event_capacity);
         let hub = Arc::new(WakeHub::new(events.clone()));
-        let store = Store::new(home).with_observer(hub.clone());
+        let store = store.with_observer(hub.clone());
         Ok(Host {
             inner: Arc::new(Inner {
                 store,
+                home,
                 runtime,
                 hub,
                 events,
@@ -140,6 +153,12 @@ impl Host {
     /// The store (its writes wake this host's teammates).
     pub fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    /// The machine-local home (component cache, logs, worktrees, process
+    /// records).
+    pub fn home(&self) -> &Home {
+        &self.inner.home
     }
 
     /// The shared WebAssembly runtime (engine and component cache).
@@ -474,8 +493,12 @@ impl Host {
                 self.kill(t.name(), &info.name).await?;
             }
         }
-        let (t2, timeout) = (t.clone(), self.inner.opts.backends.stop_timeout);
-        tokio::task::spawn_blocking(move || backends::started::stop_all(&t2, timeout))
+        let (home, t2, timeout) = (
+            self.inner.home.clone(),
+            t.name().to_string(),
+            self.inner.opts.backends.stop_timeout,
+        );
+        tokio::task::spawn_blocking(move || backends::started::stop_all(&home, &t2, timeout))
             .await
             .map_err(|e| {
                 Error::Invalid(format!("stopping the team's processes panicked: {e}"))
@@ -491,7 +514,7 @@ impl Host {
             .expect("watches lock")
             .remove(t.name());
         t.delete(true)?;
-        let home = self.inner.store.home().clone();
+        let home = self.inner.home.clone();
         let name = t.name().to_string();
         tokio::task::spawn_blocking(move || crate::worktree::cleanup(&home, &name))
             .await

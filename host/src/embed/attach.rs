@@ -66,7 +66,7 @@ impl Host {
                 req.name,
                 team.name(),
                 config.member_names().join(", "),
-                team.paths().config().display()
+                team.location().display()
             )));
         };
         let key = (team.name().to_string(), member.name.clone());
@@ -103,8 +103,9 @@ impl Host {
             .opts
             .log_dir
             .clone()
-            .unwrap_or_else(|| inner.store.home().root().join("logs"));
+            .unwrap_or_else(|| inner.home.root().join("logs"));
         Ok(SpawnEnv {
+            home: inner.home.clone(),
             runtime: &inner.runtime,
             hub: &inner.hub,
             events: &inner.events,

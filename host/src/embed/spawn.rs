@@ -1,0 +1,49 @@
+//! The layout check every spawn and attach passes first
+//! ([`crate::layout`]).
+
+use crate::teammate::{Isolation, SpawnRequest};
+
+impl super::Host {
+    /// Refuses a layout in which `req`'s directory holds something the host
+    /// trusts (see [`crate::layout`]): its component, the home or the
+    /// component cache; or lies inside the home (but for `{home}/worktrees`);
+    /// or in which its component lies in the directory of a teammate this
+    /// host runs in `team`. A worktree teammate's directory is not checked:
+    /// it is a fresh worktree the host makes under `{home}/worktrees`, and
+    /// `req.cwd` is only the repository it comes from. The error
+    /// ([`Error::Invalid`](crate::error::Error::Invalid)) names both paths
+    /// and the fix.
+    pub(super) fn check_layout(&self, team: &str, req: &SpawnRequest) -> crate::error::Result<()> {
+        use crate::layout::{check, home_paths, Kind, Protected};
+        let invalid = crate::error::Error::Invalid;
+        let inner = &self.inner;
+        let home = inner.home.root();
+        if req.isolation == Isolation::None {
+            let mut protected = home_paths(home, inner.opts.cache_dir.as_deref());
+            protected.push(Protected::new(Kind::Component, &req.component));
+            protected.extend(inner.opts.models.protected().iter().cloned());
+            check(&req.name, &req.cwd, &protected).map_err(invalid)?;
+        }
+        // Running teammates' directories are recorded canonical (the
+        // backends canonicalise `cwd` at spawn), so the component is
+        // resolved once and compared in memory: a spawn costs the same
+        // however many teammates run.
+        let component = crate::layout::canonical(&req.component);
+        let teammates = inner.teammates.lock().expect("teammates lock");
+        for ((t, name), s) in teammates.iter() {
+            let Some(dir) = s
+                .member
+                .cwd
+                .as_deref()
+                .filter(|_| t == team && *name != req.name)
+            else {
+                continue;
+            };
+            if component.starts_with(dir) {
+                let protected = [Protected::new(Kind::Component, &req.component)];
+                check(name, std::path::Path::new(dir), &protected).map_err(invalid)?;
+            }
+        }
+        Ok(())
+    }
+}

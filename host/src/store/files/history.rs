@@ -1,0 +1,95 @@
+//! `teams/{team}/history/{agent}.jsonl`: consumed messages, one JSON line
+//! each. Appended with one `write` per batch, under the inbox's lock, and
+//! never rewritten; a reader can resume where it stopped ([`read_since`]).
+
+use std::fs::OpenOptions;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::store::backend::{HistoryChunk, HistoryCursor};
+use crate::store::InboxMessage;
+
+/// Appends already-stamped entries as JSON lines with one `write` call, and
+/// syncs them.
+pub(super) fn append(path: &Path, entries: &[InboxMessage]) -> Result<()> {
+    let mut buf = Vec::new();
+    for e in entries {
+        serde_json::to_writer(&mut buf, e).map_err(|e| Error::Invalid(e.to_string()))?;
+        buf.push(b'\n');
+    }
+    let open = || OpenOptions::new().create(true).append(true).open(path);
+    let mut f = match open() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let parent = path.parent().unwrap_or(Path::new("."));
+            std::fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
+            open()
+        }
+        other => other,
+    }
+    .map_err(|e| Error::io("open", path, e))?;
+    f.write_all(&buf)
+        .and_then(|()| f.sync_data())
+        .map_err(|e| Error::io("append", path, e))
+}
+
+/// The entries after `cursor` (epoch = inode, offset = bytes read). When
+/// the file is another file (its inode changed) or shorter than what was
+/// read, it is read whole again and the chunk says so. A line still being
+/// written (no newline yet) is left for the next read.
+pub(super) fn read_since(path: &Path, cursor: HistoryCursor) -> Result<HistoryChunk> {
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(HistoryChunk {
+                restarted: cursor != HistoryCursor::default(),
+                entries: Vec::new(),
+                cursor: HistoryCursor::default(),
+            })
+        }
+        Err(e) => return Err(Error::io("open", path, e)),
+    };
+    let meta = file.metadata().map_err(|e| Error::io("stat", path, e))?;
+    let mut from = cursor;
+    let restarted = from.epoch != meta.ino() || meta.len() < from.offset;
+    if restarted {
+        from = HistoryCursor {
+            epoch: meta.ino(),
+            offset: 0,
+        };
+    }
+    let mut entries = Vec::new();
+    if meta.len() > from.offset {
+        file.seek(SeekFrom::Start(from.offset))
+            .map_err(|e| Error::io("seek", path, e))?;
+        let mut new = Vec::with_capacity((meta.len() - from.offset) as usize);
+        file.read_to_end(&mut new)
+            .map_err(|e| Error::io("read", path, e))?;
+        // Only whole lines: a line still being written waits.
+        let whole = new.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        entries = parse(&String::from_utf8_lossy(&new[..whole]), path);
+        from.offset += whole as u64;
+    }
+    Ok(HistoryChunk {
+        restarted: restarted && cursor != HistoryCursor::default(),
+        entries,
+        cursor: from,
+    })
+}
+
+/// The entries of history text (JSON lines) read from `path`; a bad line is
+/// logged and skipped, never fatal.
+fn parse(text: &str, path: &Path) -> Vec<InboxMessage> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .filter_map(|(i, l)| match serde_json::from_str(l) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                tracing::warn!(file = %path.display(), line = i + 1, error = %e, "skipping bad history line");
+                None
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,299 @@
+//! [`FileStore`]: team state as the reference CLI keeps it, JSON files under
+//! a home directory, and the default backend. A Claude Code lead and
+//! teamhost teammates share a team through these files.
+//!
+//! Every read-modify-write of a shared file runs under [`lock::with_lock`]
+//! (flock plus the reference's mkdir lock); every write is an atomic replace
+//! ([`atomic`]); a file that does not parse is never written over. No other
+//! module builds a team file path: they ask the store.
+//!
+//! | file | owns |
+//! |---|---|
+//! | `paths.rs` | [`Home`] and [`TeamPaths`]: the layout |
+//! | `lock.rs` | the cross-process lock (flock + the reference's mkdir lock) |
+//! | `atomic.rs` | JSON reads, atomic replace, moving corrupt files aside |
+//! | `history.rs` | `history/{agent}.jsonl`: appending, reading from an offset |
+//! | `tasks.rs` | one locked pass over `tasks/{team}/` ([`TaskTxn`]) |
+//! | `watch.rs` | the change feed: inotify on a team's files |
+
+pub mod atomic;
+mod history;
+pub mod lock;
+pub mod paths;
+mod tasks;
+mod watch;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use self::atomic::{read_json, read_json_for_update, read_json_or_move_aside, write_json};
+use self::lock::with_lock;
+pub use self::lock::LockOptions;
+pub use self::paths::{Home, TeamPaths, HOME_ENV};
+use super::backend::{
+    ConfigChange, FeedGuard, HistoryChunk, HistoryCursor, Pick, TasksChange, TeamStore,
+};
+use super::mailbox::consumed_now;
+use super::{InboxMessage, ModelUsage, StoreObserver, Task, TeamConfig};
+use crate::error::{Error, Result};
+use crate::protocol::time::now_ms;
+
+/// The reference-compatible file backend over one home directory.
+#[derive(Debug, Clone)]
+pub struct FileStore {
+    home: Home,
+    lock: LockOptions,
+}
+
+impl FileStore {
+    /// A file store under `home` with default lock options.
+    pub fn new(home: Home) -> FileStore {
+        FileStore {
+            home,
+            lock: LockOptions::default(),
+        }
+    }
+
+    /// Replaces the lock options (wait bound, staleness).
+    pub fn with_lock_options(mut self, lock: LockOptions) -> FileStore {
+        self.lock = lock;
+        self
+    }
+
+    /// The home directory the teams live under.
+    pub fn home(&self) -> &Home {
+        &self.home
+    }
+
+    /// Every path of `team` (a sanitised name). Public so tests and tools
+    /// that deal with the files themselves (corrupting one on purpose,
+    /// checking the reference's format) can find them.
+    pub fn paths(&self, team: &str) -> Result<TeamPaths> {
+        self.home.team_paths(team)
+    }
+}
+
+fn remove_dir_all_if_there(dir: &std::path::Path) -> Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("remove", dir, e)),
+    }
+}
+
+/// File stems of `dir`'s files ending in `.{ext}` (none when `dir` is absent).
+fn stems(dir: &std::path::Path, ext: &str) -> Result<Vec<String>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("read", dir, e)),
+    };
+    Ok(entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == ext))
+        .filter_map(|p| Some(p.file_stem()?.to_str()?.to_string()))
+        .collect())
+}
+
+impl TeamStore for FileStore {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn config_location(&self, team: &str) -> PathBuf {
+        self.paths(team)
+            .map(|p| p.config())
+            .unwrap_or_else(|_| self.home.teams_dir().join(team).join("config.json"))
+    }
+
+    fn list_teams(&self) -> Result<Vec<String>> {
+        let dir = self.home.teams_dir();
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io("read", dir, e)),
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().join("config.json").is_file())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    fn read_config(&self, team: &str) -> Result<Option<TeamConfig>> {
+        read_json(&self.paths(team)?.config())
+    }
+
+    fn create_team(&self, team: &str, config: &TeamConfig) -> Result<()> {
+        let paths = self.paths(team)?;
+        let path = paths.config();
+        with_lock(&path, &self.lock, || {
+            if path.exists() {
+                return Err(Error::TeamExists {
+                    team: team.to_string(),
+                    path: path.clone(),
+                });
+            }
+            write_json(&path, config)
+        })?;
+        for dir in [paths.inboxes_dir(), paths.tasks_dir().to_path_buf()] {
+            std::fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
+        }
+        Ok(())
+    }
+
+    fn update_config(&self, team: &str, change: ConfigChange<'_>) -> Result<()> {
+        let path = self.paths(team)?.config();
+        with_lock(&path, &self.lock, || {
+            let Some(mut config) = read_json_or_move_aside::<TeamConfig>(&path)? else {
+                return Err(Error::TeamNotFound {
+                    team: team.to_string(),
+                    path: path.clone(),
+                });
+            };
+            change(&mut config)?;
+            write_json(&path, &config)
+        })
+    }
+
+    fn delete_team(&self, team: &str) -> Result<()> {
+        let paths = self.paths(team)?;
+        remove_dir_all_if_there(paths.team_dir())?;
+        remove_dir_all_if_there(paths.tasks_dir())
+    }
+
+    fn append_inbox(&self, team: &str, agent: &str, entries: &[InboxMessage]) -> Result<()> {
+        let path = self.paths(team)?.inbox(agent)?;
+        with_lock(&path, &self.lock, || {
+            let mut inbox: Vec<InboxMessage> = read_json_for_update(&path)?.unwrap_or_default();
+            inbox.extend_from_slice(entries);
+            write_json(&path, &inbox)
+        })
+    }
+
+    fn read_inbox(&self, team: &str, agent: &str) -> Result<Vec<InboxMessage>> {
+        Ok(read_json(&self.paths(team)?.inbox(agent)?)?.unwrap_or_default())
+    }
+
+    fn take_from_inbox(
+        &self,
+        team: &str,
+        agent: &str,
+        pick: Pick<'_>,
+    ) -> Result<Vec<InboxMessage>> {
+        let paths = self.paths(team)?;
+        let (path, history) = (paths.inbox(agent)?, paths.history(agent)?);
+        with_lock(&path, &self.lock, || {
+            let inbox: Vec<InboxMessage> = match read_json_for_update(&path)? {
+                Some(v) => v,
+                None => return Ok(Vec::new()),
+            };
+            let (mut gone, mut keep, mut taken) = (Vec::new(), Vec::new(), Vec::new());
+            for m in inbox {
+                if m.read {
+                    gone.push(m);
+                } else if pick(&m) {
+                    taken.push(m);
+                } else {
+                    keep.push(m);
+                }
+            }
+            if gone.is_empty() && taken.is_empty() {
+                return Ok(taken);
+            }
+            gone.extend(taken.iter().cloned());
+            history::append(&history, &consumed_now(&gone))?;
+            write_json(&path, &keep)?;
+            Ok(taken)
+        })
+    }
+
+    fn record_in_history(&self, team: &str, agent: &str, entry: &InboxMessage) -> Result<()> {
+        let paths = self.paths(team)?;
+        let (path, history) = (paths.inbox(agent)?, paths.history(agent)?);
+        // The inbox's lock, as consuming takes it: lines never interleave.
+        with_lock(&path, &self.lock, || {
+            history::append(&history, &consumed_now(std::slice::from_ref(entry)))
+        })
+    }
+
+    fn history_since(
+        &self,
+        team: &str,
+        agent: &str,
+        cursor: HistoryCursor,
+    ) -> Result<HistoryChunk> {
+        history::read_since(&self.paths(team)?.history(agent)?, cursor)
+    }
+
+    fn agents_with_mail(&self, team: &str) -> Result<Vec<String>> {
+        let paths = self.paths(team)?;
+        let mut all = stems(&paths.history_dir(), "jsonl")?;
+        all.extend(stems(&paths.inboxes_dir(), "json")?);
+        all.sort();
+        all.dedup();
+        Ok(all)
+    }
+
+    fn read_task(&self, team: &str, id: &str) -> Result<Option<Task>> {
+        read_json(&self.paths(team)?.task(id)?)
+    }
+
+    fn list_tasks(&self, team: &str) -> Result<Vec<Task>> {
+        tasks::list(&self.paths(team)?)
+    }
+
+    fn update_tasks(&self, team: &str, change: TasksChange<'_>) -> Result<()> {
+        tasks::update(&self.paths(team)?, &self.lock, change)
+    }
+
+    fn write_usage(&self, team: &str, agent: &str, usage: &ModelUsage) -> Result<()> {
+        let path = self.paths(team)?.usage(agent)?;
+        // Only inside a team that still exists: a write racing the team's
+        // deletion must not bring its directory back.
+        if let Some(dir) = path.parent() {
+            match std::fs::create_dir(dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(Error::io("create", dir, e)),
+            }
+        }
+        atomic::write_json_relaxed(&path, usage)
+    }
+
+    fn read_usage(&self, team: &str) -> Result<BTreeMap<String, ModelUsage>> {
+        let dir = self.paths(team)?.usage_dir();
+        let mut out = BTreeMap::new();
+        for stem in stems(&dir, "json")? {
+            match read_json::<ModelUsage>(&dir.join(format!("{stem}.json"))) {
+                Ok(Some(u)) => {
+                    out.insert(stem, u);
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "skipping an unreadable model usage record"),
+            }
+        }
+        Ok(out)
+    }
+
+    fn write_plan(&self, team: &str, agent: &str, plan: &str) -> Result<String> {
+        let stem = super::names::agent_file_stem(agent)?;
+        let file = self
+            .paths(team)?
+            .plans_dir()
+            .join(format!("{stem}-{}.md", now_ms()));
+        atomic::write_atomic(&file, plan.as_bytes())?;
+        Ok(file.display().to_string())
+    }
+
+    fn watch(&self, team: &str, observer: Arc<dyn StoreObserver>) -> Result<Box<dyn FeedGuard>> {
+        Ok(Box::new(watch::FileFeed::start(
+            &self.paths(team)?,
+            observer,
+        )?))
+    }
+}

@@ -1,0 +1,140 @@
+//! `tasks/{team}/`: one `{id}.json` per task, `.highwatermark` (the highest
+//! id a deleted task had, a bare decimal without newline, as the reference
+//! writes it) and `.lock` (the empty file whose lock guards the whole list).
+//!
+//! A pass ([`update`]) holds the list lock (`.lock` → the reference's
+//! `.lock.lock` directory) for its whole cycle, plus the per-task lock
+//! (`{id}.json.lock`) of each file it reads for changing and rewrites, so
+//! neither another teamhost process nor a Claude Code process can
+//! interleave. A pass runs its change once.
+
+use super::atomic::{read_json, read_json_or_move_aside, write_atomic, write_json};
+use super::lock::{with_lock, LockOptions};
+use super::paths::TeamPaths;
+use crate::error::{Error, Result};
+use crate::store::backend::{TaskTxn, TasksChange};
+use crate::store::names::parse_task_id;
+use crate::store::Task;
+
+/// Every readable task, by numeric id. Files that are not `{id}.json` are
+/// skipped; a task file that does not parse is skipped with a warning.
+pub(super) fn list(paths: &TeamPaths) -> Result<Vec<Task>> {
+    let mut ids: Vec<u64> = task_file_ids(paths, false)?;
+    ids.sort_unstable();
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        match read_json::<Task>(&paths.task(&id.to_string())?) {
+            Ok(Some(t)) => out.push(t),
+            Ok(None) => {} // deleted meanwhile
+            Err(e) => tracing::warn!("skipping task #{id}: {e}"),
+        }
+    }
+    Ok(out)
+}
+
+/// Runs `change` once under the list lock.
+pub(super) fn update(paths: &TeamPaths, lock: &LockOptions, change: TasksChange<'_>) -> Result<()> {
+    let target = paths.tasks_lock_target();
+    if !target.exists() {
+        // The reference keeps `.lock` as an empty regular file.
+        std::fs::create_dir_all(paths.tasks_dir())
+            .map_err(|e| Error::io("create", paths.tasks_dir(), e))?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&target)
+            .map_err(|e| Error::io("create", &target, e))?;
+    }
+    with_lock(&target, lock, || change(&mut FileTasks { paths, lock }))
+}
+
+/// A pass over the files, inside the list lock.
+struct FileTasks<'a> {
+    paths: &'a TeamPaths,
+    lock: &'a LockOptions,
+}
+
+impl TaskTxn for FileTasks<'_> {
+    fn next_id(&mut self) -> Result<u64> {
+        let on_disk = task_file_ids(self.paths, true)?
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        Ok(on_disk.max(highwatermark(self.paths)?) + 1)
+    }
+
+    fn get(&mut self, id: &str) -> Result<Option<Task>> {
+        // A corrupt file is moved aside (its id stays used) and reported.
+        read_json_or_move_aside(&self.paths.task(id)?)
+    }
+
+    fn all(&mut self) -> Result<Vec<Task>> {
+        list(self.paths)
+    }
+
+    fn put(&mut self, task: &Task) -> Result<()> {
+        let path = self.paths.task(&task.id)?;
+        with_lock(&path, self.lock, || write_json(&path, task))
+    }
+
+    fn modify(
+        &mut self,
+        id: &str,
+        f: &mut dyn FnMut(&mut Task) -> Result<bool>,
+    ) -> Result<Option<Task>> {
+        let path = self.paths.task(id)?;
+        with_lock(&path, self.lock, || {
+            let Some(mut task) = read_json_or_move_aside::<Task>(&path)? else {
+                return Ok(None);
+            };
+            if f(&mut task)? {
+                write_json(&path, &task)?;
+            }
+            Ok(Some(task))
+        })
+    }
+
+    fn remove(&mut self, id: &str) -> Result<()> {
+        let n = parse_task_id(id)?;
+        if n > highwatermark(self.paths)? {
+            write_atomic(&self.paths.highwatermark(), n.to_string().as_bytes())?;
+        }
+        let path = self.paths.task(id)?;
+        with_lock(&path, self.lock, || match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io("remove", &path, e)),
+        })
+    }
+}
+
+fn highwatermark(paths: &TeamPaths) -> Result<u64> {
+    let path = paths.highwatermark();
+    match std::fs::read_to_string(&path) {
+        Ok(s) => Ok(s.trim().parse().unwrap_or_else(|_| {
+            tracing::warn!(file = %path.display(), "ignoring unreadable .highwatermark");
+            0
+        })),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(Error::io("read", path, e)),
+    }
+}
+
+/// Ids of `{id}.json` files; with `include_aside`, also of
+/// `{id}.json.corrupt-*` files (so a quarantined id is never reused).
+fn task_file_ids(paths: &TeamPaths, include_aside: bool) -> Result<Vec<u64>> {
+    let dir = paths.tasks_dir();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("read", dir, e)),
+    };
+    Ok(entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|name| {
+            let (stem, rest) = name.split_once(".json")?;
+            let counts = rest.is_empty() || (include_aside && rest.starts_with(".corrupt-"));
+            counts.then(|| parse_task_id(stem).ok()).flatten()
+        })
+        .collect())
+}

@@ -1,0 +1,239 @@
+//! The file store's change feed: inotify (through the `notify` crate) on a
+//! team's directory, its `inboxes/` and its task directory, turned into
+//! [`StoreEvent`]s, so a write by any process (a `teamhost teammate`, the
+//! CLI, Claude Code) is heard within milliseconds. The runner wakes
+//! teammates with it; the live view redraws with it.
+//!
+//! | change seen | reported as |
+//! |---|---|
+//! | `inboxes/{agent}.json` created, written or renamed into place | `InboxAppended { agent }` |
+//! | `tasks/{team}/{id}.json` | `TasksChanged` |
+//! | `config.json`, or a watched directory going | `ConfigChanged` |
+//!
+//! Temporary files (`*.tmp.*`), lock directories, flock files and histories
+//! are ignored; reads never report. Each directory is watched without
+//! recursion (a recursive watch would follow every lock directory the
+//! store makes and removes). Nothing is created to watch a team, so
+//! watching a Claude Code team writes nothing: a directory that appears
+//! later is watched once any change is heard, and what it already holds is
+//! reported then (a write that came before its watch is not missed).
+//!
+//! Adding a watch from notify's own thread would deadlock (it waits for that
+//! thread), so events go through a channel to one feed thread, which reports
+//! them and adds watches. The thread ends when the guard drops the watcher.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, Weak};
+
+use notify::event::{AccessKind, AccessMode};
+use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+
+use super::paths::TeamPaths;
+use crate::error::{Error, Result};
+use crate::store::{StoreEvent, StoreObserver};
+
+/// A live feed on one team's files; dropping it stops the feed.
+pub(super) struct FileFeed {
+    _state: Arc<Mutex<Watched>>,
+}
+
+struct Watched {
+    watcher: RecommendedWatcher,
+    dirs: Vec<PathBuf>,
+}
+
+/// Which of a team's files a path is.
+#[derive(Debug, PartialEq, Eq)]
+enum Seen {
+    Inbox(String),
+    Task,
+    Config,
+}
+
+#[derive(Clone)]
+struct Dirs {
+    team_name: String,
+    team: PathBuf,
+    inboxes: PathBuf,
+    tasks: PathBuf,
+}
+
+impl Dirs {
+    fn all(&self) -> [&PathBuf; 3] {
+        [&self.team, &self.inboxes, &self.tasks]
+    }
+
+    fn classify(&self, path: &Path) -> Option<Seen> {
+        let parent = path.parent()?;
+        let file = path.file_name()?.to_str()?;
+        let stem = file.strip_suffix(".json")?;
+        if parent == self.inboxes {
+            (!stem.is_empty()).then(|| Seen::Inbox(stem.to_string()))
+        } else if parent == self.tasks {
+            (!stem.is_empty() && stem.bytes().all(|b| b.is_ascii_digit())).then_some(Seen::Task)
+        } else if parent == self.team && file == "config.json" {
+            Some(Seen::Config)
+        } else {
+            None
+        }
+    }
+
+    fn event(&self, seen: Seen) -> StoreEvent {
+        let team = self.team_name.clone();
+        match seen {
+            Seen::Inbox(agent) => StoreEvent::InboxAppended { team, agent },
+            Seen::Task => StoreEvent::TasksChanged { team },
+            Seen::Config => StoreEvent::ConfigChanged { team },
+        }
+    }
+
+    /// What a directory already holds, reported when it is first watched.
+    fn contents(&self, dir: &Path) -> Vec<StoreEvent> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut out: Vec<StoreEvent> = entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| self.classify(&e.path()))
+            .map(|s| self.event(s))
+            .collect();
+        out.dedup();
+        out
+    }
+}
+
+impl FileFeed {
+    /// Watches `paths`' directories that exist and starts the feed thread.
+    pub(super) fn start(paths: &TeamPaths, observer: Arc<dyn StoreObserver>) -> Result<FileFeed> {
+        let dirs = Dirs {
+            team_name: paths.name().to_string(),
+            team: paths.team_dir().to_path_buf(),
+            inboxes: paths.inboxes_dir(),
+            tasks: paths.tasks_dir().to_path_buf(),
+        };
+        let (tx, rx) = mpsc::channel::<notify::Result<notify::Event>>();
+        let watcher = notify::recommended_watcher(tx).map_err(|e| watch_error(&dirs, e))?;
+        let state = Arc::new(Mutex::new(Watched {
+            watcher,
+            dirs: Vec::new(),
+        }));
+        // The directories there now are watched before `start` returns, so
+        // nothing written after it is missed.
+        ensure(&state, &dirs).map_err(|e| watch_error(&dirs, e))?;
+        let weak = Arc::downgrade(&state);
+        std::thread::Builder::new()
+            .name(format!("watch-{}", dirs.team_name))
+            .spawn(move || run(rx, weak, dirs, observer))
+            .map_err(|e| Error::Invalid(format!("cannot start a file watch thread: {e}")))?;
+        Ok(FileFeed { _state: state })
+    }
+}
+
+fn run(
+    rx: mpsc::Receiver<notify::Result<notify::Event>>,
+    state: Weak<Mutex<Watched>>,
+    dirs: Dirs,
+    observer: Arc<dyn StoreObserver>,
+) {
+    // Ends when the watcher (and with it the sender) is dropped.
+    while let Ok(res) = rx.recv() {
+        let event = match res {
+            Ok(e) => e,
+            Err(e) => {
+                tracing::warn!(error = %e, "file watch error; the fallback poll still runs");
+                continue;
+            }
+        };
+        if is_read_only(&event.kind) {
+            continue;
+        }
+        let mut reported = Vec::new();
+        for path in &event.paths {
+            if let Some(seen) = dirs.classify(path) {
+                reported.push(dirs.event(seen));
+            } else if dirs.all().contains(&path) {
+                // A watched directory appeared or went (the team deleted).
+                reported.push(StoreEvent::ConfigChanged {
+                    team: dirs.team_name.clone(),
+                });
+            }
+        }
+        let Some(state) = state.upgrade() else { return };
+        match ensure(&state, &dirs) {
+            Ok(added) => {
+                for dir in added {
+                    reported.extend(dirs.contents(&dir));
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot watch a new team directory"),
+        }
+        drop(state);
+        reported.dedup();
+        for e in &reported {
+            observer.changed(e);
+        }
+    }
+}
+
+/// Watches those of the team's directories that exist and are not watched
+/// yet; returns the ones added.
+fn ensure(state: &Mutex<Watched>, dirs: &Dirs) -> notify::Result<Vec<PathBuf>> {
+    let mut w = state.lock().unwrap_or_else(|e| e.into_inner());
+    // A removed directory took its watch with it.
+    w.dirs.retain(|d| d.is_dir());
+    let mut added = Vec::new();
+    for d in dirs.all() {
+        if d.is_dir() && !w.dirs.contains(d) {
+            w.watcher.watch(d, RecursiveMode::NonRecursive)?;
+            w.dirs.push(d.clone());
+            added.push(d.clone());
+        }
+    }
+    Ok(added)
+}
+
+/// Opening, reading or closing a file without writing changes nothing.
+fn is_read_only(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => false,
+        EventKind::Access(_) => true,
+        _ => false,
+    }
+}
+
+fn watch_error(dirs: &Dirs, e: notify::Error) -> Error {
+    Error::Invalid(format!(
+        "cannot watch the files of team {} for changes: {e}; if the inotify limits are reached, raise fs.inotify.max_user_watches / max_user_instances (sysctl), or turn file watching off (HostOptions::watch_files) and rely on the 500 ms poll",
+        dirs.team_name
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_classified_and_temporaries_ignored() {
+        let d = Dirs {
+            team_name: "t".into(),
+            team: "/h/teams/t".into(),
+            inboxes: "/h/teams/t/inboxes".into(),
+            tasks: "/h/tasks/t".into(),
+        };
+        let c = |p: &str| d.classify(Path::new(p));
+        assert_eq!(
+            c("/h/teams/t/inboxes/alice.json"),
+            Some(Seen::Inbox("alice".into()))
+        );
+        assert_eq!(c("/h/teams/t/inboxes/alice.json.tmp.1a2b3c4d"), None);
+        assert_eq!(c("/h/teams/t/inboxes/alice.json.lock"), None);
+        assert_eq!(c("/h/teams/t/inboxes/alice.json.flock"), None);
+        assert_eq!(c("/h/tasks/t/12.json"), Some(Seen::Task));
+        assert_eq!(c("/h/tasks/t/.json"), None);
+        assert_eq!(c("/h/tasks/t/.highwatermark"), None);
+        assert_eq!(c("/h/teams/t/config.json"), Some(Seen::Config));
+        assert_eq!(c("/h/teams/t/config.json.tmp.00000000"), None);
+        assert_eq!(c("/h/teams/t/history/alice.jsonl"), None);
+    }
+}

@@ -1,0 +1,20 @@
+//! What a teammate is, to every layer that runs one: the request that
+//! spawns it ([`SpawnRequest`]), the states it goes through
+//! ([`TeammateState`]), the events it causes ([`Event`]) and the model
+//! access it is given ([`ModelAccess`]). Plain data, below the runner, the
+//! backends and the embedding API, which all use it; [`crate::embed`]
+//! re-exports it for embedders.
+//!
+//! | file | owns |
+//! |---|---|
+//! | `spawn.rs` | [`SpawnRequest`], [`Isolation`] |
+//! | `events.rs` | [`TeammateState`], [`TeammateInfo`], [`Event`] |
+//! | `model_access.rs` | [`ModelAccess`]: the broker and what child teammates are told |
+
+mod events;
+mod model_access;
+mod spawn;
+
+pub use events::{Event, TeammateInfo, TeammateState};
+pub use model_access::ModelAccess;
+pub use spawn::{Isolation, SpawnRequest};
