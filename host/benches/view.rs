@@ -25,7 +25,7 @@ use teamhost::store::{
     HistoryCache, Home, NewMember, NewTask, NewTeam, OutgoingMessage, Store, TaskStatus,
     TaskUpdate, Team,
 };
-use teamhost::view::{draw, Board, FileChanges, Input, Seat, Ui};
+use teamhost::view::{draw, Board, Changes, Input, Seat, Ui};
 
 const TEAMMATES: usize = 100;
 const TASKS: usize = 200;
@@ -65,7 +65,7 @@ fn main() {
     row("draw it (200×60)", &mut times);
 
     let (tx, rx) = mpsc::channel();
-    let _watch = FileChanges::start(&team, tx).unwrap();
+    let _watch = Changes::start(&team, tx).unwrap();
     let seat = Seat::watching(team.clone());
     let mut times = Vec::new();
     for i in 0..50 {
@@ -104,7 +104,7 @@ fn main() {
     }
     row("read the board, 50,000 messages, whole", &mut times);
     let mut cache = HistoryCache::new();
-    Board::read_cached(&team, &[], &mut cache).unwrap();
+    Board::read_cached(&team, None, &[], &mut cache).unwrap();
     let mut times = Vec::new();
     for i in 0..50 {
         team.send(
@@ -114,7 +114,7 @@ fn main() {
         .unwrap();
         team.take_unread("team-lead").unwrap();
         let t = Instant::now();
-        let board = Board::read_cached(&team, &[], &mut cache).unwrap();
+        let board = Board::read_cached(&team, None, &[], &mut cache).unwrap();
         times.push(t.elapsed());
         assert_eq!(board.feed[0].text, format!("more {i}"));
     }

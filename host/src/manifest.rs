@@ -40,10 +40,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::embed::SpawnRequest;
 use crate::store::config::LEAD_NAME;
 use crate::store::names::{agent_file_stem, sanitize_team_name};
 use crate::store::NewTask;
+use crate::teammate::SpawnRequest;
 
 /// The permission modes a teammate may run in (the reference's spellings).
 pub const PERMISSION_MODES: &[&str] = &[
@@ -134,7 +134,7 @@ pub struct TeamSpec {
     /// [`HostOptions::notifications`](crate::embed::HostOptions::notifications);
     /// see [`crate::runner::notify`].
     #[serde(default)]
-    pub notifications: crate::runner::NotificationLevel,
+    pub notifications: crate::teammate::NotificationLevel,
 }
 
 /// One `[[teammate]]`: a component to spawn in-process.
@@ -447,8 +447,8 @@ impl TeammateSpec {
             auto_claim: self.auto_claim,
             limits: self.limits.to_limits(),
             isolation: match self.isolation {
-                IsolationSpec::None => crate::embed::Isolation::None,
-                IsolationSpec::Worktree => crate::embed::Isolation::Worktree,
+                IsolationSpec::None => crate::teammate::Isolation::None,
+                IsolationSpec::Worktree => crate::teammate::Isolation::Worktree,
             },
             ..SpawnRequest::new(&self.name, &self.component, &self.prompt, &self.cwd)
         }
@@ -507,7 +507,7 @@ fn check_teammate(
     }
     if let Err(e) = agent_file_stem(&t.name) {
         problems.push(format!("{who}: name: {e}"));
-    } else if t.name == LEAD_NAME || t.name == crate::runner::HOST_SENDER {
+    } else if t.name == LEAD_NAME || t.name == crate::protocol::HOST_SENDER {
         problems.push(format!(
             "{who}: name {:?} is reserved for the {}; pick another name",
             t.name,
@@ -971,7 +971,7 @@ subject = "Count three"
         );
         let m = Manifest::parse(&text, &file).unwrap();
         let r = m.teammates[0].spawn_request();
-        assert_eq!(r.isolation, crate::embed::Isolation::Worktree);
+        assert_eq!(r.isolation, crate::teammate::Isolation::Worktree);
         assert_eq!(r.limits.memory_bytes, 16 << 20);
         assert_eq!(r.limits.ask_timeout, std::time::Duration::from_secs(2));
         assert_eq!(
@@ -979,7 +979,7 @@ subject = "Count three"
             crate::sandbox::Limits::default().cpu_per_turn
         );
         let r2 = m.teammates[1].spawn_request();
-        assert_eq!(r2.isolation, crate::embed::Isolation::None);
+        assert_eq!(r2.isolation, crate::teammate::Isolation::None);
     }
 
     #[test]
@@ -1054,7 +1054,7 @@ subject = "Count three"
 
     #[test]
     fn notifications_default_to_all_and_are_read_in_their_three_spellings() {
-        use crate::runner::NotificationLevel;
+        use crate::teammate::NotificationLevel;
         let (_dir, file) = fixture();
         let m = Manifest::parse(GOOD, &file).unwrap();
         assert_eq!(m.team.notifications, NotificationLevel::All);

@@ -160,3 +160,131 @@ pub struct ModelSeat {
     /// published (the usage record's last write).
     pub at_end: Option<crate::model::AtEnd>,
 }
+
+impl AgentCtx {
+    /// A builder for the state of teammate `name` of `team`, working in
+    /// `dir`: for glue tests and embedders that drive the interfaces
+    /// without a component. `name` must be a member of the team.
+    pub fn builder(team: Team, name: &str, dir: impl Into<std::path::PathBuf>) -> AgentCtxBuilder {
+        AgentCtxBuilder {
+            team,
+            name: name.to_string(),
+            dir: dir.into(),
+            mode: PermissionMode::Default,
+            rules: ToolRules::default(),
+            limits: Limits::default(),
+            auto_approve_plans: false,
+            hooks: Default::default(),
+        }
+    }
+}
+
+/// Builds an [`AgentCtx`] with the defaults a spawned teammate gets: mode
+/// `default`, no tool rules, default limits, no hooks, no model (every
+/// call `denied`), plans waiting for the lead.
+pub struct AgentCtxBuilder {
+    team: Team,
+    name: String,
+    dir: std::path::PathBuf,
+    mode: PermissionMode,
+    rules: ToolRules,
+    limits: Limits,
+    auto_approve_plans: bool,
+    hooks: Arc<crate::hooks::Hooks>,
+}
+
+impl AgentCtxBuilder {
+    /// The permission mode.
+    pub fn mode(mut self, mode: PermissionMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The allowed and denied tool rules.
+    pub fn rules(mut self, rules: ToolRules) -> Self {
+        self.rules = rules;
+        self
+    }
+
+    /// The resource and coordination limits.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Approve submitted plans at once (the reference's behaviour).
+    pub fn auto_approve_plans(mut self, yes: bool) -> Self {
+        self.auto_approve_plans = yes;
+        self
+    }
+
+    /// The lead's hooks.
+    pub fn hooks(mut self, hooks: Arc<crate::hooks::Hooks>) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Reads the member's entry and the lead's name from the team and opens
+    /// the tools on the directory. Fails when the team or the member does
+    /// not exist, or the directory cannot be opened.
+    pub fn build(self) -> crate::Result<AgentCtx> {
+        let config = self.team.config()?;
+        let member =
+            config
+                .member(&self.name)
+                .cloned()
+                .ok_or_else(|| crate::Error::MemberNotFound {
+                    team: self.team.name().to_string(),
+                    name: self.name.clone(),
+                    members: config.member_names(),
+                })?;
+        let tools = crate::tools::ToolBox::open(&self.dir, crate::tools::ToolLimits::default())
+            .map_err(|e| {
+                crate::Error::Invalid(format!(
+                    "cannot open {} for the teammate's tools: {e}",
+                    self.dir.display()
+                ))
+            })?;
+        Ok(AgentCtx {
+            identity: Identity {
+                name: member.name.clone(),
+                agent_id: member.agent_id.clone(),
+                team: self.team.name().to_string(),
+                color: member.color.clone().unwrap_or_default(),
+                agent_type: member
+                    .agent_type
+                    .clone()
+                    .unwrap_or_else(|| "general-purpose".into()),
+                model: member.model.clone().unwrap_or_default(),
+                plan_mode_required: member.plan_mode_required.unwrap_or(false),
+                backend_type: "in-process".into(),
+                pane_id: "in-process".into(),
+            },
+            lead: config.lead_name().to_string(),
+            team: self.team,
+            turn: TurnRecord::default(),
+            pending_shutdowns: Vec::new(),
+            pending_plan: None,
+            sandbox: SandboxCtx {
+                mode: self.mode,
+                rules: self.rules,
+                policy: PolicyContext::new(&self.dir),
+                limits: self.limits,
+                wake: Arc::new(Notify::new()),
+                poll_interval: Duration::from_millis(500),
+                auto_approve_plans: self.auto_approve_plans,
+                pending_requests: 0,
+                tools: Arc::new(tools),
+                hooks: self.hooks,
+                hidden_dirs: Vec::new(),
+            },
+            acts_total: Default::default(),
+            model: ModelSeat {
+                client: crate::model::ModelClient::disabled(),
+                sink: None,
+                clock: Default::default(),
+                at_end: None,
+            },
+        })
+    }
+}

@@ -28,6 +28,9 @@ pub mod names;
 pub mod tasks;
 pub mod usage;
 
+#[cfg(test)]
+mod contract_tests;
+
 use std::sync::Arc;
 
 pub use backend::TeamStore;

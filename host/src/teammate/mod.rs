@@ -9,12 +9,15 @@
 //! |---|---|
 //! | `spawn.rs` | [`SpawnRequest`], [`Isolation`] |
 //! | `events.rs` | [`TeammateState`], [`TeammateInfo`], [`Event`] |
+//! | `notifications.rs` | [`NotificationLevel`]: which idle notifications reach the lead |
 //! | `model_access.rs` | [`ModelAccess`]: the broker and what child teammates are told |
 
 mod events;
 mod model_access;
+mod notifications;
 mod spawn;
 
 pub use events::{Event, TeammateInfo, TeammateState};
 pub use model_access::ModelAccess;
+pub use notifications::NotificationLevel;
 pub use spawn::{Isolation, SpawnRequest};

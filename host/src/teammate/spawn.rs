@@ -42,7 +42,7 @@ pub struct SpawnRequest {
     /// `None`: [`Host::spawn`](super::Host::spawn) and
     /// [`Host::attach`](super::Host::attach) use
     /// [`HostOptions::notifications`](super::HostOptions::notifications).
-    pub notifications: Option<crate::runner::NotificationLevel>,
+    pub notifications: Option<super::NotificationLevel>,
     /// What the teammate may do with models (`model.complete`): `None`, the
     /// default, gives it no model capability at all.
     pub model_policy: Option<crate::model::ModelPolicy>,

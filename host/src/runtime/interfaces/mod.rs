@@ -13,6 +13,9 @@ mod team;
 mod toolbox;
 mod tools;
 
+#[cfg(test)]
+mod memory_tests;
+
 use wasmtime::component::HasData;
 
 use super::bindings::types::Error as WitError;

@@ -1,0 +1,205 @@
+//! The contract every [`TeamStore`] keeps, run against each backend: the
+//! file store (on a temporary home) and the memory store. A backend that
+//! passes here can stand behind [`Store`] without the rules above noticing.
+
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use super::backend::HistoryCursor;
+use super::*;
+use crate::error::Error;
+
+/// Runs `check` on a fresh store of each backend. Two handles on the same
+/// backend stand for two processes: `other` has no observer.
+fn each_backend(check: impl Fn(&str, Store, Store)) {
+    let tmp = tempfile::tempdir().unwrap();
+    let files = Arc::new(FileStore::new(Home::new(tmp.path())));
+    check(
+        "files",
+        Store::with_backend(files.clone()),
+        Store::with_backend(files),
+    );
+    let memory = Arc::new(MemoryStore::new());
+    check(
+        "memory",
+        Store::with_backend(memory.clone()),
+        Store::with_backend(memory),
+    );
+}
+
+fn team_of(store: &Store) -> Team {
+    let team = store.team("T one").unwrap();
+    team.create(NewTeam::default()).unwrap();
+    team.add_member(NewMember {
+        name: "a".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    team
+}
+
+#[test]
+fn a_team_is_created_once_listed_and_deleted_with_everything_in_it() {
+    each_backend(|kind, store, _| {
+        let team = team_of(&store);
+        assert_eq!(team.name(), "t-one", "{kind}");
+        assert!(matches!(
+            team.create(NewTeam::default()),
+            Err(Error::TeamExists { .. })
+        ));
+        assert_eq!(store.list_teams().unwrap(), ["t-one"], "{kind}");
+        team.deliver("a", OutgoingMessage::new("team-lead", "hi"))
+            .unwrap();
+        team.create_task(NewTask {
+            subject: "s".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        team.delete(true).unwrap();
+        assert!(!team.exists(), "{kind}");
+        assert!(store.list_teams().unwrap().is_empty(), "{kind}");
+        assert!(team.read_inbox("a").unwrap().is_empty(), "{kind}");
+        assert!(team.list_tasks().unwrap().is_empty(), "{kind}");
+        assert!(matches!(team.config(), Err(Error::TeamNotFound { .. })));
+    });
+}
+
+#[test]
+fn a_failed_config_change_writes_nothing() {
+    each_backend(|kind, store, _| {
+        let team = team_of(&store);
+        let before = team.config().unwrap();
+        let r: Result<()> = team.update_config(|c| {
+            c.description = Some("half done".into());
+            Err(Error::Invalid("refused".into()))
+        });
+        assert!(r.is_err());
+        assert_eq!(team.config().unwrap(), before, "{kind}");
+    });
+}
+
+#[test]
+fn task_ids_are_never_reused_and_dependencies_follow_deletions() {
+    each_backend(|kind, store, _| {
+        let team = team_of(&store);
+        let new = |s: &str, by: &[&str]| NewTask {
+            subject: s.into(),
+            blocked_by: by.iter().map(|b| b.to_string()).collect(),
+            ..Default::default()
+        };
+        team.create_task(new("one", &[])).unwrap();
+        team.create_task(new("two", &["1"])).unwrap();
+        team.create_task(new("three", &[])).unwrap();
+        assert!(team.create_task(new("bad", &["9"])).is_err(), "{kind}");
+        assert_eq!(
+            team.list_tasks().unwrap().len(),
+            3,
+            "{kind}: nothing half made"
+        );
+        assert_eq!(team.task("1").unwrap().blocks, ["2"], "{kind}");
+        assert!(team.add_dependency("2", "1").is_err(), "{kind}: a cycle");
+
+        team.delete_task("3").unwrap();
+        team.delete_task("1").unwrap();
+        assert!(team.task("2").unwrap().blocked_by.is_empty(), "{kind}");
+        let four = team.create_task(new("four", &[])).unwrap();
+        assert_eq!(four.id, "4", "{kind}: 3 is not reused");
+    });
+}
+
+#[test]
+fn claims_follow_the_rules_whoever_holds_the_store() {
+    each_backend(|kind, store, other| {
+        let team = team_of(&store);
+        let there = other.team("t-one").unwrap();
+        team.create_task(NewTask {
+            subject: "x".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(matches!(
+            team.claim_task("1", "a", true).unwrap(),
+            ClaimOutcome::Claimed(_)
+        ));
+        match there.claim_task("1", "b", true).unwrap() {
+            ClaimOutcome::Refused { reason, .. } => {
+                assert_eq!(reason, ClaimRefusal::AlreadyClaimed, "{kind}")
+            }
+            other => panic!("{kind}: {other:?}"),
+        }
+        match there.claim_task("7", "b", true).unwrap() {
+            ClaimOutcome::Refused { reason, .. } => {
+                assert_eq!(reason, ClaimRefusal::TaskNotFound, "{kind}")
+            }
+            other => panic!("{kind}: {other:?}"),
+        }
+        let gone = there.unassign_agent("a", "a@t-one", false).unwrap();
+        assert_eq!(gone.tasks, [("1".to_string(), "x".to_string())], "{kind}");
+        assert_eq!(team.task("1").unwrap().status, TaskStatus::Pending);
+    });
+}
+
+#[test]
+fn taking_moves_messages_to_the_history_and_a_cursor_reads_only_the_new_ones() {
+    each_backend(|kind, store, other| {
+        let team = team_of(&store);
+        let there = other.team("t-one").unwrap();
+        for text in ["one", "two", "three"] {
+            there
+                .deliver("a", OutgoingMessage::new("team-lead", text))
+                .unwrap();
+        }
+        let taken = team.take_where("a", |m| m.text != "two").unwrap();
+        let texts: Vec<&str> = taken.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(texts, ["one", "three"], "{kind}");
+        assert_eq!(team.unread("a").unwrap()[0].text, "two", "{kind}");
+
+        let backend = store.backend();
+        let first = backend
+            .history_since("t-one", "a", HistoryCursor::default())
+            .unwrap();
+        assert_eq!(first.entries.len(), 2, "{kind}");
+        assert!(first.entries[0].extra.contains_key("consumedAt"), "{kind}");
+        team.take_unread("a").unwrap();
+        let next = backend.history_since("t-one", "a", first.cursor).unwrap();
+        assert!(!next.restarted, "{kind}");
+        let texts: Vec<&str> = next.entries.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(texts, ["two"], "{kind}");
+        assert_eq!(team.agents_with_mail().unwrap(), ["a"], "{kind}");
+    });
+}
+
+/// Records what a feed hears.
+struct Heard(Mutex<mpsc::Sender<StoreEvent>>);
+
+impl StoreObserver for Heard {
+    fn changed(&self, event: &StoreEvent) {
+        let _ = self.0.lock().unwrap().send(event.clone());
+    }
+}
+
+#[test]
+fn the_feed_hears_writes_made_through_another_handle() {
+    each_backend(|kind, store, other| {
+        let team = team_of(&store);
+        let (tx, rx) = mpsc::channel();
+        let _feed = team.watch(Arc::new(Heard(Mutex::new(tx)))).unwrap();
+        let there = other.team("t-one").unwrap();
+        there
+            .deliver("a", OutgoingMessage::new("team-lead", "wake"))
+            .unwrap();
+        let want = StoreEvent::InboxAppended {
+            team: "t-one".into(),
+            agent: "a".into(),
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(e) if e == want => break,
+                Ok(_) => continue,
+                Err(e) => panic!("{kind}: the append was not heard: {e}"),
+            }
+        }
+    });
+}
