@@ -3,7 +3,7 @@
 //! reported dead, its task returns to `pending`, another teammate claims it,
 //! and nothing is left behind (no zombie, no record).
 
-mod backend_common;
+use crate::backend_common;
 
 use backend_common::*;
 use teamhost::backends::{started, TeammateMode};

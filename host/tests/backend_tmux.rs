@@ -4,8 +4,8 @@
 //! `list-panes` / `capture-pane`; where tmux offers no event (a pane's screen
 //! filling in) the test polls with a bounded number of retries.
 
-mod backend_common;
-mod tmux_server;
+use crate::backend_common;
+use crate::tmux_server;
 
 use std::path::Path;
 use std::process::Command;

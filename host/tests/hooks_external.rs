@@ -4,7 +4,7 @@
 //! Claude Code's own format, but never those of a `.claude/settings.json` in
 //! its own directory, which the teammate can write.
 
-mod backend_common;
+use crate::backend_common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

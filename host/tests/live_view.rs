@@ -18,13 +18,13 @@ use teamhost::protocol::{
 };
 use teamhost::store::{Home, NewMember, NewTeam, OutgoingMessage, Store};
 
-mod tmux_server;
+use crate::tmux_server;
 use tmux_server::TmuxServer as Tmux;
 
 impl Tmux {
     /// Polls `capture-pane` (tmux has no event for "the screen changed"):
     /// at most 600 tries, 50 ms apart.
-    fn screen_shows(&self, needles: &[&str]) -> String {
+    fn view_shows(&self, needles: &[&str]) -> String {
         for _ in 0..600 {
             let screen = self.ok(&["capture-pane", "-p", "-t", "live"]);
             if needles.iter().all(|n| screen.contains(n)) {
@@ -40,7 +40,7 @@ impl Tmux {
 
     /// Starts `command` (then `echo $? > exit_file`, then signal `done`) in a
     /// 180×45 session named `live`.
-    fn start(&self, command: &str, exit_file: &Path) {
+    fn run_in_pane(&self, command: &str, exit_file: &Path) {
         let script = format!(
             "{command}; echo $? > '{exit}'; tmux -S '{sock}' wait-for -S done; exec cat",
             exit = exit_file.display(),
@@ -61,7 +61,7 @@ impl Tmux {
         ]);
     }
 
-    /// Waits (at most 120 s) for the command started by [`Tmux::start`] to end;
+    /// Waits (at most 120 s) for the command started by [`Tmux::run_in_pane`] to end;
     /// answers its exit code.
     fn wait_done(&self, exit_file: &Path) -> String {
         let waited = Command::new("timeout")
@@ -124,7 +124,7 @@ description = "- one.txt"
     let tmux = Tmux {
         sock: tmp.path().join("sock"),
     };
-    tmux.start(
+    tmux.run_in_pane(
         &format!(
             "'{bin}' --home '{home}' run '{manifest}' --keep --teammate-mode in-process",
             bin = env!("CARGO_BIN_EXE_teamhost"),
@@ -135,7 +135,7 @@ description = "- one.txt"
     );
 
     // The board: both teammates, the asker waiting, the task done, the request.
-    let screen = tmux.screen_shows(&[
+    let screen = tmux.view_shows(&[
         "team live",
         "counter",
         "asker",
@@ -200,7 +200,7 @@ fn watch_on_a_terminal_shows_a_plan_in_full_rejects_it_with_a_reason_and_sends_a
     let tmux = Tmux {
         sock: tmp.path().join("sock"),
     };
-    tmux.start(
+    tmux.run_in_pane(
         &format!(
             "'{bin}' --home '{home}' watch --team plans",
             bin = env!("CARGO_BIN_EXE_teamhost"),
@@ -208,23 +208,23 @@ fn watch_on_a_terminal_shows_a_plan_in_full_rejects_it_with_a_reason_and_sends_a
         ),
         &exit_file,
     );
-    tmux.screen_shows(&["team plans", "alice plan asks: # Rewrite the parser"]);
+    tmux.view_shows(&["team plans", "alice plan asks: # Rewrite the parser"]);
 
     // The whole plan, then a rejection with a typed reason.
     tmux.ok(&["send-keys", "-t", "live", "v"]);
-    tmux.screen_shows(&["plan request from alice", "LAST-STEP-OF-THE-PLAN"]);
+    tmux.view_shows(&["plan request from alice", "LAST-STEP-OF-THE-PLAN"]);
     tmux.ok(&["send-keys", "-t", "live", "d"]);
-    tmux.screen_shows(&["deny: the reason"]);
+    tmux.view_shows(&["deny: the reason"]);
     tmux.ok(&["send-keys", "-t", "live", "-l", "split the parser too"]);
     tmux.ok(&["send-keys", "-t", "live", "Enter"]);
-    tmux.screen_shows(&["rejected plan", "nothing waits for you"]);
+    tmux.view_shows(&["rejected plan", "nothing waits for you"]);
 
     // A message typed to alice.
     tmux.ok(&["send-keys", "-t", "live", "m"]);
-    tmux.screen_shows(&["message from the lead", "to alice"]);
+    tmux.view_shows(&["message from the lead", "to alice"]);
     tmux.ok(&["send-keys", "-t", "live", "-l", "see you at standup"]);
     tmux.ok(&["send-keys", "-t", "live", "Enter"]);
-    tmux.screen_shows(&["sent to alice"]);
+    tmux.view_shows(&["sent to alice"]);
     tmux.ok(&["send-keys", "-t", "live", "q"]);
     assert_eq!(tmux.wait_done(&exit_file), "0");
 

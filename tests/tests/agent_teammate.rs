@@ -5,7 +5,7 @@
 //! and the offline example (`examples/llm-team`) completes from its
 //! checked-in cassettes through the real `teamhost run`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! precompiled artifact is kept under `{home}/cache/components`, and a later
 //! host (a fresh process) loads that artifact instead of compiling again.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};

@@ -2,7 +2,7 @@
 //! says what is wrong and what to do, and leaves the team as it was: no member
 //! half-registered, no inbox created, nothing running.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

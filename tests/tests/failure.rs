@@ -2,7 +2,7 @@
 //! its task goes back to `pending`, it leaves the team, and everyone else keeps
 //! working.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Direct messages between teammates: delivered to the peer, and announced to
 //! the lead in the sender's `idle_notification` as `[to NAME] summary`.
 
-mod common;
+use crate::common;
 
 use common::{line, turns, Fixture};
 use teamhost::protocol::ProtocolMessage;

@@ -4,7 +4,7 @@
 //! files and `status`, the budget notice), and that stopping a teammate
 //! cancels its call.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! is still delivered, and that a suppressed notification does not touch the
 //! lead's inbox at all (no inbox event, so nothing would wake a lead).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! `shutdown_request` (even queued behind other messages), then the lead's
 //! messages, then anyone's.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -9,9 +9,8 @@
 //! - the host and another teammate keep working: an `echo` teammate in the
 //!   same team still answers a message afterwards.
 
-mod common;
-mod hostile;
-mod sandbox_support;
+use crate::common;
+use crate::sandbox_support;
 
 use common::Fixture;
 use sandbox_support::{

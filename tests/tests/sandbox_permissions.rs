@@ -7,8 +7,7 @@
 //! teammate's directory is the exception: it is denied at once, and the lead
 //! is never asked.
 
-mod common;
-mod sandbox_support;
+use crate::sandbox_support;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

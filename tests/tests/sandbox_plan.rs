@@ -4,8 +4,7 @@
 //! the pending plan switches its mode, after which its writes go through
 //! `tools.write` (its preopen stays read-only).
 
-mod common;
-mod sandbox_support;
+use crate::sandbox_support;
 
 use sandbox_support::{cli, hostile_request, raw_protocol, step, wait_done, Arena};
 use teamhost::approvals::PlanAnswer;

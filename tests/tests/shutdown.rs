@@ -2,7 +2,7 @@
 //! `shutdown_rejected` with the reason, the teammate keeps working, and a
 //! team shutdown with a deadline kills it.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

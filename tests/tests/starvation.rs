@@ -1,7 +1,7 @@
 //! A guest stuck in an endless loop does not starve the others (epoch
 //! interruption makes it yield), and the host can still kill it.
 
-mod common;
+use crate::common;
 
 use common::{line, next_event, turns, Fixture};
 use teamhost::embed::{Event, SpawnRequest, TeammateState};

@@ -6,9 +6,16 @@
 //! | `process` | `process.rs` | in a child process, `teamhost teammate …` | `process` |
 //! | `tmux` | `tmux.rs` | in a tmux pane running `teamhost teammate …` | `%N` |
 //!
-//! `detect.rs` chooses one as the reference does; `started.rs` records every
-//! process teamhost starts for a team so that `teamhost team delete --force`,
-//! from any process, can stop them.
+//! | file | shared by the backends |
+//! |---|---|
+//! | `assembly.rs` | building a component teammate: checks, worktree, tools, context, instance, runner |
+//! | `child.rs` | registration and the `teamhost teammate` command line (process, tmux) |
+//! | `monitor.rs` | the task that owns an external teammate's process (process, tmux) |
+//! | `panes.rs` | tmux pane primitives (tmux, the monitor, `started.rs`) |
+//! | `model_seat.rs` | a teammate's model client and usage record |
+//! | `detect.rs` | choosing a backend as the reference does |
+//! | `started.rs` | the machine-local record of every process teamhost starts, so `teamhost team delete --force`, from any process, can stop them |
+//! | `teardown.rs` | deleting a team for good (CLI and `Host::delete_team`) |
 //!
 //! The `process` and `tmux` backends follow the reference's protocol for
 //! external teammates exactly: register the member, write the spawn prompt as
@@ -18,11 +25,16 @@
 //! `config.json`; a process that dies without leaving the team is reported
 //! dead: its open tasks go back to `pending` and the lead is told.
 
+pub(crate) mod assembly;
+pub(crate) mod child;
 pub mod detect;
 pub(crate) mod in_process;
 pub(crate) mod model_seat;
+pub(crate) mod monitor;
+pub(crate) mod panes;
 pub(crate) mod process;
 pub mod started;
+pub mod teardown;
 pub(crate) mod tmux;
 
 use std::fmt;

@@ -175,7 +175,7 @@ pub fn stop_all(home: &Home, team: &str, timeout: Duration) -> Result<StopReport
     }
     for rec in &records {
         if let Some(pane) = &rec.pane_id {
-            if super::tmux::kill_pane_if_ours(rec.tmux_socket.as_deref(), pane, rec.pid) {
+            if super::panes::kill_pane_if_ours(rec.tmux_socket.as_deref(), pane, rec.pid) {
                 report.panes_closed.push(rec.name.clone());
             }
         }

@@ -113,25 +113,21 @@ pub(super) fn run(
             timeout,
         } => {
             let team = store.team(&name)?;
-            if force && team.exists() {
-                // Everything teamhost started for the team: processes get
-                // SIGTERM (they leave the team cleanly), SIGKILL after the
-                // timeout; the tmux panes it recorded are closed.
-                let stopped = crate::backends::started::stop_all(
-                    home,
-                    team.name(),
-                    std::time::Duration::from_secs(timeout),
-                )?;
-                if !stopped.stopped.is_empty() || !stopped.killed.is_empty() {
-                    eprintln!(
-                        "stopped {} teammate process(es), killed {} after {timeout}s",
-                        stopped.stopped.len(),
-                        stopped.killed.len()
-                    );
-                }
+            let done = crate::backends::teardown::delete_team(
+                home,
+                &team,
+                force,
+                std::time::Duration::from_secs(timeout),
+            )?;
+            let stopped = &done.stopped;
+            if !stopped.stopped.is_empty() || !stopped.killed.is_empty() {
+                eprintln!(
+                    "stopped {} teammate process(es), killed {} after {timeout}s",
+                    stopped.stopped.len(),
+                    stopped.killed.len()
+                );
             }
-            team.delete(force)?;
-            let worktrees = crate::worktree::cleanup(home, team.name())?;
+            let worktrees = done.worktrees;
             out.print(
                 &json!({"deleted": team.name(), "worktrees_removed": worktrees.removed, "worktrees_kept": worktrees.kept}),
                 || {

@@ -156,33 +156,10 @@ pub fn teammate_home(flag: Option<&Path>) -> anyhow::Result<(Home, bool)> {
 /// Splits tool-rule arguments on commas and spaces outside parentheses
 /// (`Read,Bash(git log:*) Edit` → `Read`, `Bash(git log:*)`, `Edit`).
 pub fn split_rules(args: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    for arg in args {
-        let (mut depth, mut cur) = (0usize, String::new());
-        for c in arg.chars() {
-            match c {
-                '(' => {
-                    depth += 1;
-                    cur.push(c)
-                }
-                ')' => {
-                    depth = depth.saturating_sub(1);
-                    cur.push(c)
-                }
-                ',' | ' ' if depth == 0 => {
-                    if !cur.trim().is_empty() {
-                        out.push(cur.trim().to_string());
-                    }
-                    cur.clear();
-                }
-                _ => cur.push(c),
-            }
-        }
-        if !cur.trim().is_empty() {
-            out.push(cur.trim().to_string());
-        }
-    }
-    out
+    args.iter()
+        .flat_map(|a| crate::sandbox::rules::split_list(a))
+        .map(str::to_string)
+        .collect()
 }
 
 /// Finds the component: `wanted` (flag or `$TEAMHOST_COMPONENT`) as a path or

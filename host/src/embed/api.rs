@@ -483,8 +483,7 @@ impl Host {
     /// Kills every teammate of `team` still running, stops any process
     /// another teamhost process started for it (SIGTERM, then SIGKILL after
     /// [`BackendOptions::stop_timeout`]) and closes the tmux panes teamhost
-    /// recorded for it, deletes the team's files (`teams/{team}` and
-    /// `tasks/{team}`), and removes its teammates' clean worktrees; worktrees
+    /// recorded for it, deletes the team's state from the store, and removes its teammates' clean worktrees; worktrees
     /// with changes are kept and listed in the report.
     pub async fn delete_team(&self, team: &str) -> Result<crate::worktree::Cleanup> {
         let t = self.team(team)?;
@@ -493,12 +492,14 @@ impl Host {
                 self.kill(t.name(), &info.name).await?;
             }
         }
-        let (home, t2, timeout) = (
+        let (home, timeout) = (
             self.inner.home.clone(),
-            t.name().to_string(),
             self.inner.opts.backends.stop_timeout,
         );
-        tokio::task::spawn_blocking(move || backends::started::stop_all(&home, &t2, timeout))
+        // Other processes' teammates first, while this host still watches
+        // them leave; then the team's state, with nothing watching.
+        let (h, name) = (home.clone(), t.name().to_string());
+        tokio::task::spawn_blocking(move || backends::started::stop_all(&h, &name, timeout))
             .await
             .map_err(|e| {
                 Error::Invalid(format!("stopping the team's processes panicked: {e}"))
@@ -513,12 +514,12 @@ impl Host {
             .lock()
             .expect("watches lock")
             .remove(t.name());
-        t.delete(true)?;
-        let home = self.inner.home.clone();
-        let name = t.name().to_string();
-        tokio::task::spawn_blocking(move || crate::worktree::cleanup(&home, &name))
-            .await
-            .map_err(|e| Error::Invalid(format!("worktree cleanup panicked: {e}")))?
+        let done = tokio::task::spawn_blocking(move || {
+            backends::teardown::delete_team(&home, &t, true, timeout)
+        })
+        .await
+        .map_err(|e| Error::Invalid(format!("deleting the team panicked: {e}")))??;
+        Ok(done.worktrees)
     }
 
     fn state_receiver(

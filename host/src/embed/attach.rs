@@ -14,7 +14,7 @@ use tokio::sync::watch;
 
 use super::api::info;
 use super::{Host, SpawnRequest, TeammateInfo};
-use crate::backends::in_process::{self, Placement};
+use crate::backends::assembly::{self, Placement};
 use crate::backends::{SpawnEnv, Spawned};
 use crate::error::{Error, Result};
 use crate::runner::watch::TeamWatch;
@@ -85,13 +85,13 @@ impl Host {
             }
         }
         let env = self.spawn_env(&team)?;
-        let prepared = in_process::prepare(env.runtime, &req).await?;
+        let prepared = assembly::prepare(env.runtime, &req).await?;
         let place = Placement {
             backend_type: how.backend_type,
             pane_id: how.pane_id,
             log: how.guest_log,
         };
-        let ready = in_process::instantiate(&env, &team, member, &req, prepared, place).await?;
+        let ready = assembly::instantiate(&env, &team, member, &req, prepared, place).await?;
         let spawned = ready.run(&env);
         Ok(self.keep(&team, spawned))
     }

@@ -17,8 +17,9 @@ mod instance;
 mod interfaces;
 mod state;
 
+pub use crate::sandbox::DirAccess;
 pub use cache::ComponentCache;
 pub use engine::Runtime;
-pub use instance::{DirAccess, Instance, InstanceConfig};
+pub use instance::{Instance, InstanceConfig};
 pub(crate) use interfaces::{from_wit_status, mode_from_wit, to_wit_message, to_wit_task};
 pub use state::{AgentCtx, Identity, ModelSeat, SandboxCtx, ShutdownDecision, TurnRecord};

@@ -16,6 +16,7 @@
 //! |---|---|
 //! | `mod.rs` | the vocabulary: [`ToolCall`] and its inputs, [`CoordinationKind`], [`ToolName`], [`ToolClass`] |
 //! | [`mode`] | [`PermissionMode`]: the six modes, parse and display |
+//! | [`confinement`] | [`DirAccess`] (the preopen by mode and deny rules) and [`Confinement`] (Bash, by mode) |
 //! | [`limits`] | [`Limits`]: memory, CPU and wall time per turn, sizes, approval wait |
 //! | [`rules`] | [`Rule`] and [`ToolRules`]: the reference's rule syntax, path globs, Bash command matching, lexical paths |
 //! | [`policy`] | [`decide`], [`PolicyContext`], [`Decision`], [`Suggestion`] |
@@ -104,11 +105,13 @@
 //! Rule syntax, paths (`~` is the capability directory) and Bash matching
 //! (compound commands) are documented in [`rules`].
 
+pub mod confinement;
 pub mod limits;
 pub mod mode;
 pub mod policy;
 pub mod rules;
 
+pub use confinement::{Confinement, DirAccess};
 pub use limits::{Limits, TeamAct, TeamActs};
 pub use mode::{ParseModeError, PermissionMode};
 pub use policy::{

@@ -36,16 +36,7 @@ use super::cgroup::{CallGroup, TreeLimits};
 use super::confine::{self, ChildPlan, Enforcement};
 use super::{ToolBox, ToolError};
 
-/// Whether Bash may run without kernel confinement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Confinement {
-    /// Refuse unless Landlock confines the process (every mode but
-    /// `bypassPermissions`).
-    Required,
-    /// Confine when the kernel can, run anyway when it cannot
-    /// (`bypassPermissions`).
-    BestEffort,
-}
+pub use crate::sandbox::Confinement;
 
 /// What Bash returns.
 #[derive(Debug, Clone, PartialEq, Eq)]

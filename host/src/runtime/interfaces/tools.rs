@@ -16,8 +16,8 @@ use crate::runtime::bindings::tools::{
 };
 use crate::runtime::bindings::types::Error as WitError;
 use crate::sandbox::{
-    decide, decide_on_disk, BashInput, Decision, EditInput, GlobInput, GrepInput, PermissionMode,
-    ReadInput, ToolCall, ToolName, WriteInput,
+    decide, decide_on_disk, BashInput, Decision, EditInput, GlobInput, GrepInput, ReadInput,
+    ToolCall, ToolName, WriteInput,
 };
 use crate::tools::{Confinement, DiskBudget, Redactor, ToolBox};
 
@@ -288,11 +288,7 @@ impl Host for AgentCtx {
         }) else {
             return Ok(Err(changed_tool()));
         };
-        let confinement = if self.sandbox.mode == PermissionMode::BypassPermissions {
-            Confinement::BestEffort
-        } else {
-            Confinement::Required
-        };
+        let confinement = Confinement::for_mode(self.sandbox.mode);
         let (tools, budget) = (self.toolbox(), self.disk_budget());
         let done = blocking_tool(move || {
             tools.bash(&input, confinement).map(|o| BashOutput {

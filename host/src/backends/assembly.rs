@@ -1,0 +1,295 @@
+//! Assembling a component teammate, in one place: checking a request before
+//! anything is written ([`prepare`]), its worktree ([`isolate`]), its tools,
+//! its [`AgentCtx`](crate::runtime::AgentCtx), its sandboxed instance
+//! ([`instantiate`]), and its runner ([`Ready::run`]). The in-process
+//! backend runs these steps in order; `Host::attach` (a `teamhost teammate`
+//! process) runs the last two for a member its lead registered; the process
+//! and tmux backends use the first two before starting their child.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+
+use super::{BackendKind, SpawnEnv, Spawned};
+use crate::error::{Error, Result};
+use crate::runner::{Runner, RunnerConfig, RunnerLinks};
+use crate::runtime::{
+    AgentCtx, DirAccess, Identity, Instance, InstanceConfig, Runtime, SandboxCtx, TurnRecord,
+};
+use crate::sandbox::{PermissionMode, PolicyContext, ToolRules};
+use crate::store::{Member, Team};
+use crate::teammate::{Isolation, SpawnRequest, TeammateState};
+
+/// Compiles `req`'s component, or takes it from the cache (a second load of
+/// the same file costs one read and hash). Called from [`prepare`] to fail
+/// early and from [`instantiate`] to get the instance-pre (whose state type
+/// is private to the runtime, hence the macro).
+macro_rules! load {
+    ($runtime:expr, $req:expr) => {{
+        let runtime = $runtime.clone();
+        let path = $req.component.clone();
+        tokio::task::spawn_blocking(move || runtime.prepare(&path))
+            .await
+            .map_err(|e| Error::Invalid(format!("component loading panicked: {e}")))?
+            .map_err(|e| Error::Component {
+                path: $req.component.clone(),
+                message: format!("{e:#}"),
+            })
+    }};
+}
+
+/// Gives a registered member its own git worktree when `req` asks for one
+/// (`{home}/worktrees/{team}/{name}`, recorded as its `worktreePath` and
+/// `cwd`), and makes that the directory it works in.
+pub(crate) fn isolate(
+    home: &crate::store::Home,
+    team: &Team,
+    req: &SpawnRequest,
+    member: Member,
+    prepared: &mut Prepared,
+) -> Result<Member> {
+    match req.isolation {
+        Isolation::None => Ok(member),
+        Isolation::Worktree => {
+            let wt = crate::worktree::create(home, team.name(), &member.name, &prepared.dir)?;
+            let shown = wt.display().to_string();
+            let member = team.update_member(&member.name, |m| {
+                m.worktree_path = Some(shown.clone());
+                m.cwd = Some(shown.clone());
+                m.clone()
+            })?;
+            prepared.dir = wt;
+            Ok(member)
+        }
+    }
+}
+
+/// A request checked and its component compiled (and cached); nothing
+/// written yet.
+pub(crate) struct Prepared {
+    /// The capability directory, canonical.
+    pub dir: PathBuf,
+    mode: PermissionMode,
+    rules: ToolRules,
+}
+
+/// Checks `req` (directory, mode, tool rules) and compiles or loads its
+/// component, so that a bad request fails before the team is touched.
+pub(crate) async fn prepare(runtime: &Runtime, req: &SpawnRequest) -> Result<Prepared> {
+    let dir = req.cwd.canonicalize().map_err(|e| {
+        Error::Invalid(format!(
+            "the teammate's directory {} cannot be used: {e}",
+            req.cwd.display()
+        ))
+    })?;
+    if !dir.is_dir() {
+        return Err(Error::Invalid(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
+    }
+    let mode: PermissionMode = match &req.mode {
+        None => PermissionMode::Default,
+        Some(m) => m
+            .parse()
+            .map_err(|e: crate::sandbox::ParseModeError| Error::Invalid(e.to_string()))?,
+    };
+    let rules = ToolRules::new(req.allowed_tools.iter(), req.disallowed_tools.iter())
+        .map_err(|e| Error::Invalid(e.to_string()))?;
+    load!(runtime, req)?;
+    Ok(Prepared { dir, mode, rules })
+}
+
+/// Where the runner says it runs, and where the guest's output goes.
+pub(crate) struct Placement {
+    /// `backendType` reported in `shutdown_approved`.
+    pub backend_type: String,
+    /// `paneId` reported in `shutdown_approved`.
+    pub pane_id: String,
+    /// File receiving the guest's stdout and stderr; discarded when `None`.
+    pub log: Option<PathBuf>,
+}
+
+/// An instantiated teammate whose runner has not started.
+pub(crate) struct Ready {
+    runner: Runner,
+    member: Member,
+    auto_claim: bool,
+    inject: mpsc::UnboundedSender<String>,
+    kill: watch::Sender<bool>,
+    state: watch::Receiver<TeammateState>,
+}
+
+/// Builds the sandboxed instance of the registered `member`.
+pub(crate) async fn instantiate(
+    env: &SpawnEnv<'_>,
+    team: &Team,
+    member: Member,
+    req: &SpawnRequest,
+    prepared: Prepared,
+    place: Placement,
+) -> Result<Ready> {
+    let lead = team.config()?.lead_name().to_string();
+    let Prepared { dir, mode, rules } = prepared;
+    let pre = load!(env.runtime, req)?;
+    let name = member.name.clone();
+    let color = member.color.clone().unwrap_or_default();
+    let defaults = crate::tools::ToolLimits::default();
+    let tool_limits = crate::tools::ToolLimits {
+        max_output_bytes: req.limits.max_tool_output_bytes,
+        // Bash's process tree gets the teammate's own memory and CPU budget.
+        bash_memory_bytes: req.limits.memory_bytes as u64,
+        bash_cpu: req.limits.cpu_per_turn,
+        // No Bash call outlives the turn's wall-time limit.
+        bash_timeout: defaults.bash_timeout.min(req.limits.wall_per_turn),
+        max_bash_timeout: defaults.max_bash_timeout.min(req.limits.wall_per_turn),
+        ..defaults
+    };
+    let tools = crate::tools::ToolBox::open(&dir, tool_limits).map_err(|e| {
+        Error::Invalid(format!(
+            "cannot open {} for the teammate's tools: {e}",
+            dir.display()
+        ))
+    })?;
+    let wake = env.hub.register(team.name(), &name);
+    let rules_for_access = rules.clone();
+    let seat = super::model_seat::model_seat(env, team, &name, req)?;
+    let agent = AgentCtx {
+        team: team.clone(),
+        identity: Identity {
+            name: name.clone(),
+            agent_id: member.agent_id.clone(),
+            team: team.name().to_string(),
+            color: color.clone(),
+            agent_type: req
+                .agent_type
+                .clone()
+                .unwrap_or_else(|| "general-purpose".into()),
+            model: req.model.clone().unwrap_or_default(),
+            plan_mode_required: req.plan_mode_required,
+            backend_type: place.backend_type,
+            pane_id: place.pane_id,
+        },
+        lead: lead.clone(),
+        turn: TurnRecord::default(),
+        pending_shutdowns: Vec::new(),
+        pending_plan: None,
+        sandbox: SandboxCtx {
+            mode,
+            rules,
+            policy: PolicyContext::new(&dir),
+            limits: req.limits.clone(),
+            wake: wake.clone(),
+            poll_interval: env.poll_interval,
+            auto_approve_plans: env.auto_approve_plans,
+            pending_requests: 0,
+            tools: Arc::new(tools),
+            hooks: env.hooks.clone(),
+            hidden_dirs: hidden_dirs(env, team),
+        },
+        acts_total: Default::default(),
+        model: seat,
+    };
+    let instance_config = InstanceConfig {
+        dir,
+        access: DirAccess::for_teammate(mode, &rules_for_access),
+        limits: req.limits.clone(),
+        log: place.log,
+    };
+    let instance = match Instance::new(env.runtime, &pre, agent, &instance_config).await {
+        Ok(i) => i,
+        Err(e) => {
+            env.hub.unregister(team.name(), &name);
+            return Err(Error::Component {
+                path: req.component.clone(),
+                message: format!("cannot start it: {e:#}"),
+            });
+        }
+    };
+    let (inject_tx, inject_rx) = mpsc::unbounded_channel();
+    let (kill_tx, kill_rx) = watch::channel(false);
+    let (state_tx, state_rx) = watch::channel(TeammateState::Starting);
+    let runner = Runner {
+        instance,
+        team: team.clone(),
+        name,
+        agent_id: member.agent_id.clone(),
+        color,
+        lead,
+        config: RunnerConfig {
+            auto_claim: req.auto_claim,
+            poll_interval: env.poll_interval,
+            notifications: req.notifications.unwrap_or_default(),
+        },
+        links: RunnerLinks {
+            wake,
+            injected: inject_rx,
+            kill: kill_rx,
+            state: state_tx,
+            events: env.events.clone(),
+            turns: Arc::new(AtomicU64::new(0)),
+            busy: Arc::new(AtomicBool::new(true)),
+            pending_injections: Arc::new(AtomicUsize::new(0)),
+        },
+    };
+    Ok(Ready {
+        runner,
+        member,
+        auto_claim: req.auto_claim,
+        inject: inject_tx,
+        kill: kill_tx,
+        state: state_rx,
+    })
+}
+
+impl Ready {
+    /// Starts the runner as a tokio task.
+    pub(crate) fn run(self, env: &SpawnEnv<'_>) -> Spawned {
+        let Ready {
+            runner,
+            member,
+            auto_claim,
+            inject,
+            kill,
+            state,
+        } = self;
+        let turns = runner.links.turns.clone();
+        let busy = runner.links.busy.clone();
+        let pending_injections = runner.links.pending_injections.clone();
+        let hub = env.hub.clone();
+        let (team_name, name) = (runner.team.name().to_string(), member.name.clone());
+        let join = tokio::spawn(async move {
+            let end = runner.run().await;
+            hub.unregister(&team_name, &name);
+            end
+        });
+        Spawned {
+            member,
+            backend: BackendKind::InProcess,
+            state,
+            inject: Some(inject),
+            kill,
+            turns,
+            busy,
+            pending_injections,
+            auto_claim,
+            stop_grace: Duration::from_millis(500),
+            join,
+        }
+    }
+}
+
+/// The host directories a teammate's tool errors never name.
+fn hidden_dirs(env: &SpawnEnv<'_>, team: &Team) -> Vec<PathBuf> {
+    let mut dirs = vec![env.home.root().to_path_buf()];
+    if let Some(files) = team.store().file_store() {
+        let root = files.home().root().to_path_buf();
+        if !dirs.contains(&root) {
+            dirs.push(root);
+        }
+    }
+    dirs
+}

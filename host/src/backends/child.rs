@@ -1,0 +1,235 @@
+//! What the process and tmux backends share before a teammate runs: its
+//! registration in the team, its log path, the executable, and the
+//! `teamhost teammate` command line (the reference's flags, then
+//! teamhost's own).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use super::assembly::{isolate, prepare};
+use super::{BackendKind, BackendOptions, SpawnEnv};
+use crate::error::{Error, Result};
+use crate::store::{Member, NewMember, OutgoingMessage, Team};
+use crate::teammate::SpawnRequest;
+
+/// Checks the request, compiles its component, registers the member with
+/// `kind`'s `backendType` and writes the spawn prompt to its inbox, as the
+/// reference's lead does before starting an external teammate.
+pub(crate) async fn register(
+    env: &SpawnEnv<'_>,
+    team: &Team,
+    req: &SpawnRequest,
+    kind: BackendKind,
+) -> Result<Member> {
+    let mut prepared = prepare(env.runtime, req).await?;
+    let config = team.config()?;
+    let member = team.add_member(NewMember {
+        name: req.name.clone(),
+        agent_type: req.agent_type.clone(),
+        model: req.model.clone(),
+        prompt: Some(req.prompt.clone()),
+        color: None,
+        plan_mode_required: req.plan_mode_required,
+        cwd: Some(prepared.dir.display().to_string()),
+        backend_type: Some(kind.as_str().into()),
+        tmux_pane_id: Some(kind.as_str().into()),
+        mode: req.mode.clone(),
+        allowed_tools: req.allowed_tools.clone(),
+        disallowed_tools: req.disallowed_tools.clone(),
+    })?;
+    let name = member.name.clone();
+    let member = isolate(&env.home, team, req, member, &mut prepared)
+        .map_err(|e| undo_registration(team, &name, e))?;
+    team.deliver(
+        &member.name,
+        OutgoingMessage::new(config.lead_name(), req.prompt.clone()),
+    )
+    .map_err(|e| undo_registration(team, &member.name, e))?;
+    Ok(member)
+}
+
+/// Removes a member whose start failed (and its unread prompt), returning `e`.
+pub(crate) fn undo_registration(team: &Team, name: &str, e: Error) -> Error {
+    if let Err(e2) = team.remove_member(name) {
+        tracing::error!(teammate = %name, error = %e2, "could not undo a failed spawn");
+    }
+    if let Err(e2) = team.take_unread(name) {
+        tracing::error!(teammate = %name, error = %e2, "could not clear the inbox of a failed spawn");
+    }
+    e
+}
+
+/// `{log_dir}/{team}/{name}.log`.
+pub(crate) fn log_path(log_dir: &Path, team: &Team, name: &str) -> PathBuf {
+    log_dir.join(team.name()).join(format!("{name}.log"))
+}
+
+/// `teamhost teammate` and its arguments: the reference's flags, then
+/// teamhost's own (`--component`, `--home`, `--no-auto-claim`), and
+/// `--notifications` and `--settings` (the host's hooks), always given so the
+/// host's level and hooks win over what the child might find on its own.
+pub(crate) fn teammate_args(
+    team: &Team,
+    store_home: &Path,
+    member: &Member,
+    req: &SpawnRequest,
+    hooks: &crate::hooks::Hooks,
+    models: &crate::teammate::ModelAccess,
+) -> Vec<OsString> {
+    let mut a: Vec<OsString> = vec!["teammate".into()];
+    let mut flag = |k: &str, v: &str| {
+        a.push(k.into());
+        a.push(v.into());
+    };
+    flag("--agent-id", &member.agent_id);
+    flag("--agent-name", &member.name);
+    flag("--team-name", team.name());
+    flag("--agent-color", member.color.as_deref().unwrap_or("blue"));
+    if let Ok(Some(session)) = team.config().map(|c| c.lead_session_id) {
+        flag("--parent-session-id", &session);
+    }
+    flag(
+        "--agent-type",
+        req.agent_type.as_deref().unwrap_or("general-purpose"),
+    );
+    if let Some(model) = &req.model {
+        flag("--model", model);
+    }
+    match req.mode.as_deref() {
+        Some("bypassPermissions") => a.push("--dangerously-skip-permissions".into()),
+        Some(mode) => {
+            a.push("--permission-mode".into());
+            a.push(mode.into());
+        }
+        None => {}
+    }
+    if req.plan_mode_required {
+        a.push("--plan-mode-required".into());
+    }
+    if !req.allowed_tools.is_empty() {
+        a.push("--allowedTools".into());
+        a.push(req.allowed_tools.join(",").into());
+    }
+    if !req.disallowed_tools.is_empty() {
+        a.push("--disallowedTools".into());
+        a.push(req.disallowed_tools.join(",").into());
+    }
+    a.push("--component".into());
+    a.push(absolute(&req.component).into_os_string());
+    a.push("--home".into());
+    a.push(absolute(store_home).into_os_string());
+    if !req.auto_claim {
+        a.push("--no-auto-claim".into());
+    }
+    a.push("--notifications".into());
+    a.push(req.notifications.unwrap_or_default().as_str().into());
+    a.push("--settings".into());
+    a.push(hooks.to_settings().to_string().into());
+    a.extend(models.child_args().iter().map(OsString::from));
+    if let Some(policy) = &req.model_policy {
+        a.extend(policy_flags(policy).into_iter().map(OsString::from));
+    }
+    a
+}
+
+/// The flags that give a `teamhost teammate` child `policy` exactly (the
+/// default model goes first in `--model-allow`; `--model` is passed apart,
+/// as the reference does).
+pub(crate) fn policy_flags(policy: &crate::model::ModelPolicy) -> Vec<String> {
+    let mut allow = vec![policy.default.clone()];
+    allow.extend(
+        policy
+            .allow
+            .iter()
+            .filter(|a| **a != policy.default)
+            .cloned(),
+    );
+    let mut f = vec!["--model-allow".to_string(), allow.join(",")];
+    f.extend([
+        "--model-max-tokens".into(),
+        policy.max_tokens_per_call.to_string(),
+    ]);
+    if let Some(n) = policy.calls_per_turn {
+        f.extend(["--model-calls-per-turn".into(), n.to_string()]);
+    }
+    if let Some(n) = policy.budget_tokens {
+        f.extend(["--model-budget-tokens".into(), n.to_string()]);
+    }
+    if let Some(micro) = policy.budget_microdollars {
+        f.extend([
+            "--model-budget-usd".into(),
+            format!("{:.6}", micro as f64 / 1e6),
+        ]);
+    }
+    if let Some(n) = policy.requests_per_minute {
+        f.extend(["--model-rpm".into(), n.to_string()]);
+    }
+    f
+}
+
+/// The home of the file store `team` lives in, for a child teammate's
+/// `--home`. A teammate in another process reaches its team through the
+/// reference's files, so these backends need the file store.
+pub(crate) fn store_home(team: &Team) -> Result<PathBuf> {
+    match team.store().file_store() {
+        Some(files) => Ok(files.home().root().to_path_buf()),
+        None => Err(Error::Invalid(format!(
+            "team {} is not kept in files (its store is {:?}); teammates in their own process or tmux pane reach a team through its files: use the in-process backend, or a host built over a file store",
+            team.name(),
+            team.store().backend()
+        ))),
+    }
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// The `teamhost` binary for external teammates, checked to exist when it is
+/// a path.
+pub(crate) fn checked_exe(opts: &BackendOptions) -> Result<PathBuf> {
+    let exe = opts.exe();
+    if exe.components().count() > 1 && !exe.is_file() {
+        return Err(Error::Invalid(format!(
+            "the teamhost binary {} does not exist; set TEAMHOST_EXE (or BackendOptions::teamhost_exe) to it",
+            exe.display()
+        )));
+    }
+    Ok(exe)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::NotificationLevel;
+    use crate::store::test_team;
+
+    #[test]
+    fn teammate_args_always_pass_the_notification_level_on() {
+        let (tmp, team) = test_team(&["w"]);
+        let member = team.config().unwrap().member("w").unwrap().clone();
+        let level_of = |notifications| {
+            let mut req = SpawnRequest::new("w", "w.wasm", "p", tmp.path());
+            req.notifications = notifications;
+            let args = teammate_args(
+                &team,
+                tmp.path(),
+                &member,
+                &req,
+                &Default::default(),
+                &Default::default(),
+            );
+            let at = args
+                .iter()
+                .position(|a| a == "--notifications")
+                .expect("--notifications is passed");
+            args[at + 1].clone()
+        };
+        assert_eq!(
+            level_of(Some(NotificationLevel::StateChanges)),
+            "state-changes"
+        );
+        assert_eq!(level_of(Some(NotificationLevel::None)), "none");
+        assert_eq!(level_of(None), "all");
+    }
+}

@@ -1,0 +1,365 @@
+//! The monitor of an external teammate (a child process or a tmux pane):
+//! one task per teammate owns its process. It waits on it (a child is always
+//! reaped: no zombies; a pane's process through a pidfd), follows the
+//! member's `isActive` in the team config for the teammate's state, and on a
+//! forced stop sends SIGTERM, then SIGKILL after
+//! [`BackendOptions::stop_timeout`](super::BackendOptions::stop_timeout).
+//! When the process ends while the member is still registered (a crash,
+//! SIGKILL, the OOM killer), the teammate is reported dead: its open tasks
+//! return to `pending`, it is removed from the team and the lead is told by
+//! `teamhost`.
+
+use std::os::fd::OwnedFd;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{broadcast, watch};
+
+use super::panes::{dead_status, kill_pane_if_ours, PaneEnd};
+use super::started;
+use super::{BackendKind, SpawnEnv, Spawned};
+use crate::error::{Error, Result};
+use crate::protocol::HOST_SENDER;
+use crate::store::{Member, OutgoingMessage, Team};
+use crate::teammate::{Event, SpawnRequest, TeammateState};
+
+/// The process behind an external teammate.
+pub(crate) enum Proc {
+    /// A child of this process: waited on directly.
+    Child(tokio::process::Child),
+    /// A tmux pane's process: not our child; watched through a pidfd.
+    Pane {
+        pid: u32,
+        fd: OwnedFd,
+        socket: Option<PathBuf>,
+        pane: String,
+    },
+}
+
+/// How the process ended.
+enum Ending {
+    Status(ExitStatus),
+    /// A dead pane whose exit status tmux never collected.
+    DeadWithoutStatus,
+    /// A pane closed under its process, or a process that could not be
+    /// waited for.
+    Unknown,
+}
+
+impl Ending {
+    fn describe(&self, pid: u32) -> String {
+        match self {
+            Ending::Status(s) => match (s.code(), s.signal()) {
+                (Some(c), _) => format!("its process (pid {pid}) exited with status {c}"),
+                (None, Some(sig)) => format!(
+                    "its process (pid {pid}) was killed by signal {sig} ({})",
+                    signal_name(sig)
+                ),
+                _ => format!("its process (pid {pid}) ended"),
+            },
+            Ending::DeadWithoutStatus | Ending::Unknown => {
+                format!("its process (pid {pid}) ended")
+            }
+        }
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        _ => "signal",
+    }
+}
+
+/// Everything the monitor task needs.
+struct Watch {
+    team: Team,
+    home: crate::store::Home,
+    name: String,
+    agent_id: String,
+    pid: u32,
+    kind: BackendKind,
+    stop_timeout: Duration,
+    poll_interval: Duration,
+    events: broadcast::Sender<Event>,
+    state: watch::Sender<TeammateState>,
+    turns: Arc<AtomicU64>,
+}
+
+/// Starts the monitor task of an external teammate and returns its handle.
+pub(crate) fn monitor(
+    env: &SpawnEnv<'_>,
+    team: &Team,
+    member: Member,
+    req: &SpawnRequest,
+    proc: Proc,
+    kind: BackendKind,
+) -> Spawned {
+    let pid = match &proc {
+        Proc::Child(c) => c.id().unwrap_or_default(),
+        Proc::Pane { pid, .. } => *pid,
+    };
+    let (kill_tx, kill_rx) = watch::channel(false);
+    let (state_tx, state_rx) = watch::channel(TeammateState::Starting);
+    let turns = Arc::new(AtomicU64::new(0));
+    let w = Watch {
+        team: team.clone(),
+        home: env.home.clone(),
+        name: member.name.clone(),
+        agent_id: member.agent_id.clone(),
+        pid,
+        kind,
+        stop_timeout: env.backends.stop_timeout,
+        poll_interval: env.poll_interval,
+        events: env.events.clone(),
+        state: state_tx,
+        turns: turns.clone(),
+    };
+    let join = tokio::spawn(w.run(proc, kill_rx, env.config_changes.clone()));
+    Spawned {
+        member,
+        backend: kind,
+        state: state_rx,
+        inject: None,
+        kill: kill_tx,
+        turns,
+        busy: Arc::new(AtomicBool::new(false)),
+        pending_injections: Arc::new(AtomicUsize::new(0)),
+        auto_claim: req.auto_claim,
+        stop_grace: env.backends.stop_timeout + Duration::from_secs(10),
+        join,
+    }
+}
+
+impl Watch {
+    async fn run(
+        self,
+        proc: Proc,
+        mut kill: watch::Receiver<bool>,
+        mut config: watch::Receiver<u64>,
+    ) -> TeammateState {
+        let (pane, ended) = match proc {
+            Proc::Child(mut child) => {
+                let ended: std::pin::Pin<Box<dyn std::future::Future<Output = Ending> + Send>> =
+                    Box::pin(async move {
+                        match child.wait().await {
+                            Ok(s) => Ending::Status(s),
+                            Err(e) => {
+                                tracing::error!(error = %e, "cannot wait for a teammate process");
+                                Ending::Unknown
+                            }
+                        }
+                    });
+                (None, ended)
+            }
+            Proc::Pane {
+                pid,
+                fd,
+                socket,
+                pane,
+            } => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let thread = std::thread::Builder::new()
+                    .name(format!("teamhost-pane-{pid}"))
+                    .spawn(move || {
+                        let _ = started::wait_exit(&fd, None);
+                        let _ = tx.send(());
+                    });
+                if let Err(e) = thread {
+                    tracing::error!(error = %e, "cannot watch a pane's process");
+                }
+                let (s, p) = (socket.clone(), pane.clone());
+                let ended: std::pin::Pin<Box<dyn std::future::Future<Output = Ending> + Send>> =
+                    Box::pin(async move {
+                        let _ = rx.await;
+                        let status =
+                            tokio::task::spawn_blocking(move || dead_status(s.as_deref(), &p, pid))
+                                .await
+                                .ok();
+                        match status {
+                            Some(PaneEnd::Status(s)) => Ending::Status(s),
+                            Some(PaneEnd::DeadWithoutStatus) => Ending::DeadWithoutStatus,
+                            Some(PaneEnd::Gone) | None => Ending::Unknown,
+                        }
+                    });
+                (Some((socket, pane)), ended)
+            }
+        };
+        let mut ended = ended;
+        let mut killing = false;
+        let mut sigkill_at: Option<tokio::time::Instant> = None;
+        let mut watching_config = true;
+        self.refresh().await;
+        let ending = loop {
+            tokio::select! {
+                e = &mut ended => break e,
+                changed = kill.changed(), if !killing => {
+                    if changed.is_err() {
+                        // The host dropped this teammate's handle: nobody
+                        // can ask for a kill any more; keep watching.
+                        killing = true;
+                    } else if *kill.borrow() {
+                        killing = true;
+                        started::signal(self.pid, libc::SIGTERM);
+                        sigkill_at = Some(tokio::time::Instant::now() + self.stop_timeout);
+                    }
+                }
+                _ = async { tokio::time::sleep_until(sigkill_at.expect("guarded")).await }, if sigkill_at.is_some() => {
+                    tracing::warn!(teammate = %self.name, pid = self.pid, "no exit after SIGTERM; sending SIGKILL");
+                    started::signal(self.pid, libc::SIGKILL);
+                    sigkill_at = None;
+                }
+                changed = config.changed(), if watching_config => {
+                    if changed.is_err() {
+                        watching_config = false;
+                    }
+                    self.refresh().await;
+                }
+                _ = tokio::time::sleep(self.poll_interval) => self.refresh().await,
+            }
+        };
+        let killed = killing && *kill.borrow();
+        let final_state = self.finish(ending, killed, pane).await;
+        self.set_state(final_state.clone());
+        final_state
+    }
+
+    /// Follows `isActive` of the member: `true` → active, `false` → idle.
+    async fn refresh(&self) {
+        let (team, name) = (self.team.clone(), self.name.clone());
+        let active = tokio::task::spawn_blocking(move || {
+            team.config()
+                .ok()
+                .and_then(|c| c.member(&name).and_then(|m| m.is_active))
+        })
+        .await
+        .ok()
+        .flatten();
+        match active {
+            Some(true) => {
+                if *self.state.borrow() != TeammateState::Active {
+                    self.turns.fetch_add(1, Ordering::Relaxed);
+                }
+                self.set_state(TeammateState::Active)
+            }
+            Some(false) => self.set_state(TeammateState::Idle),
+            None => {}
+        }
+    }
+
+    /// After the process ended: close a pane it left open, leave the team in
+    /// its place if it did not, drop its record, and say how it ended.
+    async fn finish(
+        &self,
+        ending: Ending,
+        killed: bool,
+        pane: Option<(Option<PathBuf>, String)>,
+    ) -> TeammateState {
+        let how = ending.describe(self.pid);
+        let home = self.home.clone();
+        let (team, name, id, pid) = (
+            self.team.clone(),
+            self.name.clone(),
+            self.agent_id.clone(),
+            self.pid,
+        );
+        let cleanup = tokio::task::spawn_blocking(move || -> Result<bool> {
+            if let Some((socket, pane)) = pane {
+                kill_pane_if_ours(socket.as_deref(), &pane, pid);
+            }
+            if let Err(e) = started::remove(&home, team.name(), &name) {
+                tracing::warn!(teammate = %name, error = %e, "could not remove the process record");
+            }
+            let config = match team.config() {
+                Ok(c) => c,
+                Err(Error::TeamNotFound { .. }) => return Ok(false),
+                Err(e) => return Err(e),
+            };
+            if config.member(&name).is_none() {
+                return Ok(false); // it left the team itself
+            }
+            let unassigned = team.unassign_agent(&name, &id, true)?;
+            match team.remove_member(&name) {
+                Ok(_) | Err(Error::MemberNotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+            let why = if killed {
+                format!("{name} was stopped by the host: {how}")
+            } else {
+                format!("{name} died: {how}")
+            };
+            team.deliver(
+                config.lead_name(),
+                OutgoingMessage::new(HOST_SENDER, format!("{why}. {}", unassigned.notification)),
+            )?;
+            Ok(true)
+        })
+        .await;
+        let cleaned_up = match cleanup {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                tracing::error!(teammate = %self.name, error = %e, "cleanup after a teammate's process ended failed");
+                true
+            }
+            Err(e) => {
+                tracing::error!(teammate = %self.name, error = %e, "cleanup after a teammate's process ended panicked");
+                true
+            }
+        };
+        let how = ending.describe(self.pid);
+        if killed {
+            return TeammateState::Killed;
+        }
+        if cleaned_up {
+            return TeammateState::Failed(format!("died: {how}"));
+        }
+        match ending {
+            Ending::Status(s) if s.success() => TeammateState::Completed,
+            Ending::Status(s) if s.code().is_some_and(|c| c > 128) => TeammateState::Killed,
+            Ending::Status(_) => {
+                TeammateState::Failed(format!("{how}; its log is {}", self.kind_log_hint()))
+            }
+            // Its pane died on its own and it had left the team itself, which
+            // a teammate does once it has approved its shutdown; tmux marked
+            // the pane dead without ever collecting the exit status.
+            Ending::DeadWithoutStatus => TeammateState::Completed,
+            // Its pane was closed under it (an approved exit keeps the pane,
+            // and its status, until the host reads it).
+            Ending::Unknown => TeammateState::Killed,
+        }
+    }
+
+    fn kind_log_hint(&self) -> &'static str {
+        match self.kind {
+            BackendKind::Tmux => "in its pane and log file",
+            _ => "in its log file",
+        }
+    }
+
+    fn set_state(&self, state: TeammateState) {
+        let changed = self.state.send_if_modified(|s| {
+            if *s == state || s.is_finished() {
+                false
+            } else {
+                *s = state.clone();
+                true
+            }
+        });
+        if changed {
+            let _ = self.events.send(Event::StateChanged {
+                team: self.team.name().into(),
+                name: self.name.clone(),
+                state,
+            });
+        }
+    }
+}

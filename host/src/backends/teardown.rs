@@ -1,0 +1,38 @@
+//! Removing a team for good, the one way the CLI (`teamhost team delete`)
+//! and the embedding API (`Host::delete_team`) both use: stop what teamhost
+//! started for it on this machine, delete its state from the store, and
+//! remove its teammates' clean worktrees.
+
+use std::time::Duration;
+
+use super::started::{self, StopReport};
+use crate::error::Result;
+use crate::store::{Home, Team};
+use crate::worktree::Cleanup;
+
+/// What [`delete_team`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Teardown {
+    /// The processes and panes stopped (only with `force`).
+    pub stopped: StopReport,
+    /// Worktrees removed, and the ones kept because they have changes.
+    pub worktrees: Cleanup,
+}
+
+/// Deletes `team`. Without `force` it is refused while members other than
+/// the lead remain ([`crate::Error::TeamNotEmpty`]) and nothing is stopped.
+/// With `force`, every process teamhost recorded for the team under `home`
+/// gets SIGTERM (a teammate then leaves cleanly), SIGKILL after `timeout`,
+/// and the recorded tmux panes still open are closed, before the team's
+/// state is deleted. Worktrees without changes are removed; the others are
+/// kept and listed. Blocking.
+pub fn delete_team(home: &Home, team: &Team, force: bool, timeout: Duration) -> Result<Teardown> {
+    let stopped = if force && team.exists() {
+        started::stop_all(home, team.name(), timeout)?
+    } else {
+        StopReport::default()
+    };
+    team.delete(force)?;
+    let worktrees = crate::worktree::cleanup(home, team.name())?;
+    Ok(Teardown { stopped, worktrees })
+}

@@ -1,0 +1,24 @@
+//! Every integration test of this crate in one binary: one link of
+//! wasmtime instead of one per file. Each file below is a module; shared
+//! helpers are declared once here. Run one file's tests with
+//! `cargo test --test integration <module>::`.
+
+mod backend_common;
+mod tmux_server;
+
+mod backend_process;
+mod backend_teammate;
+mod backend_tmux;
+mod cli_commands;
+mod cli_run;
+mod cli_status;
+mod cli_watch;
+mod golden;
+mod hooks_external;
+mod live_view;
+mod processes;
+mod store_mailbox;
+mod store_tasks;
+mod store_team;
+mod teammate_layout;
+mod tools;

@@ -1,0 +1,28 @@
+//! Every integration test of this crate in one binary: one link of
+//! wasmtime instead of one per file. Each file below is a module; shared
+//! helpers are declared once here. Run one file's tests with
+//! `cargo test --test integration <module>::`.
+
+mod common;
+mod hostile;
+mod sandbox_support;
+
+mod agent_teammate;
+mod cache;
+mod components;
+mod failure;
+mod hooks;
+mod messaging;
+mod model_broker;
+mod model_host;
+mod model_providers;
+mod notifications;
+mod priority;
+mod reference_sequence;
+mod reviewer;
+mod sandbox_hostile;
+mod sandbox_permissions;
+mod sandbox_plan;
+mod shutdown;
+mod starvation;
+mod worktree;
