@@ -12,6 +12,7 @@ mod cache;
 mod components;
 mod failure;
 mod hooks;
+mod memory_store;
 mod messaging;
 mod model_broker;
 mod model_host;

@@ -41,6 +41,8 @@ impl Backend for ChildProcess {
 }
 
 async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spawned> {
+    // Before anything is written: a child reaches its team through the files.
+    let store_home = store_home(team)?;
     let member = register(&env, team, &req, BackendKind::Process).await?;
     let rollback = |e: Error| undo_registration(team, &member.name, e);
     let log = log_file(&env, team, &member.name).map_err(rollback)?;
@@ -48,7 +50,7 @@ async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spaw
     let mut cmd = tokio::process::Command::new(&exe);
     cmd.args(teammate_args(
         team,
-        &store_home(team)?,
+        &store_home,
         &member,
         &req,
         &env.hooks,

@@ -47,13 +47,15 @@ impl Backend for TmuxPane {
 }
 
 async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spawned> {
+    // Before anything is written: a child reaches its team through the files.
+    let store_home = store_home(team)?;
     let member = register(&env, team, &req, BackendKind::Tmux).await?;
     let rollback = |e: Error| undo_registration(team, &member.name, e);
     let exe = checked_exe(env.backends).map_err(rollback)?;
     let mut command = vec![exe.into_os_string()];
     command.extend(teammate_args(
         team,
-        &store_home(team)?,
+        &store_home,
         &member,
         &req,
         &env.hooks,
