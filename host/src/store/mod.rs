@@ -45,16 +45,18 @@ pub use usage::ModelUsage;
 
 use crate::error::Result;
 
-/// A change this process made to a team's files, reported to the
-/// [`StoreObserver`] right after the write is on disk. The runner uses it to
-/// wake a teammate without polling.
+/// A change to a team's state, reported to a [`StoreObserver`]: by a
+/// [`Store`] handle right after its own write is durable, and by a
+/// backend's change feed ([`Team::watch`]) for writes by anyone. The runner
+/// uses it to wake a teammate without polling; the view to redraw.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreEvent {
-    /// Messages were appended to `agent`'s inbox.
+    /// Messages were appended to `agent`'s inbox (a feed may also report a
+    /// take, which rewrites the inbox: a wake-up that finds nothing).
     InboxAppended {
         /// Sanitised team name.
         team: String,
-        /// Recipient name.
+        /// Recipient name (its file stem, when heard through a feed).
         agent: String,
     },
     /// A task was created, changed or deleted.
@@ -62,15 +64,15 @@ pub enum StoreEvent {
         /// Sanitised team name.
         team: String,
     },
-    /// `config.json` was rewritten.
+    /// The config was rewritten, or the team created or deleted.
     ConfigChanged {
         /// Sanitised team name.
         team: String,
     },
 }
 
-/// Receives [`StoreEvent`]s. Called synchronously after each write; keep it cheap
-/// (notify a channel or a `tokio::sync::Notify`).
+/// Receives [`StoreEvent`]s. Called synchronously after each write (or on a
+/// feed's thread); keep it cheap (notify a channel or a `tokio::sync::Notify`).
 pub trait StoreObserver: Send + Sync {
     /// One change was written.
     fn changed(&self, event: &StoreEvent);
