@@ -160,13 +160,20 @@ fn run(
             }
         }
         let Some(state) = state.upgrade() else { return };
-        match ensure(&state, &dirs) {
-            Ok(added) => {
-                for dir in added {
-                    reported.extend(dirs.contents(&dir));
+        // Directories are looked at again only when one may have appeared or
+        // gone: most events are files (every write makes and removes a lock
+        // directory, a flock file and a temporary file), and stat-ing the
+        // team's directories on each would cost a few syscalls per event.
+        let complete = lock(&state).dirs.len() == dirs.all().len();
+        if !complete || event.paths.iter().any(|p| dirs.all().contains(&p)) {
+            match ensure(&state, &dirs) {
+                Ok(added) => {
+                    for dir in added {
+                        reported.extend(dirs.contents(&dir));
+                    }
                 }
+                Err(e) => tracing::warn!(error = %e, "cannot watch a new team directory"),
             }
-            Err(e) => tracing::warn!(error = %e, "cannot watch a new team directory"),
         }
         drop(state);
         reported.dedup();
@@ -179,7 +186,7 @@ fn run(
 /// Watches those of the team's directories that exist and are not watched
 /// yet; returns the ones added.
 fn ensure(state: &Mutex<Watched>, dirs: &Dirs) -> notify::Result<Vec<PathBuf>> {
-    let mut w = state.lock().unwrap_or_else(|e| e.into_inner());
+    let mut w = lock(state);
     // A removed directory took its watch with it.
     w.dirs.retain(|d| d.is_dir());
     let mut added = Vec::new();
@@ -191,6 +198,10 @@ fn ensure(state: &Mutex<Watched>, dirs: &Dirs) -> notify::Result<Vec<PathBuf>> {
         }
     }
     Ok(added)
+}
+
+fn lock(state: &Mutex<Watched>) -> std::sync::MutexGuard<'_, Watched> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Opening, reading or closing a file without writing changes nothing.
