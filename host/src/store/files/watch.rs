@@ -18,11 +18,14 @@
 //! later is watched once any change is heard, and what it already holds is
 //! reported then (a write that came before its watch is not missed).
 //!
-//! Adding a watch from notify's own thread would deadlock (it waits for that
-//! thread), so events go through a channel to one feed thread, which reports
-//! them and adds watches. The thread ends when the guard drops the watcher.
+//! Events are classified and reported on notify's own thread, as they come.
+//! Adding a watch from that thread would deadlock (it waits for that
+//! thread), so a directory appearing or going is handed to a helper thread,
+//! which adds the watch and reports what the directory already holds. It
+//! ends when the guard drops the watcher.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, Weak};
 
@@ -104,7 +107,7 @@ impl Dirs {
 }
 
 impl FileFeed {
-    /// Watches `paths`' directories that exist and starts the feed thread.
+    /// Watches `paths`' directories that exist and starts the feed.
     pub(super) fn start(paths: &TeamPaths, observer: Arc<dyn StoreObserver>) -> Result<FileFeed> {
         let dirs = Dirs {
             team_name: paths.name().to_string(),
@@ -112,73 +115,85 @@ impl FileFeed {
             inboxes: paths.inboxes_dir(),
             tasks: paths.tasks_dir().to_path_buf(),
         };
-        let (tx, rx) = mpsc::channel::<notify::Result<notify::Event>>();
-        let watcher = notify::recommended_watcher(tx).map_err(|e| watch_error(&dirs, e))?;
+        // Set while a wanted directory is not watched yet: then any event
+        // makes the helper look for it.
+        let incomplete = Arc::new(AtomicBool::new(true));
+        let (look, looks) = mpsc::channel::<()>();
+        let handler = {
+            let (dirs, observer, incomplete) = (dirs.clone(), observer.clone(), incomplete.clone());
+            move |res: notify::Result<notify::Event>| {
+                let event = match res {
+                    Ok(e) => e,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "file watch error; the fallback poll still runs");
+                        return;
+                    }
+                };
+                if is_read_only(&event.kind) {
+                    return;
+                }
+                let mut dir_changed = false;
+                for path in &event.paths {
+                    if let Some(seen) = dirs.classify(path) {
+                        observer.changed(&dirs.event(seen));
+                    } else if dirs.all().contains(&path) {
+                        // A watched directory appeared or went (the team
+                        // deleted).
+                        dir_changed = true;
+                        observer.changed(&StoreEvent::ConfigChanged {
+                            team: dirs.team_name.clone(),
+                        });
+                    }
+                }
+                if dir_changed || incomplete.load(Ordering::Relaxed) {
+                    let _ = look.send(());
+                }
+            }
+        };
+        let watcher = notify::recommended_watcher(handler).map_err(|e| watch_error(&dirs, e))?;
         let state = Arc::new(Mutex::new(Watched {
             watcher,
             dirs: Vec::new(),
         }));
         // The directories there now are watched before `start` returns, so
         // nothing written after it is missed.
-        ensure(&state, &dirs).map_err(|e| watch_error(&dirs, e))?;
+        let added = ensure(&state, &dirs).map_err(|e| watch_error(&dirs, e))?;
+        incomplete.store(added.len() < dirs.all().len(), Ordering::Relaxed);
         let weak = Arc::downgrade(&state);
         std::thread::Builder::new()
             .name(format!("watch-{}", dirs.team_name))
-            .spawn(move || run(rx, weak, dirs, observer))
+            .spawn(move || follow_dirs(looks, weak, dirs, observer, incomplete))
             .map_err(|e| Error::Invalid(format!("cannot start a file watch thread: {e}")))?;
         Ok(FileFeed { _state: state })
     }
 }
 
-fn run(
-    rx: mpsc::Receiver<notify::Result<notify::Event>>,
+/// The helper thread: when a directory may have appeared or gone, watches
+/// what is new and reports what it already holds. Ends when the feed is
+/// dropped (the watcher, and with it the sender, goes).
+fn follow_dirs(
+    looks: mpsc::Receiver<()>,
     state: Weak<Mutex<Watched>>,
     dirs: Dirs,
     observer: Arc<dyn StoreObserver>,
+    incomplete: Arc<AtomicBool>,
 ) {
-    // Ends when the watcher (and with it the sender) is dropped.
-    while let Ok(res) = rx.recv() {
-        let event = match res {
-            Ok(e) => e,
-            Err(e) => {
-                tracing::warn!(error = %e, "file watch error; the fallback poll still runs");
-                continue;
-            }
-        };
-        if is_read_only(&event.kind) {
-            continue;
-        }
-        let mut reported = Vec::new();
-        for path in &event.paths {
-            if let Some(seen) = dirs.classify(path) {
-                reported.push(dirs.event(seen));
-            } else if dirs.all().contains(&path) {
-                // A watched directory appeared or went (the team deleted).
-                reported.push(StoreEvent::ConfigChanged {
-                    team: dirs.team_name.clone(),
-                });
-            }
-        }
+    while looks.recv().is_ok() {
+        while looks.try_recv().is_ok() {} // one look for a burst
         let Some(state) = state.upgrade() else { return };
-        // Directories are looked at again only when one may have appeared or
-        // gone: most events are files (every write makes and removes a lock
-        // directory, a flock file and a temporary file), and stat-ing the
-        // team's directories on each would cost a few syscalls per event.
-        let complete = lock(&state).dirs.len() == dirs.all().len();
-        if !complete || event.paths.iter().any(|p| dirs.all().contains(&p)) {
-            match ensure(&state, &dirs) {
-                Ok(added) => {
-                    for dir in added {
-                        reported.extend(dirs.contents(&dir));
-                    }
+        match ensure(&state, &dirs) {
+            Ok(added) => {
+                let watched = lock(&state).dirs.len();
+                incomplete.store(watched < dirs.all().len(), Ordering::Relaxed);
+                drop(state);
+                let mut reported: Vec<StoreEvent> =
+                    added.iter().flat_map(|d| dirs.contents(d)).collect();
+                reported.dedup();
+                for e in &reported {
+                    observer.changed(e);
                 }
-                Err(e) => tracing::warn!(error = %e, "cannot watch a new team directory"),
             }
-        }
-        drop(state);
-        reported.dedup();
-        for e in &reported {
-            observer.changed(e);
+            Err(e) => tracing::warn!(error = %e, "cannot watch a new team directory"),
         }
     }
 }
