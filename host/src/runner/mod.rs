@@ -2,7 +2,7 @@
 //! **handle** a turn → **idle** (config `isActive: false`, `idle_notification`
 //! to the lead) → **poll** for the next turn in priority order (`poll.rs`) →
 //! **wake** on a write to its inbox or the task list ([`wake`]; writes by
-//! other processes through inotify, [`watch`]), with a poll every
+//! other processes through the store's change feed, [`watch`]), with a poll every
 //! [`RunnerConfig::poll_interval`] as the fallback.
 //!
 //! Which idle notifications reach the lead's inbox, and which only its

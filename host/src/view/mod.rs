@@ -6,7 +6,7 @@
 //! team it runs, `teamhost watch` for any team on disk (a Claude Code team
 //! included: nothing is written unless the person answers or sends).
 //!
-//! It redraws when something changes (inotify on the team's files, and the
+//! It redraws when something changes (the store's change feed, and the
 //! host's events inside `run`), reading the board once per burst of changes,
 //! never on a timer.
 //!
@@ -19,7 +19,7 @@
 //! | `keys.rs` | [`Ui`]: the keys of each screen as a state machine, and the [`Action`]s they ask for |
 //! | `render.rs` | drawing a board with ratatui |
 //! | `lead.rs` | [`Seat`]: where the board comes from and how answers are written |
-//! | `changes.rs` | inotify and host events → [`Input::Changed`] |
+//! | `changes.rs` | the store's change feed and host events → [`Input::Changed`] |
 //! | `tui.rs` | the terminal: raw mode, the key thread, the redraw loop |
 //! | `lines.rs` | the plain-line mode |
 //! | `stderr.rs` | log lines held back while the full screen is up |
