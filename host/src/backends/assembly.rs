@@ -17,9 +17,10 @@ use super::{BackendKind, SpawnEnv, Spawned};
 use crate::error::{Error, Result};
 use crate::runner::{Runner, RunnerConfig, RunnerLinks};
 use crate::runtime::{
-    AgentCtx, DirAccess, Identity, Instance, InstanceConfig, Runtime, SandboxCtx, TurnRecord,
+    AgentCtx, Coordination, DirAccess, Fixed, Identity, Instance, InstanceConfig, Permissions,
+    Runtime,
 };
-use crate::sandbox::{PermissionMode, PolicyContext, ToolRules};
+use crate::sandbox::{PermissionMode, ToolRules};
 use crate::store::{Member, Team};
 use crate::teammate::{Isolation, SpawnRequest, TeammateState};
 
@@ -158,39 +159,33 @@ pub(crate) async fn instantiate(
     let rules_for_access = rules.clone();
     let seat = super::model_seat::model_seat(env, team, &name, req)?;
     let agent = AgentCtx {
-        team: team.clone(),
-        identity: Identity {
-            name: name.clone(),
-            agent_id: member.agent_id.clone(),
-            team: team.name().to_string(),
-            color: color.clone(),
-            agent_type: req
-                .agent_type
-                .clone()
-                .unwrap_or_else(|| "general-purpose".into()),
-            model: req.model.clone().unwrap_or_default(),
-            plan_mode_required: req.plan_mode_required,
-            backend_type: place.backend_type,
-            pane_id: place.pane_id,
-        },
-        lead: lead.clone(),
-        turn: TurnRecord::default(),
-        pending_shutdowns: Vec::new(),
-        pending_plan: None,
-        sandbox: SandboxCtx {
-            mode,
-            rules,
-            policy: PolicyContext::new(&dir),
+        fixed: Fixed {
+            team: team.clone(),
+            identity: Identity {
+                name: name.clone(),
+                agent_id: member.agent_id.clone(),
+                team: team.name().to_string(),
+                color: color.clone(),
+                agent_type: req
+                    .agent_type
+                    .clone()
+                    .unwrap_or_else(|| "general-purpose".into()),
+                model: req.model.clone().unwrap_or_default(),
+                plan_mode_required: req.plan_mode_required,
+                backend_type: place.backend_type,
+                pane_id: place.pane_id,
+            },
+            lead: lead.clone(),
             limits: req.limits.clone(),
             wake: wake.clone(),
             poll_interval: env.poll_interval,
             auto_approve_plans: env.auto_approve_plans,
-            pending_requests: 0,
             tools: Arc::new(tools),
             hooks: env.hooks.clone(),
             hidden_dirs: hidden_dirs(env, team),
         },
-        acts_total: Default::default(),
+        permissions: Permissions::new(mode, rules, &dir),
+        coordination: Coordination::default(),
         model: seat,
     };
     let instance_config = InstanceConfig {

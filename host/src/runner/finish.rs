@@ -15,8 +15,8 @@ impl Runner {
     /// leave the team.
     pub(super) async fn stop_approved(&mut self, request_id: String) -> TeammateState {
         let approved = ShutdownApproved::new(request_id, &self.name).with_pane(
-            self.instance.agent().identity.pane_id.clone(),
-            self.instance.agent().identity.backend_type.clone(),
+            self.instance.agent().fixed.identity.pane_id.clone(),
+            self.instance.agent().fixed.identity.backend_type.clone(),
         );
         let msg =
             OutgoingMessage::new(&self.name, approved.to_text()).color(Some(self.color.clone()));

@@ -110,7 +110,11 @@ impl Runner {
                 self.apply_plan_answer(first).await;
             }
             if let Some(id) = found.shutdown_request {
-                self.instance.agent().pending_shutdowns.push(id);
+                self.instance
+                    .agent()
+                    .coordination
+                    .pending_shutdowns
+                    .push(id);
                 self.set_state(TeammateState::ShutdownRequested);
             } else {
                 self.set_state(TeammateState::Active);
@@ -125,7 +129,7 @@ impl Runner {
             });
             self.links.turns.fetch_add(1, Ordering::Relaxed);
             let result = self.instance.handle_turn(&turn).await;
-            let record = std::mem::take(&mut self.instance.agent().turn);
+            let record = std::mem::take(&mut self.instance.agent().coordination.turn);
             // The `true` write must land before anything later (`false`, or
             // the member's removal) so the config ends in the right state.
             self.finish_active_write(active_write).await;
@@ -181,7 +185,7 @@ impl Runner {
             // Clear `busy` before announcing Idle, so a waiter woken by the
             // announcement already sees the teammate settled.
             self.links.busy.store(false, Ordering::SeqCst);
-            let waiting = if self.instance.agent().pending_plan.is_some() {
+            let waiting = if self.instance.agent().coordination.pending_plan.is_some() {
                 TeammateState::AwaitingPlanApproval
             } else {
                 TeammateState::Idle
@@ -209,16 +213,16 @@ impl Runner {
         let Some(P::PlanApprovalResponse(answer)) = &msg.protocol else {
             return;
         };
-        let pending = self.instance.agent().pending_plan.clone();
+        let pending = self.instance.agent().coordination.pending_plan.clone();
         if msg.from != self.lead || pending.as_deref() != Some(answer.request_id.as_str()) {
             tracing::warn!(teammate = %self.name, from = %msg.from, request = %answer.request_id,
                 "ignoring a plan answer: only the lead answers this teammate's pending plan");
             return;
         }
-        self.instance.agent().pending_plan = None;
+        self.instance.agent().coordination.pending_plan = None;
         if let PlanResponse::Approve(mode) = answer.response {
             let mode = crate::runtime::mode_from_wit(mode);
-            self.instance.agent().sandbox.mode = mode;
+            self.instance.agent().permissions.enter_approved_mode(mode);
             let (team, me) = (self.team.clone(), self.name.clone());
             let r = tokio::task::spawn_blocking(move || team.set_mode(&me, mode.as_str())).await;
             if let Ok(Err(e)) = r {
@@ -232,7 +236,7 @@ impl Runner {
     /// turn. At most [`MAX_IDLE_BLOCKS`] turns in a row are kept that way, so
     /// a hook that always refuses cannot hold a teammate forever.
     async fn idle_hooks(&mut self, blocks: &mut u32) -> Option<String> {
-        let hooks = self.instance.agent().sandbox.hooks.clone();
+        let hooks = self.instance.agent().fixed.hooks.clone();
         let event = HookEvent::TeammateIdle {
             teammate_name: self.name.clone(),
             team_name: self.team.name().to_string(),
@@ -241,7 +245,11 @@ impl Runner {
             return None;
         }
         let outcome = hooks.run(&event).await;
-        self.instance.agent().report_hook_failures(&outcome).await;
+        self.instance
+            .agent()
+            .fixed
+            .report_hook_failures(&outcome)
+            .await;
         if outcome.is_blocked() && *blocks < MAX_IDLE_BLOCKS {
             *blocks += 1;
             return Some(outcome.message());
@@ -252,17 +260,21 @@ impl Runner {
 
     /// Runs the lead's `TeammateStart` / `TeammateStop` hooks (informational).
     async fn lifecycle_hooks(&mut self, started: bool) {
-        let hooks = self.instance.agent().sandbox.hooks.clone();
+        let hooks = self.instance.agent().fixed.hooks.clone();
         let event = HookEvent::Lifecycle {
             started,
             teammate_name: self.name.clone(),
             team_name: self.team.name().to_string(),
             agent_id: self.agent_id.clone(),
-            agent_type: self.instance.agent().identity.agent_type.clone(),
+            agent_type: self.instance.agent().fixed.identity.agent_type.clone(),
         };
         if hooks.wants(&event) {
             let outcome = hooks.run(&event).await;
-            self.instance.agent().report_hook_failures(&outcome).await;
+            self.instance
+                .agent()
+                .fixed
+                .report_hook_failures(&outcome)
+                .await;
         }
     }
 

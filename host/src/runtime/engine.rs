@@ -15,7 +15,7 @@ use wasmtime::{Config, Engine};
 
 use super::bindings::{self, TeammatePre};
 use super::cache::ComponentCache;
-use super::interfaces::AgentData;
+use super::interfaces::{CoordinationData, ModelData, ReadData, ToolData};
 use super::state::TeammateState;
 
 /// How often the epoch advances (and a running guest yields).
@@ -112,18 +112,19 @@ impl Runtime {
     }
 }
 
-/// One line per teamhost interface: each is implemented on the narrow
-/// [`AgentCtx`](super::AgentCtx), not on the whole store data.
+/// One line per teamhost interface, each on its narrowest view of
+/// [`AgentCtx`](super::AgentCtx) (`interfaces/views.rs`), never on the whole
+/// store data.
 fn add_teamhost_interfaces(linker: &mut Linker<TeammateState>) -> anyhow::Result<()> {
     use bindings::{mailbox, messaging, model, protocol, tasks, team, toolbox, tools, types};
-    types::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
-    protocol::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
-    team::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
-    mailbox::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
-    tasks::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
-    messaging::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
-    tools::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
-    model::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
-    toolbox::add_to_linker::<_, AgentData>(linker, |s| &mut s.agent)?;
+    types::add_to_linker::<_, ReadData>(linker, |s| s.agent.read_glue())?;
+    protocol::add_to_linker::<_, ReadData>(linker, |s| s.agent.read_glue())?;
+    team::add_to_linker::<_, ReadData>(linker, |s| s.agent.read_glue())?;
+    mailbox::add_to_linker::<_, CoordinationData>(linker, |s| s.agent.coordination_glue())?;
+    tasks::add_to_linker::<_, CoordinationData>(linker, |s| s.agent.coordination_glue())?;
+    messaging::add_to_linker::<_, CoordinationData>(linker, |s| s.agent.coordination_glue())?;
+    tools::add_to_linker::<_, ToolData>(linker, |s| s.agent.tool_glue())?;
+    toolbox::add_to_linker::<_, ToolData>(linker, |s| s.agent.tool_glue())?;
+    model::add_to_linker::<_, ModelData>(linker, |s| s.agent.model_glue())?;
     Ok(())
 }

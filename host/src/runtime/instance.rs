@@ -174,7 +174,7 @@ impl Instance {
     /// writes go straight to it, so this is where they are counted. A breach
     /// is an `Err` naming the limit ("disk limit").
     async fn check_disk(&mut self) -> anyhow::Result<()> {
-        let sandbox = &self.store.data().agent.sandbox;
+        let sandbox = &self.store.data().agent.fixed;
         let tools = sandbox.tools.clone();
         let budget = crate::tools::DiskBudget {
             bytes: sandbox.limits.disk_bytes,

@@ -6,15 +6,18 @@
 //! | `bindings.rs` | the one `bindgen!` over `wit/` |
 //! | `engine.rs` | engine configuration and the epoch ticker |
 //! | `cache.rs` | compile once per content hash; precompiled artifacts on disk |
-//! | `state.rs` | what one teammate's `Store` holds |
+//! | `state.rs` | what one teammate's `Store` holds: [`AgentCtx`] in parts (fixed, permissions, coordination, model seat) |
+//! | `permissions.rs` | [`Permissions`]: mode and rules, changed only by the lead's answers |
 //! | `instance.rs` | building a teammate's store and instance, calling its turn handler |
-//! | `interfaces/*.rs` | `team`, `mailbox`, `tasks`, `messaging` (+ empty `types`, `protocol`) |
+//! | `interfaces/views.rs` | the glue views: each interface on the narrowest part of [`AgentCtx`] |
+//! | `interfaces/*.rs` | one file per teamhost interface (+ the toolbox's formats, the ask round trip) |
 
 pub mod bindings;
 mod cache;
 mod engine;
 mod instance;
 mod interfaces;
+mod permissions;
 mod state;
 
 pub use crate::sandbox::DirAccess;
@@ -22,4 +25,9 @@ pub use cache::ComponentCache;
 pub use engine::Runtime;
 pub use instance::{Instance, InstanceConfig};
 pub(crate) use interfaces::{from_wit_status, mode_from_wit, to_wit_message, to_wit_task};
-pub use state::{AgentCtx, Identity, ModelSeat, SandboxCtx, ShutdownDecision, TurnRecord};
+pub use interfaces::{CoordinationGlue, ModelGlue, ReadGlue, ToolGlue};
+pub use permissions::Permissions;
+pub use state::{
+    AgentCtx, AgentCtxBuilder, Coordination, Fixed, Identity, ModelSeat, ShutdownDecision,
+    TurnRecord,
+};

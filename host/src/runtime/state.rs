@@ -1,6 +1,8 @@
 //! What one teammate's wasmtime `Store` holds: its WASI context (one preopened
-//! directory, nothing else), its resource limits, and the narrow [`AgentCtx`]
-//! the teamhost interfaces are implemented on.
+//! directory, nothing else), its resource limits, and the [`AgentCtx`]
+//! the teamhost interfaces are implemented on, in parts (fixed at spawn,
+//! permissions, coordination records, model seat) that the glue views hand
+//! out one interface at a time.
 
 use wasmtime::component::ResourceTable;
 use wasmtime::StoreLimits;
@@ -11,7 +13,8 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use crate::sandbox::{Limits, PermissionMode, PolicyContext, TeamActs, ToolRules};
+use super::permissions::Permissions;
+use crate::sandbox::{Limits, PermissionMode, TeamAct, TeamActs, ToolRules};
 use crate::store::Team;
 
 /// The data of a teammate's `Store`.
@@ -92,17 +95,16 @@ pub struct TurnRecord {
     pub acts: TeamActs,
 }
 
-/// What the sandbox needs at every call: the teammate's mode and rules (both
-/// may change during its life: plan approval, approved suggestions), where its
-/// directory is, its limits, and how to wait for the lead's answers.
-pub struct SandboxCtx {
-    /// Current permission mode.
-    pub mode: PermissionMode,
-    /// Allowed and denied tool rules, plus rules added by approvals.
-    pub rules: ToolRules,
-    /// The capability directory (and plan file) for path decisions.
-    pub policy: PolicyContext,
-    /// Resource limits.
+/// What a teammate is given at spawn and keeps unchanged: every interface
+/// reads it, none can change it (the glue views hold it by shared reference).
+pub struct Fixed {
+    /// The team's store handle (its writes are the store's to make atomic).
+    pub team: Team,
+    /// Who this teammate is.
+    pub identity: Identity,
+    /// The lead's member name.
+    pub lead: String,
+    /// Resource and coordination limits.
     pub limits: Limits,
     /// Woken when the teammate's inbox changes (shared with its runner, which
     /// is not waiting while a call of its turn is).
@@ -111,8 +113,6 @@ pub struct SandboxCtx {
     pub poll_interval: Duration,
     /// Approve plans at once (the reference's behaviour); off by default.
     pub auto_approve_plans: bool,
-    /// Permission requests waiting for an answer.
-    pub pending_requests: usize,
     /// The tools, bound to the capability directory at spawn.
     pub tools: Arc<crate::tools::ToolBox>,
     /// The lead's hooks.
@@ -122,26 +122,47 @@ pub struct SandboxCtx {
     pub hidden_dirs: Vec<std::path::PathBuf>,
 }
 
-/// The state teamhost's WIT interfaces are implemented on.
-pub struct AgentCtx {
-    /// The team's files.
-    pub team: Team,
-    /// Who this teammate is.
-    pub identity: Identity,
-    /// The lead's member name.
-    pub lead: String,
+/// What the coordination calls (mailbox, tasks, messaging) record as the
+/// teammate works: the per-turn record, the life-long act counts, and the
+/// protocol requests waiting for an answer.
+#[derive(Debug, Default)]
+pub struct Coordination {
     /// What the current turn did.
     pub turn: TurnRecord,
+    /// Messages, broadcasts and tasks created over the teammate's life (the
+    /// total coordination limits).
+    pub acts_total: TeamActs,
     /// Request ids of shutdown requests delivered to this teammate and not
     /// answered yet.
     pub pending_shutdowns: Vec<String>,
     /// The request id of the plan waiting for the lead's answer.
     pub pending_plan: Option<String>,
-    /// Mode, rules, limits.
-    pub sandbox: SandboxCtx,
-    /// Messages, broadcasts and tasks created over the teammate's life (the
-    /// total coordination limits).
-    pub acts_total: TeamActs,
+}
+
+impl Coordination {
+    /// Counts one act on the team against the per-turn and total
+    /// coordination limits. `Err` is a trap whose message names the limit
+    /// (`coordination limit: … (max_messages_per_turn)`): the teammate fails,
+    /// the lead is told, the act does not happen.
+    pub fn count_act(&mut self, limits: &Limits, act: TeamAct) -> wasmtime::Result<()> {
+        limits
+            .count_act(act, &mut self.turn.acts, &mut self.acts_total)
+            .map_err(wasmtime::Error::msg)
+    }
+}
+
+/// The state teamhost's WIT interfaces are implemented on, in four parts so
+/// each interface gets only what it needs ([`glue views`](crate::runtime::ReadGlue)):
+/// the team and tools interfaces cannot touch the model seat, only the tools
+/// glue (through the lead's answers) can change the permissions, and the
+/// `team` interface changes nothing at all.
+pub struct AgentCtx {
+    /// Fixed at spawn.
+    pub fixed: Fixed,
+    /// Mode and rules; changed only by the lead's answers.
+    pub permissions: Permissions,
+    /// What the coordination calls record.
+    pub coordination: Coordination,
     /// The teammate's model capability.
     pub model: ModelSeat,
 }
@@ -246,39 +267,33 @@ impl AgentCtxBuilder {
                 ))
             })?;
         Ok(AgentCtx {
-            identity: Identity {
-                name: member.name.clone(),
-                agent_id: member.agent_id.clone(),
-                team: self.team.name().to_string(),
-                color: member.color.clone().unwrap_or_default(),
-                agent_type: member
-                    .agent_type
-                    .clone()
-                    .unwrap_or_else(|| "general-purpose".into()),
-                model: member.model.clone().unwrap_or_default(),
-                plan_mode_required: member.plan_mode_required.unwrap_or(false),
-                backend_type: "in-process".into(),
-                pane_id: "in-process".into(),
-            },
-            lead: config.lead_name().to_string(),
-            team: self.team,
-            turn: TurnRecord::default(),
-            pending_shutdowns: Vec::new(),
-            pending_plan: None,
-            sandbox: SandboxCtx {
-                mode: self.mode,
-                rules: self.rules,
-                policy: PolicyContext::new(&self.dir),
+            fixed: Fixed {
+                identity: Identity {
+                    name: member.name.clone(),
+                    agent_id: member.agent_id.clone(),
+                    team: self.team.name().to_string(),
+                    color: member.color.clone().unwrap_or_default(),
+                    agent_type: member
+                        .agent_type
+                        .clone()
+                        .unwrap_or_else(|| "general-purpose".into()),
+                    model: member.model.clone().unwrap_or_default(),
+                    plan_mode_required: member.plan_mode_required.unwrap_or(false),
+                    backend_type: "in-process".into(),
+                    pane_id: "in-process".into(),
+                },
+                lead: config.lead_name().to_string(),
+                team: self.team,
                 limits: self.limits,
                 wake: Arc::new(Notify::new()),
                 poll_interval: Duration::from_millis(500),
                 auto_approve_plans: self.auto_approve_plans,
-                pending_requests: 0,
                 tools: Arc::new(tools),
                 hooks: self.hooks,
                 hidden_dirs: Vec::new(),
             },
-            acts_total: Default::default(),
+            permissions: Permissions::new(self.mode, self.rules, &self.dir),
+            coordination: Coordination::default(),
             model: ModelSeat {
                 client: crate::model::ModelClient::disabled(),
                 sink: None,

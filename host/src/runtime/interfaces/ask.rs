@@ -15,18 +15,17 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{blocking, AgentCtx};
+use super::{blocking, ToolGlue};
 use crate::protocol::{
     Parsed, PermissionOutcome, PermissionRequest, PermissionResponse, ProtocolMessage, WireMessage,
 };
 use crate::runtime::bindings::types::Error as WitError;
 use crate::sandbox::{
-    BashInput, EditInput, GlobInput, GrepInput, ReadInput, RuleBehavior, Suggestion, ToolCall,
-    WriteInput,
+    BashInput, EditInput, GlobInput, GrepInput, ReadInput, Suggestion, ToolCall, WriteInput,
 };
 use crate::store::OutgoingMessage;
 
-impl AgentCtx {
+impl ToolGlue<'_> {
     /// Asks the lead about `call` and waits for the answer. Returns the call
     /// to run (with the lead's updated input) or the denial.
     pub(super) async fn ask_lead(
@@ -35,15 +34,15 @@ impl AgentCtx {
         reason: String,
         suggestions: Vec<crate::sandbox::Suggestion>,
     ) -> Result<ToolCall, WitError> {
-        let limits = self.sandbox.limits.clone();
-        if self.sandbox.pending_requests >= limits.max_pending_requests {
+        let limits = self.fixed.limits.clone();
+        if self.permissions.waiting() >= limits.max_pending_requests {
             return Err(WitError::Denied(format!(
                 "{} permission request(s) already wait for the lead (max_pending_requests)",
-                self.sandbox.pending_requests
+                self.permissions.waiting()
             )));
         }
         let request = PermissionRequest::new(
-            self.identity.name.clone(),
+            self.fixed.identity.name.clone(),
             call.display_name(),
             format!("toolu_{}", random_suffix(24)),
             describe(&call, &reason),
@@ -51,15 +50,15 @@ impl AgentCtx {
         )
         .with_suggestions(suggestions.iter().map(Suggestion::to_json).collect());
         let id = request.request_id.clone();
-        let (team, lead) = (self.team.clone(), self.lead.clone());
-        let msg = OutgoingMessage::new(&self.identity.name, request.to_text())
-            .color(Some(self.identity.color.clone()));
+        let (team, lead) = (self.fixed.team.clone(), self.fixed.lead.clone());
+        let msg = OutgoingMessage::new(&self.fixed.identity.name, request.to_text())
+            .color(Some(self.fixed.identity.color.clone()));
         blocking(move || team.send(&lead, msg).map(|_| ()))
             .await
             .map_err(|e| WitError::Unavailable(format!("could not ask the lead: {e}")))??;
-        self.sandbox.pending_requests += 1;
+        self.permissions.start_waiting();
         let answer = self.wait_for_answer(&id, limits.ask_timeout).await;
-        self.sandbox.pending_requests -= 1;
+        self.permissions.done_waiting();
         let response = answer?;
         match response.outcome() {
             Err(e) => Err(WitError::Denied(format!(
@@ -69,7 +68,7 @@ impl AgentCtx {
                 Err(WitError::Denied(format!("the lead denied {id}: {why}")))
             }
             Ok(PermissionOutcome::Allowed(grant)) => {
-                self.apply_updates(&grant.permission_updates).await;
+                self.apply_grant(grant).await;
                 with_input(&call, &grant.updated_input)
             }
         }
@@ -84,9 +83,9 @@ impl AgentCtx {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let (team, me, lead, want) = (
-                self.team.clone(),
-                self.identity.name.clone(),
-                self.lead.clone(),
+                self.fixed.team.clone(),
+                self.fixed.identity.name.clone(),
+                self.fixed.lead.clone(),
                 id.to_string(),
             );
             let taken = blocking(move || {
@@ -113,9 +112,9 @@ impl AgentCtx {
                 self.record_timeout(id, &why).await;
                 return Err(WitError::Denied(why));
             }
-            let nap = (deadline - now).min(self.sandbox.poll_interval);
+            let nap = (deadline - now).min(self.fixed.poll_interval);
             tokio::select! {
-                _ = self.sandbox.wake.notified() => {}
+                _ = self.fixed.wake.notified() => {}
                 _ = tokio::time::sleep(nap) => {}
             }
         }
@@ -125,7 +124,7 @@ impl AgentCtx {
     /// the host (never from the lead): the request is answered, so `teamhost
     /// status` and the live view stop offering it to the lead.
     async fn record_timeout(&self, id: &str, why: &str) {
-        let (team, me) = (self.team.clone(), self.identity.name.clone());
+        let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
         let text = PermissionResponse::deny(id, why).to_text();
         let recorded = blocking(move || {
             team.record_in_history(
@@ -135,43 +134,19 @@ impl AgentCtx {
         })
         .await;
         if !matches!(recorded, Ok(Ok(_))) {
-            tracing::warn!(teammate = %self.identity.name, request = id, "could not record the timed-out request as answered");
+            tracing::warn!(teammate = %self.fixed.identity.name, request = id, "could not record the timed-out request as answered");
         }
     }
 
-    /// Applies the lead's `permission_updates` (the reference's suggestion
-    /// objects) for the rest of the teammate's session.
-    async fn apply_updates(&mut self, updates: &[Value]) {
-        for update in updates {
-            match Suggestion::from_json(update) {
-                Ok(Suggestion::AddRules {
-                    rules, behavior, ..
-                }) => {
-                    for r in rules {
-                        match (r.to_rule(), behavior) {
-                            (Ok(rule), RuleBehavior::Allow) => self.sandbox.rules.add_allowed(rule),
-                            (Ok(rule), RuleBehavior::Deny) => {
-                                self.sandbox.rules.add_disallowed(rule)
-                            }
-                            (Ok(_), RuleBehavior::Ask) => {}
-                            (Err(e), _) => {
-                                tracing::warn!(teammate = %self.identity.name, error = %e, "ignoring a bad rule from the lead")
-                            }
-                        }
-                    }
-                }
-                Ok(Suggestion::SetMode { mode, .. }) => {
-                    self.sandbox.mode = mode;
-                    let (team, me) = (self.team.clone(), self.identity.name.clone());
-                    let _ = blocking(move || team.set_mode(&me, mode.as_str())).await;
-                }
-                Ok(Suggestion::AddDirectories { directories, .. }) => {
-                    tracing::warn!(teammate = %self.identity.name, ?directories,
-                        "ignoring addDirectories: a teammate has exactly one directory");
-                }
-                Err(e) => {
-                    tracing::warn!(teammate = %self.identity.name, error = %e, "ignoring a permission update")
-                }
+    /// Applies the lead's grant to the permissions
+    /// ([`Permissions::apply_grant`](crate::runtime::Permissions::apply_grant))
+    /// and records a mode it switched to in the team's config.
+    async fn apply_grant(&mut self, grant: &crate::protocol::PermissionGrant) {
+        let me = self.fixed.identity.name.clone();
+        if let Some(mode) = self.permissions.apply_grant(grant, &me) {
+            let team = self.fixed.team.clone();
+            if let Ok(Err(e)) = blocking(move || team.set_mode(&me, mode.as_str())).await {
+                tracing::warn!(teammate = %self.fixed.identity.name, error = %e, "could not record the new mode");
             }
         }
     }

@@ -5,7 +5,7 @@
 //! so it is `SendMessage` for the rules and a direct message for the
 //! coordination limits.
 
-use super::{blocking, to_wit_message, AgentCtx};
+use super::{blocking, to_wit_message, CoordinationGlue};
 use crate::runtime::bindings::mailbox::{Host, Message};
 use crate::runtime::bindings::types::Error as WitError;
 use crate::sandbox::{CoordinationKind, MailboxCall, TeamAct};
@@ -16,12 +16,15 @@ fn gate(call: MailboxCall) -> CoordinationKind {
     CoordinationKind::Mailbox(call)
 }
 
-impl Host for AgentCtx {
+impl Host for CoordinationGlue<'_> {
     async fn unread(&mut self) -> wasmtime::Result<Result<Vec<Message>, WitError>> {
-        if let Err(e) = self.authorize_coordination(gate(MailboxCall::Unread)) {
+        if let Err(e) = self
+            .permissions
+            .authorize_coordination(gate(MailboxCall::Unread))
+        {
             return Ok(Err(e));
         }
-        let (team, me) = (self.team.clone(), self.identity.name.clone());
+        let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
         blocking(move || Ok(team.unread(&me)?.iter().map(to_wit_message).collect())).await
     }
 
@@ -30,10 +33,13 @@ impl Host for AgentCtx {
         sender: Option<String>,
         limit: Option<u32>,
     ) -> wasmtime::Result<Result<Vec<Message>, WitError>> {
-        if let Err(e) = self.authorize_coordination(gate(MailboxCall::Take)) {
+        if let Err(e) = self
+            .permissions
+            .authorize_coordination(gate(MailboxCall::Take))
+        {
             return Ok(Err(e));
         }
-        let (team, me) = (self.team.clone(), self.identity.name.clone());
+        let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
         let mut left = limit.map_or(usize::MAX, |n| n as usize);
         blocking(move || {
             let taken = team.take_where(&me, |m| {
@@ -49,10 +55,13 @@ impl Host for AgentCtx {
     }
 
     async fn history(&mut self, limit: u32) -> wasmtime::Result<Result<Vec<Message>, WitError>> {
-        if let Err(e) = self.authorize_coordination(gate(MailboxCall::History)) {
+        if let Err(e) = self
+            .permissions
+            .authorize_coordination(gate(MailboxCall::History))
+        {
             return Ok(Err(e));
         }
-        let (team, me) = (self.team.clone(), self.identity.name.clone());
+        let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
         blocking(move || {
             let all = team.history(&me)?;
             let skip = all.len().saturating_sub(limit as usize);
@@ -68,18 +77,20 @@ impl Host for AgentCtx {
         summary: Option<String>,
     ) -> wasmtime::Result<Result<(), WitError>> {
         if let Err(e) = self
+            .permissions
             .authorize_coordination(gate(MailboxCall::Deliver))
             .and_then(|()| self.check_outgoing("the message", Some(&to), &text, summary.as_deref()))
         {
             return Ok(Err(e));
         }
-        self.count_act(TeamAct::Message)?;
-        let team = self.team.clone();
+        self.coordination
+            .count_act(&self.fixed.limits, TeamAct::Message)?;
+        let team = self.fixed.team.clone();
         let msg = OutgoingMessage {
-            from: self.identity.name.clone(),
+            from: self.fixed.identity.name.clone(),
             text,
             summary,
-            color: Some(self.identity.color.clone()),
+            color: Some(self.fixed.identity.color.clone()),
         };
         blocking(move || team.send(&to, msg).map(|_| ())).await
     }

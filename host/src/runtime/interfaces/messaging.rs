@@ -12,7 +12,7 @@
 //! them away. Direct messages (plans included) and broadcasts are counted
 //! against the coordination limits; a shutdown answer is not.
 
-use super::{blocking, AgentCtx};
+use super::{blocking, CoordinationGlue};
 use crate::protocol::{PlanApprovalRequest, PlanApprovalResponse, ShutdownRejected, WireMessage};
 use crate::runtime::bindings::messaging::{
     BroadcastDelivery, Host, MessageDelivery, Routing, ShutdownRequestDelivery,
@@ -23,18 +23,18 @@ use crate::runtime::state::ShutdownDecision;
 use crate::sandbox::{CoordinationKind, MessagingCall, PermissionMode, TeamAct};
 use crate::store::OutgoingMessage;
 
-impl AgentCtx {
+impl CoordinationGlue<'_> {
     fn outgoing(&self, text: String, summary: Option<String>) -> OutgoingMessage {
         OutgoingMessage {
-            from: self.identity.name.clone(),
+            from: self.fixed.identity.name.clone(),
             text,
             summary,
-            color: Some(self.identity.color.clone()),
+            color: Some(self.fixed.identity.color.clone()),
         }
     }
 
     fn is_lead(&self) -> bool {
-        self.identity.name == self.lead
+        self.fixed.identity.name == self.fixed.lead
     }
 
     /// Refuses what a teammate may not send: text over the message limit
@@ -55,10 +55,10 @@ impl AgentCtx {
                 "{what} is a protocol message; teammates send those only through the messaging functions (respond-shutdown, request-plan-approval, …)"
             )));
         }
-        if to == Some(self.identity.name.as_str()) {
+        if to == Some(self.fixed.identity.name.as_str()) {
             return Err(WitError::Invalid(format!(
                 "{} cannot send a message to itself",
-                self.identity.name
+                self.fixed.identity.name
             )));
         }
         Ok(())
@@ -72,7 +72,7 @@ impl AgentCtx {
         summary: Option<&str>,
     ) -> Result<(), WitError> {
         let len = text.len() + summary.map_or(0, str::len);
-        self.sandbox
+        self.fixed
             .limits
             .check_message(what, len)
             .map_err(WitError::Invalid)
@@ -84,7 +84,7 @@ fn gate(call: MessagingCall) -> CoordinationKind {
     CoordinationKind::Messaging(call)
 }
 
-impl Host for AgentCtx {
+impl Host for CoordinationGlue<'_> {
     async fn send(
         &mut self,
         to: String,
@@ -92,6 +92,7 @@ impl Host for AgentCtx {
         summary: Option<String>,
     ) -> wasmtime::Result<Result<MessageDelivery, WitError>> {
         if let Err(e) = self
+            .permissions
             .authorize_coordination(gate(MessagingCall::Send))
             .and_then(|()| {
                 self.check_outgoing("the message", Some(&to), &content, summary.as_deref())
@@ -99,8 +100,9 @@ impl Host for AgentCtx {
         {
             return Ok(Err(e));
         }
-        self.count_act(TeamAct::Message)?;
-        let team = self.team.clone();
+        self.coordination
+            .count_act(&self.fixed.limits, TeamAct::Message)?;
+        let team = self.fixed.team.clone();
         let msg = self.outgoing(content.clone(), summary.clone());
         let target = to.clone();
         let delivered = blocking(move || {
@@ -114,13 +116,16 @@ impl Host for AgentCtx {
             Ok(d) => d,
             Err(e) => return Ok(Err(e)),
         };
-        if to != self.lead {
-            self.turn.peer_dms.push((to.clone(), summary.clone()));
+        if to != self.fixed.lead {
+            self.coordination
+                .turn
+                .peer_dms
+                .push((to.clone(), summary.clone()));
         }
         Ok(Ok(MessageDelivery {
             message: format!("Message sent to {to}'s inbox"),
             routing: Routing {
-                sender: self.identity.name.clone(),
+                sender: self.fixed.identity.name.clone(),
                 target: format!("@{to}"),
                 target_color,
                 summary,
@@ -135,13 +140,15 @@ impl Host for AgentCtx {
         summary: Option<String>,
     ) -> wasmtime::Result<Result<BroadcastDelivery, WitError>> {
         if let Err(e) = self
+            .permissions
             .authorize_coordination(gate(MessagingCall::Broadcast))
             .and_then(|()| self.check_outgoing("the broadcast", None, &content, summary.as_deref()))
         {
             return Ok(Err(e));
         }
-        self.count_act(TeamAct::Broadcast)?;
-        let team = self.team.clone();
+        self.coordination
+            .count_act(&self.fixed.limits, TeamAct::Broadcast)?;
+        let team = self.fixed.team.clone();
         let msg = self.outgoing(content.clone(), summary.clone());
         let recipients = match blocking(move || team.broadcast(msg)).await? {
             Ok(r) => r,
@@ -155,7 +162,7 @@ impl Host for AgentCtx {
             ),
             recipients,
             routing: Routing {
-                sender: self.identity.name.clone(),
+                sender: self.fixed.identity.name.clone(),
                 target: "@team".into(),
                 target_color: None,
                 summary,
@@ -169,12 +176,15 @@ impl Host for AgentCtx {
         to: String,
         _reason: Option<String>,
     ) -> wasmtime::Result<Result<ShutdownRequestDelivery, WitError>> {
-        if let Err(e) = self.authorize_coordination(gate(MessagingCall::RequestShutdown)) {
+        if let Err(e) = self
+            .permissions
+            .authorize_coordination(gate(MessagingCall::RequestShutdown))
+        {
             return Ok(Err(e));
         }
         Ok(Err(WitError::Denied(format!(
             "only the lead can ask {to} to shut down; {} is a teammate",
-            self.identity.name
+            self.fixed.identity.name
         ))))
     }
 
@@ -185,33 +195,43 @@ impl Host for AgentCtx {
     ) -> wasmtime::Result<Result<(), WitError>> {
         // Always allowed (no rule can name it) and never counted: the lead
         // must be able to stop any teammate.
-        if let Err(e) = self.authorize_coordination(gate(MessagingCall::RespondShutdown)) {
+        if let Err(e) = self
+            .permissions
+            .authorize_coordination(gate(MessagingCall::RespondShutdown))
+        {
             return Ok(Err(e));
         }
-        let Some(pos) = self.pending_shutdowns.iter().position(|r| *r == request_id) else {
+        let Some(pos) = self
+            .coordination
+            .pending_shutdowns
+            .iter()
+            .position(|r| *r == request_id)
+        else {
             return Ok(Err(WitError::Invalid(format!(
                 "no shutdown request {request_id:?} is waiting for an answer from {}",
-                self.identity.name
+                self.fixed.identity.name
             ))));
         };
-        self.pending_shutdowns.remove(pos);
+        self.coordination.pending_shutdowns.remove(pos);
         match response {
             ShutdownResponse::Approve => {
-                self.turn.shutdown = Some(ShutdownDecision::Approved { request_id });
+                self.coordination.turn.shutdown = Some(ShutdownDecision::Approved { request_id });
                 Ok(Ok(()))
             }
             ShutdownResponse::Reject(reason) => {
                 if let Err(e) = self.check_size("the reason", &reason, None) {
-                    self.pending_shutdowns.push(request_id);
+                    self.coordination.pending_shutdowns.push(request_id);
                     return Ok(Err(e));
                 }
-                let text = ShutdownRejected::new(&request_id, &self.identity.name, reason.clone())
-                    .to_text();
-                let (team, lead) = (self.team.clone(), self.lead.clone());
+                let text =
+                    ShutdownRejected::new(&request_id, &self.fixed.identity.name, reason.clone())
+                        .to_text();
+                let (team, lead) = (self.fixed.team.clone(), self.fixed.lead.clone());
                 let msg = self.outgoing(text, None);
                 let sent = blocking(move || team.send(&lead, msg).map(|_| ())).await?;
                 if sent.is_ok() {
-                    self.turn.shutdown = Some(ShutdownDecision::Rejected { request_id, reason });
+                    self.coordination.turn.shutdown =
+                        Some(ShutdownDecision::Rejected { request_id, reason });
                 }
                 Ok(sent)
             }
@@ -223,23 +243,28 @@ impl Host for AgentCtx {
         plan: String,
     ) -> wasmtime::Result<Result<String, WitError>> {
         if let Err(e) = self
+            .permissions
             .authorize_coordination(gate(MessagingCall::RequestPlanApproval))
             .and_then(|()| self.check_size("the plan", &plan, None))
         {
             return Ok(Err(e));
         }
-        if self.sandbox.mode != PermissionMode::Plan && !self.identity.plan_mode_required {
+        if self.permissions.mode() != PermissionMode::Plan
+            && !self.fixed.identity.plan_mode_required
+        {
             return Ok(Err(WitError::Invalid(format!(
                 "{} is not in plan mode (mode {}); only a teammate in plan mode submits a plan",
-                self.identity.name, self.sandbox.mode
+                self.fixed.identity.name,
+                self.permissions.mode()
             ))));
         }
         // A plan is a message to the lead (and a file in the team's
         // directory): counted like one.
-        self.count_act(TeamAct::Message)?;
-        let team = self.team.clone();
-        let (me, lead) = (self.identity.name.clone(), self.lead.clone());
-        let auto = self.sandbox.auto_approve_plans;
+        self.coordination
+            .count_act(&self.fixed.limits, TeamAct::Message)?;
+        let team = self.fixed.team.clone();
+        let (me, lead) = (self.fixed.identity.name.clone(), self.fixed.lead.clone());
+        let auto = self.fixed.auto_approve_plans;
         let sent = blocking(move || {
             let file = team.write_plan(&me, &plan)?;
             let request = PlanApprovalRequest::new(&me, team.name(), file, plan);
@@ -255,7 +280,7 @@ impl Host for AgentCtx {
         })
         .await?;
         if let Ok(id) = &sent {
-            self.pending_plan = Some(id.clone());
+            self.coordination.pending_plan = Some(id.clone());
         }
         Ok(sent)
     }
@@ -266,13 +291,16 @@ impl Host for AgentCtx {
         _request_id: String,
         _response: PlanResponse,
     ) -> wasmtime::Result<Result<(), WitError>> {
-        if let Err(e) = self.authorize_coordination(gate(MessagingCall::RespondPlanApproval)) {
+        if let Err(e) = self
+            .permissions
+            .authorize_coordination(gate(MessagingCall::RespondPlanApproval))
+        {
             return Ok(Err(e));
         }
         if !self.is_lead() {
             return Ok(Err(WitError::Denied(format!(
                 "only the lead can answer {to}'s plan; {} is a teammate",
-                self.identity.name
+                self.fixed.identity.name
             ))));
         }
         Ok(Err(WitError::Unavailable(

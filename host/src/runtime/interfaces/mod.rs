@@ -1,5 +1,6 @@
 //! Glue between the generated host traits and plain Rust: one file per WIT
-//! interface, all implemented on [`AgentCtx`]. Store calls do blocking file
+//! interface, each implemented on the narrowest view of
+//! [`AgentCtx`](super::AgentCtx) it needs (`views.rs`). Store calls do blocking file
 //! I/O, so they run on tokio's blocking pool, never on an executor thread.
 
 mod ask;
@@ -12,27 +13,21 @@ mod tasks;
 mod team;
 mod toolbox;
 mod tools;
+mod views;
 
 #[cfg(test)]
 mod memory_tests;
 
-use wasmtime::component::HasData;
-
 use super::bindings::types::Error as WitError;
-use super::state::AgentCtx;
 use crate::Error;
 
 pub(crate) use convert::{from_wit_status, mode_from_wit, to_wit_message, to_wit_task};
 
-/// Selects [`AgentCtx`] out of the store data for `add_to_linker`.
-pub(crate) struct AgentData;
+pub(crate) use views::{CoordinationData, ModelData, ReadData, ToolData};
+pub use views::{CoordinationGlue, ModelGlue, ReadGlue, ToolGlue};
 
-impl HasData for AgentData {
-    type Data<'a> = &'a mut AgentCtx;
-}
-
-impl super::bindings::types::Host for AgentCtx {}
-impl super::bindings::protocol::Host for AgentCtx {}
+impl super::bindings::types::Host for ReadGlue<'_> {}
+impl super::bindings::protocol::Host for ReadGlue<'_> {}
 
 /// Runs a blocking store call off the executor. A panic in it is a host bug
 /// and traps the guest.

@@ -13,12 +13,12 @@ use std::time::Instant;
 use super::model_convert::{
     error_to_wit, model_info_to_wit, request_from_wit, response_to_wit, spend_to_wit,
 };
-use super::AgentCtx;
+use super::ModelGlue;
 use crate::model::ModelCallEvent;
 use crate::runtime::bindings::model::{Host, ModelError, ModelInfo, Request, Response, Spend};
 use crate::store::OutgoingMessage;
 
-impl AgentCtx {
+impl ModelGlue<'_> {
     fn model_event(&self, event: ModelCallEvent) {
         if let Some(sink) = &self.model.sink {
             sink(event);
@@ -31,22 +31,22 @@ impl AgentCtx {
         let Some(text) = self.model.client.take_budget_notice() else {
             return;
         };
-        let (team, lead) = (self.team.clone(), self.lead.clone());
-        let text = format!("{}: {text}", self.identity.name);
+        let (team, lead) = (self.fixed.team.clone(), self.fixed.lead.clone());
+        let text = format!("{}: {text}", self.fixed.identity.name);
         let msg = OutgoingMessage::new(crate::protocol::HOST_SENDER, text);
         match tokio::task::spawn_blocking(move || team.deliver(&lead, msg)).await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {
-                tracing::error!(teammate = %self.identity.name, error = %e, "budget notice to the lead lost")
+                tracing::error!(teammate = %self.fixed.identity.name, error = %e, "budget notice to the lead lost")
             }
             Err(e) => {
-                tracing::error!(teammate = %self.identity.name, error = %e, "budget notice to the lead lost")
+                tracing::error!(teammate = %self.fixed.identity.name, error = %e, "budget notice to the lead lost")
             }
         }
     }
 }
 
-impl Host for AgentCtx {
+impl Host for ModelGlue<'_> {
     async fn models(&mut self) -> wasmtime::Result<Vec<ModelInfo>> {
         Ok(self
             .model

@@ -11,7 +11,7 @@
 use serde_json::{Map, Value};
 
 use super::convert::{from_wit_task_status, to_wit_task};
-use super::{blocking, AgentCtx};
+use super::{blocking, CoordinationGlue};
 use crate::hooks::HookEvent;
 use crate::runtime::bindings::tasks::{ClaimError, Host, NewTask, OwnerChange, Task, TaskUpdate};
 use crate::runtime::bindings::types::Error as WitError;
@@ -32,14 +32,14 @@ fn metadata(json: Option<String>) -> Result<Option<Map<String, Value>>, WitError
     }
 }
 
-impl AgentCtx {
+impl CoordinationGlue<'_> {
     /// Runs the lead's `TaskCompleted` hooks for task `id` (when it is not
     /// completed yet). A hook exiting 2 refuses the completion: the task stays
     /// open and the guest gets the hook's stderr. Hook failures are told to the
     /// lead and do not stop the completion.
     async fn task_completed_hooks(&mut self, id: &str) -> wasmtime::Result<Result<(), WitError>> {
-        let hooks = self.sandbox.hooks.clone();
-        let team = self.team.clone();
+        let hooks = self.fixed.hooks.clone();
+        let team = self.fixed.team.clone();
         let task_id = id.to_string();
         let task = match blocking(move || team.task(&task_id)).await? {
             Ok(t) => t,
@@ -52,14 +52,14 @@ impl AgentCtx {
             task_id: task.id.clone(),
             task_subject: task.subject.clone(),
             task_description: task.description.clone(),
-            teammate_name: self.identity.name.clone(),
-            team_name: self.identity.team.clone(),
+            teammate_name: self.fixed.identity.name.clone(),
+            team_name: self.fixed.identity.team.clone(),
         };
         if !hooks.wants(&event) {
             return Ok(Ok(()));
         }
         let outcome = hooks.run(&event).await;
-        self.report_hook_failures(&outcome).await;
+        self.fixed.report_hook_failures(&outcome).await;
         if outcome.is_blocked() {
             return Ok(Err(WitError::Denied(format!(
                 "a TaskCompleted hook refused to complete task #{}: {}",
@@ -69,9 +69,11 @@ impl AgentCtx {
         }
         Ok(Ok(()))
     }
+}
 
+impl crate::runtime::Fixed {
     /// Tells the lead about hooks that failed (never fatal).
-    pub(crate) async fn report_hook_failures(&mut self, outcome: &crate::hooks::Outcome) {
+    pub(crate) async fn report_hook_failures(&self, outcome: &crate::hooks::Outcome) {
         if outcome.failures.is_empty() {
             return;
         }
@@ -88,24 +90,28 @@ impl AgentCtx {
     }
 }
 
-impl Host for AgentCtx {
+impl Host for CoordinationGlue<'_> {
     async fn create(&mut self, task: NewTask) -> wasmtime::Result<Result<Task, WitError>> {
-        if let Err(e) = self.authorize_coordination(gate(TasksCall::Create)) {
+        if let Err(e) = self
+            .permissions
+            .authorize_coordination(gate(TasksCall::Create))
+        {
             return Ok(Err(e));
         }
         let size = task.subject.len()
             + task.description.len()
             + task.active_form.as_ref().map_or(0, String::len)
             + task.metadata.as_ref().map_or(0, String::len);
-        if let Err(e) = self.sandbox.limits.check_message("the task", size) {
+        if let Err(e) = self.fixed.limits.check_message("the task", size) {
             return Ok(Err(WitError::Invalid(e)));
         }
         let meta = match metadata(task.metadata) {
             Ok(m) => m,
             Err(e) => return Ok(Err(e)),
         };
-        self.count_act(TeamAct::TaskCreate)?;
-        let team = self.team.clone();
+        self.coordination
+            .count_act(&self.fixed.limits, TeamAct::TaskCreate)?;
+        let team = self.fixed.team.clone();
         blocking(move || {
             team.create_task(store::NewTask {
                 subject: task.subject,
@@ -120,18 +126,24 @@ impl Host for AgentCtx {
     }
 
     async fn get(&mut self, id: String) -> wasmtime::Result<Result<Task, WitError>> {
-        if let Err(e) = self.authorize_coordination(gate(TasksCall::Get)) {
+        if let Err(e) = self
+            .permissions
+            .authorize_coordination(gate(TasksCall::Get))
+        {
             return Ok(Err(e));
         }
-        let team = self.team.clone();
+        let team = self.fixed.team.clone();
         blocking(move || team.task(&id).map(to_wit_task)).await
     }
 
     async fn list(&mut self) -> wasmtime::Result<Result<Vec<Task>, WitError>> {
-        if let Err(e) = self.authorize_coordination(gate(TasksCall::List)) {
+        if let Err(e) = self
+            .permissions
+            .authorize_coordination(gate(TasksCall::List))
+        {
             return Ok(Err(e));
         }
-        let team = self.team.clone();
+        let team = self.fixed.team.clone();
         blocking(move || Ok(team.list_tasks()?.into_iter().map(to_wit_task).collect())).await
     }
 
@@ -140,7 +152,10 @@ impl Host for AgentCtx {
         id: String,
         changes: TaskUpdate,
     ) -> wasmtime::Result<Result<Task, WitError>> {
-        if let Err(e) = self.authorize_coordination(gate(TasksCall::Update)) {
+        if let Err(e) = self
+            .permissions
+            .authorize_coordination(gate(TasksCall::Update))
+        {
             return Ok(Err(e));
         }
         let size = [
@@ -152,7 +167,7 @@ impl Host for AgentCtx {
         .iter()
         .map(|f| f.as_ref().map_or(0, String::len))
         .sum();
-        if let Err(e) = self.sandbox.limits.check_message("the task update", size) {
+        if let Err(e) = self.fixed.limits.check_message("the task update", size) {
             return Ok(Err(WitError::Invalid(e)));
         }
         let meta = match metadata(changes.metadata) {
@@ -174,8 +189,9 @@ impl Host for AgentCtx {
         // inbox: counted as a direct message, so reassigning in a loop is
         // bounded like sending in a loop.
         if let Some(Some(owner)) = &update.owner {
-            if *owner != self.identity.name {
-                self.count_act(TeamAct::Message)?;
+            if *owner != self.fixed.identity.name {
+                self.coordination
+                    .count_act(&self.fixed.limits, TeamAct::Message)?;
             }
         }
         if update.status == Some(store::TaskStatus::Completed) {
@@ -183,15 +199,18 @@ impl Host for AgentCtx {
                 return Ok(Err(e));
             }
         }
-        let (team, me) = (self.team.clone(), self.identity.name.clone());
+        let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
         blocking(move || team.update_task(&id, update, &me).map(to_wit_task)).await
     }
 
     async fn delete(&mut self, id: String) -> wasmtime::Result<Result<(), WitError>> {
-        if let Err(e) = self.authorize_coordination(gate(TasksCall::Delete)) {
+        if let Err(e) = self
+            .permissions
+            .authorize_coordination(gate(TasksCall::Delete))
+        {
             return Ok(Err(e));
         }
-        let team = self.team.clone();
+        let team = self.fixed.team.clone();
         blocking(move || team.delete_task(&id).map(|_| ())).await
     }
 
@@ -200,10 +219,13 @@ impl Host for AgentCtx {
         task: String,
         blocked_by: String,
     ) -> wasmtime::Result<Result<(), WitError>> {
-        if let Err(e) = self.authorize_coordination(gate(TasksCall::AddDependency)) {
+        if let Err(e) = self
+            .permissions
+            .authorize_coordination(gate(TasksCall::AddDependency))
+        {
             return Ok(Err(e));
         }
-        let team = self.team.clone();
+        let team = self.fixed.team.clone();
         blocking(move || team.add_dependency(&blocked_by, &task)).await
     }
 
@@ -212,10 +234,13 @@ impl Host for AgentCtx {
         id: String,
         check_busy: bool,
     ) -> wasmtime::Result<Result<Task, ClaimError>> {
-        if let Err(e) = self.authorize_coordination(gate(TasksCall::Claim)) {
+        if let Err(e) = self
+            .permissions
+            .authorize_coordination(gate(TasksCall::Claim))
+        {
             return Ok(Err(ClaimError::Other(e)));
         }
-        let (team, me) = (self.team.clone(), self.identity.name.clone());
+        let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
         let outcome = blocking(move || team.claim_task(&id, &me, check_busy)).await?;
         Ok(match outcome {
             Err(e) => Err(ClaimError::Other(e)),

@@ -10,7 +10,7 @@
 //! direct call (a coordination limit breached) traps here too.
 
 use super::model_convert::tool_definition_to_wit;
-use super::AgentCtx;
+use super::ToolGlue;
 use crate::runtime::bindings::messaging::Host as Messaging;
 use crate::runtime::bindings::model::{ToolDefinition, ToolResult, ToolUse};
 use crate::runtime::bindings::protocol::{PlanResponse, ShutdownResponse};
@@ -21,9 +21,7 @@ use crate::runtime::bindings::team::PermissionMode as WitMode;
 use crate::runtime::bindings::toolbox::Host;
 use crate::runtime::bindings::tools::{GrepMode, Host as Tools};
 use crate::runtime::bindings::types::Error as WitError;
-use crate::sandbox::{
-    decide, CoordinationKind, Decision, MessagingCall, TasksCall, ToolCall, ToolName,
-};
+use crate::sandbox::{CoordinationKind, Decision, MessagingCall, TasksCall, ToolCall, ToolName};
 use crate::toolbox::format::{self, TaskView};
 use crate::toolbox::input::{self, Call, SendCall, TaskUpdateCall, UpdateStatus};
 use crate::toolbox::{definition, TOOLS};
@@ -85,7 +83,7 @@ fn view(t: &Task) -> TaskView {
     }
 }
 
-impl AgentCtx {
+impl ToolGlue<'_> {
     async fn run_call(&mut self, call: Call) -> wasmtime::Result<Outcome> {
         match call {
             Call::Read {
@@ -177,16 +175,16 @@ impl AgentCtx {
                     active_form,
                     metadata,
                 };
-                match Tasks::create(self, new).await? {
+                match Tasks::create(&mut self.coordination_glue(), new).await? {
                     Ok(t) => ok(format::task_created(&t.id, &t.subject)),
                     Err(e) => failed(e),
                 }
             }
-            Call::TaskGet { id } => match Tasks::get(self, id).await? {
+            Call::TaskGet { id } => match Tasks::get(&mut self.coordination_glue(), id).await? {
                 Ok(t) => ok(format::task(&view(&t))),
                 Err(e) => failed(e),
             },
-            Call::TaskList => match Tasks::list(self).await? {
+            Call::TaskList => match Tasks::list(&mut self.coordination_glue()).await? {
                 Ok(tasks) => ok(format::task_list(
                     &tasks.iter().map(view).collect::<Vec<_>>(),
                 )),
@@ -199,25 +197,27 @@ impl AgentCtx {
     async fn run_send(&mut self, send: SendCall) -> wasmtime::Result<Outcome> {
         let result = match send {
             SendCall::Text { to, text, summary } if to == "*" => {
-                Messaging::broadcast(self, text, summary)
+                Messaging::broadcast(&mut self.coordination_glue(), text, summary)
                     .await?
                     .map(|d| format::broadcast(&d.message, &d.recipients))
             }
             SendCall::Text { to, text, summary } => {
-                Messaging::send(self, to, text, summary).await?.map(|d| {
-                    let r = &d.routing;
-                    format::sent(
-                        &d.message,
-                        &r.sender,
-                        &r.target,
-                        r.target_color.as_deref(),
-                        r.summary.as_deref(),
-                        &r.content,
-                    )
-                })
+                Messaging::send(&mut self.coordination_glue(), to, text, summary)
+                    .await?
+                    .map(|d| {
+                        let r = &d.routing;
+                        format::sent(
+                            &d.message,
+                            &r.sender,
+                            &r.target,
+                            r.target_color.as_deref(),
+                            r.summary.as_deref(),
+                            &r.content,
+                        )
+                    })
             }
             SendCall::ShutdownRequest { to, reason } => {
-                Messaging::request_shutdown(self, to, reason)
+                Messaging::request_shutdown(&mut self.coordination_glue(), to, reason)
                     .await?
                     .map(|d| format::shutdown_requested(&d.message, &d.request_id, &d.target))
             }
@@ -231,7 +231,7 @@ impl AgentCtx {
                 } else {
                     ShutdownResponse::Reject(reason.unwrap_or_else(|| "no reason given".into()))
                 };
-                Messaging::respond_shutdown(self, request_id, response)
+                Messaging::respond_shutdown(&mut self.coordination_glue(), request_id, response)
                     .await?
                     .map(|()| {
                         format::answered(if approve {
@@ -252,15 +252,20 @@ impl AgentCtx {
                 } else {
                     PlanResponse::Reject(feedback.unwrap_or_else(|| "no feedback given".into()))
                 };
-                Messaging::respond_plan_approval(self, to, request_id, response)
-                    .await?
-                    .map(|()| {
-                        format::answered(if approve {
-                            "Plan approved"
-                        } else {
-                            "Plan rejected"
-                        })
+                Messaging::respond_plan_approval(
+                    &mut self.coordination_glue(),
+                    to,
+                    request_id,
+                    response,
+                )
+                .await?
+                .map(|()| {
+                    format::answered(if approve {
+                        "Plan approved"
+                    } else {
+                        "Plan rejected"
                     })
+                })
             }
         };
         Ok(match result {
@@ -271,7 +276,7 @@ impl AgentCtx {
 
     async fn run_task_update(&mut self, u: TaskUpdateCall) -> wasmtime::Result<Outcome> {
         if u.status == Some(UpdateStatus::Deleted) {
-            return match Tasks::delete(self, u.id.clone()).await? {
+            return match Tasks::delete(&mut self.coordination_glue(), u.id.clone()).await? {
                 Ok(()) => ok(format!("Updated task #{} deleted", u.id)),
                 Err(e) => failed(e),
             };
@@ -308,17 +313,25 @@ impl AgentCtx {
                 }),
                 metadata: u.metadata,
             };
-            if let Err(e) = Tasks::update(self, u.id.clone(), update).await? {
+            if let Err(e) =
+                Tasks::update(&mut self.coordination_glue(), u.id.clone(), update).await?
+            {
                 return failed(e);
             }
         }
         for blocked in &u.add_blocks {
-            if let Err(e) = Tasks::add_dependency(self, blocked.clone(), u.id.clone()).await? {
+            if let Err(e) =
+                Tasks::add_dependency(&mut self.coordination_glue(), blocked.clone(), u.id.clone())
+                    .await?
+            {
                 return failed(e);
             }
         }
         for blocker in &u.add_blocked_by {
-            if let Err(e) = Tasks::add_dependency(self, u.id.clone(), blocker.clone()).await? {
+            if let Err(e) =
+                Tasks::add_dependency(&mut self.coordination_glue(), u.id.clone(), blocker.clone())
+                    .await?
+            {
                 return failed(e);
             }
         }
@@ -332,14 +345,13 @@ impl AgentCtx {
     }
 }
 
-impl Host for AgentCtx {
+impl Host for ToolGlue<'_> {
     async fn definitions(&mut self) -> wasmtime::Result<Vec<ToolDefinition>> {
-        let s = &self.sandbox;
         Ok(TOOLS
             .iter()
             .filter(|spec| {
                 !matches!(
-                    decide(s.mode, &s.rules, &sample(spec.tool), &s.policy),
+                    self.permissions.decide(&sample(spec.tool)),
                     Decision::Deny { .. }
                 )
             })

@@ -10,18 +10,17 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{blocking_tool, AgentCtx};
+use super::{blocking_tool, ToolGlue};
 use crate::runtime::bindings::tools::{
     BashOutput, GrepMode, GrepOutput, Host, ReadOutput, ToolInfo, Verdict,
 };
 use crate::runtime::bindings::types::Error as WitError;
 use crate::sandbox::{
-    decide, decide_on_disk, BashInput, Decision, EditInput, GlobInput, GrepInput, ReadInput,
-    ToolCall, ToolName, WriteInput,
+    BashInput, Decision, EditInput, GlobInput, GrepInput, ReadInput, ToolCall, ToolName, WriteInput,
 };
 use crate::tools::{Confinement, DiskBudget, Redactor, ToolBox};
 
-impl AgentCtx {
+impl ToolGlue<'_> {
     /// Decides `call`; asks the lead when the sandbox says so. Returns the call
     /// to run (the lead may have changed its input). A refusal's text has the
     /// host's paths taken out ([`Redactor`]), the paths the guest spelled
@@ -38,9 +37,7 @@ impl AgentCtx {
     async fn authorize_unredacted(&mut self, call: ToolCall) -> Result<ToolCall, WitError> {
         // Where the call's path leads through links is looked up here, so
         // `decide_on_disk` stays pure (class 4 of issue 10).
-        let s = &self.sandbox;
-        let on_disk = s.policy.look(&call);
-        match decide_on_disk(s.mode, &s.rules, &call, &s.policy, &on_disk) {
+        match self.permissions.decide_on_disk(&call) {
             Decision::Allow { .. } => Ok(call),
             Decision::Deny { reason } => Err(WitError::Denied(reason)),
             Decision::Ask {
@@ -49,9 +46,7 @@ impl AgentCtx {
             } => {
                 let approved = self.ask_lead(call, reason, suggestions).await?;
                 // An approval never overrides a deny rule.
-                let s = &self.sandbox;
-                let on_disk = s.policy.look(&approved);
-                match decide_on_disk(s.mode, &s.rules, &approved, &s.policy, &on_disk) {
+                match self.permissions.decide_on_disk(&approved) {
                     Decision::Deny { reason } => Err(WitError::Denied(reason)),
                     Decision::Allow { .. } | Decision::Ask { .. } => Ok(approved),
                 }
@@ -60,16 +55,16 @@ impl AgentCtx {
     }
 
     fn toolbox(&self) -> Arc<ToolBox> {
-        self.sandbox.tools.clone()
+        self.fixed.tools.clone()
     }
 
     /// What hides the host's paths from this teammate: its directory (as
     /// `.`) and the teamhost home (plans, logs, task lists) under a label.
     fn redactor(&self) -> Redactor {
-        self.sandbox
+        self.fixed
             .hidden_dirs
             .iter()
-            .fold(Redactor::for_tools(&self.sandbox.tools), |r, dir| {
+            .fold(Redactor::for_tools(&self.fixed.tools), |r, dir| {
                 r.hide(dir, "<teamhost home>")
             })
     }
@@ -91,15 +86,15 @@ impl AgentCtx {
     /// The teammate's disk budget ([`Limits::disk_bytes`](crate::sandbox::Limits)).
     fn disk_budget(&self) -> DiskBudget {
         DiskBudget {
-            bytes: self.sandbox.limits.disk_bytes,
-            entries: self.sandbox.limits.disk_walk_entries,
+            bytes: self.fixed.limits.disk_bytes,
+            entries: self.fixed.limits.disk_walk_entries,
         }
     }
 
     /// Drops Glob/Grep results a deny rule covers.
     fn keep_filter(&self, via: ToolName) -> impl Fn(&Path) -> bool + Send + 'static {
-        let rules = self.sandbox.rules.clone();
-        let policy = self.sandbox.policy.clone();
+        let rules = self.permissions.rules().clone();
+        let policy = self.permissions.policy().clone();
         move |p: &Path| {
             rules
                 .denies_file(via, &p.to_string_lossy(), &policy)
@@ -108,7 +103,7 @@ impl AgentCtx {
     }
 }
 
-impl Host for AgentCtx {
+impl Host for ToolGlue<'_> {
     async fn available(&mut self) -> wasmtime::Result<Vec<ToolInfo>> {
         let samples = [
             ToolCall::read("file"),
@@ -118,12 +113,11 @@ impl Host for AgentCtx {
             ToolCall::grep("x", None),
             ToolCall::bash("true"),
         ];
-        let s = &self.sandbox;
         let redactor = self.redactor();
         Ok(samples
             .iter()
             .map(|call| {
-                let decision = decide(s.mode, &s.rules, call, &s.policy);
+                let decision = self.permissions.decide(call);
                 ToolInfo {
                     name: call.display_name().to_string(),
                     verdict: match &decision {
@@ -288,7 +282,7 @@ impl Host for AgentCtx {
         }) else {
             return Ok(Err(changed_tool()));
         };
-        let confinement = Confinement::for_mode(self.sandbox.mode);
+        let confinement = Confinement::for_mode(self.permissions.mode());
         let (tools, budget) = (self.toolbox(), self.disk_budget());
         let done = blocking_tool(move || {
             tools.bash(&input, confinement).map(|o| BashOutput {
