@@ -43,7 +43,7 @@ use serde::Deserialize;
 use crate::store::config::LEAD_NAME;
 use crate::store::names::{agent_file_stem, sanitize_team_name};
 use crate::store::NewTask;
-use crate::teammate::SpawnRequest;
+use crate::teammate::{SpawnRequest, TeammateSettings};
 
 /// The permission modes a teammate may run in (the reference's spellings).
 pub const PERMISSION_MODES: &[&str] = &[
@@ -432,12 +432,10 @@ impl Manifest {
 }
 
 impl TeammateSpec {
-    /// The spawn request for this teammate. Its model policy must be valid
+    /// How this teammate runs. Its model policy must be valid
     /// ([`Manifest::validate`] checked it).
-    pub fn spawn_request(&self) -> SpawnRequest {
-        SpawnRequest {
-            model_policy: teammate_policy(self.model.as_deref(), self.model_policy.as_ref())
-                .unwrap_or_default(),
+    pub fn settings(&self) -> TeammateSettings {
+        TeammateSettings {
             agent_type: self.agent_type.clone(),
             model: self.model.clone(),
             mode: Some(self.mode.clone()),
@@ -446,10 +444,21 @@ impl TeammateSpec {
             disallowed_tools: self.disallowed_tools.clone(),
             auto_claim: self.auto_claim,
             limits: self.limits.to_limits(),
+            notifications: None,
+            model_policy: teammate_policy(self.model.as_deref(), self.model_policy.as_ref())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The spawn request for this teammate ([`settings`](Self::settings)
+    /// with its name, component, prompt, directory and isolation).
+    pub fn spawn_request(&self) -> SpawnRequest {
+        SpawnRequest {
             isolation: match self.isolation {
                 IsolationSpec::None => crate::teammate::Isolation::None,
                 IsolationSpec::Worktree => crate::teammate::Isolation::Worktree,
             },
+            settings: self.settings(),
             ..SpawnRequest::new(&self.name, &self.component, &self.prompt, &self.cwd)
         }
     }
@@ -784,9 +793,9 @@ subject = "Count three"
         assert_eq!(r.name, "counter");
         assert_eq!(r.component, m.teammates[0].component);
         assert_eq!(r.cwd, m.teammates[0].cwd);
-        assert_eq!(r.mode.as_deref(), Some("acceptEdits"));
-        assert_eq!(r.allowed_tools, ["Read"]);
-        assert!(r.auto_claim);
+        assert_eq!(r.settings.mode.as_deref(), Some("acceptEdits"));
+        assert_eq!(r.settings.allowed_tools, ["Read"]);
+        assert!(r.settings.auto_claim);
         let t = m.tasks[1].new_task();
         assert_eq!(t.subject, "Count all");
         assert!(t.blocked_by.is_empty(), "dependencies are added afterwards");
@@ -972,10 +981,13 @@ subject = "Count three"
         let m = Manifest::parse(&text, &file).unwrap();
         let r = m.teammates[0].spawn_request();
         assert_eq!(r.isolation, crate::teammate::Isolation::Worktree);
-        assert_eq!(r.limits.memory_bytes, 16 << 20);
-        assert_eq!(r.limits.ask_timeout, std::time::Duration::from_secs(2));
+        assert_eq!(r.settings.limits.memory_bytes, 16 << 20);
         assert_eq!(
-            r.limits.cpu_per_turn,
+            r.settings.limits.ask_timeout,
+            std::time::Duration::from_secs(2)
+        );
+        assert_eq!(
+            r.settings.limits.cpu_per_turn,
             crate::sandbox::Limits::default().cpu_per_turn
         );
         let r2 = m.teammates[1].spawn_request();
@@ -1021,6 +1033,7 @@ subject = "Count three"
         );
         let limits = Manifest::parse(&text, &file).unwrap().teammates[0]
             .spawn_request()
+            .settings
             .limits;
         assert_eq!(limits.max_messages_per_turn, 7);
         assert_eq!(limits.max_tasks_total, 9);

@@ -103,8 +103,8 @@ fn bench_request(name: &str, prompt: &str, dir: &Path) -> SpawnRequest {
     let dir = dir.join(name);
     std::fs::create_dir_all(&dir).unwrap();
     let mut req = SpawnRequest::new(name, teamhost_tests::MODELBENCH, prompt, &dir);
-    req.auto_claim = false;
-    req.model_policy = Some(policy());
+    req.settings.auto_claim = false;
+    req.settings.model_policy = Some(policy());
     req
 }
 

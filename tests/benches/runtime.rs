@@ -100,7 +100,7 @@ async fn settle(host: &Host, team: &str) {
 
 fn request(component: &str, name: &str, dir: &Path) -> SpawnRequest {
     let mut req = SpawnRequest::new(name, component, "ready", dir);
-    req.auto_claim = false;
+    req.settings.auto_claim = false;
     req
 }
 

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use teamhost::embed::{Event, Host, SpawnRequest};
+use teamhost::embed::{Event, Host, SpawnRequest, TeammateSettings};
 use teamhost::sandbox::{
     decide, decide_on_disk, PermissionMode, PolicyContext, ToolCall, ToolRules,
 };
@@ -167,8 +167,11 @@ fn main() {
         let host = Host::new(Home::new(tmp.path().join("home"))).unwrap();
         host.create_team("bench", NewTeam::default()).unwrap();
         let req = SpawnRequest {
-            mode: Some("acceptEdits".into()),
-            auto_claim: false,
+            settings: TeammateSettings {
+                mode: Some("acceptEdits".into()),
+                auto_claim: false,
+                ..Default::default()
+            },
             ..SpawnRequest::new("probe", teamhost_tests::PROBE, "bench", &dir)
         };
         host.spawn("bench", req).await.unwrap();

@@ -16,9 +16,9 @@ use teamhost::model::CassetteMode;
 
 fn agent(f: &Fixture, name: &str, prompt: &str) -> SpawnRequest {
     let mut req = SpawnRequest::new(name, teamhost_tests::AGENT, prompt, f.dir(name));
-    req.auto_claim = false;
-    req.mode = Some("acceptEdits".into());
-    req.model_policy = Some(models::policy());
+    req.settings.auto_claim = false;
+    req.settings.mode = Some("acceptEdits".into());
+    req.settings.model_policy = Some(models::policy());
     req
 }
 
@@ -113,8 +113,8 @@ async fn plan_mode_sends_the_models_plan_and_works_after_approval() {
     let (hub, _) = models::hub(script, CassetteMode::Live, None);
     let f = Fixture::with_options("agent-plan", models::options(hub));
     let mut req = agent(&f, "pat", "write done.txt");
-    req.mode = Some("plan".into());
-    req.plan_mode_required = true;
+    req.settings.mode = Some("plan".into());
+    req.settings.plan_mode_required = true;
     let dir = req.cwd.clone();
     f.host.spawn(&f.name, req).await.unwrap();
     f.until("pat's plan", || !plan_requests(&f).is_empty())
@@ -223,7 +223,7 @@ async fn a_task_the_model_completes_is_reported_resolved() {
         })
         .unwrap();
     let mut req = agent(&f, "tia", "hello");
-    req.auto_claim = true;
+    req.settings.auto_claim = true;
     f.host.spawn(&f.name, req).await.unwrap();
     f.until("task #1 to be completed by tia", || {
         f.lead_protocol().iter().any(|p| {

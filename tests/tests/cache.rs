@@ -72,7 +72,7 @@ async fn a_component_spawned_twice_is_compiled_once_and_a_new_host_reuses_the_ar
     let echo_dir = f.dir("echo");
     let mut echo =
         teamhost::embed::SpawnRequest::new("echo", teamhost_tests::ECHO, "hi", &echo_dir);
-    echo.auto_claim = false;
+    echo.settings.auto_claim = false;
     f.host.spawn("cache", echo).await.unwrap();
     assert_eq!(artifacts(&f.home).len(), 2);
     f.settle().await;
@@ -135,7 +135,7 @@ async fn a_swapped_artifact_is_refused_by_its_digest_and_the_real_component_runs
     let echo_dir = f.dir("echo");
     let mut echo =
         teamhost::embed::SpawnRequest::new("echo", teamhost_tests::ECHO, "hi", &echo_dir);
-    echo.auto_claim = false;
+    echo.settings.auto_claim = false;
     f.host.spawn("cache-swap", echo).await.unwrap();
     f.settle().await;
     let echo_artifact = artifacts(&f.home)

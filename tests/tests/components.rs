@@ -17,7 +17,7 @@ async fn refused(f: &Fixture, name: &str, component: &Path) -> String {
     let before = std::fs::read(&config).unwrap();
     let dir = f.dir("work");
     let mut req = SpawnRequest::new(name, component, "hello", &dir);
-    req.auto_claim = false;
+    req.settings.auto_claim = false;
     let err = f
         .host
         .spawn(&f.name, req)
@@ -107,7 +107,7 @@ async fn a_spawn_that_fails_to_instantiate_leaves_no_trace_for_the_next_spawn_of
     let dir = f.dir("probe");
     // Too little memory for the guest's own linear memory: it cannot start.
     let mut req = common::probe_request("probe", "the failed spawn's prompt", &dir);
-    req.limits.memory_bytes = 1;
+    req.settings.limits.memory_bytes = 1;
     let err = f.host.spawn("bad-start", req).await.unwrap_err();
     assert!(err.to_string().contains("cannot start it"), "{err}");
     assert_eq!(std::fs::read(&config).unwrap(), before);

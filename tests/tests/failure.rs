@@ -37,7 +37,7 @@ async fn a_teammate_that_traps_on_its_task_fails_alone_and_the_others_finish_its
         let name = format!("good-{}", good_dirs.len());
         let dir = f.dir(&name);
         let mut req = common::probe_request("good", "complete-tasks", &dir);
-        req.auto_claim = true;
+        req.settings.auto_claim = true;
         f.host.spawn("trap", req).await.unwrap();
         good_dirs.push(dir);
     }
@@ -51,7 +51,7 @@ async fn a_teammate_that_traps_on_its_task_fails_alone_and_the_others_finish_its
     let mut events = f.host.events();
     let trap_dir = f.dir("trapper");
     let mut req = common::probe_request("trapper", "trap-on-task", &trap_dir);
-    req.auto_claim = true;
+    req.settings.auto_claim = true;
     f.host.spawn("trap", req).await.unwrap();
 
     let failed = next_event(&mut events, "the trapper to fail", |e| {

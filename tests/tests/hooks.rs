@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use teamhost::embed::{Host, HostOptions, SpawnRequest};
+use teamhost::embed::{Host, HostOptions, SpawnRequest, TeammateSettings};
 use teamhost::hooks::Hooks;
 use teamhost::protocol::{Parsed, ProtocolMessage};
 use teamhost::store::{Home, NewTask, NewTeam, TaskStatus};
@@ -38,8 +38,11 @@ fn fixture(hooks: Hooks) -> Fixture {
 
 fn probe(f: &Fixture, auto_claim: bool) -> SpawnRequest {
     SpawnRequest {
-        mode: Some("acceptEdits".into()),
-        auto_claim,
+        settings: TeammateSettings {
+            mode: Some("acceptEdits".into()),
+            auto_claim,
+            ..Default::default()
+        },
         ..SpawnRequest::new("probe", teamhost_tests::PROBE, "hello", &f.work)
     }
 }

@@ -34,8 +34,8 @@ fn policy() -> ModelPolicy {
 
 fn bench(f: &Fixture, name: &str, prompt: &str, policy: ModelPolicy) -> SpawnRequest {
     let mut req = SpawnRequest::new(name, teamhost_tests::MODELBENCH, prompt, f.dir(name));
-    req.auto_claim = false;
-    req.model_policy = Some(policy);
+    req.settings.auto_claim = false;
+    req.settings.model_policy = Some(policy);
     req
 }
 
@@ -180,7 +180,7 @@ async fn killing_a_teammate_cancels_its_model_call() {
 async fn a_teammate_without_a_policy_is_denied_and_a_host_without_models_refuses_one() {
     let (f, stats) = fixture("nopolicy", QUICK);
     let mut req = bench(&f, "mb", "2", policy());
-    req.model_policy = None;
+    req.settings.model_policy = None;
     f.host.spawn(&f.name, req).await.unwrap();
     f.until("mb to report", || {
         said(&f, "mb").iter().any(|t| t.starts_with("error:"))
@@ -267,9 +267,9 @@ async fn the_hosts_key_reaches_no_guest_no_command_no_error_and_no_file() {
     hub.set_provider("script", provider::build(settings).unwrap());
     let f = Fixture::with_options("keys", models::options(hub));
     let mut req = SpawnRequest::new("spy", teamhost_tests::HOSTILE, "model env", f.dir("spy"));
-    req.auto_claim = false;
-    req.mode = Some("bypassPermissions".into());
-    req.model_policy = Some(policy());
+    req.settings.auto_claim = false;
+    req.settings.mode = Some("bypassPermissions".into());
+    req.settings.model_policy = Some(policy());
     f.host.spawn(&f.name, req).await.unwrap();
     let done = |n: usize| {
         results(&f, "spy")

@@ -58,7 +58,7 @@ fn shape(entries: &[InboxMessage]) -> String {
 /// runs the initial turn plus [`TURNS`] message turns, one at a time.
 async fn echo_turns(f: &Fixture) {
     let mut req = SpawnRequest::new("echo", teamhost_tests::ECHO, "hello", f.dir("echo"));
-    req.auto_claim = false;
+    req.settings.auto_claim = false;
     f.host.spawn(&f.name, req).await.unwrap();
     f.settle().await;
     for i in 0..TURNS {
@@ -138,7 +138,7 @@ async fn state_changes_delivers_a_completed_task_and_plain_messages_but_not_a_pl
     let f = fixture("notify-task", NotificationLevel::StateChanges);
     let dir = f.dir("probe");
     let mut req = common::probe_request("probe", "hello", &dir);
-    req.auto_claim = true;
+    req.settings.auto_claim = true;
     f.host.spawn(&f.name, req).await.unwrap();
     f.settle().await;
     // A message turn: the probe answers `reply` with `ack` to the lead.

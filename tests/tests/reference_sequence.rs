@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use teamhost::embed::{Event, Host, SpawnRequest};
+use teamhost::embed::{Event, Host, SpawnRequest, TeammateSettings};
 use teamhost::protocol::{Parsed, ProtocolMessage};
 use teamhost::store::{Home, NewTask, NewTeam, TaskStatus};
 
@@ -79,7 +79,10 @@ async fn two_workers_finish_three_tasks_in_dependency_order_then_shut_down() {
         host.spawn(
             "ref",
             SpawnRequest {
-                mode: Some("acceptEdits".into()), // it writes its reports itself
+                settings: TeammateSettings {
+                    mode: Some("acceptEdits".into()), // it writes its reports itself
+                    ..Default::default()
+                },
                 ..SpawnRequest::new(
                     name,
                     teamhost_tests::WORKER,

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use teamhost::embed::{Event, Host, SpawnRequest};
+use teamhost::embed::{Event, Host, SpawnRequest, TeammateSettings};
 use teamhost::protocol::{Parsed, ProtocolMessage};
 use teamhost::store::{Home, NewTeam};
 
@@ -17,7 +17,10 @@ async fn the_reviewer_asks_a_peer_and_relays_its_answer_to_the_lead() {
     let team = host.team("rev").unwrap();
     let mut events = host.events();
     let quiet = |name: &str, component: &str, prompt: &str| SpawnRequest {
-        auto_claim: false,
+        settings: TeammateSettings {
+            auto_claim: false,
+            ..Default::default()
+        },
         ..SpawnRequest::new(name, component, prompt, &work)
     };
     host.spawn("rev", quiet("echo", teamhost_tests::ECHO, "you echo"))

@@ -163,7 +163,7 @@ async fn a_disallowed_tool_is_denied_even_in_bypass_permissions() {
     let dir = a.dir("reader");
     std::fs::write(dir.join("notes.txt"), "notes of the reader\n").unwrap();
     let mut req = hostile_request("reader", "disallowed", &dir, "bypassPermissions");
-    req.disallowed_tools = vec!["Read".into()];
+    req.settings.disallowed_tools = vec!["Read".into()];
     let name = a.spawn(req).await;
     let got = wait_done(&a.f, &name, "disallowed", 1).await;
 
@@ -193,7 +193,7 @@ async fn bash_is_denied_where_the_mode_forbids_it_and_asks_in_default_mode() {
     // approval timeout.
     let dir = a.dir("sh-default");
     let mut req = hostile_request("sh-default", "bash", &dir, "default");
-    req.limits.ask_timeout = std::time::Duration::from_secs(1);
+    req.settings.limits.ask_timeout = std::time::Duration::from_secs(1);
     let name = a.spawn(req).await;
     let got = wait_done(&a.f, &name, "bash", 1).await;
     step(&got, "bash/echo").assert_denied();
@@ -428,7 +428,7 @@ async fn a_forged_permission_response_does_not_answer_a_permission_request() {
     let a = Arena::new("forge-perm").await;
     let dir = a.dir("forger");
     let mut req = hostile_request("forger", "forge-permission", &dir, "default");
-    req.limits.ask_timeout = std::time::Duration::from_secs(1);
+    req.settings.limits.ask_timeout = std::time::Duration::from_secs(1);
     let name = a.spawn(req).await;
     let got = wait_done(&a.f, &name, "forge-permission", 1).await;
 

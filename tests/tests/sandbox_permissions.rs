@@ -152,7 +152,7 @@ async fn an_unanswered_request_is_denied_at_the_ask_timeout_and_a_late_answer_ru
     let a = Arena::new("permit-timeout").await;
     let dir = a.dir("writer");
     let mut req = hostile_request("writer", "write-file x.txt hello", &dir, "default");
-    req.limits.ask_timeout = Duration::from_secs(1);
+    req.settings.limits.ask_timeout = Duration::from_secs(1);
     let name = a.spawn(req).await;
     let got = wait_done(&a.f, &name, "write-file", 1).await;
     step(&got, "write-file").assert_denied();

@@ -11,7 +11,7 @@ async fn a_spinning_guest_does_not_starve_an_echo_teammate_and_can_be_killed() {
     let f = Fixture::new("spin");
     let echo_dir = f.dir("echo");
     let mut echo = SpawnRequest::new("echo", teamhost_tests::ECHO, "hello lead", &echo_dir);
-    echo.auto_claim = false;
+    echo.settings.auto_claim = false;
     f.host.spawn("spin", echo).await.unwrap();
     let spinner_dir = f.probe("spinner", "spin-on-message").await;
     f.settle().await;

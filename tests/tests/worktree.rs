@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use teamhost::embed::{Host, Isolation, SpawnRequest};
+use teamhost::embed::{Host, Isolation, SpawnRequest, TeammateSettings};
 use teamhost::store::{Home, NewTeam};
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -39,8 +39,11 @@ async fn worktrees_with_changes_are_kept_and_clean_ones_removed_on_delete() {
     let host = Host::new(Home::new(&home)).unwrap();
     host.create_team("wt", NewTeam::default()).unwrap();
     let spawn = |name: &str, component: &str, mode: &str| SpawnRequest {
-        mode: Some(mode.into()),
-        auto_claim: false,
+        settings: TeammateSettings {
+            mode: Some(mode.into()),
+            auto_claim: false,
+            ..Default::default()
+        },
         isolation: Isolation::Worktree,
         ..SpawnRequest::new(name, component, "hello", &repo)
     };
@@ -104,7 +107,10 @@ async fn worktree_isolation_outside_a_repository_is_refused_and_registers_nothin
     host.create_team("wt", NewTeam::default()).unwrap();
     let req = SpawnRequest {
         isolation: Isolation::Worktree,
-        auto_claim: false,
+        settings: TeammateSettings {
+            auto_claim: false,
+            ..Default::default()
+        },
         ..SpawnRequest::new("echo", teamhost_tests::ECHO, "hi", tmp.path())
     };
     let err = host.spawn("wt", req).await.unwrap_err().to_string();

@@ -92,14 +92,17 @@ pub(crate) async fn prepare(runtime: &Runtime, req: &SpawnRequest) -> Result<Pre
             dir.display()
         )));
     }
-    let mode: PermissionMode = match &req.mode {
+    let mode: PermissionMode = match &req.settings.mode {
         None => PermissionMode::Default,
         Some(m) => m
             .parse()
             .map_err(|e: crate::sandbox::ParseModeError| Error::Invalid(e.to_string()))?,
     };
-    let rules = ToolRules::new(req.allowed_tools.iter(), req.disallowed_tools.iter())
-        .map_err(|e| Error::Invalid(e.to_string()))?;
+    let rules = ToolRules::new(
+        req.settings.allowed_tools.iter(),
+        req.settings.disallowed_tools.iter(),
+    )
+    .map_err(|e| Error::Invalid(e.to_string()))?;
     load!(runtime, req)?;
     Ok(Prepared { dir, mode, rules })
 }
@@ -140,13 +143,15 @@ pub(crate) async fn instantiate(
     let color = member.color.clone().unwrap_or_default();
     let defaults = crate::tools::ToolLimits::default();
     let tool_limits = crate::tools::ToolLimits {
-        max_output_bytes: req.limits.max_tool_output_bytes,
+        max_output_bytes: req.settings.limits.max_tool_output_bytes,
         // Bash's process tree gets the teammate's own memory and CPU budget.
-        bash_memory_bytes: req.limits.memory_bytes as u64,
-        bash_cpu: req.limits.cpu_per_turn,
+        bash_memory_bytes: req.settings.limits.memory_bytes as u64,
+        bash_cpu: req.settings.limits.cpu_per_turn,
         // No Bash call outlives the turn's wall-time limit.
-        bash_timeout: defaults.bash_timeout.min(req.limits.wall_per_turn),
-        max_bash_timeout: defaults.max_bash_timeout.min(req.limits.wall_per_turn),
+        bash_timeout: defaults.bash_timeout.min(req.settings.limits.wall_per_turn),
+        max_bash_timeout: defaults
+            .max_bash_timeout
+            .min(req.settings.limits.wall_per_turn),
         ..defaults
     };
     let tools = crate::tools::ToolBox::open(&dir, tool_limits).map_err(|e| {
@@ -167,16 +172,17 @@ pub(crate) async fn instantiate(
                 team: team.name().to_string(),
                 color: color.clone(),
                 agent_type: req
+                    .settings
                     .agent_type
                     .clone()
                     .unwrap_or_else(|| "general-purpose".into()),
-                model: req.model.clone().unwrap_or_default(),
-                plan_mode_required: req.plan_mode_required,
+                model: req.settings.model.clone().unwrap_or_default(),
+                plan_mode_required: req.settings.plan_mode_required,
                 backend_type: place.backend_type,
                 pane_id: place.pane_id,
             },
             lead: lead.clone(),
-            limits: req.limits.clone(),
+            limits: req.settings.limits.clone(),
             wake: wake.clone(),
             poll_interval: env.poll_interval,
             auto_approve_plans: env.auto_approve_plans,
@@ -191,7 +197,7 @@ pub(crate) async fn instantiate(
     let instance_config = InstanceConfig {
         dir,
         access: DirAccess::for_teammate(mode, &rules_for_access),
-        limits: req.limits.clone(),
+        limits: req.settings.limits.clone(),
         log: place.log,
     };
     let instance = match Instance::new(env.runtime, &pre, agent, &instance_config).await {
@@ -215,9 +221,9 @@ pub(crate) async fn instantiate(
         color,
         lead,
         config: RunnerConfig {
-            auto_claim: req.auto_claim,
+            auto_claim: req.settings.auto_claim,
             poll_interval: env.poll_interval,
-            notifications: req.notifications.unwrap_or_default(),
+            notifications: req.settings.notifications.unwrap_or_default(),
         },
         links: RunnerLinks {
             wake,
@@ -233,7 +239,7 @@ pub(crate) async fn instantiate(
     Ok(Ready {
         runner,
         member,
-        auto_claim: req.auto_claim,
+        auto_claim: req.settings.auto_claim,
         inject: inject_tx,
         kill: kill_tx,
         state: state_rx,

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use super::assembly::{isolate, prepare};
 use super::{BackendKind, BackendOptions, SpawnEnv};
 use crate::error::{Error, Result};
-use crate::store::{Member, NewMember, OutgoingMessage, Team};
-use crate::teammate::SpawnRequest;
+use crate::store::{Member, OutgoingMessage, Team};
+use crate::teammate::{NotificationLevel, SpawnRequest};
 
 /// Checks the request, compiles its component, registers the member with
 /// `kind`'s `backendType` and writes the spawn prompt to its inbox, as the
@@ -23,20 +23,12 @@ pub(crate) async fn register(
 ) -> Result<Member> {
     let mut prepared = prepare(env.runtime, req).await?;
     let config = team.config()?;
-    let member = team.add_member(NewMember {
-        name: req.name.clone(),
-        agent_type: req.agent_type.clone(),
-        model: req.model.clone(),
-        prompt: Some(req.prompt.clone()),
-        color: None,
-        plan_mode_required: req.plan_mode_required,
-        cwd: Some(prepared.dir.display().to_string()),
-        backend_type: Some(kind.as_str().into()),
-        tmux_pane_id: Some(kind.as_str().into()),
-        mode: req.mode.clone(),
-        allowed_tools: req.allowed_tools.clone(),
-        disallowed_tools: req.disallowed_tools.clone(),
-    })?;
+    let member = team.add_member(req.settings.new_member(
+        &req.name,
+        &req.prompt,
+        &prepared.dir.display().to_string(),
+        kind.as_str(),
+    ))?;
     let name = member.name.clone();
     let member = isolate(&env.home, team, req, member, &mut prepared)
         .map_err(|e| undo_registration(team, &name, e))?;
@@ -64,10 +56,13 @@ pub(crate) fn log_path(log_dir: &Path, team: &Team, name: &str) -> PathBuf {
     log_dir.join(team.name()).join(format!("{name}.log"))
 }
 
-/// `teamhost teammate` and its arguments: the reference's flags, then
-/// teamhost's own (`--component`, `--home`, `--no-auto-claim`), and
-/// `--notifications` and `--settings` (the host's hooks), always given so the
-/// host's level and hooks win over what the child might find on its own.
+/// `teamhost teammate` and its arguments: who it is (the reference's
+/// `--agent-id`, `--agent-name`, `--team-name`, `--agent-color`,
+/// `--parent-session-id`), teamhost's `--component` and `--home`, how it runs
+/// ([`TeammateSettings::child_args`](crate::teammate::TeammateSettings::child_args):
+/// `--notifications` always given, so the host's level wins over what the
+/// child might find on its own), `--settings` (the host's hooks, for the
+/// same reason) and its model access.
 pub(crate) fn teammate_args(
     team: &Team,
     store_home: &Path,
@@ -88,83 +83,20 @@ pub(crate) fn teammate_args(
     if let Ok(Some(session)) = team.config().map(|c| c.lead_session_id) {
         flag("--parent-session-id", &session);
     }
-    flag(
-        "--agent-type",
-        req.agent_type.as_deref().unwrap_or("general-purpose"),
-    );
-    if let Some(model) = &req.model {
-        flag("--model", model);
-    }
-    match req.mode.as_deref() {
-        Some("bypassPermissions") => a.push("--dangerously-skip-permissions".into()),
-        Some(mode) => {
-            a.push("--permission-mode".into());
-            a.push(mode.into());
-        }
-        None => {}
-    }
-    if req.plan_mode_required {
-        a.push("--plan-mode-required".into());
-    }
-    if !req.allowed_tools.is_empty() {
-        a.push("--allowedTools".into());
-        a.push(req.allowed_tools.join(",").into());
-    }
-    if !req.disallowed_tools.is_empty() {
-        a.push("--disallowedTools".into());
-        a.push(req.disallowed_tools.join(",").into());
-    }
     a.push("--component".into());
     a.push(absolute(&req.component).into_os_string());
     a.push("--home".into());
     a.push(absolute(store_home).into_os_string());
-    if !req.auto_claim {
-        a.push("--no-auto-claim".into());
-    }
-    a.push("--notifications".into());
-    a.push(req.notifications.unwrap_or_default().as_str().into());
+    a.extend(
+        req.settings
+            .child_args(NotificationLevel::default())
+            .into_iter()
+            .map(OsString::from),
+    );
     a.push("--settings".into());
     a.push(hooks.to_settings().to_string().into());
     a.extend(models.child_args().iter().map(OsString::from));
-    if let Some(policy) = &req.model_policy {
-        a.extend(policy_flags(policy).into_iter().map(OsString::from));
-    }
     a
-}
-
-/// The flags that give a `teamhost teammate` child `policy` exactly (the
-/// default model goes first in `--model-allow`; `--model` is passed apart,
-/// as the reference does).
-pub(crate) fn policy_flags(policy: &crate::model::ModelPolicy) -> Vec<String> {
-    let mut allow = vec![policy.default.clone()];
-    allow.extend(
-        policy
-            .allow
-            .iter()
-            .filter(|a| **a != policy.default)
-            .cloned(),
-    );
-    let mut f = vec!["--model-allow".to_string(), allow.join(",")];
-    f.extend([
-        "--model-max-tokens".into(),
-        policy.max_tokens_per_call.to_string(),
-    ]);
-    if let Some(n) = policy.calls_per_turn {
-        f.extend(["--model-calls-per-turn".into(), n.to_string()]);
-    }
-    if let Some(n) = policy.budget_tokens {
-        f.extend(["--model-budget-tokens".into(), n.to_string()]);
-    }
-    if let Some(micro) = policy.budget_microdollars {
-        f.extend([
-            "--model-budget-usd".into(),
-            format!("{:.6}", micro as f64 / 1e6),
-        ]);
-    }
-    if let Some(n) = policy.requests_per_minute {
-        f.extend(["--model-rpm".into(), n.to_string()]);
-    }
-    f
 }
 
 /// The home of the file store `team` lives in, for a child teammate's
@@ -210,7 +142,7 @@ mod tests {
         let member = team.config().unwrap().member("w").unwrap().clone();
         let level_of = |notifications| {
             let mut req = SpawnRequest::new("w", "w.wasm", "p", tmp.path());
-            req.notifications = notifications;
+            req.settings.notifications = notifications;
             let args = teammate_args(
                 &team,
                 tmp.path(),

@@ -14,7 +14,7 @@
 use super::assembly::{instantiate, isolate, prepare, Placement};
 use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned};
 use crate::error::{Error, Result};
-use crate::store::{NewMember, OutgoingMessage, Team};
+use crate::store::{OutgoingMessage, Team};
 use crate::teammate::SpawnRequest;
 
 /// Backend name recorded in the config.
@@ -41,20 +41,12 @@ impl Backend for InProcess {
 /// Spawns `req` into `team`. See the module docs.
 pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spawned> {
     let prepared = prepare(env.runtime, &req).await?;
-    let member = team.add_member(NewMember {
-        name: req.name.clone(),
-        agent_type: req.agent_type.clone(),
-        model: req.model.clone(),
-        prompt: Some(req.prompt.clone()),
-        color: None,
-        plan_mode_required: req.plan_mode_required,
-        cwd: Some(prepared.dir.display().to_string()),
-        backend_type: Some(BACKEND.into()),
-        tmux_pane_id: Some(BACKEND.into()),
-        mode: req.mode.clone(),
-        allowed_tools: req.allowed_tools.clone(),
-        disallowed_tools: req.disallowed_tools.clone(),
-    })?;
+    let member = team.add_member(req.settings.new_member(
+        &req.name,
+        &req.prompt,
+        &prepared.dir.display().to_string(),
+        BACKEND,
+    ))?;
     let rollback = |e: Error| {
         if let Err(e2) = team.remove_member(&member.name) {
             tracing::error!(teammate = %member.name, error = %e2, "could not undo a failed spawn");

@@ -49,7 +49,7 @@ pub(crate) fn model_seat(
     let client = env
         .models
         .hub()
-        .client(team.name(), name, req.model_policy.clone())?;
+        .client(team.name(), name, req.settings.model_policy.clone())?;
     if !client.enabled() {
         return Ok(crate::runtime::ModelSeat {
             client,

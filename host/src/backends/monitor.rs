@@ -134,7 +134,7 @@ pub(crate) fn monitor(
         turns,
         busy: Arc::new(AtomicBool::new(false)),
         pending_injections: Arc::new(AtomicUsize::new(0)),
-        auto_claim: req.auto_claim,
+        auto_claim: req.settings.auto_claim,
         stop_grace: env.backends.stop_timeout + Duration::from_secs(10),
         join,
     }

@@ -6,6 +6,7 @@ mod message;
 pub mod model_args;
 mod output;
 mod run;
+mod settings_args;
 mod shutdown;
 mod status;
 mod task;

@@ -93,7 +93,7 @@ impl ModelPolicyArgs {
     }
 
     /// Whether any `--model-*` policy flag was given.
-    fn given(&self) -> bool {
+    pub(crate) fn given(&self) -> bool {
         self.allow.iter().any(|s| !s.trim().is_empty())
             || self.max_tokens.is_some()
             || self.calls_per_turn.is_some()

@@ -25,6 +25,13 @@
 //! | `--no-auto-claim`, `--log FILE` | no | do not claim open tasks; write the guest's output to FILE instead of stderr |
 //! | `--settings FILE\|JSON` | yes | hooks in Claude Code's settings format; default: `{home}/settings.json`; never a file inside its own directory (its `.claude/settings*.json` are skipped with a warning: the teammate can write them) ([`crate::hooks::settings`]) |
 //! | `--notifications LEVEL` | no | which idle notifications reach the lead's inbox: `all` (default), `state-changes`, `none`; default `$TEAMHOST_NOTIFICATIONS` (see [`crate::runner::notify`]) |
+//! | `--model-allow`, `--model-max-tokens`, … | no | its model policy ([`crate::cli::model_args`]) |
+//! | `--limits JSON`, `--model-policy JSON` | no | hidden: a teamhost host passes its limits and model policy exactly |
+//!
+//! The flags that say how it runs are [`SettingsArgs`](super::settings_args::SettingsArgs):
+//! they become a [`TeammateSettings`](crate::teammate::TeammateSettings) over
+//! the member entry, the inverse of what a teamhost host writes when it
+//! starts one ([`TeammateSettings::child_args`](crate::teammate::TeammateSettings::child_args)).
 //!
 //! A component NAME (no `/`, no `.wasm`) is looked for as `NAME.wasm` in each
 //! directory of `$TEAMHOST_COMPONENT_PATH`, then in `{teamhost home}/components`.
@@ -43,7 +50,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use clap::{ArgAction, Args};
+use clap::Args;
 use serde_json::json;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::broadcast::error::RecvError;
@@ -51,7 +58,6 @@ use tokio::sync::broadcast::error::RecvError;
 use super::Output;
 use crate::embed::{Attach, Event, Host, HostOptions, SpawnRequest, TeammateState};
 use crate::hooks::{settings, Hooks};
-use crate::runner::NotificationLevel;
 use crate::store::{Home, Member};
 
 /// Exit status when the team was deleted while the teammate ran.
@@ -76,42 +82,17 @@ pub struct TeammateArgs {
     /// The lead's session id.
     #[arg(long = "parent-session-id", value_name = "UUID")]
     parent_session_id: Option<String>,
-    /// Role (default: the member entry's, else general-purpose).
-    #[arg(long = "agent-type", value_name = "TYPE")]
-    agent_type: Option<String>,
-    /// Model id (recorded; the component decides what it does).
-    #[arg(long, value_name = "MODEL")]
-    model: Option<String>,
-    /// Plans must be approved by the lead before acting.
-    #[arg(long = "plan-mode-required")]
-    plan_mode_required: bool,
-    /// Sandbox mode: default, acceptEdits, bypassPermissions, plan, dontAsk, delegate.
-    #[arg(long = "permission-mode", value_name = "MODE")]
-    permission_mode: Option<String>,
-    /// Same as --permission-mode bypassPermissions.
-    #[arg(long = "dangerously-skip-permissions")]
-    dangerously_skip_permissions: bool,
-    /// Tool rules allowed without asking (comma- or space-separated).
-    #[arg(long = "allowedTools", alias = "allowed-tools", value_name = "RULES", num_args = 1.., action = ArgAction::Append)]
-    allowed_tools: Vec<String>,
-    /// Tool rules always denied (comma- or space-separated).
-    #[arg(long = "disallowedTools", alias = "disallowed-tools", value_name = "RULES", num_args = 1.., action = ArgAction::Append)]
-    disallowed_tools: Vec<String>,
+    /// How it runs: role, model, mode, tool rules, plan approval,
+    /// auto-claim, notifications, limits, model policy.
+    #[command(flatten)]
+    how: super::settings_args::SettingsArgs,
     /// The teammate component: a .wasm path, or a name looked up in
     /// $TEAMHOST_COMPONENT_PATH and {teamhost home}/components.
     #[arg(long, env = "TEAMHOST_COMPONENT", value_name = "PATH|NAME")]
     component: Option<String>,
-    /// Do not claim open tasks when idle.
-    #[arg(long = "no-auto-claim")]
-    no_auto_claim: bool,
     /// Write the guest's stdout and stderr to FILE (default: this process's stderr).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
-    /// Which idle notifications reach the lead's inbox: all (the reference's
-    /// behaviour), state-changes (the first, completed tasks, failures) or
-    /// none. The others go to the lead's history only.
-    #[arg(long, env = "TEAMHOST_NOTIFICATIONS", value_name = "LEVEL", default_value_t = NotificationLevel::All)]
-    notifications: NotificationLevel,
     /// Hooks in Claude Code's settings format: a JSON document, or a file
     /// holding one. Default: the hooks of `{home}/settings.json`; files
     /// inside the teammate's directory (its `.claude/settings*.json`) are
@@ -128,11 +109,6 @@ pub struct TeammateArgs {
     /// Model calls: live, recorded or replayed.
     #[command(flatten)]
     model_calls: crate::cli::model_args::ModelArgs,
-    /// The teammate's model policy. Only these flags give the teammate a
-    /// model; `--model` alone (Claude Code passes its own model to every
-    /// teammate) grants nothing, and is the default when they allow it.
-    #[command(flatten)]
-    model_policy: crate::cli::model_args::ModelPolicyArgs,
 }
 
 /// The home `teamhost teammate` works in, and whether it is Claude Code's
@@ -151,15 +127,6 @@ pub fn teammate_home(flag: Option<&Path>) -> anyhow::Result<(Home, bool)> {
         }
     }
     Ok((Home::resolve(None)?, false))
-}
-
-/// Splits tool-rule arguments on commas and spaces outside parentheses
-/// (`Read,Bash(git log:*) Edit` → `Read`, `Bash(git log:*)`, `Edit`).
-pub fn split_rules(args: &[String]) -> Vec<String> {
-    args.iter()
-        .flat_map(|a| crate::sandbox::rules::split_list(a))
-        .map(str::to_string)
-        .collect()
 }
 
 /// Finds the component: `wanted` (flag or `$TEAMHOST_COMPONENT`) as a path or
@@ -329,7 +296,7 @@ async fn run_teammate(
         poll_interval: Duration::from_millis(a.poll_ms.max(1)),
         watch_files: !a.no_watch,
         cache_dir: cache_dir.clone(),
-        notifications: a.notifications,
+        notifications: a.how.notifications,
         hooks: std::sync::Arc::new(hooks),
         // teamhost's own files (its model config) stay in teamhost's home
         // when the team is Claude Code's (the cache's parent's parent).
@@ -370,7 +337,7 @@ async fn run_teammate(
         }
     }
     let req = request(a, &member)?;
-    if a.dangerously_skip_permissions {
+    if a.how.dangerously_skip_permissions {
         tracing::warn!(
             "--dangerously-skip-permissions: {name} runs in bypassPermissions mode: it may edit \
              anything in {} and run Bash there without asking; to restrict it, give its wrapper \
@@ -390,11 +357,11 @@ async fn run_teammate(
             name,
             member.color.as_deref().unwrap_or("-"),
             req.component.display(),
-            req.mode.as_deref().unwrap_or("default"),
+            req.settings.mode.as_deref().unwrap_or("default"),
             req.cwd.display(),
             home.root().display()
         ),
-        json!({"team": team.name(), "name": name, "backendType": how.backend_type, "paneId": how.pane_id, "mode": req.mode.as_deref().unwrap_or("default")}),
+        json!({"team": team.name(), "name": name, "backendType": how.backend_type, "paneId": how.pane_id, "mode": req.settings.mode.as_deref().unwrap_or("default")}),
     );
 
     let mut term = signal(SignalKind::terminate())?;
@@ -462,13 +429,15 @@ async fn run_teammate(
     Ok(end)
 }
 
-/// The spawn request for the member, flags first, the member entry second.
+/// The spawn request for the member: its settings from the flags over the
+/// member entry ([`SettingsArgs::over`](super::settings_args::SettingsArgs::over)),
+/// its component found by name or type.
 fn request(a: &TeammateArgs, member: &Member) -> anyhow::Result<SpawnRequest> {
-    let agent_type = a
+    let mut settings = a.how.over(member)?;
+    let agent_type = settings
         .agent_type
-        .clone()
-        .or_else(|| member.agent_type.clone())
-        .unwrap_or_else(|| "general-purpose".into());
+        .get_or_insert_with(|| "general-purpose".into())
+        .clone();
     let component = resolve_component(a.component.as_deref(), &member.name, &agent_type)?;
     let cwd = member
         .cwd
@@ -477,29 +446,10 @@ fn request(a: &TeammateArgs, member: &Member) -> anyhow::Result<SpawnRequest> {
         .filter(|d| d.is_dir())
         .map_or_else(std::env::current_dir, Ok)
         .context("cannot tell the teammate's directory")?;
-    let mut req = SpawnRequest::new(member.name.clone(), component, "", cwd);
-    req.agent_type = Some(agent_type);
-    req.model = a.model.clone().or_else(|| member.model.clone());
-    req.model_policy = a.model_policy.explicit_policy(req.model.as_deref())?;
-    req.mode = if a.dangerously_skip_permissions {
-        Some("bypassPermissions".into())
-    } else {
-        a.permission_mode.clone().or_else(|| member.mode.clone())
-    };
-    req.plan_mode_required = a.plan_mode_required || member.plan_mode_required == Some(true);
-    req.allowed_tools = if a.allowed_tools.is_empty() {
-        member.allowed_tools.clone().unwrap_or_default()
-    } else {
-        split_rules(&a.allowed_tools)
-    };
-    req.disallowed_tools = if a.disallowed_tools.is_empty() {
-        member.disallowed_tools.clone().unwrap_or_default()
-    } else {
-        split_rules(&a.disallowed_tools)
-    };
-    req.auto_claim = !a.no_auto_claim;
-    req.notifications = Some(a.notifications);
-    Ok(req)
+    Ok(SpawnRequest {
+        settings,
+        ..SpawnRequest::new(member.name.clone(), component, "", cwd)
+    })
 }
 
 /// Backend and pane it reports, and where the guest's output goes.
@@ -589,6 +539,8 @@ impl Log {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::settings_args::split_rules;
+    use crate::runner::NotificationLevel;
 
     #[test]
     fn tool_rules_split_on_commas_and_spaces_outside_parentheses() {
@@ -616,14 +568,21 @@ mod tests {
         };
         // The default, unless $TEAMHOST_NOTIFICATIONS is set for this test run.
         if std::env::var_os("TEAMHOST_NOTIFICATIONS").is_none() {
-            assert_eq!(parse(&[]).unwrap().a.notifications, NotificationLevel::All);
+            assert_eq!(
+                parse(&[]).unwrap().a.how.notifications,
+                NotificationLevel::All
+            );
         }
         for (name, level) in [
             ("all", NotificationLevel::All),
             ("state-changes", NotificationLevel::StateChanges),
             ("none", NotificationLevel::None),
         ] {
-            let got = parse(&["--notifications", name]).unwrap().a.notifications;
+            let got = parse(&["--notifications", name])
+                .unwrap()
+                .a
+                .how
+                .notifications;
             assert_eq!(got, level, "{name}");
         }
         let err = parse(&["--notifications", "quiet"])

@@ -183,7 +183,8 @@ impl Host {
     pub async fn spawn(&self, team: &str, mut req: SpawnRequest) -> Result<TeammateInfo> {
         let team = self.team(team)?;
         self.check_layout(team.name(), &req)?;
-        req.notifications
+        req.settings
+            .notifications
             .get_or_insert(self.inner.opts.notifications);
         let b = &self.inner.opts.backends;
         let kind = backends::detect(b.mode, b.interactive, backends::detect::inside_tmux());

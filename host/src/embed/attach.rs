@@ -55,7 +55,8 @@ impl Host {
         mut req: SpawnRequest,
         how: Attach,
     ) -> Result<TeammateInfo> {
-        req.notifications
+        req.settings
+            .notifications
             .get_or_insert(self.inner.opts.notifications);
         let team = self.team(team)?;
         self.check_layout(team.name(), &req)?;

@@ -19,7 +19,7 @@ mod attach;
 mod spawn;
 
 pub use crate::teammate::{
-    Event, Isolation, ModelAccess, SpawnRequest, TeammateInfo, TeammateState,
+    Event, Isolation, ModelAccess, SpawnRequest, TeammateInfo, TeammateSettings, TeammateState,
 };
 pub use api::{Host, HostOptions, ShutdownReport};
 pub use attach::Attach;

@@ -8,7 +8,11 @@
 
 /// What one teammate may do with models. [`ModelPolicy::new`] gives the
 /// defaults in brackets.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serialised as JSON for the `--model-policy` flag a host gives a teammate
+/// it starts in another process (every key required).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ModelPolicy {
     /// Model aliases it may ask for (the host's catalog names, or
     /// `provider/model-id`). Never empty.

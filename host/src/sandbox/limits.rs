@@ -34,7 +34,12 @@
 use std::time::Duration;
 
 /// Limits of one teammate. `Limits::default()` gives the table above.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serialised as JSON (durations as `{secs, nanos}`, missing keys at their
+/// defaults) for the `--limits` flag a host gives a teammate it starts in
+/// another process.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Limits {
     /// Linear memory (and tables) per instance, in bytes.
     pub memory_bytes: usize,

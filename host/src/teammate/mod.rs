@@ -1,5 +1,5 @@
 //! What a teammate is, to every layer that runs one: the request that
-//! spawns it ([`SpawnRequest`]), the states it goes through
+//! spawns it ([`SpawnRequest`]) and how it runs ([`TeammateSettings`]), the states it goes through
 //! ([`TeammateState`]), the events it causes ([`Event`]) and the model
 //! access it is given ([`ModelAccess`]). Plain data, below the runner, the
 //! backends and the embedding API, which all use it; [`crate::embed`]
@@ -8,6 +8,7 @@
 //! | file | owns |
 //! |---|---|
 //! | `spawn.rs` | [`SpawnRequest`], [`Isolation`] |
+//! | `settings.rs` | [`TeammateSettings`]: how a teammate runs, and its one conversion to and from each of manifest, member entry and child command line |
 //! | `events.rs` | [`TeammateState`], [`TeammateInfo`], [`Event`] |
 //! | `notifications.rs` | [`NotificationLevel`]: which idle notifications reach the lead |
 //! | `model_access.rs` | [`ModelAccess`]: the broker and what child teammates are told |
@@ -15,9 +16,11 @@
 mod events;
 mod model_access;
 mod notifications;
+mod settings;
 mod spawn;
 
 pub use events::{Event, TeammateInfo, TeammateState};
 pub use model_access::ModelAccess;
 pub use notifications::NotificationLevel;
+pub use settings::TeammateSettings;
 pub use spawn::{Isolation, SpawnRequest};

@@ -121,8 +121,8 @@ impl Fixture {
 /// A probe request (acceptEdits so it can write its turn log).
 pub fn probe(name: &str, prompt: &str, dir: &Path, auto_claim: bool) -> SpawnRequest {
     let mut req = SpawnRequest::new(name, teamhost_tests::PROBE, prompt, dir);
-    req.auto_claim = auto_claim;
-    req.mode = Some("acceptEdits".into());
+    req.settings.auto_claim = auto_claim;
+    req.settings.mode = Some("acceptEdits".into());
     req
 }
 

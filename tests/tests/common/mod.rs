@@ -101,10 +101,10 @@ impl Fixture {
 /// A probe spawn request with `auto_claim: false`.
 pub fn probe_request(name: &str, prompt: &str, dir: &Path) -> SpawnRequest {
     let mut req = SpawnRequest::new(name, teamhost_tests::PROBE, prompt, dir);
-    req.auto_claim = false;
+    req.settings.auto_claim = false;
     // The probe appends to turns.log with its own file calls, which only a
     // mode that edits without asking gets a writable directory for.
-    req.mode = Some("acceptEdits".into());
+    req.settings.mode = Some("acceptEdits".into());
     req
 }
 

@@ -21,7 +21,7 @@ use crate::sandbox_support::{hostile_request, small_limits, step, wait_done, Are
 fn denied_request(a: &Arena, name: &str, prompt: &str, disallowed: &[&str]) -> SpawnRequest {
     let dir = a.dir(name);
     let mut req = hostile_request(name, prompt, &dir, "bypassPermissions");
-    req.disallowed_tools = disallowed.iter().map(|s| s.to_string()).collect();
+    req.settings.disallowed_tools = disallowed.iter().map(|s| s.to_string()).collect();
     req
 }
 
@@ -147,7 +147,7 @@ async fn a_task_update_deny_rule_leaves_the_task_file_byte_identical() {
         format!("coord update {id} hijacked\ncoord touch-task {id}\ncoord read-tasks {id}");
     let dir = a.dir("meddler");
     let mut req = hostile_request("meddler", &prompt, &dir, "default");
-    req.disallowed_tools = vec!["TaskUpdate".into()];
+    req.settings.disallowed_tools = vec!["TaskUpdate".into()];
     let name = a.spawn(req).await;
     let got = wait_done(&a.f, &name, "coord", 3).await;
     for call in ["coord/update", "coord/add-dependency", "coord/delete"] {
@@ -259,7 +259,7 @@ async fn flood(a: &Arena, name: &str, prompt: &str, limits: Limits) -> String {
     let mut events = a.f.host.events();
     let dir = a.dir(name);
     let mut req = hostile_request(name, prompt, &dir, "default");
-    req.limits = limits;
+    req.settings.limits = limits;
     let name = a.spawn(req).await;
     let reason = a.failure(&mut events, &name).await;
     assert!(reason.contains("coordination limit: "), "{reason}");
@@ -321,7 +321,7 @@ async fn the_total_message_limit_holds_across_turns() {
     let mut events = a.f.host.events();
     let dir = a.dir("chatty");
     let mut req = hostile_request("chatty", &format!("coord send {echo} one"), &dir, "default");
-    req.limits = l;
+    req.settings.limits = l;
     let name = a.spawn(req).await;
     wait_done(&a.f, &name, "coord", 1).await;
     a.f.host

@@ -62,7 +62,7 @@ async fn reading_and_grepping_a_sparse_100_gib_file_and_a_256_mib_line_costs_the
     let mut req = hostile_request("reader", prompt, &dir, "default");
     // The planted files are the test's, not the teammate's: its disk budget
     // must not be what stops it here.
-    req.limits.disk_bytes = 200 << 30;
+    req.settings.limits.disk_bytes = 200 << 30;
     reset_peak_rss();
     let before = peak_rss();
     let name = a.spawn(req).await;
@@ -104,7 +104,7 @@ async fn a_guest_opening_descriptors_in_a_loop_is_stopped_at_the_cap() {
     let dir = a.dir("opener");
     std::fs::write(dir.join("open-me.txt"), "x").unwrap();
     let mut req = hostile_request("opener", "exhaust open-many 100000", &dir, "default");
-    req.limits.max_open_resources = 256;
+    req.settings.limits.max_open_resources = 256;
     let name = a.spawn(req).await;
     let reason = a.failure(&mut events, &name).await;
     assert!(
@@ -130,8 +130,8 @@ async fn a_guest_writing_past_its_disk_budget_is_refused_by_the_tools_and_failed
     // the guest's own WASI writes (measured at the end of the turn).
     let prompt = "exhaust tool-fill big.txt 8192\nexhaust fill fat.bin 8";
     let mut req = hostile_request("filler", prompt, &dir, "acceptEdits");
-    req.limits.disk_bytes = 4 << 20;
-    req.limits.cpu_per_turn = Duration::from_secs(10);
+    req.settings.limits.disk_bytes = 4 << 20;
+    req.settings.limits.cpu_per_turn = Duration::from_secs(10);
     let name = a.spawn(req).await;
     let reason = a.failure(&mut events, &name).await;
     assert!(
@@ -159,8 +159,8 @@ async fn a_guest_printing_100_mib_leaves_a_log_no_bigger_than_the_cap_and_one_no
     let a = Arena::new("exhaust-log").await;
     let dir = a.dir("printer");
     let mut req = hostile_request("printer", "exhaust print 100", &dir, "default");
-    req.limits.cpu_per_turn = Duration::from_secs(30);
-    let cap = req.limits.max_log_bytes;
+    req.settings.limits.cpu_per_turn = Duration::from_secs(30);
+    let cap = req.settings.limits.max_log_bytes;
     let name = a.spawn(req).await;
     let got = wait_done(&a.f, &name, "exhaust", 1).await;
     let printed = step(&got, "exhaust/print");

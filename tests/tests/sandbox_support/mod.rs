@@ -208,9 +208,9 @@ pub fn small_limits() -> Limits {
 /// A `hostile` spawn request: `mode`, no auto-claim, [`small_limits`].
 pub fn hostile_request(name: &str, prompt: &str, dir: &Path, mode: &str) -> SpawnRequest {
     let mut req = SpawnRequest::new(name, teamhost_tests::HOSTILE, prompt, dir);
-    req.auto_claim = false;
-    req.mode = Some(mode.into());
-    req.limits = small_limits();
+    req.settings.auto_claim = false;
+    req.settings.mode = Some(mode.into());
+    req.settings.limits = small_limits();
     req
 }
 
@@ -310,7 +310,7 @@ impl Arena {
 
         let dir = f.dir("echo");
         let mut req = SpawnRequest::new("echo", teamhost_tests::ECHO, "hello", &dir);
-        req.auto_claim = false;
+        req.settings.auto_claim = false;
         let echo = f.host.spawn(&f.name, req).await.unwrap().name;
         Arena {
             f,

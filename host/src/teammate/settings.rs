@@ -1,0 +1,161 @@
+//! [`TeammateSettings`]: how a teammate is to run — role, model, permission
+//! mode and rules, plan approval, auto-claim, limits, notifications, model
+//! policy — as one type, whatever it comes from and wherever it goes.
+//!
+//! Every source and destination converts here, once:
+//!
+//! | from / to | function |
+//! |---|---|
+//! | a manifest's `[[teammate]]` | `TeammateSpec::settings` (in [`crate::manifest`]) |
+//! | an embedder | [`SpawnRequest::settings`](super::SpawnRequest) |
+//! | the team's member entry (reference schema) | [`TeammateSettings::from_member`], [`TeammateSettings::new_member`] |
+//! | a child `teamhost teammate`'s command line | [`TeammateSettings::child_args`]; the CLI parses them back (`cli/settings_args.rs`), a round trip its tests check |
+
+use crate::model::ModelPolicy;
+use crate::sandbox::Limits;
+use crate::store::{Member, NewMember};
+
+use super::NotificationLevel;
+
+/// How a teammate runs. [`Default`]: agent type `general-purpose` (left
+/// out of the member entry), no model, mode `default`, no plan approval, no
+/// tool rules, auto-claim on, [`Limits::default`], the host's notification
+/// level, no model capability.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeammateSettings {
+    /// Role recorded in the config.
+    pub agent_type: Option<String>,
+    /// Model id recorded in the config.
+    pub model: Option<String>,
+    /// Permission mode (`default`, `acceptEdits`, `bypassPermissions`, `plan`,
+    /// `dontAsk`, `delegate`). `plan` preopens the directory read-only.
+    pub mode: Option<String>,
+    /// Whether the teammate must get its plan approved first.
+    pub plan_mode_required: bool,
+    /// Tool rules allowed without asking (recorded; enforced by the sandbox).
+    pub allowed_tools: Vec<String>,
+    /// Tool rules always denied (recorded; enforced by the sandbox).
+    pub disallowed_tools: Vec<String>,
+    /// Whether the teammate claims open tasks by itself when idle (the
+    /// reference's behaviour). Default `true`.
+    pub auto_claim: bool,
+    /// Memory, CPU and wall time per turn, sizes, approval wait.
+    pub limits: Limits,
+    /// Which of its `idle_notification`s reach the lead's inbox (the others
+    /// go to the lead's history only; see [`crate::runner::notify`]).
+    /// `None`: the host's
+    /// [`HostOptions::notifications`](crate::embed::HostOptions::notifications).
+    pub notifications: Option<NotificationLevel>,
+    /// What the teammate may do with models (`model.complete`): `None`, the
+    /// default, gives it no model capability at all.
+    pub model_policy: Option<ModelPolicy>,
+}
+
+impl Default for TeammateSettings {
+    fn default() -> Self {
+        TeammateSettings {
+            agent_type: None,
+            model: None,
+            mode: None,
+            plan_mode_required: false,
+            allowed_tools: Vec::new(),
+            disallowed_tools: Vec::new(),
+            auto_claim: true,
+            limits: Limits::default(),
+            notifications: None,
+            model_policy: None,
+        }
+    }
+}
+
+impl TeammateSettings {
+    /// What a member entry records (written by teamhost or by Claude Code):
+    /// role, model, mode, plan approval and tool rules; the rest (which the
+    /// reference does not record) at its default.
+    pub fn from_member(member: &Member) -> Self {
+        TeammateSettings {
+            agent_type: member.agent_type.clone(),
+            model: member.model.clone(),
+            mode: member.mode.clone(),
+            plan_mode_required: member.plan_mode_required == Some(true),
+            allowed_tools: member.allowed_tools.clone().unwrap_or_default(),
+            disallowed_tools: member.disallowed_tools.clone().unwrap_or_default(),
+            ..TeammateSettings::default()
+        }
+    }
+
+    /// The member entry to register for teammate `name`, started with
+    /// `prompt` in `cwd` by `backend` (`in-process`, `process`, `tmux`;
+    /// also its pane id until it reports one).
+    pub fn new_member(&self, name: &str, prompt: &str, cwd: &str, backend: &str) -> NewMember {
+        NewMember {
+            name: name.to_string(),
+            agent_type: self.agent_type.clone(),
+            model: self.model.clone(),
+            prompt: Some(prompt.to_string()),
+            color: None,
+            plan_mode_required: self.plan_mode_required,
+            cwd: Some(cwd.to_string()),
+            backend_type: Some(backend.to_string()),
+            tmux_pane_id: Some(backend.to_string()),
+            mode: self.mode.clone(),
+            allowed_tools: self.allowed_tools.clone(),
+            disallowed_tools: self.disallowed_tools.clone(),
+        }
+    }
+
+    /// The flags that give a child `teamhost teammate` exactly these
+    /// settings: the reference's (`--agent-type`, `--model`,
+    /// `--permission-mode` or `--dangerously-skip-permissions`,
+    /// `--plan-mode-required`, `--allowedTools`, `--disallowedTools`), then
+    /// teamhost's (`--no-auto-claim`, `--notifications`, and as JSON, exact
+    /// to the last field, `--limits` and `--model-policy`). `notifications`
+    /// is the level to give when the settings leave it to the host.
+    pub fn child_args(&self, notifications: NotificationLevel) -> Vec<String> {
+        let mut a: Vec<String> = Vec::new();
+        let mut flag = |k: &str, v: &str| {
+            a.push(k.into());
+            a.push(v.into());
+        };
+        flag(
+            "--agent-type",
+            self.agent_type.as_deref().unwrap_or("general-purpose"),
+        );
+        if let Some(model) = &self.model {
+            flag("--model", model);
+        }
+        match self.mode.as_deref() {
+            Some("bypassPermissions") => a.push("--dangerously-skip-permissions".into()),
+            Some(mode) => {
+                a.push("--permission-mode".into());
+                a.push(mode.into());
+            }
+            None => {}
+        }
+        if self.plan_mode_required {
+            a.push("--plan-mode-required".into());
+        }
+        if !self.allowed_tools.is_empty() {
+            a.push("--allowedTools".into());
+            a.push(self.allowed_tools.join(","));
+        }
+        if !self.disallowed_tools.is_empty() {
+            a.push("--disallowedTools".into());
+            a.push(self.disallowed_tools.join(","));
+        }
+        if !self.auto_claim {
+            a.push("--no-auto-claim".into());
+        }
+        a.push("--notifications".into());
+        a.push(self.notifications.unwrap_or(notifications).as_str().into());
+        if self.limits != Limits::default() {
+            a.push("--limits".into());
+            a.push(serde_json::to_string(&self.limits).expect("limits serialise"));
+        }
+        if let Some(policy) = &self.model_policy {
+            a.push("--model-policy".into());
+            a.push(serde_json::to_string(policy).expect("a model policy serialises"));
+        }
+        a
+    }
+}
