@@ -33,7 +33,7 @@ struct Teammate {
 impl Teammate {
     /// Registers `probe` as a lead would, then starts `teamhost teammate`.
     fn start(home: &Path, team: &Team, extra: &[&str]) -> Teammate {
-        let dir = home.join("work");
+        let dir = home.parent().unwrap().join("work");
         std::fs::create_dir_all(&dir).unwrap();
         let m = team
             .add_member(NewMember {

@@ -160,7 +160,8 @@ pub(crate) async fn instantiate(
             dir.display()
         ))
     })?;
-    let wake = env.hub.register(team.name(), &name);
+    let registration = env.hub.register(team.name(), &name);
+    let wake = registration.wake.clone();
     let rules_for_access = rules.clone();
     let seat = super::model_seat::model_seat(env, team, &name, req)?;
     let agent = AgentCtx {
@@ -222,11 +223,12 @@ pub(crate) async fn instantiate(
         lead,
         config: RunnerConfig {
             auto_claim: req.settings.auto_claim,
-            poll_interval: env.poll_interval,
+            poll_interval: env.fallback_poll(),
             notifications: req.settings.notifications.unwrap_or_default(),
         },
         links: RunnerLinks {
             wake,
+            listening: registration.listening,
             injected: inject_rx,
             kill: kill_rx,
             state: state_tx,

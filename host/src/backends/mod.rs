@@ -238,8 +238,28 @@ pub(crate) struct SpawnEnv<'a> {
     /// Ticks on every change of the team's `config.json` seen by the file
     /// watcher (never, when the host does not watch files).
     pub config_changes: watch::Receiver<u64>,
+    /// Whether the store's change feed wakes this team's runners for writes
+    /// by other processes (`HostOptions::watch_files`).
+    pub watched: bool,
     /// The host's model broker (each teammate gets a client of it).
     pub models: &'a crate::teammate::ModelAccess,
+}
+
+/// With a change feed, a runner still polls this many times less often than
+/// `poll_interval`, in case an event was lost.
+const FEED_FALLBACK_FACTOR: u32 = 10;
+
+impl SpawnEnv<'_> {
+    /// How often an idle runner looks for work unasked: `poll_interval`
+    /// (the reference's 500 ms) when nothing but polling sees other
+    /// processes' writes; ten times less often when the change feed does.
+    pub fn fallback_poll(&self) -> Duration {
+        if self.watched {
+            self.poll_interval.saturating_mul(FEED_FALLBACK_FACTOR)
+        } else {
+            self.poll_interval
+        }
+    }
 }
 
 /// A future a [`Backend`] returns.

@@ -31,7 +31,10 @@ pub struct HostOptions {
     pub cache_dir: Option<PathBuf>,
     /// Where guest stdout/stderr go (`None`: `{home}/logs`).
     pub log_dir: Option<PathBuf>,
-    /// Fallback poll for writes by other processes.
+    /// Fallback poll for writes by other processes: how often an idle
+    /// teammate looks for work unasked when `watch_files` is off (the
+    /// reference's 500 ms); with it on, the change feed wakes teammates and
+    /// they poll ten times less often, in case an event was lost.
     pub poll_interval: Duration,
     /// Capacity of the event channel.
     pub event_capacity: usize,
@@ -238,7 +241,7 @@ impl Host {
             spawned.pending_injections.fetch_sub(1, Ordering::SeqCst);
             return Err(Error::Invalid(format!("{name} has stopped")));
         }
-        self.inner.hub.register(team.name(), name).notify_one();
+        self.inner.hub.register(team.name(), name).wake.notify_one();
         Ok(())
     }
 
@@ -324,6 +327,11 @@ impl Host {
     /// The inbox and tasks are read before the states, so a message taken
     /// between the two reads is seen as the taker's `busy` flag.
     fn is_settled(&self, team: &Team) -> Result<bool> {
+        // A teammate that is not idle settles nothing: answer from memory,
+        // without reading a file, on most of the many events of a busy team.
+        if !self.all_idle(team.name()) {
+            return Ok(false);
+        }
         let running = self.running(team.name());
         for name in &running {
             if !team.unread(name)?.is_empty() {
@@ -357,18 +365,24 @@ impl Host {
                 }
             }
         }
+        Ok(self.all_idle(team.name()))
+    }
+
+    /// Whether every running teammate of `team` is idle (or waiting for its
+    /// plan's approval), not between a wake-up and its turn, with no
+    /// injected message waiting.
+    fn all_idle(&self, team: &str) -> bool {
         let map = self.inner.teammates.lock().expect("teammates lock");
-        Ok(running.iter().all(|name| {
-            map.get(&(team.name().to_string(), name.clone()))
-                .is_none_or(|s| {
-                    let idle = matches!(
-                        *s.state.borrow(),
-                        TeammateState::Idle | TeammateState::AwaitingPlanApproval
-                    );
-                    idle && !s.busy.load(Ordering::SeqCst)
-                        && s.pending_injections.load(Ordering::SeqCst) == 0
-                })
-        }))
+        map.iter()
+            .filter(|((t, _), s)| t == team && !s.state.borrow().is_finished())
+            .all(|(_, s)| {
+                let idle = matches!(
+                    *s.state.borrow(),
+                    TeammateState::Idle | TeammateState::AwaitingPlanApproval
+                );
+                idle && !s.busy.load(Ordering::SeqCst)
+                    && s.pending_injections.load(Ordering::SeqCst) == 0
+            })
     }
 
     /// Asks every running teammate of `team` to shut down (a

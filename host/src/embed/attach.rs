@@ -116,6 +116,7 @@ impl Host {
             hooks: inner.opts.hooks.clone(),
             backends: &inner.opts.backends,
             config_changes: self.watch_team(team)?,
+            watched: inner.opts.watch_files,
             models: &inner.opts.models,
         })
     }

@@ -51,6 +51,9 @@ pub struct RunnerConfig {
 /// Channels connecting a runner to its host.
 pub(crate) struct RunnerLinks {
     pub wake: Arc<Notify>,
+    /// Set while the runner looks for a task to claim, so the hub wakes it
+    /// for task changes only then ([`wake`]).
+    pub listening: Arc<AtomicBool>,
     pub injected: mpsc::UnboundedReceiver<String>,
     pub kill: tokio::sync::watch::Receiver<bool>,
     pub state: tokio::sync::watch::Sender<TeammateState>,
@@ -161,6 +164,10 @@ impl Runner {
                 return None;
             }
             self.links.busy.store(true, Ordering::SeqCst);
+            // From before the poll: a task change from now on leaves a permit.
+            self.links
+                .listening
+                .store(self.config.auto_claim, Ordering::SeqCst);
             let injected = self.links.injected.try_recv().ok();
             if injected.is_some() {
                 self.links.pending_injections.fetch_sub(1, Ordering::SeqCst);
@@ -173,7 +180,10 @@ impl Runner {
             })
             .await;
             match polled {
-                Ok(Ok(Some(found))) => return Some(found),
+                Ok(Ok(Some(found))) => {
+                    self.links.listening.store(false, Ordering::SeqCst);
+                    return Some(found);
+                }
                 Ok(Ok(None)) => {}
                 Ok(Err(e)) => {
                     tracing::warn!(teammate = %self.name, error = %e, "polling for work failed; will retry")

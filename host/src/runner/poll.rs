@@ -13,7 +13,7 @@
 use crate::protocol::{Parsed, ProtocolMessage};
 use crate::runtime::bindings::handler::{Turn, TurnKind};
 use crate::runtime::bindings::protocol as wp;
-use crate::store::{ClaimOutcome, InboxMessage, Task, Team};
+use crate::store::{InboxMessage, Task, Team};
 
 /// What [`next_turn`] found.
 pub(crate) struct Found {
@@ -81,19 +81,19 @@ pub(crate) fn next_turn(
         let prompt = entry.text.clone();
         return Ok(Some(message_turn(kind, entry, prompt)));
     }
-    if auto_claim {
-        if let Some(task) = team.find_claimable()? {
-            if let ClaimOutcome::Claimed(task) = team.claim_task(&task.id, me, true)? {
-                return Ok(Some(Found {
-                    turn: Turn {
-                        prompt: claim_prompt(&task),
-                        from: me.to_string(),
-                        messages: Vec::new(),
-                        kind: TurnKind::TaskClaimed(crate::runtime::to_wit_task(task)),
-                    },
-                    shutdown_request: None,
-                }));
-            }
+    // The unlocked look first: most polls (every idle teammate, on every
+    // change to the list) find nothing and take no lock.
+    if auto_claim && team.find_claimable()?.is_some() {
+        if let Some(task) = team.claim_next(me)? {
+            return Ok(Some(Found {
+                turn: Turn {
+                    prompt: claim_prompt(&task),
+                    from: me.to_string(),
+                    messages: Vec::new(),
+                    kind: TurnKind::TaskClaimed(crate::runtime::to_wit_task(task)),
+                },
+                shutdown_request: None,
+            }));
         }
     }
     Ok(None)

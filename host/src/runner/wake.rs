@@ -1,9 +1,18 @@
 //! Event-driven wake-ups: the store tells this hub about every write the
-//! process makes, and the hub wakes the runner whose inbox (or task list)
-//! changed. Nothing polls for in-process writes; writes by other processes are
-//! caught by the runner's fallback poll.
+//! process makes (and the change feed about writes by others, `watch.rs`),
+//! and the hub wakes the runner whose inbox changed, or, when the task list
+//! changed, every runner that is looking for a task to claim. Nothing polls
+//! for writes; the runner's fallback poll only covers a lost event.
+//!
+//! A runner *listens* for task changes from just before it polls until it
+//! finds work ([`Registration::listening`]): a change in that window leaves a
+//! permit, so none is missed, and a runner busy with a turn is not woken by
+//! every claim and completion of its teammates — it polls after its turn
+//! anyway. With a hundred teammates that is the difference between one poll
+//! per change and a hundred.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{broadcast, Notify};
@@ -13,8 +22,19 @@ use crate::teammate::Event;
 
 /// Maps `(team, agent)` to the [`Notify`] its runner waits on.
 pub struct WakeHub {
-    waiters: Mutex<HashMap<(String, String), Arc<Notify>>>,
+    waiters: Mutex<HashMap<(String, String), Registration>>,
     events: broadcast::Sender<Event>,
+}
+
+/// One runner's place in the hub.
+#[derive(Debug, Clone, Default)]
+pub struct Registration {
+    /// What the runner (and a tool call waiting for the lead's answer)
+    /// waits on.
+    pub wake: Arc<Notify>,
+    /// Set by the runner while it looks for a task to claim: task changes
+    /// wake it only then.
+    pub listening: Arc<AtomicBool>,
 }
 
 impl WakeHub {
@@ -26,8 +46,8 @@ impl WakeHub {
         }
     }
 
-    /// The notify for `agent` of `team`, created on first use.
-    pub fn register(&self, team: &str, agent: &str) -> Arc<Notify> {
+    /// The registration of `agent` of `team`, created on first use.
+    pub fn register(&self, team: &str, agent: &str) -> Registration {
         self.waiters
             .lock()
             .expect("wake hub lock")
@@ -50,10 +70,11 @@ impl StoreObserver for WakeHub {
         let waiters = self.waiters.lock().expect("wake hub lock");
         match event {
             StoreEvent::InboxAppended { team, agent } => {
-                if let Some(n) = waiters.get(&(team.clone(), agent.clone())) {
+                if let Some(r) = waiters.get(&(team.clone(), agent.clone())) {
                     // notify_one keeps a permit if the runner is mid-turn, so
-                    // a write during a turn is never missed.
-                    n.notify_one();
+                    // a write during a turn is never missed (and a tool call
+                    // waiting for the lead's answer sees it).
+                    r.wake.notify_one();
                 }
                 let _ = self.events.send(Event::InboxChanged {
                     team: team.clone(),
@@ -61,9 +82,9 @@ impl StoreObserver for WakeHub {
                 });
             }
             StoreEvent::TasksChanged { team } => {
-                for ((t, _), n) in waiters.iter() {
-                    if t == team {
-                        n.notify_one();
+                for ((t, _), r) in waiters.iter() {
+                    if t == team && r.listening.load(Ordering::SeqCst) {
+                        r.wake.notify_one();
                     }
                 }
                 let _ = self.events.send(Event::TasksChanged { team: team.clone() });

@@ -136,6 +136,15 @@ pub trait TeamStore: Send + Sync + std::fmt::Debug + 'static {
     /// warning: one bad task must not hide the others).
     fn list_tasks(&self, team: &str) -> Result<Vec<Task>>;
 
+    /// The lowest-id task an idle teammate could claim
+    /// ([`super::tasks::claimable`]), `None` when there is none: what every
+    /// idle teammate asks whenever the task list changes, so a backend may
+    /// answer it without copying the whole list. Not locked: a hint, which a
+    /// claim then checks under the lock.
+    fn find_claimable(&self, team: &str) -> Result<Option<Task>> {
+        Ok(super::tasks::claimable(&self.list_tasks(team)?).cloned())
+    }
+
     /// Runs `change` on the task list, serialised with every other writer
     /// of the list. May run `change` more than once (module docs).
     fn update_tasks(&self, team: &str, change: TasksChange<'_>) -> Result<()>;

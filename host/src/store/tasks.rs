@@ -14,7 +14,7 @@
 //!
 //! [`TaskTxn`]: super::backend::TaskTxn
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -431,7 +431,46 @@ impl Team {
     /// `pending`, has no owner, and whose blockers are all completed (a blocker
     /// that no longer exists does not block).
     pub fn find_claimable(&self) -> Result<Option<Task>> {
-        Ok(claimable(&self.list_tasks()?).cloned())
+        self.backend().find_claimable(self.name())
+    }
+
+    /// Claims the task an idle teammate picks up — the lowest-id claimable
+    /// one ([`Team::find_claimable`]) — for `agent`, in one locked pass: no
+    /// other claimer can take it between the choice and the claim. `None`
+    /// when there is none, or when `agent` owns an unfinished task already
+    /// (the busy check).
+    pub fn claim_next(&self, agent: &str) -> Result<Option<Task>> {
+        let mut claimed = None;
+        self.backend().update_tasks(self.name(), &mut |txn| {
+            claimed = None;
+            let all = txn.all()?;
+            let busy = all
+                .iter()
+                .any(|t| t.status != TaskStatus::Completed && t.owner.as_deref() == Some(agent));
+            if busy {
+                return Ok(());
+            }
+            let Some(id) = claimable(&all).map(|t| t.id.clone()) else {
+                return Ok(());
+            };
+            let mut took = false;
+            let task = txn.modify(&id, &mut |task| {
+                // As listed, since the list lock keeps other claimers out;
+                // checked all the same.
+                took = task.status == TaskStatus::Pending && task.owner.is_none();
+                if took {
+                    task.owner = Some(agent.to_string());
+                    task.status = TaskStatus::InProgress;
+                }
+                Ok(took)
+            })?;
+            claimed = task.filter(|_| took);
+            Ok(())
+        })?;
+        if claimed.is_some() {
+            self.tasks_changed();
+        }
+        Ok(claimed)
     }
 
     /// Returns every unfinished task owned by `name` (or `agent_id`) to
@@ -444,16 +483,19 @@ impl Team {
         terminated: bool,
     ) -> Result<Unassigned> {
         let mut tasks = Vec::new();
+        let owned = |t: &Task| {
+            t.owner
+                .as_deref()
+                .is_some_and(|o| o == name || o == agent_id)
+        };
         self.backend().update_tasks(self.name(), &mut |txn| {
             tasks.clear();
-            for t in txn.all()? {
+            // Only the tasks it owns are touched (each re-checked under its
+            // own lock): the others are neither locked nor rewritten.
+            for t in txn.all()?.into_iter().filter(owned) {
                 let mut changed = false;
                 txn.modify(&t.id, &mut |t| {
-                    let owned = t
-                        .owner
-                        .as_deref()
-                        .is_some_and(|o| o == name || o == agent_id);
-                    changed = owned && t.status != TaskStatus::Completed;
+                    changed = owned(t) && t.status != TaskStatus::Completed;
                     if changed {
                         t.owner = None;
                         t.status = TaskStatus::Pending;
@@ -521,10 +563,24 @@ fn reaches(all: &[Task], from: &str, to: &str) -> bool {
 
 /// The lowest-id claimable task of `tasks` (see [`Team::find_claimable`]).
 pub fn claimable(tasks: &[Task]) -> Option<&Task> {
+    let all: Vec<&Task> = tasks.iter().collect();
+    claimable_among(&all)
+}
+
+/// [`claimable`] over borrowed tasks: the lowest-id task that is `pending`,
+/// has no owner and no unfinished blocker. Linear in the tasks and their
+/// dependencies.
+pub fn claimable_among<'a>(tasks: &[&'a Task]) -> Option<&'a Task> {
+    let unfinished: HashSet<&str> = tasks
+        .iter()
+        .filter(|t| t.status != TaskStatus::Completed)
+        .map(|t| t.id.as_str())
+        .collect();
     tasks
         .iter()
+        .copied()
         .filter(|t| t.status == TaskStatus::Pending && t.owner.is_none())
-        .filter(|t| open_blockers(t, tasks).is_empty())
+        .filter(|t| !t.blocked_by.iter().any(|b| unfinished.contains(b.as_str())))
         .min_by_key(|t| parse_task_id(&t.id).unwrap_or(u64::MAX))
 }
 

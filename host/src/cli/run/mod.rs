@@ -44,7 +44,7 @@ use crate::store::{Home, NewTeam, Team};
 
 use display::Display;
 use report::{Log, Reporter};
-use summary::{count_messages, Summary};
+use summary::{count_messages, Summary, Timings};
 use wait::{wait_for_work, Outcome};
 
 /// How long teammates get to approve the shutdown before they are killed.
@@ -208,7 +208,10 @@ async fn run_team(
             "teamhost run",
         )?)
     };
-    let outcome = match spawn_all(&host, &team, m, &reporter).await {
+    let spawning = Instant::now();
+    let spawned = spawn_all(&host, &team, m, &reporter).await;
+    let spawn = spawning.elapsed();
+    let outcome = match spawned {
         Err(e) => Outcome::SpawnFailed(format!("{e:#}")),
         Ok(()) => wait_for_work(&host, &team, a.timeout, reporter.quit_requested())
             .await
@@ -234,9 +237,16 @@ async fn run_team(
         _ => "the run is stopping",
     };
     reporter.line("run", format!("shutting the team down ({reason})"));
+    let stopping = Instant::now();
     let shutdown = host
         .shutdown_team(team.name(), reason, SHUTDOWN_TIMEOUT)
         .await?;
+    let timings = Timings {
+        start,
+        spawn,
+        work,
+        shutdown: stopping.elapsed(),
+    };
     reporter.stop().await;
     // As they are now: a teammate stopped at shutdown gave its tasks back.
     let tasks = team.list_tasks()?;
@@ -245,7 +255,7 @@ async fn run_team(
     let kept = a.keep;
     // Before the files go: the summary reads the teammates' usage records.
     let summary = Summary::new(
-        &team, m, &outcome, &tasks, &teammates, shutdown, messages, start, work, home, kept,
+        &team, m, &outcome, &tasks, &teammates, shutdown, messages, timings, home, kept,
     );
     if !kept {
         host.delete_team(team.name()).await?;

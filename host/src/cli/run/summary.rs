@@ -62,6 +62,18 @@ pub(super) fn count_messages(team: &Team, lead: &str) -> anyhow::Result<MessageC
     Ok(counts)
 }
 
+/// How long the phases of a run took.
+pub(super) struct Timings {
+    /// When the run started.
+    pub start: Instant,
+    /// Spawning every teammate (part of `work`).
+    pub spawn: Duration,
+    /// From the start until the work was done or given up.
+    pub work: Duration,
+    /// The shutdown protocol.
+    pub shutdown: Duration,
+}
+
 /// What `teamhost run` prints at the end.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -77,6 +89,11 @@ pub(super) struct Summary {
     elapsed_ms: u64,
     /// From start until the work was done (or given up).
     work_ms: u64,
+    /// Of the work phase: spawning every teammate.
+    spawn_ms: u64,
+    /// The shutdown protocol: requests sent until every teammate stopped
+    /// (or was killed).
+    shutdown_ms: u64,
     tasks: Vec<TaskLine>,
     teammates: Vec<MateLine>,
     messages: MessageCounts,
@@ -130,8 +147,7 @@ impl Summary {
         teammates: &[TeammateInfo],
         shutdown: ShutdownReport,
         messages: MessageCounts,
-        start: Instant,
-        work: Duration,
+        timings: Timings,
         home: &Path,
         kept: bool,
     ) -> Summary {
@@ -209,8 +225,10 @@ impl Summary {
             ok: error.is_none(),
             outcome: outcome.name(),
             error,
-            elapsed_ms: start.elapsed().as_millis() as u64,
-            work_ms: work.as_millis() as u64,
+            elapsed_ms: timings.start.elapsed().as_millis() as u64,
+            work_ms: timings.work.as_millis() as u64,
+            spawn_ms: timings.spawn.as_millis() as u64,
+            shutdown_ms: timings.shutdown.as_millis() as u64,
             tasks,
             teammates,
             messages,
@@ -237,7 +255,7 @@ impl Summary {
             self.teammates.len(),
             self.elapsed_ms as f64 / 1000.0,
             self.work_ms as f64 / 1000.0,
-            self.elapsed_ms.saturating_sub(self.work_ms) as f64 / 1000.0,
+            self.shutdown_ms as f64 / 1000.0,
         );
         let w = self
             .teammates

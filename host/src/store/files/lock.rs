@@ -1,31 +1,45 @@
 //! Cross-process locks around every read-modify-write of a shared file.
 //!
-//! A lock on `F` is two locks taken in order, and both are held for the whole
+//! A lock on `F` is three locks taken in order, all held for the whole
 //! read-modify-write cycle:
 //!
-//! 1. **`F.flock`**, an ordinary file locked with `flock(2)` through `fd-lock`.
-//!    It orders teamhost processes among themselves, and the kernel drops it the
+//! 1. **This process's gate for `F`** ([`gate`]): threads of one process
+//!    queue for `F` in arrival order and sleep until the holder hands the
+//!    lock to the next one. Nobody polls.
+//! 2. **`F.flock`**, an ordinary file locked with `flock(2)`. It orders
+//!    teamhost processes among themselves, and the kernel drops it the
 //!    instant its holder dies, so a crashed teamhost never blocks anyone.
-//! 2. **`F.lock/`**, a directory made with `mkdir` and removed with `rmdir`: the
-//!    reference CLI's convention (proper-lockfile; stale after 10 s by mtime).
-//!    Taking it too means teamhost and a Claude Code process sharing a home never
-//!    interleave. While held, a background thread refreshes its mtime every two
-//!    seconds so a long hold is never mistaken for a stale one.
+//!    When another process holds it, a helper thread blocks in `flock` (which
+//!    has no timeout) and hands the lock over when the kernel grants it; the
+//!    waiter gives up at its deadline.
+//! 3. **`F.lock/`**, a directory made with `mkdir` and removed with `rmdir`:
+//!    the reference CLI's convention (proper-lockfile; stale after 10 s by
+//!    mtime). Taking it too means teamhost and a Claude Code process sharing
+//!    a home never interleave. While held, a background thread refreshes its
+//!    mtime every two seconds so a long hold is never mistaken for a stale
+//!    one. A waiter for a foreign holder sleeps on inotify until the
+//!    directory goes (or until it would turn stale).
 //!
 //! When `F.lock/` already exists, the flock holder can tell whether a crashed
 //! teamhost left it: every teamhost holder records the directory's identity
-//! (device, inode, change time) in `F.flock`. A matching leftover is removed at
-//! once; anything else is a foreign lock and is waited for, then treated as
-//! stale after [`LockOptions::stale`] without refresh, exactly as the reference
-//! does. Waiting is bounded by [`LockOptions::timeout`] and ends in
-//! [`Error::LockTimeout`], never in a dropped write.
+//! (device, inode, change time), its pid and what it is doing in `F.flock`. A
+//! matching leftover is removed at once; anything else is a foreign lock and
+//! is waited for, then treated as stale after [`LockOptions::stale`] without
+//! refresh, exactly as the reference does. Waiting is bounded by
+//! [`LockOptions::timeout`] and ends in [`Error::LockTimeout`] naming the
+//! real holder (this process and what it is doing, another teamhost process
+//! by pid, or a foreign program), never in a dropped write.
+
+mod gate;
+mod inotify_wait;
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{mpsc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::error::{Error, Result};
@@ -61,30 +75,89 @@ pub fn flock_file_for(target: &Path) -> PathBuf {
 }
 
 /// Runs `f` while holding the exclusive cross-process lock on `target`.
+/// `what` says what the holder does ("a config update"), for the error a
+/// waiter that times out reports.
 ///
 /// The parent directory of `target` is created when missing. `f` runs at most
 /// once; its result is returned after the lock is released.
-pub fn with_lock<T>(target: &Path, opts: &LockOptions, f: impl FnOnce() -> Result<T>) -> Result<T> {
+pub fn with_lock<T>(
+    target: &Path,
+    opts: &LockOptions,
+    what: &'static str,
+    f: impl FnOnce() -> Result<T>,
+) -> Result<T> {
     let started = Instant::now();
+    let deadline = started + opts.timeout;
+    let timeout = |lock_dir: PathBuf, holder: String| Error::LockTimeout {
+        path: target.to_path_buf(),
+        lock_dir,
+        waited: started.elapsed(),
+        holder,
+    };
+    let _turn = gate::enter(target, what, deadline).map_err(|holder| {
+        timeout(
+            lock_dir_for(target),
+            format!("held by this process for {holder}"),
+        )
+    })?;
     let flock_path = flock_file_for(target);
-    let file = open_flock_file(&flock_path)?;
-    let mut lock = fd_lock::RwLock::new(file);
-    let mut backoff = Backoff::new();
-    loop {
-        match lock.try_write() {
-            Ok(guard) => return with_dir_lock(target, &guard, started, opts, f),
-            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-            Err(e) => return Err(Error::io("flock", &flock_path, e)),
+    let file = match acquire_flock(&flock_path, deadline)? {
+        Some(file) => file,
+        None => {
+            return Err(timeout(
+                lock_dir_for(target),
+                format!("held by {}", recorded_holder(&flock_path)),
+            ))
         }
-        if started.elapsed() >= opts.timeout {
-            return Err(Error::LockTimeout {
-                path: target.to_path_buf(),
-                lock_dir: lock_dir_for(target),
-                waited: started.elapsed(),
-                holder: format!("another teamhost process holds {}", flock_path.display()),
+    };
+    let result = with_dir_lock(target, &file, what, started, deadline, opts, f);
+    drop(file); // closing the last descriptor releases the flock
+    result
+}
+
+/// Takes the flock on `path`, waiting until `deadline`; `None` on timeout.
+fn acquire_flock(path: &Path, deadline: Instant) -> Result<Option<File>> {
+    let file = open_flock_file(path)?;
+    if try_flock(&file).map_err(|e| Error::io("flock", path, e))? {
+        return Ok(Some(file));
+    }
+    drop(file);
+    // Another process holds it. flock(2) cannot time out, so a helper thread
+    // blocks in it; if this waiter has gone by the time the kernel grants the
+    // lock, the helper's send fails and dropping the file releases it.
+    let (tx, rx) = mpsc::sync_channel::<Result<File>>(1);
+    let owned = path.to_path_buf();
+    std::thread::Builder::new()
+        .name("teamhost-flock-wait".into())
+        .spawn(move || {
+            let got = open_flock_file(&owned).and_then(|f| {
+                // SAFETY: flock on a descriptor this thread owns.
+                match unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } {
+                    0 => Ok(f),
+                    _ => Err(Error::io("flock", &owned, std::io::Error::last_os_error())),
+                }
             });
-        }
-        backoff.sleep();
+            let _ = tx.send(got);
+        })
+        .map_err(|e| Error::io("spawn a thread to wait for", path, e))?;
+    match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        Ok(got) => got.map(Some),
+        Err(_) => Ok(None),
+    }
+}
+
+/// Tries to take the flock without waiting: `Ok(false)` when another open
+/// file description holds it.
+fn try_flock(file: &File) -> std::io::Result<bool> {
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    if e.kind() == ErrorKind::WouldBlock {
+        Ok(false)
+    } else {
+        Err(e)
     }
 }
 
@@ -109,46 +182,51 @@ fn open_flock_file(path: &Path) -> Result<File> {
     }
 }
 
-/// Second stage: with the flock held, take the reference's mkdir lock.
+/// Third stage: with the flock held, take the reference's mkdir lock.
 fn with_dir_lock<T>(
     target: &Path,
     flock: &File,
+    what: &'static str,
     started: Instant,
+    deadline: Instant,
     opts: &LockOptions,
     f: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
     let dir = lock_dir_for(target);
-    let mut backoff = Backoff::new();
     loop {
         match std::fs::create_dir(&dir) {
             Ok(()) => break,
             Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-                if let Some(age) = foreign_lock_age(&dir, flock)? {
-                    if age >= opts.stale {
-                        tracing::warn!(lock = %dir.display(), ?age, "removing stale lock directory");
-                        remove_dir_if_present(&dir)?;
-                        continue;
-                    }
-                    if started.elapsed() >= opts.timeout {
-                        return Err(Error::LockTimeout {
-                            path: target.to_path_buf(),
-                            lock_dir: dir.clone(),
-                            waited: started.elapsed(),
-                            holder: format!(
-                                "another program (Claude Code?) refreshed {} {:.1?} ago",
-                                dir.display(),
-                                age
-                            ),
-                        });
-                    }
-                    backoff.sleep();
+                let Some(age) = foreign_lock_age(&dir, flock)? else {
+                    continue; // a crashed teamhost's leftover, already removed
+                };
+                if age >= opts.stale {
+                    tracing::warn!(lock = %dir.display(), ?age, "removing stale lock directory");
+                    remove_dir_if_present(&dir)?;
+                    continue;
                 }
-                // else: a crashed teamhost's leftover, already removed; retry now.
+                let now = Instant::now();
+                if now >= deadline {
+                    return Err(Error::LockTimeout {
+                        path: target.to_path_buf(),
+                        lock_dir: dir.clone(),
+                        waited: started.elapsed(),
+                        holder: format!(
+                            "held by another program (Claude Code?), which refreshed {} {:.1?} ago",
+                            dir.display(),
+                            age
+                        ),
+                    });
+                }
+                // Sleep until the directory goes, or until it would turn
+                // stale, or the deadline.
+                let until = deadline.min(now + (opts.stale - age));
+                inotify_wait::until_removed(&dir, until);
             }
             Err(e) => return Err(Error::io("mkdir", &dir, e)),
         }
     }
-    record_owner(&dir, flock)?;
+    record_owner(&dir, flock, what)?;
     refresher().hold(&dir);
     let result = f();
     refresher().release(&dir);
@@ -160,10 +238,11 @@ fn with_dir_lock<T>(
     result
 }
 
-/// Identity of a lock directory, recorded in the flock file by its teamhost holder.
+/// Identity of a lock directory, recorded in the flock file by its teamhost
+/// holder (the first line of the record).
 fn dir_identity(meta: &std::fs::Metadata) -> String {
     format!(
-        "{} {} {} {}\n",
+        "{} {} {} {}",
         meta.dev(),
         meta.ino(),
         meta.ctime(),
@@ -171,13 +250,29 @@ fn dir_identity(meta: &std::fs::Metadata) -> String {
     )
 }
 
-fn record_owner(dir: &Path, flock: &File) -> Result<()> {
+/// Writes `identity\npid what\n` into the flock file.
+fn record_owner(dir: &Path, flock: &File, what: &str) -> Result<()> {
     let meta = std::fs::metadata(dir).map_err(|e| Error::io("stat", dir, e))?;
-    let id = dir_identity(&meta);
+    let record = format!("{}\n{} {what}\n", dir_identity(&meta), std::process::id());
     flock
-        .write_all_at(id.as_bytes(), 0)
-        .and_then(|()| flock.set_len(id.len() as u64))
+        .write_all_at(record.as_bytes(), 0)
+        .and_then(|()| flock.set_len(record.len() as u64))
         .map_err(|e| Error::io("write", dir, e))
+}
+
+/// Who last held the lock of `flock_path`, from its record: "teamhost
+/// process 1234 (a config update)".
+fn recorded_holder(flock_path: &Path) -> String {
+    let text = std::fs::read_to_string(flock_path).unwrap_or_default();
+    match text.lines().nth(1).and_then(|l| l.split_once(' ')) {
+        Some((pid, what)) if pid.parse::<u32>().is_ok() => {
+            format!(
+                "teamhost process {pid} ({what}), per {}",
+                flock_path.display()
+            )
+        }
+        _ => format!("another teamhost process (see {})", flock_path.display()),
+    }
 }
 
 /// Returns `None` when the existing lock directory was left by a teamhost process
@@ -188,9 +283,10 @@ fn foreign_lock_age(dir: &Path, flock: &File) -> Result<Option<Duration>> {
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io("stat", dir, e)),
     };
-    let mut buf = [0u8; 128];
+    let mut buf = [0u8; 256];
     let n = flock.read_at(&mut buf, 0).unwrap_or(0);
-    if &buf[..n] == dir_identity(&meta).as_bytes() {
+    let recorded = buf[..n].split(|b| *b == b'\n').next().unwrap_or_default();
+    if recorded == dir_identity(&meta).as_bytes() {
         tracing::debug!(lock = %dir.display(), "removing lock left by a crashed teamhost process");
         remove_dir_if_present(dir)?;
         return Ok(None);
@@ -215,24 +311,6 @@ fn path_with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(suffix);
     PathBuf::from(s)
-}
-
-/// Exponential backoff with jitter: 100 µs doubling to 10 ms.
-struct Backoff {
-    next: Duration,
-}
-
-impl Backoff {
-    fn new() -> Self {
-        Backoff {
-            next: Duration::from_micros(100),
-        }
-    }
-    fn sleep(&mut self) {
-        let jitter = fastrand::u64(0..=self.next.as_micros() as u64 / 2);
-        std::thread::sleep(self.next + Duration::from_micros(jitter));
-        self.next = (self.next * 2).min(Duration::from_millis(10));
-    }
 }
 
 /// Keeps held lock directories fresh: one thread for the process, started on
@@ -288,101 +366,4 @@ impl Refresher {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
-
-    fn quick() -> LockOptions {
-        LockOptions {
-            timeout: Duration::from_millis(300),
-            stale: Duration::from_secs(10),
-        }
-    }
-
-    #[test]
-    fn lock_dir_exists_only_while_held() {
-        let tmp = tempfile::tempdir().unwrap();
-        let target = tmp.path().join("sub/inbox.json");
-        let dir = lock_dir_for(&target);
-        with_lock(&target, &quick(), || {
-            assert!(dir.is_dir(), "mkdir lock must be held inside the closure");
-            Ok(())
-        })
-        .unwrap();
-        assert!(!dir.exists());
-        assert!(flock_file_for(&target).is_file());
-    }
-
-    #[test]
-    fn threads_never_overlap_inside_the_lock() {
-        let tmp = tempfile::tempdir().unwrap();
-        let target = Arc::new(tmp.path().join("f.json"));
-        let inside = Arc::new(AtomicUsize::new(0));
-        let total = Arc::new(AtomicUsize::new(0));
-        let handles: Vec<_> = (0..4)
-            .map(|_| {
-                let (target, inside, total) = (target.clone(), inside.clone(), total.clone());
-                std::thread::spawn(move || {
-                    for _ in 0..50 {
-                        with_lock(&target, &LockOptions::default(), || {
-                            assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0);
-                            std::thread::yield_now();
-                            inside.fetch_sub(1, Ordering::SeqCst);
-                            total.fetch_add(1, Ordering::SeqCst);
-                            Ok(())
-                        })
-                        .unwrap();
-                    }
-                })
-            })
-            .collect();
-        for h in handles {
-            h.join().unwrap();
-        }
-        assert_eq!(total.load(Ordering::SeqCst), 200);
-    }
-
-    #[test]
-    fn a_fresh_foreign_lock_directory_is_waited_for_then_times_out_clearly() {
-        let tmp = tempfile::tempdir().unwrap();
-        let target = tmp.path().join("config.json");
-        std::fs::create_dir(lock_dir_for(&target)).unwrap();
-        let err = with_lock(&target, &quick(), || Ok(())).unwrap_err();
-        let msg = err.to_string();
-        assert!(matches!(err, Error::LockTimeout { .. }), "{msg}");
-        assert!(msg.contains("config.json.lock"), "{msg}");
-        // The foreign lock is left alone.
-        assert!(lock_dir_for(&target).is_dir());
-    }
-
-    #[test]
-    fn a_stale_foreign_lock_directory_is_removed() {
-        let tmp = tempfile::tempdir().unwrap();
-        let target = tmp.path().join("config.json");
-        let dir = lock_dir_for(&target);
-        std::fs::create_dir(&dir).unwrap();
-        let old = SystemTime::now() - Duration::from_secs(60);
-        File::open(&dir)
-            .unwrap()
-            .set_times(std::fs::FileTimes::new().set_modified(old))
-            .unwrap();
-        let ran = with_lock(&target, &quick(), || Ok(true)).unwrap();
-        assert!(ran);
-    }
-
-    #[test]
-    fn a_lock_directory_left_by_a_dead_teamhost_holder_is_taken_at_once() {
-        let tmp = tempfile::tempdir().unwrap();
-        let target = tmp.path().join("inbox.json");
-        let dir = lock_dir_for(&target);
-        // Simulate a holder that died after mkdir + record, before rmdir.
-        std::fs::create_dir(&dir).unwrap();
-        let f = open_flock_file(&flock_file_for(&target)).unwrap();
-        record_owner(&dir, &f).unwrap();
-        drop(f);
-        let t = Instant::now();
-        with_lock(&target, &quick(), || Ok(())).unwrap();
-        assert!(t.elapsed() < quick().timeout, "must not wait for staleness");
-    }
-}
+mod tests;

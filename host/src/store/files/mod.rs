@@ -14,12 +14,16 @@
 //! | `atomic.rs` | JSON reads, atomic replace, moving corrupt files aside |
 //! | `history.rs` | `history/{agent}.jsonl`: appending, reading from an offset |
 //! | `tasks.rs` | one locked pass over `tasks/{team}/` ([`TaskTxn`]) |
+//! | `task_cache.rs` | the task files as last read, kept current by inotify: a listing reads only what changed |
+//! | `inotify.rs` | a small inotify wrapper for synchronous callers (the task cache, the lock) |
 //! | `watch.rs` | the change feed: inotify on a team's files |
 
 pub mod atomic;
 mod history;
+mod inotify;
 pub mod lock;
 pub mod paths;
+mod task_cache;
 mod tasks;
 mod watch;
 
@@ -44,6 +48,8 @@ use crate::protocol::time::now_ms;
 pub struct FileStore {
     home: Home,
     lock: LockOptions,
+    /// The task files as last read, per team (`task_cache.rs`).
+    tasks: Arc<task_cache::TaskCaches>,
 }
 
 impl FileStore {
@@ -52,6 +58,7 @@ impl FileStore {
         FileStore {
             home,
             lock: LockOptions::default(),
+            tasks: Arc::default(),
         }
     }
 
@@ -131,7 +138,7 @@ impl TeamStore for FileStore {
     fn create_team(&self, team: &str, config: &TeamConfig) -> Result<()> {
         let paths = self.paths(team)?;
         let path = paths.config();
-        with_lock(&path, &self.lock, || {
+        with_lock(&path, &self.lock, "creating the team", || {
             if path.exists() {
                 return Err(Error::TeamExists {
                     team: team.to_string(),
@@ -148,7 +155,7 @@ impl TeamStore for FileStore {
 
     fn update_config(&self, team: &str, change: ConfigChange<'_>) -> Result<()> {
         let path = self.paths(team)?.config();
-        with_lock(&path, &self.lock, || {
+        with_lock(&path, &self.lock, "a config update", || {
             let Some(mut config) = read_json_or_move_aside::<TeamConfig>(&path)? else {
                 return Err(Error::TeamNotFound {
                     team: team.to_string(),
@@ -163,12 +170,14 @@ impl TeamStore for FileStore {
     fn delete_team(&self, team: &str) -> Result<()> {
         let paths = self.paths(team)?;
         remove_dir_all_if_there(paths.team_dir())?;
-        remove_dir_all_if_there(paths.tasks_dir())
+        remove_dir_all_if_there(paths.tasks_dir())?;
+        self.tasks.forget(paths.tasks_dir());
+        Ok(())
     }
 
     fn append_inbox(&self, team: &str, agent: &str, entries: &[InboxMessage]) -> Result<()> {
         let path = self.paths(team)?.inbox(agent)?;
-        with_lock(&path, &self.lock, || {
+        with_lock(&path, &self.lock, "an inbox append", || {
             let mut inbox: Vec<InboxMessage> = read_json_for_update(&path)?.unwrap_or_default();
             inbox.extend_from_slice(entries);
             write_json(&path, &inbox)
@@ -187,7 +196,7 @@ impl TeamStore for FileStore {
     ) -> Result<Vec<InboxMessage>> {
         let paths = self.paths(team)?;
         let (path, history) = (paths.inbox(agent)?, paths.history(agent)?);
-        with_lock(&path, &self.lock, || {
+        with_lock(&path, &self.lock, "taking from an inbox", || {
             let inbox: Vec<InboxMessage> = match read_json_for_update(&path)? {
                 Some(v) => v,
                 None => return Ok(Vec::new()),
@@ -216,7 +225,7 @@ impl TeamStore for FileStore {
         let paths = self.paths(team)?;
         let (path, history) = (paths.inbox(agent)?, paths.history(agent)?);
         // The inbox's lock, as consuming takes it: lines never interleave.
-        with_lock(&path, &self.lock, || {
+        with_lock(&path, &self.lock, "a history append", || {
             history::append(&history, &consumed_now(std::slice::from_ref(entry)))
         })
     }
@@ -244,11 +253,19 @@ impl TeamStore for FileStore {
     }
 
     fn list_tasks(&self, team: &str) -> Result<Vec<Task>> {
-        tasks::list(&self.paths(team)?)
+        tasks::list(&self.paths(team)?, &self.tasks)
+    }
+
+    fn find_claimable(&self, team: &str) -> Result<Option<Task>> {
+        // Straight from the cache, copying only the answer.
+        self.tasks.with(self.paths(team)?.tasks_dir(), |tasks| {
+            let all: Vec<&Task> = tasks.collect();
+            crate::store::tasks::claimable_among(&all).cloned()
+        })
     }
 
     fn update_tasks(&self, team: &str, change: TasksChange<'_>) -> Result<()> {
-        tasks::update(&self.paths(team)?, &self.lock, change)
+        tasks::update(&self.paths(team)?, &self.lock, &self.tasks, change)
     }
 
     fn write_usage(&self, team: &str, agent: &str, usage: &ModelUsage) -> Result<()> {

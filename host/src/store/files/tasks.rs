@@ -8,32 +8,29 @@
 //! neither another teamhost process nor a Claude Code process can
 //! interleave. A pass runs its change once.
 
-use super::atomic::{read_json, read_json_or_move_aside, write_atomic, write_json};
+use super::atomic::{read_json_or_move_aside, write_atomic, write_json};
 use super::lock::{with_lock, LockOptions};
 use super::paths::TeamPaths;
+use super::task_cache::TaskCaches;
 use crate::error::{Error, Result};
 use crate::store::backend::{TaskTxn, TasksChange};
 use crate::store::names::parse_task_id;
 use crate::store::Task;
 
-/// Every readable task, by numeric id. Files that are not `{id}.json` are
-/// skipped; a task file that does not parse is skipped with a warning.
-pub(super) fn list(paths: &TeamPaths) -> Result<Vec<Task>> {
-    let mut ids: Vec<u64> = task_file_ids(paths, false)?;
-    ids.sort_unstable();
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
-        match read_json::<Task>(&paths.task(&id.to_string())?) {
-            Ok(Some(t)) => out.push(t),
-            Ok(None) => {} // deleted meanwhile
-            Err(e) => tracing::warn!("skipping task #{id}: {e}"),
-        }
-    }
-    Ok(out)
+/// Every readable task, by numeric id (from the cache, which reads only
+/// the files that changed). A task file that does not parse is skipped with
+/// a warning.
+pub(super) fn list(paths: &TeamPaths, caches: &TaskCaches) -> Result<Vec<Task>> {
+    caches.list(paths.tasks_dir())
 }
 
 /// Runs `change` once under the list lock.
-pub(super) fn update(paths: &TeamPaths, lock: &LockOptions, change: TasksChange<'_>) -> Result<()> {
+pub(super) fn update(
+    paths: &TeamPaths,
+    lock: &LockOptions,
+    caches: &TaskCaches,
+    change: TasksChange<'_>,
+) -> Result<()> {
     let target = paths.tasks_lock_target();
     if !target.exists() {
         // The reference keeps `.lock` as an empty regular file.
@@ -45,21 +42,25 @@ pub(super) fn update(paths: &TeamPaths, lock: &LockOptions, change: TasksChange<
             .open(&target)
             .map_err(|e| Error::io("create", &target, e))?;
     }
-    with_lock(&target, lock, || change(&mut FileTasks { paths, lock }))
+    with_lock(&target, lock, "a task list pass", || {
+        change(&mut FileTasks {
+            paths,
+            lock,
+            caches,
+        })
+    })
 }
 
 /// A pass over the files, inside the list lock.
 struct FileTasks<'a> {
     paths: &'a TeamPaths,
     lock: &'a LockOptions,
+    caches: &'a TaskCaches,
 }
 
 impl TaskTxn for FileTasks<'_> {
     fn next_id(&mut self) -> Result<u64> {
-        let on_disk = task_file_ids(self.paths, true)?
-            .into_iter()
-            .max()
-            .unwrap_or(0);
+        let on_disk = self.caches.max_id(self.paths.tasks_dir())?;
         Ok(on_disk.max(highwatermark(self.paths)?) + 1)
     }
 
@@ -69,12 +70,14 @@ impl TaskTxn for FileTasks<'_> {
     }
 
     fn all(&mut self) -> Result<Vec<Task>> {
-        list(self.paths)
+        // Exact: the cache drains every change queued before this point, and
+        // no other writer of the list can act while the list lock is held.
+        list(self.paths, self.caches)
     }
 
     fn put(&mut self, task: &Task) -> Result<()> {
         let path = self.paths.task(&task.id)?;
-        with_lock(&path, self.lock, || write_json(&path, task))
+        with_lock(&path, self.lock, "a task write", || write_json(&path, task))
     }
 
     fn modify(
@@ -83,7 +86,7 @@ impl TaskTxn for FileTasks<'_> {
         f: &mut dyn FnMut(&mut Task) -> Result<bool>,
     ) -> Result<Option<Task>> {
         let path = self.paths.task(id)?;
-        with_lock(&path, self.lock, || {
+        with_lock(&path, self.lock, "a task update", || {
             let Some(mut task) = read_json_or_move_aside::<Task>(&path)? else {
                 return Ok(None);
             };
@@ -100,11 +103,16 @@ impl TaskTxn for FileTasks<'_> {
             write_atomic(&self.paths.highwatermark(), n.to_string().as_bytes())?;
         }
         let path = self.paths.task(id)?;
-        with_lock(&path, self.lock, || match std::fs::remove_file(&path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(Error::io("remove", &path, e)),
-        })
+        with_lock(
+            &path,
+            self.lock,
+            "a task deletion",
+            || match std::fs::remove_file(&path) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(Error::io("remove", &path, e)),
+            },
+        )
     }
 }
 
@@ -118,23 +126,4 @@ fn highwatermark(paths: &TeamPaths) -> Result<u64> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
         Err(e) => Err(Error::io("read", path, e)),
     }
-}
-
-/// Ids of `{id}.json` files; with `include_aside`, also of
-/// `{id}.json.corrupt-*` files (so a quarantined id is never reused).
-fn task_file_ids(paths: &TeamPaths, include_aside: bool) -> Result<Vec<u64>> {
-    let dir = paths.tasks_dir();
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io("read", dir, e)),
-    };
-    Ok(entries
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter_map(|name| {
-            let (stem, rest) = name.split_once(".json")?;
-            let counts = rest.is_empty() || (include_aside && rest.starts_with(".corrupt-"));
-            counts.then(|| parse_task_id(stem).ok()).flatten()
-        })
-        .collect())
 }
