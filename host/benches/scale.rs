@@ -143,6 +143,8 @@ fn wordcount_team(dir: &Path, mates: usize, tasks: usize) -> PathBuf {
 }
 
 /// Runs `teamhost run --json` on `manifest` with a fresh home in `dir`.
+// The child is reaped by `wait4`, which clippy cannot see.
+#[allow(clippy::zombie_processes)]
 fn run_manifest(dir: &Path, manifest: &Path) -> RunResult {
     let out = dir.join("run.out");
     let err = dir.join("run.err");
