@@ -29,7 +29,7 @@ use tokio::sync::{broadcast, mpsc, Notify};
 use crate::hooks::HookEvent;
 use crate::protocol::{IdleNotification, IdleReason, WireMessage};
 use crate::runtime::bindings::handler::{TurnKind, TurnOutcome};
-use crate::runtime::{Instance, TurnRecord};
+use crate::runtime::{Instance, PendingTake, TurnRecord};
 use crate::store::{OutgoingMessage, Team};
 use crate::teammate::{Event, TeammateState};
 
@@ -109,6 +109,14 @@ impl Runner {
                 },
             };
             let turn = found.turn;
+            if let Some(entry) = found.take {
+                // Consumed beside the turn, finished before the turn ends.
+                self.instance.agent().coordination.pending_take = Some(PendingTake::start(
+                    self.team.clone(),
+                    self.name.clone(),
+                    entry,
+                ));
+            }
             if let Some(first) = turn.messages.first() {
                 self.apply_plan_answer(first).await;
             }
@@ -132,6 +140,8 @@ impl Runner {
             });
             self.links.turns.fetch_add(1, Ordering::Relaxed);
             let result = self.instance.handle_turn(&turn).await;
+            // The message is consumed before anything follows the turn.
+            self.instance.agent().coordination.settle_take().await;
             let record = std::mem::take(&mut self.instance.agent().coordination.turn);
             // The `true` write must land before anything later (`false`, or
             // the member's removal) so the config ends in the right state.

@@ -8,7 +8,9 @@
 //!    reference's prompt "Complete all open tasks. Start with task #N: …".
 //!
 //! One message per turn, as the reference does. Picking a message consumes it
-//! (it moves from the inbox to the history).
+//! (it moves from the inbox to the history): the runner starts that take
+//! beside the turn ([`crate::runtime::PendingTake`]), so it is off the
+//! wake-up's path.
 
 use crate::protocol::{Parsed, ProtocolMessage};
 use crate::runtime::bindings::handler::{Turn, TurnKind};
@@ -21,6 +23,8 @@ pub(crate) struct Found {
     pub turn: Turn,
     /// Request id of a shutdown request the guest must now answer.
     pub shutdown_request: Option<String>,
+    /// The inbox entry the turn handles, still to be consumed.
+    pub take: Option<InboxMessage>,
 }
 
 /// Looks for work for `me` and consumes what it picks. `first_turn` makes a
@@ -52,16 +56,7 @@ pub(crate) fn next_turn(
             .or_else(|| unread.first())
             .cloned(),
     };
-    if let Some(pick) = chosen {
-        let mut once = true;
-        let taken = team.take_where(me, |m| {
-            let hit = once && same_entry(m, &pick);
-            once &= !hit;
-            hit
-        })?;
-        let Some(entry) = taken.into_iter().next() else {
-            return Ok(None); // consumed by someone else meanwhile; poll again
-        };
+    if let Some(entry) = chosen {
         if let Some((_, request)) = shutdown {
             let kind = TurnKind::ShutdownRequest(wp::ShutdownRequest {
                 request_id: request.request_id.clone(),
@@ -69,8 +64,9 @@ pub(crate) fn next_turn(
                 reason: request.reason.clone(),
             });
             let prompt = request.reason.clone().unwrap_or_default();
-            let mut found = message_turn(kind, entry, prompt);
+            let mut found = message_turn(kind, entry.clone(), prompt);
             found.shutdown_request = Some(request.request_id);
+            found.take = Some(entry);
             return Ok(Some(found));
         }
         let kind = if first_turn && entry.from == lead {
@@ -79,7 +75,9 @@ pub(crate) fn next_turn(
             TurnKind::Message
         };
         let prompt = entry.text.clone();
-        return Ok(Some(message_turn(kind, entry, prompt)));
+        let mut found = message_turn(kind, entry.clone(), prompt);
+        found.take = Some(entry);
+        return Ok(Some(found));
     }
     // The unlocked look first: most polls (every idle teammate, on every
     // change to the list) find nothing and take no lock.
@@ -93,6 +91,7 @@ pub(crate) fn next_turn(
                     kind: TurnKind::TaskClaimed(crate::runtime::to_wit_task(task)),
                 },
                 shutdown_request: None,
+                take: None,
             }));
         }
     }
@@ -129,14 +128,7 @@ fn message_turn(kind: TurnKind, entry: InboxMessage, prompt: String) -> Found {
             messages: vec![crate::runtime::to_wit_message(&entry)],
         },
         shutdown_request: None,
-    }
-}
-
-/// The same inbox entry: by `msg_id` when both have one, else by content.
-fn same_entry(a: &InboxMessage, b: &InboxMessage) -> bool {
-    match (&a.msg_id, &b.msg_id) {
-        (Some(x), Some(y)) => x == y,
-        _ => a.from == b.from && a.timestamp == b.timestamp && a.text == b.text,
+        take: None,
     }
 }
 

@@ -17,6 +17,7 @@ mod cache;
 mod engine;
 mod instance;
 mod interfaces;
+mod pending_take;
 mod permissions;
 mod state;
 
@@ -26,6 +27,7 @@ pub use engine::Runtime;
 pub use instance::{Instance, InstanceConfig};
 pub(crate) use interfaces::{from_wit_status, mode_from_wit, to_wit_message, to_wit_task};
 pub use interfaces::{CoordinationGlue, ModelGlue, ReadGlue, ToolGlue};
+pub use pending_take::PendingTake;
 pub use permissions::Permissions;
 pub use state::{
     AgentCtx, AgentCtxBuilder, Coordination, Fixed, Identity, ModelSeat, ShutdownDecision,

@@ -137,6 +137,19 @@ pub struct Coordination {
     pub pending_shutdowns: Vec<String>,
     /// The request id of the plan waiting for the lead's answer.
     pub pending_plan: Option<String>,
+    /// The take of the message this turn handles, while it is in flight
+    /// ([`super::PendingTake`]): finished before any `mailbox` call.
+    pub pending_take: Option<super::PendingTake>,
+}
+
+impl Coordination {
+    /// Waits for the take of the message this turn handles, if one is in
+    /// flight, so the inbox no longer shows it.
+    pub async fn settle_take(&mut self) {
+        if let Some(take) = self.pending_take.take() {
+            take.finish().await;
+        }
+    }
 }
 
 impl Coordination {

@@ -24,6 +24,7 @@ impl Host for CoordinationGlue<'_> {
         {
             return Ok(Err(e));
         }
+        self.coordination.settle_take().await;
         let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
         blocking(move || Ok(team.unread(&me)?.iter().map(to_wit_message).collect())).await
     }
@@ -39,6 +40,7 @@ impl Host for CoordinationGlue<'_> {
         {
             return Ok(Err(e));
         }
+        self.coordination.settle_take().await;
         let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
         let mut left = limit.map_or(usize::MAX, |n| n as usize);
         blocking(move || {
@@ -61,6 +63,7 @@ impl Host for CoordinationGlue<'_> {
         {
             return Ok(Err(e));
         }
+        self.coordination.settle_take().await;
         let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
         blocking(move || {
             let all = team.history(&me)?;

@@ -352,3 +352,32 @@ async fn only_the_leads_grant_widens_the_permissions_and_its_mode_is_recorded() 
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].from, "b");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_message_a_turn_handles_is_never_unread_to_its_guest() {
+    use mailbox::Host as _;
+    let (dir, _memory, team) = team();
+    team.deliver("a", OutgoingMessage::new("team-lead", "handle me"))
+        .unwrap();
+    team.deliver("a", OutgoingMessage::new("b", "later"))
+        .unwrap();
+    let mut a = ctx(&team, &dir, "a");
+    // The runner picked the first message and started its take beside the
+    // turn; the guest asks for its inbox before the take is done.
+    let picked = team.unread("a").unwrap().remove(0);
+    a.coordination.pending_take = Some(crate::runtime::PendingTake::start(
+        team.clone(),
+        "a".into(),
+        picked,
+    ));
+    let unread = a.coordination_glue().unread().await.unwrap().unwrap();
+    let texts: Vec<&str> = unread.iter().map(|m| m.text.as_str()).collect();
+    assert_eq!(texts, ["later"]);
+    assert!(
+        a.coordination.pending_take.is_none(),
+        "the take was finished"
+    );
+    let history = team.history("a").unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0].text, "handle me");
+}
