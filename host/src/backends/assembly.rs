@@ -160,6 +160,9 @@ pub(crate) async fn instantiate(
             dir.display()
         ))
     })?;
+    // The host knows an in-process teammate's state; one in its own process
+    // is followed through `isActive` (`RunnerConfig::active_after`).
+    let in_process = place.backend_type == super::in_process::BACKEND;
     let registration = env.hub.register(team.name(), &name);
     let wake = registration.wake.clone();
     let rules_for_access = rules.clone();
@@ -225,7 +228,13 @@ pub(crate) async fn instantiate(
             auto_claim: req.settings.auto_claim,
             poll_interval: env.fallback_poll(),
             notifications: req.settings.notifications.unwrap_or_default(),
+            active_after: if in_process {
+                crate::runner::ACTIVE_AFTER
+            } else {
+                Duration::ZERO
+            },
         },
+        recorded_active: None,
         links: RunnerLinks {
             wake,
             listening: registration.listening,

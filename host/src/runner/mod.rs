@@ -46,6 +46,21 @@ pub struct RunnerConfig {
     /// Which of its idle notifications go into the lead's inbox; the others
     /// go to the lead's history only ([`notify`]).
     pub notifications: NotificationLevel,
+    /// How long a turn runs before `isActive: true` is written to the
+    /// config (zero: at once). A shorter turn leaves the config alone, so a
+    /// teammate busy with many short turns costs no config write per turn.
+    /// Zero for a teammate in its own process, whose host follows its
+    /// `isActive`; [`ACTIVE_AFTER`] in-process, where the host knows.
+    pub active_after: Duration,
+}
+
+/// [`RunnerConfig::active_after`] for teammates in the host's process.
+pub const ACTIVE_AFTER: Duration = Duration::from_millis(50);
+
+/// The pending `isActive: true` write of a turn.
+struct ActiveMark {
+    cancel: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Option<Result<crate::Result<()>, tokio::task::JoinError>>>,
 }
 
 /// Channels connecting a runner to its host.
@@ -76,6 +91,8 @@ pub(crate) struct Runner {
     pub lead: String,
     pub config: RunnerConfig,
     pub links: RunnerLinks,
+    /// What this runner last wrote to `isActive` (`None`: nothing yet).
+    pub recorded_active: Option<bool>,
 }
 
 impl Runner {
@@ -130,9 +147,10 @@ impl Runner {
             } else {
                 self.set_state(TeammateState::Active);
             }
-            // `isActive: true` is written while the turn runs, not before it:
-            // nothing waits for it, and the wake latency drops by one write.
-            let active_write = self.spawn_active_write(true);
+            // `isActive: true` is written while the turn runs, not before it
+            // (nothing waits for it), and only once the turn has lasted
+            // `active_after`: a short turn costs no config write at all.
+            let active_mark = self.start_active_mark();
             let _ = self.links.events.send(Event::TurnStarted {
                 team: self.team.name().into(),
                 name: self.name.clone(),
@@ -143,9 +161,9 @@ impl Runner {
             // The message is consumed before anything follows the turn.
             self.instance.agent().coordination.settle_take().await;
             let record = std::mem::take(&mut self.instance.agent().coordination.turn);
-            // The `true` write must land before anything later (`false`, or
-            // the member's removal) so the config ends in the right state.
-            self.finish_active_write(active_write).await;
+            // The `true` write, if it began, must land before anything later
+            // (`false`, or the member's removal) so the config ends right.
+            let marked_active = self.finish_active_mark(active_mark).await;
             match result {
                 Err(trap) => return self.stop_failed(format!("{trap:#}")).await,
                 Ok(outcome) => {
@@ -158,7 +176,9 @@ impl Runner {
                         kept_working = Some(poll::hook_turn(feedback));
                         continue;
                     }
-                    self.mark_active(false).await;
+                    if marked_active || self.recorded_active != Some(false) {
+                        self.mark_active(false).await;
+                    }
                     self.notify_idle(&record, outcome, first_idle).await;
                     first_idle = false;
                 }
@@ -339,7 +359,49 @@ impl Runner {
 
     async fn mark_active(&mut self, active: bool) {
         let write = self.spawn_active_write(active);
-        self.finish_active_write(write).await;
+        if self.finish_active_write(write).await {
+            self.recorded_active = Some(active);
+        }
+    }
+
+    /// Writes `isActive: true` once the turn has lasted
+    /// [`RunnerConfig::active_after`], unless [`Self::finish_active_mark`]
+    /// comes first.
+    fn start_active_mark(&self) -> ActiveMark {
+        let (cancel, cancelled) = tokio::sync::oneshot::channel::<()>();
+        let (team, me, after) = (
+            self.team.clone(),
+            self.name.clone(),
+            self.config.active_after,
+        );
+        let task = tokio::spawn(async move {
+            if !after.is_zero() {
+                tokio::select! {
+                    _ = cancelled => return None,
+                    _ = tokio::time::sleep(after) => {}
+                }
+            }
+            Some(tokio::task::spawn_blocking(move || team.set_active(&me, true)).await)
+        });
+        ActiveMark { cancel, task }
+    }
+
+    /// Ends the turn's `isActive` mark: `true` when it was written (and has
+    /// landed), `false` when the turn ended first.
+    async fn finish_active_mark(&mut self, mark: ActiveMark) -> bool {
+        let _ = mark.cancel.send(());
+        let written = match mark.task.await {
+            Ok(Some(write)) => self.log_active_write(write),
+            Ok(None) => false,
+            Err(e) => {
+                tracing::warn!(teammate = %self.name, error = %e, "could not record isActive");
+                false
+            }
+        };
+        if written {
+            self.recorded_active = Some(true);
+        }
+        written
     }
 
     fn spawn_active_write(&self, active: bool) -> tokio::task::JoinHandle<crate::Result<()>> {
@@ -347,14 +409,25 @@ impl Runner {
         tokio::task::spawn_blocking(move || team.set_active(&me, active))
     }
 
-    async fn finish_active_write(&mut self, write: tokio::task::JoinHandle<crate::Result<()>>) {
-        match write.await {
-            Ok(Ok(())) => {}
+    async fn finish_active_write(
+        &mut self,
+        write: tokio::task::JoinHandle<crate::Result<()>>,
+    ) -> bool {
+        let done = write.await;
+        self.log_active_write(done)
+    }
+
+    /// Whether an `isActive` write succeeded; logs why not.
+    fn log_active_write(&self, done: Result<crate::Result<()>, tokio::task::JoinError>) -> bool {
+        match done {
+            Ok(Ok(())) => true,
             Ok(Err(e)) => {
-                tracing::warn!(teammate = %self.name, error = %e, "could not record isActive")
+                tracing::warn!(teammate = %self.name, error = %e, "could not record isActive");
+                false
             }
             Err(e) => {
-                tracing::warn!(teammate = %self.name, error = %e, "could not record isActive")
+                tracing::warn!(teammate = %self.name, error = %e, "could not record isActive");
+                false
             }
         }
     }

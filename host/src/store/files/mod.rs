@@ -16,9 +16,11 @@
 //! | `tasks.rs` | one locked pass over `tasks/{team}/` ([`TaskTxn`]) |
 //! | `task_cache.rs` | the task files as last read, kept current by inotify: a listing reads only what changed |
 //! | `inotify.rs` | a small inotify wrapper for synchronous callers (the task cache, the lock) |
+//! | `combine.rs` | group commit: concurrent config changes and inbox appends share one locked write |
 //! | `watch.rs` | the change feed: inotify on a team's files |
 
 pub mod atomic;
+mod combine;
 mod history;
 mod inotify;
 pub mod lock;
@@ -50,6 +52,9 @@ pub struct FileStore {
     lock: LockOptions,
     /// The task files as last read, per team (`task_cache.rs`).
     tasks: Arc<task_cache::TaskCaches>,
+    /// Group commit of config changes and inbox appends (`combine.rs`).
+    configs: Arc<combine::Combiners<TeamConfig>>,
+    inboxes: Arc<combine::Combiners<Vec<InboxMessage>>>,
 }
 
 impl FileStore {
@@ -59,6 +64,8 @@ impl FileStore {
             home,
             lock: LockOptions::default(),
             tasks: Arc::default(),
+            configs: Arc::default(),
+            inboxes: Arc::default(),
         }
     }
 
@@ -155,15 +162,22 @@ impl TeamStore for FileStore {
 
     fn update_config(&self, team: &str, change: ConfigChange<'_>) -> Result<()> {
         let path = self.paths(team)?.config();
-        with_lock(&path, &self.lock, "a config update", || {
-            let Some(mut config) = read_json_or_move_aside::<TeamConfig>(&path)? else {
-                return Err(Error::TeamNotFound {
-                    team: team.to_string(),
-                    path: path.clone(),
-                });
-            };
-            change(&mut config)?;
-            write_json(&path, &config)
+        // With the changes other threads make at the same time: one load,
+        // one synced write for all of them (`combine.rs`).
+        self.configs.update(&path, change, |batch| {
+            with_lock(&path, &self.lock, "a config update", || {
+                let Some(config) = read_json_or_move_aside::<TeamConfig>(&path)? else {
+                    return Err(Error::TeamNotFound {
+                        team: team.to_string(),
+                        path: path.clone(),
+                    });
+                };
+                let (config, changed) = batch(config)?;
+                if changed {
+                    write_json(&path, &config)?;
+                }
+                Ok(())
+            })
         })
     }
 
@@ -177,10 +191,21 @@ impl TeamStore for FileStore {
 
     fn append_inbox(&self, team: &str, agent: &str, entries: &[InboxMessage]) -> Result<()> {
         let path = self.paths(team)?.inbox(agent)?;
-        with_lock(&path, &self.lock, "an inbox append", || {
-            let mut inbox: Vec<InboxMessage> = read_json_for_update(&path)?.unwrap_or_default();
+        let mut append = |inbox: &mut Vec<InboxMessage>| {
             inbox.extend_from_slice(entries);
-            write_json(&path, &inbox)
+            Ok(())
+        };
+        // With the appends other threads make at the same time: one synced
+        // write for all of them (`combine.rs`).
+        self.inboxes.update(&path, &mut append, |batch| {
+            with_lock(&path, &self.lock, "an inbox append", || {
+                let inbox: Vec<InboxMessage> = read_json_for_update(&path)?.unwrap_or_default();
+                let (inbox, changed) = batch(inbox)?;
+                if changed {
+                    write_json(&path, &inbox)?;
+                }
+                Ok(())
+            })
         })
     }
 
