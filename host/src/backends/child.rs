@@ -25,6 +25,7 @@ pub(crate) async fn register(
     let config = team.config()?;
     let member = team.add_member(req.settings.new_member(
         &req.name,
+        req.color.as_deref(),
         &req.prompt,
         &prepared.dir.display().to_string(),
         kind.as_str(),

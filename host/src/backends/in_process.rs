@@ -43,6 +43,7 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
     let prepared = prepare(env.runtime, &req).await?;
     let member = team.add_member(req.settings.new_member(
         &req.name,
+        req.color.as_deref(),
         &req.prompt,
         &prepared.dir.display().to_string(),
         BACKEND,

@@ -397,9 +397,19 @@ impl Host {
         let team = self.team(team)?;
         let lead = team.config()?.lead_name().to_string();
         let running = self.running(team.name());
+        // Every request at once: each is its own inbox's write, so they
+        // proceed in parallel instead of one synced write after another.
+        let mut sending = tokio::task::JoinSet::new();
         for name in &running {
-            let request = ShutdownRequest::new(name, &lead, Some(reason.to_string()));
-            team.send(name, OutgoingMessage::new(&lead, request.to_text()))?;
+            let (team, lead, name) = (team.clone(), lead.clone(), name.clone());
+            let reason = reason.to_string();
+            sending.spawn_blocking(move || {
+                let request = ShutdownRequest::new(&name, &lead, Some(reason));
+                team.send(&name, OutgoingMessage::new(&lead, request.to_text()))
+            });
+        }
+        while let Some(sent) = sending.join_next().await {
+            sent.map_err(|e| Error::Invalid(format!("sending a shutdown request panicked: {e}")))??;
         }
         let deadline = tokio::time::Instant::now() + timeout;
         let mut report = ShutdownReport::default();

@@ -22,11 +22,24 @@
 //! again and both files are replaced, with a log line. The digest catches
 //! damage and a swapped artifact whose writer did not also rewrite the digest;
 //! it is not a signature, since the digest sits in the same directory.
+//!
+//! # A spawn does not read the component again
+//!
+//! A component file's content hash is remembered with the file's identity
+//! (device, inode, size, modification and change times): a spawn of a file
+//! seen before costs a `stat`, not a read and a SHA-256 of every byte (18 MB
+//! for a Python component). A file modified within 100 ms of being hashed is
+//! not remembered, since a second write in the same clock tick could keep its
+//! identity. And two spawns of one component that is not compiled yet share
+//! one compilation: the second waits for the first instead of compiling it
+//! again.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use sha2::{Digest, Sha256};
@@ -38,7 +51,36 @@ pub struct ComponentCache {
     engine: Engine,
     dir: Option<PathBuf>,
     loaded: Mutex<HashMap<String, Component>>,
+    /// Content hash of each file seen, with the identity it had.
+    hashed: Mutex<HashMap<PathBuf, (FileId, String)>>,
+    /// One lock per content hash being compiled or loaded from disk.
+    loading: Mutex<HashMap<String, Arc<Mutex<()>>>>,
 }
+
+/// A component file's identity, for the hash memo.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileId {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileId {
+    fn of(meta: &std::fs::Metadata) -> FileId {
+        FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
+/// A file modified this recently when hashed is hashed again next time.
+const RACY: Duration = Duration::from_millis(100);
 
 impl ComponentCache {
     /// A cache for `engine`, storing artifacts in `dir` when given.
@@ -47,6 +89,8 @@ impl ComponentCache {
             engine,
             dir,
             loaded: Mutex::new(HashMap::new()),
+            hashed: Mutex::new(HashMap::new()),
+            loading: Mutex::new(HashMap::new()),
         }
     }
 
@@ -54,15 +98,49 @@ impl ComponentCache {
     /// artifact, else by compiling it (and saving the artifact). Returns the
     /// content hash (hex SHA-256) with the component.
     pub fn load(&self, path: &Path) -> anyhow::Result<(String, Component)> {
+        let meta = std::fs::metadata(path)
+            .with_context(|| format!("cannot read component {}", path.display()))?;
+        let id = FileId::of(&meta);
+        let known = self.hashed.lock().expect("cache lock").get(path).cloned();
+        if let Some((_, hash)) = known.filter(|(seen, _)| *seen == id) {
+            if let Some(c) = self.loaded.lock().expect("cache lock").get(&hash) {
+                return Ok((hash, c.clone()));
+            }
+        }
         let bytes = std::fs::read(path)
             .with_context(|| format!("cannot read component {}", path.display()))?;
-        self.load_bytes(&bytes)
-            .with_context(|| format!("cannot load component {}", path.display()))
+        let loaded = self
+            .load_bytes(&bytes)
+            .with_context(|| format!("cannot load component {}", path.display()))?;
+        let racy = meta
+            .modified()
+            .ok()
+            .and_then(|m| SystemTime::now().duration_since(m).ok())
+            .is_none_or(|age| age < RACY);
+        if !racy && bytes.len() as u64 == id.size {
+            self.hashed
+                .lock()
+                .expect("cache lock")
+                .insert(path.to_path_buf(), (id, loaded.0.clone()));
+        }
+        Ok(loaded)
     }
 
     /// Like [`load`](Self::load) for bytes already in memory.
     pub fn load_bytes(&self, bytes: &[u8]) -> anyhow::Result<(String, Component)> {
         let hash = hex(&Sha256::digest(bytes));
+        if let Some(c) = self.loaded.lock().expect("cache lock").get(&hash) {
+            return Ok((hash, c.clone()));
+        }
+        // One compilation per content hash: a second caller waits for it.
+        let gate = self
+            .loading
+            .lock()
+            .expect("cache lock")
+            .entry(hash.clone())
+            .or_default()
+            .clone();
+        let _turn = gate.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(c) = self.loaded.lock().expect("cache lock").get(&hash) {
             return Ok((hash, c.clone()));
         }
@@ -81,6 +159,7 @@ impl ComponentCache {
             .lock()
             .expect("cache lock")
             .insert(hash.clone(), component.clone());
+        self.loading.lock().expect("cache lock").remove(&hash);
         Ok((hash, component))
     }
 
@@ -154,4 +233,39 @@ fn digest_path(path: &Path) -> PathBuf {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::{Duration, SystemTime};
+
+    fn age(path: &Path) {
+        let old = SystemTime::now() - Duration::from_secs(5);
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_times(std::fs::FileTimes::new().set_modified(old))
+            .unwrap();
+    }
+
+    #[test]
+    fn a_component_file_rebuilt_between_loads_is_read_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rt = crate::runtime::Runtime::new(Some(tmp.path().join("cache"))).unwrap();
+        let file = tmp.path().join("teammate.wasm");
+        std::fs::copy(teamhost_tests::ECHO, &file).unwrap();
+        age(&file);
+        let (first, _) = rt.cache().load(&file).unwrap();
+        // Remembered: the same answer without reading the file.
+        assert_eq!(rt.cache().load(&file).unwrap().0, first);
+        // Rebuilt in place (same path, other bytes).
+        std::fs::write(&file, std::fs::read(teamhost_tests::PROBE).unwrap()).unwrap();
+        age(&file);
+        let (second, _) = rt.cache().load(&file).unwrap();
+        assert_ne!(first, second, "the new bytes were hashed");
+        let (probe, _) = rt.cache().load(Path::new(teamhost_tests::PROBE)).unwrap();
+        assert_eq!(second, probe);
+    }
 }

@@ -84,16 +84,24 @@ impl TeammateSettings {
         }
     }
 
-    /// The member entry to register for teammate `name`, started with
-    /// `prompt` in `cwd` by `backend` (`in-process`, `process`, `tmux`;
-    /// also its pane id until it reports one).
-    pub fn new_member(&self, name: &str, prompt: &str, cwd: &str, backend: &str) -> NewMember {
+    /// The member entry to register for teammate `name` (in `color`, or the
+    /// next free one), started with `prompt` in `cwd` by `backend`
+    /// (`in-process`, `process`, `tmux`; also its pane id until it reports
+    /// one).
+    pub fn new_member(
+        &self,
+        name: &str,
+        color: Option<&str>,
+        prompt: &str,
+        cwd: &str,
+        backend: &str,
+    ) -> NewMember {
         NewMember {
             name: name.to_string(),
             agent_type: self.agent_type.clone(),
             model: self.model.clone(),
             prompt: Some(prompt.to_string()),
-            color: None,
+            color: color.map(str::to_string),
             plan_mode_required: self.plan_mode_required,
             cwd: Some(cwd.to_string()),
             backend_type: Some(backend.to_string()),

@@ -23,6 +23,12 @@ pub struct SpawnRequest {
     pub cwd: PathBuf,
     /// Run in a git worktree of `cwd`'s repository instead of `cwd` itself.
     pub isolation: Isolation,
+    /// Its colour in the team (one of [`crate::store::config::COLORS`]);
+    /// `None`, the default: the first colour no member has, else the next in
+    /// the cycle by join order. `teamhost run` gives each teammate the colour
+    /// of its place in the manifest, so colours do not depend on which of
+    /// several teammates started at once registered first.
+    pub color: Option<String>,
     /// How it runs: role, model, mode, rules, limits, notifications, model
     /// policy.
     pub settings: TeammateSettings,
@@ -53,6 +59,7 @@ impl SpawnRequest {
             prompt: prompt.into(),
             cwd: cwd.into(),
             isolation: Isolation::None,
+            color: None,
             settings: TeammateSettings::default(),
         }
     }

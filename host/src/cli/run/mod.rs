@@ -286,13 +286,25 @@ fn seed_tasks(team: &Team, m: &Manifest) -> anyhow::Result<Vec<String>> {
     Ok(ids)
 }
 
+/// How many teammates `run` starts at once: enough that their registrations
+/// share config writes (group commit) and their first turns overlap, few
+/// enough that a failure stops the rest early.
+const SPAWN_AT_ONCE: usize = 16;
+
+/// Compiles every distinct component of the manifest at once (each once, in
+/// parallel, before any teammate starts: a large component does not hold the
+/// others back), then starts the teammates, [`SPAWN_AT_ONCE`] at a time, each
+/// in the colour of its place in the manifest.
 async fn spawn_all(
     host: &Host,
     team: &Team,
     m: &Manifest,
     reporter: &Display,
 ) -> anyhow::Result<()> {
-    for t in &m.teammates {
+    compile_all(host, m, reporter).await?;
+    let colours = crate::store::config::COLORS;
+    let mut requests = Vec::with_capacity(m.teammates.len());
+    for (i, t) in m.teammates.iter().enumerate() {
         let file = t
             .component
             .file_name()
@@ -306,9 +318,65 @@ async fn spawn_all(
                 shown(&t.cwd).display()
             ),
         );
-        host.spawn(team.name(), t.spawn_request())
-            .await
-            .with_context(|| format!("cannot spawn teammate {:?}", t.name))?;
+        let mut req = t.spawn_request();
+        req.color = Some(colours[i % colours.len()].to_string());
+        requests.push(req);
+    }
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(SPAWN_AT_ONCE));
+    let mut started = tokio::task::JoinSet::new();
+    for req in requests {
+        let (host, team, gate) = (host.clone(), team.name().to_string(), gate.clone());
+        started.spawn(async move {
+            let _slot = gate.acquire_owned().await;
+            let name = req.name.clone();
+            host.spawn(&team, req)
+                .await
+                .with_context(|| format!("cannot spawn teammate {name:?}"))
+        });
+    }
+    let mut first_error = None;
+    while let Some(done) = started.join_next().await {
+        let result = done.map_err(|e| anyhow::anyhow!("a spawn panicked: {e}"));
+        if let Err(e) = result.and_then(|r| r.map(|_| ())) {
+            if first_error.is_none() {
+                // The rest stop at their next chance; whoever started is
+                // shut down with the team.
+                gate.close();
+                first_error = Some(e);
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Loads (compiling when not cached) every distinct component of `m`, all
+/// at once, and says how long each took.
+async fn compile_all(host: &Host, m: &Manifest, reporter: &Display) -> anyhow::Result<()> {
+    let mut components: Vec<&Path> = m.teammates.iter().map(|t| t.component.as_path()).collect();
+    components.sort();
+    components.dedup();
+    let mut loading = tokio::task::JoinSet::new();
+    for path in components {
+        let file = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        reporter.line(
+            "run",
+            format!("compiling {file} (cached after the first time)…"),
+        );
+        let (runtime, path) = (host.runtime().clone(), path.to_path_buf());
+        loading.spawn_blocking(move || {
+            let t = Instant::now();
+            let r = runtime.prepare(&path);
+            (file, path, t.elapsed(), r)
+        });
+    }
+    while let Some(done) = loading.join_next().await {
+        let (file, path, took, r) = done.map_err(|e| anyhow::anyhow!("compiling panicked: {e}"))?;
+        r.with_context(|| format!("cannot load component {}", path.display()))?;
+        reporter.line("run", format!("{file} ready in {:.2}s", took.as_secs_f64()));
     }
     Ok(())
 }

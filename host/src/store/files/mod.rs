@@ -16,15 +16,19 @@
 //! | `tasks.rs` | one locked pass over `tasks/{team}/` ([`TaskTxn`]) |
 //! | `task_cache.rs` | the task files as last read, kept current by inotify: a listing reads only what changed |
 //! | `inotify.rs` | a small inotify wrapper for synchronous callers (the task cache, the lock) |
+//! | `config_cache.rs` | configs as last read or written: an unchanged file is not parsed again |
+//! | `stamp.rs` | file identity (inode, size, times) for the caches, and when it can be trusted |
 //! | `combine.rs` | group commit: concurrent config changes and inbox appends share one locked write |
 //! | `watch.rs` | the change feed: inotify on a team's files |
 
 pub mod atomic;
 mod combine;
+mod config_cache;
 mod history;
 mod inotify;
 pub mod lock;
 pub mod paths;
+mod stamp;
 mod task_cache;
 mod tasks;
 mod watch;
@@ -33,7 +37,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use self::atomic::{read_json, read_json_for_update, read_json_or_move_aside, write_json};
+use self::atomic::{read_json, read_json_for_update, write_json};
 use self::lock::with_lock;
 pub use self::lock::LockOptions;
 pub use self::paths::{Home, TeamPaths, HOME_ENV};
@@ -52,6 +56,8 @@ pub struct FileStore {
     lock: LockOptions,
     /// The task files as last read, per team (`task_cache.rs`).
     tasks: Arc<task_cache::TaskCaches>,
+    /// Configs as last read or written (`config_cache.rs`).
+    config_cache: Arc<config_cache::ConfigCache>,
     /// Group commit of config changes and inbox appends (`combine.rs`).
     configs: Arc<combine::Combiners<TeamConfig>>,
     inboxes: Arc<combine::Combiners<Vec<InboxMessage>>>,
@@ -64,6 +70,7 @@ impl FileStore {
             home,
             lock: LockOptions::default(),
             tasks: Arc::default(),
+            config_cache: Arc::default(),
             configs: Arc::default(),
             inboxes: Arc::default(),
         }
@@ -139,7 +146,7 @@ impl TeamStore for FileStore {
     }
 
     fn read_config(&self, team: &str) -> Result<Option<TeamConfig>> {
-        read_json(&self.paths(team)?.config())
+        self.config_cache.read(&self.paths(team)?.config())
     }
 
     fn create_team(&self, team: &str, config: &TeamConfig) -> Result<()> {
@@ -166,7 +173,7 @@ impl TeamStore for FileStore {
         // one synced write for all of them (`combine.rs`).
         self.configs.update(&path, change, |batch| {
             with_lock(&path, &self.lock, "a config update", || {
-                let Some(config) = read_json_or_move_aside::<TeamConfig>(&path)? else {
+                let Some(config) = self.config_cache.read_for_update(&path)? else {
                     return Err(Error::TeamNotFound {
                         team: team.to_string(),
                         path: path.clone(),
@@ -175,6 +182,7 @@ impl TeamStore for FileStore {
                 let (config, changed) = batch(config)?;
                 if changed {
                     write_json(&path, &config)?;
+                    self.config_cache.wrote(&path, config);
                 }
                 Ok(())
             })
@@ -186,6 +194,7 @@ impl TeamStore for FileStore {
         remove_dir_all_if_there(paths.team_dir())?;
         remove_dir_all_if_there(paths.tasks_dir())?;
         self.tasks.forget(paths.tasks_dir());
+        self.config_cache.forget(&paths.config());
         Ok(())
     }
 

@@ -13,25 +13,19 @@
 //!
 //! Without inotify (no instances left), each listing checks every file's
 //! identity (inode, size, modification and change time) and reads again
-//! what changed, plus any file written within [`RACY`] of its last read,
-//! whose timestamp could hide a second write in the same clock tick (git's
-//! "racily clean" rule).
+//! what changed, plus any file whose stamp was racy when read
+//! ([`super::stamp`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime};
 
 use super::atomic::read_json;
 use super::inotify::{Inotify, GONE, OVERFLOW};
+use super::stamp::{is_racy, Stamp};
 use crate::error::{Error, Result};
 use crate::store::names::parse_task_id;
 use crate::store::Task;
-
-/// A file modified this recently when it was read is read again next time
-/// (stat mode only), whatever its identity says.
-const RACY: Duration = Duration::from_millis(100);
 
 /// Every team's cache, by tasks directory.
 #[derive(Debug, Default)]
@@ -59,28 +53,8 @@ struct Entry {
     stamp: Stamp,
     /// `None`: the file did not parse (reported when read).
     task: Option<Task>,
-    /// Modified within [`RACY`] of when it was read.
+    /// Modified just before it was read ([`super::stamp::RACY`]).
     racy: bool,
-}
-
-/// What tells two versions of a file apart without reading them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    ino: u64,
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl Stamp {
-    fn of(meta: &std::fs::Metadata) -> Stamp {
-        Stamp {
-            ino: meta.ino(),
-            size: meta.size(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-        }
-    }
 }
 
 impl TaskCaches {
@@ -242,15 +216,10 @@ fn read_entry(path: &Path, meta: &std::fs::Metadata) -> Entry {
             None
         }
     };
-    let racy = meta
-        .modified()
-        .ok()
-        .and_then(|m| SystemTime::now().duration_since(m).ok())
-        .is_none_or(|age| age < RACY);
     Entry {
         stamp: Stamp::of(meta),
         task,
-        racy,
+        racy: is_racy(meta),
     }
 }
 
