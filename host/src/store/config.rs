@@ -5,6 +5,8 @@
 //! know — on the team or on any member — are kept in `extra` and written back
 //! unchanged by every read-modify-write, so other programs' data survives us.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -22,7 +24,7 @@ pub const COLORS: [&str; 8] = [
 pub const LEAD_NAME: &str = "team-lead";
 
 /// The whole `config.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TeamConfig {
     /// Team name (the directory name).
@@ -38,9 +40,11 @@ pub struct TeamConfig {
     /// The lead's session UUID.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lead_session_id: Option<String>,
-    /// Every member, the lead first.
+    /// Every member, the lead first. Shared, so copying a config with a
+    /// thousand members copies a thousand pointers; change one through
+    /// `Arc::make_mut`.
     #[serde(default)]
-    pub members: Vec<Member>,
+    pub members: Vec<Arc<Member>>,
     /// Fields written by other programs, preserved as they are.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -52,6 +56,7 @@ impl TeamConfig {
         self.members
             .iter()
             .find(|m| m.name == name || m.agent_id == name)
+            .map(|m| &**m)
     }
 
     /// Names of every member, in config order.
@@ -76,8 +81,9 @@ impl TeamConfig {
 }
 
 /// One entry of `members`. Optional fields are omitted when unset; key order is
-/// the current reference's.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// the current reference's. `Eq`, so that comparing two configs that share
+/// a member's `Arc` skips comparing its fields.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Member {
     /// `name@team`.
@@ -211,7 +217,7 @@ impl Team {
                 new.lead_session_id
                     .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
             ),
-            members: vec![Member {
+            members: vec![Arc::new(Member {
                 agent_id: lead_id,
                 name: LEAD_NAME.to_string(),
                 agent_type: Some(new.lead_agent_type.unwrap_or_else(|| LEAD_NAME.into())),
@@ -230,7 +236,7 @@ impl Team {
                 disallowed_tools: None,
                 is_active: None,
                 extra: Map::new(),
-            }],
+            })],
             extra: Map::new(),
         };
         self.backend().create_team(self.name(), &config)?;
@@ -300,7 +306,7 @@ impl Team {
                 is_active: None,
                 extra: Map::new(),
             };
-            config.members.push(member.clone());
+            config.members.push(Arc::new(member.clone()));
             Ok(member)
         })
     }
@@ -313,7 +319,7 @@ impl Team {
                 .iter()
                 .position(|m| m.name == name_or_id || m.agent_id == name_or_id)
                 .ok_or_else(|| config.member_not_found(name_or_id))?;
-            Ok(config.members.remove(idx))
+            Ok(Arc::unwrap_or_clone(config.members.remove(idx)))
         })
     }
 
@@ -330,7 +336,7 @@ impl Team {
                 .iter_mut()
                 .find(|m| m.name == name_or_id || m.agent_id == name_or_id)
                 .ok_or(not_found)?;
-            Ok(change(member))
+            Ok(change(Arc::make_mut(member)))
         })
     }
 
