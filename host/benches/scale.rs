@@ -51,6 +51,7 @@ fn main() {
         crowd_run(base.path(), if quick { 200 } else { 1000 });
     }
     if on("spawn") {
+        store_growth(base.path());
         spawn_growth(base.path(), if quick { 200 } else { 1000 });
     }
     if on("idle") {
@@ -284,6 +285,64 @@ fn spawn_growth(base: &Path, count: usize) {
         l.as_secs_f64() / f.as_secs_f64()
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What a spawn asks of the store, at a team of 10 and of 1,000: register a
+/// member, deliver its prompt, read the config, flip `isActive`.
+fn store_growth(base: &Path) {
+    println!();
+    println!("## The store's part of a spawn, as the team grows (one thread, medians of 50)");
+    println!();
+    println!("| members | add member | deliver prompt | read config | set isActive |");
+    println!("|---:|---:|---:|---:|---:|");
+    for size in [10usize, 1000] {
+        let dir = base.join(format!("store-{size}"));
+        let team = Store::new(Home::new(&dir)).team("grow").unwrap();
+        team.create(NewTeam::default()).unwrap();
+        for i in 0..size {
+            team.add_member(NewMember {
+                name: format!("m{i}"),
+                ..Default::default()
+            })
+            .unwrap();
+        }
+        let time = |f: &mut dyn FnMut(usize)| {
+            let mut v: Vec<Duration> = (0..50)
+                .map(|i| {
+                    let t = Instant::now();
+                    f(i);
+                    t.elapsed()
+                })
+                .collect();
+            median(&mut v)
+        };
+        let add = time(&mut |i| {
+            team.add_member(NewMember {
+                name: format!("x{i}"),
+                ..Default::default()
+            })
+            .unwrap();
+        });
+        let deliver = time(&mut |i| {
+            team.send(
+                &format!("x{i}"),
+                OutgoingMessage::new("team-lead", "prompt"),
+            )
+            .unwrap();
+        });
+        let read = time(&mut |_| {
+            team.config().unwrap();
+        });
+        let active = time(&mut |i| team.set_active(&format!("x{i}"), i % 2 == 0).unwrap());
+        println!(
+            "| {size} | {} | {} | {} | {} |",
+            fmt(add),
+            fmt(deliver),
+            fmt(read),
+            fmt(active)
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 // --- idle: memory of many idle teammates in one host ----------------------

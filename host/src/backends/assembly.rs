@@ -234,7 +234,8 @@ pub(crate) async fn instantiate(
                 Duration::ZERO
             },
         },
-        recorded_active: None,
+        // An in-process member is registered idle (`in_process.rs`).
+        recorded_active: in_process.then_some(false),
         links: RunnerLinks {
             wake,
             listening: registration.listening,

@@ -14,7 +14,7 @@
 use super::assembly::{instantiate, isolate, prepare, Placement};
 use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned};
 use crate::error::{Error, Result};
-use crate::store::{OutgoingMessage, Team};
+use crate::store::{NewMember, OutgoingMessage, Team};
 use crate::teammate::SpawnRequest;
 
 /// Backend name recorded in the config.
@@ -41,13 +41,18 @@ impl Backend for InProcess {
 /// Spawns `req` into `team`. See the module docs.
 pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spawned> {
     let prepared = prepare(env.runtime, &req).await?;
-    let member = team.add_member(req.settings.new_member(
-        &req.name,
-        req.color.as_deref(),
-        &req.prompt,
-        &prepared.dir.display().to_string(),
-        BACKEND,
-    ))?;
+    let member = team.add_member(NewMember {
+        // Recorded idle: the runner writes `isActive: true` only for a turn
+        // that lasts (`RunnerConfig::active_after`).
+        is_active: Some(false),
+        ..req.settings.new_member(
+            &req.name,
+            req.color.as_deref(),
+            &req.prompt,
+            &prepared.dir.display().to_string(),
+            BACKEND,
+        )
+    })?;
     let rollback = |e: Error| {
         if let Err(e2) = team.remove_member(&member.name) {
             tracing::error!(teammate = %member.name, error = %e2, "could not undo a failed spawn");

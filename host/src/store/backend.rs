@@ -117,7 +117,8 @@ pub trait TeamStore: Send + Sync + std::fmt::Debug + 'static {
         -> Result<Vec<InboxMessage>>;
 
     /// Appends one entry to `agent`'s history without it passing the
-    /// inbox, serialised with takes from that inbox.
+    /// inbox; never interleaved with a take's entries. A record, not a
+    /// message: a backend need not make it durable before returning.
     fn record_in_history(&self, team: &str, agent: &str, entry: &InboxMessage) -> Result<()>;
 
     /// History entries after `cursor` (from the start with the default

@@ -195,6 +195,10 @@ pub struct NewMember {
     pub allowed_tools: Vec<String>,
     /// Denied tool rules; omitted when empty.
     pub disallowed_tools: Vec<String>,
+    /// Its `isActive` at registration (`None`: not written, as the reference
+    /// does). An in-process teamhost teammate starts recorded idle, so its
+    /// first short turn needs no config write.
+    pub is_active: Option<bool>,
 }
 
 impl Team {
@@ -303,7 +307,7 @@ impl Team {
                 mode: new.mode,
                 allowed_tools: Some(new.allowed_tools).filter(|v| !v.is_empty()),
                 disallowed_tools: Some(new.disallowed_tools).filter(|v| !v.is_empty()),
-                is_active: None,
+                is_active: new.is_active,
                 extra: Map::new(),
             };
             config.members.push(Arc::new(member.clone()));

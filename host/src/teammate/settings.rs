@@ -109,6 +109,7 @@ impl TeammateSettings {
             mode: self.mode.clone(),
             allowed_tools: self.allowed_tools.clone(),
             disallowed_tools: self.disallowed_tools.clone(),
+            is_active: None,
         }
     }
 
