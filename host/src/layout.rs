@@ -60,7 +60,7 @@ pub fn is_within(path: &Path, dir: &Path) -> bool {
 }
 
 /// What a protected path is, as errors name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
     /// The team manifest (`team.toml`).
     Manifest,
@@ -121,26 +121,55 @@ pub fn home_paths(home: &Path, cache: Option<&Path>) -> Vec<Protected> {
 /// and that it is not inside a protected home (except one teammate's
 /// worktree, `{home}/worktrees/{team}/{name}`). The error names both paths and how to fix the layout.
 pub fn check(teammate: &str, dir: &Path, protected: &[Protected]) -> Result<(), String> {
-    for p in protected {
-        if is_within(&p.path, dir) {
-            return Err(format!(
-                "unsafe layout: {teammate}'s directory {} contains the {} {}; a teammate can write everything in its directory, so it could change what the host runs or reads. Move the {} out of {}, or give {teammate} a directory of its own that holds nothing else (for example work/{teammate} beside the manifest)",
-                dir.display(),
-                p.kind,
-                p.path.display(),
-                p.kind,
-                dir.display(),
-            ));
-        }
-        if p.kind == Kind::Home && is_within(dir, &p.path) && !in_a_worktree(dir, &p.path) {
-            return Err(format!(
-                "unsafe layout: {teammate}'s directory {} is inside the teamhost home {}, which holds the team's configuration, inboxes and tasks; give {teammate} a directory outside the home",
-                dir.display(),
-                p.path.display(),
-            ));
-        }
+    Checker::new(protected).check(teammate, dir)
+}
+
+/// [`check`] for many teammates against one list: every protected path is
+/// resolved once, each teammate's directory once, and the rest is compared
+/// in memory (a thousand teammates cost a thousand resolutions, not a
+/// million).
+#[derive(Debug, Clone)]
+pub struct Checker {
+    /// Each protected path with its canonical form (duplicates dropped).
+    protected: Vec<(Protected, PathBuf)>,
+}
+
+impl Checker {
+    /// Resolves `protected` once.
+    pub fn new(protected: &[Protected]) -> Checker {
+        let mut seen = std::collections::HashSet::new();
+        let protected = protected
+            .iter()
+            .filter(|p| seen.insert((p.kind, p.path.clone())))
+            .map(|p| (p.clone(), canonical(&p.path)))
+            .collect();
+        Checker { protected }
     }
-    Ok(())
+
+    /// [`check`] for one teammate.
+    pub fn check(&self, teammate: &str, dir: &Path) -> Result<(), String> {
+        let dir_c = canonical(dir);
+        for (p, path_c) in &self.protected {
+            if path_c.starts_with(&dir_c) {
+                return Err(format!(
+                    "unsafe layout: {teammate}'s directory {} contains the {} {}; a teammate can write everything in its directory, so it could change what the host runs or reads. Move the {} out of {}, or give {teammate} a directory of its own that holds nothing else (for example work/{teammate} beside the manifest)",
+                    dir.display(),
+                    p.kind,
+                    p.path.display(),
+                    p.kind,
+                    dir.display(),
+                ));
+            }
+            if p.kind == Kind::Home && dir_c.starts_with(path_c) && !in_a_worktree(dir, &p.path) {
+                return Err(format!(
+                    "unsafe layout: {teammate}'s directory {} is inside the teamhost home {}, which holds the team's configuration, inboxes and tasks; give {teammate} a directory outside the home",
+                    dir.display(),
+                    p.path.display(),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Whether `dir` is one teammate's worktree of the home (or inside one):

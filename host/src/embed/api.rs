@@ -80,6 +80,10 @@ impl Default for HostOptions {
     }
 }
 
+/// Shutdown requests written at once: enough to overlap their syncs, few
+/// enough not to queue hundreds of threads on one directory's lock.
+const SHUTDOWN_REQUESTS_AT_ONCE: usize = 32;
+
 /// What [`Host::shutdown_team`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ShutdownReport {
@@ -400,17 +404,22 @@ impl Host {
         // Every request at once: each is its own inbox's write, so they
         // proceed in parallel instead of one synced write after another.
         let mut sending = tokio::task::JoinSet::new();
+        let at_once = Arc::new(tokio::sync::Semaphore::new(SHUTDOWN_REQUESTS_AT_ONCE));
         for name in &running {
             let (team, lead, name) = (team.clone(), lead.clone(), name.clone());
             let reason = reason.to_string();
+            let slot = at_once.clone().acquire_owned().await;
             sending.spawn_blocking(move || {
+                let _slot = slot;
                 let request = ShutdownRequest::new(&name, &lead, Some(reason));
                 team.send(&name, OutgoingMessage::new(&lead, request.to_text()))
             });
         }
+        let started = std::time::Instant::now();
         while let Some(sent) = sending.join_next().await {
             sent.map_err(|e| Error::Invalid(format!("sending a shutdown request panicked: {e}")))??;
         }
+        tracing::debug!(team = %team.name(), teammates = running.len(), took = ?started.elapsed(), "shutdown requests sent");
         let deadline = tokio::time::Instant::now() + timeout;
         let mut report = ShutdownReport::default();
         for name in &running {
@@ -427,6 +436,7 @@ impl Host {
                 report.killed.push(name.clone());
             }
         }
+        tracing::debug!(team = %team.name(), took = ?started.elapsed(), "every teammate stopped");
         Ok(report)
     }
 

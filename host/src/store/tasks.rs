@@ -488,6 +488,18 @@ impl Team {
                 .as_deref()
                 .is_some_and(|o| o == name || o == agent_id)
         };
+        // Most teammates leave owning nothing: then no locked pass at all.
+        // (A task assigned to it from now on races its leaving either way.)
+        if !self
+            .list_tasks()?
+            .iter()
+            .any(|t| owned(t) && t.status != TaskStatus::Completed)
+        {
+            return Ok(Unassigned {
+                notification: unassign_notification(name, terminated, &tasks),
+                tasks,
+            });
+        }
         self.backend().update_tasks(self.name(), &mut |txn| {
             tasks.clear();
             // Only the tasks it owns are touched (each re-checked under its

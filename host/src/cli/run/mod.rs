@@ -116,9 +116,10 @@ fn prepare_dirs(
     let mut protected = crate::layout::home_paths(home, None);
     protected.extend(m.protected_paths(file));
     protected.extend(models.protected().iter().cloned());
+    let checker = crate::layout::Checker::new(&protected);
     for t in &m.teammates {
         if t.isolation == crate::manifest::IsolationSpec::None {
-            crate::layout::check(&t.name, &t.cwd, &protected).map_err(anyhow::Error::msg)?;
+            checker.check(&t.name, &t.cwd).map_err(anyhow::Error::msg)?;
         }
     }
     for t in m.teammates.iter().filter(|t| t.cwd_is_default) {

@@ -37,7 +37,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use self::atomic::{read_json, read_json_for_update, write_json};
+use self::atomic::{
+    empty_array_in_place, read_array, read_array_for_update, read_json, write_json,
+    write_json_locked,
+};
 use self::lock::with_lock;
 pub use self::lock::LockOptions;
 pub use self::paths::{Home, TeamPaths, HOME_ENV};
@@ -181,7 +184,7 @@ impl TeamStore for FileStore {
                 };
                 let (config, changed) = batch(config)?;
                 if changed {
-                    write_json(&path, &config)?;
+                    write_json_locked(&path, &config)?;
                     self.config_cache.wrote(&path, config);
                 }
                 Ok(())
@@ -208,10 +211,10 @@ impl TeamStore for FileStore {
         // write for all of them (`combine.rs`).
         self.inboxes.update(&path, &mut append, |batch| {
             with_lock(&path, &self.lock, "an inbox append", || {
-                let inbox: Vec<InboxMessage> = read_json_for_update(&path)?.unwrap_or_default();
+                let inbox: Vec<InboxMessage> = read_array_for_update(&path)?;
                 let (inbox, changed) = batch(inbox)?;
                 if changed {
-                    write_json(&path, &inbox)?;
+                    write_json_locked(&path, &inbox)?;
                 }
                 Ok(())
             })
@@ -219,7 +222,7 @@ impl TeamStore for FileStore {
     }
 
     fn read_inbox(&self, team: &str, agent: &str) -> Result<Vec<InboxMessage>> {
-        Ok(read_json(&self.paths(team)?.inbox(agent)?)?.unwrap_or_default())
+        read_array(&self.paths(team)?.inbox(agent)?)
     }
 
     fn take_from_inbox(
@@ -231,10 +234,10 @@ impl TeamStore for FileStore {
         let paths = self.paths(team)?;
         let (path, history) = (paths.inbox(agent)?, paths.history(agent)?);
         with_lock(&path, &self.lock, "taking from an inbox", || {
-            let inbox: Vec<InboxMessage> = match read_json_for_update(&path)? {
-                Some(v) => v,
-                None => return Ok(Vec::new()),
-            };
+            if !path.exists() {
+                return Ok(Vec::new());
+            }
+            let inbox: Vec<InboxMessage> = read_array_for_update(&path)?;
             let (mut gone, mut keep, mut taken) = (Vec::new(), Vec::new(), Vec::new());
             for m in inbox {
                 if m.read {
@@ -249,8 +252,14 @@ impl TeamStore for FileStore {
                 return Ok(taken);
             }
             gone.extend(taken.iter().cloned());
+            // The history first, synced: from here the entries are kept
+            // whatever happens to the inbox's rewrite.
             history::append(&history, &consumed_now(&gone))?;
-            write_json(&path, &keep)?;
+            if keep.is_empty() {
+                empty_array_in_place(&path)?;
+            } else {
+                write_json_locked(&path, &keep)?;
+            }
             Ok(taken)
         })
     }

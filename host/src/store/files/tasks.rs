@@ -8,7 +8,7 @@
 //! neither another teamhost process nor a Claude Code process can
 //! interleave. A pass runs its change once.
 
-use super::atomic::{read_json_or_move_aside, write_atomic, write_json};
+use super::atomic::{read_json_or_move_aside, swap_path, write_atomic, write_json_locked};
 use super::lock::{with_lock, LockOptions};
 use super::paths::TeamPaths;
 use super::task_cache::TaskCaches;
@@ -77,7 +77,9 @@ impl TaskTxn for FileTasks<'_> {
 
     fn put(&mut self, task: &Task) -> Result<()> {
         let path = self.paths.task(&task.id)?;
-        with_lock(&path, self.lock, "a task write", || write_json(&path, task))
+        with_lock(&path, self.lock, "a task write", || {
+            write_json_locked(&path, task)
+        })
     }
 
     fn modify(
@@ -91,7 +93,7 @@ impl TaskTxn for FileTasks<'_> {
                 return Ok(None);
             };
             if f(&mut task)? {
-                write_json(&path, &task)?;
+                write_json_locked(&path, &task)?;
             }
             Ok(Some(task))
         })
@@ -103,16 +105,17 @@ impl TaskTxn for FileTasks<'_> {
             write_atomic(&self.paths.highwatermark(), n.to_string().as_bytes())?;
         }
         let path = self.paths.task(id)?;
-        with_lock(
-            &path,
-            self.lock,
-            "a task deletion",
-            || match std::fs::remove_file(&path) {
-                Ok(()) => Ok(()),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                Err(e) => Err(Error::io("remove", &path, e)),
-            },
-        )
+        with_lock(&path, self.lock, "a task deletion", || {
+            // The staged previous version goes too.
+            for file in [swap_path(&path), path.clone()] {
+                match std::fs::remove_file(&file) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(Error::io("remove", &file, e)),
+                }
+            }
+            Ok(())
+        })
     }
 }
 
