@@ -371,6 +371,9 @@ fn idle_crowd(base: &Path, count: usize) {
         host.wait_idle("idle").await.unwrap();
         let took = t.elapsed();
         let after = rss_kib();
+        if std::env::var_os("SCALE_SMAPS").is_some() {
+            print_smaps();
+        }
         host.delete_team("idle").await.unwrap();
         (before, after, spawned, took)
     });
@@ -386,6 +389,35 @@ fn idle_crowd(base: &Path, count: usize) {
         (after - before) as f64 / spawned.max(1) as f64
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Resident memory by mapping kind (`SCALE_SMAPS=1`): where idle teammates'
+/// memory is.
+fn print_smaps() {
+    let text = std::fs::read_to_string("/proc/self/smaps").unwrap_or_default();
+    let mut by: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+    let mut current = String::new();
+    for line in text.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if first.contains('-') && first.chars().next().is_some_and(|c| c.is_ascii_hexdigit()) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (a, b) = first.split_once('-').unwrap();
+            let size = u64::from_str_radix(b, 16).unwrap_or(0) - u64::from_str_radix(a, 16).unwrap_or(0);
+            current = match fields.get(5) {
+                Some(name) => name.to_string(),
+                None => format!("[anon {} MiB]", size >> 20),
+            };
+            by.entry(current.clone()).or_default().1 += 1;
+        } else if let Some(v) = line.strip_prefix("Rss:") {
+            let kib: u64 = v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
+            by.entry(current.clone()).or_default().0 += kib;
+        }
+    }
+    let mut v: Vec<_> = by.into_iter().collect();
+    v.sort_by(|a, b| b.1 .0.cmp(&a.1 .0));
+    for (name, (kib, n)) in v.iter().take(15) {
+        eprintln!("{kib:>9} KiB  {n:>6} maps  {name}");
+    }
 }
 
 // --- wake: send → turn start in another process ----------------------------

@@ -75,7 +75,7 @@ impl ToolBox {
         input: &BashInput,
         confinement: Confinement,
     ) -> Result<BashOutput, ToolError> {
-        let enforcement = self.landlock.enforcement();
+        let (enforcement, ruleset) = self.landlock.ready(&self.dir);
         if let (Confinement::Required, Enforcement::Unconfined { reason }) =
             (confinement, &enforcement)
         {
@@ -150,7 +150,7 @@ impl ToolBox {
         let mut plan = ChildPlan {
             dir: self.dir.as_fd().as_raw_fd(),
             dir_path: dir_path.as_ptr(),
-            ruleset: self.landlock.raw_fd(),
+            ruleset,
             namespaces: namespaced,
             cgroup_procs: [-1; 2],
             cgroups: 0,

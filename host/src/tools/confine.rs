@@ -119,16 +119,21 @@ pub enum Enforcement {
     },
 }
 
-/// The prepared rule set (its descriptor), or why there is none.
+/// The rule set (its descriptor), built for the teammate's directory at its
+/// first Bash call — most teammates never run Bash, and a rule set is a
+/// descriptor and kernel memory held for the teammate's life — or why there
+/// is none.
 #[derive(Debug)]
 pub(crate) struct Landlock {
-    ruleset: Option<OwnedFd>,
-    enforcement: Enforcement,
+    /// Built on first use; `Err`: why building failed.
+    ruleset: std::sync::OnceLock<Result<OwnedFd, String>>,
+    /// What the kernel offers, as probed when the tool box opened.
+    probed: Enforcement,
 }
 
 impl Landlock {
-    /// Probes the kernel and builds the rule set for `dir`.
-    pub(crate) fn prepare(dir: &Dir) -> Landlock {
+    /// Probes the kernel (cheap; the rule set waits for [`Self::ready`]).
+    pub(crate) fn prepare() -> Landlock {
         let abi = kernel_abi();
         if abi < MIN_ABI {
             let reason = if abi <= 0 {
@@ -148,37 +153,61 @@ impl Landlock {
                     .to_owned(),
             );
         }
-        match build(dir, abi) {
-            Ok(created) => Landlock {
-                ruleset: created.into(),
-                enforcement: Enforcement::Landlock {
-                    abi,
-                    network: abi >= 4,
-                    scoped: abi >= 6,
-                    seccomp: true,
-                    namespaces: namespaces(),
-                    cgroup: cgroup::kind(),
-                },
+        Landlock {
+            ruleset: std::sync::OnceLock::new(),
+            probed: Enforcement::Landlock {
+                abi,
+                network: abi >= 4,
+                scoped: abi >= 6,
+                seccomp: true,
+                namespaces: namespaces(),
+                cgroup: cgroup::kind(),
             },
-            Err(e) => Landlock::unconfined(format!("building the Landlock rule set failed: {e}")),
         }
     }
 
     fn unconfined(reason: String) -> Landlock {
         Landlock {
-            ruleset: None,
-            enforcement: Enforcement::Unconfined { reason },
+            ruleset: std::sync::OnceLock::new(),
+            probed: Enforcement::Unconfined { reason },
         }
     }
 
-    /// What a child gets.
+    /// What a child gets, as far as known (the rule set may still fail to
+    /// build at the first Bash call; [`Self::ready`] then says so).
     pub(crate) fn enforcement(&self) -> Enforcement {
-        self.enforcement.clone()
+        match (&self.probed, self.ruleset.get()) {
+            (Enforcement::Landlock { .. }, Some(Err(reason))) => Enforcement::Unconfined {
+                reason: reason.clone(),
+            },
+            (probed, _) => probed.clone(),
+        }
     }
 
-    /// The rule set's descriptor, for [`enter`].
-    pub(crate) fn raw_fd(&self) -> Option<RawFd> {
-        self.ruleset.as_ref().map(AsRawFd::as_raw_fd)
+    /// Builds the rule set for `dir` if it is not built yet, and returns
+    /// what a child gets with its descriptor (none when unconfined).
+    pub(crate) fn ready(&self, dir: &Dir) -> (Enforcement, Option<RawFd>) {
+        let Enforcement::Landlock { abi, .. } = self.probed else {
+            return (self.probed.clone(), None);
+        };
+        let built = self.ruleset.get_or_init(|| {
+            build(dir, abi)
+                .map(|created| {
+                    let fd: Option<OwnedFd> = created.into();
+                    fd.ok_or_else(|| "the kernel made no Landlock rule set".to_owned())
+                })
+                .map_err(|e| format!("building the Landlock rule set failed: {e}"))
+                .and_then(|r| r)
+        });
+        match built {
+            Ok(fd) => (self.probed.clone(), Some(fd.as_raw_fd())),
+            Err(reason) => (
+                Enforcement::Unconfined {
+                    reason: reason.clone(),
+                },
+                None,
+            ),
+        }
     }
 }
 

@@ -254,7 +254,7 @@ impl ToolBox {
             context: format!("open the capability directory {}", root.display()),
             source: e,
         })?;
-        let landlock = Landlock::prepare(&dir);
+        let landlock = Landlock::prepare();
         Ok(ToolBox {
             dir,
             root,
