@@ -55,7 +55,11 @@ fn main() {
         spawn_growth(base.path(), if quick { 200 } else { 1000 });
     }
     if on("idle") {
-        idle_crowd(base.path(), if quick { 1000 } else { 10_000 });
+        let count = std::env::var("TEAMHOST_SCALE_IDLE")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(if quick { 1000 } else { 10_000 });
+        idle_crowd(base.path(), count);
     }
     if on("wake") {
         wake(base.path(), if quick { 30 } else { 100 });
@@ -374,6 +378,9 @@ fn idle_crowd(base: &Path, count: usize) {
         if std::env::var_os("SCALE_SMAPS").is_some() {
             print_smaps();
         }
+        if std::env::var_os("SCALE_MAPS").is_some() {
+            let _ = std::fs::copy("/proc/self/maps", "/tmp/scale-maps.txt");
+        }
         host.delete_team("idle").await.unwrap();
         (before, after, spawned, took)
     });
@@ -402,7 +409,8 @@ fn print_smaps() {
         if first.contains('-') && first.chars().next().is_some_and(|c| c.is_ascii_hexdigit()) {
             let fields: Vec<&str> = line.split_whitespace().collect();
             let (a, b) = first.split_once('-').unwrap();
-            let size = u64::from_str_radix(b, 16).unwrap_or(0) - u64::from_str_radix(a, 16).unwrap_or(0);
+            let size =
+                u64::from_str_radix(b, 16).unwrap_or(0) - u64::from_str_radix(a, 16).unwrap_or(0);
             current = match fields.get(5) {
                 Some(name) => name.to_string(),
                 None => format!("[anon {} MiB]", size >> 20),

@@ -44,6 +44,8 @@ impl Runtime {
         let mut config = Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(true);
+        // Fiber stacks whose pages go back to the kernel between turns.
+        config.with_host_stack(Arc::new(super::stacks::TrimmingStacks));
         let engine = Engine::new(&config)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;

@@ -40,6 +40,8 @@ pub struct Instance {
     /// Time the turn waited on the model, left out of `wall`.
     model_clock: std::sync::Arc<crate::model::ModelClock>,
     memory: usize,
+    /// Where the store's fiber stack is: trimmed after every call.
+    stack: std::sync::Arc<super::stacks::StackSlot>,
 }
 
 impl Instance {
@@ -106,13 +108,16 @@ impl Instance {
         });
         let wall = config.limits.wall_per_turn;
         let memory = config.limits.memory_bytes;
-        let bindings = pre.instantiate_async(&mut store).await?;
+        let stack = std::sync::Arc::new(super::stacks::StackSlot::default());
+        let bindings = stack.scope(pre.instantiate_async(&mut store)).await?;
+        stack.park();
         Ok(Instance {
             store,
             bindings,
             wall,
             model_clock,
             memory,
+            stack,
         })
     }
 
@@ -132,11 +137,22 @@ impl Instance {
         self.store.data().agent.model.client.start_turn();
         self.model_clock.reset();
         let (wall, clock) = (self.wall, self.model_clock.clone());
+        let stack = self.stack.clone();
+        stack.unpark().map_err(|e| {
+            anyhow::anyhow!(
+                "cannot map the teammate's stack for its turn ({e}); the process may have \
+                 reached vm.max_map_count: raise it (sysctl vm.max_map_count) or run fewer \
+                 teammates per process"
+            )
+        })?;
         let call = self
             .bindings
             .teamhost_agent_handler()
             .call_handle_turn(&mut self.store, turn);
-        match within_wall(wall, &clock, call).await {
+        let ended = within_wall(wall, &clock, stack.scope(call)).await;
+        // No frame is live on the stack now: its pages go back (stacks.rs).
+        self.stack.park();
+        match ended {
             Err(_) => anyhow::bail!(
                 "wall-time limit: the turn took longer than {:?} (wall_per_turn), not counting {:?} waiting on the model",
                 wall,
@@ -144,6 +160,8 @@ impl Instance {
             ),
             Ok(Ok(outcome)) => {
                 self.check_disk().await?;
+                // Idle from here: no descriptor held for it meanwhile.
+                self.store.data().agent.fixed.tools.release_dir();
                 Ok(outcome)
             }
             Ok(Err(trap)) => {

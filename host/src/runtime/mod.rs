@@ -19,6 +19,7 @@ mod instance;
 mod interfaces;
 mod pending_take;
 mod permissions;
+mod stacks;
 mod state;
 
 pub use crate::sandbox::DirAccess;

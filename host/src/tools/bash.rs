@@ -75,7 +75,8 @@ impl ToolBox {
         input: &BashInput,
         confinement: Confinement,
     ) -> Result<BashOutput, ToolError> {
-        let (enforcement, ruleset) = self.landlock.ready(&self.dir);
+        let dir = self.dir.get()?;
+        let (enforcement, ruleset) = self.landlock.ready(&dir);
         if let (Confinement::Required, Enforcement::Unconfined { reason }) =
             (confinement, &enforcement)
         {
@@ -148,7 +149,7 @@ impl ToolBox {
             ToolError::Invalid("the capability directory's path contains NUL".to_owned())
         })?;
         let mut plan = ChildPlan {
-            dir: self.dir.as_fd().as_raw_fd(),
+            dir: dir.as_fd().as_raw_fd(),
             dir_path: dir_path.as_ptr(),
             ruleset,
             namespaces: namespaced,

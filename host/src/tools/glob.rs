@@ -71,10 +71,10 @@ impl ToolBox {
         let start = base.join(pattern.literal_prefix());
         if start != base {
             // `path` must exist; the pattern's own directories need not.
-            self.dir
-                .metadata(cap_path(&base))
+            let dir = self.dir.get()?;
+            dir.metadata(cap_path(&base))
                 .map_err(|e| ToolError::io("search", &base, e))?;
-            if !self.dir.exists(&start) {
+            if !dir.exists(&start) {
                 return Ok(GlobOutput {
                     paths: Vec::new(),
                     truncated: false,
@@ -115,8 +115,8 @@ impl ToolBox {
             budget: self.limits.max_walk_entries,
             exhausted: false,
         };
-        let meta = self
-            .dir
+        let root = self.dir.get()?;
+        let meta = root
             .metadata(cap_path(start))
             .map_err(|e| ToolError::io("search", start, e))?;
         if !meta.is_dir() {
@@ -125,8 +125,7 @@ impl ToolBox {
             }
             return Ok(walked);
         }
-        let dir = self
-            .dir
+        let dir = root
             .open_dir(cap_path(start))
             .map_err(|e| ToolError::io("search", start, e))?;
         let mut rel = start.to_path_buf();

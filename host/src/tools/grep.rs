@@ -230,7 +230,7 @@ impl Search<'_> {
     /// The file's text, or `None` (and counted as skipped) when it is a
     /// symlink, unreadable, too big or binary.
     fn load(&mut self, rel: &Path, is_root: bool) -> Option<String> {
-        let dir = &self.tb.dir;
+        let dir = self.tb.dir.get().ok()?;
         let meta = dir.symlink_metadata(rel).ok()?;
         if meta.is_symlink() && !is_root {
             return None;

@@ -86,10 +86,11 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
-use cap_std::ambient_authority;
-use cap_std::fs::{Dir, File, OpenOptions, OpenOptionsExt};
+use cap_std::fs::{File, OpenOptions, OpenOptionsExt};
 
 use confine::Landlock;
+
+mod dir_handle;
 
 /// Sizes and times that bound every tool call. See the module docs for the
 /// table of defaults.
@@ -229,7 +230,8 @@ pub(crate) fn cap_path(rel: &Path) -> &Path {
 /// spawn; every call goes through the [`Dir`] it holds.
 #[derive(Debug)]
 pub struct ToolBox {
-    dir: Dir,
+    /// The directory's descriptor, let go while the teammate idles.
+    dir: dir_handle::DirHandle,
     /// The directory, canonical.
     root: PathBuf,
     /// The directory as given to [`ToolBox::open`], made absolute (absolute
@@ -250,10 +252,7 @@ impl ToolBox {
             context: format!("open the capability directory {}", dir.display()),
             source: e,
         })?;
-        let dir = Dir::open_ambient_dir(&root, ambient_authority()).map_err(|e| ToolError::Io {
-            context: format!("open the capability directory {}", root.display()),
-            source: e,
-        })?;
+        let dir = dir_handle::DirHandle::open(&root)?;
         let landlock = Landlock::prepare();
         Ok(ToolBox {
             dir,
@@ -267,6 +266,12 @@ impl ToolBox {
     /// The capability directory, canonical.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Lets the directory's descriptor go until the next call needs it
+    /// (the teammate is idle: see `dir_handle.rs`).
+    pub fn release_dir(&self) {
+        self.dir.release();
     }
 
     /// The limits this tool box applies.
@@ -288,6 +293,7 @@ impl ToolBox {
         options.read(true).custom_flags(libc::O_NONBLOCK);
         let file = self
             .dir
+            .get()?
             .open_with(cap_path(rel), &options)
             .map_err(|e| ToolError::io(op, rel, e))?;
         let meta = file.metadata().map_err(|e| ToolError::io(op, rel, e))?;

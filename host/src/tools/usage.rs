@@ -61,9 +61,14 @@ impl ToolBox {
             entries: 0,
             incomplete: false,
         };
+        let Ok(root) = self.dir.get() else {
+            // The directory cannot be opened: nothing can be measured.
+            usage.incomplete = true;
+            return usage;
+        };
         let mut queue: VecDeque<PathBuf> = VecDeque::from([PathBuf::new()]);
         while let Some(rel) = queue.pop_front() {
-            let Ok(dir) = self.dir.open_dir(cap_path(&rel)) else {
+            let Ok(dir) = root.open_dir(cap_path(&rel)) else {
                 continue;
             };
             let Ok(entries) = dir.entries() else {
@@ -98,13 +103,11 @@ impl ToolBox {
         budget: &DiskBudget,
     ) -> Result<(), ToolError> {
         let usage = self.disk_usage(budget.entries);
-        let old = self.dir.symlink_metadata(cap_path(rel)).map_or(0, |m| {
-            if m.is_file() {
-                m.len()
-            } else {
-                0
-            }
-        });
+        let old = self
+            .dir
+            .get()?
+            .symlink_metadata(cap_path(rel))
+            .map_or(0, |m| if m.is_file() { m.len() } else { 0 });
         let after = DiskUsage {
             bytes: usage.bytes.saturating_sub(old).saturating_add(new_len),
             ..usage

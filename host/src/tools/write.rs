@@ -74,17 +74,16 @@ impl ToolBox {
                 "the teammate's directory itself is not a file".to_owned(),
             ));
         };
-        let (target, existing) = match self.dir.symlink_metadata(rel) {
+        let dir = self.dir.get()?;
+        let (target, existing) = match dir.symlink_metadata(rel) {
             Ok(meta) if meta.is_dir() => {
                 return Err(ToolError::Invalid(format!("{} is a directory", show(rel))))
             }
             Ok(meta) if meta.is_symlink() => {
-                let target = self
-                    .dir
+                let target = dir
                     .canonicalize(rel)
                     .map_err(|e| ToolError::io("resolve", rel, e))?;
-                let meta = self
-                    .dir
+                let meta = dir
                     .metadata(&target)
                     .map_err(|e| ToolError::io("resolve", rel, e))?;
                 if meta.is_dir() {
@@ -98,8 +97,7 @@ impl ToolBox {
         };
         let parent = target.parent().unwrap_or(Path::new(""));
         if !parent.as_os_str().is_empty() {
-            self.dir
-                .create_dir_all(parent)
+            dir.create_dir_all(parent)
                 .map_err(|e| ToolError::io("create the directory", parent, e))?;
         }
 
@@ -109,18 +107,16 @@ impl ToolBox {
             fastrand::u64(..)
         ));
         let written = (|| {
-            let mut file = self
-                .dir
-                .open_with(&tmp, OpenOptions::new().write(true).create_new(true))?;
+            let mut file = dir.open_with(&tmp, OpenOptions::new().write(true).create_new(true))?;
             file.write_all(bytes)?;
             if let Some(meta) = &existing {
                 file.set_permissions(meta.permissions())?;
             }
             drop(file);
-            self.dir.rename(&tmp, &self.dir, &target)
+            dir.rename(&tmp, &dir, &target)
         })();
         if let Err(e) = written {
-            let _ = self.dir.remove_file(&tmp);
+            let _ = dir.remove_file(&tmp);
             return Err(ToolError::io("write", &target, e));
         }
         Ok((target, existing.is_none()))

@@ -34,7 +34,9 @@ pub(crate) struct CappedLog {
 }
 
 struct Inner {
-    file: File,
+    /// Opened for each write and closed after it: an idle teammate holds no
+    /// descriptor for its log.
+    path: PathBuf,
     /// Bytes in the file.
     written: u64,
     max: u64,
@@ -61,15 +63,11 @@ impl CappedLog {
                 tracing::warn!(log = %path.display(), error = %e, "cannot rotate a full guest log");
             }
         }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .with_context(|| format!("cannot open log {}", path.display()))?;
+        let file = append(path).with_context(|| format!("cannot open log {}", path.display()))?;
         let written = file.metadata().map_or(0, |m| m.len());
         Ok(CappedLog {
             inner: Arc::new(Mutex::new(Inner {
-                file,
+                path: path.to_path_buf(),
                 written,
                 max,
                 cut: false,
@@ -87,15 +85,26 @@ impl CappedLog {
         }
         let room = inner.max.saturating_sub(inner.written);
         let fits = buf.len().min(usize::try_from(room).unwrap_or(usize::MAX));
-        if fits > 0 && inner.file.write_all(&buf[..fits]).is_ok() {
+        let Ok(mut file) = append(&inner.path) else {
+            return;
+        };
+        if fits > 0 && file.write_all(&buf[..fits]).is_ok() {
             inner.written += fits as u64;
         }
         if fits < buf.len() {
             inner.cut = true;
             let note = cut_note(inner.max);
-            let _ = inner.file.write_all(note.as_bytes());
+            let _ = file.write_all(note.as_bytes());
         }
     }
+}
+
+/// Opens `path` for appending, creating it.
+fn append(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
 }
 
 impl IsTerminal for CappedLog {
