@@ -72,6 +72,21 @@ fn members_get_unique_names_and_colours_in_join_order() {
 }
 
 #[test]
+fn a_freed_name_is_used_again_first_and_lookalike_names_do_not_count() {
+    let (_t, store) = store();
+    let team = store.team("t").unwrap();
+    team.create(NewTeam::default()).unwrap();
+    for _ in 0..4 {
+        team.add_member(member("w")).unwrap(); // w, w-2, w-3, w-4
+    }
+    team.add_member(member("w-02")).unwrap();
+    team.add_member(member("w-x")).unwrap();
+    team.remove_member("w-3").unwrap();
+    assert_eq!(team.add_member(member("w")).unwrap().name, "w-3");
+    assert_eq!(team.add_member(member("w")).unwrap().name, "w-5");
+}
+
+#[test]
 fn remove_by_id_or_name_and_unknown_names_list_the_members() {
     let (_t, store) = store();
     let team = store.team("t").unwrap();

@@ -388,14 +388,30 @@ impl Team {
 }
 
 fn unique_name(config: &TeamConfig, wanted: &str) -> String {
-    let taken = |n: &str| config.members.iter().any(|m| m.name == n);
-    if !taken(wanted) {
+    // One pass over the members, then number lookups: the thousandth `echo`
+    // of a team costs one set, not a thousand scans of a thousand names.
+    let mut plain_taken = false;
+    let mut suffixes = std::collections::HashSet::new();
+    for m in &config.members {
+        if m.name == wanted {
+            plain_taken = true;
+        } else if let Some(n) = m
+            .name
+            .strip_prefix(wanted)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .filter(|n| !n.starts_with('0'))
+            .and_then(|n| n.parse::<u64>().ok())
+        {
+            suffixes.insert(n);
+        }
+    }
+    if !plain_taken {
         return wanted.to_string();
     }
-    (2..)
-        .map(|i| format!("{wanted}-{i}"))
-        .find(|n| !taken(n))
-        .expect("an unbounded range always finds a free name")
+    let free = (2..)
+        .find(|i| !suffixes.contains(i))
+        .expect("an unbounded range always finds a free number");
+    format!("{wanted}-{free}")
 }
 
 /// The first colour of the cycle no current member has; when all are taken,
