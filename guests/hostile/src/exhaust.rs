@@ -10,6 +10,8 @@
 //! | `tool-fill PATH KIB` | `tools.write` of KIB KiB (the disk budget must refuse it in advance) |
 //! | `read PATH` | `tools.read(PATH)`: reports the size of what came back, `truncated` and `next-offset` |
 //! | `grep PATTERN` | `tools.grep` over the directory: reports the size of the text, the files and `truncated` |
+//! | `deep N` | recurses N calls deep on the native stack (small frames), then reports: the stack a later turn runs on must still work |
+//! | `recurse` | recurses until the native stack runs out (wasmtime's stack limit must trap it, never crash the host) |
 //! | `leak-sweep` | every failing call it can think of (missing, outside, denied, malformed), plus `tools.available`: each reported in full, for the test to search for host paths |
 
 use std::io::Write as _;
@@ -62,14 +64,35 @@ pub fn run(args: &[&str]) {
                 )
             });
         }
+        ["deep", n] => {
+            let n: u32 = n.parse().unwrap_or(100);
+            let reached = dive(n);
+            report("exhaust/deep", true, format!("reached {reached}"));
+        }
+        ["recurse"] => {
+            report("exhaust/start", true, "recursing without end");
+            let reached = dive(u32::MAX);
+            report("exhaust/recurse", true, format!("returned from {reached}?"));
+        }
         ["leak-sweep"] => leak_sweep(),
         _ => report(
             "exhaust",
             false,
             "usage: open-many N | print MIB | fill PATH MIB | tool-fill PATH KIB | read PATH | \
-             grep PATTERN | leak-sweep",
+             grep PATTERN | deep N | recurse | leak-sweep",
         ),
     }
+}
+
+/// Recurses `left` calls deep (not a loop: each call adds to the result
+/// after it returns); returns the depth. Small frames, so the native stack
+/// runs out, not the shadow stack in linear memory.
+#[inline(never)]
+fn dive(left: u32) -> u32 {
+    if std::hint::black_box(left) == 0 {
+        return 0;
+    }
+    std::hint::black_box(1) + dive(left - 1)
 }
 
 /// Opens one file again and again, keeping every descriptor.

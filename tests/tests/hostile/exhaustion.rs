@@ -8,7 +8,7 @@ use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::sandbox_support::{hostile_request, step, steps, wait_done, Arena};
+use crate::sandbox_support::{hostile_request, step, steps, wait_done, Arena, Step};
 
 /// The host process's peak resident memory (`VmHWM`), in bytes.
 fn peak_rss() -> u64 {
@@ -117,6 +117,50 @@ async fn a_guest_opening_descriptors_in_a_loop_is_stopped_at_the_cap() {
     assert!(
         got.iter().all(|s| s.step != "exhaust/open-many"),
         "the loop should not have finished: {got:#?}"
+    );
+    a.assert_contained().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_that_recurses_without_end_is_stopped_and_deep_stacks_work_turn_after_turn() {
+    let a = Arena::new("exhaust-stack").await;
+    let mut events = a.f.host.events();
+    // A deep but finite dive, twice: the stack given back after the first
+    // turn (runtime/stacks.rs) must carry the second.
+    let diver = a
+        .spawn(hostile_request(
+            "diver",
+            "exhaust deep 5000",
+            &a.dir("diver"),
+            "default",
+        ))
+        .await;
+    a.f.host
+        .send_as_lead(a.f.team.name(), &diver, "exhaust deep 5000", None)
+        .unwrap();
+    let got = wait_done(&a.f, &diver, "exhaust", 2).await;
+    let dives: Vec<&Step> = got.iter().filter(|s| s.step == "exhaust/deep").collect();
+    assert_eq!(dives.len(), 2, "{got:#?}");
+    assert!(
+        dives.iter().all(|s| s.ok() && s.detail == "reached 5000"),
+        "{got:#?}"
+    );
+    // Without end: a trap for this teammate only.
+    let name = a
+        .spawn(hostile_request(
+            "diver2",
+            "exhaust recurse",
+            &a.dir("diver2"),
+            "default",
+        ))
+        .await;
+    let reason = a.failure(&mut events, &name).await;
+    assert!(reason.contains("call stack exhausted"), "{reason}");
+    assert!(
+        steps(&a.f, &name)
+            .iter()
+            .all(|s| s.step != "exhaust/recurse"),
+        "the dive never returned"
     );
     a.assert_contained().await;
 }
