@@ -354,27 +354,64 @@ fn store_growth(base: &Path) {
 fn idle_crowd(base: &Path, count: usize) {
     let dir = base.join("idle");
     std::fs::create_dir_all(dir.join("work")).unwrap();
-    let (before, after, spawned, took) = runtime().block_on(async {
+    let (before, after, idle, spawned, took) = runtime().block_on(async {
         let host = Host::new(Home::new(dir.join("home"))).unwrap();
         host.create_team("idle", NewTeam::default()).unwrap();
         host.runtime()
             .prepare(Path::new(teamhost_tests::ECHO))
             .unwrap();
+        // The lead reads its inbox as a lead does (each echo greets it), so
+        // the inbox stays short.
+        let lead_reads = {
+            let (team, mut events) = (host.team("idle").unwrap(), host.events());
+            tokio::spawn(async move {
+                loop {
+                    match events.recv().await {
+                        Ok(teamhost::embed::Event::InboxChanged { agent, .. })
+                            if agent == "team-lead" =>
+                        {
+                            let team = team.clone();
+                            let _ =
+                                tokio::task::spawn_blocking(move || team.take_unread("team-lead"))
+                                    .await;
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                        _ => {}
+                    }
+                }
+            })
+        };
         let before = rss_kib();
         let t = Instant::now();
-        let mut spawned = 0;
+        // 16 at a time, as `teamhost run` starts a team: registrations share
+        // config writes.
+        let gate = Arc::new(tokio::sync::Semaphore::new(16));
+        let mut spawning = tokio::task::JoinSet::new();
         for _ in 0..count {
-            match host.spawn("idle", echo_request(&dir.join("work"))).await {
+            let (host, gate, work) = (host.clone(), gate.clone(), dir.join("work"));
+            spawning.spawn(async move {
+                let _slot = gate.acquire_owned().await;
+                host.spawn("idle", echo_request(&work)).await
+            });
+        }
+        let mut spawned = 0;
+        while let Some(done) = spawning.join_next().await {
+            match done.unwrap() {
                 Ok(_) => spawned += 1,
-                Err(e) => {
-                    eprintln!("spawn {spawned} failed: {e}");
-                    break;
-                }
+                Err(e) => eprintln!("a spawn failed: {e}"),
             }
         }
         host.wait_idle("idle").await.unwrap();
         let took = t.elapsed();
+        lead_reads.abort();
         let after = rss_kib();
+        // Idle a while, as teammates do: the blocking pool's threads that
+        // served the spawns exit after 10 s, and what stays is the cost of
+        // the idle teammates.
+        tokio::time::sleep(Duration::from_secs(15)).await;
+        // SAFETY: malloc_trim has no preconditions.
+        unsafe { libc::malloc_trim(0) };
+        let idle = rss_kib();
         if std::env::var_os("SCALE_SMAPS").is_some() {
             print_smaps();
         }
@@ -382,18 +419,21 @@ fn idle_crowd(base: &Path, count: usize) {
             let _ = std::fs::copy("/proc/self/maps", "/tmp/scale-maps.txt");
         }
         host.delete_team("idle").await.unwrap();
-        (before, after, spawned, took)
+        (before, after, idle, spawned, took)
     });
     println!();
-    println!("## {count} idle `echo` teammates in one host process (`Host::spawn`)");
+    println!("## {count} idle `echo` teammates in one host process (`Host::spawn`, 16 at a time)");
     println!();
-    println!("| spawned | time to spawn and settle | RSS added | per teammate |");
-    println!("|---:|---:|---:|---:|");
+    println!("| spawned | time to spawn and settle | RSS added, settled | per teammate | after 15 s idle | per teammate |");
+    println!("|---:|---:|---:|---:|---:|---:|");
+    let per = |kib: i64| (kib - before) as f64 / spawned.max(1) as f64;
     println!(
-        "| {spawned} | {} | {:.1} MiB | {:.1} KiB |",
+        "| {spawned} | {} | {:.1} MiB | {:.1} KiB | {:.1} MiB | {:.1} KiB |",
         fmt(took),
         (after - before) as f64 / 1024.0,
-        (after - before) as f64 / spawned.max(1) as f64
+        per(after),
+        (idle - before) as f64 / 1024.0,
+        per(idle)
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -422,7 +462,7 @@ fn print_smaps() {
         }
     }
     let mut v: Vec<_> = by.into_iter().collect();
-    v.sort_by(|a, b| b.1 .0.cmp(&a.1 .0));
+    v.sort_by_key(|b| std::cmp::Reverse(b.1 .0));
     for (name, (kib, n)) in v.iter().take(15) {
         eprintln!("{kib:>9} KiB  {n:>6} maps  {name}");
     }

@@ -522,10 +522,17 @@ impl Host {
     /// with changes are kept and listed in the report.
     pub async fn delete_team(&self, team: &str) -> Result<crate::worktree::Cleanup> {
         let t = self.team(team)?;
+        // All at once: each leaves the team through the store, and leaving
+        // together they share the config's writes (group commit).
+        let mut killing = tokio::task::JoinSet::new();
         for info in self.teammates(t.name()) {
             if !info.state.is_finished() {
-                self.kill(t.name(), &info.name).await?;
+                let (host, team) = (self.clone(), t.name().to_string());
+                killing.spawn(async move { host.kill(&team, &info.name).await });
             }
+        }
+        while let Some(killed) = killing.join_next().await {
+            killed.map_err(|e| Error::Invalid(format!("stopping a teammate panicked: {e}")))??;
         }
         let (home, timeout) = (
             self.inner.home.clone(),

@@ -99,18 +99,22 @@ impl Runner {
     /// Runs until the teammate approves a shutdown, fails, or is killed, and
     /// returns its final state.
     pub async fn run(mut self) -> TeammateState {
-        self.lifecycle_hooks(true).await;
+        Box::pin(self.lifecycle_hooks(true)).await;
         let final_state = self.run_loop().await;
         // Before the teammate counts as gone: whoever waits for its end
         // (shutdown, delete, `run`'s summary) finds its usage written.
         if let Some(at_end) = self.instance.agent().model.at_end.take() {
-            at_end.run().await;
+            Box::pin(at_end.run()).await;
         }
         self.set_state(final_state.clone());
-        self.lifecycle_hooks(false).await;
+        Box::pin(self.lifecycle_hooks(false)).await;
         final_state
     }
 
+    /// The loop's own future stays small — what an idle teammate's task
+    /// holds is the wait for its next turn — so every longer step (the turn,
+    /// notifications, hooks, endings) is awaited in a box of its own, which
+    /// exists only while that step runs.
     async fn run_loop(&mut self) -> TeammateState {
         // A turn a TeammateIdle hook asked for, instead of going idle.
         let mut kept_working: Option<poll::Found> = None;
@@ -122,7 +126,7 @@ impl Runner {
                 Some(f) => f,
                 None => match self.wait_for_turn().await {
                     Some(f) => f,
-                    None => return self.stop_killed().await,
+                    None => return Box::pin(self.stop_killed()).await,
                 },
             };
             let turn = found.turn;
@@ -135,7 +139,7 @@ impl Runner {
                 ));
             }
             if let Some(first) = turn.messages.first() {
-                self.apply_plan_answer(first).await;
+                Box::pin(self.apply_plan_answer(first)).await;
             }
             if let Some(id) = found.shutdown_request {
                 self.instance
@@ -157,29 +161,29 @@ impl Runner {
                 kind: kind_name(&turn.kind).into(),
             });
             self.links.turns.fetch_add(1, Ordering::Relaxed);
-            let result = self.instance.handle_turn(&turn).await;
+            let result = Box::pin(self.instance.handle_turn(&turn)).await;
             // The message is consumed before anything follows the turn.
-            self.instance.agent().coordination.settle_take().await;
+            Box::pin(self.instance.agent().coordination.settle_take()).await;
             let record = std::mem::take(&mut self.instance.agent().coordination.turn);
             // The `true` write, if it began, must land before anything later
             // (`false`, or the member's removal) so the config ends right.
-            let marked_active = self.finish_active_mark(active_mark).await;
+            let marked_active = Box::pin(self.finish_active_mark(active_mark)).await;
             match result {
-                Err(trap) => return self.stop_failed(format!("{trap:#}")).await,
+                Err(trap) => return Box::pin(self.stop_failed(format!("{trap:#}"))).await,
                 Ok(outcome) => {
                     if let Some(crate::runtime::ShutdownDecision::Approved { request_id }) =
                         &record.shutdown
                     {
-                        return self.stop_approved(request_id.clone()).await;
+                        return Box::pin(self.stop_approved(request_id.clone())).await;
                     }
-                    if let Some(feedback) = self.idle_hooks(&mut idle_blocks).await {
+                    if let Some(feedback) = Box::pin(self.idle_hooks(&mut idle_blocks)).await {
                         kept_working = Some(poll::hook_turn(feedback));
                         continue;
                     }
                     if marked_active || self.recorded_active != Some(false) {
-                        self.mark_active(false).await;
+                        Box::pin(self.mark_active(false)).await;
                     }
-                    self.notify_idle(&record, outcome, first_idle).await;
+                    Box::pin(self.notify_idle(&record, outcome, first_idle)).await;
                     first_idle = false;
                 }
             }

@@ -46,7 +46,25 @@ impl<D> Default for Combiners<D> {
 #[derive(Debug)]
 struct Combiner<D> {
     state: Mutex<State<D>>,
-    changed: Condvar,
+    /// Waiters for a batch to open (or for the lead to be free).
+    opened: Condvar,
+    /// The leader, waiting for the last waiter to join.
+    joined: Condvar,
+    /// Members waiting for their batch's write.
+    written_cv: Condvar,
+}
+
+/// How a batch treats its members' changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Changes {
+    /// Changes may fail (each is undone when it does, so the document is
+    /// copied before it) and may change nothing (the document is compared
+    /// with what was loaded, and not written when equal).
+    Checked,
+    /// Changes cannot fail and always change the document (appends): no
+    /// copy, no comparison — a batch of a hundred appends to a long inbox
+    /// copies nothing.
+    Appends,
 }
 
 #[derive(Debug)]
@@ -89,6 +107,7 @@ impl<D: Clone + PartialEq> Combiners<D> {
     pub(super) fn update(
         &self,
         path: &Path,
+        changes: Changes,
         change: Change<'_, D>,
         lead: impl FnOnce(&mut dyn FnMut(D) -> Result<(D, bool)>) -> Result<()>,
     ) -> Result<()> {
@@ -105,11 +124,13 @@ impl<D: Clone + PartialEq> Combiners<D> {
                         written: HashMap::new(),
                         members: 0,
                     }),
-                    changed: Condvar::new(),
+                    opened: Condvar::new(),
+                    joined: Condvar::new(),
+                    written_cv: Condvar::new(),
                 })
             })
             .clone();
-        let result = combiner.update(path, change, lead);
+        let result = combiner.update(path, changes, change, lead);
         self.forget_if_unused(path, &combiner);
         result
     }
@@ -139,6 +160,7 @@ impl<D: Clone + PartialEq> Combiner<D> {
     fn update(
         &self,
         path: &Path,
+        changes: Changes,
         change: Change<'_, D>,
         lead: impl FnOnce(&mut dyn FnMut(D) -> Result<(D, bool)>) -> Result<()>,
     ) -> Result<()> {
@@ -149,7 +171,7 @@ impl<D: Clone + PartialEq> Combiner<D> {
                 if counted {
                     s.waiting -= 1;
                 }
-                return self.join(path, s, change);
+                return self.join(path, s, changes, change);
             }
             if !s.leading {
                 if counted {
@@ -157,13 +179,13 @@ impl<D: Clone + PartialEq> Combiner<D> {
                 }
                 s.leading = true;
                 drop(s);
-                return self.lead(change, lead);
+                return self.lead(changes, change, lead);
             }
             if !counted {
                 s.waiting += 1;
                 counted = true;
             }
-            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+            s = self.opened.wait(s).unwrap_or_else(|p| p.into_inner());
         }
     }
 
@@ -172,20 +194,29 @@ impl<D: Clone + PartialEq> Combiner<D> {
         &self,
         path: &Path,
         mut s: MutexGuard<'_, State<D>>,
+        changes: Changes,
         change: Change<'_, D>,
     ) -> Result<()> {
         let batch = s.batch;
         let doc = s.doc.as_mut().expect("the batch is open");
-        let before = doc.clone();
-        let own = change(doc);
-        if own.is_err() {
-            *doc = before; // undone: the batch goes on without it
-        }
+        let own = match changes {
+            Changes::Checked => {
+                let before = doc.clone();
+                let own = change(doc);
+                if own.is_err() {
+                    *doc = before; // undone: the batch goes on without it
+                }
+                own
+            }
+            Changes::Appends => change(doc),
+        };
         s.dirty |= own.is_ok();
         s.members += 1;
-        self.changed.notify_all(); // the leader may wait for the last joiner
+        if s.waiting == 0 {
+            self.joined.notify_one(); // the leader waits for the last joiner
+        }
         while !s.written.contains_key(&batch) {
-            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+            s = self.written_cv.wait(s).unwrap_or_else(|p| p.into_inner());
         }
         let written = s.written.get_mut(&batch).expect("checked above");
         written.unread -= 1;
@@ -204,6 +235,7 @@ impl<D: Clone + PartialEq> Combiner<D> {
     /// Leads one batch through `lead`.
     fn lead(
         &self,
+        changes: Changes,
         change: Change<'_, D>,
         lead: impl FnOnce(&mut dyn FnMut(D) -> Result<(D, bool)>) -> Result<()>,
     ) -> Result<()> {
@@ -214,26 +246,32 @@ impl<D: Clone + PartialEq> Combiner<D> {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             lead(&mut |loaded: D| {
                 let mut s = lock(&self.state);
-                s.doc = Some(loaded.clone());
+                // A copy only when a failed change may have to be undone or
+                // a change may have changed nothing (`Changes`).
+                let kept = (changes == Changes::Checked).then(|| loaded.clone());
+                s.doc = Some(loaded);
                 s.dirty = false;
                 s.members = 0;
                 let batch = s.batch;
                 opened = Some(batch);
                 let first = change(s.doc.as_mut().expect("just opened"));
                 if first.is_err() {
-                    s.doc = Some(loaded.clone()); // undone
+                    // Undone (an append cannot fail).
+                    if let Some(kept) = &kept {
+                        s.doc = Some(kept.clone());
+                    }
                 }
                 s.dirty |= first.is_ok();
                 own = Some(first);
-                self.changed.notify_all();
+                self.opened.notify_all();
                 // Everyone who was waiting joins this batch; later arrivals join
                 // too while it is open, but are not waited for.
                 while s.waiting > 0 {
-                    s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+                    s = self.joined.wait(s).unwrap_or_else(|p| p.into_inner());
                 }
                 let doc = s.doc.take().expect("still open");
                 s.batch += 1;
-                let changed = s.dirty && doc != loaded;
+                let changed = s.dirty && kept.as_ref().is_none_or(|kept| doc != *kept);
                 Ok((doc, changed))
             })
         }));
@@ -267,7 +305,9 @@ impl<D: Clone + PartialEq> Combiner<D> {
             }
         }
         s.leading = false;
-        self.changed.notify_all();
+        self.written_cv.notify_all();
+        // The lead is free: one waiter takes it, the others join its batch.
+        self.opened.notify_all();
         drop(s);
         if let Some(panic) = panic {
             std::panic::resume_unwind(panic);

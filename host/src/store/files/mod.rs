@@ -174,22 +174,23 @@ impl TeamStore for FileStore {
         let path = self.paths(team)?.config();
         // With the changes other threads make at the same time: one load,
         // one synced write for all of them (`combine.rs`).
-        self.configs.update(&path, change, |batch| {
-            with_lock(&path, &self.lock, "a config update", || {
-                let Some(config) = self.config_cache.read_for_update(&path)? else {
-                    return Err(Error::TeamNotFound {
-                        team: team.to_string(),
-                        path: path.clone(),
-                    });
-                };
-                let (config, changed) = batch(config)?;
-                if changed {
-                    write_json_locked(&path, &config)?;
-                    self.config_cache.wrote(&path, config);
-                }
-                Ok(())
+        self.configs
+            .update(&path, combine::Changes::Checked, change, |batch| {
+                with_lock(&path, &self.lock, "a config update", || {
+                    let Some(config) = self.config_cache.read_for_update(&path)? else {
+                        return Err(Error::TeamNotFound {
+                            team: team.to_string(),
+                            path: path.clone(),
+                        });
+                    };
+                    let (config, changed) = batch(config)?;
+                    if changed {
+                        write_json_locked(&path, &config)?;
+                        self.config_cache.wrote(&path, config);
+                    }
+                    Ok(())
+                })
             })
-        })
     }
 
     fn delete_team(&self, team: &str) -> Result<()> {
@@ -209,16 +210,17 @@ impl TeamStore for FileStore {
         };
         // With the appends other threads make at the same time: one synced
         // write for all of them (`combine.rs`).
-        self.inboxes.update(&path, &mut append, |batch| {
-            with_lock(&path, &self.lock, "an inbox append", || {
-                let inbox: Vec<InboxMessage> = read_array_for_update(&path)?;
-                let (inbox, changed) = batch(inbox)?;
-                if changed {
-                    write_json_locked(&path, &inbox)?;
-                }
-                Ok(())
+        self.inboxes
+            .update(&path, combine::Changes::Appends, &mut append, |batch| {
+                with_lock(&path, &self.lock, "an inbox append", || {
+                    let inbox: Vec<InboxMessage> = read_array_for_update(&path)?;
+                    let (inbox, changed) = batch(inbox)?;
+                    if changed {
+                        write_json_locked(&path, &inbox)?;
+                    }
+                    Ok(())
+                })
             })
-        })
     }
 
     fn read_inbox(&self, team: &str, agent: &str) -> Result<Vec<InboxMessage>> {

@@ -58,8 +58,10 @@ fn every_change_lands_once_whatever_the_interleaving() {
                         d.push(t * 1000 + i);
                         Ok(())
                     };
-                    c.update(Path::new(PATH), &mut push, |b| disk.lead(b))
-                        .unwrap();
+                    c.update(Path::new(PATH), Changes::Checked, &mut push, |b| {
+                        disk.lead(b)
+                    })
+                    .unwrap();
                 }
             })
         })
@@ -90,7 +92,7 @@ fn blocked_leader(
             d.push(0);
             Ok(())
         };
-        c.update(Path::new(PATH), &mut push, |b| {
+        c.update(Path::new(PATH), Changes::Checked, &mut push, |b| {
             loading_tx.send(()).unwrap();
             hold.recv().unwrap(); // the load is slow
             disk.lead(b)
@@ -112,7 +114,7 @@ fn threads_queued_behind_a_leader_share_its_one_write() {
                     d.push(n);
                     Ok(())
                 };
-                c2.update(Path::new(PATH), &mut push, |b| d2.lead(b))
+                c2.update(Path::new(PATH), Changes::Checked, &mut push, |b| d2.lead(b))
             });
             until_waiting(&c, n as usize);
             h
@@ -136,7 +138,9 @@ fn a_failed_change_hurts_only_its_caller() {
     let (c2, d2) = (c.clone(), disk.clone());
     let failing = std::thread::spawn(move || {
         let mut refuse = |_: &mut Vec<u32>| Err(Error::Invalid("no such member".into()));
-        c2.update(Path::new(PATH), &mut refuse, |b| d2.lead(b))
+        c2.update(Path::new(PATH), Changes::Checked, &mut refuse, |b| {
+            d2.lead(b)
+        })
     });
     until_waiting(&c, 1);
     let (c3, d3) = (c.clone(), disk.clone());
@@ -145,7 +149,7 @@ fn a_failed_change_hurts_only_its_caller() {
             d.push(7);
             Ok(())
         };
-        c3.update(Path::new(PATH), &mut push, |b| d3.lead(b))
+        c3.update(Path::new(PATH), Changes::Checked, &mut push, |b| d3.lead(b))
     });
     until_waiting(&c, 2);
     release.send(()).unwrap();
@@ -167,7 +171,7 @@ fn a_failed_write_reaches_every_member_of_the_batch() {
             d.push(1);
             Ok(())
         };
-        c2.update(Path::new(PATH), &mut push, |b| d2.lead(b))
+        c2.update(Path::new(PATH), Changes::Checked, &mut push, |b| d2.lead(b))
     });
     until_waiting(&c, 1);
     release.send(()).unwrap();
@@ -179,11 +183,45 @@ fn a_failed_write_reaches_every_member_of_the_batch() {
 }
 
 #[test]
+fn appends_from_many_threads_queued_behind_a_leader_all_land_in_one_write() {
+    let (c, disk) = (Arc::new(Combiners::default()), Arc::new(Disk::default()));
+    let (release, leader) = blocked_leader(&c, &disk);
+    let appenders: Vec<_> = (1..=50u32)
+        .map(|n| {
+            let (c2, d2) = (c.clone(), disk.clone());
+            std::thread::spawn(move || {
+                let mut push = |d: &mut Vec<u32>| {
+                    d.push(n);
+                    Ok(())
+                };
+                c2.update(Path::new(PATH), Changes::Appends, &mut push, |b| d2.lead(b))
+            })
+        })
+        .collect();
+    until_waiting(&c, 50);
+    release.send(()).unwrap();
+    leader.join().unwrap().unwrap();
+    for a in appenders {
+        a.join().unwrap().unwrap();
+    }
+    let mut doc = disk.doc.lock().unwrap().clone();
+    doc.sort();
+    assert_eq!(doc, (0..=50).collect::<Vec<u32>>());
+    assert_eq!(
+        *disk.writes.lock().unwrap(),
+        1,
+        "fifty-one appends, one write"
+    );
+}
+
+#[test]
 fn nothing_is_written_when_no_change_changed_anything() {
     let (c, disk) = (Combiners::default(), Disk::default());
     let mut same = |_: &mut Vec<u32>| Ok(());
-    c.update(Path::new(PATH), &mut same, |b| disk.lead(b))
-        .unwrap();
+    c.update(Path::new(PATH), Changes::Checked, &mut same, |b| {
+        disk.lead(b)
+    })
+    .unwrap();
     assert_eq!(*disk.writes.lock().unwrap(), 0);
 }
 
@@ -197,7 +235,7 @@ fn a_change_that_fails_half_done_is_undone_in_the_batch() {
             d.push(99);
             Err(Error::Invalid("changed my mind".into()))
         };
-        c2.update(Path::new(PATH), &mut half, |b| d2.lead(b))
+        c2.update(Path::new(PATH), Changes::Checked, &mut half, |b| d2.lead(b))
     });
     until_waiting(&c, 1);
     release.send(()).unwrap();
@@ -214,7 +252,8 @@ fn a_change_that_fails_half_done_is_undone_in_the_batch() {
         Err(Error::Invalid("no".into()))
     };
     assert!(c
-        .update(Path::new(PATH), &mut alone, |b| disk.lead(b))
+        .update(Path::new(PATH), Changes::Checked, &mut alone, |b| disk
+            .lead(b))
         .is_err());
     assert_eq!(*disk.doc.lock().unwrap(), [0]);
     assert_eq!(*disk.writes.lock().unwrap(), 1);
