@@ -98,101 +98,125 @@ pub(crate) struct Runner {
 impl Runner {
     /// Runs until the teammate approves a shutdown, fails, or is killed, and
     /// returns its final state.
-    pub async fn run(mut self) -> TeammateState {
-        Box::pin(self.lifecycle_hooks(true)).await;
-        let final_state = self.run_loop().await;
+    pub fn run(self) -> impl std::future::Future<Output = TeammateState> + Send {
+        // The runner lives in a box of its own: an async fn would hold it
+        // twice over in its future (argument and local), and this future is
+        // what an idle teammate's task costs.
+        let mut this = Box::new(self);
+        async move {
+            Box::pin(this.lifecycle_hooks(true)).await;
+            let final_state = this.run_loop().await;
+            Box::pin(this.finish(final_state)).await
+        }
+    }
+
+    /// The teammate's end: usage written, final state announced, the end's
+    /// hooks run.
+    async fn finish(&mut self, final_state: TeammateState) -> TeammateState {
         // Before the teammate counts as gone: whoever waits for its end
         // (shutdown, delete, `run`'s summary) finds its usage written.
         if let Some(at_end) = self.instance.agent().model.at_end.take() {
-            Box::pin(at_end.run()).await;
+            at_end.run().await;
         }
         self.set_state(final_state.clone());
-        Box::pin(self.lifecycle_hooks(false)).await;
+        self.lifecycle_hooks(false).await;
         final_state
     }
 
     /// The loop's own future stays small — what an idle teammate's task
-    /// holds is the wait for its next turn — so every longer step (the turn,
-    /// notifications, hooks, endings) is awaited in a box of its own, which
-    /// exists only while that step runs.
+    /// holds while it waits is this loop, a few words, and the boxed wait
+    /// for its next turn — so the turn and everything after it run in a box
+    /// of their own (`take_turn`), which exists only while they do.
     async fn run_loop(&mut self) -> TeammateState {
-        // A turn a TeammateIdle hook asked for, instead of going idle.
-        let mut kept_working: Option<poll::Found> = None;
-        let mut idle_blocks = 0;
-        // No idle notification sent yet (for `state-changes`).
-        let mut first_idle = true;
+        let mut between = BetweenTurns {
+            kept_working: None,
+            idle_blocks: 0,
+            first_idle: true,
+        };
         loop {
-            let found = match kept_working.take() {
+            let found = match between.kept_working.take() {
                 Some(f) => f,
-                None => match self.wait_for_turn().await {
+                None => match Box::pin(self.wait_for_turn()).await {
                     Some(f) => f,
                     None => return Box::pin(self.stop_killed()).await,
                 },
             };
-            let turn = found.turn;
-            if let Some(entry) = found.take {
-                // Consumed beside the turn, finished before the turn ends.
-                self.instance.agent().coordination.pending_take = Some(PendingTake::start(
-                    self.team.clone(),
-                    self.name.clone(),
-                    entry,
-                ));
-            }
-            if let Some(first) = turn.messages.first() {
-                Box::pin(self.apply_plan_answer(first)).await;
-            }
-            if let Some(id) = found.shutdown_request {
-                self.instance
-                    .agent()
-                    .coordination
-                    .pending_shutdowns
-                    .push(id);
-                self.set_state(TeammateState::ShutdownRequested);
-            } else {
-                self.set_state(TeammateState::Active);
-            }
-            // `isActive: true` is written while the turn runs, not before it
-            // (nothing waits for it), and only once the turn has lasted
-            // `active_after`: a short turn costs no config write at all.
-            let active_mark = self.start_active_mark();
-            let _ = self.links.events.send(Event::TurnStarted {
-                team: self.team.name().into(),
-                name: self.name.clone(),
-                kind: kind_name(&turn.kind).into(),
-            });
-            self.links.turns.fetch_add(1, Ordering::Relaxed);
-            let result = Box::pin(self.instance.handle_turn(&turn)).await;
-            // The message is consumed before anything follows the turn.
-            Box::pin(self.instance.agent().coordination.settle_take()).await;
-            let record = std::mem::take(&mut self.instance.agent().coordination.turn);
-            // The `true` write, if it began, must land before anything later
-            // (`false`, or the member's removal) so the config ends right.
-            let marked_active = Box::pin(self.finish_active_mark(active_mark)).await;
-            match result {
-                Err(trap) => return Box::pin(self.stop_failed(format!("{trap:#}"))).await,
-                Ok(outcome) => {
-                    if let Some(crate::runtime::ShutdownDecision::Approved { request_id }) =
-                        &record.shutdown
-                    {
-                        return Box::pin(self.stop_approved(request_id.clone())).await;
-                    }
-                    if let Some(feedback) = Box::pin(self.idle_hooks(&mut idle_blocks)).await {
-                        kept_working = Some(poll::hook_turn(feedback));
-                        continue;
-                    }
-                    if marked_active || self.recorded_active != Some(false) {
-                        Box::pin(self.mark_active(false)).await;
-                    }
-                    Box::pin(self.notify_idle(&record, outcome, first_idle)).await;
-                    first_idle = false;
-                }
+            if let Some(end) = Box::pin(self.take_turn(found, &mut between)).await {
+                return end;
             }
         }
     }
 
+    /// One turn and what follows it: the guest's turn, the consumed message
+    /// settled, `isActive`, the idle hooks and the idle notification.
+    /// Returns the teammate's final state when the turn ended it.
+    async fn take_turn(
+        &mut self,
+        found: Box<poll::Found>,
+        between: &mut BetweenTurns,
+    ) -> Option<TeammateState> {
+        let found = *found;
+        let turn = found.turn;
+        if let Some(entry) = found.take {
+            // Consumed beside the turn, finished before the turn ends.
+            self.instance.agent().coordination.pending_take = Some(PendingTake::start(
+                self.team.clone(),
+                self.name.clone(),
+                entry,
+            ));
+        }
+        if let Some(first) = turn.messages.first() {
+            self.apply_plan_answer(first).await;
+        }
+        if let Some(id) = found.shutdown_request {
+            self.instance
+                .agent()
+                .coordination
+                .pending_shutdowns
+                .push(id);
+            self.set_state(TeammateState::ShutdownRequested);
+        } else {
+            self.set_state(TeammateState::Active);
+        }
+        // `isActive: true` is written while the turn runs, not before it
+        // (nothing waits for it), and only once the turn has lasted
+        // `active_after`: a short turn costs no config write at all.
+        let active_mark = self.start_active_mark();
+        let _ = self.links.events.send(Event::TurnStarted {
+            team: self.team.name().into(),
+            name: self.name.clone(),
+            kind: kind_name(&turn.kind).into(),
+        });
+        self.links.turns.fetch_add(1, Ordering::Relaxed);
+        let result = Box::pin(self.instance.handle_turn(&turn)).await;
+        // The message is consumed before anything follows the turn.
+        self.instance.agent().coordination.settle_take().await;
+        let record = std::mem::take(&mut self.instance.agent().coordination.turn);
+        // The `true` write, if it began, must land before anything later
+        // (`false`, or the member's removal) so the config ends right.
+        let marked_active = self.finish_active_mark(active_mark).await;
+        let outcome = match result {
+            Err(trap) => return Some(Box::pin(self.stop_failed(format!("{trap:#}"))).await),
+            Ok(outcome) => outcome,
+        };
+        if let Some(crate::runtime::ShutdownDecision::Approved { request_id }) = &record.shutdown {
+            return Some(Box::pin(self.stop_approved(request_id.clone())).await);
+        }
+        if let Some(feedback) = self.idle_hooks(&mut between.idle_blocks).await {
+            between.kept_working = Some(Box::new(poll::hook_turn(feedback)));
+            return None;
+        }
+        if marked_active || self.recorded_active != Some(false) {
+            self.mark_active(false).await;
+        }
+        self.notify_idle(&record, outcome, between.first_idle).await;
+        between.first_idle = false;
+        None
+    }
+
     /// Polls for work; when there is none, waits for a wake-up, the fallback
     /// tick, or a kill. `None` means killed.
-    async fn wait_for_turn(&mut self) -> Option<poll::Found> {
+    async fn wait_for_turn(&mut self) -> Option<Box<poll::Found>> {
         loop {
             if *self.links.kill.borrow() {
                 return None;
@@ -216,7 +240,7 @@ impl Runner {
             match polled {
                 Ok(Ok(Some(found))) => {
                     self.links.listening.store(false, Ordering::SeqCst);
-                    return Some(found);
+                    return Some(Box::new(found));
                 }
                 Ok(Ok(None)) => {}
                 Ok(Err(e)) => {
@@ -485,6 +509,17 @@ impl Runner {
             });
         }
     }
+}
+
+/// What the run loop carries from one turn to the next.
+struct BetweenTurns {
+    /// A turn a `TeammateIdle` hook asked for, instead of going idle (boxed:
+    /// the loop's future holds it while the teammate idles).
+    kept_working: Option<Box<poll::Found>>,
+    /// Idle hooks that blocked in a row.
+    idle_blocks: u32,
+    /// No idle notification sent yet (for `state-changes`).
+    first_idle: bool,
 }
 
 fn kind_name(kind: &TurnKind) -> &'static str {
