@@ -162,8 +162,9 @@ def call(fn, what: str):
 
 
 def describe(error) -> str:
-    """`denied: why` for a WIT `error` (Error_Denied("why"), ...)."""
-    case = type(error).__name__.removeprefix("Error_")
+    """`not-found: why` for a WIT `error` (Error_NotFound("why"), ...)."""
+    case = type(error).__name__.removeprefix("Error_")  # NotFound
+    case = "".join("-" + c.lower() if c.isupper() else c for c in case).lstrip("-")
     return f"{case}: {getattr(error, 'value', error)}"
 
 
