@@ -19,57 +19,64 @@ import { claim, update } from "teamhost:agent/tasks@0.1.0";
 import { roster } from "teamhost:agent/team@0.1.0";
 import { write } from "teamhost:agent/tools@0.1.0";
 
+/** @typedef {import("teamhost:agent/handler@0.1.0").Turn} Turn */
+/** @typedef {import("teamhost:agent/handler@0.1.0").TurnOutcome} TurnOutcome */
 /** @typedef {import("teamhost:agent/tasks@0.1.0").Task} Task */
 
 /**
- * The host calls handleTurn once per turn. Return to end the turn; throw a
- * string to fail it (the teammate keeps running).
+ * The host calls handleTurn once per turn. Return to end the turn; throw to
+ * fail it (the teammate keeps running; the lead sees the text).
  * @type {typeof import("teamhost:agent/handler@0.1.0")}
  */
-export const handler = {
-  handleTurn(turn) {
-    /** @type {Task} */
-    let task;
-    switch (turn.kind.tag) {
-      case "shutdown-request":
-        try {
-          respondShutdown(turn.kind.val.requestId, { tag: "approve" });
-        } catch (e) {
-          throw `cannot approve the shutdown: ${why(e)}`;
-        }
-        return {};
-      case "task-claimed":
-        task = turn.kind.val;
-        break;
-      default: {
-        // initial or message: a task the lead assigned, if any
-        const assignment = turn.messages.map((m) => m.protocol).find((p) => p?.tag === "task-assignment");
-        if (assignment?.tag !== "task-assignment") return {}; // the spawn prompt or a chat message
-        try {
-          task = claim(assignment.val.taskId, false); // sets it in progress
-        } catch (e) {
-          throw `cannot take task #${assignment.val.taskId}: ${why(e)}`;
-        }
+export const handler = { handleTurn: failsAsText(handleTurn) };
+
+/**
+ * One turn: what woke the teammate is in `turn.kind`.
+ * @param {Turn} turn
+ * @returns {TurnOutcome}
+ */
+function handleTurn(turn) {
+  /** @type {Task} */
+  let task;
+  switch (turn.kind.tag) {
+    case "shutdown-request":
+      try {
+        respondShutdown(turn.kind.val.requestId, { tag: "approve" });
+      } catch (e) {
+        throw `cannot approve the shutdown: ${why(e)}`;
+      }
+      return {};
+    case "task-claimed":
+      task = turn.kind.val;
+      break;
+    default: {
+      // initial or message: a task the lead assigned, if any
+      const assignment = turn.messages.map((m) => m.protocol).find((p) => p?.tag === "task-assignment");
+      if (assignment?.tag !== "task-assignment") return {}; // the spawn prompt or a chat message
+      try {
+        task = claim(assignment.val.taskId, false); // sets it in progress
+      } catch (e) {
+        throw `cannot take task #${assignment.val.taskId}: ${why(e)}`;
       }
     }
+  }
 
-    let done;
-    try {
-      done = workOn(task);
-    } catch (e) {
-      // The task stays in progress, ours; the lead decides what next.
-      tellLead(`Task #${task.id} failed: ${e}`);
-      return { task: { taskId: task.id, status: "failed", reason: String(e) } };
-    }
-    try {
-      update(task.id, { status: "completed", metadata: JSON.stringify({ file: done }) });
-    } catch (e) {
-      throw `cannot complete task #${task.id}: ${why(e)}`;
-    }
-    tellLead(`Task #${task.id} done: wrote ${done}`);
-    return { task: { taskId: task.id, status: "resolved" } };
-  },
-};
+  let done;
+  try {
+    done = workOn(task);
+  } catch (e) {
+    // The task stays in progress, ours; the lead decides what next.
+    tellLead(`Task #${task.id} failed: ${e}`);
+    return { task: { taskId: task.id, status: "failed", reason: String(e) } };
+  }
+  try {
+    update(task.id, { status: "completed", metadata: JSON.stringify({ file: done }) });
+  } catch (e) {
+    throw `cannot complete task #${task.id}: ${why(e)}`;
+  }
+  tellLead(`Task #${task.id} done: wrote ${done}`);
+  return { task: { taskId: task.id, status: "resolved" } };
+}
 
 /**
  * The work itself: write the task down. Returns the file written.
@@ -113,4 +120,21 @@ function tellLead(text) {
 function why(e) {
   const p = /** @type {any} */ (e)?.payload;
   return p ? `${p.tag}: ${typeof p.val === "string" ? p.val : JSON.stringify(p.val)}` : String(e);
+}
+
+/**
+ * Wraps the export so that whatever it throws reaches the host as the turn's
+ * `err(string)`: StarlingMonkey traps (and stops the teammate) when the
+ * thrown value is not a string, QuickJS turns it into text itself.
+ * @param {(turn: Turn) => TurnOutcome} handle
+ * @returns {(turn: Turn) => TurnOutcome}
+ */
+function failsAsText(handle) {
+  return (turn) => {
+    try {
+      return handle(turn);
+    } catch (e) {
+      throw e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    }
+  };
 }

@@ -31,6 +31,8 @@ import { roster, whoami } from "teamhost:agent/team@0.1.0";
 import { definitions, invoke } from "teamhost:agent/toolbox@0.1.0";
 import { getStderr } from "wasi:cli/stderr@0.2.12";
 
+/** @typedef {import("teamhost:agent/handler@0.1.0").Turn} Turn */
+/** @typedef {import("teamhost:agent/handler@0.1.0").TurnOutcome} TurnOutcome */
 /** @typedef {import("teamhost:agent/model@0.1.0").Message} Message */
 /** @typedef {import("teamhost:agent/handler@0.1.0").TaskReport} TaskReport */
 
@@ -182,9 +184,31 @@ function log(line) {
 let agent;
 
 /** @type {typeof import("teamhost:agent/handler@0.1.0")} */
-export const handler = {
-  handleTurn(turn) {
-    agent ??= new Agent();
-    return agent.handle(turn);
-  },
-};
+export const handler = { handleTurn: failsAsText(handleTurn) };
+
+/**
+ * One turn: what woke the teammate is in `turn.kind`.
+ * @param {Turn} turn
+ * @returns {TurnOutcome}
+ */
+function handleTurn(turn) {
+  agent ??= new Agent();
+  return agent.handle(turn);
+}
+
+/**
+ * Wraps the export so that whatever it throws reaches the host as the turn's
+ * `err(string)`: StarlingMonkey traps (and stops the teammate) when the
+ * thrown value is not a string, QuickJS turns it into text itself.
+ * @param {(turn: Turn) => TurnOutcome} handle
+ * @returns {(turn: Turn) => TurnOutcome}
+ */
+function failsAsText(handle) {
+  return (turn) => {
+    try {
+      return handle(turn);
+    } catch (e) {
+      throw e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    }
+  };
+}

@@ -24,47 +24,52 @@ import { getStderr } from "wasi:cli/stderr@0.2.12";
 
 /**
  * The export: the host calls handleTurn once per turn. Returning ends the
- * turn; throwing a string fails it (the teammate keeps running).
+ * turn; throwing fails it (the teammate keeps running).
  * @type {typeof import("teamhost:agent/handler@0.1.0")}
  */
-export const handler = {
-  handleTurn(turn) {
-    switch (turn.kind.tag) {
-      case "initial":
-      case "message":
-        if (turn.messages.length === 0) {
-          // A turn with only a prompt (a spawn without an inbox message).
-          reply(turn.from, turn.prompt, undefined);
-        }
-        for (const message of turn.messages) {
-          // Protocol messages (task assignments, idle notifications, ...)
-          // are for the host and the lead: never echo them.
-          if (message.protocol == null) { // none: undefined (StarlingMonkey) or null (QuickJS)
-            reply(message.from, message.text, message.summary);
-          }
-        }
-        return {};
-      case "shutdown-request": {
-        const request = turn.kind.val;
-        log(`${request.from} asked me to shut down; approving`);
-        try {
-          respondShutdown(request.requestId, { tag: "approve" });
-        } catch (e) {
-          throw `cannot approve shutdown: ${describe(e)}`;
-        }
-        return {};
+export const handler = { handleTurn: failsAsText(handleTurn) };
+
+/**
+ * One turn: what woke the teammate is in `turn.kind`.
+ * @param {Turn} turn
+ * @returns {TurnOutcome}
+ */
+function handleTurn(turn) {
+  switch (turn.kind.tag) {
+    case "initial":
+    case "message":
+      if (turn.messages.length === 0) {
+        // A turn with only a prompt (a spawn without an inbox message).
+        reply(turn.from, turn.prompt, undefined);
       }
-      case "task-claimed":
-        return {
-          task: {
-            taskId: turn.kind.val.id,
-            status: "failed",
-            reason: "echo only answers messages; it does no task work",
-          },
-        };
+      for (const message of turn.messages) {
+        // Protocol messages (task assignments, idle notifications, ...)
+        // are for the host and the lead: never echo them.
+        if (message.protocol == null) { // none: undefined (StarlingMonkey) or null (QuickJS)
+          reply(message.from, message.text, message.summary);
+        }
+      }
+      return {};
+    case "shutdown-request": {
+      const request = turn.kind.val;
+      log(`${request.from} asked me to shut down; approving`);
+      try {
+        respondShutdown(request.requestId, { tag: "approve" });
+      } catch (e) {
+        throw `cannot approve shutdown: ${describe(e)}`;
+      }
+      return {};
     }
-  },
-};
+    case "task-claimed":
+      return {
+        task: {
+          taskId: turn.kind.val.id,
+          status: "failed",
+          reason: "echo only answers messages; it does no task work",
+        },
+      };
+  }
+}
 
 /**
  * Send `text` back to `to`. A sender that is not a member (`user`, a person
@@ -107,4 +112,21 @@ function log(line) {
   if (console) return console.error(line);
   const utf8 = unescape(encodeURIComponent(line + "\n"));
   getStderr().blockingWriteAndFlush(Uint8Array.from(utf8, (c) => c.charCodeAt(0)));
+}
+
+/**
+ * Wraps the export so that whatever it throws reaches the host as the turn's
+ * `err(string)`: StarlingMonkey traps (and stops the teammate) when the
+ * thrown value is not a string, QuickJS turns it into text itself.
+ * @param {(turn: Turn) => TurnOutcome} handle
+ * @returns {(turn: Turn) => TurnOutcome}
+ */
+function failsAsText(handle) {
+  return (turn) => {
+    try {
+      return handle(turn);
+    } catch (e) {
+      throw e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    }
+  };
 }

@@ -28,44 +28,51 @@ import { roster } from "teamhost:agent/team@0.1.0";
 import { read, write } from "teamhost:agent/tools@0.1.0";
 import { getStderr } from "wasi:cli/stderr@0.2.12";
 
+/** @typedef {import("teamhost:agent/handler@0.1.0").Turn} Turn */
+/** @typedef {import("teamhost:agent/handler@0.1.0").TurnOutcome} TurnOutcome */
 /** @typedef {import("teamhost:agent/tasks@0.1.0").Task} Task */
 /** @typedef {import("teamhost:agent/handler@0.1.0").TaskReport} TaskReport */
 
 const REPORT_DIR = "reports";
 
 /** @type {typeof import("teamhost:agent/handler@0.1.0")} */
-export const handler = {
-  handleTurn(turn) {
-    /** @type {Task[]} */
-    let assigned = [];
-    switch (turn.kind.tag) {
-      case "shutdown-request": {
-        const request = turn.kind.val;
-        log(`${request.from} asked me to shut down; approving`);
-        call(() => respondShutdown(request.requestId, { tag: "approve" }), "cannot approve shutdown");
-        return {};
+export const handler = { handleTurn: failsAsText(handleTurn) };
+
+/**
+ * One turn: what woke the teammate is in `turn.kind`.
+ * @param {Turn} turn
+ * @returns {TurnOutcome}
+ */
+function handleTurn(turn) {
+  /** @type {Task[]} */
+  let assigned = [];
+  switch (turn.kind.tag) {
+    case "shutdown-request": {
+      const request = turn.kind.val;
+      log(`${request.from} asked me to shut down; approving`);
+      call(() => respondShutdown(request.requestId, { tag: "approve" }), "cannot approve shutdown");
+      return {};
+    }
+    case "task-claimed":
+      assigned = [turn.kind.val];
+      break;
+    default: // initial or message: take the tasks the lead assigned
+      for (const message of turn.messages) {
+        const task = takeAssigned(message.protocol);
+        if (task) assigned.push(task);
       }
-      case "task-claimed":
-        assigned = [turn.kind.val];
-        break;
-      default: // initial or message: take the tasks the lead assigned
-        for (const message of turn.messages) {
-          const task = takeAssigned(message.protocol);
-          if (task) assigned.push(task);
-        }
-    }
-    // One task after another; stop at the first that fails. When the worker
-    // goes idle, the host claims the next open task for it.
-    const lead = leadName();
-    /** @type {TaskReport | undefined} */
-    let last;
-    for (const task of assigned) {
-      last = doTask(task, lead);
-      if (last.status !== "resolved") break;
-    }
-    return { task: last };
-  },
-};
+  }
+  // One task after another; stop at the first that fails. When the worker
+  // goes idle, the host claims the next open task for it.
+  const lead = leadName();
+  /** @type {TaskReport | undefined} */
+  let last;
+  for (const task of assigned) {
+    last = doTask(task, lead);
+    if (last.status !== "resolved") break;
+  }
+  return { task: last };
+}
 
 /**
  * Claim the task a task_assignment names (claiming our own task marks it in
@@ -226,4 +233,21 @@ function log(line) {
   if (console) return console.error(line);
   const utf8 = unescape(encodeURIComponent(line + "\n"));
   getStderr().blockingWriteAndFlush(Uint8Array.from(utf8, (c) => c.charCodeAt(0)));
+}
+
+/**
+ * Wraps the export so that whatever it throws reaches the host as the turn's
+ * `err(string)`: StarlingMonkey traps (and stops the teammate) when the
+ * thrown value is not a string, QuickJS turns it into text itself.
+ * @param {(turn: Turn) => TurnOutcome} handle
+ * @returns {(turn: Turn) => TurnOutcome}
+ */
+function failsAsText(handle) {
+  return (turn) => {
+    try {
+      return handle(turn);
+    } catch (e) {
+      throw e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+    }
+  };
 }
