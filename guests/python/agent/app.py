@@ -30,7 +30,8 @@ from wit_world.exports.handler import (
 )
 from wit_world.imports import messaging, model, tasks, team, toolbox
 from wit_world.imports.model import (
-    ContentBlock_Text, ContentBlock_ToolResult, ContentBlock_ToolUse, Message, Request, Role,
+    ContentBlock, ContentBlock_Text, ContentBlock_ToolResult, ContentBlock_ToolUse, Message,
+    Request, Role,
 )
 from wit_world.imports.protocol import (
     CompletedStatus, ProtocolMessage_TaskAssignment, ShutdownResponse_Approve,
@@ -82,7 +83,7 @@ class Agent:
                 return
             # invoke never raises: a refusal or a bad input is an error result
             # the model reads and can act on.
-            results = [ContentBlock_ToolResult(toolbox.invoke(call)) for call in calls]
+            results: list[ContentBlock] = [ContentBlock_ToolResult(toolbox.invoke(call)) for call in calls]
             self.conversation.append(Message(Role.USER, results))
         raise Err(f"stopped after {MAX_CALLS_PER_TURN} model calls without finishing")
 
