@@ -111,6 +111,9 @@ pub(super) struct Inner {
     pub(super) events: broadcast::Sender<Event>,
     pub(super) opts: HostOptions,
     pub(super) teammates: Mutex<BTreeMap<(String, String), Spawned>>,
+    /// The teammates [`Host::compile`] works for, by `(team, name)`, until
+    /// they are spawned: `Compiling`, then `Starting`.
+    pub(super) joining: Mutex<BTreeMap<(String, String), TeammateState>>,
     /// File watches of the teams this host runs teammates of.
     pub(super) watches: Mutex<HashMap<String, TeamWatch>>,
 }
@@ -152,6 +155,7 @@ impl Host {
                 events,
                 opts,
                 teammates: Mutex::new(BTreeMap::new()),
+                joining: Mutex::new(BTreeMap::new()),
                 watches: Mutex::new(HashMap::new()),
             }),
         })
@@ -187,8 +191,17 @@ impl Host {
     /// [`BackendOptions`] select (in-process by default). Returns once it is
     /// registered, its prompt is in its inbox and it is starting. A request
     /// without a notification level gets [`HostOptions::notifications`].
-    pub async fn spawn(&self, team: &str, mut req: SpawnRequest) -> Result<TeammateInfo> {
+    /// A teammate [`Host::compile`] compiled for leaves [`Host::joining`]
+    /// here, spawned or not.
+    pub async fn spawn(&self, team: &str, req: SpawnRequest) -> Result<TeammateInfo> {
         let team = self.team(team)?;
+        let name = req.name.clone();
+        let spawned = self.spawn_into(&team, req).await;
+        self.joined(team.name(), &name);
+        spawned
+    }
+
+    async fn spawn_into(&self, team: &Team, mut req: SpawnRequest) -> Result<TeammateInfo> {
         self.check_layout(team.name(), &req)?;
         req.settings
             .notifications
@@ -203,11 +216,11 @@ impl Host {
         {
             tracing::warn!(mode = %b.mode, "this session is not interactive: teammates run in-process, as the reference does");
         }
-        let env = self.spawn_env(&team)?;
+        let env = self.spawn_env(team)?;
         let backend = backends::backend(kind);
         tracing::debug!(teammate = %req.name, backend = %backend.kind(), "spawning");
-        let spawned = backend.spawn(env, &team, req).await?;
-        Ok(self.keep(&team, spawned))
+        let spawned = backend.spawn(env, team, req).await?;
+        Ok(self.keep(team, spawned))
     }
 
     /// Sends `text` from the lead to a member's inbox.
@@ -399,6 +412,8 @@ impl Host {
         timeout: Duration,
     ) -> Result<ShutdownReport> {
         let team = self.team(team)?;
+        // Whoever still waits to join will not: the team is closing.
+        self.forget_joining(team.name());
         let lead = team.config()?.lead_name().to_string();
         let running = self.running(team.name());
         // Every request at once: each is its own inbox's write, so they

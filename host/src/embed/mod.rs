@@ -16,6 +16,7 @@
 
 mod api;
 mod attach;
+mod compile;
 mod spawn;
 
 pub use crate::teammate::{

@@ -1,10 +1,14 @@
 //! What a [`Host`](super::Host) reports about its teammates.
 
 /// Where a teammate is in its life (the reference's states, plus teamhost's
-/// `Starting`).
+/// `Compiling` and `Starting`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TeammateState {
-    /// Registered, not yet in its first turn.
+    /// Waiting for its component to compile
+    /// ([`Host::compile`](crate::embed::Host::compile)); not a member yet.
+    Compiling,
+    /// Joining: its component is ready, and it is being registered, or is
+    /// registered and not yet in its first turn.
     Starting,
     /// Running a turn.
     Active,
@@ -34,6 +38,7 @@ impl TeammateState {
     /// A short lower-case name (`active`, `idle`, …).
     pub fn as_str(&self) -> &'static str {
         match self {
+            TeammateState::Compiling => "compiling",
             TeammateState::Starting => "starting",
             TeammateState::Active => "active",
             TeammateState::Idle => "idle",

@@ -24,6 +24,9 @@ pub const FEED_LEN: usize = 200;
 /// A teammate's state as the view names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MateState {
+    /// Its component compiles; it joins once that is done (only inside
+    /// `teamhost run`, whose host knows).
+    Compiling,
     /// Registered, its first turn not started.
     Starting,
     /// In a turn.
@@ -48,6 +51,7 @@ impl MateState {
     /// The word shown for it.
     pub fn label(&self) -> &'static str {
         match self {
+            MateState::Compiling => "compiling",
             MateState::Starting => "starting",
             MateState::Running => "running",
             MateState::Idle => "idle",
@@ -72,6 +76,7 @@ impl MateState {
 
     fn from_host(state: &TeammateState) -> MateState {
         match state {
+            TeammateState::Compiling => MateState::Compiling,
             TeammateState::Starting => MateState::Starting,
             TeammateState::Active => MateState::Running,
             TeammateState::Idle => MateState::Idle,
@@ -137,7 +142,7 @@ pub struct Board {
     /// The lead's member name.
     pub lead: String,
     /// Teammates in join order; ones the host ran that have left the team
-    /// (failed, done) come last.
+    /// (failed, done), then ones whose component still compiles, come last.
     pub teammates: Vec<MateRow>,
     /// Tasks by id.
     pub tasks: Vec<TaskRow>,
@@ -151,7 +156,8 @@ pub struct Board {
 
 impl Board {
     /// Reads `team`'s files. `live` is what the host running the teammates
-    /// reports (`Host::teammates`), empty when watching from outside.
+    /// reports (`Host::teammates`, then `Host::compiling`), empty when
+    /// watching from outside.
     pub fn read(team: &Team, live: &[TeammateInfo]) -> Result<Board> {
         Board::read_cached(team, None, live, &mut HistoryCache::new())
     }
@@ -201,12 +207,13 @@ impl Board {
                 }
             })
             .collect();
-        // Teammates the host ran that are no longer members: they ended.
+        // Teammates the host knows that are not members: they ended, or
+        // they wait for their component to compile.
         for l in live {
             if !teammates.iter().any(|t| t.name == l.name) {
                 teammates.push(MateRow {
                     name: shown_line(&l.name),
-                    color: Some(shown_line(&l.color)),
+                    color: Some(shown_line(&l.color)).filter(|c| !c.is_empty()),
                     state: MateState::from_host(&l.state),
                     backend: None,
                     task: None,
@@ -354,6 +361,31 @@ mod tests {
                 .as_deref(),
             Some("3 calls, $0.0123")
         );
+    }
+
+    #[test]
+    fn a_teammate_whose_component_compiles_shows_as_compiling_after_the_members() {
+        let (_tmp, team) = test_team(&["alice"]);
+        let compiling = TeammateInfo {
+            team: team.name().into(),
+            name: "py".into(),
+            agent_id: crate::store::agent_id("py", team.name()),
+            color: String::new(),
+            state: TeammateState::Compiling,
+            turns: 0,
+        };
+        let board = Board::read(&team, &[compiling]).unwrap();
+        let rows: Vec<_> = board
+            .teammates
+            .iter()
+            .map(|t| (t.name.as_str(), t.state.label(), t.color.as_deref()))
+            .collect();
+        assert_eq!(
+            rows[1..],
+            [("py", "compiling", None)],
+            "a member first, then the teammate that is not one yet, without a colour: {rows:?}"
+        );
+        assert_eq!(rows[0].0, "alice");
     }
 
     #[test]

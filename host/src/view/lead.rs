@@ -80,7 +80,9 @@ impl Seat {
             Some(host) => {
                 let lead = self.team.config()?.lead_name().to_string();
                 self.team.take_unread(&lead)?;
-                host.teammates(self.team.name())
+                let mut live = host.teammates(self.team.name());
+                live.extend(host.joining(self.team.name()));
+                live
             }
             None => Vec::new(),
         };

@@ -294,6 +294,7 @@ fn state_style(state: &MateState) -> Style {
         MateState::Stopping => s.fg(Color::Magenta),
         MateState::Failed(_) | MateState::Dead => s.fg(Color::Red),
         MateState::Idle | MateState::Done => s.add_modifier(Modifier::DIM),
+        MateState::Compiling => s.fg(Color::Cyan),
         MateState::Starting | MateState::Unknown => s,
     }
 }

@@ -294,15 +294,16 @@ const SPAWN_AT_ONCE: usize = 16;
 
 /// Compiles every distinct component of the manifest at once (each once, in
 /// parallel, before any teammate starts: a large component does not hold the
-/// others back), then starts the teammates, [`SPAWN_AT_ONCE`] at a time, each
-/// in the colour of its place in the manifest.
+/// others back; meanwhile the live view shows its teammates `compiling`),
+/// then starts the teammates, [`SPAWN_AT_ONCE`] at a time, each in the
+/// colour of its place in the manifest.
 async fn spawn_all(
     host: &Host,
     team: &Team,
     m: &Manifest,
     reporter: &Display,
 ) -> anyhow::Result<()> {
-    compile_all(host, m, reporter).await?;
+    compile_all(host, team, m, reporter).await?;
     let colours = crate::store::config::COLORS;
     let mut requests = Vec::with_capacity(m.teammates.len());
     for (i, t) in m.teammates.iter().enumerate() {
@@ -351,13 +352,23 @@ async fn spawn_all(
 }
 
 /// Loads (compiling when not cached) every distinct component of `m`, all
-/// at once, and says how long each took.
-async fn compile_all(host: &Host, m: &Manifest, reporter: &Display) -> anyhow::Result<()> {
-    let mut components: Vec<&Path> = m.teammates.iter().map(|t| t.component.as_path()).collect();
-    components.sort();
-    components.dedup();
+/// at once, through [`Host::compile`] (which shows the teammates waiting for
+/// each as `compiling`), and says how long each took.
+async fn compile_all(
+    host: &Host,
+    team: &Team,
+    m: &Manifest,
+    reporter: &Display,
+) -> anyhow::Result<()> {
+    let mut components: std::collections::BTreeMap<&Path, Vec<String>> = Default::default();
+    for t in &m.teammates {
+        components
+            .entry(t.component.as_path())
+            .or_default()
+            .push(t.name.clone());
+    }
     let mut loading = tokio::task::JoinSet::new();
-    for path in components {
+    for (path, names) in components {
         let file = path
             .file_name()
             .unwrap_or_default()
@@ -365,21 +376,33 @@ async fn compile_all(host: &Host, m: &Manifest, reporter: &Display) -> anyhow::R
             .to_string();
         reporter.line(
             "run",
-            format!("compiling {file} (cached after the first time)…"),
+            format!(
+                "compiling {file} for {} (cached after the first time)…",
+                some_names(&names)
+            ),
         );
-        let (runtime, path) = (host.runtime().clone(), path.to_path_buf());
-        loading.spawn_blocking(move || {
-            let t = Instant::now();
-            let r = runtime.prepare(&path);
-            (file, path, t.elapsed(), r)
+        let (host, team, path) = (host.clone(), team.name().to_string(), path.to_path_buf());
+        loading.spawn(async move {
+            let r = host.compile(&team, &path, &names).await;
+            (file, path, r)
         });
     }
     while let Some(done) = loading.join_next().await {
-        let (file, path, took, r) = done.map_err(|e| anyhow::anyhow!("compiling panicked: {e}"))?;
-        r.with_context(|| format!("cannot load component {}", path.display()))?;
+        let (file, path, r) = done.map_err(|e| anyhow::anyhow!("compiling panicked: {e}"))?;
+        let took = r.with_context(|| format!("cannot load component {}", path.display()))?;
         reporter.line("run", format!("{file} ready in {:.2}s", took.as_secs_f64()));
     }
     Ok(())
+}
+
+/// `a, b and c`; past three names, `a, b, c and N more`.
+fn some_names(names: &[String]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.clone(),
+        [most @ .., last] if names.len() <= 3 => format!("{} and {last}", most.join(", ")),
+        [first @ .., _] => format!("{} and {} more", first[..3].join(", "), names.len() - 3),
+    }
 }
 
 /// `path` relative to the current directory when it is below it.
@@ -389,4 +412,18 @@ fn shown(path: &Path) -> &Path {
         .and_then(|cwd| path.strip_prefix(cwd).ok())
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::some_names;
+
+    #[test]
+    fn a_compile_line_names_up_to_three_teammates() {
+        let names = |n: usize| -> Vec<String> { (1..=n).map(|i| format!("t{i}")).collect() };
+        assert_eq!(some_names(&names(1)), "t1");
+        assert_eq!(some_names(&names(2)), "t1 and t2");
+        assert_eq!(some_names(&names(3)), "t1, t2 and t3");
+        assert_eq!(some_names(&names(1000)), "t1, t2, t3 and 997 more");
+    }
 }

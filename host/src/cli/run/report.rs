@@ -154,7 +154,9 @@ impl ReportState {
             Event::StateChanged { team, name, state } if team == self.team.name() => {
                 match state {
                     // Every turn starts with `active`; the turn line says it.
-                    TeammateState::Active => {}
+                    // `compile_all`'s lines say what compiles, for whom,
+                    // and when it is ready.
+                    TeammateState::Active | TeammateState::Compiling | TeammateState::Starting => {}
                     TeammateState::Failed(why) => {
                         self.log.line(&name, format!("failed: {}", one_line(&why)))
                     }
