@@ -14,6 +14,14 @@
 //! The nested build gets a clean environment: the variables cargo sets for
 //! this script (target, profile, flags, package metadata) describe the host
 //! build and would break or slow a wasm build.
+//!
+//! The Python and JavaScript guests (`guests/python/*`, `guests/js/*`) are
+//! built too, by `scripts/build-polyglot` into `<target dir>/guests/polyglot`,
+//! when the tools `scripts/polyglot-toolchain` installs under
+//! `target/polyglot` are there (`scripts/test` installs them). Their path
+//! constants are written either way; without the tools the components are
+//! missing, and `teamhost_tests::polyglot::component` fails the test that
+//! wants one unless `TEAMHOST_NO_POLYGLOT=1` says to skip it.
 
 use std::env;
 use std::ffi::OsString;
@@ -75,7 +83,132 @@ fn main() {
     )
     .unwrap();
     writeln!(code, "pub const ALL: &[(&str, &str)] = &[\n{all}];").unwrap();
+    code += &polyglot_guests(repo, &guests_dir, &target_dir.join("polyglot"));
     fs::write(out_dir.join("guests.rs"), code).expect("write guests.rs");
+}
+
+/// The Python and JavaScript guests: builds them when their toolchain is
+/// installed, and returns the code of their path constants (`ECHO_PY`,
+/// `WORKER_JS`, `WORKER_QJS`, …, then `POLYGLOT` listing them all and
+/// `POLYGLOT_MISSING`, why they were not built).
+fn polyglot_guests(repo: &Path, guests_dir: &Path, out: &Path) -> String {
+    // (directory under guests/, component suffixes, what builds it)
+    const LANGUAGES: &[(&str, &[&str], &str)] = &[
+        ("python", &["py"], "componentize-py"),
+        (
+            "js",
+            &["js", "qjs"],
+            "componentize-js (js), jco's QuickJS backend (qjs)",
+        ),
+    ];
+    let tools = repo.join("target").join("polyglot");
+    let stamp = tools.join("installed.stamp");
+    println!(
+        "cargo:rerun-if-changed={}",
+        repo.join("scripts/build-polyglot").display()
+    );
+    println!(
+        "cargo:rerun-if-changed={}",
+        repo.join("scripts/polyglot").display()
+    );
+    println!("cargo:rerun-if-env-changed=TEAMHOST_NO_POLYGLOT");
+    // Rerun once the toolchain is installed (or reinstalled): watch its
+    // stamp when there is one, else the directory it will appear in (made
+    // here, so that a missing path does not rerun this script every time).
+    if stamp.is_file() {
+        println!("cargo:rerun-if-changed={}", stamp.display());
+    } else {
+        let _ = fs::create_dir_all(&tools);
+        println!("cargo:rerun-if-changed={}", tools.display());
+    }
+
+    let missing = if stamp.is_file() {
+        build_polyglot(repo, out);
+        None
+    } else {
+        let why = "the Python and JavaScript toolchains are not installed";
+        println!(
+            "cargo:warning=not building guests/python and guests/js: {why}; run \
+             scripts/polyglot-toolchain (scripts/test does), then build again"
+        );
+        Some(why)
+    };
+
+    let mut code = String::new();
+    let mut all = String::new();
+    for (dir, suffixes, tool) in LANGUAGES {
+        for name in guest_dirs(&guests_dir.join(dir)) {
+            for suffix in *suffixes {
+                let file = format!("{name}-{suffix}");
+                let constant = file.to_uppercase().replace('-', "_");
+                let wasm = out.join(format!("{file}.wasm"));
+                writeln!(
+                    code,
+                    "/// The `{name}` guest of `guests/{dir}/{name}`, built by {tool}; \
+                     [`polyglot::component`] checks that it was built."
+                )
+                .unwrap();
+                writeln!(
+                    code,
+                    "pub const {constant}: &str = {:?};",
+                    wasm.display().to_string()
+                )
+                .unwrap();
+                writeln!(all, "    ({file:?}, {constant}),").unwrap();
+            }
+        }
+    }
+    writeln!(
+        code,
+        "/// Every Python and JavaScript guest: `(name-suffix, path)`."
+    )
+    .unwrap();
+    writeln!(code, "pub const POLYGLOT: &[(&str, &str)] = &[\n{all}];").unwrap();
+    writeln!(
+        code,
+        "/// Why the Python and JavaScript guests were not built (`None`: they were).\n\
+         pub const POLYGLOT_MISSING: Option<&str> = {missing:?};"
+    )
+    .unwrap();
+    code
+}
+
+/// The guests of one language: the directories of `dir` (none when it does
+/// not exist).
+fn guest_dirs(dir: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter(|entry| entry.path().is_dir())
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Runs `scripts/build-polyglot --out OUT`: it rebuilds only the components
+/// whose sources, `wit/` or toolchain changed, so this is quick when nothing
+/// did.
+fn build_polyglot(repo: &Path, out: &Path) {
+    let script = repo.join("scripts").join("build-polyglot");
+    let mut cmd = Command::new(&script);
+    cmd.arg("--out").arg(out);
+    eprintln!("running: {cmd:?}");
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| fail(&format!("cannot run {}: {e}", script.display())));
+    // Its report (what was built, in how long) shows with `cargo build -vv`.
+    eprint!("{}", String::from_utf8_lossy(&output.stdout));
+    eprint!("{}", String::from_utf8_lossy(&output.stderr));
+    if !output.status.success() {
+        fail(&format!(
+            "building the Python and JavaScript guests failed ({}); the output \
+             above says why. To reproduce: scripts/build-polyglot",
+            output.status
+        ));
+    }
 }
 
 /// Fail with a clear message when the standard library for the wasm target is

@@ -15,8 +15,19 @@
 //! | [`MODELBENCH`] | `guests/modelbench` | benchmark teammate: N model calls per message, then `done N` |
 //!
 //! [`ALL`] lists them all. A new crate in `guests/` gets its constant
-//! automatically. [`model_server`] is a fake model provider on loopback for
-//! the model tests and benchmark.
+//! automatically.
+//!
+//! The Python and JavaScript guests of `guests/python` and `guests/js` have
+//! constants too, one per guest and engine: `{GUEST}_PY` (componentize-py),
+//! `{GUEST}_JS` (componentize-js, StarlingMonkey) and `{GUEST}_QJS` (jco's
+//! QuickJS backend), such as [`WORKER_PY`], [`WORKER_JS`] and [`WORKER_QJS`];
+//! [`POLYGLOT`] lists them. They are built when `scripts/polyglot-toolchain`
+//! has installed their tools; tests get them through [`polyglot::component`],
+//! which fails a test whose component is missing (unless
+//! `TEAMHOST_NO_POLYGLOT=1`).
+//!
+//! [`model_server`] is a fake model provider on loopback for the model tests
+//! and benchmark.
 //!
 //! ```no_run
 //! let component = std::fs::read(teamhost_tests::ECHO).unwrap();
@@ -29,5 +40,6 @@
 
 pub mod measure;
 pub mod model_server;
+pub mod polyglot;
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));
