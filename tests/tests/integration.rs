@@ -19,6 +19,7 @@ mod model_broker;
 mod model_host;
 mod model_providers;
 mod notifications;
+mod polyglot;
 mod priority;
 mod reference_sequence;
 mod reviewer;
