@@ -1,5 +1,7 @@
 //! `teamhost run` end to end: the real binary on manifests whose teammates are
-//! the real `worker` component (`teamhost_tests::WORKER`).
+//! the real `worker` component (`teamhost_tests::WORKER`), and on
+//! `examples/polyglot/team.toml`, whose workers are in Rust, Python and
+//! JavaScript.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -248,5 +250,123 @@ fn a_teammate_without_cwd_works_in_its_own_work_directory_beside_the_manifest() 
     assert!(
         !dir.path().join("reports").exists(),
         "nothing was written beside the manifest"
+    );
+}
+
+/// `examples/polyglot/team.toml` as it is, but for its component paths
+/// (written for the repository's `target/`), pointed at the components this
+/// build made; with its three stories. Returns the directory and manifest.
+fn polyglot_example(py: &str, js: &str) -> (tempfile::TempDir, PathBuf) {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/polyglot");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    for story in ["harbour.txt", "orchard.txt", "signal.txt"] {
+        std::fs::copy(
+            example.join("data").join(story),
+            dir.path().join("data").join(story),
+        )
+        .unwrap();
+    }
+    let mut languages = Vec::new();
+    let manifest: String = std::fs::read_to_string(example.join("team.toml"))
+        .unwrap()
+        .lines()
+        .map(|line| match line.strip_prefix("component = ") {
+            None => format!("{line}\n"),
+            Some(path) => {
+                let file = Path::new(path.trim_matches('"')).file_name().unwrap();
+                let (language, built) = match file.to_str().unwrap() {
+                    "worker.wasm" => ("rust", teamhost_tests::WORKER),
+                    "worker-py.wasm" => ("python", py),
+                    "worker-js.wasm" => ("js", js),
+                    other => panic!("examples/polyglot/team.toml names {other}: which language?"),
+                };
+                languages.push(language);
+                format!("component = {built:?}\n")
+            }
+        })
+        .collect();
+    languages.sort();
+    assert_eq!(
+        languages,
+        ["js", "python", "rust"],
+        "one worker per language"
+    );
+    let path = dir.path().join("team.toml");
+    std::fs::write(&path, manifest).unwrap();
+    (dir, path)
+}
+
+/// The `**total** | **N**` of a report.
+fn report_total(report: &str) -> usize {
+    report
+        .lines()
+        .find_map(|l| l.strip_prefix("| **total** | **"))
+        .and_then(|rest| rest.strip_suffix("** |"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no total in the report:\n{report}"))
+}
+
+#[test]
+fn the_polyglot_example_of_a_rust_a_python_and_a_js_worker_counts_its_corpus() {
+    use teamhost_tests::polyglot::component;
+    let (Some(py), Some(js)) = (
+        component(teamhost_tests::WORKER_PY),
+        component(teamhost_tests::WORKER_JS),
+    ) else {
+        return;
+    };
+    let (dir, manifest) = polyglot_example(py, js);
+    let home = dir.path().join("home");
+    let out = teamhost(&home, &["--json", "run", manifest.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", shown(&out));
+    let summary: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e})\n{}", shown(&out)));
+    assert_eq!(summary["outcome"], "completed", "{}", shown(&out));
+    let tasks = summary["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 4, "{summary:#}");
+    for t in tasks {
+        assert_eq!(t["status"], "completed", "{t}");
+        let owner = t["owner"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no owner: {t}"));
+        assert!(["python", "js", "rust"].contains(&owner), "{t}");
+    }
+    // All three joined, ran and approved the shutdown, whoever did the work.
+    let mut mates: Vec<&str> = summary["teammates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            assert_eq!(m["state"], "completed", "{m}");
+            assert!(m["turns"].as_u64().unwrap() >= 2, "{m}");
+            m["name"].as_str().unwrap()
+        })
+        .collect();
+    mates.sort();
+    assert_eq!(mates, ["js", "python", "rust"]);
+    assert_eq!(summary["messages"]["byKind"]["shutdown_approved"], 3);
+
+    // The right counts: each story's, and the corpus's in task 4.
+    let words = |story: &str| {
+        std::fs::read_to_string(dir.path().join("data").join(story))
+            .unwrap()
+            .split_whitespace()
+            .count()
+    };
+    let stories = ["harbour.txt", "orchard.txt", "signal.txt"];
+    let reports = dir.path().join("data/reports");
+    for (i, story) in stories.iter().enumerate() {
+        let report = std::fs::read_to_string(reports.join(format!("task-{}.md", i + 1))).unwrap();
+        assert_eq!(report_total(&report), words(story), "{report}");
+    }
+    let corpus: usize = stories.iter().map(|s| words(s)).sum();
+    let report = std::fs::read_to_string(reports.join("task-4.md")).unwrap();
+    assert_eq!(report_total(&report), corpus, "{report}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains(&format!("Task #4 done: {corpus} words in 3 file(s)")),
+        "{}",
+        shown(&out)
     );
 }
