@@ -108,6 +108,17 @@ pub enum Error {
         holder: String,
     },
 
+    /// A team store on a server (NATS) could not be reached, or refused a
+    /// request. `store` is its URL without credentials; `message` says what
+    /// was being done, what happened and what to check.
+    #[error("team store {store}: {message}")]
+    StoreUnavailable {
+        /// The store, as shown (`nats://HOST:PORT/PREFIX`).
+        store: String,
+        /// What failed and what to do.
+        message: String,
+    },
+
     /// A component could not be loaded, linked or started.
     #[error("component {path}: {message}")]
     Component {

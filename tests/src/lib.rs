@@ -40,6 +40,7 @@
 
 pub mod measure;
 pub mod model_server;
+pub mod nats_server;
 pub mod polyglot;
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));

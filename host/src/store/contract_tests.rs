@@ -1,6 +1,8 @@
 //! The contract every [`TeamStore`] keeps, run against each backend: the
-//! file store (on a temporary home) and the memory store. A backend that
-//! passes here can stand behind [`Store`] without the rules above noticing.
+//! file store (on a temporary home), the memory store and the NATS store (on
+//! a `nats-server` of its own; skipped with a message when none is
+//! installed, unless `$CI` is set). A backend that passes here can stand
+//! behind [`Store`] without the rules above noticing.
 
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
@@ -25,6 +27,13 @@ fn each_backend(check: impl Fn(&str, Store, Store)) {
         Store::with_backend(memory.clone()),
         Store::with_backend(memory),
     );
+    if let Some(server) = teamhost_tests::nats_server::NatsServer::start_or_skip("store contract") {
+        // Two connections: two processes.
+        let url = NatsUrl::parse(&server.url("contract")).unwrap();
+        let one = Arc::new(NatsStore::connect(&url).unwrap());
+        let two = Arc::new(NatsStore::connect(&url).unwrap());
+        check("nats", Store::with_backend(one), Store::with_backend(two));
+    }
 }
 
 fn team_of(store: &Store) -> Team {

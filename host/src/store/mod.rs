@@ -17,6 +17,7 @@
 //! | `usage.rs` | per-teammate model usage records |
 //! | `files/` | [`FileStore`]: the reference CLI's files under a home directory (the default) |
 //! | `memory.rs` | [`MemoryStore`]: everything in memory, for fast tests |
+//! | `nats/` | [`NatsStore`]: teams on a NATS JetStream server, shared across hosts |
 
 pub mod backend;
 pub mod config;
@@ -25,6 +26,7 @@ pub mod history_cache;
 pub mod mailbox;
 pub mod memory;
 pub mod names;
+pub mod nats;
 pub mod tasks;
 pub mod usage;
 
@@ -40,6 +42,7 @@ pub use history_cache::HistoryCache;
 pub use mailbox::{InboxMessage, OutgoingMessage};
 pub use memory::MemoryStore;
 pub use names::agent_id;
+pub use nats::{NatsStore, NatsUrl};
 pub use tasks::{ClaimOutcome, ClaimRefusal, NewTask, Task, TaskStatus, TaskUpdate, Unassigned};
 pub use usage::ModelUsage;
 

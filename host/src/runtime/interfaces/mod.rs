@@ -84,6 +84,7 @@ pub(crate) fn to_wit_error(e: Error) -> WitError {
         Error::Corrupt { .. } => host_failure("a corrupt file"),
         Error::LockTimeout { .. } => host_failure("a lock wait timed out"),
         Error::Io { .. } => host_failure("an I/O error"),
+        Error::StoreUnavailable { .. } => host_failure("the store's server did not answer"),
         Error::Component { .. } => host_failure("a component error"),
     }
 }

@@ -1,0 +1,544 @@
+//! [`Conn`]: the store's own connection to a NATS server, and the few
+//! JetStream calls the store makes, each bounded in time.
+//!
+//! **Its own runtime.** [`TeamStore`](crate::store::TeamStore) is
+//! synchronous, and its callers are the CLI (no runtime at all), blocking-pool
+//! threads (`spawn_blocking`) and, now and then, code that forgets and calls
+//! from an executor thread. A `Conn` therefore owns a small tokio runtime
+//! (two worker threads) that drives the client; each call is spawned onto it
+//! and waited for on a `std` channel ([`Conn::block`]). That works from any
+//! thread, never panics the way `block_on` inside a runtime does, and cannot
+//! deadlock: the runtime's threads never wait on the calling side, and
+//! nothing user-supplied (update closures, observers) ever runs on them.
+//! Dropping the `Conn` shuts the runtime down in the background, so it may
+//! be dropped anywhere.
+//!
+//! **JetStream's JSON API, spoken directly.** Publishing is a request whose
+//! answer is a JSON ack; reads are direct gets (`$JS.API.DIRECT.GET`);
+//! streams are made with `STREAM.CREATE`. Only the fields the store needs are
+//! read from answers, so a server that omits a field (2.9 and its account
+//! info) cannot break a response type.
+//!
+//! **Bounded waits.** Every call is retried while the server does not
+//! answer (down, restarting, JetStream still starting) for at most
+//! [`NatsOptions::retry_for`] (30 s), then fails with
+//! [`Error::StoreUnavailable`] naming the server (never its credentials).
+//! The client itself reconnects without limit in the background, every
+//! 50 ms to 1 s, so a call made after the server is back succeeds at once.
+//!
+//! **Ambiguous writes resolve exactly once.** Each write carries a
+//! `Nats-Msg-Id` that stays the same across its retries. When an answer is
+//! lost (the server died after storing it), the retry is the same message:
+//! the server's de-duplication (two minutes, longer than any retry) answers
+//! it with the first store's sequence instead of storing it twice, and a
+//! compare-and-swap that had landed is reported as landed, not as lost.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use async_nats::{HeaderMap, StatusCode};
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use super::url::NatsUrl;
+use crate::error::{Error, Result};
+
+/// How a NATS store waits. `NatsOptions::default()`: 30 s of retries per
+/// call, 2 s per request, 5 s to connect.
+#[derive(Debug, Clone)]
+pub struct NatsOptions {
+    /// How long one store call keeps trying while the server does not answer.
+    pub retry_for: Duration,
+    /// How long one request waits for its answer.
+    pub request_timeout: Duration,
+    /// How long the first connection may take.
+    pub connect_timeout: Duration,
+}
+
+impl Default for NatsOptions {
+    fn default() -> Self {
+        NatsOptions {
+            retry_for: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(2),
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Why one call failed.
+#[derive(Debug, Clone)]
+pub(super) enum Fail {
+    /// No answer (server down or restarting, timeout): worth retrying.
+    Transient(String),
+    /// The stream is not there.
+    NoStream,
+    /// A compare-and-swap lost: the subject moved past the expected revision.
+    Conflict,
+    /// The server answered with an error.
+    Refused(String),
+    /// No answer within the retry bound.
+    Unavailable(String),
+}
+
+/// One stored message, as a direct get returns it.
+#[derive(Debug, Clone)]
+pub(super) struct Stored {
+    /// Its stream sequence (a KV key's revision).
+    pub seq: u64,
+    /// Its body.
+    pub payload: Bytes,
+    /// A KV delete or purge marker.
+    pub deleted: bool,
+}
+
+/// The store's connection: its runtime, the client, and the bounds.
+pub(super) struct Conn {
+    rt: Option<tokio::runtime::Runtime>,
+    handle: tokio::runtime::Handle,
+    client: async_nats::Client,
+    url: NatsUrl,
+    opts: NatsOptions,
+    reconnects: tokio::sync::watch::Receiver<u64>,
+    /// Streams known to exist (see [`Conn::direct`]).
+    seen: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conn").field("url", &self.url).finish()
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+const API: &str = "$JS.API";
+/// JetStream's error code for a lost compare-and-swap.
+const WRONG_LAST_SEQUENCE: u64 = 10071;
+/// JetStream's error code for a stream that does not exist.
+const STREAM_NOT_FOUND: u64 = 10059;
+
+impl Conn {
+    /// Connects to `url` and checks that the server has JetStream. An
+    /// unreachable server is an error naming its address at once.
+    pub fn connect(url: &NatsUrl, opts: NatsOptions) -> Result<Conn> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("teamhost-nats")
+            .enable_all()
+            .build()
+            .map_err(|e| unavailable(url, format!("cannot start its client's runtime: {e}")))?;
+        let handle = rt.handle().clone();
+        let (tx, reconnects) = tokio::sync::watch::channel(0u64);
+        let shown = url.display();
+        let connect = async_nats::ConnectOptions::new()
+            .name("teamhost")
+            .connection_timeout(opts.connect_timeout)
+            .request_timeout(Some(opts.request_timeout))
+            .max_reconnects(None)
+            .reconnect_delay_callback(|n| {
+                Duration::from_millis(50u64 << n.min(5)).min(Duration::from_secs(1))
+            })
+            .event_callback(move |event| {
+                let (tx, shown) = (tx.clone(), shown.clone());
+                async move {
+                    match event {
+                        async_nats::Event::Connected => {
+                            tracing::info!(store = %shown, "connected to the NATS server");
+                            tx.send_modify(|n| *n += 1);
+                        }
+                        async_nats::Event::Disconnected => {
+                            tracing::warn!(store = %shown, "lost the NATS server; reconnecting");
+                        }
+                        other => {
+                            tracing::debug!(store = %shown, event = %other, "NATS client event")
+                        }
+                    }
+                }
+            })
+            .connect(url.connect_address());
+        let secret = url.connect_address();
+        let client = spawn_wait(&handle, connect)
+            .ok_or_else(|| unavailable(url, "its client stopped while connecting".into()))?
+            .map_err(|e| {
+                Error::StoreUnavailable {
+                    store: url.display(),
+                    message: format!(
+                        "cannot reach the NATS server at {} ({}); start it with JetStream (`nats-server -js`) or point --store / TEAMHOST_STORE at a running one",
+                        url.address(),
+                        scrub(&e.to_string(), &secret)
+                    ),
+                }
+            })?;
+        let conn = Conn {
+            rt: Some(rt),
+            handle,
+            client,
+            url: url.clone(),
+            opts,
+            reconnects,
+            seen: Default::default(),
+        };
+        let client = conn.client.clone();
+        let info =
+            conn.block(
+                async move { request(&client, format!("{API}.INFO"), None, Bytes::new()).await },
+            );
+        match info {
+            Ok(_) => Ok(conn),
+            Err(Fail::NoStream) => Err(unavailable(
+                url,
+                format!(
+                    "the NATS server at {} has no JetStream; start it with `-js` (and a store directory, `-sd DIR`)",
+                    url.address()
+                ),
+            )),
+            Err(f) => Err(conn.error("check JetStream", f)),
+        }
+    }
+
+    /// The URL this store connects to.
+    pub fn url(&self) -> &NatsUrl {
+        &self.url
+    }
+
+    /// The runtime's handle, for feeds' tasks.
+    pub fn handle(&self) -> &tokio::runtime::Handle {
+        &self.handle
+    }
+
+    /// Ticks each time the client (re)connects.
+    pub fn reconnects(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.reconnects.clone()
+    }
+
+    /// Runs `fut` on the store's runtime and waits for it on this thread.
+    pub fn block<T: Send + 'static>(
+        &self,
+        fut: impl Future<Output = Result<T, Fail>> + Send + 'static,
+    ) -> Result<T, Fail> {
+        spawn_wait(&self.handle, fut)
+            .unwrap_or_else(|| Err(Fail::Unavailable("the store's client stopped".into())))
+    }
+
+    /// Runs the call `make` builds, again while it fails for lack of an
+    /// answer, for at most the retry bound.
+    pub fn call<T, F>(&self, mut make: impl FnMut(async_nats::Client) -> F) -> Result<T, Fail>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, Fail>> + Send + 'static,
+    {
+        let deadline = Instant::now() + self.opts.retry_for;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            match self.block(make(self.client.clone())) {
+                Err(Fail::Transient(why)) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return Err(Fail::Unavailable(why));
+                    }
+                    tracing::debug!(store = %self.url.display(), %why, "retrying a store call");
+                    std::thread::sleep(pause.min(deadline - now));
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One JetStream API request (`$JS.API.{what}`) with a JSON body; its
+    /// JSON answer. `NoStream` for "stream not found"; no answer at all (no
+    /// JetStream yet, after a restart) is retried.
+    pub fn api(&self, what: &str, body: Value) -> Result<Value, Fail> {
+        let subject = format!("{API}.{what}");
+        let payload = if body.is_null() {
+            Bytes::new()
+        } else {
+            Bytes::from(body.to_string())
+        };
+        self.call(|c| {
+            let (subject, payload) = (subject.clone(), payload.clone());
+            async move { api_once(&c, subject, payload).await }
+        })
+    }
+
+    /// Whether `stream` exists (asking the server, retrying while it does
+    /// not answer).
+    pub fn stream_exists(&self, stream: &str) -> Result<bool, Fail> {
+        match self.api(&format!("STREAM.INFO.{stream}"), Value::Null) {
+            Ok(_) => Ok(true),
+            Err(Fail::NoStream) => Ok(false),
+            Err(f) => Err(f),
+        }
+    }
+
+    /// A direct get on `stream` (`body` is the request: `last_by_subj`, or
+    /// `seq` with `next_by_subj`); `None` when there is no such message.
+    /// `NoStream` only when the stream is really gone.
+    pub fn direct_get(&self, stream: &str, body: Value) -> Result<Option<Stored>, Fail> {
+        let mut got = self.direct(stream, vec![Bytes::from(body.to_string())])?;
+        Ok(got.pop().flatten())
+    }
+
+    /// The last message on `subject` of `stream`.
+    pub fn last(&self, stream: &str, subject: &str) -> Result<Option<Stored>, Fail> {
+        self.direct_get(stream, json!({ "last_by_subj": subject }))
+    }
+
+    /// The first message on `subject` of `stream` at or after `seq`.
+    pub fn next(&self, stream: &str, subject: &str, seq: u64) -> Result<Option<Stored>, Fail> {
+        self.direct_get(
+            stream,
+            json!({ "seq": seq.max(1), "next_by_subj": subject }),
+        )
+    }
+
+    /// The last message of each subject of `stream`, asked all at once (at
+    /// most 64 requests in flight); `None` where a subject has none.
+    pub fn last_of_each(
+        &self,
+        stream: &str,
+        subjects: &[String],
+    ) -> Result<Vec<Option<Stored>>, Fail> {
+        let bodies = subjects
+            .iter()
+            .map(|s| Bytes::from(json!({ "last_by_subj": s }).to_string()))
+            .collect();
+        self.direct(stream, bodies)
+    }
+
+    /// Direct gets, concurrently. A server answers nothing at all to a
+    /// direct get on a stream that does not exist (2.9 lets it time out),
+    /// so a stream is asked about first, once, and again after a timeout.
+    fn direct(&self, stream: &str, bodies: Vec<Bytes>) -> Result<Vec<Option<Stored>>, Fail> {
+        use futures_util::StreamExt;
+        if !self.lock_seen().contains(stream) {
+            if !self.stream_exists(stream)? {
+                return Err(Fail::NoStream);
+            }
+            self.lock_seen().insert(stream.to_string());
+        }
+        let subject = format!("{API}.DIRECT.GET.{stream}");
+        let deadline = Instant::now() + self.opts.retry_for;
+        loop {
+            let (c, subject, bodies2) = (self.client.clone(), subject.clone(), bodies.clone());
+            let got = self.block(async move {
+                let answers: Vec<Result<Option<Stored>, Fail>> =
+                    futures_util::stream::iter(bodies2.into_iter().map(|b| {
+                        let (c, subject) = (c.clone(), subject.clone());
+                        async move {
+                            let m = request(&c, subject, None, b).await?;
+                            match m.status {
+                                Some(StatusCode::NOT_FOUND) => Ok(None),
+                                Some(s) if s != StatusCode::OK => Err(Fail::Refused(format!(
+                                    "direct get answered {s}: {}",
+                                    m.description.unwrap_or_default()
+                                ))),
+                                _ => stored(m).map(Some),
+                            }
+                        }
+                    }))
+                    .buffered(64)
+                    .collect()
+                    .await;
+                answers.into_iter().collect::<Result<Vec<_>, Fail>>()
+            });
+            match got {
+                // No answer: the stream is gone, JetStream is still
+                // recovering it, or the server is away.
+                Err(Fail::NoStream | Fail::Transient(_)) if !self.stream_exists(stream)? => {
+                    self.lock_seen().remove(stream);
+                    return Err(Fail::NoStream);
+                }
+                Err(Fail::NoStream | Fail::Transient(_)) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(Fail::Transient(why)) => return Err(Fail::Unavailable(why)),
+                Err(Fail::NoStream) => {
+                    return Err(Fail::Unavailable("nobody answered direct gets".into()))
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Forgets that `stream` exists (this store deleted it).
+    pub fn forget_stream(&self, stream: &str) {
+        self.lock_seen().remove(stream);
+    }
+
+    fn lock_seen(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Publishes to a stream and waits for its ack: the sequence stored.
+    /// `expect` makes it a compare-and-swap on the subject's last sequence
+    /// (`Some(0)`: the subject must be empty). The message id makes retries
+    /// of one write store it once (module docs).
+    pub fn publish(
+        &self,
+        subject: &str,
+        mut headers: HeaderMap,
+        payload: Bytes,
+        expect: Option<u64>,
+    ) -> Result<u64, Fail> {
+        if headers.get("Nats-Msg-Id").is_none() {
+            headers.insert("Nats-Msg-Id", uuid::Uuid::new_v4().to_string().as_str());
+        }
+        if let Some(rev) = expect {
+            headers.insert(
+                "Nats-Expected-Last-Subject-Sequence",
+                rev.to_string().as_str(),
+            );
+        }
+        let subject = subject.to_string();
+        self.call(|c| {
+            let (subject, headers, payload) = (subject.clone(), headers.clone(), payload.clone());
+            async move {
+                let answer = request(&c, subject, Some(headers), payload).await?;
+                let v: Value = serde_json::from_slice(&answer.payload)
+                    .map_err(|e| Fail::Refused(format!("an unreadable publish ack: {e}")))?;
+                match api_error(&v) {
+                    Some((WRONG_LAST_SEQUENCE, _)) => Err(Fail::Conflict),
+                    Some((_, d)) => Err(Fail::Refused(d)),
+                    None => v["seq"].as_u64().ok_or_else(|| {
+                        Fail::Refused(format!("a publish ack without a sequence: {v}"))
+                    }),
+                }
+            }
+        })
+    }
+
+    /// A crate error for a failed call, naming the server (never its
+    /// credentials) and what was being done.
+    pub fn error(&self, what: &str, f: Fail) -> Error {
+        let message = match f {
+            Fail::Unavailable(why) | Fail::Transient(why) => format!(
+                "{what}: the NATS server at {} did not answer for {:?} ({why}); check that nats-server runs there with JetStream (-js), or point --store / TEAMHOST_STORE elsewhere",
+                self.url.address(),
+                self.opts.retry_for
+            ),
+            Fail::Refused(why) => format!("{what}: the server refused: {why}"),
+            Fail::NoStream => format!("{what}: the team's stream is gone (the team was deleted meanwhile)"),
+            Fail::Conflict => format!("{what}: another writer kept winning; try again"),
+        };
+        Error::StoreUnavailable {
+            store: self.url.display(),
+            message: scrub(&message, &self.url.connect_address()),
+        }
+    }
+}
+
+fn unavailable(url: &NatsUrl, message: String) -> Error {
+    Error::StoreUnavailable {
+        store: url.display(),
+        message,
+    }
+}
+
+/// `text` without the connect address's credentials, however it got there.
+fn scrub(text: &str, secret_address: &str) -> String {
+    let redacted = super::url::redact(secret_address);
+    let mut out = text.replace(secret_address, &redacted);
+    if let Some(creds) = secret_address
+        .split_once("://")
+        .and_then(|(_, rest)| rest.rsplit_once('@'))
+        .map(|(c, _)| c)
+    {
+        out = out.replace(creds, "***");
+    }
+    out
+}
+
+/// Spawns `fut` on `handle` and waits for its output on this thread;
+/// `None` when the runtime dropped it (shut down, or the future panicked).
+fn spawn_wait<T: Send + 'static>(
+    handle: &tokio::runtime::Handle,
+    fut: impl Future<Output = T> + Send + 'static,
+) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    handle.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    rx.recv().ok()
+}
+
+/// A request, its failures sorted into what may be retried.
+async fn request(
+    c: &async_nats::Client,
+    subject: String,
+    headers: Option<HeaderMap>,
+    payload: Bytes,
+) -> Result<async_nats::Message, Fail> {
+    use async_nats::RequestErrorKind as K;
+    let r = match headers {
+        Some(h) => c.request_with_headers(subject, h, payload).await,
+        None => c.request(subject, payload).await,
+    };
+    r.map_err(|e| match e.kind() {
+        K::NoResponders => Fail::NoStream,
+        K::TimedOut => Fail::Transient("a request timed out".into()),
+        _ => Fail::Transient(e.to_string()),
+    })
+}
+
+/// One JetStream API request, once. `NoStream` when the answer is "stream
+/// not found"; no answer at all (no JetStream yet) is transient.
+async fn api_once(c: &async_nats::Client, subject: String, payload: Bytes) -> Result<Value, Fail> {
+    let answer = match request(c, subject, None, payload).await {
+        Err(Fail::NoStream) => return Err(Fail::Transient("JetStream did not answer".into())),
+        other => other?,
+    };
+    let v: Value = serde_json::from_slice(&answer.payload)
+        .map_err(|e| Fail::Refused(format!("an unreadable answer: {e}")))?;
+    match api_error(&v) {
+        Some((STREAM_NOT_FOUND, _)) => Err(Fail::NoStream),
+        Some((_, d)) => Err(Fail::Refused(d)),
+        None => Ok(v),
+    }
+}
+
+/// `(err_code, description)` of a JetStream error answer.
+fn api_error(v: &Value) -> Option<(u64, String)> {
+    let e = v.get("error")?;
+    let code = e["err_code"].as_u64().unwrap_or(0);
+    let d = e["description"].as_str().unwrap_or("an error").to_string();
+    Some((code, format!("{d} (JetStream error {code})")))
+}
+
+/// A direct get's answer as a [`Stored`].
+fn stored(m: async_nats::Message) -> Result<Stored, Fail> {
+    let h = m
+        .headers
+        .as_ref()
+        .ok_or_else(|| Fail::Refused("a direct get answer without headers".into()))?;
+    let get = |k: &str| h.get(k).map(|v| v.as_str().to_string());
+    let seq = get("Nats-Sequence")
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| Fail::Refused("a direct get answer without Nats-Sequence".into()))?;
+    let deleted = matches!(get("KV-Operation").as_deref(), Some("DEL" | "PURGE"));
+    Ok(Stored {
+        seq,
+        payload: m.payload,
+        deleted,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_are_scrubbed_from_any_text() {
+        let s = scrub(
+            "failed: nats://bob:pw@h:1 refused bob:pw",
+            "nats://bob:pw@h:1",
+        );
+        assert!(!s.contains("pw"), "{s}");
+    }
+}

