@@ -10,6 +10,7 @@
 //! |---|---|---|
 //! | `team.name` | required | not empty, a valid team name |
 //! | `team.notifications` | `all` | `all`, `state-changes` or `none` (when parsed) |
+//! | `team.store` | the files under the home | a `nats://HOST:PORT[/PREFIX]` URL (when the run starts); `--store` wins |
 //! | `teammate.name` | required | valid agent name, unique, not `team-lead`/`teamhost`, no `@` |
 //! | `teammate.component` | required | the file exists |
 //! | `teammate.cwd` | `work/{name}` beside the manifest, made at start | the directory exists (unless left out) |
@@ -135,6 +136,12 @@ pub struct TeamSpec {
     /// see [`crate::runner::notify`].
     #[serde(default)]
     pub notifications: crate::teammate::NotificationLevel,
+    /// Where the team lives: `nats://HOST:PORT[/PREFIX]` for a NATS
+    /// JetStream server (see [`crate::store::nats`]). Default: the files
+    /// under the home; `--store` and `$TEAMHOST_STORE` win. Checked when
+    /// the run starts.
+    #[serde(default)]
+    pub store: Option<String>,
 }
 
 /// One `[[teammate]]`: a component to spawn in-process.

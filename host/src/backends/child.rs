@@ -59,14 +59,15 @@ pub(crate) fn log_path(log_dir: &Path, team: &Team, name: &str) -> PathBuf {
 
 /// `teamhost teammate` and its arguments: who it is (the reference's
 /// `--agent-id`, `--agent-name`, `--team-name`, `--agent-color`,
-/// `--parent-session-id`), teamhost's `--component` and `--home`, how it runs
+/// `--parent-session-id`), teamhost's `--component`, `--home` and (for a
+/// store on a server) `--store`, how it runs
 /// ([`TeammateSettings::child_args`](crate::teammate::TeammateSettings::child_args):
 /// `--notifications` always given, so the host's level wins over what the
 /// child might find on its own), `--settings` (the host's hooks, for the
 /// same reason) and its model access.
 pub(crate) fn teammate_args(
     team: &Team,
-    store_home: &Path,
+    store: &ChildStore,
     member: &Member,
     req: &SpawnRequest,
     hooks: &crate::hooks::Hooks,
@@ -84,10 +85,13 @@ pub(crate) fn teammate_args(
     if let Ok(Some(session)) = team.config().map(|c| c.lead_session_id) {
         flag("--parent-session-id", &session);
     }
+    if let Some(url) = store.url.as_ref().filter(|u| !u.has_credentials()) {
+        flag("--store", &url.to_arg());
+    }
     a.push("--component".into());
     a.push(absolute(&req.component).into_os_string());
     a.push("--home".into());
-    a.push(absolute(store_home).into_os_string());
+    a.push(absolute(&store.home).into_os_string());
     a.extend(
         req.settings
             .child_args(NotificationLevel::default())
@@ -100,18 +104,54 @@ pub(crate) fn teammate_args(
     a
 }
 
-/// The home of the file store `team` lives in, for a child teammate's
-/// `--home`. A teammate in another process reaches its team through the
-/// reference's files, so these backends need the file store.
-pub(crate) fn store_home(team: &Team) -> Result<PathBuf> {
-    match team.store().file_store() {
-        Some(files) => Ok(files.home().root().to_path_buf()),
-        None => Err(Error::Invalid(format!(
-            "team {} is not kept in files (its store is {:?}); teammates in their own process or tmux pane reach a team through its files: use the in-process backend, or a host built over a file store",
-            team.name(),
-            team.store().backend()
-        ))),
+/// How a child teammate reaches its team: the home it is given (`--home`)
+/// and, for a store on a NATS server, that server's URL.
+#[derive(Debug, Clone)]
+pub(crate) struct ChildStore {
+    /// The file store's home, or the host's machine-local home when the
+    /// team lives on a server (the child's cache and logs go there).
+    pub home: PathBuf,
+    /// The NATS store's URL. Without credentials it is passed as `--store`;
+    /// with them, only in the child's environment (`$TEAMHOST_STORE`), so
+    /// they never show in `ps`.
+    pub url: Option<crate::store::NatsUrl>,
+}
+
+impl ChildStore {
+    /// The environment a child needs besides its arguments: the URL when
+    /// it carries credentials.
+    pub fn env(&self) -> Option<(&'static str, String)> {
+        let url = self.url.as_ref().filter(|u| u.has_credentials())?;
+        Some(("TEAMHOST_STORE", url.to_arg()))
     }
+}
+
+/// How a child teammate of `team` reaches it (see [`ChildStore`]): the file
+/// store's home, or the NATS store's URL with the host's `home`. Any other
+/// store (the memory store) lives in this process only and is refused.
+pub(crate) fn child_store(team: &Team, home: &Path) -> Result<ChildStore> {
+    if let Some(files) = team.store().file_store() {
+        return Ok(ChildStore {
+            home: files.home().root().to_path_buf(),
+            url: None,
+        });
+    }
+    if let Some(nats) = team
+        .store()
+        .backend()
+        .as_any()
+        .downcast_ref::<crate::store::NatsStore>()
+    {
+        return Ok(ChildStore {
+            home: home.to_path_buf(),
+            url: Some(nats.url().clone()),
+        });
+    }
+    Err(Error::Invalid(format!(
+        "team {} lives in this process only (its store is {:?}); teammates in their own process or tmux pane reach a team through its files or a NATS server: use the in-process backend, or a host over a file or NATS store",
+        team.name(),
+        team.store().backend()
+    )))
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -146,7 +186,10 @@ mod tests {
             req.settings.notifications = notifications;
             let args = teammate_args(
                 &team,
-                tmp.path(),
+                &ChildStore {
+                    home: tmp.path().to_path_buf(),
+                    url: None,
+                },
                 &member,
                 &req,
                 &Default::default(),

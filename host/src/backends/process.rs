@@ -14,7 +14,9 @@
 
 use std::process::Stdio;
 
-use super::child::{checked_exe, log_path, register, store_home, teammate_args, undo_registration};
+use super::child::{
+    checked_exe, child_store, log_path, register, teammate_args, undo_registration,
+};
 use super::monitor::{monitor, Proc};
 use super::started::{self, Started};
 use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned};
@@ -41,8 +43,9 @@ impl Backend for ChildProcess {
 }
 
 async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spawned> {
-    // Before anything is written: a child reaches its team through the files.
-    let store_home = store_home(team)?;
+    // Before anything is written: a child reaches its team through the
+    // files or a NATS server, never through this process's memory.
+    let store = child_store(team, env.home.root())?;
     let member = register(&env, team, &req, BackendKind::Process).await?;
     let rollback = |e: Error| undo_registration(team, &member.name, e);
     let log = log_file(&env, team, &member.name).map_err(rollback)?;
@@ -50,7 +53,7 @@ async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spaw
     let mut cmd = tokio::process::Command::new(&exe);
     cmd.args(teammate_args(
         team,
-        &store_home,
+        &store,
         &member,
         &req,
         &env.hooks,
@@ -69,6 +72,9 @@ async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spaw
     .env_remove("TMUX")
     .env_remove("TMUX_PANE")
     .kill_on_drop(false);
+    if let Some((k, v)) = store.env() {
+        cmd.env(k, v);
+    }
     let child = cmd.spawn().map_err(|e| {
         rollback(Error::Invalid(format!(
             "cannot start {} for teammate {}: {e}; set TEAMHOST_EXE (or BackendOptions::teamhost_exe) to the teamhost binary",

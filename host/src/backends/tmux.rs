@@ -19,7 +19,9 @@
 use std::ffi::OsStr;
 use std::path::Path;
 
-use super::child::{checked_exe, log_path, register, store_home, teammate_args, undo_registration};
+use super::child::{
+    checked_exe, child_store, log_path, register, teammate_args, undo_registration,
+};
 use super::monitor::{monitor, Proc};
 use super::panes::{is_ours, kill_pane_if_ours, run, tmux};
 use super::started::{self, Started};
@@ -47,15 +49,22 @@ impl Backend for TmuxPane {
 }
 
 async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spawned> {
-    // Before anything is written: a child reaches its team through the files.
-    let store_home = store_home(team)?;
+    // Before anything is written: a child reaches its team through the
+    // files or a NATS server, never through this process's memory.
+    let store = child_store(team, env.home.root())?;
+    if store.env().is_some() {
+        // A pane runs a command line; the URL's credentials would show in it.
+        return Err(Error::Invalid(
+            "a NATS store URL with credentials cannot be handed to a tmux pane without showing in its command line; use the process backend (--teammate-mode process) or a URL without credentials".into(),
+        ));
+    }
     let member = register(&env, team, &req, BackendKind::Tmux).await?;
     let rollback = |e: Error| undo_registration(team, &member.name, e);
     let exe = checked_exe(env.backends).map_err(rollback)?;
     let mut command = vec![exe.into_os_string()];
     command.extend(teammate_args(
         team,
-        &store_home,
+        &store,
         &member,
         &req,
         &env.hooks,

@@ -9,6 +9,8 @@ mod run;
 mod settings_args;
 mod shutdown;
 mod status;
+pub mod store_select;
+mod store_cmd;
 mod task;
 mod team;
 mod teammate;
@@ -18,7 +20,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::store::{Home, Store};
+use crate::store::Home;
 
 pub use output::Output;
 
@@ -31,6 +33,13 @@ pub struct Cli {
     /// ~/.claude to work on Claude Code's teams.
     #[arg(long, global = true, value_name = "DIR")]
     pub home: Option<PathBuf>,
+
+    /// Where teams live: nats://HOST:PORT[/PREFIX] for a NATS JetStream
+    /// server that teammates on several hosts share (default:
+    /// $TEAMHOST_STORE, else the files under the home). The home then keeps
+    /// only this machine's files (cache, logs, worktrees, process records).
+    #[arg(long, global = true, env = "TEAMHOST_STORE", hide_env_values = true, value_name = "URL")]
+    pub store: Option<String>,
 
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
@@ -77,6 +86,9 @@ pub enum Command {
     /// Run one teammate whose member entry its lead already wrote (the program
     /// a Claude Code lead starts through CLAUDE_CODE_TEAMMATE_COMMAND).
     Teammate(teammate::TeammateArgs),
+    /// Copy a team between a NATS store (--store) and the file layout.
+    #[command(subcommand)]
+    Store(store_cmd::StoreCommand),
 }
 
 /// The team a command acts on: `--team`, else `$TEAMHOST_TEAM`.
@@ -91,11 +103,20 @@ pub struct TeamArg {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     if let Command::Teammate(a) = cli.command {
         // Its own home rules: it may have been started by Claude Code.
-        return teammate::run(cli.home.as_deref(), &Output::new(cli.json), a);
+        return teammate::run(
+            cli.home.as_deref(),
+            cli.store.as_deref(),
+            &Output::new(cli.json),
+            a,
+        );
     }
     let home = Home::resolve(cli.home.as_deref())?;
-    let store = Store::new(home.clone());
     let out = Output::new(cli.json);
+    if let Command::Run(a) = cli.command {
+        // The manifest may name the store too.
+        return run::run(&home, cli.store.as_deref(), &out, a);
+    }
+    let store = store_select::open(&home, cli.store.as_deref())?;
     match cli.command {
         Command::Team(c) => team::run(&home, &store, &out, c),
         Command::Task(c) => task::run(&store, &out, c),
@@ -107,7 +128,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Permit(a) => approve::permit(&store, &out, a),
         Command::Plan(a) => approve::plan(&store, &out, a),
         Command::Shutdown(a) => shutdown::shutdown(&store, &out, a),
-        Command::Run(a) => run::run(&home, &out, a),
-        Command::Teammate(_) => unreachable!("handled above"),
+        Command::Store(c) => store_cmd::run(&store, &out, c),
+        Command::Run(_) | Command::Teammate(_) => unreachable!("handled above"),
     }
 }

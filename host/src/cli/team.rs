@@ -174,7 +174,7 @@ pub(super) fn run(
             let names = store.list_teams()?;
             out.print(&names, || {
                 if names.is_empty() {
-                    format!("no teams under {}", home.root().display())
+                    format!("no teams in {}", super::store_select::describe(home, store))
                 } else {
                     names.join("\n")
                 }

@@ -22,6 +22,7 @@
 //! | `--allowedTools`, `--disallowedTools` | yes | tool rules, comma- or space-separated, repeatable |
 //! | `--component PATH\|NAME` | no | the `.wasm`; default `$TEAMHOST_COMPONENT`, else a file named after the agent, then its type |
 //! | `--home DIR` | no | default `$CLAUDE_CONFIG_DIR`, else `~/.claude` when started by Claude Code (`CLAUDECODE=1`), else `$TEAMHOST_HOME` / `~/.teamhost` |
+//! | `--store URL` | no | the team on a NATS server (`nats://HOST:PORT[/PREFIX]`, default `$TEAMHOST_STORE`); the home then keeps only this machine's files |
 //! | `--no-auto-claim`, `--log FILE` | no | do not claim open tasks; write the guest's output to FILE instead of stderr |
 //! | `--settings FILE\|JSON` | yes | hooks in Claude Code's settings format; default: `{home}/settings.json`; never a file inside its own directory (its `.claude/settings*.json` are skipped with a warning: the teammate can write them) ([`crate::hooks::settings`]) |
 //! | `--notifications LEVEL` | no | which idle notifications reach the lead's inbox: `all` (default), `state-changes`, `none`; default `$TEAMHOST_NOTIFICATIONS` (see [`crate::runner::notify`]) |
@@ -193,10 +194,18 @@ enum End {
     TeamGone,
 }
 
-/// Runs `teamhost teammate`. `home_flag` is the global `--home`.
-pub(super) fn run(home_flag: Option<&Path>, out: &Output, a: TeammateArgs) -> anyhow::Result<()> {
+/// Runs `teamhost teammate`. `home_flag` is the global `--home`, `store`
+/// the global `--store` (or `$TEAMHOST_STORE`): with a NATS store the team
+/// lives there and the home keeps only this machine's files.
+pub(super) fn run(
+    home_flag: Option<&Path>,
+    store: Option<&str>,
+    out: &Output,
+    a: TeammateArgs,
+) -> anyhow::Result<()> {
     let (name, team_name) = identity(&a)?;
     let (home, claude_home) = teammate_home(home_flag)?;
+    let store = super::store_select::open(&home, store)?;
     let cache_dir = if claude_home {
         Some(Home::resolve(None)?.root().join("cache").join("components"))
     } else {
@@ -206,7 +215,9 @@ pub(super) fn run(home_flag: Option<&Path>, out: &Output, a: TeammateArgs) -> an
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let end = rt.block_on(run_teammate(home, cache_dir, out, &a, &name, &team_name))?;
+    let end = rt.block_on(run_teammate(
+        home, store, cache_dir, out, &a, &name, &team_name,
+    ))?;
     rt.shutdown_timeout(Duration::from_secs(2));
     let _ = std::io::stdout().flush();
     match end {
@@ -221,7 +232,13 @@ pub(super) fn run(home_flag: Option<&Path>, out: &Output, a: TeammateArgs) -> an
 /// the user and of the teammate's directory (its member `cwd`, else the
 /// current directory), leaving out every file inside that directory, which
 /// the teammate can write ([`settings::trusted_files`]).
-fn hooks(home: &Home, a: &TeammateArgs, name: &str, team: &str) -> anyhow::Result<Hooks> {
+fn hooks(
+    home: &Home,
+    store: &crate::store::Store,
+    a: &TeammateArgs,
+    name: &str,
+    team: &str,
+) -> anyhow::Result<Hooks> {
     if let Some(given) = &a.settings {
         let text = if given.trim_start().starts_with('{') {
             given.clone()
@@ -233,7 +250,7 @@ fn hooks(home: &Home, a: &TeammateArgs, name: &str, team: &str) -> anyhow::Resul
             serde_json::from_str(&text).context("--settings is not a JSON document")?;
         return Hooks::from_settings(&value).map_err(|e| anyhow::anyhow!("--settings: {e}"));
     }
-    let dir = crate::store::Store::new(home.clone())
+    let dir = store
         .team(team)
         .and_then(|t| t.config())
         .ok()
@@ -284,6 +301,7 @@ fn identity(a: &TeammateArgs) -> anyhow::Result<(String, String)> {
 
 async fn run_teammate(
     home: Home,
+    store: crate::store::Store,
     cache_dir: Option<PathBuf>,
     out: &Output,
     a: &TeammateArgs,
@@ -291,7 +309,7 @@ async fn run_teammate(
     team_name: &str,
 ) -> anyhow::Result<End> {
     let start = Instant::now();
-    let hooks = hooks(&home, a, name, team_name)?;
+    let hooks = hooks(&home, &store, a, name, team_name)?;
     let opts = HostOptions {
         poll_interval: Duration::from_millis(a.poll_ms.max(1)),
         watch_files: !a.no_watch,
@@ -311,13 +329,18 @@ async fn run_teammate(
         )?,
         ..Default::default()
     };
-    let host = Host::with_options(home.clone(), opts)?;
+    let in_files = store.file_store().is_some();
+    let host = Host::with_store(home.clone(), store, opts)?;
     let team = host.team(team_name)?;
     let config = team.config().with_context(|| {
-        format!(
-            "team {team_name:?} not found under {}: pass --home DIR (or set CLAUDE_CONFIG_DIR) to the lead's home",
-            home.root().display()
-        )
+        if in_files {
+            format!(
+                "team {team_name:?} not found under {}: pass --home DIR (or set CLAUDE_CONFIG_DIR) to the lead's home",
+                home.root().display()
+            )
+        } else {
+            format!("team {team_name:?} not found in {}", team.location().display())
+        }
     })?;
     let Some(member) = config.member(name).cloned() else {
         bail!(
@@ -398,7 +421,12 @@ async fn run_teammate(
             _ = int.recv() => libc::SIGINT,
             _ = hup.recv() => libc::SIGHUP,
             _ = tick.tick() => {
-                if !config_path.exists() {
+                let gone = if in_files {
+                    !config_path.exists()
+                } else {
+                    !team.exists()
+                };
+                if gone {
                     log.line("exit", format!("team {} was deleted; stopping", team.name()), json!({"reason": "team-deleted"}));
                     break End::TeamGone;
                 }

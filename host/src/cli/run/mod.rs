@@ -92,8 +92,11 @@ pub struct RunArgs {
     model: crate::cli::model_args::ModelArgs,
 }
 
-pub(super) fn run(home: &Home, out: &Output, a: RunArgs) -> anyhow::Result<()> {
+/// Runs `teamhost run`. `store` is `--store` (or `$TEAMHOST_STORE`); it
+/// wins over the manifest's `[team] store`.
+pub(super) fn run(home: &Home, store: Option<&str>, out: &Output, a: RunArgs) -> anyhow::Result<()> {
     let manifest = Manifest::load(&a.manifest)?;
+    let store = crate::cli::store_select::open(home, store.or(manifest.team.store.as_deref()))?;
     let models =
         crate::cli::model_args::model_access(home.root(), &a.model, Some(&manifest.model))?;
     prepare_dirs(home.root(), &a.manifest, &manifest, &models)?;
@@ -101,7 +104,7 @@ pub(super) fn run(home: &Home, out: &Output, a: RunArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(run_team(home.root(), out, &a, &manifest, models))
+    runtime.block_on(run_team(home.root(), store, out, &a, &manifest, models))
 }
 
 /// Refuses a layout in which a teammate's directory holds the manifest, a
@@ -136,6 +139,7 @@ fn prepare_dirs(
 
 async fn run_team(
     home: &Path,
+    store: crate::store::Store,
     out: &Output,
     a: &RunArgs,
     m: &Manifest,
@@ -153,8 +157,9 @@ async fn run_team(
         interactive: crate::backends::detect::interactive_terminal(),
         ..Default::default()
     };
-    let host = Host::with_options(
+    let host = Host::with_store(
         Home::new(home),
+        store,
         crate::embed::HostOptions {
             backends,
             hooks: std::sync::Arc::new(m.hooks.to_hooks()),
@@ -192,10 +197,10 @@ async fn run_team(
     log.line(
         "run",
         format!(
-            "created team {} with {} task(s) under {}",
+            "created team {} with {} task(s) in {}",
             team.name(),
             ids.len(),
-            home.display()
+            crate::cli::store_select::describe(&Home::new(home), host.store())
         ),
     );
 

@@ -47,7 +47,7 @@ mod naming;
 mod setup;
 mod tasks;
 mod team;
-mod transfer;
+pub mod transfer;
 pub mod url;
 
 #[cfg(test)]
