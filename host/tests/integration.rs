@@ -16,6 +16,7 @@ mod cli_watch;
 mod golden;
 mod hooks_external;
 mod live_view;
+mod nats_store;
 mod processes;
 mod store_mailbox;
 mod store_tasks;

@@ -43,8 +43,8 @@ impl NatsServer {
                 .map(|d| d.join("nats-server"))
                 .find(|p| p.is_file())
         });
-        let venv = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../target/nats-venv/bin/nats-server");
+        let venv =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/nats-venv/bin/nats-server");
         on_path
             .or_else(|| Some(PathBuf::from("/usr/sbin/nats-server")).filter(|p| p.is_file()))
             .or_else(|| Some(venv).filter(|p| p.is_file()))
@@ -68,11 +68,8 @@ impl NatsServer {
     /// Starts `binary` with JetStream on a free loopback port and a fresh
     /// store directory; returns once it accepts connections.
     pub fn start_with(binary: &Path) -> NatsServer {
-        let dir = std::env::temp_dir().join(format!(
-            "teamhost-nats-{}-{}",
-            std::process::id(),
-            unique()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("teamhost-nats-{}-{}", std::process::id(), unique()));
         std::fs::create_dir_all(&dir).expect("make the store directory");
         let port = free_port();
         let mut s = NatsServer {
@@ -116,7 +113,14 @@ impl NatsServer {
 
     fn spawn(&mut self) {
         let mut child = Command::new(&self.binary)
-            .args(["-a", "127.0.0.1", "-p", &self.port.to_string(), "-js", "-sd"])
+            .args([
+                "-a",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-js",
+                "-sd",
+            ])
             .arg(&self.store_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -129,7 +133,10 @@ impl NatsServer {
         std::thread::spawn(move || {
             use std::io::BufRead;
             let mut log = Vec::new();
-            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
                 if line.contains("Server is ready") {
                     let _ = tx.send(Ok(()));
                 } else if log.len() < 50 {
@@ -141,7 +148,10 @@ impl NatsServer {
         match rx.recv_timeout(Duration::from_secs(30)) {
             Ok(Ok(())) => {}
             Ok(Err(log)) => panic!("nats-server exited before it was ready:\n{log}"),
-            Err(_) => panic!("nats-server was not ready within 30 s on port {}", self.port),
+            Err(_) => panic!(
+                "nats-server was not ready within 30 s on port {}",
+                self.port
+            ),
         }
         self.child = Some(child);
     }

@@ -52,12 +52,7 @@ async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spaw
     let exe = checked_exe(env.backends).map_err(rollback)?;
     let mut cmd = tokio::process::Command::new(&exe);
     cmd.args(teammate_args(
-        team,
-        &store,
-        &member,
-        &req,
-        &env.hooks,
-        env.models,
+        team, &store, &member, &req, &env.hooks, env.models,
     ))
     .current_dir(member.cwd.as_deref().unwrap_or("."))
     .stdin(Stdio::null())

@@ -63,12 +63,7 @@ async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spaw
     let exe = checked_exe(env.backends).map_err(rollback)?;
     let mut command = vec![exe.into_os_string()];
     command.extend(teammate_args(
-        team,
-        &store,
-        &member,
-        &req,
-        &env.hooks,
-        env.models,
+        team, &store, &member, &req, &env.hooks, env.models,
     ));
     let line = format!(
         "exec {}",

@@ -9,8 +9,8 @@ mod run;
 mod settings_args;
 mod shutdown;
 mod status;
-pub mod store_select;
 mod store_cmd;
+pub mod store_select;
 mod task;
 mod team;
 mod teammate;
@@ -38,7 +38,13 @@ pub struct Cli {
     /// server that teammates on several hosts share (default:
     /// $TEAMHOST_STORE, else the files under the home). The home then keeps
     /// only this machine's files (cache, logs, worktrees, process records).
-    #[arg(long, global = true, env = "TEAMHOST_STORE", hide_env_values = true, value_name = "URL")]
+    #[arg(
+        long,
+        global = true,
+        env = "TEAMHOST_STORE",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
     pub store: Option<String>,
 
     /// Print machine-readable JSON instead of text.

@@ -53,9 +53,9 @@ pub(super) fn run(store: &Store, out: &Output, c: StoreCommand) -> anyhow::Resul
         StoreCommand::Import { team, from } => {
             let t = store.team(&team.team)?;
             let files = FileStore::new(Home::new(&from));
-            let done = nats
-                .import_team(t.name(), &files)
-                .with_context(|| format!("cannot import team {} from {}", t.name(), from.display()))?;
+            let done = nats.import_team(t.name(), &files).with_context(|| {
+                format!("cannot import team {} from {}", t.name(), from.display())
+            })?;
             ("imported", t.name().to_string(), from, done)
         }
     };

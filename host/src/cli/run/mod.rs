@@ -94,7 +94,12 @@ pub struct RunArgs {
 
 /// Runs `teamhost run`. `store` is `--store` (or `$TEAMHOST_STORE`); it
 /// wins over the manifest's `[team] store`.
-pub(super) fn run(home: &Home, store: Option<&str>, out: &Output, a: RunArgs) -> anyhow::Result<()> {
+pub(super) fn run(
+    home: &Home,
+    store: Option<&str>,
+    out: &Output,
+    a: RunArgs,
+) -> anyhow::Result<()> {
     let manifest = Manifest::load(&a.manifest)?;
     let store = crate::cli::store_select::open(home, store.or(manifest.team.store.as_deref()))?;
     let models =

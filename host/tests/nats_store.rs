@@ -1,0 +1,608 @@
+//! Teams on a NATS JetStream server, end to end: the real `teamhost` binary
+//! and the real `worker` component in two processes with different homes,
+//! 8 processes racing on one inbox and one task list, a server restarted
+//! under a writer, and a server that is not there. Each test starts its own
+//! `nats-server` on 127.0.0.1 (skipped with a message when none is
+//! installed, unless `$CI` is set).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use teamhost::embed::{Host, HostOptions, SpawnRequest, TeammateSettings, TeammateState};
+use teamhost::store::{
+    ClaimOutcome, Home, NatsStore, NatsUrl, NewMember, NewTask, NewTeam, OutgoingMessage, Store,
+    TaskStatus,
+};
+use teamhost_tests::nats_server::NatsServer;
+
+fn store(url: &str) -> Store {
+    Store::with_backend(Arc::new(
+        NatsStore::connect(&NatsUrl::parse(url).unwrap()).unwrap(),
+    ))
+}
+
+fn teamhost(home: &Path, store: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_teamhost"))
+        .arg("--home")
+        .arg(home)
+        .args(["--store", store])
+        .args(args)
+        .env_remove("TEAMHOST_STORE")
+        .output()
+        .expect("the teamhost binary runs")
+}
+
+fn shown(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The lead and `ann` run in one `teamhost run` process (home A); `bob` and
+/// `cat` in a second process (this test, embedding teamhost's `Host` over
+/// the same store, home B). The seeded DAG is completed, messages go both
+/// ways across the processes, and every teammate leaves through the
+/// protocol (a `shutdown_request` from the lead, a `shutdown_approved`).
+#[test]
+fn two_processes_with_their_own_homes_run_one_team_on_one_nats_store() {
+    let Some(server) = NatsServer::start_or_skip("two processes") else {
+        return;
+    };
+    let url = server.url("e2e");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    for (f, text) in [
+        ("a.txt", "one two three"),
+        ("b.txt", "four five"),
+        ("c.txt", "six"),
+        ("d.txt", "seven eight"),
+    ] {
+        std::fs::write(data.join(f), text).unwrap();
+    }
+    let mut toml = format!(
+        "[team]\nname = \"spread\"\nstore = {url:?}\n[[teammate]]\nname = \"ann\"\ncomponent = {:?}\nprompt = \"You count words.\"\ncwd = \"data\"\nmode = \"acceptEdits\"\n",
+        teamhost_tests::WORKER
+    );
+    for (subject, files, blocked_by) in [
+        ("Count a", "- a.txt", "[]"),
+        ("Count b", "- b.txt", "[]"),
+        ("Count c", "- c.txt", "[]"),
+        ("Count d", "- d.txt", "[]"),
+        ("Count a b", "- a.txt\\n- b.txt", "[1, 2]"),
+        (
+            "Count all",
+            "- a.txt\\n- b.txt\\n- c.txt\\n- d.txt",
+            "[3, 4, 5]",
+        ),
+    ] {
+        toml += &format!("[[task]]\nsubject = {subject:?}\ndescription = \"{files}\"\nblocked_by = {blocked_by}\n");
+    }
+    let manifest = dir.path().join("team.toml");
+    std::fs::write(&manifest, toml).unwrap();
+    let (home_a, home_b) = (dir.path().join("home-a"), dir.path().join("home-b"));
+
+    // Process 1: the lead and ann. The manifest names the store.
+    let lead = Command::new(env!("CARGO_BIN_EXE_teamhost"))
+        .arg("--home")
+        .arg(&home_a)
+        .args(["run", "--keep", "--lines", "--timeout", "120"])
+        .arg(&manifest)
+        .env_remove("TEAMHOST_STORE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    // Process 2 (this one): bob and cat join once the team exists.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let there = store(&url);
+    let team = there.team("spread").unwrap();
+    wait_for(&there, "spread", |t| t.exists());
+    let host = Host::with_store(Home::new(&home_b), there.clone(), HostOptions::default()).unwrap();
+    rt.block_on(async {
+        for name in ["bob", "cat"] {
+            host.spawn(
+                "spread",
+                SpawnRequest {
+                    settings: TeammateSettings {
+                        mode: Some("acceptEdits".into()),
+                        ..Default::default()
+                    },
+                    ..SpawnRequest::new(name, teamhost_tests::WORKER, "You count words.", &data)
+                },
+            )
+            .await
+            .unwrap();
+        }
+    });
+
+    let out = lead.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", shown(&out));
+    let tasks = team.list_tasks().unwrap();
+    assert_eq!(tasks.len(), 6);
+    let mut owners = BTreeMap::new();
+    for t in &tasks {
+        assert_eq!(t.status, TaskStatus::Completed, "{t:?}\n{}", shown(&out));
+        *owners
+            .entry(t.owner.clone().unwrap_or_default())
+            .or_insert(0) += 1;
+    }
+    eprintln!("tasks by owner: {owners:?}");
+    let report = std::fs::read_to_string(data.join("reports/task-6.md")).unwrap();
+    assert!(report.contains("**8**"), "{report}");
+
+    // The lead asks bob and cat, in the other process, to shut down.
+    for name in ["bob", "cat"] {
+        let asked = teamhost(&home_a, &url, &["shutdown", "--team", "spread", name]);
+        assert!(asked.status.success(), "{}", shown(&asked));
+    }
+    rt.block_on(async {
+        let mut events = host.events();
+        tokio::time::timeout(Duration::from_secs(60), async {
+            while host
+                .teammates("spread")
+                .iter()
+                .any(|t| !t.state.is_finished())
+            {
+                let _ = events.recv().await;
+            }
+        })
+        .await
+        .expect("bob and cat stop after the lead's shutdown requests");
+    });
+    for t in host.teammates("spread") {
+        assert_eq!(t.state, TeammateState::Completed, "{t:?}");
+    }
+
+    // Messages both ways: the lead (process 1) heard from every teammate,
+    // including those of process 2, and process 2's teammates consumed the
+    // lead's spawn prompts and shutdown requests.
+    let history = team.history("team-lead").unwrap();
+    let from: BTreeSet<&str> = history.iter().map(|m| m.from.as_str()).collect();
+    for who in ["ann", "bob", "cat"] {
+        assert!(
+            from.contains(who),
+            "nothing from {who} in the lead's history: {from:?}"
+        );
+    }
+    let approved: BTreeSet<String> = team
+        .read_inbox("team-lead")
+        .unwrap()
+        .into_iter()
+        .chain(history)
+        .filter(|m| m.text.contains("shutdown_approved"))
+        .map(|m| m.from)
+        .collect();
+    assert!(
+        approved.contains("bob") && approved.contains("cat"),
+        "{approved:?}"
+    );
+    for who in ["bob", "cat"] {
+        let theirs = team.history(who).unwrap();
+        assert!(
+            theirs
+                .iter()
+                .any(|m| m.from == "team-lead" && m.text.contains("shutdown_request")),
+            "{who}: {theirs:?}"
+        );
+    }
+    assert_eq!(team.config().unwrap().member_names(), ["team-lead"]);
+}
+
+/// Waits (on the store's change feed, not a timer) until `check` holds.
+fn wait_for(store: &Store, team: &str, check: impl Fn(&teamhost::store::Team) -> bool) {
+    let team = store.team(team).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    struct Tell(std::sync::Mutex<std::sync::mpsc::Sender<()>>);
+    impl teamhost::store::StoreObserver for Tell {
+        fn changed(&self, _: &teamhost::store::StoreEvent) {
+            let _ = self.0.lock().unwrap().send(());
+        }
+    }
+    let _feed = team
+        .watch(Arc::new(Tell(std::sync::Mutex::new(tx))))
+        .unwrap();
+    while !check(&team) {
+        rx.recv_timeout(Duration::from_secs(60))
+            .expect("the team changes within a minute");
+    }
+}
+
+const SENDERS: usize = 8;
+const PER_SENDER: usize = 500;
+const TASKS: usize = 40;
+
+/// One of the 8 processes of the next test (this test binary run again with
+/// `NATS_STRESS_ROLE`): sends its 500 messages to `sink`, taking from it
+/// between sends, then tries to claim every task. Writes what it took and
+/// which claims it won to `NATS_STRESS_OUT`. Without the variable it does
+/// nothing.
+#[test]
+fn stress_child() {
+    let (Ok(role), Ok(url), Ok(out)) = (
+        std::env::var("NATS_STRESS_ROLE"),
+        std::env::var("NATS_STRESS_URL"),
+        std::env::var("NATS_STRESS_OUT"),
+    ) else {
+        return;
+    };
+    let team = store(&url).team("stress").unwrap();
+    let mut taken = Vec::new();
+    for k in 0..PER_SENDER {
+        team.deliver("sink", OutgoingMessage::new(&role, format!("{role}/{k}")))
+            .unwrap();
+        if k % 5 == 4 {
+            taken.extend(
+                team.take_unread("sink")
+                    .unwrap()
+                    .into_iter()
+                    .map(|m| m.text),
+            );
+        }
+    }
+    let mut won = Vec::new();
+    for id in 1..=TASKS {
+        match team.claim_task(&id.to_string(), &role, false).unwrap() {
+            ClaimOutcome::Claimed(_) => won.push(id.to_string()),
+            ClaimOutcome::Refused { .. } => {}
+        }
+    }
+    let doc = serde_json::json!({ "taken": taken, "won": won });
+    std::fs::write(out, doc.to_string()).unwrap();
+}
+
+/// 8 processes × 500 messages into one inbox, taken concurrently by the
+/// same processes, and 8 processes claiming the same 40 tasks: no message
+/// lost or duplicated (delivered, taken, or in the history), and exactly one
+/// winner per claim.
+#[test]
+fn eight_processes_lose_nothing_duplicate_nothing_and_each_claim_has_one_winner() {
+    let Some(server) = NatsServer::start_or_skip("8 x 500") else {
+        return;
+    };
+    let url = server.url("stress");
+    let here = store(&url);
+    let team = here.team("stress").unwrap();
+    team.create(NewTeam::default()).unwrap();
+    team.add_member(NewMember {
+        name: "sink".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    for i in 0..TASKS {
+        team.create_task(NewTask {
+            subject: format!("t{i}"),
+            ..Default::default()
+        })
+        .unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..SENDERS)
+        .map(|i| {
+            let out = dir.path().join(format!("p{i}.json"));
+            let child = Command::new(&exe)
+                .args([
+                    "--exact",
+                    "nats_store::stress_child",
+                    "--nocapture",
+                    "--test-threads",
+                    "1",
+                ])
+                .env("NATS_STRESS_ROLE", format!("p{i}"))
+                .env("NATS_STRESS_URL", &url)
+                .env("NATS_STRESS_OUT", &out)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            (child, out)
+        })
+        .collect();
+    let mut taken: Vec<String> = Vec::new();
+    let mut winners: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (i, (child, out)) in children.into_iter().enumerate() {
+        let done = child.wait_with_output().unwrap();
+        assert!(done.status.success(), "p{i}: {}", shown(&done));
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+        taken.extend(
+            doc["taken"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap().to_string()),
+        );
+        for id in doc["won"].as_array().unwrap() {
+            winners
+                .entry(id.as_str().unwrap().to_string())
+                .or_default()
+                .push(format!("p{i}"));
+        }
+    }
+    taken.extend(
+        team.take_unread("sink")
+            .unwrap()
+            .into_iter()
+            .map(|m| m.text),
+    );
+
+    let sent: BTreeSet<String> = (0..SENDERS)
+        .flat_map(|i| (0..PER_SENDER).map(move |k| format!("p{i}/{k}")))
+        .collect();
+    let unique: BTreeSet<String> = taken.iter().cloned().collect();
+    assert_eq!(taken.len(), unique.len(), "a message was taken twice");
+    assert_eq!(unique, sent, "lost: {}", sent.difference(&unique).count());
+    let history: Vec<String> = team
+        .history("sink")
+        .unwrap()
+        .into_iter()
+        .map(|m| m.text)
+        .collect();
+    assert_eq!(
+        history.len(),
+        SENDERS * PER_SENDER,
+        "every consumed message is in the history once"
+    );
+    assert_eq!(history.iter().collect::<BTreeSet<_>>().len(), history.len());
+
+    assert_eq!(winners.len(), TASKS, "every task was claimed: {winners:?}");
+    for (id, who) in &winners {
+        assert_eq!(
+            who.len(),
+            1,
+            "task #{id} had {} winners: {who:?}",
+            who.len()
+        );
+        let task = team.task(id).unwrap();
+        assert_eq!(task.owner.as_deref(), Some(who[0].as_str()));
+        assert_eq!(task.status, TaskStatus::InProgress);
+    }
+    eprintln!(
+        "8 x 500: {} taken, {} in the history; {} claims, one winner each",
+        unique.len(),
+        history.len(),
+        winners.len()
+    );
+}
+
+/// The server is killed and started again (same port, same store
+/// directory) while a writer delivers: every delivery that returned is
+/// there once, the writer never failed, and a change feed hears writes
+/// made after the restart.
+#[test]
+fn a_server_restart_mid_run_loses_nothing_acknowledged_and_the_writers_carry_on() {
+    let Some(mut server) = NatsServer::start_or_skip("restart") else {
+        return;
+    };
+    let url = server.url("restart");
+    let here = store(&url);
+    let team = here.team("r").unwrap();
+    team.create(NewTeam::default()).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<usize>();
+    let writer_team = store(&url).team("r").unwrap();
+    let writer = std::thread::spawn(move || {
+        for k in 0..200 {
+            writer_team
+                .deliver("w", OutgoingMessage::new("team-lead", format!("m{k}")))
+                .unwrap_or_else(|e| panic!("delivery {k} failed: {e}"));
+            let _ = tx.send(k);
+        }
+    });
+    // Restart once the writer is a quarter through.
+    while rx.recv().unwrap() < 50 {}
+    server.restart();
+    writer
+        .join()
+        .expect("the writer carried on over the restart");
+
+    let texts: Vec<String> = team
+        .take_unread("w")
+        .unwrap()
+        .into_iter()
+        .map(|m| m.text)
+        .collect();
+    let want: Vec<String> = (0..200).map(|k| format!("m{k}")).collect();
+    assert_eq!(texts, want, "every acknowledged delivery, once, in order");
+
+    // The feed comes back with the connection.
+    let (etx, erx) = std::sync::mpsc::channel();
+    struct Tell(std::sync::Mutex<std::sync::mpsc::Sender<teamhost::store::StoreEvent>>);
+    impl teamhost::store::StoreObserver for Tell {
+        fn changed(&self, e: &teamhost::store::StoreEvent) {
+            let _ = self.0.lock().unwrap().send(e.clone());
+        }
+    }
+    let _feed = team
+        .watch(Arc::new(Tell(std::sync::Mutex::new(etx))))
+        .unwrap();
+    server.restart();
+    store(&url)
+        .team("r")
+        .unwrap()
+        .deliver("w", OutgoingMessage::new("team-lead", "after"))
+        .unwrap();
+    let want = teamhost::store::StoreEvent::InboxAppended {
+        team: "r".into(),
+        agent: "w".into(),
+    };
+    loop {
+        let e = erx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the feed hears a write after the restart");
+        if e == want {
+            break;
+        }
+    }
+}
+
+/// A server that is not there: every command fails at once with an error
+/// naming the address (and never the URL's password).
+#[test]
+fn an_unreachable_server_is_a_clear_error_naming_the_address() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let home = tempfile::tempdir().unwrap();
+    let url = format!("nats://alice:hunter2@127.0.0.1:{port}/x");
+    for args in [
+        &["status", "--team", "t"][..],
+        &["team", "list"],
+        &["send", "--team", "t", "a", "hi"],
+    ] {
+        let out = teamhost(home.path(), &url, args);
+        assert!(!out.status.success(), "{}", shown(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+        assert!(err.contains("nats-server -js"), "{err}");
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+    let bad = teamhost(home.path(), "redis://h", &["team", "list"]);
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("nats://HOST:PORT"),
+        "{}",
+        shown(&bad)
+    );
+}
+
+/// `store export` writes the reference's layout; `store import` reads it
+/// into another prefix; the team, its mail and its tasks survive the round
+/// trip, and a deleted task's id stays used.
+#[test]
+fn a_team_round_trips_through_the_file_layout() {
+    let Some(server) = NatsServer::start_or_skip("export") else {
+        return;
+    };
+    let (a, b) = (server.url("one"), server.url("two"));
+    let team = store(&a).team("rt").unwrap();
+    team.create(NewTeam::default()).unwrap();
+    team.add_member(NewMember {
+        name: "w.x".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    for t in ["one", "two", "three"] {
+        team.create_task(NewTask {
+            subject: t.into(),
+            ..Default::default()
+        })
+        .unwrap();
+    }
+    team.delete_task("3").unwrap();
+    for t in ["old", "new"] {
+        team.send("w.x", OutgoingMessage::new("team-lead", t))
+            .unwrap();
+    }
+    team.take_where("w.x", |m| m.text == "old").unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let out_dir = home.path().join("exported");
+    let out = teamhost(
+        home.path(),
+        &a,
+        &[
+            "store",
+            "export",
+            "--team",
+            "rt",
+            "--to",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", shown(&out));
+    // The reference's files, readable by the file store.
+    let files = Store::new(Home::new(&out_dir)).team("rt").unwrap();
+    assert_eq!(files.config().unwrap(), team.config().unwrap());
+    assert_eq!(files.unread("w.x").unwrap()[0].text, "new");
+    assert_eq!(files.history("w.x").unwrap(), team.history("w.x").unwrap());
+    assert_eq!(files.list_tasks().unwrap(), team.list_tasks().unwrap());
+    assert!(out_dir.join("teams/rt/inboxes/w.x.json").is_file());
+
+    let back = teamhost(
+        home.path(),
+        &b,
+        &[
+            "store",
+            "import",
+            "--team",
+            "rt",
+            "--from",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(back.status.success(), "{}", shown(&back));
+    let again = store(&b).team("rt").unwrap();
+    assert_eq!(again.config().unwrap(), team.config().unwrap());
+    assert_eq!(again.unread("w.x").unwrap()[0].text, "new");
+    assert_eq!(again.history("w.x").unwrap(), team.history("w.x").unwrap());
+    assert_eq!(again.list_tasks().unwrap(), team.list_tasks().unwrap());
+    let four = again
+        .create_task(NewTask {
+            subject: "four".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(four.id, "4", "id 3 stays used after the round trip");
+}
+
+/// `teamhost run --teammate-mode process` on a NATS team: each teammate is
+/// a child `teamhost teammate` handed the same `--store`, and the run
+/// completes as it does on files.
+#[test]
+fn child_teammate_processes_reach_a_nats_team_through_the_store_flag() {
+    let Some(server) = NatsServer::start_or_skip("process backend") else {
+        return;
+    };
+    let url = server.url("procs");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("a.txt"), "one two three").unwrap();
+    std::fs::write(data.join("b.txt"), "four five").unwrap();
+    let mut toml = "[team]\nname = \"kids\"\nteammate_mode = \"process\"\n".to_string();
+    for who in ["ann", "bob"] {
+        toml += &format!(
+            "[[teammate]]\nname = {who:?}\ncomponent = {:?}\nprompt = \"You count words.\"\ncwd = \"data\"\nmode = \"acceptEdits\"\n",
+            teamhost_tests::WORKER
+        );
+    }
+    toml += "[[task]]\nsubject = \"Count a\"\ndescription = \"- a.txt\"\n";
+    toml += "[[task]]\nsubject = \"Count both\"\ndescription = \"- a.txt\\n- b.txt\"\nblocked_by = [1]\n";
+    let manifest = dir.path().join("team.toml");
+    std::fs::write(&manifest, toml).unwrap();
+    let home = dir.path().join("home");
+    let out = Command::new(env!("CARGO_BIN_EXE_teamhost"))
+        .arg("--home")
+        .arg(&home)
+        .args(["--store", &url, "run", "--lines", "--timeout", "120"])
+        .arg(&manifest)
+        .env("TEAMHOST_EXE", env!("CARGO_BIN_EXE_teamhost"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", shown(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("shutdown: 2 stopped, 0 killed"),
+        "{}",
+        shown(&out)
+    );
+    let report = std::fs::read_to_string(data.join("reports/task-2.md")).unwrap();
+    assert!(report.contains("**5**"), "{report}");
+    // The team lived on the server, not under the home.
+    assert!(!home.join("teams/kids").exists());
+    assert!(
+        store(&url).list_teams().unwrap().is_empty(),
+        "deleted after the run"
+    );
+}
