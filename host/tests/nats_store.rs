@@ -556,9 +556,9 @@ fn a_team_round_trips_through_the_file_layout() {
     assert_eq!(four.id, "4", "id 3 stays used after the round trip");
 }
 
-/// `teamhost run --teammate-mode process` on a NATS team: each teammate is
-/// a child `teamhost teammate` handed the same `--store`, and the run
-/// completes as it does on files.
+/// The process backend on a NATS team: each teammate is a child `teamhost
+/// teammate` handed the same `--store` (and the host's home), and works
+/// the task list and leaves through the protocol as it does on files.
 #[test]
 fn child_teammate_processes_reach_a_nats_team_through_the_store_flag() {
     let Some(server) = NatsServer::start_or_skip("process backend") else {
@@ -570,39 +570,76 @@ fn child_teammate_processes_reach_a_nats_team_through_the_store_flag() {
     std::fs::create_dir(&data).unwrap();
     std::fs::write(data.join("a.txt"), "one two three").unwrap();
     std::fs::write(data.join("b.txt"), "four five").unwrap();
-    let mut toml = "[team]\nname = \"kids\"\nteammate_mode = \"process\"\n".to_string();
-    for who in ["ann", "bob"] {
-        toml += &format!(
-            "[[teammate]]\nname = {who:?}\ncomponent = {:?}\nprompt = \"You count words.\"\ncwd = \"data\"\nmode = \"acceptEdits\"\n",
-            teamhost_tests::WORKER
-        );
-    }
-    toml += "[[task]]\nsubject = \"Count a\"\ndescription = \"- a.txt\"\n";
-    toml += "[[task]]\nsubject = \"Count both\"\ndescription = \"- a.txt\\n- b.txt\"\nblocked_by = [1]\n";
-    let manifest = dir.path().join("team.toml");
-    std::fs::write(&manifest, toml).unwrap();
+    let here = store(&url);
+    let team = here.team("kids").unwrap();
+    team.create(NewTeam::default()).unwrap();
+    team.create_task(NewTask {
+        subject: "Count a".into(),
+        description: "- a.txt".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    team.create_task(NewTask {
+        subject: "Count both".into(),
+        description: "- a.txt\n- b.txt".into(),
+        blocked_by: vec!["1".into()],
+        ..Default::default()
+    })
+    .unwrap();
+    let opts = HostOptions {
+        backends: teamhost::backends::BackendOptions {
+            mode: teamhost::backends::TeammateMode::Process,
+            interactive: true,
+            teamhost_exe: Some(env!("CARGO_BIN_EXE_teamhost").into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
     let home = dir.path().join("home");
-    let out = Command::new(env!("CARGO_BIN_EXE_teamhost"))
-        .arg("--home")
-        .arg(&home)
-        .args(["--store", &url, "run", "--lines", "--timeout", "120"])
-        .arg(&manifest)
-        .env("TEAMHOST_EXE", env!("CARGO_BIN_EXE_teamhost"))
-        .output()
+    let host = Host::with_store(Home::new(&home), here, opts).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
         .unwrap();
-    assert!(out.status.success(), "{}", shown(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("shutdown: 2 stopped, 0 killed"),
-        "{}",
-        shown(&out)
-    );
+    rt.block_on(async {
+        for name in ["ann", "bob"] {
+            let req = SpawnRequest {
+                settings: TeammateSettings {
+                    mode: Some("acceptEdits".into()),
+                    ..Default::default()
+                },
+                ..SpawnRequest::new(name, teamhost_tests::WORKER, "You count words.", &data)
+            };
+            host.spawn("kids", req).await.unwrap();
+        }
+        let member = team.config().unwrap().member("ann").cloned().unwrap();
+        assert_eq!(member.backend_type.as_deref(), Some("process"));
+        let mut events = host.events();
+        tokio::time::timeout(Duration::from_secs(120), async {
+            while !team
+                .list_tasks()
+                .unwrap()
+                .iter()
+                .all(|t| t.status == TaskStatus::Completed)
+            {
+                let _ = tokio::time::timeout(Duration::from_secs(1), events.recv()).await;
+            }
+        })
+        .await
+        .expect("the child teammates complete the tasks");
+        let report = host
+            .shutdown_team("kids", "done", Duration::from_secs(60))
+            .await
+            .unwrap();
+        assert_eq!(report.stopped.len(), 2, "{report:?}");
+        assert!(report.killed.is_empty(), "{report:?}");
+    });
     let report = std::fs::read_to_string(data.join("reports/task-2.md")).unwrap();
     assert!(report.contains("**5**"), "{report}");
-    // The team lived on the server, not under the home.
-    assert!(!home.join("teams/kids").exists());
+    let log = std::fs::read_to_string(home.join("logs/kids/ann.log")).unwrap();
+    assert!(log.contains("exit status 0"), "{log}");
     assert!(
-        store(&url).list_teams().unwrap().is_empty(),
-        "deleted after the run"
+        !home.join("teams/kids").exists(),
+        "the team lives on the server"
     );
 }
