@@ -50,7 +50,7 @@ async fn a_component_teammate_runs_on_the_memory_store_and_writes_no_team_file()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_process_backend_refuses_a_store_that_is_not_files_before_registering() {
+async fn the_process_backend_refuses_a_store_in_this_processs_memory_before_registering() {
     let tmp = tempfile::tempdir().unwrap();
     let opts = HostOptions {
         backends: BackendOptions {
@@ -69,7 +69,7 @@ async fn the_process_backend_refuses_a_store_that_is_not_files_before_registerin
         .await
         .expect_err("a child process cannot reach a team in this host's memory");
     let text = err.to_string();
-    assert!(text.contains("not kept in files"), "{text}");
+    assert!(text.contains("lives in this process only"), "{text}");
     assert!(text.contains("in-process"), "says what to do: {text}");
     let members = host.team("mem").unwrap().config().unwrap().member_names();
     assert_eq!(members, ["team-lead"], "nothing registered");

@@ -390,8 +390,17 @@ async fn run_teammate(
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
     let mut hup = signal(SignalKind::hangup())?;
+    // Is the team still there? On files, a look at its config every poll
+    // (a stat); on a server, a look whenever its config changes (the
+    // store's feed), never a poll.
     let mut tick = tokio::time::interval(Duration::from_millis(a.poll_ms.max(1)));
     let config_path = team.location();
+    let (config_tx, mut config_changed) = tokio::sync::mpsc::unbounded_channel();
+    let _config_feed = if in_files {
+        None
+    } else {
+        Some(team.watch(std::sync::Arc::new(ConfigTicks(config_tx)))?)
+    };
     let end = loop {
         let sig = tokio::select! {
             ev = events.recv() => {
@@ -420,13 +429,15 @@ async fn run_teammate(
             _ = term.recv() => libc::SIGTERM,
             _ = int.recv() => libc::SIGINT,
             _ = hup.recv() => libc::SIGHUP,
-            _ = tick.tick() => {
-                let gone = if in_files {
-                    !config_path.exists()
-                } else {
-                    !team.exists()
-                };
-                if gone {
+            Some(()) = config_changed.recv() => {
+                if !team.exists() {
+                    log.line("exit", format!("team {} was deleted; stopping", team.name()), json!({"reason": "team-deleted"}));
+                    break End::TeamGone;
+                }
+                continue;
+            }
+            _ = tick.tick(), if in_files => {
+                if !config_path.exists() {
                     log.line("exit", format!("team {} was deleted; stopping", team.name()), json!({"reason": "team-deleted"}));
                     break End::TeamGone;
                 }
@@ -455,6 +466,17 @@ async fn run_teammate(
         json!({"status": code}),
     );
     Ok(end)
+}
+
+/// Forwards the store feed's config changes (the team may be gone).
+struct ConfigTicks(tokio::sync::mpsc::UnboundedSender<()>);
+
+impl crate::store::StoreObserver for ConfigTicks {
+    fn changed(&self, event: &crate::store::StoreEvent) {
+        if matches!(event, crate::store::StoreEvent::ConfigChanged { .. }) {
+            let _ = self.0.send(());
+        }
+    }
 }
 
 /// The spawn request for the member: its settings from the flags over the

@@ -28,10 +28,15 @@
 //!
 //! **Ambiguous writes resolve exactly once.** Each write carries a
 //! `Nats-Msg-Id` that stays the same across its retries. When an answer is
-//! lost (the server died after storing it), the retry is the same message:
-//! the server's de-duplication (two minutes, longer than any retry) answers
-//! it with the first store's sequence instead of storing it twice, and a
-//! compare-and-swap that had landed is reported as landed, not as lost.
+//! lost (the server stored the write and died), the retry is the same
+//! message. A plain publish (a delivery) is then answered by the server's
+//! de-duplication (two minutes, longer than any retry) with the first
+//! store's sequence: stored once. A compare-and-swap retried and refused is
+//! checked before it counts as lost: if the message stored right after the
+//! revision it expected carries its id, it landed ([`Conn::landed`]; a
+//! bucket keeps 64 revisions a key for this). nats-server 2.9 answers such a
+//! retry as a duplicate; 2.15 checks the expected sequence first; both end
+//! the same way.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -376,12 +381,13 @@ impl Conn {
         self.seen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Publishes to a stream and waits for its ack: the sequence stored.
+    /// Publishes to `stream` and waits for its ack: the sequence stored.
     /// `expect` makes it a compare-and-swap on the subject's last sequence
-    /// (`Some(0)`: the subject must be empty). The message id makes retries
-    /// of one write store it once (module docs).
+    /// (`Some(0)`: the subject must be empty). Retries of one write carry
+    /// one message id, so they store it once (module docs).
     pub fn publish(
         &self,
+        stream: &str,
         subject: &str,
         mut headers: HeaderMap,
         payload: Bytes,
@@ -390,6 +396,10 @@ impl Conn {
         if headers.get("Nats-Msg-Id").is_none() {
             headers.insert("Nats-Msg-Id", uuid::Uuid::new_v4().to_string().as_str());
         }
+        let id = headers
+            .get("Nats-Msg-Id")
+            .map(|v| v.as_str().to_string())
+            .unwrap_or_default();
         if let Some(rev) = expect {
             headers.insert(
                 "Nats-Expected-Last-Subject-Sequence",
@@ -397,21 +407,51 @@ impl Conn {
             );
         }
         let subject = subject.to_string();
-        self.call(|c| {
+        let mut attempts = 0;
+        let got = self.call(|c| {
+            attempts += 1;
             let (subject, headers, payload) = (subject.clone(), headers.clone(), payload.clone());
-            async move {
-                let answer = request(&c, subject, Some(headers), payload).await?;
-                let v: Value = serde_json::from_slice(&answer.payload)
-                    .map_err(|e| Fail::Refused(format!("an unreadable publish ack: {e}")))?;
-                match api_error(&v) {
-                    Some((WRONG_LAST_SEQUENCE, _)) => Err(Fail::Conflict),
-                    Some((_, d)) => Err(Fail::Refused(d)),
-                    None => v["seq"].as_u64().ok_or_else(|| {
-                        Fail::Refused(format!("a publish ack without a sequence: {v}"))
-                    }),
+            async move { publish_once(&c, subject, headers, payload).await }
+        });
+        match (got, expect) {
+            // A retried swap lost: did an attempt whose answer was lost land?
+            // (2.9 answers a retried message id as a duplicate; newer
+            // servers check the expected sequence first and say conflict.)
+            (Err(Fail::Conflict), Some(rev)) if attempts > 1 => {
+                match self.landed(stream, &subject, rev, &id)? {
+                    Some(seq) => Ok(seq),
+                    None => Err(Fail::Conflict),
                 }
             }
-        })
+            (other, _) => other,
+        }
+    }
+
+    /// The sequence of message `id` if it is the one stored on `subject`
+    /// right after revision `rev` (the bucket keeps 64 revisions a key, the
+    /// mail stream all).
+    pub fn landed(
+        &self,
+        stream: &str,
+        subject: &str,
+        rev: u64,
+        id: &str,
+    ) -> Result<Option<u64>, Fail> {
+        let subject_key = format!("{API}.DIRECT.GET.{stream}");
+        let body = Bytes::from(json!({ "seq": rev + 1, "next_by_subj": subject }).to_string());
+        let m = self.call(|c| {
+            let (s, b) = (subject_key.clone(), body.clone());
+            async move { request(&c, s, None, b).await }
+        })?;
+        if m.status == Some(StatusCode::NOT_FOUND) {
+            return Ok(None);
+        }
+        let mine = m
+            .headers
+            .as_ref()
+            .and_then(|h| h.get("Nats-Msg-Id"))
+            .is_some_and(|v| v.as_str() == id);
+        Ok(if mine { Some(stored(m)?.seq) } else { None })
     }
 
     /// A crate error for a failed call, naming the server (never its
@@ -500,6 +540,25 @@ async fn api_once(c: &async_nats::Client, subject: String, payload: Bytes) -> Re
         Some((STREAM_NOT_FOUND, _)) => Err(Fail::NoStream),
         Some((_, d)) => Err(Fail::Refused(d)),
         None => Ok(v),
+    }
+}
+
+/// One publish, its ack or what went wrong.
+async fn publish_once(
+    c: &async_nats::Client,
+    subject: String,
+    headers: HeaderMap,
+    payload: Bytes,
+) -> Result<u64, Fail> {
+    let answer = request(c, subject, Some(headers), payload).await?;
+    let v: Value = serde_json::from_slice(&answer.payload)
+        .map_err(|e| Fail::Refused(format!("an unreadable publish ack: {e}")))?;
+    match api_error(&v) {
+        Some((WRONG_LAST_SEQUENCE, _)) => Err(Fail::Conflict),
+        Some((_, d)) => Err(Fail::Refused(d)),
+        None => v["seq"]
+            .as_u64()
+            .ok_or_else(|| Fail::Refused(format!("a publish ack without a sequence: {v}"))),
     }
 }
 

@@ -74,7 +74,7 @@ pub(super) fn put(
     value: Bytes,
     expect: Option<u64>,
 ) -> Result<u64, Fail> {
-    conn.publish(&n.key(key), HeaderMap::new(), value, expect)
+    conn.publish(&n.kv_stream, &n.key(key), HeaderMap::new(), value, expect)
 }
 
 /// Deletes `key` if its revision is still `expect`.
@@ -86,7 +86,7 @@ pub(super) fn delete(
 ) -> Result<u64, Fail> {
     let mut h = HeaderMap::new();
     h.insert("KV-Operation", "DEL");
-    conn.publish(&n.key(key), h, Bytes::new(), expect)
+    conn.publish(&n.kv_stream, &n.key(key), h, Bytes::new(), expect)
 }
 
 /// Keeps a value that does not parse under `aside.<key>.<UTC stamp>`

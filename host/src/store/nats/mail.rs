@@ -120,7 +120,7 @@ impl NatsStore {
         }
         let subject = n.inbox(&stem);
         loop {
-            match conn.publish(&subject, h.clone(), payload.clone(), None) {
+            match conn.publish(&n.mail_stream, &subject, h.clone(), payload.clone(), None) {
                 Ok(_) => return Ok(()),
                 // A team deleted meanwhile gets its mail stream back, as the
                 // file store makes the inbox directory again.
@@ -416,6 +416,7 @@ impl NatsStore {
             .map_err(|e| Fail::Refused(format!("cannot serialise a history record: {e}")))?;
         self.conn()
             .publish(
+                &n.mail_stream,
                 &n.outbox(stem),
                 HeaderMap::new(),
                 Bytes::from(payload),

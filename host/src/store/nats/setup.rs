@@ -1,7 +1,7 @@
 //! Making a team's two streams, by hand, the same way on every server.
 //!
 //! The bucket is a stream laid out by the KV conventions (`KV_<bucket>`,
-//! subjects `$KV.<bucket>.>`, one message per subject, rollups allowed,
+//! subjects `$KV.<bucket>.>`, 64 revisions per key, rollups allowed,
 //! deletes denied, direct gets allowed, discard new), so `nats kv` tools see
 //! a normal bucket. It is created with `STREAM.CREATE` rather than a
 //! client's "create key-value", which first asks for account info and fails
@@ -21,6 +21,11 @@ use super::naming::TeamNames;
 /// retry of one write ([`super::client::NatsOptions::retry_for`]).
 const DUPLICATE_WINDOW_NS: u64 = 120_000_000_000;
 
+/// Revisions kept per key: enough to tell, after a lost answer, whether a
+/// write landed (its message is the one right after the revision it
+/// expected) even when others wrote the key since.
+const KV_HISTORY: i64 = 64;
+
 /// The bucket's stream config.
 fn kv_config(n: &TeamNames) -> Value {
     json!({
@@ -31,7 +36,7 @@ fn kv_config(n: &TeamNames) -> Value {
         "max_msgs": -1,
         "max_bytes": -1,
         "max_age": 0,
-        "max_msgs_per_subject": 1,
+        "max_msgs_per_subject": KV_HISTORY,
         "max_msg_size": -1,
         "storage": "file",
         "discard": "new",
