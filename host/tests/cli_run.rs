@@ -195,6 +195,33 @@ fn an_existing_team_is_refused_unless_replace() {
     assert_eq!(ids, ["1", "2", "3", "4"], "a replaced team starts afresh");
 }
 
+/// `run --join` seeds no tasks, and the file store's feed cannot hear a
+/// team directory appear: both are refused at once, creating nothing. (A
+/// joined run on a NATS store is in `nats_store`.)
+#[test]
+fn join_refuses_tasks_of_its_own_and_a_file_team_not_made_yet() {
+    let (dir, manifest) = project("later", "");
+    let home = dir.path().join("home");
+    let with_tasks = teamhost(&home, &["run", "--join", manifest.to_str().unwrap()]);
+    assert!(!with_tasks.status.success(), "{}", shown(&with_tasks));
+    assert!(
+        String::from_utf8_lossy(&with_tasks.stderr).contains("--join seeds no tasks"),
+        "{}",
+        shown(&with_tasks)
+    );
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let teammates_only = &text[..text.find("[[task]]").unwrap()];
+    std::fs::write(&manifest, teammates_only).unwrap();
+    let no_team = teamhost(&home, &["run", "--join", manifest.to_str().unwrap()]);
+    assert!(!no_team.status.success(), "{}", shown(&no_team));
+    assert!(
+        String::from_utf8_lossy(&no_team.stderr).contains("needs the team made first"),
+        "{}",
+        shown(&no_team)
+    );
+    assert!(!home.join("teams/later").exists(), "nothing was created");
+}
+
 #[test]
 fn a_task_nobody_can_finish_stops_the_run_with_an_error_naming_it() {
     let (dir, manifest) = project("stuck", "");

@@ -13,6 +13,9 @@
 //! nothing. Then the default directories (`work/{name}` beside the manifest,
 //! for teammates without `cwd`) are made.
 //!
+//! With `--join`, the manifest's teammates join a team whose lead runs
+//! elsewhere, on a store both reach (`join.rs`): a second host of one team.
+//!
 //! The CLI is synchronous; this command alone builds a multi-threaded tokio
 //! runtime for the [`Host`] it drives.
 //!
@@ -21,12 +24,14 @@
 //! | file | owns |
 //! |---|---|
 //! | `mod.rs` | the arguments and the run itself: check the layout, create, seed, spawn, wait, shut down, summarise |
+//! | `join.rs` | `--join`: wait for the lead's team, spawn into it, run until the lead shuts the teammates down |
 //! | `wait.rs` | waiting for the work, and how the work phase ended (`Outcome`) |
 //! | `display.rs` | the live view or the event lines, behind one `Display` |
 //! | `report.rs` | the live event lines: `Log`, and the `Reporter` that follows the host's events |
 //! | `summary.rs` | the final summary, as text or JSON, and the message counts in it |
 
 mod display;
+mod join;
 mod report;
 mod summary;
 mod wait;
@@ -69,6 +74,12 @@ pub struct RunArgs {
     /// Keep the team's files afterwards (default: delete them).
     #[arg(long)]
     keep: bool,
+    /// Join the manifest's teammates to a team whose lead runs elsewhere
+    /// (another `teamhost run` on the same --store): wait for the team to
+    /// exist, seed nothing, and run until the lead has shut every one of
+    /// them down; the team is left as it is. The manifest may hold no tasks.
+    #[arg(long, conflicts_with_all = ["replace", "keep"])]
+    join: bool,
     /// Give up when the work is not done after this many seconds.
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     timeout: u64,
@@ -173,6 +184,9 @@ async fn run_team(
             ..Default::default()
         },
     )?;
+    if a.join {
+        return join::run_joined(home, &host, out, a, m, log).await;
+    }
     let team = host.team(&m.team.name)?;
     if team.exists() {
         if !a.replace {
@@ -210,7 +224,7 @@ async fn run_team(
     );
 
     let reporter = if a.lines || out.is_json() || !crate::view::terminal_available() {
-        Display::Lines(Reporter::start(&host, &team, &lead, log))
+        Display::Lines(Reporter::start(&host, &team, Some(&lead), log))
     } else {
         let seat = crate::view::Seat::running(host.clone(), team.clone());
         Display::Screen(crate::view::LiveView::start(
@@ -305,7 +319,7 @@ const SPAWN_AT_ONCE: usize = 16;
 /// Compiles every distinct component of the manifest at once (each once, in
 /// parallel, before any teammate starts: a large component does not hold the
 /// others back; meanwhile the live view shows its teammates `compiling`),
-/// then starts the teammates, [`SPAWN_AT_ONCE`] at a time, each in the
+/// then starts the teammates ([`start_all`]), each in the
 /// colour of its place in the manifest.
 async fn spawn_all(
     host: &Host,
@@ -314,6 +328,19 @@ async fn spawn_all(
     reporter: &Display,
 ) -> anyhow::Result<()> {
     compile_all(host, team, m, reporter).await?;
+    start_all(host, team, m, reporter, true).await
+}
+
+/// Starts the manifest's teammates, [`SPAWN_AT_ONCE`] at a time (their
+/// components loaded already), each in the colour of its place in the
+/// manifest when `place_colours`, else in the first colour no member has.
+async fn start_all(
+    host: &Host,
+    team: &Team,
+    m: &Manifest,
+    reporter: &Display,
+    place_colours: bool,
+) -> anyhow::Result<()> {
     let colours = crate::store::config::COLORS;
     let mut requests = Vec::with_capacity(m.teammates.len());
     for (i, t) in m.teammates.iter().enumerate() {
@@ -331,7 +358,9 @@ async fn spawn_all(
             ),
         );
         let mut req = t.spawn_request();
-        req.color = Some(colours[i % colours.len()].to_string());
+        if place_colours {
+            req.color = Some(colours[i % colours.len()].to_string());
+        }
         requests.push(req);
     }
     let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(SPAWN_AT_ONCE));

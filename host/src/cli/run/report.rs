@@ -1,6 +1,7 @@
 //! The live event lines: [`Log`] prints one timestamped line per event, and
 //! the [`Reporter`] follows the host's events (turns, state changes, task
-//! changes) and consumes and prints the lead's messages.
+//! changes) and, when this process is the lead's, consumes and prints the
+//! lead's messages.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -45,7 +46,8 @@ impl Log {
 }
 
 /// A task that follows the host's events: prints turns, state changes, task
-/// changes, and consumes and prints the lead's messages. The run's own lines
+/// changes, and consumes and prints the lead's messages (unless the lead is
+/// elsewhere: `run --join`). The run's own lines
 /// go through it too ([`Reporter::line`]), after every event already sent, so
 /// the output reads in the order things happened.
 pub(super) struct Reporter {
@@ -59,12 +61,14 @@ enum Cmd {
 }
 
 impl Reporter {
-    pub(super) fn start(host: &Host, team: &Team, lead: &str, log: Log) -> Reporter {
+    /// Starts the reporter; `lead`: the lead whose inbox this process
+    /// consumes, `None` when the lead runs elsewhere.
+    pub(super) fn start(host: &Host, team: &Team, lead: Option<&str>, log: Log) -> Reporter {
         let events = host.events();
         let (cmds, rx) = mpsc::unbounded_channel();
         let state = ReportState {
             team: team.clone(),
-            lead: lead.to_string(),
+            lead: lead.map(str::to_string),
             log,
             tasks: BTreeMap::new(),
             turns: BTreeMap::new(),
@@ -79,7 +83,7 @@ impl Reporter {
     }
 
     /// Handles the events already sent, takes what is left in the lead's
-    /// inbox, and ends.
+    /// inbox (when it is this process's), and ends.
     pub(super) async fn stop(self) {
         let _ = self.cmds.send(Cmd::Stop);
         if let Err(e) = self.join.await {
@@ -92,7 +96,8 @@ impl Reporter {
 /// the runtime thread it runs on.
 struct ReportState {
     team: Team,
-    lead: String,
+    /// The lead whose inbox this process consumes (`None`: not ours).
+    lead: Option<String>,
     log: Log,
     /// Last seen `(status, owner)` of every task.
     tasks: BTreeMap<String, (String, Option<String>)>,
@@ -165,7 +170,7 @@ impl ReportState {
             }
             Event::TasksChanged { team } if team == self.team.name() => self.tasks_changed(false),
             Event::InboxChanged { team, agent }
-                if team == self.team.name() && agent == self.lead =>
+                if team == self.team.name() && self.lead.as_ref() == Some(&agent) =>
             {
                 self.lead_messages()
             }
@@ -201,16 +206,17 @@ impl ReportState {
     /// Consumes the lead's unread messages (they move to its history) and
     /// prints one line each.
     fn lead_messages(&mut self) {
-        match self.team.take_unread(&self.lead) {
+        let Some(lead) = &self.lead else { return };
+        match self.team.take_unread(lead) {
             Ok(messages) => {
                 for m in messages {
                     self.log
-                        .line(&m.from, format!("→ {}: {}", self.lead, readable(&m)));
+                        .line(&m.from, format!("→ {lead}: {}", readable(&m)));
                 }
             }
             Err(e) => self
                 .log
-                .line("run", format!("cannot read {}'s inbox: {e}", self.lead)),
+                .line("run", format!("cannot read {lead}'s inbox: {e}")),
         }
     }
 }

@@ -82,7 +82,8 @@ pub(super) struct Summary {
     /// Every task completed and every teammate stopped cleanly.
     ok: bool,
     /// `completed`, `timed-out`, `interrupted`, `stuck`, `teammates-stopped`,
-    /// `spawn-failed` or `error`.
+    /// `spawn-failed` or `error`; with `--join`, `shut-down` (every
+    /// teammate approved the lead's shutdown).
     outcome: &'static str,
     pub(super) error: Option<String>,
     /// From start to the end of the shutdown.
@@ -100,6 +101,9 @@ pub(super) struct Summary {
     shutdown: ShutdownLine,
     /// The team's files: kept (`--keep`) or deleted.
     team_files_kept: bool,
+    /// `--join`: this process joined a team its lead runs elsewhere (and
+    /// left the team as it was).
+    pub(super) joined: bool,
     home: PathBuf,
     /// Where the guests' stdout and stderr went.
     logs: PathBuf,
@@ -237,6 +241,7 @@ impl Summary {
                 killed: shutdown.killed,
             },
             team_files_kept: kept,
+            joined: false,
             home: home.to_path_buf(),
             logs: home.join("logs").join(team.name()),
         }
@@ -331,7 +336,9 @@ impl Summary {
             self.shutdown.stopped.len(),
             self.shutdown.killed.len()
         );
-        s += &if self.team_files_kept {
+        s += &if self.joined {
+            "the team is its lead's: left as it is\n".to_string()
+        } else if self.team_files_kept {
             format!("team files kept under {}\n", self.home.display())
         } else {
             "team files deleted (--keep keeps them)\n".to_string()

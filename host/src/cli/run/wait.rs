@@ -17,6 +17,9 @@ const SETTLE: Duration = Duration::from_millis(500);
 /// How the work phase ended.
 pub(super) enum Outcome {
     Completed,
+    /// `run --join`: every teammate of this process approved the lead's
+    /// shutdown request.
+    ShutDown,
     TimedOut(u64),
     Interrupted,
     Stuck(String),
@@ -29,6 +32,7 @@ impl Outcome {
     pub(super) fn name(&self) -> &'static str {
         match self {
             Outcome::Completed => "completed",
+            Outcome::ShutDown => "shut-down",
             Outcome::TimedOut(_) => "timed-out",
             Outcome::Interrupted => "interrupted",
             Outcome::Stuck(_) => "stuck",
@@ -40,7 +44,7 @@ impl Outcome {
 
     pub(super) fn error(&self) -> Option<String> {
         match self {
-            Outcome::Completed => None,
+            Outcome::Completed | Outcome::ShutDown => None,
             Outcome::TimedOut(s) => Some(format!(
                 "the work was not done after {s}s; raise --timeout or read the guest logs"
             )),
@@ -157,7 +161,8 @@ fn describe_open(tasks: &[Task]) -> String {
         .join("; ")
 }
 
-fn describe_state(t: &TeammateInfo) -> String {
+/// `NAME STATE`, with the reason of a failure.
+pub(super) fn describe_state(t: &TeammateInfo) -> String {
     match &t.state {
         TeammateState::Failed(why) => format!("{} failed: {}", t.name, one_line(why)),
         s => format!("{} {}", t.name, s.as_str()),
