@@ -1,7 +1,8 @@
 //! Teams on a NATS JetStream server, end to end: the real `teamhost` binary
-//! and the real `worker` component in two processes with different homes,
-//! 8 processes racing on one inbox and one task list, a server restarted
-//! under a writer, and a server that is not there. Each test starts its own
+//! and the real `worker` component in two `teamhost` processes with
+//! different homes (`run` and `run --join`), a teammate woken by the
+//! server's feed alone, 8 processes racing on one inbox and one task list,
+//! a server restarted under a writer, and a server that is not there. Each test starts its own
 //! `nats-server` on 127.0.0.1 (skipped with a message when none is
 //! installed, unless `$CI` is set).
 
@@ -44,11 +45,96 @@ fn shown(out: &Output) -> String {
     )
 }
 
-/// The lead and `ann` run in one `teamhost run` process (home A); `bob` and
-/// `cat` in a second process (this test, embedding teamhost's `Host` over
-/// the same store, home B). The seeded DAG is completed, messages go both
-/// ways across the processes, and every teammate leaves through the
-/// protocol (a `shutdown_request` from the lead, a `shutdown_approved`).
+/// A `teamhost` process under way: its stderr lines arrive on a channel as
+/// they are written (to wait on), its stdout is collected.
+struct Running {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+    stdout: std::thread::JoinHandle<String>,
+}
+
+impl Running {
+    fn start(home: &Path, args: &[&str]) -> Running {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_teamhost"))
+            .arg("--home")
+            .arg(home)
+            .args(args)
+            .env_remove("TEAMHOST_STORE")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the teamhost binary runs");
+        let (tx, lines) = std::sync::mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let _ = tx.send(line);
+            }
+        });
+        let mut out = child.stdout.take().unwrap();
+        let stdout = std::thread::spawn(move || {
+            let mut s = String::new();
+            std::io::Read::read_to_string(&mut out, &mut s).unwrap();
+            s
+        });
+        Running {
+            child,
+            lines,
+            seen: Vec::new(),
+            stdout,
+        }
+    }
+
+    /// Reads its stderr until a line contains `what` (panics, showing what
+    /// it printed, when it ends first or says nothing for two minutes).
+    fn wait_for_line(&mut self, what: &str) {
+        loop {
+            match self.lines.recv_timeout(Duration::from_secs(120)) {
+                Ok(line) => {
+                    let hit = line.contains(what);
+                    self.seen.push(line);
+                    if hit {
+                        return;
+                    }
+                }
+                Err(e) => panic!(
+                    "no line with {what:?} ({e}); it printed:\n{}",
+                    self.seen.join("\n")
+                ),
+            }
+        }
+    }
+
+    /// Waits for it to exit: its status, its stdout parsed as the JSON
+    /// summary, and everything it printed (for messages).
+    fn finish(mut self) -> (std::process::ExitStatus, serde_json::Value, String) {
+        let status = self.child.wait().unwrap();
+        let stdout = self.stdout.join().unwrap();
+        self.seen.extend(self.lines.iter());
+        let shown = format!(
+            "exit {status}\n--- stdout\n{stdout}\n--- stderr\n{}",
+            self.seen.join("\n")
+        );
+        let summary = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("the summary is not JSON ({e}):\n{shown}"));
+        (status, summary, shown)
+    }
+}
+
+/// Two `teamhost` processes with their own homes on one NATS store. The
+/// first, `teamhost run` (home A), is the lead with `ann`; the second,
+/// `teamhost run --join` (home B), runs `bob` and `cat`. The second starts
+/// first, loads its component and waits for the team; the lead's run then
+/// creates the team with a seeded DAG of six tasks, which the three
+/// complete. Messages go both ways across the processes, and `bob` and
+/// `cat` leave through the protocol: the lead's `shutdown_request`s (sent
+/// with the lead's home A), their `shutdown_approved`.
 #[test]
 fn two_processes_with_their_own_homes_run_one_team_on_one_nats_store() {
     let Some(server) = NatsServer::start_or_skip("two processes") else {
@@ -66,10 +152,14 @@ fn two_processes_with_their_own_homes_run_one_team_on_one_nats_store() {
     ] {
         std::fs::write(data.join(f), text).unwrap();
     }
-    let mut toml = format!(
-        "[team]\nname = \"spread\"\nstore = {url:?}\n[[teammate]]\nname = \"ann\"\ncomponent = {:?}\nprompt = \"You count words.\"\ncwd = \"data\"\nmode = \"acceptEdits\"\n",
-        teamhost_tests::WORKER
-    );
+    let teammate = |name: &str| {
+        format!(
+            "[[teammate]]\nname = {name:?}\ncomponent = {:?}\nprompt = \"You count words.\"\ncwd = \"data\"\nmode = \"acceptEdits\"\n",
+            teamhost_tests::WORKER
+        )
+    };
+    let team_section = format!("[team]\nname = \"spread\"\nstore = {url:?}\n");
+    let mut lead_toml = team_section.clone() + &teammate("ann");
     for (subject, files, blocked_by) in [
         ("Count a", "- a.txt", "[]"),
         ("Count b", "- b.txt", "[]"),
@@ -82,91 +172,102 @@ fn two_processes_with_their_own_homes_run_one_team_on_one_nats_store() {
             "[3, 4, 5]",
         ),
     ] {
-        toml += &format!("[[task]]\nsubject = {subject:?}\ndescription = \"{files}\"\nblocked_by = {blocked_by}\n");
+        lead_toml += &format!("[[task]]\nsubject = {subject:?}\ndescription = \"{files}\"\nblocked_by = {blocked_by}\n");
     }
-    let manifest = dir.path().join("team.toml");
-    std::fs::write(&manifest, toml).unwrap();
+    let (lead_manifest, join_manifest) =
+        (dir.path().join("lead.toml"), dir.path().join("join.toml"));
+    std::fs::write(&lead_manifest, lead_toml).unwrap();
+    std::fs::write(
+        &join_manifest,
+        team_section + &teammate("bob") + &teammate("cat"),
+    )
+    .unwrap();
     let (home_a, home_b) = (dir.path().join("home-a"), dir.path().join("home-b"));
 
-    // Process 1: the lead and ann. The manifest names the store.
-    let lead = Command::new(env!("CARGO_BIN_EXE_teamhost"))
-        .arg("--home")
-        .arg(&home_a)
-        .args(["run", "--keep", "--lines", "--timeout", "120"])
-        .arg(&manifest)
-        .env_remove("TEAMHOST_STORE")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // Process 2 first: bob and cat, ready before the team exists. It says
+    // so once its component is loaded.
+    let mut joiner = Running::start(
+        &home_b,
+        &[
+            "--json",
+            "run",
+            "--join",
+            "--timeout",
+            "180",
+            join_manifest.to_str().unwrap(),
+        ],
+    );
+    joiner.wait_for_line("waiting for the lead to create team spread");
+    // Process 1: the lead and ann; the manifest names the store.
+    let lead = Running::start(
+        &home_a,
+        &[
+            "--json",
+            "run",
+            "--keep",
+            "--timeout",
+            "120",
+            lead_manifest.to_str().unwrap(),
+        ],
+    );
+    let (status, lead_summary, lead_shown) = lead.finish();
+    assert!(status.success(), "{lead_shown}");
+    assert_eq!(lead_summary["outcome"], "completed", "{lead_shown}");
+    let lead_mates: Vec<&str> = lead_summary["teammates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(lead_mates, ["ann"], "{lead_shown}");
 
-    // Process 2 (this one): bob and cat join once the team exists.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     let there = store(&url);
     let team = there.team("spread").unwrap();
-    wait_for(&there, "spread", |t| t.exists());
-    let host = Host::with_store(Home::new(&home_b), there.clone(), HostOptions::default()).unwrap();
-    rt.block_on(async {
-        for name in ["bob", "cat"] {
-            host.spawn(
-                "spread",
-                SpawnRequest {
-                    settings: TeammateSettings {
-                        mode: Some("acceptEdits".into()),
-                        ..Default::default()
-                    },
-                    ..SpawnRequest::new(name, teamhost_tests::WORKER, "You count words.", &data)
-                },
-            )
-            .await
-            .unwrap();
-        }
-    });
-
-    let out = lead.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", shown(&out));
     let tasks = team.list_tasks().unwrap();
     assert_eq!(tasks.len(), 6);
     let mut owners = BTreeMap::new();
     for t in &tasks {
-        assert_eq!(t.status, TaskStatus::Completed, "{t:?}\n{}", shown(&out));
-        *owners
-            .entry(t.owner.clone().unwrap_or_default())
-            .or_insert(0) += 1;
+        assert_eq!(t.status, TaskStatus::Completed, "{t:?}\n{lead_shown}");
+        let owner = t.owner.clone().unwrap_or_default();
+        assert!(["ann", "bob", "cat"].contains(&owner.as_str()), "{t:?}");
+        *owners.entry(owner).or_insert(0) += 1;
     }
     eprintln!("tasks by owner: {owners:?}");
     let report = std::fs::read_to_string(data.join("reports/task-6.md")).unwrap();
     assert!(report.contains("**8**"), "{report}");
 
     // The lead asks bob and cat, in the other process, to shut down.
+    let mut members = team.config().unwrap().member_names();
+    members.sort();
+    assert_eq!(
+        members,
+        ["bob", "cat", "team-lead"],
+        "ann left, bob and cat are in"
+    );
     for name in ["bob", "cat"] {
         let asked = teamhost(&home_a, &url, &["shutdown", "--team", "spread", name]);
         assert!(asked.status.success(), "{}", shown(&asked));
     }
-    rt.block_on(async {
-        let mut events = host.events();
-        tokio::time::timeout(Duration::from_secs(60), async {
-            while host
-                .teammates("spread")
-                .iter()
-                .any(|t| !t.state.is_finished())
-            {
-                let _ = events.recv().await;
-            }
-        })
-        .await
-        .expect("bob and cat stop after the lead's shutdown requests");
-    });
-    for t in host.teammates("spread") {
-        assert_eq!(t.state, TeammateState::Completed, "{t:?}");
-    }
+    let (status, join_summary, join_shown) = joiner.finish();
+    assert!(status.success(), "{join_shown}");
+    assert_eq!(join_summary["outcome"], "shut-down", "{join_shown}");
+    assert_eq!(join_summary["joined"], true, "{join_shown}");
+    let states: Vec<(&str, &str)> = join_summary["teammates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap(), t["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        states.iter().copied().collect::<BTreeSet<_>>(),
+        BTreeSet::from([("bob", "completed"), ("cat", "completed")]),
+        "{join_shown}"
+    );
+    assert_eq!(join_summary["shutdown"]["killed"], serde_json::json!([]));
 
-    // Messages both ways: the lead (process 1) heard from every teammate,
-    // including those of process 2, and process 2's teammates consumed the
-    // lead's spawn prompts and shutdown requests.
+    // Messages both ways: the lead's run (process 1) consumed messages from
+    // every teammate, those of process 2 included; process 2's teammates
+    // consumed the lead's shutdown requests and approved them.
     let history = team.history("team-lead").unwrap();
     let from: BTreeSet<&str> = history.iter().map(|m| m.from.as_str()).collect();
     for who in ["ann", "bob", "cat"] {
@@ -197,6 +298,87 @@ fn two_processes_with_their_own_homes_run_one_team_on_one_nats_store() {
         );
     }
     assert_eq!(team.config().unwrap().member_names(), ["team-lead"]);
+    assert!(
+        !home_a.join("teams/spread").exists() && !home_b.join("teams/spread").exists(),
+        "the team lives on the server, in neither home"
+    );
+}
+
+/// A teammate whose host polls once an hour still answers, one after
+/// another, three messages sent from another connection (another process):
+/// only the server's change feed can have woken it. (Without the feed, a
+/// wake-up left over from its first turn could cover the first message at
+/// most, never the next two.)
+#[test]
+fn a_teammate_is_woken_by_the_servers_feed_not_by_a_poll() {
+    let Some(server) = NatsServer::start_or_skip("feed wake") else {
+        return;
+    };
+    let url = server.url("wake");
+    let dir = tempfile::tempdir().unwrap();
+    let here = store(&url);
+    let team = here.team("w").unwrap();
+    team.create(NewTeam::default()).unwrap();
+    team.add_member(NewMember {
+        name: "outsider".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    let opts = HostOptions {
+        poll_interval: Duration::from_secs(3600),
+        ..Default::default()
+    };
+    let host = Host::with_store(Home::new(dir.path().join("home")), here, opts).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let mut events = host.events();
+    rt.block_on(async {
+        let req = SpawnRequest::new("echo", teamhost_tests::ECHO, "hello", &work);
+        host.spawn("w", req).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(60), async {
+            loop {
+                if let Ok(teamhost::embed::Event::StateChanged { name, state, .. }) =
+                    events.recv().await
+                {
+                    if name == "echo" && state == TeammateState::Idle {
+                        return;
+                    }
+                }
+            }
+        })
+        .await
+        .expect("echo goes idle after its first turn");
+    });
+    let elsewhere = store(&url);
+    let outsider = elsewhere.team("w").unwrap();
+    for k in 0..3 {
+        let text = format!("ping {k}");
+        outsider
+            .send("echo", OutgoingMessage::new("outsider", &text))
+            .unwrap();
+        wait_for(&elsewhere, "w", |t| {
+            t.read_inbox("outsider")
+                .unwrap()
+                .iter()
+                .any(|m| m.from == "echo" && m.text == text)
+        });
+    }
+    let mates = host.teammates("w");
+    assert_eq!(
+        mates[0].turns, 4,
+        "the first turn and one per ping: {mates:?}"
+    );
+    rt.block_on(async {
+        let report = host
+            .shutdown_team("w", "done", Duration::from_secs(60))
+            .await
+            .unwrap();
+        assert_eq!(report.stopped, ["echo"], "{report:?}");
+    });
 }
 
 /// Waits (on the store's change feed, not a timer) until `check` holds.
@@ -622,7 +804,8 @@ fn child_teammate_processes_reach_a_nats_team_through_the_store_flag() {
                 .iter()
                 .all(|t| t.status == TaskStatus::Completed)
             {
-                let _ = tokio::time::timeout(Duration::from_secs(1), events.recv()).await;
+                // The server's feed reports the children's task writes.
+                let _ = events.recv().await;
             }
         })
         .await
