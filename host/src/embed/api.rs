@@ -23,8 +23,8 @@ use crate::store::{Home, NewTeam, OutgoingMessage, Store, Team, TeamConfig};
 /// `{home}/cache/components`, guest logs under `{home}/logs/{team}/{name}.log`,
 /// fallback poll every 500 ms (the reference's interval), events buffered 1,024
 /// deep, teammates in-process ([`BackendOptions::default`]), writes by other
-/// processes watched through inotify, every idle notification delivered to the
-/// lead ([`NotificationLevel::All`]).
+/// processes watched through the store's change feed, every idle notification
+/// delivered to the lead ([`NotificationLevel::All`]).
 #[derive(Debug, Clone)]
 pub struct HostOptions {
     /// Where precompiled components are kept (`None`: `{home}/cache/components`).
@@ -43,8 +43,9 @@ pub struct HostOptions {
     pub auto_approve_plans: bool,
     /// Where teammates run (in-process, child processes, tmux panes).
     pub backends: BackendOptions,
-    /// Wake teammates on writes by other processes through file-system
-    /// notifications (inotify) instead of only the fallback poll. Default on.
+    /// Wake teammates on writes by other processes through the store's
+    /// change feed (inotify on the file store, the server's notices on a
+    /// NATS store) instead of only the fallback poll. Default on.
     pub watch_files: bool,
     /// The lead's hook commands (none by default).
     pub hooks: std::sync::Arc<crate::hooks::Hooks>,
