@@ -149,6 +149,85 @@ fn claims_follow_the_rules_whoever_holds_the_store() {
 }
 
 #[test]
+fn claim_next_takes_the_lowest_claimable_task_once_and_never_for_a_busy_claimer() {
+    each_backend(|kind, store, other| {
+        let team = team_of(&store);
+        let there = other.team("t-one").unwrap();
+        for subject in ["first", "after first", "third"] {
+            team.create_task(NewTask {
+                subject: subject.into(),
+                ..Default::default()
+            })
+            .unwrap();
+        }
+        team.add_dependency("1", "2").unwrap();
+        let hint = there.find_claimable().unwrap().map(|t| t.id);
+        assert_eq!(hint.as_deref(), Some("1"), "{kind}");
+        let got = team.claim_next("a").unwrap().map(|t| t.id);
+        assert_eq!(got.as_deref(), Some("1"), "{kind}");
+        assert_eq!(team.claim_next("a").unwrap(), None, "{kind}: a is busy");
+        // #2 waits for #1, so b gets #3, and then nothing is left for c.
+        let got = there.claim_next("b").unwrap().map(|t| t.id);
+        assert_eq!(got.as_deref(), Some("3"), "{kind}");
+        assert_eq!(there.claim_next("c").unwrap(), None, "{kind}");
+        assert_eq!(team.find_claimable().unwrap(), None, "{kind}");
+        let done = TaskUpdate {
+            status: Some(TaskStatus::Completed),
+            ..Default::default()
+        };
+        there.update_task("1", done, "a").unwrap();
+        let hint = team.find_claimable().unwrap().map(|t| t.id);
+        assert_eq!(hint.as_deref(), Some("2"), "{kind}");
+        let got = there.claim_next("c").unwrap().unwrap();
+        assert_eq!(
+            (got.id.as_str(), got.owner.as_deref(), got.status),
+            ("2", Some("c"), TaskStatus::InProgress),
+            "{kind}"
+        );
+
+        // Eight claimers on two handles race for five tasks: five win one
+        // task each, three get none.
+        let ids: Vec<String> = (0..5)
+            .map(|i| {
+                team.create_task(NewTask {
+                    subject: format!("race {i}"),
+                    ..Default::default()
+                })
+                .unwrap()
+                .id
+            })
+            .collect();
+        let won: Vec<(String, Option<Task>)> = std::thread::scope(|s| {
+            let racers: Vec<_> = (0..8)
+                .map(|i| {
+                    let (team, there) = (&team, &there);
+                    s.spawn(move || {
+                        let me = format!("r{i}");
+                        let side = if i % 2 == 0 { team } else { there };
+                        let got = side.claim_next(&me).unwrap();
+                        (me, got)
+                    })
+                })
+                .collect();
+            racers.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        let mut claimed: Vec<String> = Vec::new();
+        for (me, got) in &won {
+            if let Some(t) = got {
+                assert_eq!(t.owner.as_deref(), Some(me.as_str()), "{kind}");
+                assert_eq!(
+                    team.task(&t.id).unwrap().owner.as_deref(),
+                    Some(me.as_str())
+                );
+                claimed.push(t.id.clone());
+            }
+        }
+        claimed.sort_by_key(|id| id.parse::<u64>().unwrap());
+        assert_eq!(claimed, ids, "{kind}: each task won once: {won:?}");
+    });
+}
+
+#[test]
 fn taking_moves_messages_to_the_history_and_a_cursor_reads_only_the_new_ones() {
     each_backend(|kind, store, other| {
         let team = team_of(&store);
