@@ -19,6 +19,7 @@
 //! | [`approvals`] | the lead's answers to permission and plan requests |
 //! | [`status`] | a one-shot snapshot of a team, read from its files |
 //! | [`worktree`] | per-teammate git worktrees |
+//! | [`subagents`] | sub-agents (the `Agent` tool): at most the parent, lifecycle, definitions |
 //! | [`hooks`] | the lead's hook commands: TeammateIdle, TaskCompleted, start and stop |
 //! | [`manifest`] | `TEAM.toml`: a team, its component teammates and seed tasks, validated |
 //! | [`cli`] | the `teamhost` command line |
@@ -41,6 +42,7 @@ pub mod runtime;
 pub mod sandbox;
 pub mod status;
 pub mod store;
+pub mod subagents;
 pub mod teammate;
 pub mod toolbox;
 pub mod tools;

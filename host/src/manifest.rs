@@ -454,6 +454,9 @@ impl TeammateSpec {
             notifications: None,
             model_policy: teammate_policy(self.model.as_deref(), self.model_policy.as_ref())
                 .unwrap_or_default(),
+            // Set by the manifest from its `[[agent]]` tables and the
+            // project's `.claude/agents` (`Manifest::spawn_requests`).
+            agents: None,
         }
     }
 

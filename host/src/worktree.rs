@@ -202,43 +202,54 @@ pub fn cleanup(home: &Home, team: &str) -> Result<Cleanup> {
         if !is_dir {
             continue;
         }
-        let Some(record) = Record::load(&wt) else {
-            tracing::warn!(worktree = %wt.display(), "no record of making this worktree: kept, git not run in it");
+        if remove_if_clean(home, &wt)? {
+            report.removed.push(wt);
+        } else {
             report.kept.push(wt);
-            continue;
-        };
-        if !is_clean(&record)? {
-            report.kept.push(wt);
-            continue;
         }
-        let removed = pinned(
-            home.root(),
-            Some(&record.common_dir),
-            &["worktree", "remove", "--force", &wt.to_string_lossy()],
-        );
-        if let Err(e) = removed {
-            // git refuses a worktree whose `.git` the teammate replaced: it
-            // is clean by the host's own reading, so remove it by hand (std's
-            // remove_dir_all follows no link) and let git forget it.
-            tracing::info!(worktree = %wt.display(), error = %e, "removing a worktree git does not recognise");
-            std::fs::remove_dir_all(&wt).map_err(|e| Error::io("remove", &wt, e))?;
-            let _ = pinned(
-                home.root(),
-                Some(&record.common_dir),
-                &["worktree", "prune"],
-            );
-        }
-        // The branch holds no work of its own: drop it too (best effort).
-        let _ = pinned(
-            home.root(),
-            Some(&record.common_dir),
-            &["branch", "-D", &record.branch],
-        );
-        let _ = std::fs::remove_file(record_path(&wt));
-        report.removed.push(wt);
     }
     let _ = std::fs::remove_dir(&dir); // only when empty
     Ok(report)
+}
+
+/// Removes the worktree at `wt` (one [`create`] made) with its branch when it
+/// is clean, and returns `true`; returns `false`, touching nothing, when it
+/// has changes or teamhost has no record of making it. A sub-agent's
+/// worktree is removed this way when the sub-agent ends.
+pub fn remove_if_clean(home: &Home, wt: &Path) -> Result<bool> {
+    let wt = wt.to_path_buf();
+    let Some(record) = Record::load(&wt) else {
+        tracing::warn!(worktree = %wt.display(), "no record of making this worktree: kept, git not run in it");
+        return Ok(false);
+    };
+    if !is_clean(&record)? {
+        return Ok(false);
+    }
+    let removed = pinned(
+        home.root(),
+        Some(&record.common_dir),
+        &["worktree", "remove", "--force", &wt.to_string_lossy()],
+    );
+    if let Err(e) = removed {
+        // git refuses a worktree whose `.git` the teammate replaced: it
+        // is clean by the host's own reading, so remove it by hand (std's
+        // remove_dir_all follows no link) and let git forget it.
+        tracing::info!(worktree = %wt.display(), error = %e, "removing a worktree git does not recognise");
+        std::fs::remove_dir_all(&wt).map_err(|e| Error::io("remove", &wt, e))?;
+        let _ = pinned(
+            home.root(),
+            Some(&record.common_dir),
+            &["worktree", "prune"],
+        );
+    }
+    // The branch holds no work of its own: drop it too (best effort).
+    let _ = pinned(
+        home.root(),
+        Some(&record.common_dir),
+        &["branch", "-D", &record.branch],
+    );
+    let _ = std::fs::remove_file(record_path(&wt));
+    Ok(true)
 }
 
 /// `git status` of the worktree, through the recorded git directory.

@@ -167,7 +167,7 @@ pub(crate) async fn instantiate(
     let wake = registration.wake.clone();
     let rules_for_access = rules.clone();
     let seat = super::model_seat::model_seat(env, team, &name, req)?;
-    let agent = AgentCtx {
+    let mut agent = AgentCtx {
         fixed: Fixed {
             team: team.clone(),
             identity: Identity {
@@ -193,11 +193,32 @@ pub(crate) async fn instantiate(
             tools: Arc::new(tools),
             hooks: env.hooks.clone(),
             hidden_dirs: hidden_dirs(env, team),
+            subagents: None,
         },
         permissions: Permissions::new(mode, rules, &dir),
         coordination: Coordination::default(),
         model: seat,
     };
+    // Sub-agents (issue 15): made from this teammate's own fixed part.
+    agent.fixed.subagents = Some(crate::subagents::Seat::new(crate::subagents::SeatConfig {
+        runtime: env.runtime.clone(),
+        component: req.component.clone(),
+        home: env.home.clone(),
+        team: team.clone(),
+        identity: agent.fixed.identity.clone(),
+        lead: lead.clone(),
+        limits: req.settings.limits.clone(),
+        tool_limits: agent.fixed.tools.limits().clone(),
+        hooks: env.hooks.clone(),
+        hidden_dirs: agent.fixed.hidden_dirs.clone(),
+        dir: dir.clone(),
+        client: agent.model.client.clone(),
+        poll_interval: env.poll_interval,
+        depth: 0,
+        limits_sub: Default::default(),
+        definitions: req.settings.agents.clone().unwrap_or_default(),
+        log: place.log.clone(),
+    }));
     let instance_config = InstanceConfig {
         dir,
         access: DirAccess::for_teammate(mode, &rules_for_access),

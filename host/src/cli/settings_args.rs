@@ -94,6 +94,9 @@ impl SettingsArgs {
             auto_claim: !self.no_auto_claim,
             limits,
             notifications: Some(self.notifications),
+            // Not passed to a child process (yet): its sub-agents are
+            // `general-purpose` only.
+            agents: None,
         })
     }
 }
@@ -180,6 +183,7 @@ mod tests {
             },
             notifications: Some(NotificationLevel::StateChanges),
             model_policy: Some(policy),
+            agents: None,
         };
         assert_eq!(round_trip(&settings), settings);
 

@@ -157,8 +157,10 @@ impl ModelHub {
                 team: team.to_string(),
                 teammate: teammate.to_string(),
                 models,
-                meter: Meter::new(policy),
+                meter: Arc::new(Meter::new(policy)),
                 cassette,
+                sub: None,
+                used_tokens: Default::default(),
             })),
         })
     }
@@ -224,8 +226,14 @@ struct ClientInner {
     team: String,
     teammate: String,
     models: HashMap<String, ModelEntry>,
-    meter: Meter,
+    /// Shared with the sub-agents' clients: their spending is the parent's.
+    meter: Arc<Meter>,
     cassette: Option<Arc<Cassette>>,
+    /// A sub-agent's client: its default model (always one the parent may
+    /// use). `None` for a teammate's own.
+    sub: Option<String>,
+    /// Tokens this client's calls used (a sub-agent's own share).
+    used_tokens: std::sync::atomic::AtomicU64,
 }
 
 /// One teammate's access to models. Cheap to clone; clones share the
@@ -307,11 +315,67 @@ impl ModelClient {
             .map_or_else(Spend::default, |c| c.meter.spend())
     }
 
-    /// A new turn (calls per turn start again).
+    /// A new turn (calls per turn start again). A sub-agent's client does
+    /// nothing: its calls count in its parent's turn.
     pub fn start_turn(&self) {
-        if let Some(c) = &self.inner {
+        if let Some(c) = self.inner.as_ref().filter(|c| c.sub.is_none()) {
             c.meter.start_turn();
         }
+    }
+
+    /// A client for a sub-agent named `name` (the cassette's key), sharing
+    /// this client's meter (so its spending is counted against this budget,
+    /// calls per turn and rate limit included) and its models, with
+    /// `model` as its default. `model` must be one this client may use;
+    /// `None` keeps this client's default. A disabled client gives a
+    /// disabled one.
+    pub fn sub_agent(&self, name: &str, model: Option<&str>) -> Result<ModelClient, String> {
+        let Some(c) = &self.inner else {
+            return match model {
+                None => Ok(ModelClient::disabled()),
+                Some(m) => Err(format!(
+                    "model {m:?} was asked for, but the parent has no model access"
+                )),
+            };
+        };
+        let default = match model {
+            None => c.default_alias().to_string(),
+            Some(m) if c.models.contains_key(m) => m.to_string(),
+            Some(m) => {
+                return Err(format!(
+                    "model {m:?} is more than the parent may use (it may use: {})",
+                    c.meter.policy().allow.join(", ")
+                ))
+            }
+        };
+        let cassette = match (&c.hub.cassettes, c.hub.mode) {
+            (_, CassetteMode::Live) | (None, _) => None,
+            (Some(dir), mode) => Some(
+                c.hub
+                    .cassette(dir, &c.team, name, mode)
+                    .map_err(|e| e.to_string())?,
+            ),
+        };
+        Ok(ModelClient {
+            inner: Some(Arc::new(ClientInner {
+                hub: c.hub.clone(),
+                team: c.team.clone(),
+                teammate: name.to_string(),
+                models: c.models.clone(),
+                meter: c.meter.clone(),
+                cassette,
+                sub: Some(default),
+                used_tokens: Default::default(),
+            })),
+        })
+    }
+
+    /// Tokens this client's own calls used (for a sub-agent, its share of
+    /// the shared meter).
+    pub fn tokens_used(&self) -> u64 {
+        self.inner.as_ref().map_or(0, |c| {
+            c.used_tokens.load(std::sync::atomic::Ordering::Relaxed)
+        })
     }
 
     /// The notice for the lead, once, after a budget first refused a call.
@@ -333,10 +397,24 @@ impl ModelClient {
 }
 
 impl ClientInner {
+    /// What `model: ""` means for this client.
+    fn default_alias(&self) -> &str {
+        self.sub.as_deref().unwrap_or(&self.meter.policy().default)
+    }
+
     async fn complete(&self, request: Request) -> Result<Response, ModelError> {
+        let answer = self.complete_inner(request).await;
+        if let Ok(r) = &answer {
+            self.used_tokens
+                .fetch_add(r.usage.total(), std::sync::atomic::Ordering::Relaxed);
+        }
+        answer
+    }
+
+    async fn complete_inner(&self, request: Request) -> Result<Response, ModelError> {
         let policy = self.meter.policy();
         let alias = if request.model.is_empty() {
-            policy.default.clone()
+            self.default_alias().to_string()
         } else {
             request.model.clone()
         };

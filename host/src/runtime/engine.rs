@@ -15,7 +15,7 @@ use wasmtime::{Config, Engine};
 
 use super::bindings::{self, TeammatePre};
 use super::cache::ComponentCache;
-use super::interfaces::{CoordinationData, ModelData, ReadData, ToolData};
+use super::interfaces::{CoordinationData, ModelData, ReadData, SubagentData, ToolData};
 use super::state::TeammateState;
 
 /// How often the epoch advances (and a running guest yields).
@@ -128,5 +128,6 @@ fn add_teamhost_interfaces(linker: &mut Linker<TeammateState>) -> anyhow::Result
     tools::add_to_linker::<_, ToolData>(linker, |s| s.agent.tool_glue())?;
     toolbox::add_to_linker::<_, ToolData>(linker, |s| s.agent.tool_glue())?;
     model::add_to_linker::<_, ModelData>(linker, |s| s.agent.model_glue())?;
+    bindings::subagents::add_to_linker::<_, SubagentData>(linker, |s| s.agent.subagent_glue())?;
     Ok(())
 }

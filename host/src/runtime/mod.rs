@@ -11,6 +11,7 @@
 //! | `instance.rs` | building a teammate's store and instance, calling its turn handler |
 //! | `interfaces/views.rs` | the glue views: each interface on the narrowest part of [`AgentCtx`] |
 //! | `interfaces/*.rs` | one file per teamhost interface (+ the toolbox's formats, the ask round trip) |
+//! | `subagent_host.rs` | the seam to the sub-agent lifecycle ([`crate::subagents`]) |
 
 pub mod bindings;
 mod cache;
@@ -21,13 +22,15 @@ mod pending_take;
 mod permissions;
 mod stacks;
 mod state;
+// Sub-agents (issue 15).
+pub mod subagent_host;
 
 pub use crate::sandbox::DirAccess;
 pub use cache::ComponentCache;
 pub use engine::Runtime;
 pub use instance::{Instance, InstanceConfig};
 pub(crate) use interfaces::{from_wit_status, mode_from_wit, to_wit_message, to_wit_task};
-pub use interfaces::{CoordinationGlue, ModelGlue, ReadGlue, ToolGlue};
+pub use interfaces::{CoordinationGlue, ModelGlue, ReadGlue, SubagentGlue, ToolGlue};
 pub use pending_take::PendingTake;
 pub use permissions::Permissions;
 pub use state::{

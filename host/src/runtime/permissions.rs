@@ -26,6 +26,8 @@ pub struct Permissions {
     rules: ToolRules,
     policy: PolicyContext,
     waiting: usize,
+    /// A sub-agent's: no team calls, never asks the lead.
+    sub_agent: bool,
 }
 
 impl Permissions {
@@ -36,6 +38,52 @@ impl Permissions {
             rules,
             policy: PolicyContext::new(dir),
             waiting: 0,
+            sub_agent: false,
+        }
+    }
+
+    /// A sub-agent's permissions: `mode` and `rules` (already narrowed to at
+    /// most its parent's, `crate::subagents`), and two restrictions of its
+    /// own. It is not a member of the team, so every coordination call but
+    /// starting sub-agents of its own is denied; and it has nobody to ask,
+    /// so what would ask the lead is denied instead (nothing can wait on a
+    /// request the lead cannot tell apart from its parent's).
+    pub fn for_subagent(mode: PermissionMode, rules: ToolRules, dir: &Path) -> Self {
+        Permissions {
+            sub_agent: true,
+            ..Permissions::new(mode, rules, dir)
+        }
+    }
+
+    /// Whether these are a sub-agent's ([`Permissions::for_subagent`]).
+    pub fn is_sub_agent(&self) -> bool {
+        self.sub_agent
+    }
+
+    /// A sub-agent's restrictions on top of the engine's decision.
+    fn restrict(&self, call: &ToolCall, decision: Decision) -> Decision {
+        if !self.sub_agent {
+            return decision;
+        }
+        if let ToolCall::Coordination(kind) = call {
+            if *kind != CoordinationKind::Subagents {
+                return Decision::Deny {
+                    reason: format!(
+                        "`{}`: a sub-agent is not a member of the team, so it has no inbox, \
+                         messages or task list; it gives its result to its parent by ending its turn",
+                        kind.wit_name()
+                    ),
+                };
+            }
+        }
+        match decision {
+            Decision::Ask { reason, .. } => Decision::Deny {
+                reason: format!(
+                    "{reason}; a sub-agent never asks the lead, so this is refused (its parent can \
+                     start it in a mode that allows this, up to the parent's own)"
+                ),
+            },
+            other => other,
         }
     }
 
@@ -56,7 +104,7 @@ impl Permissions {
 
     /// The sandbox's decision on `call` as spelled ([`decide`]).
     pub fn decide(&self, call: &ToolCall) -> Decision {
-        decide(self.mode, &self.rules, call, &self.policy)
+        self.restrict(call, decide(self.mode, &self.rules, call, &self.policy))
     }
 
     /// The sandbox's decision on `call`, looking where its path leads
@@ -64,7 +112,10 @@ impl Permissions {
     /// decision itself stays pure).
     pub fn decide_on_disk(&self, call: &ToolCall) -> Decision {
         let on_disk = self.policy.look(call);
-        decide_on_disk(self.mode, &self.rules, call, &self.policy, &on_disk)
+        self.restrict(
+            call,
+            decide_on_disk(self.mode, &self.rules, call, &self.policy, &on_disk),
+        )
     }
 
     /// Decides a coordination call. `Err` is the typed `denied` error whose

@@ -120,6 +120,8 @@ pub struct Fixed {
     /// Host directories never named to the guest (the machine-local home,
     /// the file store's home): tool errors show `<teamhost home>` instead.
     pub hidden_dirs: Vec<std::path::PathBuf>,
+    /// Its sub-agents (`None`: it may start none).
+    pub subagents: Option<Arc<dyn super::subagent_host::SubagentHost>>,
 }
 
 /// What the coordination calls (mailbox, tasks, messaging) record as the
@@ -304,6 +306,7 @@ impl AgentCtxBuilder {
                 tools: Arc::new(tools),
                 hooks: self.hooks,
                 hidden_dirs: Vec::new(),
+                subagents: None,
             },
             permissions: Permissions::new(self.mode, self.rules, &self.dir),
             coordination: Coordination::default(),

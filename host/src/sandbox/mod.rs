@@ -383,6 +383,8 @@ pub enum CoordinationKind {
     Tasks(TasksCall),
     /// `team.*`: who am I, who is in the team.
     Team(TeamCall),
+    /// `subagents.*`: the `Agent` tool.
+    Subagents,
 }
 
 /// `mailbox` functions.
@@ -474,6 +476,7 @@ impl CoordinationKind {
                 TeamCall::Whoami => "team.whoami",
                 TeamCall::Roster => "team.roster",
             },
+            CoordinationKind::Subagents => "subagents",
         }
     }
 
@@ -513,6 +516,7 @@ impl CoordinationKind {
             CoordinationKind::Team(call) => match call {
                 TeamCall::Whoami | TeamCall::Roster => None,
             },
+            CoordinationKind::Subagents => Some(ToolName::Agent),
         }
     }
 }
@@ -542,11 +546,13 @@ pub enum ToolName {
     TaskUpdate,
     /// `TaskList`.
     TaskList,
+    /// `Agent`: starting, messaging, reading and stopping sub-agents.
+    Agent,
 }
 
 impl ToolName {
     /// Every tool name.
-    pub const ALL: [ToolName; 11] = [
+    pub const ALL: [ToolName; 12] = [
         ToolName::Read,
         ToolName::Write,
         ToolName::Edit,
@@ -558,6 +564,7 @@ impl ToolName {
         ToolName::TaskGet,
         ToolName::TaskUpdate,
         ToolName::TaskList,
+        ToolName::Agent,
     ];
 
     /// The reference's spelling.
@@ -574,6 +581,7 @@ impl ToolName {
             ToolName::TaskGet => "TaskGet",
             ToolName::TaskUpdate => "TaskUpdate",
             ToolName::TaskList => "TaskList",
+            ToolName::Agent => "Agent",
         }
     }
 

@@ -12,13 +12,16 @@
 //! | `events.rs` | [`TeammateState`], [`TeammateInfo`], [`Event`] |
 //! | `notifications.rs` | [`NotificationLevel`]: which idle notifications reach the lead |
 //! | `model_access.rs` | [`ModelAccess`]: the broker and what child teammates are told |
+//! | `agent_definitions.rs` | [`Definitions`]: the sub-agent definitions a teammate's `Agent` tool may name |
 
+pub mod agent_definitions;
 mod events;
 mod model_access;
 mod notifications;
 mod settings;
 mod spawn;
 
+pub use agent_definitions::{Definition, Definitions};
 pub use events::{Event, TeammateInfo, TeammateState};
 pub use model_access::ModelAccess;
 pub use notifications::NotificationLevel;

@@ -49,6 +49,11 @@ pub struct TeammateSettings {
     /// What the teammate may do with models (`model.complete`): `None`, the
     /// default, gives it no model capability at all.
     pub model_policy: Option<ModelPolicy>,
+    /// The agent definitions its sub-agents may be started from
+    /// (`subagent_type`), from places the operator chose (the host's and
+    /// the project's `.claude/agents`, the manifest's `[[agent]]`); `None`:
+    /// only `general-purpose`.
+    pub agents: Option<std::sync::Arc<super::Definitions>>,
 }
 
 impl Default for TeammateSettings {
@@ -64,6 +69,7 @@ impl Default for TeammateSettings {
             limits: Limits::default(),
             notifications: None,
             model_policy: None,
+            agents: None,
         }
     }
 }

@@ -20,7 +20,7 @@ pub struct ToolSpec {
 }
 
 /// Every tool, in the order a model is given them.
-pub const TOOLS: [ToolSpec; 11] = [
+pub const TOOLS: [ToolSpec; 12] = [
     ToolSpec {
         tool: ToolName::Read,
         description: "Read a text file in your working directory. Lines come numbered (`cat -n` style, starting at 1). Long files come in pieces: pass `offset` (the first line to show) and `limit` (how many lines) to read further.",
@@ -75,6 +75,11 @@ pub const TOOLS: [ToolSpec; 11] = [
         tool: ToolName::TaskList,
         description: "List the team's tasks, one per line: id, status, subject, owner and what blocks it.",
         schema: task_list_schema,
+    },
+    ToolSpec {
+        tool: ToolName::Agent,
+        description: "Launch a sub-agent to handle a piece of work on its own: it gets the `prompt` as its task, works with at most your tools and permissions, and its final answer comes back as this tool's result. With `run_in_background` the call returns at once with an agentId and you are notified (a <task-notification>) when it finishes; SendMessage with `to` set to the agentId gives it more instructions or resumes it. `isolation: \"worktree\"` runs it in its own git worktree of your directory.",
+        schema: agent_schema,
     },
 ];
 
@@ -189,6 +194,21 @@ fn send_message_schema() -> Value {
     )
 }
 
+fn agent_schema() -> Value {
+    object(
+        json!({
+            "description": {"type": "string", "description": "A short (3-5 word) description of the task"},
+            "prompt": {"type": "string", "description": "The task for the agent to perform"},
+            "subagent_type": {"type": "string", "description": "The type of specialized agent to use for this task"},
+            "model": {"type": "string", "description": "Optional model for this agent; one of the models you may use"},
+            "run_in_background": {"type": "boolean", "description": "Set to true to run this agent in the background. You will be notified when it completes."},
+            "name": {"type": "string", "description": "Name for the spawned agent, to address it with SendMessage"},
+            "isolation": {"type": "string", "enum": ["worktree"], "description": "Isolation mode. \"worktree\" creates a temporary git worktree so the agent works on an isolated copy of the repo."},
+        }),
+        &["description", "prompt"],
+    )
+}
+
 fn task_create_schema() -> Value {
     object(
         json!({
@@ -246,7 +266,8 @@ mod tests {
                 "TaskCreate",
                 "TaskGet",
                 "TaskUpdate",
-                "TaskList"
+                "TaskList",
+                "Agent"
             ]
         );
         for spec in &TOOLS {
@@ -261,5 +282,16 @@ mod tests {
         );
         let update: Value = serde_json::from_str(&definition(&TOOLS[9]).input_schema).unwrap();
         assert!(update["properties"]["addBlockedBy"].is_object());
+        let agent: Value = serde_json::from_str(&definition(&TOOLS[11]).input_schema).unwrap();
+        assert_eq!(agent["required"], json!(["description", "prompt"]));
+        for field in [
+            "subagent_type",
+            "model",
+            "run_in_background",
+            "name",
+            "isolation",
+        ] {
+            assert!(agent["properties"][field].is_object(), "{field}");
+        }
     }
 }

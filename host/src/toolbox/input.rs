@@ -120,6 +120,20 @@ pub enum Call {
     },
     TaskList,
     TaskUpdate(TaskUpdateCall),
+    Agent(AgentCall),
+}
+
+/// The `Agent` tool's input (seed 003, "AgentTool 输入参数").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentCall {
+    pub description: String,
+    pub prompt: String,
+    pub subagent_type: Option<String>,
+    pub model: Option<String>,
+    pub run_in_background: bool,
+    pub name: Option<String>,
+    /// `isolation: "worktree"`.
+    pub worktree: bool,
 }
 
 /// The fields of one call's input, with typed getters whose errors name
@@ -246,7 +260,7 @@ fn kind(v: &Value) -> &'static str {
 }
 
 /// The tool names [`parse`] knows.
-pub const NAMES: [&str; 11] = [
+pub const NAMES: [&str; 12] = [
     "Read",
     "Write",
     "Edit",
@@ -258,6 +272,7 @@ pub const NAMES: [&str; 11] = [
     "TaskGet",
     "TaskUpdate",
     "TaskList",
+    "Agent",
 ];
 
 /// Reads the call of tool `name` with JSON `input`.
@@ -338,6 +353,23 @@ pub fn parse(name: &str, input: &str) -> Result<Call, String> {
             metadata: f.object_text("metadata")?,
         },
         "TaskGet" => Call::TaskGet { id: f.id("taskId")? },
+        "Agent" => Call::Agent(AgentCall {
+            description: f.str_req("description")?,
+            prompt: f.str_req("prompt")?,
+            subagent_type: f.str_opt("subagent_type")?.filter(|s| !s.trim().is_empty()),
+            model: f.str_opt("model")?.filter(|s| !s.trim().is_empty()),
+            run_in_background: f.bool_opt("run_in_background")?.unwrap_or(false),
+            name: f.str_opt("name")?.filter(|s| !s.trim().is_empty()),
+            worktree: match f.str_opt("isolation")?.as_deref() {
+                None | Some("") => false,
+                Some("worktree") => true,
+                Some(other) => {
+                    return Err(format!(
+                        "Agent: `isolation` {other:?} is not supported; use \"worktree\" or leave it out"
+                    ))
+                }
+            },
+        }),
         "TaskList" => Call::TaskList,
         "TaskUpdate" => Call::TaskUpdate(TaskUpdateCall {
             id: f.id("taskId")?,
@@ -532,5 +564,31 @@ mod tests {
         );
         let e = parse("Bash", r#"{"command":"sleep 9","run_in_background":true}"#).unwrap_err();
         assert!(e.contains("foreground"), "{e}");
+    }
+
+    #[test]
+    fn the_agent_tool_reads_the_references_fields() {
+        let call = parse(
+            "Agent",
+            r#"{"description":"d","prompt":"p","subagent_type":"x","run_in_background":true,"isolation":"worktree","name":"n"}"#,
+        )
+        .unwrap();
+        let Call::Agent(a) = call else {
+            panic!("{call:?}")
+        };
+        assert!(a.run_in_background && a.worktree);
+        assert_eq!(
+            (a.subagent_type.as_deref(), a.name.as_deref()),
+            (Some("x"), Some("n"))
+        );
+        let e = parse(
+            "Agent",
+            r#"{"description":"d","prompt":"p","isolation":"remote"}"#,
+        )
+        .unwrap_err();
+        assert!(e.contains("remote") && e.contains("worktree"), "{e}");
+        assert!(parse("Agent", r#"{"description":"d"}"#)
+            .unwrap_err()
+            .contains("prompt"));
     }
 }

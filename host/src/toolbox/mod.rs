@@ -16,6 +16,7 @@
 //! Nothing here touches wasm, files or the team: it is plain functions over
 //! JSON and text, tested on their own.
 
+pub mod agent_format;
 pub mod definitions;
 pub mod format;
 pub mod input;

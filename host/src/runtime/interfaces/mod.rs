@@ -9,6 +9,7 @@ mod mailbox;
 mod messaging;
 mod model;
 mod model_convert;
+mod subagents;
 mod tasks;
 mod team;
 mod toolbox;
@@ -23,8 +24,8 @@ use crate::Error;
 
 pub(crate) use convert::{from_wit_status, mode_from_wit, to_wit_message, to_wit_task};
 
-pub(crate) use views::{CoordinationData, ModelData, ReadData, ToolData};
-pub use views::{CoordinationGlue, ModelGlue, ReadGlue, ToolGlue};
+pub(crate) use views::{CoordinationData, ModelData, ReadData, SubagentData, ToolData};
+pub use views::{CoordinationGlue, ModelGlue, ReadGlue, SubagentGlue, ToolGlue};
 
 impl super::bindings::types::Host for ReadGlue<'_> {}
 impl super::bindings::protocol::Host for ReadGlue<'_> {}

@@ -21,9 +21,11 @@ use crate::runtime::bindings::team::PermissionMode as WitMode;
 use crate::runtime::bindings::toolbox::Host;
 use crate::runtime::bindings::tools::{GrepMode, Host as Tools};
 use crate::runtime::bindings::types::Error as WitError;
+use crate::runtime::subagent_host::{StartRequest, Started, SubagentInfo, SubagentStatus};
 use crate::sandbox::{CoordinationKind, Decision, MessagingCall, TasksCall, ToolCall, ToolName};
+use crate::toolbox::agent_format::{self, AgentReport};
 use crate::toolbox::format::{self, TaskView};
-use crate::toolbox::input::{self, Call, SendCall, TaskUpdateCall, UpdateStatus};
+use crate::toolbox::input::{self, AgentCall, Call, SendCall, TaskUpdateCall, UpdateStatus};
 use crate::toolbox::{definition, TOOLS};
 
 /// A call's outcome: the text, and whether it is an error.
@@ -64,6 +66,21 @@ fn sample(tool: ToolName) -> ToolCall {
         ToolName::TaskGet => ToolCall::Coordination(CoordinationKind::Tasks(TasksCall::Get)),
         ToolName::TaskUpdate => ToolCall::Coordination(CoordinationKind::Tasks(TasksCall::Update)),
         ToolName::TaskList => ToolCall::Coordination(CoordinationKind::Tasks(TasksCall::List)),
+        ToolName::Agent => ToolCall::Coordination(CoordinationKind::Subagents),
+    }
+}
+
+/// A finished sub-agent, for the result text.
+fn report_of(i: &SubagentInfo) -> AgentReport<'_> {
+    AgentReport {
+        id: &i.id,
+        description: &i.description,
+        status: i.status.as_str(),
+        content: &i.output,
+        total_tokens: i.total_tokens,
+        tool_uses: i.total_tool_use_count,
+        duration_ms: i.total_duration_ms,
+        worktree: i.worktree.as_deref(),
     }
 }
 
@@ -191,6 +208,35 @@ impl ToolGlue<'_> {
                 Err(e) => failed(e),
             },
             Call::TaskUpdate(update) => self.run_task_update(update).await,
+            Call::Agent(agent) => self.run_agent(agent, None).await,
+        }
+    }
+
+    /// The `Agent` tool: a sub-agent started through the same glue as
+    /// `subagents.run` / `spawn`; its result in the reference's form.
+    async fn run_agent(
+        &mut self,
+        a: AgentCall,
+        tool_use_id: Option<String>,
+    ) -> wasmtime::Result<Outcome> {
+        let req = StartRequest {
+            description: a.description,
+            prompt: a.prompt,
+            subagent_type: a.subagent_type,
+            model: a.model,
+            name: a.name,
+            mode: None,
+            worktree: a.worktree,
+            tool_use_id,
+            background: a.run_in_background,
+        };
+        match self.subagent_glue().start(req).await {
+            Ok(Started::Launched(info)) => ok(agent_format::async_launched(&info.id)),
+            Ok(Started::Finished(info)) => {
+                let text = agent_format::completed(&report_of(&info));
+                Ok((text, info.status != SubagentStatus::Completed))
+            }
+            Err(e) => failed(e),
         }
     }
 
@@ -200,6 +246,18 @@ impl ToolGlue<'_> {
                 Messaging::broadcast(&mut self.coordination_glue(), text, summary)
                     .await?
                     .map(|d| format::broadcast(&d.message, &d.recipients))
+            }
+            SendCall::Text { to, text, .. }
+                if self.fixed.subagents.as_ref().is_some_and(|h| h.knows(&to)) =>
+            {
+                self.subagent_glue().host().and_then(|h| {
+                    let finished = h
+                        .output(&to)
+                        .is_ok_and(|i| i.status != SubagentStatus::Running);
+                    h.send(&to, text)
+                        .map(|info| agent_format::sent_to_agent(&info.id, finished))
+                        .map_err(super::subagents::to_wit)
+                })
             }
             SendCall::Text { to, text, summary } => {
                 Messaging::send(&mut self.coordination_glue(), to, text, summary)
@@ -355,12 +413,18 @@ impl Host for ToolGlue<'_> {
                     Decision::Deny { .. }
                 )
             })
+            // `Agent` only for an agent with a sub-agent seat.
+            .filter(|spec| spec.tool != ToolName::Agent || self.fixed.subagents.is_some())
             .map(|spec| tool_definition_to_wit(definition(spec)))
             .collect())
     }
 
     async fn invoke(&mut self, call: ToolUse) -> wasmtime::Result<ToolResult> {
+        if let Some(h) = &self.fixed.subagents {
+            h.count_tool_use();
+        }
         let (content, is_error) = match input::parse(&call.name, &call.input) {
+            Ok(Call::Agent(agent)) => self.run_agent(agent, Some(call.id.clone())).await?,
             Ok(parsed) => self.run_call(parsed).await?,
             Err(e) => (format::error(&e), true),
         };

@@ -8,6 +8,7 @@
 //! | [`CoordinationGlue`] | `mailbox`, `tasks`, `messaging` | fixed, permissions | coordination records |
 //! | [`ToolGlue`] | `tools`, `toolbox` | fixed | permissions (only through the lead's grant), coordination records (the toolbox's task and message tools) |
 //! | [`ModelGlue`] | `model` | fixed | the model seat |
+//! | [`SubagentGlue`] | `subagents` | fixed (its sub-agent seat), permissions | nothing of its own (the seat keeps the sub-agents) |
 //!
 //! The borrow checker holds the table: a view holds `&` to what it reads and
 //! `&mut` only to what it changes, so no interface can change what its view
@@ -133,6 +134,42 @@ impl ToolGlue<'_> {
             coordination: self.coordination,
         }
     }
+}
+
+/// View for the `subagents` interface: decisions on the permissions (the
+/// `Agent` rule, the caller's mode and rules handed to the lifecycle); the
+/// sub-agents themselves live behind [`Fixed::subagents`].
+pub struct SubagentGlue<'a> {
+    /// Fixed at spawn.
+    pub fixed: &'a Fixed,
+    /// Mode and rules, for decisions and narrowing.
+    pub permissions: &'a Permissions,
+}
+
+impl AgentCtx {
+    /// The sub-agents view.
+    pub fn subagent_glue(&mut self) -> SubagentGlue<'_> {
+        SubagentGlue {
+            fixed: &self.fixed,
+            permissions: &self.permissions,
+        }
+    }
+}
+
+impl ToolGlue<'_> {
+    /// The sub-agents view inside the tools view, for the `Agent` tool.
+    pub fn subagent_glue(&self) -> SubagentGlue<'_> {
+        SubagentGlue {
+            fixed: self.fixed,
+            permissions: self.permissions,
+        }
+    }
+}
+
+/// Selects [`SubagentGlue`] for `add_to_linker`.
+pub(crate) struct SubagentData;
+impl HasData for SubagentData {
+    type Data<'a> = SubagentGlue<'a>;
 }
 
 /// Selects [`ReadGlue`] for `add_to_linker`.

@@ -292,7 +292,8 @@ pub(super) fn suggest(mode: PermissionMode, rules: &ToolRules, target: &Target) 
                 | ToolName::TaskCreate
                 | ToolName::TaskGet
                 | ToolName::TaskUpdate
-                | ToolName::TaskList => *tool,
+                | ToolName::TaskList
+                | ToolName::Agent => *tool,
             };
             // Only an edit inside the directory asks (in `default`): reads
             // inside are allowed, and a path outside is denied before any ask.

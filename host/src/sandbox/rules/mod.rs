@@ -375,7 +375,8 @@ impl Rule {
             | ToolName::TaskCreate
             | ToolName::TaskGet
             | ToolName::TaskUpdate
-            | ToolName::TaskList => own == tool,
+            | ToolName::TaskList
+            | ToolName::Agent => own == tool,
         }
     }
 
@@ -441,7 +442,8 @@ fn parse_specifier(tool: ToolName, spec: &str) -> Result<Specifier, RuleProblem>
         | ToolName::TaskCreate
         | ToolName::TaskGet
         | ToolName::TaskUpdate
-        | ToolName::TaskList => Err(RuleProblem::NoSpecifier(tool)),
+        | ToolName::TaskList
+        | ToolName::Agent => Err(RuleProblem::NoSpecifier(tool)),
     }
 }
 

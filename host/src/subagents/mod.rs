@@ -1,0 +1,58 @@
+//! Sub-agents (seed 003): an agent — a teammate or a sub-agent — starts
+//! another component instance with its own context for one piece of work.
+//!
+//! | file | owns |
+//! |---|---|
+//! | [`narrow`] | what a sub-agent may have: at most its parent's (pure) |
+//! | [`seat`] | [`Seat`]: one agent's sub-agents, their registry and limits; the [`SubagentHost`](crate::runtime::subagent_host::SubagentHost) the glue calls |
+//! | [`driver`] | one sub-agent's task: its instance, its turns, its end |
+//!
+//! # Lifecycle (seed 003's state machine)
+//!
+//! `start` checks the request against the parent (mode, rules, model,
+//! depth and count limits), makes the worktree when asked, instantiates the
+//! component (from the warm cache) and spawns the sub-agent's task. The
+//! task runs the first turn with the prompt; messages sent meanwhile run as
+//! further turns; then the sub-agent is `completed` (its `report`ed text),
+//! `failed` (its turn's error or trap) or `killed` (stopped). A synchronous
+//! start waits for that; a background one returns at once and the parent
+//! is notified with a `<task-notification>`: a teammate as a message from
+//! `teamhost` in its inbox (so it wakes for its next turn), a sub-agent as
+//! an extra turn before it may end. A sub-agent with children still running
+//! waits for them before it ends. A finished sub-agent keeps its instance
+//! (its memory) until its parent ends, so `send` resumes it with its whole
+//! context.
+//!
+//! Nothing is orphaned: when a parent ends (its instance dropped), its seat
+//! kills every sub-agent it started, which kills theirs. A worktree is
+//! removed when its sub-agent's task ends with the worktree clean, and kept
+//! (with a log line) when it holds changes.
+
+pub mod driver;
+pub mod narrow;
+pub mod seat;
+
+pub use crate::teammate::agent_definitions::{Definition, Definitions};
+pub use seat::{Seat, SeatConfig};
+
+/// Recursion protection. [`SubagentLimits::default`] gives the defaults
+/// in brackets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubagentLimits {
+    /// The deepest sub-agent: a teammate's own are depth 1 [2].
+    pub max_depth: u32,
+    /// Sub-agents of one agent running at once [4].
+    pub max_running: usize,
+    /// Sub-agents one agent may start over its life [32].
+    pub max_total: usize,
+}
+
+impl Default for SubagentLimits {
+    fn default() -> Self {
+        SubagentLimits {
+            max_depth: 2,
+            max_running: 4,
+            max_total: 32,
+        }
+    }
+}
