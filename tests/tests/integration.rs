@@ -28,4 +28,5 @@ mod sandbox_permissions;
 mod sandbox_plan;
 mod shutdown;
 mod starvation;
+mod subagents;
 mod worktree;

@@ -27,6 +27,12 @@
 //!   lead as the plan. An approval lets it carry the plan out in the next
 //!   turn with the tools of its new mode; a rejection sends it back to
 //!   planning with the lead's feedback.
+//! - **As a sub-agent** (`subagents.whoami` is `some`): the system prompt
+//!   is the agent definition's (or a general-purpose one), and the model's
+//!   last answer of each turn is reported as the result
+//!   (`subagents.report`). A `<task-notification>` from `teamhost` (a
+//!   background sub-agent ended) is shown to the model as it is, not as a
+//!   teammate's message.
 //! - **Model errors** end the turn with the error (the host reports it to
 //!   the lead): a spent budget, a denied model, a rate limit the host could
 //!   not wait out, a replay that no longer matches its cassette.
@@ -56,6 +62,7 @@ use teamhost::agent::model::{self, ContentBlock, Message, ModelError, Request, R
 use teamhost::agent::protocol::{CompletedStatus, PlanResponse, ProtocolMessage, ShutdownResponse};
 use teamhost::agent::tasks::{self, ClaimError, TaskStatus};
 use teamhost::agent::team::{self, PermissionMode};
+use teamhost::agent::subagents;
 use teamhost::agent::toolbox;
 
 /// Model calls in one turn before the agent stops and says so.
@@ -80,11 +87,33 @@ struct Agent {
     conversation: Vec<Message>,
     /// A plan was sent and its answer has not come.
     plan_pending: bool,
+    /// Whether it is a sub-agent (its answers are its results).
+    sub_agent: bool,
 }
 
 impl Agent {
     fn new() -> Agent {
         let me = team::whoami();
+        if let Some(ctx) = subagents::whoami() {
+            let system = ctx.system_prompt.unwrap_or_else(|| {
+                format!(
+                    "You are {name}, a sub-agent started by {parent} for one task. You work in a \
+                     sandbox on the files of your working directory; there is no network.\n\
+                     Do the task with your tools. Your final answer, as plain text, is what {parent} \
+                     gets back: make it the result, complete and concise. You are not a member of \
+                     the team: you cannot message anyone or use the task list.",
+                    name = me.name,
+                    parent = ctx.parent,
+                )
+            });
+            return Agent {
+                name: me.name,
+                system,
+                conversation: Vec::new(),
+                plan_pending: false,
+                sub_agent: true,
+            };
+        }
         let lead = team::roster()
             .ok()
             .and_then(|r| r.into_iter().find(|m| m.is_lead).map(|m| m.name))
@@ -105,6 +134,7 @@ impl Agent {
             system,
             conversation: Vec::new(),
             plan_pending: false,
+            sub_agent: false,
         }
     }
 
@@ -185,7 +215,7 @@ impl Agent {
 
     /// Runs the loop and, in plan mode, sends the model's answer as the plan.
     fn think(&mut self) -> Result<(), String> {
-        let planning = Agent::in_plan_mode();
+        let planning = !self.sub_agent && Agent::in_plan_mode();
         if planning {
             self.push_user(
                 "You are in plan mode: look around with the tools you have, change nothing, \
@@ -195,6 +225,9 @@ impl Agent {
             );
         }
         let answer = self.run()?;
+        if self.sub_agent {
+            subagents::report(&answer);
+        }
         if planning && !self.plan_pending {
             let plan = if answer.trim().is_empty() {
                 "(the model gave no plan)".to_string()
@@ -227,6 +260,12 @@ impl Agent {
                 let mut wake = false;
                 for m in &turn.messages {
                     match &m.protocol {
+                        // A background sub-agent ended: the reference shows the
+                        // model the notification itself.
+                        None if m.from == "teamhost" && m.text.starts_with("<task-notification>") => {
+                            self.push_user(m.text.clone());
+                            wake = true;
+                        }
                         None => {
                             self.push_user(teammate_message(m));
                             wake = true;

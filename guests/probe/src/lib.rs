@@ -37,12 +37,17 @@
 //!
 //! Every turn returns `ok`, unless it traps or spins. Failing host calls are
 //! logged to stderr; a task that cannot be completed is reported failed.
+//!
+//! Sub-agents (`sub …` messages, and what the probe does as a sub-agent):
+//! see `sub.rs`.
 
 wit_bindgen::generate!({
     path: "../../wit",
     world: "teamhost:agent/teammate",
     generate_all,
 });
+
+mod sub;
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -108,6 +113,13 @@ impl Guest for Probe {
         };
         log(kind, &turn.from, &text);
 
+        // A sub-agent of another probe: its own small language.
+        if teamhost::agent::subagents::whoami().is_some() {
+            let resumed = !matches!(turn.kind, TurnKind::Initial);
+            sub::as_sub_agent(&text, resumed)?;
+            return Ok(TurnOutcome { task: None });
+        }
+
         let directives = match turn.kind {
             TurnKind::Initial => DIRECTIVES.get_or_init(|| Directives::parse(&turn.prompt)),
             _ => DIRECTIVES.get_or_init(Directives::default),
@@ -127,6 +139,14 @@ impl Guest for Probe {
                 if directives.spin_on_message && text.contains("spin") {
                     loop {
                         std::hint::black_box(0);
+                    }
+                }
+                for message in &turn.messages {
+                    if let Some(answer) = sub::parent_directive(&message.text) {
+                        send(&message.from, &answer, "sub");
+                    }
+                    if let Some(line) = sub::notification(&message.text) {
+                        send("team-lead", &line, "notified");
                     }
                 }
                 for message in turn.messages.iter().filter(|m| m.text == "reply") {
