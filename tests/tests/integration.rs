@@ -29,4 +29,5 @@ mod sandbox_plan;
 mod shutdown;
 mod starvation;
 mod subagents;
+mod subagents_llm;
 mod worktree;

@@ -35,8 +35,9 @@
 //! Before hashing, values that change from run to run whatever the agent
 //! does are replaced in the request's JSON text: ISO-8601 timestamps
 //! (`<time>`), UUIDs (`<uuid>`), 13-digit epoch-millisecond numbers
-//! (`<ms>`, as in protocol request ids like `shutdown-1764…@worker`) and
-//! temporary directory names made by the `tempfile` crate (`<tmp>`).
+//! (`<ms>`, as in protocol request ids like `shutdown-1764…@worker`),
+//! temporary directory names made by the `tempfile` crate (`<tmp>`) and a
+//! sub-agent's run time in the `Agent` tool's results (`duration_ms: <n>`).
 //!
 //! # Modes
 //!
@@ -431,7 +432,7 @@ fn parse(text: &str, path: &Path) -> crate::Result<Entries> {
 }
 
 /// The normalizers, by name, applied in order to a request's JSON text.
-static NORMALIZERS: [(&str, &str); 4] = [
+static NORMALIZERS: [(&str, &str); 5] = [
     (
         "iso-8601-time",
         r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?",
@@ -442,8 +443,10 @@ static NORMALIZERS: [(&str, &str); 4] = [
     ),
     ("epoch-ms", r"\b\d{13}\b"),
     ("tempfile-dir", r"\.tmp[A-Za-z0-9]{6}"),
+    // A sub-agent's run time in the Agent tool's usage trailer.
+    ("duration-ms", r"duration_ms: \d+"),
 ];
-const REPLACEMENTS: [&str; 4] = ["<time>", "<uuid>", "<ms>", "<tmp>"];
+const REPLACEMENTS: [&str; 5] = ["<time>", "<uuid>", "<ms>", "<tmp>", "duration_ms: <n>"];
 
 fn normalizers() -> &'static [Regex] {
     static COMPILED: OnceLock<Vec<Regex>> = OnceLock::new();

@@ -1,0 +1,153 @@
+//! Sub-agents of the LLM teammate (`guests/agent`) on a scripted model,
+//! recorded to cassettes and replayed: the `Agent` tool's synchronous
+//! result is the tool result the model sees, a background sub-agent's
+//! `<task-notification>` is the model's next turn, and SendMessage to a
+//! finished sub-agent resumes it with its conversation.
+//!
+//! What the model saw is read back from the parent's cassette (the requests
+//! it was sent), so the tests check the conversation itself.
+
+use crate::common;
+
+use std::path::Path;
+
+use common::{models, Fixture};
+use teamhost::embed::SpawnRequest;
+use teamhost::model::CassetteMode;
+
+fn agent(f: &Fixture, name: &str, prompt: &str) -> SpawnRequest {
+    let mut req = SpawnRequest::new(name, teamhost_tests::AGENT, prompt, f.dir(name));
+    req.settings.auto_claim = false;
+    req.settings.mode = Some("acceptEdits".into());
+    req.settings.model_policy = Some(models::policy());
+    req
+}
+
+fn said(f: &Fixture, from: &str) -> Vec<String> {
+    f.lead_inbox()
+        .into_iter()
+        .filter(|m| m.from == from && common::is_plain(m))
+        .map(|m| m.text)
+        .collect()
+}
+
+/// The requests `teammate` sent, from its cassette, oldest first.
+fn requests(cassettes: &Path, team: &str, teammate: &str) -> Vec<serde_json::Value> {
+    let text =
+        std::fs::read_to_string(cassettes.join(team).join(format!("{teammate}.jsonl"))).unwrap();
+    text.lines()
+        .skip(1)
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["request"].clone())
+        .collect()
+}
+
+/// The texts of the last message of `request` (text and tool-result blocks).
+fn last_message(request: &serde_json::Value) -> String {
+    let messages = request["messages"].as_array().unwrap();
+    messages.last().unwrap().to_string()
+}
+
+/// Runs `ann` with `script` in `mode` until she tells the lead `done`.
+async fn run(team: &str, script: &str, mode: CassetteMode, cassettes: &Path) -> Fixture {
+    let (hub, _) = models::hub(script, mode, Some(cassettes.to_path_buf()));
+    let f = Fixture::with_options(team, models::options(hub));
+    f.host.spawn(&f.name, agent(&f, "ann", "go")).await.unwrap();
+    f.until("ann to tell the lead done", || said(&f, "ann") == ["done"])
+        .await;
+    f
+}
+
+const SYNC: &str = r#"{"agents":[
+ {"name":"sub","match":["SUBTASK-SYNC"],"turns":[{"text":"the answer is 42"}]},
+ {"name":"ann","match":["You are ann,"],"turns":[
+   {"tool_use":[{"id":"c1","name":"Agent","input":{"description":"find the answer","prompt":"SUBTASK-SYNC: what is the answer?"}}]},
+   {"tool_use":[{"id":"c2","name":"SendMessage","input":{"to":"team-lead","message":"done","summary":"s"}}]},
+   {"text":"ok"}]}]}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_tools_synchronous_result_is_the_tool_result_and_replays() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cassettes = tmp.path().join("cassettes");
+    let f = run("sub-llm-sync", SYNC, CassetteMode::Record, &cassettes).await;
+    let seen = requests(&cassettes, &f.name, "ann");
+    let result = last_message(&seen[1]);
+    assert!(
+        result.contains("\"c1\""),
+        "the answer to the Agent call: {result}"
+    );
+    assert!(result.contains("the answer is 42"), "{result}");
+    assert!(result.contains("agentId: a"), "{result}");
+    assert!(result.contains("<usage>total_tokens: "), "{result}");
+    // The sub-agent had its own conversation, with its own system prompt.
+    let sub = std::fs::read_dir(cassettes.join(&f.name))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with("ann.a"))
+        .expect("the sub-agent's cassette");
+    let sub_seen = requests(&cassettes, &f.name, sub.trim_end_matches(".jsonl"));
+    assert_eq!(sub_seen.len(), 1);
+    assert!(sub_seen[0]["system"]
+        .as_str()
+        .unwrap()
+        .contains("a sub-agent started by ann"));
+    drop(f);
+
+    // Replayed: the same conversation, no provider call.
+    let f = run("sub-llm-sync", SYNC, CassetteMode::Replay, &cassettes).await;
+    assert_eq!(said(&f, "ann"), ["done"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_sub_agents_notification_is_the_models_next_turn() {
+    let script = r#"{"agents":[
+     {"name":"sub","match":["SUBTASK-BG"],"turns":[{"text":"background work finished"}]},
+     {"name":"ann","match":["You are ann,"],"turns":[
+       {"tool_use":[{"id":"c1","name":"Agent","input":{"description":"bg job","prompt":"SUBTASK-BG: work","run_in_background":true}}]},
+       {"text":"launched; waiting"},
+       {"tool_use":[{"id":"c2","name":"SendMessage","input":{"to":"team-lead","message":"done","summary":"s"}}]},
+       {"text":"ok"}]}]}"#;
+    let tmp = tempfile::tempdir().unwrap();
+    let cassettes = tmp.path().join("cassettes");
+    let f = run("sub-llm-bg", script, CassetteMode::Record, &cassettes).await;
+    let seen = requests(&cassettes, &f.name, "ann");
+    let launched = last_message(&seen[1]);
+    assert!(
+        launched.contains("Async agent launched successfully"),
+        "{launched}"
+    );
+    let note = last_message(&seen[2]);
+    assert!(note.contains("<task-notification>"), "{note}");
+    assert!(note.contains("<tool-use-id>c1</tool-use-id>"), "{note}");
+    assert!(note.contains("<status>completed</status>"), "{note}");
+    assert!(
+        note.contains("<result>background work finished</result>"),
+        "{note}"
+    );
+    assert!(!note.contains("teammate-message"), "shown as it is: {note}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_message_to_a_finished_sub_agent_resumes_its_conversation() {
+    // The sub-agent's script answers by position: a fresh start would get
+    // "first answer" again.
+    let script = r#"{"agents":[
+     {"name":"sub","match":["SUBTASK-RESUME"],"turns":[{"text":"first answer"},{"text":"second answer, with context"}]},
+     {"name":"ann","match":["You are ann,"],"turns":[
+       {"tool_use":[{"id":"c1","name":"Agent","input":{"description":"resumable","prompt":"SUBTASK-RESUME: begin","name":"helper"}}]},
+       {"tool_use":[{"id":"c2","name":"SendMessage","input":{"to":"helper","message":"continue please","summary":"more"}}]},
+       {"text":"waiting"},
+       {"tool_use":[{"id":"c3","name":"SendMessage","input":{"to":"team-lead","message":"done","summary":"s"}}]},
+       {"text":"ok"}]}]}"#;
+    let tmp = tempfile::tempdir().unwrap();
+    let cassettes = tmp.path().join("cassettes");
+    let f = run("sub-llm-resume", script, CassetteMode::Record, &cassettes).await;
+    let seen = requests(&cassettes, &f.name, "ann");
+    assert!(last_message(&seen[1]).contains("first answer"));
+    let sent = last_message(&seen[2]);
+    assert!(sent.contains("resumed in the background"), "{sent}");
+    let note = last_message(&seen[3]);
+    assert!(
+        note.contains("<result>second answer, with context</result>"),
+        "{note}"
+    );
+}
