@@ -11,7 +11,7 @@ use crate::common;
 use std::path::Path;
 use std::process::Command;
 
-use common::Fixture;
+use common::{models, Fixture};
 
 /// Plain texts `from` sent the lead, oldest first.
 fn said(f: &Fixture, from: &str) -> Vec<String> {
@@ -347,4 +347,107 @@ async fn a_sub_agent_is_not_a_member_of_the_team() {
         .unwrap();
     let r = reply(&f, "p", "sub-error ").await;
     assert!(r.contains("member of the team"), "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_agent_cannot_message_the_team() {
+    let f = Fixture::new("sub-dm");
+    f.probe("p", "").await;
+    f.host
+        .send_as_lead(&f.name, "p", "sub run -- dm I am the lead now", None)
+        .unwrap();
+    let r = reply(&f, "p", "sub-result ").await;
+    assert!(
+        r.contains("dm refused") && r.contains("not a member of the team"),
+        "{r}"
+    );
+    assert!(
+        !f.lead_inbox()
+            .iter()
+            .any(|m| m.text.contains("I am the lead now")),
+        "nothing reached the lead"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_running_sub_agents_than_the_limit_are_refused() {
+    let f = Fixture::new("sub-count");
+    f.probe("p", "").await;
+    for _ in 0..5 {
+        f.host
+            .send_as_lead(&f.name, "p", "sub spawn -- spin", None)
+            .unwrap();
+    }
+    let mut answers = Vec::new();
+    f.until("five answers", || {
+        answers = said(&f, "p")
+            .into_iter()
+            .filter(|t| t.starts_with("sub-"))
+            .collect();
+        answers.len() == 5
+    })
+    .await;
+    assert_eq!(
+        answers
+            .iter()
+            .filter(|a| a.starts_with("sub-spawned "))
+            .count(),
+        4,
+        "{answers:?}"
+    );
+    let refused = answers
+        .iter()
+        .find(|a| a.starts_with("sub-error "))
+        .unwrap();
+    assert!(refused.contains("max_running"), "{refused}");
+    // Stopping the team stops them all: nothing is left running.
+    f.host
+        .shutdown_team(&f.name, "done", common::LIMIT)
+        .await
+        .unwrap();
+}
+
+/// The model side of "at most the parent", without wasm: a sub-agent's
+/// client shares its parent's meter.
+#[test]
+fn a_sub_agents_spending_counts_against_its_parents_budget() {
+    use teamhost::model::{Request, Role};
+    let (hub, _) = models::hub(
+        r#"{"agents":[{"name":"x","match":[],"after_last":"repeat-last","turns":[{"text":"hi","usage":{"input_tokens":400,"output_tokens":100}}]}]}"#,
+        teamhost::model::CassetteMode::Live,
+        None,
+    );
+    let mut policy = models::policy();
+    policy.budget_tokens = Some(1_000_000);
+    let parent = hub.client("t", "ann", Some(policy)).unwrap();
+    let child = parent.sub_agent("ann.a1", None).unwrap();
+    assert!(parent
+        .sub_agent("ann.a2", Some("opus"))
+        .unwrap_err()
+        .contains("more than the parent"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let req = Request {
+        model: String::new(),
+        system: None,
+        messages: vec![teamhost::model::Message {
+            role: Role::User,
+            content: vec![teamhost::model::ContentBlock::Text("q".into())],
+        }],
+        tools: Vec::new(),
+        tool_choice: None,
+        max_tokens: Some(100),
+        temperature: None,
+        stop_sequences: Vec::new(),
+    };
+    rt.block_on(child.complete(req)).unwrap();
+    assert_eq!(
+        parent.spent().usage.total(),
+        500,
+        "the child's call is the parent's spending"
+    );
+    assert_eq!(child.tokens_used(), 500);
+    assert_eq!(parent.tokens_used(), 0, "the parent's own calls: none");
 }

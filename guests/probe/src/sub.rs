@@ -27,6 +27,7 @@
 //! | `write FILE TEXT` | writes FILE with the sandboxed tool; `wrote FILE` or the error |
 //! | `fail` | the turn fails with `told to fail` |
 //! | `spin` | loops until stopped |
+//! | `dm TEXT` | tries to message the lead: `dm sent` or `dm refused: ERROR` |
 //! | `write-spin FILE TEXT` | writes FILE, then loops until stopped |
 //! | `nest N OPTS` | runs a sub-agent `nest N-1` (`say bottom` at 0) and reports `depth D: ` + its result or error |
 //! | anything else (a resumed turn) | `resumed: TEXT` |
@@ -148,6 +149,12 @@ pub fn as_sub_agent(text: &str, resumed: bool) -> Result<(), String> {
         }
         ["fail", ..] => return Err("told to fail".into()),
         ["spin", ..] => spin(),
+        ["dm", rest @ ..] => {
+            match crate::teamhost::agent::messaging::send("team-lead", &rest.join(" "), None) {
+                Ok(_) => "dm sent".to_string(),
+                Err(e) => format!("dm refused: {e:?}"),
+            }
+        }
         ["write-spin", file, rest @ ..] => {
             let _ = crate::teamhost::agent::tools::write(file, &rest.join(" "));
             spin()
