@@ -21,6 +21,9 @@
 //! | `teammate.model`, `teammate.model_policy.*` | no model capability | a non-empty allow list holding the default, positive limits, `budget_usd` ≥ 0 |
 //! | `model.mode` | `live` | one of the five modes |
 //! | `model.cassettes` | none | must not lie in a teammate's directory (layout check) |
+//! | `agent.name`, `agent.description` | required | a word; not empty |
+//! | `agent.permission_mode`, `agent.tools`, `agent.isolation`, `agent.component` | the parent's / all / `none` / the parent's | a mode; known tools; `none` or `worktree`; the file exists |
+//! | `.claude/agents/*.md` beside the manifest | none | parses; not inside a teammate's directory |
 //! | `task.subject` | required | not empty |
 //! | `task.blocked_by` | `[]` | each in `1..=tasks`, not itself, listed once, no cycles |
 //!
@@ -32,8 +35,10 @@
 //! paths are resolved against the manifest's directory when it is parsed, so a
 //! [`Manifest`] always holds absolute paths.
 
+mod agent_spec;
 mod model_spec;
 
+pub use agent_spec::AgentSpec;
 pub use model_spec::{teammate_policy, ModelPolicySpec, ModelSpec};
 
 use std::collections::BTreeSet;
@@ -75,6 +80,10 @@ pub struct Manifest {
     /// `[model]`: record/replay mode and the cassette directory.
     #[serde(default)]
     pub model: ModelSpec,
+    /// `[[agent]]` tables: sub-agent definitions (with the project's
+    /// `.claude/agents`, see `manifest/agent_spec.rs`).
+    #[serde(rename = "agent", default)]
+    pub agents: Vec<AgentSpec>,
 }
 
 /// `[hooks]`: shell commands run at points of a teammate's life; see
@@ -166,6 +175,10 @@ pub struct TeammateSpec {
     /// need not exist before `teamhost run` starts. Set when parsed.
     #[serde(skip)]
     pub cwd_is_default: bool,
+    /// The sub-agent definitions its `Agent` tool may name. Set when parsed
+    /// (the manifest's `[[agent]]` and the project's `.claude/agents`).
+    #[serde(skip)]
+    pub agent_definitions: Option<std::sync::Arc<crate::teammate::Definitions>>,
     /// Permission mode, one of [`PERMISSION_MODES`]. Default `default`.
     #[serde(default = "default_mode")]
     pub mode: String,
@@ -365,6 +378,17 @@ impl Manifest {
                 path: file.to_path_buf(),
                 problems,
             })?;
+        let cwds: Vec<&Path> = manifest.teammates.iter().map(|t| t.cwd.as_path()).collect();
+        let defs =
+            agent_spec::load(&base_dir(file), &manifest.agents, &cwds).map_err(|problems| {
+                ManifestError::Invalid {
+                    path: file.to_path_buf(),
+                    problems,
+                }
+            })?;
+        for t in &mut manifest.teammates {
+            t.agent_definitions = defs.clone();
+        }
         Ok(manifest)
     }
 
@@ -373,6 +397,11 @@ impl Manifest {
     /// for a teammate in a worktree (the repository its worktree comes from).
     pub fn resolve_paths(&mut self, base: &Path) {
         self.model.resolve_paths(base);
+        for a in &mut self.agents {
+            if let Some(c) = &mut a.component {
+                *c = base.join(&*c);
+            }
+        }
         for t in &mut self.teammates {
             t.component = base.join(&t.component);
             t.cwd_is_default = t.cwd.as_os_str().is_empty();
@@ -401,6 +430,12 @@ impl Manifest {
         if let Some(c) = &self.model.cassettes {
             all.push(Protected::new(Kind::Cassettes, c));
         }
+        all.extend(
+            self.agents
+                .iter()
+                .filter_map(|a| a.component.as_ref())
+                .map(|c| Protected::new(Kind::Component, c)),
+        );
         all
     }
 
@@ -427,6 +462,9 @@ impl Manifest {
             check_task(i, t, self.tasks.len(), &mut problems);
         }
         problems.extend(cycles(&self.tasks));
+        for (i, a) in self.agents.iter().enumerate() {
+            a.check(i, &mut problems);
+        }
         if let Err(e) = self.model.parsed_mode() {
             problems.push(e);
         }
@@ -454,9 +492,7 @@ impl TeammateSpec {
             notifications: None,
             model_policy: teammate_policy(self.model.as_deref(), self.model_policy.as_ref())
                 .unwrap_or_default(),
-            // Set by the manifest from its `[[agent]]` tables and the
-            // project's `.claude/agents` (`Manifest::spawn_requests`).
-            agents: None,
+            agents: self.agent_definitions.clone(),
         }
     }
 

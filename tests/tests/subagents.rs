@@ -451,3 +451,44 @@ fn a_sub_agents_spending_counts_against_its_parents_budget() {
     assert_eq!(child.tokens_used(), 500);
     assert_eq!(parent.tokens_used(), 0, "the parent's own calls: none");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_definition_chooses_tools_and_mode_within_the_parents() {
+    use teamhost::teammate::{Definition, Definitions};
+    let f = Fixture::new("sub-typed");
+    let dir = f.dir("p");
+    let mut defs = Definitions::new();
+    defs.insert(Definition {
+        name: "reader".into(),
+        description: "reads only".into(),
+        tools: Some(vec!["Read".into(), "Glob".into()]),
+        ..Definition::default()
+    });
+    defs.insert(Definition {
+        name: "root".into(),
+        description: "wants everything".into(),
+        permission_mode: Some("bypassPermissions".into()),
+        ..Definition::default()
+    });
+    let mut req = common::probe_request("p", "", &dir);
+    req.settings.agents = Some(std::sync::Arc::new(defs));
+    f.host.spawn(&f.name, req).await.unwrap();
+
+    // The definition's tools list leaves Write out: refused, though the
+    // parent (acceptEdits) may write.
+    f.host
+        .send_as_lead(&f.name, "p", "sub run type=reader -- write r.txt no", None)
+        .unwrap();
+    let r = reply(&f, "p", "sub-result ").await;
+    assert!(r.contains("write refused") && r.contains("Denied"), "{r}");
+    assert!(!dir.join("r.txt").exists());
+    // A definition asking for a wider mode than the parent's is refused.
+    f.host
+        .send_as_lead(&f.name, "p", "sub run type=root -- say hi", None)
+        .unwrap();
+    let r = reply(&f, "p", "sub-error ").await;
+    assert!(
+        r.contains("bypassPermissions") && r.contains("more than the parent"),
+        "{r}"
+    );
+}

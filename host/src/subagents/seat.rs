@@ -263,6 +263,8 @@ impl Seat {
                 ))
             })?),
         };
+        let background = req.background || def.as_ref().is_some_and(|d| d.background);
+        let wants_worktree = req.worktree || def.as_ref().is_some_and(|d| d.worktree);
         // At most the parent.
         let asked_mode = req
             .mode
@@ -312,7 +314,7 @@ impl Seat {
             .sub_agent(&full_name, model)
             .map_err(denied)?;
         // Where it works.
-        let worktree = if req.worktree {
+        let worktree = if wants_worktree {
             let (home, team, name, dir) = (
                 self.cfg.home.clone(),
                 self.cfg.team.name().to_string(),
@@ -356,7 +358,7 @@ impl Seat {
                 status: SubagentStatus::Running,
                 output: String::new(),
                 duration_ms: 0,
-                notify: req.background,
+                notify: background,
             }),
             finished: watch::channel(0).0,
             commands,
@@ -390,7 +392,7 @@ impl Seat {
             prompt: req.prompt,
             home: self.cfg.home.clone(),
         }));
-        if req.background {
+        if background {
             return Ok(Started::Launched(child.info()));
         }
         // Synchronous: wait for its end; a caller that goes away (its own
