@@ -108,6 +108,10 @@ pub struct TeammateView {
     /// Its model use, when it has used a model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<crate::store::ModelUsage>,
+    /// Its sub-agents (running, started, deepest, limits), when it started
+    /// any on this machine (read from the home, so only with one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagents: Option<crate::subagents::TreeRecord>,
 }
 
 /// A request waiting for the lead.
@@ -190,6 +194,7 @@ pub fn snapshot_cached(
                 model: crate::store::names::agent_file_stem(&m.name)
                     .ok()
                     .and_then(|stem| model_usage.get(&stem).cloned()),
+                subagents: home.and_then(|h| crate::subagents::tree::read(h, team.name(), &m.name)),
 
                 current_task: tasks
                     .iter()

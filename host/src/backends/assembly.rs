@@ -218,6 +218,7 @@ pub(crate) async fn instantiate(
         limits_sub: Default::default(),
         definitions: req.settings.agents.clone().unwrap_or_default(),
         log: place.log.clone(),
+        tree: crate::subagents::Tree::new(&env.home, team.name(), &name, Default::default()),
     }));
     let instance_config = InstanceConfig {
         dir,

@@ -51,6 +51,9 @@ pub(super) fn status(
                         .unwrap_or_default()
                 ),
             );
+            if let Some(sub) = &t.subagents {
+                push_line(&mut s, format!("  {:<20} {}", "", sub.describe()));
+            }
         }
         if !snap.model_usage.is_empty() {
             s.push_str("\nmodel use\n");

@@ -36,6 +36,8 @@ pub(crate) struct Drive {
     pub rx: mpsc::UnboundedReceiver<Command>,
     pub prompt: String,
     pub home: Home,
+    /// The teammate's counts.
+    pub tree: Arc<super::Tree>,
 }
 
 fn message(from: &str, text: String) -> Message {
@@ -78,6 +80,7 @@ pub(crate) async fn drive(d: Drive) {
         mut rx,
         prompt,
         home,
+        tree,
     } = d;
     let mut turn = Turn {
         kind: TurnKind::Initial,
@@ -89,7 +92,12 @@ pub(crate) async fn drive(d: Drive) {
     // A killed sub-agent's notification goes after its worktree's cleanup,
     // so a parent told of the end finds it done.
     let mut tell_after_cleanup = false;
+    // Counted running again when a message resumes it after its end.
+    let mut resumed = false;
     loop {
+        if std::mem::take(&mut resumed) {
+            tree.resumed();
+        }
         set_running(&child);
         *lock(&child.reported) = String::new();
         let started = Instant::now();
@@ -99,6 +107,7 @@ pub(crate) async fn drive(d: Drive) {
             Ended::Killed { parent_gone } => {
                 finish(
                     &child,
+                    &tree,
                     SubagentStatus::Killed,
                     "stopped by its parent".into(),
                 );
@@ -122,6 +131,7 @@ pub(crate) async fn drive(d: Drive) {
                 More::Killed { parent_gone } => {
                     finish(
                         &child,
+                        &tree,
                         SubagentStatus::Killed,
                         "stopped by its parent".into(),
                     );
@@ -131,13 +141,14 @@ pub(crate) async fn drive(d: Drive) {
                 More::None => {}
             }
         }
-        finish(&child, status, output);
+        finish(&child, &tree, status, output);
         notify(&child, &parent).await;
         // Finished: it keeps its memory until a message resumes it or its
         // parent ends.
         match rx.recv().await {
             Some(Command::Message(text)) => {
                 lock(&child.state).notify = true;
+                resumed = true;
                 turn = message_turn(vec![message(&child.parent, text)]);
             }
             Some(Command::Kill { .. }) | None => break,
@@ -164,7 +175,8 @@ fn set_running(child: &Child) {
     s.output.clear();
 }
 
-fn finish(child: &Child, status: SubagentStatus, output: String) {
+fn finish(child: &Child, tree: &Arc<super::Tree>, status: SubagentStatus, output: String) {
+    tree.ended();
     {
         let mut s = lock(&child.state);
         s.status = status;

@@ -6,6 +6,7 @@
 //! | [`narrow`] | what a sub-agent may have: at most its parent's (pure) |
 //! | [`seat`] | [`Seat`]: one agent's sub-agents, their registry and limits; the [`SubagentHost`](crate::runtime::subagent_host::SubagentHost) the glue calls |
 //! | [`driver`] | one sub-agent's task: its instance, its turns, its end |
+//! | [`tree`] | a teammate's sub-agent counts (running, started, deepest), recorded for the view and `status` |
 //!
 //! # Lifecycle (seed 003's state machine)
 //!
@@ -31,9 +32,11 @@
 pub mod driver;
 pub mod narrow;
 pub mod seat;
+pub mod tree;
 
 pub use crate::teammate::agent_definitions::{Definition, Definitions};
 pub use seat::{Seat, SeatConfig};
+pub use tree::{Tree, TreeRecord};
 
 /// Recursion protection. [`SubagentLimits::default`] gives the defaults
 /// in brackets.

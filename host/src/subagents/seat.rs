@@ -64,6 +64,8 @@ pub struct SeatConfig {
     pub definitions: Arc<Definitions>,
     /// Where the sub-agents' stdout and stderr go (the owner's log).
     pub log: Option<PathBuf>,
+    /// The teammate's counts, shared by its whole tree.
+    pub tree: Arc<super::Tree>,
 }
 
 /// One sub-agent, shared by its seat (the parent's), its own seat and its
@@ -382,6 +384,7 @@ impl Seat {
             }
         };
         lock(&self.children).push(child.clone());
+        self.cfg.tree.started(depth).await;
         let mut done = child.finished.subscribe();
         tokio::spawn(driver::drive(driver::Drive {
             instance,
@@ -391,6 +394,7 @@ impl Seat {
             rx,
             prompt: req.prompt,
             home: self.cfg.home.clone(),
+            tree: self.cfg.tree.clone(),
         }));
         if background {
             return Ok(Started::Launched(child.info()));

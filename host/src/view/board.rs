@@ -113,6 +113,9 @@ pub struct MateRow {
     /// Its model use in a few words (`thinking…` while it waits on the
     /// model, else calls and cost); `None` when it never used one.
     pub model: Option<String>,
+    /// Its sub-agents in a few characters (`subs 1/3 d2/2`: running /
+    /// started, deepest / depth limit); `None` when it never started one.
+    pub subagents: Option<String>,
     /// When it last did something the files show (ISO 8601).
     pub last_activity: Option<String>,
 }
@@ -204,6 +207,7 @@ impl Board {
                     }),
                     last_activity: t.last_message.clone(),
                     model: t.model.as_ref().map(model_note),
+                    subagents: t.subagents.as_ref().map(|r| r.short()),
                 }
             })
             .collect();
@@ -219,6 +223,7 @@ impl Board {
                     task: None,
                     last_activity: None,
                     model: None,
+                    subagents: None,
                 });
             }
         }

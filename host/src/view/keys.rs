@@ -246,6 +246,7 @@ mod tests {
                     task: None,
                     last_activity: None,
                     model: None,
+                    subagents: None,
                 },
                 super::super::board::MateRow {
                     name: "bob".into(),
@@ -255,6 +256,7 @@ mod tests {
                     task: None,
                     last_activity: None,
                     model: None,
+                    subagents: None,
                 },
             ],
             tasks: vec![],

@@ -90,13 +90,21 @@ fn draw_teammates(frame: &mut Frame, area: Rect, board: &Board, ui: &Ui) {
                 Cell::from(m.name.clone()).style(Style::default().fg(color(m.color.as_deref()))),
                 Cell::from(m.state.label()).style(state_style(&m.state)),
                 Cell::from(m.backend.clone().unwrap_or_else(|| "-".into())),
-                Cell::from(match (&m.state, &m.task, &m.model) {
-                    // Why it failed says more than the task it dropped.
-                    (MateState::Failed(why), _, _) => one_line(why),
-                    (_, Some((id, doing)), Some(model)) => format!("#{id} {doing} · {model}"),
-                    (_, Some((id, doing)), None) => format!("#{id} {doing}"),
-                    (_, None, Some(model)) => model.clone(),
-                    (_, None, None) => "-".into(),
+                Cell::from({
+                    let doing = match (&m.state, &m.task, &m.model) {
+                        // Why it failed says more than the task it dropped.
+                        (MateState::Failed(why), _, _) => one_line(why),
+                        (_, Some((id, doing)), Some(model)) => format!("#{id} {doing} · {model}"),
+                        (_, Some((id, doing)), None) => format!("#{id} {doing}"),
+                        (_, None, Some(model)) => model.clone(),
+                        (_, None, None) => "-".into(),
+                    };
+                    // Sub-agents first: a long task would hide them (a
+                    // failure's reason stays alone).
+                    match (&m.state, &m.subagents) {
+                        (MateState::Failed(_), _) | (_, None) => doing,
+                        (_, Some(sub)) => format!("{sub} · {doing}"),
+                    }
                 }),
                 Cell::from(m.last_activity.as_deref().map(clock).unwrap_or_default()),
             ])
@@ -350,6 +358,7 @@ mod tests {
                 task: Some(("2".into(), "Write the docs".into())),
                 last_activity: Some("2026-11-22T01:02:03.000Z".into()),
                 model: None,
+                subagents: None,
             }],
             tasks: vec![
                 TaskRow {
@@ -399,6 +408,14 @@ mod tests {
         ] {
             assert!(s.contains(want), "{want:?} missing from\n{s}");
         }
+    }
+
+    #[test]
+    fn a_teammates_sub_agents_show_in_its_row() {
+        let mut b = board();
+        b.teammates[0].subagents = Some("subs 1/3 d2/2".into());
+        let s = screen(&b, &Ui::default());
+        assert!(s.contains("subs 1/3 d2/2 · #2 Wri"), "{s}");
     }
 
     #[test]
