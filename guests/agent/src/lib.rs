@@ -103,7 +103,9 @@ impl Agent {
         Agent {
             name: me.name.clone(),
             system,
-            conversation: Vec::new(),
+            // Empty for a teammate that starts afresh; after a host restart,
+            // the conversation the host kept of this teammate's earlier life.
+            conversation: model::history(),
             plan_pending: false,
         }
     }

@@ -25,6 +25,7 @@ use super::meter::{Meter, Reservation};
 use super::policy::ModelPolicy;
 use super::provider::{self, Provider, ProviderCall};
 use super::scripted::{Script, Scripted};
+use super::transcript::Transcript;
 use super::types::{
     ContentBlock, ModelError, ModelInfo, Request, Response, Role, Spend, ToolChoice,
 };
@@ -120,6 +121,19 @@ impl ModelHub {
         teammate: &str,
         policy: Option<ModelPolicy>,
     ) -> crate::Result<ModelClient> {
+        self.client_keeping(team, teammate, policy, None)
+    }
+
+    /// [`client`](Self::client), keeping the teammate's conversation in
+    /// `transcript` after each successful call (see
+    /// [`super::transcript`]); `model.history` reads it back.
+    pub fn client_keeping(
+        self: &Arc<Self>,
+        team: &str,
+        teammate: &str,
+        policy: Option<ModelPolicy>,
+        transcript: Option<Transcript>,
+    ) -> crate::Result<ModelClient> {
         let Some(policy) = policy else {
             return Ok(ModelClient { inner: None });
         };
@@ -159,6 +173,7 @@ impl ModelHub {
                 models,
                 meter: Meter::new(policy),
                 cassette,
+                transcript,
             })),
         })
     }
@@ -226,6 +241,7 @@ struct ClientInner {
     models: HashMap<String, ModelEntry>,
     meter: Meter,
     cassette: Option<Arc<Cassette>>,
+    transcript: Option<Transcript>,
 }
 
 /// One teammate's access to models. Cheap to clone; clones share the
@@ -321,6 +337,19 @@ impl ModelClient {
             .and_then(|c| c.meter.take_budget_notice())
     }
 
+    /// The conversation kept for this teammate, ready to continue (see
+    /// [`super::transcript`]); empty without a model policy, without a
+    /// transcript, or when the kept one cannot be read (logged).
+    pub fn history(&self) -> Vec<super::types::Message> {
+        let Some(t) = self.inner.as_ref().and_then(|c| c.transcript.as_ref()) else {
+            return Vec::new();
+        };
+        t.load().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "the kept conversation is unreadable; the teammate starts afresh");
+            Vec::new()
+        })
+    }
+
     /// One completion under the teammate's policy (see the module docs).
     pub async fn complete(&self, request: Request) -> Result<Response, ModelError> {
         let Some(c) = &self.inner else {
@@ -333,7 +362,29 @@ impl ModelClient {
 }
 
 impl ClientInner {
+    /// A completion, then the transcript kept (off the async threads). A
+    /// transcript that cannot be written fails the call: the teammate would
+    /// otherwise go on with a conversation the host could not restore.
     async fn complete(&self, request: Request) -> Result<Response, ModelError> {
+        let Some(transcript) = self.transcript.clone() else {
+            return self.call(&request).await;
+        };
+        let response = self.call(&request).await?;
+        let kept = response.clone();
+        let written = tokio::task::spawn_blocking(move || transcript.keep(&request, &kept))
+            .await
+            .map_err(std::io::Error::other)
+            .and_then(|r| r);
+        if let Err(e) = written {
+            tracing::error!(team = %self.team, teammate = %self.teammate, error = %e, "the conversation was not kept");
+            return Err(ModelError::Unavailable(format!(
+                "the host could not keep the conversation: {e}"
+            )));
+        }
+        Ok(response)
+    }
+
+    async fn call(&self, request: &Request) -> Result<Response, ModelError> {
         let policy = self.meter.policy();
         let alias = if request.model.is_empty() {
             policy.default.clone()
@@ -347,7 +398,7 @@ impl ClientInner {
                 policy.allow.join(", ")
             ))
         })?;
-        let size = validate(&request)?;
+        let size = validate(request)?;
         let max_tokens = request
             .max_tokens
             .unwrap_or(policy.max_tokens_per_call.min(entry.max_output_tokens));
@@ -363,7 +414,7 @@ impl ClientInner {
         // From the cassette, when the mode replays.
         let mut drifted = None;
         if let Some(cassette) = self.cassette.as_ref().filter(|_| self.hub.mode.replays()) {
-            let served = match cassette.lookup(&request) {
+            let served = match cassette.lookup(request) {
                 Lookup::Hit(r) => Some(r),
                 Lookup::Drift {
                     difference,
@@ -413,7 +464,7 @@ impl ClientInner {
         let response = provider
             .complete(ProviderCall {
                 model_id: &entry.id,
-                request: &request,
+                request,
                 max_tokens,
             })
             .await
@@ -429,7 +480,7 @@ impl ClientInner {
             )
         }) {
             let latency = started.elapsed().as_millis() as u64;
-            if let Err(e) = cassette.record(provider.kind(), &request, &response, latency) {
+            if let Err(e) = cassette.record(provider.kind(), request, &response, latency) {
                 tracing::error!(team = %self.team, teammate = %self.teammate, error = %e, "the answer was not recorded");
                 return Err(ModelError::Unavailable(format!(
                     "the host could not record the answer: {e}"
