@@ -26,6 +26,9 @@ pub struct Permissions {
     rules: ToolRules,
     policy: PolicyContext,
     waiting: usize,
+    /// Requests of an earlier life still waiting for the lead (a resumed
+    /// teammate), each adopted once by a call asking the same.
+    earlier: Vec<crate::protocol::PermissionRequest>,
 }
 
 impl Permissions {
@@ -36,7 +39,25 @@ impl Permissions {
             rules,
             policy: PolicyContext::new(dir),
             waiting: 0,
+            earlier: Vec::new(),
         }
+    }
+
+    /// Hands a resumed teammate its earlier life's requests still waiting
+    /// for the lead ([`crate::teammate::Resumed::open_requests`]).
+    pub fn with_earlier_requests(mut self, open: Vec<crate::protocol::PermissionRequest>) -> Self {
+        self.earlier = open;
+        self
+    }
+
+    /// The id of an earlier life's request for exactly `tool` with `input`,
+    /// now adopted (so never twice); `None` when there is none.
+    pub fn adopt_earlier(&mut self, tool: &str, input: &serde_json::Value) -> Option<String> {
+        let at = self
+            .earlier
+            .iter()
+            .position(|r| r.tool_name == tool && &r.input == input)?;
+        Some(self.earlier.remove(at).request_id)
     }
 
     /// The current mode.

@@ -120,6 +120,9 @@ pub struct Fixed {
     /// Host directories never named to the guest (the machine-local home,
     /// the file store's home): tool errors show `<teamhost home>` instead.
     pub hidden_dirs: Vec<std::path::PathBuf>,
+    /// Where its `state.save` goes (`None`: the host keeps no state for it,
+    /// and `state` calls are `unavailable`).
+    pub saved_state: Option<crate::store::kept::SavedState>,
 }
 
 /// What the coordination calls (mailbox, tasks, messaging) record as the
@@ -304,6 +307,7 @@ impl AgentCtxBuilder {
                 tools: Arc::new(tools),
                 hooks: self.hooks,
                 hidden_dirs: Vec::new(),
+                saved_state: None,
             },
             permissions: Permissions::new(self.mode, self.rules, &self.dir),
             coordination: Coordination::default(),

@@ -12,15 +12,18 @@
 //! | `events.rs` | [`TeammateState`], [`TeammateInfo`], [`Event`] |
 //! | `notifications.rs` | [`NotificationLevel`]: which idle notifications reach the lead |
 //! | `model_access.rs` | [`ModelAccess`]: the broker and what child teammates are told |
+//! | `resumed.rs` | [`Resumed`]: what a teammate brought back after a crash takes over |
 
 mod events;
 mod model_access;
 mod notifications;
+mod resumed;
 mod settings;
 mod spawn;
 
 pub use events::{Event, TeammateInfo, TeammateState};
 pub use model_access::ModelAccess;
 pub use notifications::NotificationLevel;
+pub use resumed::Resumed;
 pub use settings::TeammateSettings;
 pub use spawn::{Isolation, SpawnRequest};
