@@ -258,6 +258,7 @@ pub(crate) async fn instantiate(
         },
         // An in-process member is registered idle (`in_process.rs`).
         recorded_active: in_process.then_some(false),
+        resumed: resumed.is_some(),
         handed_back: resumed.and_then(|r| r.task),
         journal: Some(journal),
         links: RunnerLinks {

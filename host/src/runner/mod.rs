@@ -96,6 +96,10 @@ pub(crate) struct Runner {
     /// A resumed teammate's unfinished task, handed back as its first turn
     /// that is not a message (see [`poll::handed_back_turn`]).
     pub handed_back: Option<String>,
+    /// Whether this teammate was brought back after a crash: its first turn
+    /// is then never `initial` (its spawn prompt was handled in its earlier
+    /// life, or comes back as a message when that turn was interrupted).
+    pub resumed: bool,
     /// Where the message a turn handles is noted until the turn ends, so a
     /// resume after a crash delivers it again (`None`: not noted).
     pub journal: Option<crate::store::kept::TurnJournal>,
@@ -252,7 +256,7 @@ impl Runner {
                 self.links.pending_injections.fetch_sub(1, Ordering::SeqCst);
             }
             let (team, me, lead) = (self.team.clone(), self.name.clone(), self.lead.clone());
-            let first = self.links.turns.load(Ordering::Relaxed) == 0;
+            let first = self.links.turns.load(Ordering::Relaxed) == 0 && !self.resumed;
             // A task handed back comes before any new claim.
             let auto_claim = self.config.auto_claim && self.handed_back.is_none();
             let handed_back = self.handed_back.clone();
