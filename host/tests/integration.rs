@@ -18,6 +18,7 @@ mod hooks_external;
 mod live_view;
 mod nats_store;
 mod processes;
+mod resume;
 mod store_mailbox;
 mod store_tasks;
 mod store_team;

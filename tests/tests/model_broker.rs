@@ -385,3 +385,58 @@ async fn a_hundred_teammates_call_at_once_without_waiting_on_each_other() {
         stats.max_in_flight()
     );
 }
+
+/// The conversation the broker keeps comes back to the teammate's next life
+/// (a new client after a crash), with the answer's tool call, whose result
+/// was never kept, answered as unknown; and a call that fails keeps nothing.
+#[tokio::test]
+async fn a_kept_conversation_is_given_to_the_next_life_with_lost_results_marked() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(dir.path());
+    let path = dir.path().join("kept/team/w.conversation.json");
+    let hub = ModelHub::new(config(Some(&script)), CassetteMode::Live, None).unwrap();
+    let life1 = hub
+        .client_keeping(
+            "team",
+            "w",
+            Some(policy()),
+            Some(teamhost::model::Transcript::at(&path)),
+        )
+        .unwrap();
+    assert!(life1.history().is_empty(), "nothing kept yet");
+    let r1 = first_request("w");
+    let a1 = life1.complete(r1.clone()).await.unwrap();
+    assert!(
+        a1.content
+            .iter()
+            .any(|b| matches!(b, ContentBlock::ToolUse(_))),
+        "the script's first answer asks for a tool"
+    );
+    // A request the broker refuses changes nothing kept.
+    assert!(life1.complete(Request::new(vec![])).await.is_err());
+    drop(life1);
+
+    let life2 = hub
+        .client_keeping(
+            "team",
+            "w",
+            Some(policy()),
+            Some(teamhost::model::Transcript::at(&path)),
+        )
+        .unwrap();
+    let back = life2.history();
+    assert_eq!(back.len(), r1.messages.len() + 2, "{back:?}");
+    assert_eq!(&back[..r1.messages.len()], &r1.messages[..]);
+    assert_eq!(back[r1.messages.len()].content, a1.content);
+    let lost = &back[r1.messages.len() + 1];
+    assert_eq!(lost.role, Role::User);
+    assert!(matches!(
+        &lost.content[..],
+        [ContentBlock::ToolResult(r)] if r.tool_use_id == "t1" && r.is_error
+            && r.content == teamhost::model::transcript::LOST_RESULT
+    ));
+    // The next life goes on from there: the conversation is valid as it is.
+    let mut r2 = r1.clone();
+    r2.messages = back;
+    assert!(life2.complete(r2).await.is_ok());
+}

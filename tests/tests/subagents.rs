@@ -420,9 +420,9 @@ fn a_sub_agents_spending_counts_against_its_parents_budget() {
     let mut policy = models::policy();
     policy.budget_tokens = Some(1_000_000);
     let parent = hub.client("t", "ann", Some(policy)).unwrap();
-    let child = parent.sub_agent("ann.a1", None).unwrap();
+    let child = parent.sub_agent("ann.a1", None, None).unwrap();
     assert!(parent
-        .sub_agent("ann.a2", Some("opus"))
+        .sub_agent("ann.a2", Some("opus"), None)
         .unwrap_err()
         .contains("more than the parent"));
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -109,7 +109,9 @@ impl Agent {
             return Agent {
                 name: me.name,
                 system,
-                conversation: Vec::new(),
+                // A resumed sub-agent whose instance was let go: the
+                // conversation the host kept for it.
+                conversation: model::history(),
                 plan_pending: false,
                 sub_agent: true,
             };
@@ -132,7 +134,9 @@ impl Agent {
         Agent {
             name: me.name.clone(),
             system,
-            conversation: Vec::new(),
+            // Empty for a teammate that starts afresh; after a host restart,
+            // the conversation the host kept of this teammate's earlier life.
+            conversation: model::history(),
             plan_pending: false,
             sub_agent: false,
         }

@@ -31,6 +31,12 @@
 //! | `complete-tasks`  | the default: on `task-claimed`, sets the task `completed` and reports it resolved |
 //! | message `read-loop N` | calls `tools::read("bench.txt")` N times, then sends the sender `read-loop done OK/N` (sandbox benchmark) |
 //! | `dm:NAME`         | on the `initial` turn, sends NAME `hello NAME` (summary `greeting`); may repeat |
+//! | `bash-on-task`    | on `task-claimed`, before completing the task, runs with `tools::bash`: `touch holding-ID`, then waits until a file `release` exists in its directory, then appends ID to `bash.log` (a tool call a test can hold open, and one that asks the lead unless Bash is allowed) |
+//!
+//! The spawn prompt is saved with `state.save`, and a probe whose first turn
+//! is not `initial` (one brought back by `teamhost run --resume`) loads its
+//! directives from there. Each task it completes is appended to
+//! `completed.log` (`ID` per line), after the task's update succeeded.
 //!
 //! Without directives it also answers a message whose text is exactly `reply`
 //! with `ack` (summary `ack`) to its sender, and approves shutdown requests.
@@ -54,7 +60,7 @@ use std::io::Write;
 use std::sync::OnceLock;
 
 use exports::teamhost::agent::handler::{Guest, TaskReport, Turn, TurnKind, TurnOutcome};
-use teamhost::agent::messaging;
+use teamhost::agent::{messaging, state, tools};
 use teamhost::agent::protocol::{CompletedStatus, ShutdownResponse};
 use teamhost::agent::tasks::{self, TaskStatus, TaskUpdate};
 
@@ -68,6 +74,7 @@ struct Directives {
     trap_on_task: bool,
     trap_on_message: bool,
     spin_on_message: bool,
+    bash_on_task: bool,
     /// Members to greet on the initial turn.
     dm: Vec<String>,
 }
@@ -82,6 +89,7 @@ impl Directives {
                 "trap-on-message" => d.trap_on_message = true,
                 "spin-on-message" => d.spin_on_message = true,
                 "complete-tasks" => {} // the default
+                "bash-on-task" => d.bash_on_task = true,
                 _ => {
                     if let Some(name) = word.strip_prefix("dm:").filter(|n| !n.is_empty()) {
                         d.dm.push(name.to_string());
@@ -121,8 +129,17 @@ impl Guest for Probe {
         }
 
         let directives = match turn.kind {
-            TurnKind::Initial => DIRECTIVES.get_or_init(|| Directives::parse(&turn.prompt)),
-            _ => DIRECTIVES.get_or_init(Directives::default),
+            TurnKind::Initial => DIRECTIVES.get_or_init(|| {
+                if let Err(e) = state::save(turn.prompt.as_bytes()) {
+                    eprintln!("probe: cannot save its directives: {e:?}");
+                }
+                Directives::parse(&turn.prompt)
+            }),
+            // Brought back after a crash: the directives it saved.
+            _ => DIRECTIVES.get_or_init(|| match state::load() {
+                Ok(Some(saved)) => Directives::parse(&String::from_utf8_lossy(&saved)),
+                _ => Directives::default(),
+            }),
         };
 
         match turn.kind {
@@ -177,6 +194,22 @@ impl Guest for Probe {
                 if directives.trap_on_task {
                     core::arch::wasm32::unreachable();
                 }
+                if directives.bash_on_task {
+                    let id = &task.id;
+                    let command = format!(
+                        "touch holding-{id}; while [ ! -e release ]; do sleep 0.02; done; echo {id} >> bash.log"
+                    );
+                    if let Err(e) = tools::bash(&command, Some(120_000)) {
+                        let reason = format!("bash refused: {e:?}");
+                        return Ok(TurnOutcome {
+                            task: Some(TaskReport {
+                                task_id: task.id,
+                                status: CompletedStatus::Failed,
+                                reason: Some(reason),
+                            }),
+                        });
+                    }
+                }
                 let changes = TaskUpdate {
                     subject: None,
                     description: None,
@@ -186,7 +219,10 @@ impl Guest for Probe {
                     metadata: None,
                 };
                 let (status, reason) = match tasks::update(&task.id, &changes) {
-                    Ok(_) => (CompletedStatus::Resolved, None),
+                    Ok(_) => {
+                        append("completed.log", &format!("{}\n", task.id));
+                        (CompletedStatus::Resolved, None)
+                    }
                     Err(e) => (
                         CompletedStatus::Failed,
                         Some(format!("cannot complete: {e:?}")),
@@ -208,16 +244,22 @@ impl Guest for Probe {
 fn log(kind: &str, from: &str, text: &str) {
     let clean = |s: &str| s.replace(['\n', '\r', '\t'], " ");
     let line = format!("{kind}\t{}\t{}\n", clean(from), clean(text));
+    append(LOG, &line);
+}
+
+/// Appends `line` to `file` in its directory. A failure is logged to stderr
+/// only.
+fn append(file: &str, line: &str) {
     let written = OpenOptions::new()
         .append(true)
         .create(true)
-        .open(LOG)
+        .open(file)
         .and_then(|mut file| {
             file.write_all(line.as_bytes())?;
             file.flush()
         });
     if let Err(e) = written {
-        eprintln!("probe: cannot append to {LOG}: {e}");
+        eprintln!("probe: cannot append to {file}: {e}");
     }
 }
 

@@ -115,6 +115,10 @@ pub(crate) struct Placement {
     pub pane_id: String,
     /// File receiving the guest's stdout and stderr; discarded when `None`.
     pub log: Option<PathBuf>,
+    /// What a resumed teammate takes over from its earlier life; `None`
+    /// for a teammate that starts afresh (what an earlier teammate of its
+    /// name left on this machine is then cleared: `store::kept::clear_life`).
+    pub resumed: Option<crate::teammate::Resumed>,
 }
 
 /// An instantiated teammate whose runner has not started.
@@ -137,7 +141,12 @@ pub(crate) async fn instantiate(
     place: Placement,
 ) -> Result<Ready> {
     let lead = team.config()?.lead_name().to_string();
+    if place.resumed.is_none() {
+        crate::store::kept::clear_life(&env.home, team.name(), &member.name)?;
+    }
     let Prepared { dir, mode, rules } = prepared;
+    let resumed = place.resumed.clone();
+    let journal = crate::store::kept::TurnJournal::of(&env.home, team.name(), &member.name)?;
     let pre = load!(env.runtime, req)?;
     let name = member.name.clone();
     let color = member.color.clone().unwrap_or_default();
@@ -194,9 +203,22 @@ pub(crate) async fn instantiate(
             hooks: env.hooks.clone(),
             hidden_dirs: hidden_dirs(env, team),
             subagents: None,
+            saved_state: Some(crate::store::kept::SavedState::of(
+                &env.home,
+                team.name(),
+                &name,
+            )?),
         },
-        permissions: Permissions::new(mode, rules, &dir),
-        coordination: Coordination::default(),
+        permissions: Permissions::new(mode, rules, &dir).with_earlier_requests(
+            resumed
+                .as_ref()
+                .map(|r| r.open_requests.clone())
+                .unwrap_or_default(),
+        ),
+        coordination: Coordination {
+            pending_plan: resumed.as_ref().and_then(|r| r.pending_plan.clone()),
+            ..Coordination::default()
+        },
         model: seat,
     };
     // Sub-agents (issue 15): made from this teammate's own fixed part.
@@ -258,6 +280,9 @@ pub(crate) async fn instantiate(
         },
         // An in-process member is registered idle (`in_process.rs`).
         recorded_active: in_process.then_some(false),
+        resumed: resumed.is_some(),
+        handed_back: resumed.and_then(|r| r.task),
+        journal: Some(journal),
         links: RunnerLinks {
             wake,
             listening: registration.listening,

@@ -69,6 +69,7 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
         backend_type: BACKEND.into(),
         pane_id: BACKEND.into(),
         log: Some(log),
+        resumed: None,
     };
     let ready = instantiate(&env, team, member.clone(), &req, prepared, place)
         .await

@@ -1,4 +1,6 @@
-//! A teammate's model seat: its client of the host's broker, the sink that
+//! A teammate's model seat: its client of the host's broker (keeping its
+//! conversation in `{home}/kept/{team}/{name}.conversation.json`, for
+//! `model.history` after a resume), the sink that
 //! reports each call to the host's event channel, and the recorder of its
 //! usage file (`teams/{team}/usage/{name}.json`).
 //!
@@ -46,10 +48,17 @@ pub(crate) fn model_seat(
     name: &str,
     req: &SpawnRequest,
 ) -> Result<crate::runtime::ModelSeat> {
-    let client = env
-        .models
-        .hub()
-        .client(team.name(), name, req.settings.model_policy.clone())?;
+    let transcript = crate::model::Transcript::at(crate::store::kept::conversation(
+        &env.home,
+        team.name(),
+        name,
+    )?);
+    let client = env.models.hub().client_keeping(
+        team.name(),
+        name,
+        req.settings.model_policy.clone(),
+        Some(transcript),
+    )?;
     if !client.enabled() {
         return Ok(crate::runtime::ModelSeat {
             client,

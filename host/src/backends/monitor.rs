@@ -38,6 +38,10 @@ pub(crate) enum Proc {
         socket: Option<PathBuf>,
         pane: String,
     },
+    /// A `teamhost teammate` process a host that died started (the process
+    /// backend), taken over by a resume: not our child; watched through a
+    /// pidfd, its exit status unknowable.
+    Orphan { pid: u32, fd: OwnedFd },
 }
 
 /// How the process ended.
@@ -48,6 +52,9 @@ enum Ending {
     /// A pane closed under its process, or a process that could not be
     /// waited for.
     Unknown,
+    /// An adopted process ([`Proc::Orphan`]) ended; only its parent could
+    /// have read how.
+    Orphaned,
 }
 
 impl Ending {
@@ -61,7 +68,7 @@ impl Ending {
                 ),
                 _ => format!("its process (pid {pid}) ended"),
             },
-            Ending::DeadWithoutStatus | Ending::Unknown => {
+            Ending::DeadWithoutStatus | Ending::Unknown | Ending::Orphaned => {
                 format!("its process (pid {pid}) ended")
             }
         }
@@ -106,7 +113,7 @@ pub(crate) fn monitor(
 ) -> Spawned {
     let pid = match &proc {
         Proc::Child(c) => c.id().unwrap_or_default(),
-        Proc::Pane { pid, .. } => *pid,
+        Proc::Pane { pid, .. } | Proc::Orphan { pid, .. } => *pid,
     };
     let (kill_tx, kill_rx) = watch::channel(false);
     let (state_tx, state_rx) = watch::channel(TeammateState::Starting);
@@ -158,6 +165,24 @@ impl Watch {
                                 Ending::Unknown
                             }
                         }
+                    });
+                (None, ended)
+            }
+            Proc::Orphan { pid, fd } => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let thread = std::thread::Builder::new()
+                    .name(format!("teamhost-orphan-{pid}"))
+                    .spawn(move || {
+                        let _ = started::wait_exit(&fd, None);
+                        let _ = tx.send(());
+                    });
+                if let Err(e) = thread {
+                    tracing::error!(error = %e, "cannot watch an adopted teammate's process");
+                }
+                let ended: std::pin::Pin<Box<dyn std::future::Future<Output = Ending> + Send>> =
+                    Box::pin(async move {
+                        let _ = rx.await;
+                        Ending::Orphaned
                     });
                 (None, ended)
             }
@@ -335,6 +360,8 @@ impl Watch {
             // Its pane was closed under it (an approved exit keeps the pane,
             // and its status, until the host reads it).
             Ending::Unknown => TeammateState::Killed,
+            // An adopted process that left the team itself before it ended.
+            Ending::Orphaned => TeammateState::Completed,
         }
     }
 
@@ -362,4 +389,36 @@ impl Watch {
             });
         }
     }
+}
+
+/// Takes over the process `rec` records, left running by a host that died
+/// (a resume): from now on this host watches it, stops it and cleans up
+/// after it as if it had started it, and the record names this host.
+/// `None` when that process has ended (or its pid now names another).
+pub(crate) fn adopt(
+    env: &SpawnEnv<'_>,
+    team: &Team,
+    member: Member,
+    req: &SpawnRequest,
+    rec: &started::Started,
+) -> Option<Spawned> {
+    let fd = rec.open_if_running()?;
+    let (proc, kind) = match &rec.pane_id {
+        Some(pane) => (
+            Proc::Pane {
+                pid: rec.pid,
+                fd,
+                socket: rec.tmux_socket.clone(),
+                pane: pane.clone(),
+            },
+            BackendKind::Tmux,
+        ),
+        None => (Proc::Orphan { pid: rec.pid, fd }, BackendKind::Process),
+    };
+    let mut ours = rec.clone();
+    ours.host_pid = std::process::id();
+    if let Err(e) = started::record(&env.home, team.name(), &ours) {
+        tracing::warn!(teammate = %rec.name, error = %e, "could not record the adopted process");
+    }
+    Some(monitor(env, team, member, req, proc, kind))
 }

@@ -50,6 +50,10 @@ pub struct Started {
     pub tmux_socket: Option<PathBuf>,
     /// The teamhost process that started it.
     pub host_pid: u32,
+    /// That process's start time, naming it for good (records written
+    /// before it was kept have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_start_time: Option<u64>,
     /// Unix milliseconds.
     pub started_at: u64,
 }
@@ -65,7 +69,21 @@ impl Started {
             pane_id: None,
             tmux_socket: None,
             host_pid: std::process::id(),
+            host_start_time: start_time(std::process::id()),
             started_at: crate::protocol::time::now_ms(),
+        }
+    }
+
+    /// Whether the host that started it still runs and is not this
+    /// process (its pid, and its start time when recorded, match).
+    pub fn host_alive_elsewhere(&self) -> bool {
+        if self.host_pid == std::process::id() {
+            return false;
+        }
+        match (self.host_start_time, start_time(self.host_pid)) {
+            (_, None) => false,
+            (Some(want), Some(now)) => want == now,
+            (None, Some(_)) => true,
         }
     }
 
@@ -74,6 +92,10 @@ impl Started {
         let fd = pidfd_open(self.pid).ok()?;
         // Checked after opening: from here on the pidfd names this process
         // even if the pid is recycled.
+        // A zombie has ended: only its parent has not read its status yet.
+        if is_zombie(self.pid) {
+            return None;
+        }
         match (self.start_time, start_time(self.pid)) {
             (Some(want), Some(now)) if want != now => None,
             (_, None) => None,
@@ -237,6 +259,16 @@ pub(crate) fn wait_exit(fd: &OwnedFd, timeout: Option<Duration>) -> io::Result<b
 }
 
 /// Field 22 of `/proc/{pid}/stat` (start time, clock ticks since boot).
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
 pub(crate) fn start_time(pid: u32) -> Option<u64> {
     let stat =
         std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("stat")).ok()?;

@@ -24,7 +24,8 @@ pub struct Teardown {
 /// With `force`, every process teamhost recorded for the team under `home`
 /// gets SIGTERM (a teammate then leaves cleanly), SIGKILL after `timeout`,
 /// and the recorded tmux panes still open are closed, before the team's
-/// state is deleted. Worktrees without changes are removed; the others are
+/// state is deleted, with what this machine kept to resume it
+/// ([`crate::store::kept`]). Worktrees without changes are removed; the others are
 /// kept and listed. Blocking.
 pub fn delete_team(home: &Home, team: &Team, force: bool, timeout: Duration) -> Result<Teardown> {
     let stopped = if force && team.exists() {
@@ -33,6 +34,7 @@ pub fn delete_team(home: &Home, team: &Team, force: bool, timeout: Duration) -> 
         StopReport::default()
     };
     team.delete(force)?;
+    crate::store::kept::forget_team(home, team.name())?;
     let worktrees = crate::worktree::cleanup(home, team.name())?;
     Ok(Teardown { stopped, worktrees })
 }

@@ -94,6 +94,12 @@ pub struct TeammateArgs {
     /// Write the guest's stdout and stderr to FILE (default: this process's stderr).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+    /// Come back as this member after its host died: take over its task in
+    /// progress, its plan and permission requests waiting for the lead, its
+    /// kept conversation and saved state (default: start afresh, clearing
+    /// what an earlier teammate of this name left on this machine).
+    #[arg(long)]
+    resumed: bool,
     /// Hooks in Claude Code's settings format: a JSON document, or a file
     /// holding one. Default: the hooks of `{home}/settings.json`; files
     /// inside the teammate's directory (its `.claude/settings*.json`) are
@@ -541,6 +547,7 @@ fn placement(a: &TeammateArgs, member: &Member, team: &str) -> Attach {
         backend_type,
         pane_id,
         guest_log,
+        resumed: a.resumed,
     }
 }
 

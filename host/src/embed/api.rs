@@ -220,7 +220,28 @@ impl Host {
         let env = self.spawn_env(team)?;
         let backend = backends::backend(kind);
         tracing::debug!(teammate = %req.name, backend = %backend.kind(), "spawning");
+        // What a resume needs to spawn it again: the component hashed
+        // before the spawn, the record written once it succeeded, under the
+        // member's final name. (A host that dies in between leaves a member
+        // resume does not know how to bring back: it is left as it is.)
+        // (A component that cannot be read fails the spawn below, with the
+        // backend's error naming it.)
+        let record = crate::backends::spawn_record::SpawnRecord::new(&req, backend.kind().as_str());
         let spawned = backend.spawn(env, team, req).await?;
+        match record {
+            Ok(mut record) => {
+                record.name = spawned.member.name.clone();
+                let (home, t) = (self.inner.home.clone(), team.name().to_string());
+                tokio::task::spawn_blocking(move || {
+                    crate::backends::spawn_record::record(&home, &t, &record)
+                })
+                .await
+                .map_err(|e| Error::Invalid(format!("recording the spawn panicked: {e}")))??;
+            }
+            Err(e) => {
+                tracing::warn!(teammate = %spawned.member.name, error = %e, "no spawn record: a resume will not bring this teammate back")
+            }
+        }
         Ok(self.keep(team, spawned))
     }
 
@@ -317,7 +338,7 @@ impl Host {
     }
 
     /// Names of the teammates of `team` this host runs that have not finished.
-    fn running(&self, team: &str) -> Vec<String> {
+    pub(super) fn running(&self, team: &str) -> Vec<String> {
         self.teammates(team)
             .into_iter()
             .filter(|t| !t.state.is_finished())

@@ -31,6 +31,12 @@ pub struct Attach {
     pub pane_id: String,
     /// File receiving the guest's stdout and stderr; discarded when `None`.
     pub guest_log: Option<PathBuf>,
+    /// Whether it is brought back after its host died (`teamhost teammate
+    /// --resumed`): it then takes over its earlier life's unfinished task,
+    /// waiting plan and permission requests, conversation and saved state
+    /// (see [`Host::resume`]); otherwise what an earlier teammate of its
+    /// name left on this machine is cleared.
+    pub resumed: bool,
 }
 
 impl Default for Attach {
@@ -39,6 +45,7 @@ impl Default for Attach {
             backend_type: "in-process".into(),
             pane_id: "in-process".into(),
             guest_log: None,
+            resumed: false,
         }
     }
 }
@@ -87,10 +94,16 @@ impl Host {
         }
         let env = self.spawn_env(&team)?;
         let prepared = assembly::prepare(env.runtime, &req).await?;
+        let resumed = if how.resumed {
+            Some(self.gather_resumed(&team, &member.name).await?)
+        } else {
+            None
+        };
         let place = Placement {
             backend_type: how.backend_type,
             pane_id: how.pane_id,
             log: how.guest_log,
+            resumed,
         };
         let ready = assembly::instantiate(&env, &team, member, &req, prepared, place).await?;
         let spawned = ready.run(&env);

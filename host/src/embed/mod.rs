@@ -17,10 +17,13 @@
 mod api;
 mod attach;
 mod compile;
+mod resume;
 mod spawn;
 
 pub use crate::teammate::{
-    Event, Isolation, ModelAccess, SpawnRequest, TeammateInfo, TeammateSettings, TeammateState,
+    Event, Isolation, ModelAccess, Resumed, SpawnRequest, TeammateInfo, TeammateSettings,
+    TeammateState,
 };
 pub use api::{Host, HostOptions, ShutdownReport};
 pub use attach::Attach;
+pub use resume::ResumeReport;

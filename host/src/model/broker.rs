@@ -25,6 +25,7 @@ use super::meter::{Meter, Reservation};
 use super::policy::ModelPolicy;
 use super::provider::{self, Provider, ProviderCall};
 use super::scripted::{Script, Scripted};
+use super::transcript::Transcript;
 use super::types::{
     ContentBlock, ModelError, ModelInfo, Request, Response, Role, Spend, ToolChoice,
 };
@@ -120,6 +121,19 @@ impl ModelHub {
         teammate: &str,
         policy: Option<ModelPolicy>,
     ) -> crate::Result<ModelClient> {
+        self.client_keeping(team, teammate, policy, None)
+    }
+
+    /// [`client`](Self::client), keeping the teammate's conversation in
+    /// `transcript` after each successful call (see
+    /// [`super::transcript`]); `model.history` reads it back.
+    pub fn client_keeping(
+        self: &Arc<Self>,
+        team: &str,
+        teammate: &str,
+        policy: Option<ModelPolicy>,
+        transcript: Option<Transcript>,
+    ) -> crate::Result<ModelClient> {
         let Some(policy) = policy else {
             return Ok(ModelClient { inner: None });
         };
@@ -161,6 +175,7 @@ impl ModelHub {
                 cassette,
                 sub: None,
                 used_tokens: Default::default(),
+                transcript,
             })),
         })
     }
@@ -234,6 +249,7 @@ struct ClientInner {
     sub: Option<String>,
     /// Tokens this client's calls used (a sub-agent's own share).
     used_tokens: std::sync::atomic::AtomicU64,
+    transcript: Option<Transcript>,
 }
 
 /// One teammate's access to models. Cheap to clone; clones share the
@@ -327,9 +343,15 @@ impl ModelClient {
     /// this client's meter (so its spending is counted against this budget,
     /// calls per turn and rate limit included) and its models, with
     /// `model` as its default. `model` must be one this client may use;
-    /// `None` keeps this client's default. A disabled client gives a
-    /// disabled one.
-    pub fn sub_agent(&self, name: &str, model: Option<&str>) -> Result<ModelClient, String> {
+    /// `None` keeps this client's default. `transcript` keeps the
+    /// sub-agent's conversation (its resumption reads it back through
+    /// `model.history`). A disabled client gives a disabled one.
+    pub fn sub_agent(
+        &self,
+        name: &str,
+        model: Option<&str>,
+        transcript: Option<Transcript>,
+    ) -> Result<ModelClient, String> {
         let Some(c) = &self.inner else {
             return match model {
                 None => Ok(ModelClient::disabled()),
@@ -366,6 +388,7 @@ impl ModelClient {
                 cassette,
                 sub: Some(default),
                 used_tokens: Default::default(),
+                transcript,
             })),
         })
     }
@@ -383,6 +406,19 @@ impl ModelClient {
         self.inner
             .as_ref()
             .and_then(|c| c.meter.take_budget_notice())
+    }
+
+    /// The conversation kept for this teammate, ready to continue (see
+    /// [`super::transcript`]); empty without a model policy, without a
+    /// transcript, or when the kept one cannot be read (logged).
+    pub fn history(&self) -> Vec<super::types::Message> {
+        let Some(t) = self.inner.as_ref().and_then(|c| c.transcript.as_ref()) else {
+            return Vec::new();
+        };
+        t.load().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "the kept conversation is unreadable; the teammate starts afresh");
+            Vec::new()
+        })
     }
 
     /// One completion under the teammate's policy (see the module docs).
@@ -403,7 +439,7 @@ impl ClientInner {
     }
 
     async fn complete(&self, request: Request) -> Result<Response, ModelError> {
-        let answer = self.complete_inner(request).await;
+        let answer = self.complete_kept(request).await;
         if let Ok(r) = &answer {
             self.used_tokens
                 .fetch_add(r.usage.total(), std::sync::atomic::Ordering::Relaxed);
@@ -411,7 +447,29 @@ impl ClientInner {
         answer
     }
 
-    async fn complete_inner(&self, request: Request) -> Result<Response, ModelError> {
+    /// A completion, then the transcript kept (off the async threads). A
+    /// transcript that cannot be written fails the call: the teammate would
+    /// otherwise go on with a conversation the host could not restore.
+    async fn complete_kept(&self, request: Request) -> Result<Response, ModelError> {
+        let Some(transcript) = self.transcript.clone() else {
+            return self.call(&request).await;
+        };
+        let response = self.call(&request).await?;
+        let kept = response.clone();
+        let written = tokio::task::spawn_blocking(move || transcript.keep(&request, &kept))
+            .await
+            .map_err(std::io::Error::other)
+            .and_then(|r| r);
+        if let Err(e) = written {
+            tracing::error!(team = %self.team, teammate = %self.teammate, error = %e, "the conversation was not kept");
+            return Err(ModelError::Unavailable(format!(
+                "the host could not keep the conversation: {e}"
+            )));
+        }
+        Ok(response)
+    }
+
+    async fn call(&self, request: &Request) -> Result<Response, ModelError> {
         let policy = self.meter.policy();
         let alias = if request.model.is_empty() {
             self.default_alias().to_string()
@@ -425,7 +483,7 @@ impl ClientInner {
                 policy.allow.join(", ")
             ))
         })?;
-        let size = validate(&request)?;
+        let size = validate(request)?;
         let max_tokens = request
             .max_tokens
             .unwrap_or(policy.max_tokens_per_call.min(entry.max_output_tokens));
@@ -441,7 +499,7 @@ impl ClientInner {
         // From the cassette, when the mode replays.
         let mut drifted = None;
         if let Some(cassette) = self.cassette.as_ref().filter(|_| self.hub.mode.replays()) {
-            let served = match cassette.lookup(&request) {
+            let served = match cassette.lookup(request) {
                 Lookup::Hit(r) => Some(r),
                 Lookup::Drift {
                     difference,
@@ -491,7 +549,7 @@ impl ClientInner {
         let response = provider
             .complete(ProviderCall {
                 model_id: &entry.id,
-                request: &request,
+                request,
                 max_tokens,
             })
             .await
@@ -507,7 +565,7 @@ impl ClientInner {
             )
         }) {
             let latency = started.elapsed().as_millis() as u64;
-            if let Err(e) = cassette.record(provider.kind(), &request, &response, latency) {
+            if let Err(e) = cassette.record(provider.kind(), request, &response, latency) {
                 tracing::error!(team = %self.team, teammate = %self.teammate, error = %e, "the answer was not recorded");
                 return Err(ModelError::Unavailable(format!(
                     "the host could not record the answer: {e}"

@@ -9,6 +9,7 @@
 //! | [`meter`] | accounting: budgets, calls per turn, rate limit, cost |
 //! | [`cassette`] | record and replay at the `model` boundary (JSONL per teammate) |
 //! | [`scripted`] | a provider that answers from a script file (tests, demos) |
+//! | [`transcript`] | the conversation the host keeps per agent, for `model.history` after a crash |
 //! | [`broker`] | [`ModelHub`] (host-wide) and [`ModelClient`] (per teammate) |
 //! | [`provider`] | the HTTP providers: Anthropic Messages, OpenAI-compatible |
 //!
@@ -25,6 +26,7 @@ pub mod meter;
 pub mod policy;
 pub mod provider;
 pub mod scripted;
+pub mod transcript;
 pub mod types;
 
 pub use activity::{AtEnd, ModelCallEvent, ModelCallSink, ModelClock};
@@ -32,4 +34,5 @@ pub use broker::{ModelClient, ModelHub};
 pub use cassette::CassetteMode;
 pub use config::ModelConfig;
 pub use policy::ModelPolicy;
+pub use transcript::Transcript;
 pub use types::*;

@@ -93,6 +93,16 @@ pub(crate) struct Runner {
     pub links: RunnerLinks,
     /// What this runner last wrote to `isActive` (`None`: nothing yet).
     pub recorded_active: Option<bool>,
+    /// A resumed teammate's unfinished task, handed back as its first turn
+    /// that is not a message (see [`poll::handed_back_turn`]).
+    pub handed_back: Option<String>,
+    /// Whether this teammate was brought back after a crash: its first turn
+    /// is then never `initial` (its spawn prompt was handled in its earlier
+    /// life, or comes back as a message when that turn was interrupted).
+    pub resumed: bool,
+    /// Where the message a turn handles is noted until the turn ends, so a
+    /// resume after a crash delivers it again (`None`: not noted).
+    pub journal: Option<crate::store::kept::TurnJournal>,
 }
 
 impl Runner {
@@ -157,6 +167,16 @@ impl Runner {
     ) -> Option<TeammateState> {
         let found = *found;
         let turn = found.turn;
+        let journaled = match (&self.journal, &found.take) {
+            (Some(journal), Some(entry)) => match journal.open(entry) {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::warn!(teammate = %self.name, error = %e, "the turn's message is not noted for a resume");
+                    false
+                }
+            },
+            _ => false,
+        };
         if let Some(entry) = found.take {
             // Consumed beside the turn, finished before the turn ends.
             self.instance.agent().coordination.pending_take = Some(PendingTake::start(
@@ -191,6 +211,11 @@ impl Runner {
         let result = Box::pin(self.instance.handle_turn(&turn)).await;
         // The message is consumed before anything follows the turn.
         self.instance.agent().coordination.settle_take().await;
+        if journaled {
+            if let Some(Err(e)) = self.journal.as_ref().map(|j| j.close()) {
+                tracing::warn!(teammate = %self.name, error = %e, "the turn's note was not cleared; a resume may deliver its message again");
+            }
+        }
         let record = std::mem::take(&mut self.instance.agent().coordination.turn);
         // The `true` write, if it began, must land before anything later
         // (`false`, or the member's removal) so the config ends right.
@@ -231,18 +256,35 @@ impl Runner {
                 self.links.pending_injections.fetch_sub(1, Ordering::SeqCst);
             }
             let (team, me, lead) = (self.team.clone(), self.name.clone(), self.lead.clone());
-            let first = self.links.turns.load(Ordering::Relaxed) == 0;
-            let auto_claim = self.config.auto_claim;
+            let first = self.links.turns.load(Ordering::Relaxed) == 0 && !self.resumed;
+            // A task handed back comes before any new claim.
+            let auto_claim = self.config.auto_claim && self.handed_back.is_none();
+            let handed_back = self.handed_back.clone();
             let polled = tokio::task::spawn_blocking(move || {
-                poll::next_turn(&team, &me, &lead, injected, first, auto_claim)
+                match poll::next_turn(&team, &me, &lead, injected, first, auto_claim)? {
+                    None => match handed_back {
+                        Some(id) => poll::handed_back_turn(&team, &me, &id),
+                        None => Ok(None),
+                    },
+                    found => Ok(found),
+                }
             })
             .await;
             match polled {
                 Ok(Ok(Some(found))) => {
                     self.links.listening.store(false, Ordering::SeqCst);
+                    if matches!(found.turn.kind, TurnKind::TaskClaimed(_)) {
+                        self.handed_back = None;
+                    }
                     return Some(Box::new(found));
                 }
-                Ok(Ok(None)) => {}
+                Ok(Ok(None)) => {
+                    // Nothing, not even the task handed back (finished or
+                    // taken from it meanwhile): claim as usual from now on.
+                    if self.handed_back.take().is_some() {
+                        continue;
+                    }
+                }
                 Ok(Err(e)) => {
                     tracing::warn!(teammate = %self.name, error = %e, "polling for work failed; will retry")
                 }

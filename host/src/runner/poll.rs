@@ -5,7 +5,9 @@
 //! 3. the oldest unread message from the lead;
 //! 4. the oldest unread message from anyone;
 //! 5. the lowest-id claimable task, claimed on the spot (auto-claim), with the
-//!    reference's prompt "Complete all open tasks. Start with task #N: …".
+//!    reference's prompt "Complete all open tasks. Start with task #N: …";
+//!    for a resumed teammate, first its own unfinished task, handed back
+//!    ([`handed_back_turn`]).
 //!
 //! One message per turn, as the reference does. Picking a message consumes it
 //! (it moves from the inbox to the history): the runner starts that take
@@ -96,6 +98,35 @@ pub(crate) fn next_turn(
         }
     }
     Ok(None)
+}
+
+/// The turn of a task handed back to a resumed teammate: its own task
+/// `id`, still in progress and still its own (`None` otherwise: completed,
+/// deleted or reassigned while the host was down). The reference's claim
+/// prompt, after a line that says why the task comes back.
+pub(crate) fn handed_back_turn(team: &Team, me: &str, id: &str) -> crate::Result<Option<Found>> {
+    let task = match team.task(id) {
+        Ok(t) => t,
+        Err(crate::Error::TaskNotFound { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if task.owner.as_deref() != Some(me) || task.status != crate::store::TaskStatus::InProgress {
+        return Ok(None);
+    }
+    let prompt = format!(
+        "The host restarted while you worked on this task; it is still yours and in progress. Check what is already done before you redo anything.\n\n{}",
+        claim_prompt(&task)
+    );
+    Ok(Some(Found {
+        turn: Turn {
+            prompt,
+            from: me.to_string(),
+            messages: Vec::new(),
+            kind: TurnKind::TaskClaimed(crate::runtime::to_wit_task(task)),
+        },
+        shutdown_request: None,
+        take: None,
+    }))
 }
 
 /// The turn a `TeammateIdle` hook asks for: its stderr, as a message from

@@ -14,5 +14,5 @@ wasmtime::component::bindgen!({
 
 pub use self::exports::teamhost::agent::handler;
 pub use self::teamhost::agent::{
-    mailbox, messaging, model, protocol, subagents, tasks, team, toolbox, tools, types,
+    mailbox, messaging, model, protocol, state, subagents, tasks, team, toolbox, tools, types,
 };

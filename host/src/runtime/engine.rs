@@ -128,6 +128,7 @@ fn add_teamhost_interfaces(linker: &mut Linker<TeammateState>) -> anyhow::Result
     tools::add_to_linker::<_, ToolData>(linker, |s| s.agent.tool_glue())?;
     toolbox::add_to_linker::<_, ToolData>(linker, |s| s.agent.tool_glue())?;
     model::add_to_linker::<_, ModelData>(linker, |s| s.agent.model_glue())?;
+    bindings::state::add_to_linker::<_, ReadData>(linker, |s| s.agent.read_glue())?;
     bindings::subagents::add_to_linker::<_, SubagentData>(linker, |s| s.agent.subagent_glue())?;
     Ok(())
 }

@@ -28,6 +28,9 @@ pub struct Permissions {
     waiting: usize,
     /// A sub-agent's: no team calls, never asks the lead.
     sub_agent: bool,
+    /// Requests of an earlier life still waiting for the lead (a resumed
+    /// teammate), each adopted once by a call asking the same.
+    earlier: Vec<crate::protocol::PermissionRequest>,
 }
 
 impl Permissions {
@@ -39,6 +42,7 @@ impl Permissions {
             policy: PolicyContext::new(dir),
             waiting: 0,
             sub_agent: false,
+            earlier: Vec::new(),
         }
     }
 
@@ -85,6 +89,23 @@ impl Permissions {
             },
             other => other,
         }
+    }
+
+    /// Hands a resumed teammate its earlier life's requests still waiting
+    /// for the lead ([`crate::teammate::Resumed::open_requests`]).
+    pub fn with_earlier_requests(mut self, open: Vec<crate::protocol::PermissionRequest>) -> Self {
+        self.earlier = open;
+        self
+    }
+
+    /// The id of an earlier life's request for exactly `tool` with `input`,
+    /// now adopted (so never twice); `None` when there is none.
+    pub fn adopt_earlier(&mut self, tool: &str, input: &serde_json::Value) -> Option<String> {
+        let at = self
+            .earlier
+            .iter()
+            .position(|r| r.tool_name == tool && &r.input == input)?;
+        Some(self.earlier.remove(at).request_id)
     }
 
     /// The current mode.

@@ -120,6 +120,9 @@ pub struct Fixed {
     /// Host directories never named to the guest (the machine-local home,
     /// the file store's home): tool errors show `<teamhost home>` instead.
     pub hidden_dirs: Vec<std::path::PathBuf>,
+    /// Where its `state.save` goes (`None`: the host keeps no state for it,
+    /// and `state` calls are `unavailable`).
+    pub saved_state: Option<crate::store::kept::SavedState>,
     /// Its sub-agents (`None`: it may start none).
     pub subagents: Option<Arc<dyn super::subagent_host::SubagentHost>>,
 }
@@ -306,6 +309,7 @@ impl AgentCtxBuilder {
                 tools: Arc::new(tools),
                 hooks: self.hooks,
                 hidden_dirs: Vec::new(),
+                saved_state: None,
                 subagents: None,
             },
             permissions: Permissions::new(self.mode, self.rules, &self.dir),

@@ -23,6 +23,7 @@ pub mod backend;
 pub mod config;
 pub mod files;
 pub mod history_cache;
+pub mod kept;
 pub mod mailbox;
 pub mod memory;
 pub mod names;

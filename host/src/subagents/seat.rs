@@ -313,7 +313,7 @@ impl Seat {
         let client = self
             .cfg
             .client
-            .sub_agent(&full_name, model)
+            .sub_agent(&full_name, model, None)
             .map_err(denied)?;
         // Where it works.
         let worktree = if wants_worktree {
@@ -461,6 +461,9 @@ impl Seat {
                 hooks: self.cfg.hooks.clone(),
                 hidden_dirs: self.cfg.hidden_dirs.clone(),
                 subagents: Some(own.clone()),
+                // A sub-agent saves no state of its own: it lives as long as
+                // its parent.
+                saved_state: None,
             },
             permissions: Permissions::for_subagent(mode, rules.clone(), dir),
             coordination: Coordination::default(),

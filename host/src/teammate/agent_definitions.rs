@@ -12,8 +12,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// One agent definition.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// One agent definition (serialised in the host's spawn records, so a
+/// resumed teammate keeps its definitions).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct Definition {
     /// `subagent_type` names it.
     pub name: String,
@@ -38,7 +40,7 @@ pub struct Definition {
 }
 
 /// The definitions a host knows, by name.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Definitions {
     by_name: BTreeMap<String, Definition>,
 }

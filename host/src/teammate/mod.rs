@@ -12,12 +12,14 @@
 //! | `events.rs` | [`TeammateState`], [`TeammateInfo`], [`Event`] |
 //! | `notifications.rs` | [`NotificationLevel`]: which idle notifications reach the lead |
 //! | `model_access.rs` | [`ModelAccess`]: the broker and what child teammates are told |
+//! | `resumed.rs` | [`Resumed`]: what a teammate brought back after a crash takes over |
 //! | `agent_definitions.rs` | [`Definitions`]: the sub-agent definitions a teammate's `Agent` tool may name |
 
 pub mod agent_definitions;
 mod events;
 mod model_access;
 mod notifications;
+mod resumed;
 mod settings;
 mod spawn;
 
@@ -25,5 +27,6 @@ pub use agent_definitions::{Definition, Definitions};
 pub use events::{Event, TeammateInfo, TeammateState};
 pub use model_access::ModelAccess;
 pub use notifications::NotificationLevel;
+pub use resumed::Resumed;
 pub use settings::TeammateSettings;
 pub use spawn::{Isolation, SpawnRequest};

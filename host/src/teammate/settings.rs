@@ -20,8 +20,11 @@ use super::NotificationLevel;
 /// How a teammate runs. [`Default`]: agent type `general-purpose` (left
 /// out of the member entry), no model, mode `default`, no plan approval, no
 /// tool rules, auto-claim on, [`Limits::default`], the host's notification
-/// level, no model capability.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// level, no model capability. Serialised (camelCase) in the host's
+/// machine-local spawn records, from which `teamhost run --resume` brings a
+/// teammate back.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct TeammateSettings {
     /// Role recorded in the config.
     pub agent_type: Option<String>,

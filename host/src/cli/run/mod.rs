@@ -15,6 +15,8 @@
 //!
 //! With `--join`, the manifest's teammates join a team whose lead runs
 //! elsewhere, on a store both reach (`join.rs`): a second host of one team.
+//! With `--resume`, the team a host left behind when it died is brought
+//! back ([`Host::resume`]) instead of created, and run to the end.
 //!
 //! The CLI is synchronous; this command alone builds a multi-threaded tokio
 //! runtime for the [`Host`] it drives.
@@ -80,6 +82,14 @@ pub struct RunArgs {
     /// them down; the team is left as it is. The manifest may hold no tasks.
     #[arg(long, conflicts_with_all = ["replace", "keep"])]
     join: bool,
+    /// Bring back the manifest's team after its host died (killed, out of
+    /// memory, the machine rebooted): respawn its teammates from what this
+    /// machine kept, take over the processes the dead host started, hand
+    /// unfinished tasks back, and run to the end as usual. Seeds nothing;
+    /// spawns the manifest's teammates that never joined. See
+    /// docs/guides/resume.md.
+    #[arg(long, conflicts_with_all = ["replace", "join"])]
+    resume: bool,
     /// Give up when the work is not done after this many seconds.
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     timeout: u64,
@@ -188,7 +198,15 @@ async fn run_team(
         return join::run_joined(home, &host, out, a, m, log).await;
     }
     let team = host.team(&m.team.name)?;
-    if team.exists() {
+    if a.resume {
+        if !team.exists() {
+            anyhow::bail!(
+                "team {:?} does not exist at {}: there is nothing to resume; run without --resume to start it",
+                team.name(),
+                team.location().display()
+            );
+        }
+    } else if team.exists() {
         if !a.replace {
             anyhow::bail!(
                 "team {:?} already exists at {}; pass --replace to delete it and start again, or change [team] name in {}",
@@ -204,24 +222,29 @@ async fn run_team(
             format!("deleted the existing team {} (--replace)", team.name()),
         );
     }
-    let config = host.create_team(
-        &m.team.name,
-        NewTeam {
-            description: m.team.description.clone(),
-            ..Default::default()
-        },
-    )?;
+    let config = if a.resume {
+        team.config()?
+    } else {
+        let config = host.create_team(
+            &m.team.name,
+            NewTeam {
+                description: m.team.description.clone(),
+                ..Default::default()
+            },
+        )?;
+        let ids = seed_tasks(&team, m)?;
+        log.line(
+            "run",
+            format!(
+                "created team {} with {} task(s) in {}",
+                team.name(),
+                ids.len(),
+                crate::cli::store_select::describe(&Home::new(home), host.store())
+            ),
+        );
+        config
+    };
     let lead = config.lead_name().to_string();
-    let ids = seed_tasks(&team, m)?;
-    log.line(
-        "run",
-        format!(
-            "created team {} with {} task(s) in {}",
-            team.name(),
-            ids.len(),
-            crate::cli::store_select::describe(&Home::new(home), host.store())
-        ),
-    );
 
     let reporter = if a.lines || out.is_json() || !crate::view::terminal_available() {
         Display::Lines(Reporter::start(&host, &team, Some(&lead), log))
@@ -234,7 +257,11 @@ async fn run_team(
         )?)
     };
     let spawning = Instant::now();
-    let spawned = spawn_all(&host, &team, m, &reporter).await;
+    let spawned = if a.resume {
+        resume(&host, &team, m, &config, &reporter).await
+    } else {
+        spawn_all(&host, &team, m, &reporter).await
+    };
     let spawn = spawning.elapsed();
     let outcome = match spawned {
         Err(e) => Outcome::SpawnFailed(format!("{e:#}")),
@@ -329,6 +356,35 @@ async fn spawn_all(
 ) -> anyhow::Result<()> {
     compile_all(host, team, m, reporter).await?;
     start_all(host, team, m, reporter, true).await
+}
+
+/// `--resume`: brings the team's teammates back ([`Host::resume`]), then
+/// spawns the manifest's teammates that never joined (the host died before
+/// it got to them). A teammate that could not come back fails the run.
+async fn resume(
+    host: &Host,
+    team: &Team,
+    m: &Manifest,
+    config: &crate::store::TeamConfig,
+    reporter: &Display,
+) -> anyhow::Result<()> {
+    let report = host
+        .resume(team.name())
+        .await
+        .with_context(|| format!("cannot resume team {:?}", team.name()))?;
+    reporter.line("run", report.describe(team.name()));
+    let mut missing = m.clone();
+    missing
+        .teammates
+        .retain(|t| config.member(&t.name).is_none());
+    if !missing.teammates.is_empty() {
+        compile_all(host, team, &missing, reporter).await?;
+        start_all(host, team, &missing, reporter, false).await?;
+    }
+    if let Some((name, why)) = report.failed.first() {
+        anyhow::bail!("{name} could not be brought back: {why}");
+    }
+    Ok(())
 }
 
 /// Starts the manifest's teammates, [`SPAWN_AT_ONCE`] at a time (their

@@ -41,21 +41,32 @@ impl ToolGlue<'_> {
                 self.permissions.waiting()
             )));
         }
-        let request = PermissionRequest::new(
-            self.fixed.identity.name.clone(),
-            call.display_name(),
-            format!("toolu_{}", random_suffix(24)),
-            describe(&call, &reason),
-            call.input_json(),
-        )
-        .with_suggestions(suggestions.iter().map(Suggestion::to_json).collect());
-        let id = request.request_id.clone();
-        let (team, lead) = (self.fixed.team.clone(), self.fixed.lead.clone());
-        let msg = OutgoingMessage::new(&self.fixed.identity.name, request.to_text())
-            .color(Some(self.fixed.identity.color.clone()));
-        blocking(move || team.send(&lead, msg).map(|_| ()))
-            .await
-            .map_err(|e| WitError::Unavailable(format!("could not ask the lead: {e}")))??;
+        // A resumed teammate asking what its earlier life asked waits for
+        // that request's answer: the lead answers each request once.
+        let id = match self
+            .permissions
+            .adopt_earlier(call.display_name(), &call.input_json())
+        {
+            Some(id) => id,
+            None => {
+                let request = PermissionRequest::new(
+                    self.fixed.identity.name.clone(),
+                    call.display_name(),
+                    format!("toolu_{}", random_suffix(24)),
+                    describe(&call, &reason),
+                    call.input_json(),
+                )
+                .with_suggestions(suggestions.iter().map(Suggestion::to_json).collect());
+                let id = request.request_id.clone();
+                let (team, lead) = (self.fixed.team.clone(), self.fixed.lead.clone());
+                let msg = OutgoingMessage::new(&self.fixed.identity.name, request.to_text())
+                    .color(Some(self.fixed.identity.color.clone()));
+                blocking(move || team.send(&lead, msg).map(|_| ()))
+                    .await
+                    .map_err(|e| WitError::Unavailable(format!("could not ask the lead: {e}")))??;
+                id
+            }
+        };
         self.permissions.start_waiting();
         let answer = self.wait_for_answer(&id, limits.ask_timeout).await;
         self.permissions.done_waiting();

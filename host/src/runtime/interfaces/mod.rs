@@ -9,6 +9,7 @@ mod mailbox;
 mod messaging;
 mod model;
 mod model_convert;
+mod state;
 mod subagents;
 mod tasks;
 mod team;

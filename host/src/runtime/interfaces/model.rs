@@ -11,11 +11,14 @@
 use std::time::Instant;
 
 use super::model_convert::{
-    error_to_wit, model_info_to_wit, request_from_wit, response_to_wit, spend_to_wit,
+    error_to_wit, message_to_wit, model_info_to_wit, request_from_wit, response_to_wit,
+    spend_to_wit,
 };
 use super::ModelGlue;
 use crate::model::ModelCallEvent;
-use crate::runtime::bindings::model::{Host, ModelError, ModelInfo, Request, Response, Spend};
+use crate::runtime::bindings::model::{
+    Host, Message, ModelError, ModelInfo, Request, Response, Spend,
+};
 use crate::store::OutgoingMessage;
 
 impl ModelGlue<'_> {
@@ -91,5 +94,11 @@ impl Host for ModelGlue<'_> {
 
     async fn spent(&mut self) -> wasmtime::Result<Spend> {
         Ok(spend_to_wit(self.model.client.spent()))
+    }
+
+    async fn history(&mut self) -> wasmtime::Result<Vec<Message>> {
+        let client = self.model.client.clone();
+        let messages = tokio::task::spawn_blocking(move || client.history()).await?;
+        Ok(messages.into_iter().map(message_to_wit).collect())
     }
 }

@@ -69,6 +69,16 @@ fn block_from_wit(b: w::ContentBlock) -> m::ContentBlock {
     }
 }
 
+pub(super) fn message_to_wit(msg: m::Message) -> w::Message {
+    w::Message {
+        role: match msg.role {
+            m::Role::User => w::Role::User,
+            m::Role::Assistant => w::Role::Assistant,
+        },
+        content: msg.content.into_iter().map(block_to_wit).collect(),
+    }
+}
+
 fn block_to_wit(b: m::ContentBlock) -> w::ContentBlock {
     match b {
         m::ContentBlock::Text(t) => w::ContentBlock::Text(t),

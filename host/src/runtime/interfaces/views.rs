@@ -8,6 +8,7 @@
 //! | [`CoordinationGlue`] | `mailbox`, `tasks`, `messaging` | fixed, permissions | coordination records |
 //! | [`ToolGlue`] | `tools`, `toolbox` | fixed | permissions (only through the lead's grant), coordination records (the toolbox's task and message tools) |
 //! | [`ModelGlue`] | `model` | fixed | the model seat |
+//! | [`ReadGlue`] | `state` | fixed (its own file's path) | nothing in memory: its saved-state file |
 //! | [`SubagentGlue`] | `subagents` | fixed (its sub-agent seat), permissions | nothing of its own (the seat keeps the sub-agents) |
 //!
 //! The borrow checker holds the table: a view holds `&` to what it reads and

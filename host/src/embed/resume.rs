@@ -1,0 +1,388 @@
+//! [`Host::resume`]: bring back a team whose host died (killed, out of
+//! memory, the machine rebooted). Every file of the team survives a crash;
+//! what dies is the host's memory and the in-process teammates with it.
+//! Resume rebuilds what died from what survived:
+//!
+//! | what | from | becomes |
+//! |---|---|---|
+//! | a teammate this machine's host spawned | its spawn record (`backends::spawn_record`: component, checked by SHA-256, directory, settings) | the same teammate, spawned again in this host (in-process), under its member entry (name, id, colour kept) |
+//! | a `teamhost teammate` process or tmux pane the dead host started, still running | its process record (`started/`: pid and start time) | adopted: this host watches, stops and cleans up after it |
+//! | one that ended | the same record | its dead pane closed (only when it still runs the recorded process), the record dropped, the teammate spawned again |
+//! | its task in progress | the task list | handed back to it: its first turn that is not a message |
+//! | the message its interrupted turn handled | the turn journal (`store::kept::TurnJournal`) | delivered again (at least once) |
+//! | its plan or permission requests waiting for the lead | the lead's mail | still answerable: the answer, given before or after the resume, reaches the resumed teammate |
+//! | its unread mail | its inbox | delivered as always |
+//! | an LLM teammate's conversation, a teammate's saved state | `{home}/kept/{team}/` | `model.history`, `state.load` |
+//!
+//! Members without a spawn record here (a Claude Code lead's own
+//! teammates, teammates of another machine) are left as they are; a task in
+//! progress whose owner is no longer a member is returned to `pending` with
+//! a notice, as the reference does when a teammate leaves. Resume refuses a
+//! team whose host still runs: two hosts would run the same teammates.
+//!
+//! What does not survive, and why: grants and approved plans of the earlier
+//! life (a resumed teammate runs with the mode and rules it was spawned with
+//! and asks again: an answer the lead gave one life is not silently given to
+//! the next), a guest's memory beyond its conversation and saved state, and
+//! a tool call's effects half done when the host died (the teammate is told
+//! its result is unknown and checks before redoing it).
+
+use std::collections::BTreeMap;
+
+use super::{Attach, Host};
+use crate::backends::spawn_record::{self, SpawnRecord};
+use crate::backends::started::{self, Started};
+use crate::error::{Error, Result};
+use crate::protocol::HOST_SENDER;
+use crate::store::{OutgoingMessage, TaskStatus, Team};
+use crate::teammate::Resumed;
+
+/// What [`Host::resume`] did, teammate by teammate.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResumeReport {
+    /// Spawned again in this host.
+    pub respawned: Vec<String>,
+    /// Still running in a process the dead host started; now this host's.
+    pub adopted: Vec<String>,
+    /// Tasks handed back to their owner, as `(task id, owner)`.
+    pub handed_back: Vec<(String, String)>,
+    /// Tasks returned to `pending` without owner (their owner is gone).
+    pub unassigned: Vec<String>,
+    /// Teammates whose interrupted turn's message was delivered again.
+    pub redelivered: Vec<String>,
+    /// Members this machine's teamhost did not spawn, left as they are.
+    pub left_alone: Vec<String>,
+    /// Teammates that could not be brought back, and why (the rest of the
+    /// team is resumed all the same; the lead is told).
+    pub failed: Vec<(String, String)>,
+}
+
+impl ResumeReport {
+    /// One paragraph for the lead and the log.
+    pub fn describe(&self, team: &str) -> String {
+        let list = |v: &[String]| v.join(", ");
+        let mut parts = vec![format!(
+            "teamhost resumed team {team} after its host stopped"
+        )];
+        if !self.respawned.is_empty() {
+            parts.push(format!("respawned {}", list(&self.respawned)));
+        }
+        if !self.adopted.is_empty() {
+            parts.push(format!(
+                "took over the running process of {}",
+                list(&self.adopted)
+            ));
+        }
+        for (task, owner) in &self.handed_back {
+            parts.push(format!("task #{task} handed back to {owner}"));
+        }
+        if !self.unassigned.is_empty() {
+            parts.push(format!(
+                "task(s) #{} returned to pending (their owner is gone)",
+                self.unassigned.join(", #")
+            ));
+        }
+        if !self.redelivered.is_empty() {
+            parts.push(format!(
+                "the message {} was handling delivered again",
+                list(&self.redelivered)
+            ));
+        }
+        if !self.left_alone.is_empty() {
+            parts.push(format!(
+                "left {} as they are (not spawned by teamhost on this machine)",
+                list(&self.left_alone)
+            ));
+        }
+        for (name, why) in &self.failed {
+            parts.push(format!("could not bring {name} back: {why}"));
+        }
+        parts.join("; ") + "."
+    }
+}
+
+impl Host {
+    /// Brings back `team` after its host died: see the module docs. Fails
+    /// when the team does not exist, or when the host that spawned its
+    /// teammates still runs (stop it first: `teamhost shutdown`). The lead
+    /// gets the report as a message from `teamhost`.
+    pub async fn resume(&self, team: &str) -> Result<ResumeReport> {
+        let team = self.team(team)?;
+        let (home, name) = (self.inner.home.clone(), team.name().to_string());
+        let t = team.clone();
+        let (config, records, processes) = tokio::task::spawn_blocking(move || {
+            Ok::<_, Error>((
+                t.config()?,
+                spawn_record::list(&home, &name)?,
+                started::list(&home, &name)?,
+            ))
+        })
+        .await
+        .map_err(|e| Error::Invalid(format!("reading the team panicked: {e}")))??;
+        refuse_if_host_alive(&team, &records, &processes, &config.member_names())?;
+        let records: BTreeMap<String, SpawnRecord> =
+            records.into_iter().map(|r| (r.name.clone(), r)).collect();
+        let processes: BTreeMap<String, Started> =
+            processes.into_iter().map(|r| (r.name.clone(), r)).collect();
+        let lead = config.lead_name().to_string();
+        let running = self.running(team.name());
+        let mut report = ResumeReport::default();
+        for member in config.members.iter().filter(|m| m.name != lead) {
+            let name = member.name.clone();
+            if running.contains(&name) {
+                continue;
+            }
+            let record = records.get(&name);
+            if let Some(proc) = processes.get(&name) {
+                if self.adopt(&team, member, record, proc)? {
+                    report.adopted.push(name);
+                    continue;
+                }
+                clean_up_after(&self.inner.home, &team, proc);
+            }
+            let Some(record) = record else {
+                report.left_alone.push(name);
+                continue;
+            };
+            match self.respawn(&team, record).await {
+                Ok(outcome) => {
+                    if let Some(task) = outcome.task {
+                        report.handed_back.push((task, name.clone()));
+                    }
+                    if outcome.redelivered {
+                        report.redelivered.push(name.clone());
+                    }
+                    report.respawned.push(name);
+                }
+                Err(e) => report.failed.push((name, e.to_string())),
+            }
+        }
+        // Records of teammates that left the team meanwhile are stale.
+        for stale in records.keys().filter(|n| config.member(n).is_none()) {
+            if let Err(e) = crate::store::kept::forget(&self.inner.home, team.name(), stale) {
+                tracing::warn!(teammate = %stale, error = %e, "stale resume files not removed");
+            }
+        }
+        report.unassigned = self.unassign_orphans(&team).await?;
+        let text = report.describe(team.name());
+        let t = team.clone();
+        tokio::task::spawn_blocking(move || {
+            t.deliver(&lead, OutgoingMessage::new(HOST_SENDER, text))
+        })
+        .await
+        .map_err(|e| Error::Invalid(format!("telling the lead panicked: {e}")))??;
+        Ok(report)
+    }
+
+    /// Adopts `member`'s recorded process if it still runs.
+    fn adopt(
+        &self,
+        team: &Team,
+        member: &crate::store::Member,
+        record: Option<&SpawnRecord>,
+        proc: &Started,
+    ) -> Result<bool> {
+        let req = match record {
+            Some(r) => {
+                let mut req = crate::teammate::SpawnRequest::new(&r.name, &r.component, "", &r.cwd);
+                req.settings = r.settings.clone();
+                req
+            }
+            None => crate::teammate::SpawnRequest::new(&member.name, "", "", "."),
+        };
+        let env = self.spawn_env(team)?;
+        let Some(spawned) = crate::backends::monitor::adopt(&env, team, member.clone(), &req, proc)
+        else {
+            return Ok(false);
+        };
+        self.keep(team, spawned);
+        Ok(true)
+    }
+
+    /// Spawns `record`'s teammate again, in this host, under its member
+    /// entry.
+    async fn respawn(&self, team: &Team, record: &SpawnRecord) -> Result<Respawned> {
+        let mut req = record.request()?;
+        req.settings
+            .notifications
+            .get_or_insert(self.inner.opts.notifications);
+        let (t, name) = (team.clone(), record.name.clone());
+        // The recorded mode wins over one granted in the earlier life, and
+        // the teammate now runs here.
+        let mode = req.settings.mode.clone();
+        tokio::task::spawn_blocking(move || {
+            t.update_member(&name, |m| {
+                m.mode = mode.clone();
+                m.backend_type = Some("in-process".into());
+                m.tmux_pane_id = Some("in-process".into());
+                m.is_active = Some(false);
+            })
+        })
+        .await
+        .map_err(|e| Error::Invalid(format!("updating the member panicked: {e}")))??;
+        let log = self
+            .inner
+            .opts
+            .log_dir
+            .clone()
+            .unwrap_or_else(|| self.inner.home.root().join("logs"))
+            .join(team.name())
+            .join(format!("{}.log", record.name));
+        // The worktree is the one it had: attach the member as it is.
+        if record.worktree {
+            let member = team.config()?.member(&record.name).cloned();
+            if let Some(wt) = member.and_then(|m| m.worktree_path) {
+                req.cwd = wt.into();
+                req.isolation = crate::teammate::Isolation::None;
+            }
+        }
+        let redelivered = self.redeliver_interrupted(team, &record.name).await?;
+        let how = Attach {
+            backend_type: "in-process".into(),
+            pane_id: "in-process".into(),
+            guest_log: Some(log),
+            resumed: true,
+        };
+        let resumed_task = self.gather_resumed(team, &record.name).await?.task;
+        self.attach(team.name(), req, how).await?;
+        Ok(Respawned {
+            task: resumed_task,
+            redelivered,
+        })
+    }
+
+    /// Delivers again the message `name`'s interrupted turn was handling,
+    /// unless it is still unread (the host died before it was consumed).
+    async fn redeliver_interrupted(&self, team: &Team, name: &str) -> Result<bool> {
+        let journal = crate::store::kept::TurnJournal::of(&self.inner.home, team.name(), name)?;
+        let (t, who) = (team.clone(), name.to_string());
+        tokio::task::spawn_blocking(move || {
+            let Some(msg) = journal.take_interrupted()? else {
+                return Ok(false);
+            };
+            let unread = t.unread(&who)?;
+            if unread
+                .iter()
+                .any(|m| m.from == msg.from && m.text == msg.text && m.timestamp == msg.timestamp)
+            {
+                return Ok(false);
+            }
+            let mut again = OutgoingMessage::new(msg.from, msg.text);
+            again.summary = msg.summary;
+            again.color = msg.color;
+            t.deliver(&who, again)?;
+            Ok(true)
+        })
+        .await
+        .map_err(|e| Error::Invalid(format!("redelivering a message panicked: {e}")))?
+    }
+
+    /// What `name`'s earlier life left in flight in `team`: its task in
+    /// progress, its plan and permission requests still waiting for the
+    /// lead.
+    pub(super) async fn gather_resumed(&self, team: &Team, name: &str) -> Result<Resumed> {
+        let (t, me) = (team.clone(), name.to_string());
+        tokio::task::spawn_blocking(move || {
+            let task = t
+                .list_tasks()?
+                .into_iter()
+                .find(|task| {
+                    task.owner.as_deref() == Some(me.as_str())
+                        && task.status == TaskStatus::InProgress
+                })
+                .map(|task| task.id);
+            let mut resumed = Resumed {
+                task,
+                ..Resumed::default()
+            };
+            for request in crate::approvals::pending(&t)? {
+                if request.from() != me {
+                    continue;
+                }
+                match request {
+                    crate::approvals::Request::Plan(p) => resumed.pending_plan = Some(p.request_id),
+                    crate::approvals::Request::Permission(p) => resumed.open_requests.push(p),
+                }
+            }
+            Ok(resumed)
+        })
+        .await
+        .map_err(|e| Error::Invalid(format!("reading what was in flight panicked: {e}")))?
+    }
+
+    /// Returns to `pending` every unfinished task whose owner is no longer a
+    /// member; the ids.
+    async fn unassign_orphans(&self, team: &Team) -> Result<Vec<String>> {
+        let t = team.clone();
+        tokio::task::spawn_blocking(move || {
+            let config = t.config()?;
+            let mut owners: Vec<String> = t
+                .list_tasks()?
+                .into_iter()
+                .filter(|task| task.status != TaskStatus::Completed)
+                .filter_map(|task| task.owner)
+                .filter(|o| {
+                    config.member(o).is_none() && !config.members.iter().any(|m| &m.agent_id == o)
+                })
+                .collect();
+            owners.sort();
+            owners.dedup();
+            let mut ids = Vec::new();
+            for owner in owners {
+                let u = t.unassign_agent(&owner, &owner, true)?;
+                ids.extend(u.tasks.into_iter().map(|(id, _)| id));
+            }
+            Ok(ids)
+        })
+        .await
+        .map_err(|e| Error::Invalid(format!("returning tasks panicked: {e}")))?
+    }
+}
+
+/// What one respawn brought back.
+struct Respawned {
+    task: Option<String>,
+    redelivered: bool,
+}
+
+/// Refuses to resume while the host that spawned the team's teammates (or
+/// started their processes) still runs.
+fn refuse_if_host_alive(
+    team: &Team,
+    records: &[SpawnRecord],
+    processes: &[Started],
+    members: &[String],
+) -> Result<()> {
+    let me = std::process::id();
+    let alive = records
+        .iter()
+        .filter(|r| members.contains(&r.name))
+        .find(|r| r.host_alive_elsewhere())
+        .map(|r| r.host_pid)
+        .or_else(|| {
+            processes
+                .iter()
+                .filter(|p| p.host_pid != me && members.contains(&p.name))
+                .find(|p| p.host_alive_elsewhere())
+                .map(|p| p.host_pid)
+        });
+    match alive {
+        Some(pid) => Err(Error::Invalid(format!(
+            "team {} is still run by teamhost process {pid}: resume brings back a team whose host died; stop that host first (teamhost shutdown {}, or end process {pid})",
+            team.name(),
+            team.name()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Drops the record of a process that ended, closing its pane when the pane
+/// still runs the recorded process (tmux keeps a dead pane open).
+fn clean_up_after(home: &crate::store::Home, team: &Team, proc: &Started) {
+    if let Some(pane) = &proc.pane_id {
+        crate::backends::panes::kill_pane_if_ours(proc.tmux_socket.as_deref(), pane, proc.pid);
+    }
+    if let Err(e) = started::remove(home, team.name(), &proc.name) {
+        tracing::warn!(teammate = %proc.name, error = %e, "could not remove a process record");
+    }
+}

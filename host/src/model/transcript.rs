@@ -1,0 +1,226 @@
+//! The conversation the host keeps for one agent, so that an LLM teammate
+//! whose host died (or a sub-agent that finished) can pick up where it was.
+//!
+//! A teammate keeps its conversation in its own memory and sends all of it
+//! with each `model.complete`; that memory dies with its instance. After
+//! each successful completion the broker writes the request's messages and
+//! the answer (as the last, assistant, message) to one JSON file, replaced
+//! atomically and synced:
+//!
+//! ```json
+//! {"version":1,"messages":[{"role":"user","content":[{"text":"…"}]}, …]}
+//! ```
+//!
+//! The file lives in the host's machine-local home
+//! (`transcripts/{team}/{name}.json`, chosen by the backend), never in a
+//! teammate's directory: a teammate reads it back only through
+//! `model.history`, and only its own. Its size is bounded by what the
+//! broker accepts per request ([`super::broker::MAX_REQUEST_BYTES`]) plus
+//! one answer.
+//!
+//! [`Transcript::load`] gives the conversation back ready to continue: when
+//! the last answer asked for tools, their results were never kept (the host
+//! may have died while they ran), so each such call is answered with an
+//! error result that says so, and the model decides whether to run it again.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::types::{ContentBlock, Message, Request, Response, Role, ToolResult};
+
+/// What a restored conversation says of a tool call whose result was lost.
+pub const LOST_RESULT: &str = "unknown: the host stopped (a crash or a restart) while this tool call ran, so its result was not kept; check the call's effects before repeating it";
+
+#[derive(Serialize, Deserialize)]
+struct OnDisk {
+    version: u32,
+    messages: Vec<Message>,
+}
+
+/// One agent's kept conversation, at a path the host chose.
+#[derive(Debug, Clone)]
+pub struct Transcript {
+    path: PathBuf,
+}
+
+impl Transcript {
+    /// The transcript kept at `path` (which need not exist yet).
+    pub fn at(path: impl Into<PathBuf>) -> Transcript {
+        Transcript { path: path.into() }
+    }
+
+    /// Where it is kept.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Replaces the kept conversation with `request`'s messages followed by
+    /// `response` as the assistant's message. Written to a temporary file,
+    /// synced, then renamed over the old one: a crash leaves the old or the
+    /// new conversation, never a mix.
+    pub fn keep(&self, request: &Request, response: &Response) -> std::io::Result<()> {
+        let mut messages = request.messages.clone();
+        messages.push(Message {
+            role: Role::Assistant,
+            content: response.content.clone(),
+        });
+        let body = serde_json::to_vec(&OnDisk {
+            version: 1,
+            messages,
+        })
+        .map_err(std::io::Error::other)?;
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = self
+            .path
+            .with_extension(format!("json.{}.tmp", std::process::id()));
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&body)?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, &self.path)
+    }
+
+    /// The kept conversation, ready to continue (see the module docs);
+    /// empty when nothing was kept. A file that cannot be read as a
+    /// transcript is an error naming it: the caller decides whether to start
+    /// afresh.
+    pub fn load(&self) -> Result<Vec<Message>, String> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(format!("cannot read {}: {e}", self.path.display())),
+        };
+        let on_disk: OnDisk = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("{} is not a transcript: {e}", self.path.display()))?;
+        let mut messages = on_disk.messages;
+        answer_lost_calls(&mut messages);
+        Ok(messages)
+    }
+
+    /// Forgets the conversation (a teammate that ends cleanly, or one
+    /// spawned afresh under a name used before). A missing file is fine.
+    pub fn remove(&self) -> std::io::Result<()> {
+        match std::fs::remove_file(&self.path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// When the last message asks for tools, appends a user message that
+/// answers each call with [`LOST_RESULT`].
+fn answer_lost_calls(messages: &mut Vec<Message>) {
+    let Some(last) = messages.last().filter(|m| m.role == Role::Assistant) else {
+        return;
+    };
+    let lost: Vec<ContentBlock> = last
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolUse(u) => Some(ContentBlock::ToolResult(ToolResult {
+                tool_use_id: u.id.clone(),
+                content: LOST_RESULT.to_string(),
+                is_error: true,
+            })),
+            _ => None,
+        })
+        .collect();
+    if !lost.is_empty() {
+        messages.push(Message {
+            role: Role::User,
+            content: lost,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::types::{StopReason, ToolUse, Usage};
+
+    fn text(role: Role, t: &str) -> Message {
+        Message {
+            role,
+            content: vec![ContentBlock::Text(t.into())],
+        }
+    }
+
+    fn answer(content: Vec<ContentBlock>) -> Response {
+        Response {
+            id: "msg_1".into(),
+            model: "m".into(),
+            content,
+            stop_reason: StopReason::EndTurn,
+            usage: Usage::default(),
+        }
+    }
+
+    #[test]
+    fn keeps_the_request_and_the_answer_and_replaces_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transcript::at(dir.path().join("t/alice.json"));
+        assert_eq!(t.load().unwrap(), Vec::new());
+        let req = Request::new(vec![text(Role::User, "hi")]);
+        t.keep(&req, &answer(vec![ContentBlock::Text("hello".into())]))
+            .unwrap();
+        assert_eq!(
+            t.load().unwrap(),
+            vec![text(Role::User, "hi"), text(Role::Assistant, "hello")]
+        );
+        let mut longer = t.load().unwrap();
+        longer.push(text(Role::User, "more"));
+        t.keep(
+            &Request::new(longer),
+            &answer(vec![ContentBlock::Text("ok".into())]),
+        )
+        .unwrap();
+        assert_eq!(t.load().unwrap().len(), 4);
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("t"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(leftovers, vec!["alice.json"]);
+        t.remove().unwrap();
+        t.remove().unwrap();
+        assert_eq!(t.load().unwrap(), Vec::new());
+    }
+
+    #[test]
+    fn a_call_whose_result_was_lost_is_answered_as_unknown() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Transcript::at(dir.path().join("a.json"));
+        let uses = vec![
+            ContentBlock::Text("running".into()),
+            ContentBlock::ToolUse(ToolUse {
+                id: "tu_1".into(),
+                name: "Bash".into(),
+                input: "{}".into(),
+            }),
+        ];
+        t.keep(&Request::new(vec![text(Role::User, "go")]), &answer(uses))
+            .unwrap();
+        let back = t.load().unwrap();
+        assert_eq!(back.len(), 3);
+        assert_eq!(back[2].role, Role::User);
+        assert!(matches!(
+            &back[2].content[..],
+            [ContentBlock::ToolResult(r)] if r.tool_use_id == "tu_1" && r.is_error && r.content == LOST_RESULT
+        ));
+    }
+
+    #[test]
+    fn a_corrupt_file_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bad.json");
+        std::fs::write(&p, b"{not json").unwrap();
+        let e = Transcript::at(&p).load().unwrap_err();
+        assert!(
+            e.contains("bad.json") && e.contains("not a transcript"),
+            "{e}"
+        );
+    }
+}

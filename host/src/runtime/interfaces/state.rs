@@ -1,0 +1,46 @@
+//! `teamhost:agent/state`: a teammate's own small saved state, kept by the
+//! host in its home ([`SavedState`](crate::store::kept::SavedState)) so it
+//! outlives the instance. Only the teammate's own file is reachable: the
+//! path comes from its identity, fixed at spawn, never from the guest.
+
+use super::{blocking, ReadGlue, WitError};
+use crate::runtime::bindings::state::Host;
+use crate::store::kept::{SavedState, MAX_SAVED_STATE};
+
+impl ReadGlue<'_> {
+    fn saved_state(&self) -> Result<SavedState, WitError> {
+        self.fixed.saved_state.clone().ok_or_else(|| {
+            WitError::Unavailable("this host keeps no saved state for this teammate".into())
+        })
+    }
+}
+
+impl Host for ReadGlue<'_> {
+    async fn max_bytes(&mut self) -> wasmtime::Result<u32> {
+        Ok(MAX_SAVED_STATE as u32)
+    }
+
+    async fn save(&mut self, data: Vec<u8>) -> wasmtime::Result<Result<(), WitError>> {
+        let state = match self.saved_state() {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(e)),
+        };
+        blocking(move || state.save(&data)).await
+    }
+
+    async fn load(&mut self) -> wasmtime::Result<Result<Option<Vec<u8>>, WitError>> {
+        let state = match self.saved_state() {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(e)),
+        };
+        blocking(move || state.load()).await
+    }
+
+    async fn clear(&mut self) -> wasmtime::Result<Result<(), WitError>> {
+        let state = match self.saved_state() {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(e)),
+        };
+        blocking(move || state.clear()).await
+    }
+}

@@ -1,0 +1,222 @@
+//! What the host keeps on this machine so that a team outlives it: one
+//! directory per team, `{home}/kept/{team}/`, with per teammate (by its file
+//! stem, [`agent_file_stem`](super::names::agent_file_stem)):
+//!
+//! | file | written | read |
+//! |---|---|---|
+//! | `{name}.spawn.json` | when the host spawns it (`backends::spawn_record`) | `teamhost run --resume` / `Host::resume`: how to bring it back |
+//! | `{name}.conversation.json` | after each of its model calls (the model module's `Transcript`) | `model.history` in its next life |
+//! | `{name}.turn.json` | while a turn handles a message ([`TurnJournal`]) | resume: that message is delivered again |
+//! | `{name}.state` | `state.save` ([`SavedState`]) | `state.load` |
+//!
+//! The home is the host's: no teammate's directory may lie in it (see
+//! the `layout` module), so nothing here can be written by a teammate except
+//! through the host (its conversation, its saved state, each bounded in
+//! size and only its own). A spawn record names the component by path and
+//! SHA-256: a component changed since the spawn is refused at resume, so a
+//! file swapped in meanwhile never runs under the teammate's name.
+//!
+//! A teammate's instance that is not resumed clears its name's files
+//! ([`clear_life`]) before it starts, so a teammate spawned again under a
+//! name used before starts with nothing; a resume keeps them; deleting the
+//! team removes the directory.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::store::{Home, InboxMessage};
+
+/// `{home}/kept/{team}`.
+pub fn dir(home: &Home, team: &str) -> PathBuf {
+    home.root().join("kept").join(team)
+}
+
+/// `{home}/kept/{team}/{stem}.{suffix}` for member `name`.
+pub fn file(home: &Home, team: &str, name: &str, suffix: &str) -> Result<PathBuf> {
+    let stem = super::names::agent_file_stem(name)?;
+    Ok(dir(home, team).join(format!("{stem}.{suffix}")))
+}
+
+/// Writes `bytes` at `path` atomically (temporary file, sync, rename), making
+/// the directory when needed.
+pub fn write_atomic(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
+    }
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        if sync {
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io("write", path, e)
+    })
+}
+
+fn remove(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", path, e)),
+        _ => Ok(()),
+    }
+}
+
+/// Forgets everything kept of `name` (a teammate that left the team).
+pub fn forget(home: &Home, team: &str, name: &str) -> Result<()> {
+    for suffix in ["spawn.json", "conversation.json", "turn.json", "state"] {
+        remove(&file(home, team, name, suffix)?)?;
+    }
+    Ok(())
+}
+
+/// Removes the team's directory (the team is deleted).
+pub fn forget_team(home: &Home, team: &str) -> Result<()> {
+    let d = dir(home, team);
+    match std::fs::remove_dir_all(&d) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", d, e)),
+        _ => Ok(()),
+    }
+}
+
+/// Where `name`'s conversation is kept (read and written by the model module's `Transcript`).
+pub fn conversation(home: &Home, team: &str, name: &str) -> Result<PathBuf> {
+    file(home, team, name, "conversation.json")
+}
+
+/// Clears what an earlier life of `name` left (its conversation, turn
+/// journal and saved state): a teammate that is not resumed starts afresh,
+/// even under a name used before. Its spawn record stays.
+pub fn clear_life(home: &Home, team: &str, name: &str) -> Result<()> {
+    for suffix in ["conversation.json", "turn.json", "state"] {
+        remove(&file(home, team, name, suffix)?)?;
+    }
+    Ok(())
+}
+
+/// The message a teammate's turn is handling, kept until the turn ends: if
+/// the host dies in between, resume delivers it again (at least once).
+/// Written without a sync: it survives the host process dying (the usual
+/// crash), not the machine losing power.
+#[derive(Debug, Clone)]
+pub struct TurnJournal {
+    path: PathBuf,
+}
+
+impl TurnJournal {
+    /// `name`'s journal in `team`.
+    pub fn of(home: &Home, team: &str, name: &str) -> Result<TurnJournal> {
+        Ok(TurnJournal {
+            path: file(home, team, name, "turn.json")?,
+        })
+    }
+
+    /// Notes that a turn handles `msg`.
+    pub fn open(&self, msg: &InboxMessage) -> Result<()> {
+        let body = serde_json::to_vec(msg).map_err(|e| Error::Invalid(e.to_string()))?;
+        write_atomic(&self.path, &body, false)
+    }
+
+    /// The turn ended: nothing to deliver again.
+    pub fn close(&self) -> Result<()> {
+        remove(&self.path)
+    }
+
+    /// The message of a turn that never ended, if any (and removes the note).
+    pub fn take_interrupted(&self) -> Result<Option<InboxMessage>> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io("read", &self.path, e)),
+        };
+        let msg = serde_json::from_slice(&bytes).ok();
+        if msg.is_none() {
+            tracing::warn!(path = %self.path.display(), "unreadable turn journal ignored");
+        }
+        remove(&self.path)?;
+        Ok(msg)
+    }
+}
+
+/// The most a teammate may save with `state.save`, in bytes (64 KiB).
+pub const MAX_SAVED_STATE: usize = 64 << 10;
+
+/// A teammate's own small saved state (`teamhost:agent/state`), bytes the
+/// host keeps for it across a host restart. Synced on save.
+#[derive(Debug, Clone)]
+pub struct SavedState {
+    path: PathBuf,
+}
+
+impl SavedState {
+    /// `name`'s saved state in `team`.
+    pub fn of(home: &Home, team: &str, name: &str) -> Result<SavedState> {
+        Ok(SavedState {
+            path: file(home, team, name, "state")?,
+        })
+    }
+
+    /// Replaces the saved state. More than [`MAX_SAVED_STATE`] bytes is
+    /// refused, and what was saved before stays.
+    pub fn save(&self, bytes: &[u8]) -> Result<()> {
+        if bytes.len() > MAX_SAVED_STATE {
+            return Err(Error::Invalid(format!(
+                "the state is {} bytes; a teammate may save at most {MAX_SAVED_STATE}: keep large data in files of its directory and save only where it is",
+                bytes.len()
+            )));
+        }
+        write_atomic(&self.path, bytes, true)
+    }
+
+    /// What was saved last, if anything.
+    pub fn load(&self) -> Result<Option<Vec<u8>>> {
+        match std::fs::read(&self.path) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io("read", &self.path, e)),
+        }
+    }
+
+    /// Forgets it.
+    pub fn clear(&self) -> Result<()> {
+        remove(&self.path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saved_state_is_bounded_and_a_refused_save_keeps_the_old() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = SavedState::of(&Home::new(tmp.path()), "t", "w").unwrap();
+        assert_eq!(s.load().unwrap(), None);
+        s.save(b"step 3").unwrap();
+        let e = s.save(&vec![0u8; MAX_SAVED_STATE + 1]).unwrap_err();
+        assert!(e.to_string().contains("at most 65536"), "{e}");
+        assert_eq!(s.load().unwrap().as_deref(), Some(&b"step 3"[..]));
+        s.save(&vec![7u8; MAX_SAVED_STATE]).unwrap();
+        assert_eq!(s.load().unwrap().unwrap().len(), MAX_SAVED_STATE);
+    }
+
+    #[test]
+    fn an_interrupted_turn_is_given_back_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let j = TurnJournal::of(&Home::new(tmp.path()), "t", "w").unwrap();
+        let msg = crate::store::OutgoingMessage::new("team-lead", "do it").into_entry();
+        j.open(&msg).unwrap();
+        assert_eq!(
+            j.take_interrupted().unwrap().map(|m| m.text),
+            Some("do it".into())
+        );
+        assert!(j.take_interrupted().unwrap().is_none());
+        j.open(&msg).unwrap();
+        j.close().unwrap();
+        assert!(j.take_interrupted().unwrap().is_none());
+    }
+}

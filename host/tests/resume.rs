@@ -1,0 +1,454 @@
+//! Resume after a crash, end to end: the real `teamhost run` process is
+//! killed with SIGKILL at a chosen moment (a task just claimed, a tool call
+//! running, a permission request waiting for the lead), then `teamhost run
+//! --resume` brings the team back and runs it to the end. The teammates are
+//! the real `probe` component; every wait watches the files (inotify), none
+//! sleeps.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use notify::{RecursiveMode, Watcher};
+use serde_json::Value;
+use teamhost::backends::{started, BackendOptions, TeammateMode};
+use teamhost::embed::{Host, HostOptions, SpawnRequest};
+use teamhost::store::{Home, NewTask, NewTeam, TaskStatus};
+
+/// The longest any wait here may take.
+const LIMIT: Duration = Duration::from_secs(120);
+
+fn teamhost() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_teamhost"))
+}
+
+fn shown(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A project: probes `names` in `work/{name}` with `prompt`, `tasks` tasks,
+/// in-process unless `mode` says otherwise.
+struct Project {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    home: PathBuf,
+    manifest: PathBuf,
+    team: String,
+}
+
+impl Project {
+    fn new(team: &str, names: &[&str], prompt: &str, extra: &str, tasks: usize) -> Project {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let mut toml = format!("[team]\nname = {team:?}\n");
+        for name in names {
+            std::fs::create_dir_all(root.join("work").join(name)).unwrap();
+            toml += &format!(
+                "[[teammate]]\nname = {name:?}\ncomponent = {:?}\nprompt = {prompt:?}\ncwd = \"work/{name}\"\nmode = \"acceptEdits\"\n{extra}\n",
+                teamhost_tests::PROBE
+            );
+        }
+        for i in 1..=tasks {
+            toml += &format!("[[task]]\nsubject = \"Step {i}\"\n");
+        }
+        let manifest = root.join("team.toml");
+        std::fs::write(&manifest, toml).unwrap();
+        Project {
+            home: root.join("home"),
+            manifest,
+            team: team.to_string(),
+            root,
+            _dir: dir,
+        }
+    }
+
+    fn dir(&self, name: &str) -> PathBuf {
+        self.root.join("work").join(name)
+    }
+
+    /// Only for [`Project::wait_until`] over `home` and `root/work`... or,
+    /// here, `root` itself holding the teammates' directories.
+    fn watching(home: &Path, root: &Path) -> Project {
+        std::fs::create_dir_all(root.join("work")).unwrap();
+        Project {
+            _dir: tempfile::tempdir().unwrap(),
+            root: root.to_path_buf(),
+            home: home.to_path_buf(),
+            manifest: PathBuf::new(),
+            team: String::new(),
+        }
+    }
+
+    /// `teamhost run` (plus `args`), started.
+    fn start(&self, args: &[&str], mode: &str) -> Child {
+        teamhost()
+            .arg("--home")
+            .arg(&self.home)
+            .arg("run")
+            .arg(&self.manifest)
+            .args(["--lines", "--teammate-mode", mode, "--timeout", "100"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("teamhost runs")
+    }
+
+    fn cli(&self, args: &[&str]) -> Output {
+        teamhost()
+            .arg("--home")
+            .arg(&self.home)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn task(&self, id: u32) -> Option<Value> {
+        let path = self
+            .home
+            .join("tasks")
+            .join(&self.team)
+            .join(format!("{id}.json"));
+        serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+    }
+
+    fn lead_mail(&self) -> String {
+        let team = self.home.join("teams").join(&self.team);
+        let mut all = String::new();
+        for f in ["inboxes/team-lead.json", "history/team-lead.jsonl"] {
+            all += &std::fs::read_to_string(team.join(f)).unwrap_or_default();
+        }
+        all
+    }
+
+    /// Waits, watching the home and the work directories, until `check`
+    /// holds.
+    fn wait_until(&self, what: &str, mut check: impl FnMut() -> bool) {
+        let (tx, rx) = mpsc::channel();
+        let mut watcher = notify::recommended_watcher(move |_| {
+            let _ = tx.send(());
+        })
+        .unwrap();
+        std::fs::create_dir_all(&self.home).unwrap();
+        watcher.watch(&self.home, RecursiveMode::Recursive).unwrap();
+        watcher.watch(&self.root, RecursiveMode::Recursive).unwrap();
+        let deadline = Instant::now() + LIMIT;
+        while !check() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(()) => {}
+                Err(_) => panic!("timed out waiting for {what}"),
+            }
+        }
+    }
+
+    /// Task ids in every probe's `completed.log`, with repeats.
+    fn completions(&self, names: &[&str]) -> Vec<String> {
+        let mut ids: Vec<String> = names
+            .iter()
+            .flat_map(|n| {
+                std::fs::read_to_string(self.dir(n).join("completed.log"))
+                    .unwrap_or_default()
+                    .lines()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        ids.sort_by_key(|i| i.parse::<u32>().unwrap_or(0));
+        ids
+    }
+}
+
+fn in_progress_by(task: Option<Value>, who: &str) -> bool {
+    task.is_some_and(|t| t["status"] == "in_progress" && t["owner"] == who)
+}
+
+fn kill(mut child: Child) {
+    child.kill().unwrap(); // SIGKILL
+    let _ = child.wait();
+}
+
+fn finish(child: Child) -> Output {
+    child.wait_with_output().unwrap()
+}
+
+/// Kills the host right after `p` claimed task 1 (its turn holds it open
+/// in a tool call), resumes, and checks the team finishes with each task
+/// completed exactly once, task 1 by `p` in its second life.
+fn kill_and_resume(p: &Project, moment: &str, at: impl FnMut() -> bool, lives: usize) {
+    let run = p.start(&[], "in-process");
+    p.wait_until(moment, at);
+    kill(run);
+    // The killed host left its teammate's work in flight.
+    assert!(in_progress_by(p.task(1), "p"), "{:?}", p.task(1));
+    std::fs::write(p.dir("p").join("release"), "").unwrap();
+    let out = finish(p.start(&["--resume", "--keep"], "in-process"));
+    assert!(out.status.success(), "{}", shown(&out));
+    let log =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(
+        log.contains("resumed team")
+            && log.contains("respawned p")
+            && log.contains("task #1 handed back to p"),
+        "{}",
+        shown(&out)
+    );
+    assert_eq!(
+        p.completions(&["p"]),
+        vec!["1", "2", "3"],
+        "each task completed once"
+    );
+    for id in 1..=3 {
+        assert_eq!(p.task(id).unwrap()["status"], "completed");
+    }
+    // Its second life kept its directives (state.save/load) and was handed
+    // its task back: task 1's turn ran in both lives.
+    let turns = std::fs::read_to_string(p.dir("p").join("turns.log")).unwrap();
+    let task1 = turns
+        .lines()
+        .filter(|l| l.starts_with("task-claimed") && l.ends_with("\t1"))
+        .count();
+    // Killed before its turn began, task 1's turn ran only in the second life.
+    assert!(task1 == lives || task1 == 2, "{turns}");
+    assert!(
+        p.lead_mail().contains("handed back to p"),
+        "the lead is told"
+    );
+}
+
+#[test]
+fn a_host_killed_right_after_a_claim_resumes_and_finishes_every_task_once() {
+    let p = Project::new(
+        "resume-claim",
+        &["p"],
+        "complete-tasks bash-on-task",
+        "allowed_tools = [\"Bash\"]",
+        3,
+    );
+    kill_and_resume(
+        &p,
+        "task 1 claimed by p",
+        || in_progress_by(p.task(1), "p"),
+        1,
+    );
+}
+
+#[test]
+fn a_host_killed_during_a_tool_call_resumes_and_finishes_every_task_once() {
+    let p = Project::new(
+        "resume-tool",
+        &["p"],
+        "complete-tasks bash-on-task",
+        "allowed_tools = [\"Bash\"]",
+        3,
+    );
+    let holding = p.dir("p").join("holding-1");
+    kill_and_resume(&p, "p's Bash call running", || holding.exists(), 2);
+}
+
+#[test]
+fn a_permission_request_waiting_when_the_host_died_is_answered_after_the_resume() {
+    // Bash is not allowed: each task's call asks the lead.
+    let p = Project::new("resume-ask", &["p"], "complete-tasks bash-on-task", "", 1);
+    let run = p.start(&[], "in-process");
+    p.wait_until("p's permission request", || {
+        p.lead_mail().contains("permission_request")
+    });
+    kill(run);
+    let request_id = {
+        // In the lead's inbox, or its history once the run showed it.
+        let team = p.home.join("teams").join(&p.team);
+        let mut mail: Vec<Value> = std::fs::read(team.join("inboxes/team-lead.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        let history =
+            std::fs::read_to_string(team.join("history/team-lead.jsonl")).unwrap_or_default();
+        mail.extend(history.lines().filter_map(|l| serde_json::from_str(l).ok()));
+        mail.iter()
+            .filter_map(|m| serde_json::from_str::<Value>(m["text"].as_str()?).ok())
+            .find(|t| t["type"] == "permission_request")
+            .and_then(|t| t["request_id"].as_str().map(str::to_string))
+            .unwrap_or_else(|| panic!("a permission request in {mail:?}"))
+    };
+    std::fs::write(p.dir("p").join("release"), "").unwrap();
+    let resumed = p.start(&["--resume", "--keep"], "in-process");
+    // The request from before the crash is still the one to answer: the
+    // resumed teammate asks nothing new.
+    p.wait_until("the resumed p waiting on its request", || {
+        turns_of(&p.dir("p"), "task-claimed") >= 2
+    });
+    let permit = p.cli(&["permit", &request_id, "--team", &p.team, "--allow"]);
+    assert!(permit.status.success(), "{}", shown(&permit));
+    let out = finish(resumed);
+    assert!(out.status.success(), "{}", shown(&out));
+    assert_eq!(p.completions(&["p"]), vec!["1"]);
+    assert_eq!(
+        std::fs::read_to_string(p.dir("p").join("bash.log")).unwrap(),
+        "1\n",
+        "the call ran once, after the lead's answer"
+    );
+    let mail = p.lead_mail();
+    let requests: std::collections::BTreeSet<&str> = mail
+        .match_indices("request_id")
+        .filter_map(|(at, _)| {
+            mail[at..]
+                .split(['"', '\\'])
+                .find(|w| w.starts_with("perm"))
+        })
+        .collect();
+    assert_eq!(requests.len(), 1, "one request, answered once: {mail}");
+}
+
+fn turns_of(dir: &Path, kind: &str) -> usize {
+    std::fs::read_to_string(dir.join("turns.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with(kind))
+        .count()
+}
+
+/// A host whose teammates run as `teamhost teammate` processes, in a tokio
+/// runtime of its own: dropping the runtime ends the host (its monitors)
+/// the way a crash does, while its children run on.
+fn process_host(home: &Path) -> (tokio::runtime::Runtime, Host) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let host = rt.block_on(async {
+        Host::with_options(
+            Home::new(home),
+            HostOptions {
+                backends: BackendOptions {
+                    mode: TeammateMode::Process,
+                    interactive: true,
+                    teamhost_exe: Some(env!("CARGO_BIN_EXE_teamhost").into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    });
+    (rt, host)
+}
+
+fn probe(name: &str, dir: &Path) -> SpawnRequest {
+    let mut req = SpawnRequest::new(
+        name,
+        teamhost_tests::PROBE,
+        "complete-tasks bash-on-task",
+        dir,
+    );
+    req.settings.mode = Some("acceptEdits".into());
+    req.settings.allowed_tools = vec!["Bash".into()];
+    req
+}
+
+#[test]
+fn a_teammate_process_outliving_its_host_is_adopted_and_one_that_died_is_respawned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let (dir_a, dir_b) = (tmp.path().join("a"), tmp.path().join("b"));
+    std::fs::create_dir_all(&dir_a).unwrap();
+    std::fs::create_dir_all(&dir_b).unwrap();
+    let (rt, host) = process_host(&home);
+    let team = host.team("orphans").unwrap();
+    host.create_team("orphans", NewTeam::default()).unwrap();
+    for i in 1..=2 {
+        team.create_task(NewTask {
+            subject: format!("Step {i}"),
+            ..Default::default()
+        })
+        .unwrap();
+    }
+    rt.block_on(async {
+        host.spawn("orphans", probe("a", &dir_a)).await.unwrap();
+        host.spawn("orphans", probe("b", &dir_b)).await.unwrap();
+    });
+    let watch = Project::watching(&home, tmp.path());
+    watch.wait_until("both probes holding a task", || {
+        holding(&dir_a).is_some() && holding(&dir_b).is_some()
+    });
+    // The host dies; its children run on. Then b dies too, unwatched.
+    drop(host);
+    drop(rt);
+    let records = started::list(&Home::new(&home), "orphans").unwrap();
+    let pid_of = |n: &str| records.iter().find(|r| r.name == n).unwrap().pid;
+    let (pid_a, pid_b) = (pid_of("a"), pid_of("b"));
+    let b_task = holding(&dir_b).unwrap();
+    // SAFETY: kill(2) of a teammate process this test's host started.
+    assert_eq!(unsafe { libc::kill(pid_b as i32, libc::SIGKILL) }, 0);
+    watch.wait_until("b's process gone", || !alive(pid_b));
+
+    let (rt, host) = process_host(&home);
+    let report = rt.block_on(host.resume("orphans")).unwrap();
+    assert_eq!(report.adopted, vec!["a".to_string()], "{report:?}");
+    assert_eq!(report.respawned, vec!["b".to_string()], "{report:?}");
+    assert!(
+        report
+            .handed_back
+            .contains(&(b_task.clone(), "b".to_string())),
+        "{report:?}"
+    );
+    std::fs::write(dir_a.join("release"), "").unwrap();
+    std::fs::write(dir_b.join("release"), "").unwrap();
+    let completions = || {
+        let mut done: Vec<String> = [&dir_a, &dir_b]
+            .iter()
+            .flat_map(|d| {
+                std::fs::read_to_string(d.join("completed.log"))
+                    .unwrap_or_default()
+                    .lines()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        done.sort();
+        done
+    };
+    // The probe notes a completion after the task's update: wait for both.
+    watch.wait_until("both tasks completed", || completions().len() >= 2);
+    assert_eq!(completions(), vec!["1", "2"], "each task completed once");
+    assert!(team
+        .list_tasks()
+        .unwrap()
+        .iter()
+        .all(|t| t.status == TaskStatus::Completed));
+    // The adopted process is this host's now: it stops it.
+    let shutdown = rt
+        .block_on(host.shutdown_team("orphans", "done", Duration::from_secs(30)))
+        .unwrap();
+    assert!(shutdown.stopped.contains(&"a".to_string()), "{shutdown:?}");
+    assert!(!alive(pid_a), "the adopted process ended");
+}
+
+fn holding(dir: &Path) -> Option<String> {
+    std::fs::read_dir(dir).ok()?.find_map(|e| {
+        e.ok()?
+            .file_name()
+            .to_str()?
+            .strip_prefix("holding-")
+            .map(str::to_string)
+    })
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie (a child nobody reaped) counts as gone.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
