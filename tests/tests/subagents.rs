@@ -92,8 +92,8 @@ async fn a_message_to_a_finished_sub_agent_resumes_it() {
         .unwrap();
     let note = reply(&f, "p", "notified ").await;
     assert_eq!(note, format!("notified completed {id} resumed: and two"));
-    // The same instance: its second turn was a message turn, not a fresh
-    // start.
+    // Its second turn was a message turn (in a fresh instance: a finished
+    // sub-agent lets its instance go), not a fresh start.
     let log = std::fs::read_to_string(dir.join("turns.log")).unwrap();
     let sub_turns: Vec<&str> = log
         .lines()

@@ -150,4 +150,22 @@ async fn send_message_to_a_finished_sub_agent_resumes_its_conversation() {
         note.contains("<result>second answer, with context</result>"),
         "{note}"
     );
+    // The finished sub-agent's instance was let go; its resumption came
+    // back from the conversation the host kept for it, under its name.
+    let kept: Vec<_> = std::fs::read_dir(f.home.join("kept").join(&f.name))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with("ann.a") && n.ends_with(".conversation.json")
+        })
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let text = std::fs::read_to_string(&kept[0]).unwrap();
+    assert!(
+        text.contains("first answer")
+            && text.contains("continue please")
+            && text.contains("second answer"),
+        "{text}"
+    );
 }

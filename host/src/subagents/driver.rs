@@ -71,9 +71,16 @@ enum Ended {
 }
 
 /// Runs the sub-agent until it is killed or its parent ends.
+///
+/// Between its end and a resumption it holds no instance: the instance
+/// (and its own seat, whose sub-agents have all ended by then) is let go
+/// when it finishes, and a message builds a fresh one of the same
+/// component, sandbox and model client. Its conversation comes back from
+/// the transcript the host kept for it (`model.history`), as after a host
+/// restart; a component without a model starts from its memory's zero.
 pub(crate) async fn drive(d: Drive) {
     let Drive {
-        mut instance,
+        instance,
         own,
         child,
         parent,
@@ -82,6 +89,7 @@ pub(crate) async fn drive(d: Drive) {
         home,
         tree,
     } = d;
+    let mut alive = Some((instance, own));
     let mut turn = Turn {
         kind: TurnKind::Initial,
         prompt,
@@ -101,7 +109,27 @@ pub(crate) async fn drive(d: Drive) {
         set_running(&child);
         *lock(&child.reported) = String::new();
         let started = Instant::now();
-        let ended = run_turn(&mut instance, &turn, &mut rx, &mut pending).await;
+        if alive.is_none() {
+            match revive(&child, &parent).await {
+                Ok(made) => alive = Some(made),
+                Err(why) => {
+                    finish(&child, &tree, SubagentStatus::Failed, why);
+                    notify(&child, &parent).await;
+                    match next_message(&mut rx, &child).await {
+                        Some(t) => {
+                            resumed = true;
+                            turn = t;
+                            continue;
+                        }
+                        None => break,
+                    }
+                }
+            }
+        }
+        let Some((instance, own)) = alive.as_mut() else {
+            break;
+        };
+        let ended = run_turn(instance, &turn, &mut rx, &mut pending).await;
         lock(&child.state).duration_ms += started.elapsed().as_millis() as u64;
         let (status, output) = match ended {
             Ended::Killed { parent_gone } => {
@@ -123,7 +151,7 @@ pub(crate) async fn drive(d: Drive) {
         if status == SubagentStatus::Completed {
             // Before it may end: messages sent meanwhile, and what its own
             // sub-agents reported (it waits for those still running).
-            match more_work(&own, &mut rx, &mut pending, &child).await {
+            match more_work(own, &mut rx, &mut pending, &child).await {
                 More::Turn(messages) => {
                     turn = message_turn(messages);
                     continue;
@@ -141,28 +169,51 @@ pub(crate) async fn drive(d: Drive) {
                 More::None => {}
             }
         }
+        // Ended: the instance goes (its own seat with it); the transcript
+        // and the worktree stay for a resumption.
+        alive = None;
         finish(&child, &tree, status, output);
         notify(&child, &parent).await;
-        // Finished: it keeps its memory until a message resumes it or its
-        // parent ends.
-        match rx.recv().await {
-            Some(Command::Message(text)) => {
-                lock(&child.state).notify = true;
+        match next_message(&mut rx, &child).await {
+            Some(t) => {
                 resumed = true;
-                turn = message_turn(vec![message(&child.parent, text)]);
+                turn = t;
             }
-            Some(Command::Kill { .. }) | None => break,
+            None => break,
         }
     }
     // Its own seat goes with the instance: its sub-agents are killed.
-    drop(own);
-    drop(instance);
+    drop(alive);
     if let Some(wt) = child.worktree.clone() {
         remove_worktree(home, wt).await;
     }
+    let _ = child.transcript.remove();
     if tell_after_cleanup {
         notify(&child, &parent).await;
     }
+}
+
+/// Waits, after an end, for a message that resumes the sub-agent (its
+/// turn); `None` when it is killed or its parent ended.
+async fn next_message(rx: &mut mpsc::UnboundedReceiver<Command>, child: &Child) -> Option<Turn> {
+    match rx.recv().await {
+        Some(Command::Message(text)) => {
+            lock(&child.state).notify = true;
+            Some(message_turn(vec![message(&child.parent, text)]))
+        }
+        Some(Command::Kill { .. }) | None => None,
+    }
+}
+
+/// A fresh instance for a resumed sub-agent, from its parent's seat.
+async fn revive(child: &Arc<Child>, parent: &Weak<Seat>) -> Result<(Instance, Arc<Seat>), String> {
+    let parent = parent
+        .upgrade()
+        .ok_or_else(|| "its parent has ended".to_string())?;
+    parent
+        .instantiate(child)
+        .await
+        .map_err(|e| format!("it could not be resumed: {e}"))
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -20,9 +20,12 @@
 //! is notified with a `<task-notification>`: a teammate as a message from
 //! `teamhost` in its inbox (so it wakes for its next turn), a sub-agent as
 //! an extra turn before it may end. A sub-agent with children still running
-//! waits for them before it ends. A finished sub-agent keeps its instance
-//! (its memory) until its parent ends, so `send` resumes it with its whole
-//! context.
+//! waits for them before it ends. A finished sub-agent lets its instance go
+//! (memory stays bounded); `send` resumes it in a fresh instance of the same
+//! component, sandbox and model client, and an LLM guest gets its
+//! conversation back from the transcript the host kept for it
+//! (in the home's kept files, keyed by the sub-agent's name `{parent}.{id}`, read
+//! through `model.history`), so it goes on with its whole context.
 //!
 //! Nothing is orphaned: when a parent ends (its instance dropped), its seat
 //! kills every sub-agent it started, which kills theirs. A worktree is

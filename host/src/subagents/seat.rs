@@ -84,6 +84,13 @@ pub(crate) struct Child {
     pub parent: String,
     pub system_prompt: Option<String>,
     pub client: ModelClient,
+    /// What a resumption's fresh instance is made of.
+    pub component: PathBuf,
+    pub dir: PathBuf,
+    pub mode: crate::sandbox::PermissionMode,
+    pub rules: crate::sandbox::ToolRules,
+    /// Its kept conversation (`model.history` after a resumption).
+    pub transcript: crate::model::Transcript,
     pub state: Mutex<ChildState>,
     /// Bumped each time it finishes (completed, failed, killed).
     pub finished: watch::Sender<u64>,
@@ -310,10 +317,17 @@ impl Seat {
             .as_deref()
             .or(def.as_ref().and_then(|d| d.model.as_deref()))
             .filter(|m| *m != "inherit");
+        // Its conversation, kept for a resumption; one left by an earlier
+        // life of the same id is not its own.
+        let transcript =
+            crate::store::kept::conversation(&self.cfg.home, self.cfg.team.name(), &full_name)
+                .map(crate::model::Transcript::at)
+                .map_err(|e| SubagentError::Unavailable(e.to_string()))?;
+        let _ = transcript.remove();
         let client = self
             .cfg
             .client
-            .sub_agent(&full_name, model, None)
+            .sub_agent(&full_name, model, Some(transcript.clone()))
             .map_err(denied)?;
         // Where it works.
         let worktree = if wants_worktree {
@@ -356,6 +370,11 @@ impl Seat {
                 .map(|d| d.prompt.clone())
                 .filter(|p| !p.trim().is_empty()),
             client: client.clone(),
+            component: component.clone(),
+            dir: dir.clone(),
+            mode,
+            rules: rules.clone(),
+            transcript,
             state: Mutex::new(ChildState {
                 status: SubagentStatus::Running,
                 output: String::new(),
@@ -367,9 +386,7 @@ impl Seat {
             tool_uses: AtomicU32::new(0),
             reported: Mutex::new(String::new()),
         });
-        let made = self
-            .instantiate(&child, &component, &dir, mode, rules, client)
-            .await;
+        let made = self.instantiate(&child).await;
         let (instance, own) = match made {
             Ok(made) => made,
             Err(e) => {
@@ -407,17 +424,20 @@ impl Seat {
         Ok(Started::Finished(child.info()))
     }
 
-    /// Builds the sub-agent's instance: its own sandbox on `dir`, its own
-    /// context, its own seat one level deeper.
-    async fn instantiate(
+    /// Builds the sub-agent's instance: its own sandbox on its directory,
+    /// its own context, its own seat one level deeper (at start, and again
+    /// when a message resumes it after its end).
+    pub(crate) async fn instantiate(
         &self,
         child: &Arc<Child>,
-        component: &std::path::Path,
-        dir: &std::path::Path,
-        mode: crate::sandbox::PermissionMode,
-        rules: crate::sandbox::ToolRules,
-        client: ModelClient,
     ) -> Result<(Instance, Arc<Seat>), SubagentError> {
+        let (component, dir, mode, rules, client) = (
+            child.component.as_path(),
+            child.dir.as_path(),
+            child.mode,
+            child.rules.clone(),
+            child.client.clone(),
+        );
         let unavailable =
             |what: &str, e: String| SubagentError::Unavailable(format!("{what}: {e}"));
         let runtime = self.cfg.runtime.clone();
