@@ -29,5 +29,6 @@ mod sandbox_plan;
 mod shutdown;
 mod starvation;
 mod subagents;
+mod subagents_lifecycle;
 mod subagents_llm;
 mod worktree;

@@ -192,56 +192,8 @@ async fn a_sub_agent_in_a_worktree_works_on_its_own_checkout() {
     let note = reply(&f, "p", "notified ").await;
     assert!(note.starts_with(&format!("notified killed {id}")), "{note}");
     assert!(!clean.exists(), "the clean worktree was removed");
-    // …and one with changes is kept.
-    f.host
-        .send_as_lead(
-            &f.name,
-            "p",
-            "sub spawn worktree -- write-spin left.txt work",
-            None,
-        )
-        .unwrap();
-    let spawned = said(&f, "p")
-        .into_iter()
-        .filter(|t| t.starts_with("sub-spawned "))
-        .count();
-    assert!(spawned >= 1);
-    let mut id2 = String::new();
-    f.until("the second spawn", || {
-        let all: Vec<String> = said(&f, "p")
-            .into_iter()
-            .filter(|t| t.starts_with("sub-spawned "))
-            .collect();
-        if all.len() == 2 {
-            id2 = word_after(&all[1], "sub-spawned ").to_string();
-        }
-        all.len() == 2
-    })
-    .await;
-    let dirty = f
-        .home
-        .join("worktrees")
-        .join(&f.name)
-        .join(format!("p.{id2}"));
-    f.until("the write in the worktree", || {
-        dirty.join("left.txt").exists()
-    })
-    .await;
-    f.host
-        .send_as_lead(&f.name, "p", &format!("sub stop {id2}"), None)
-        .unwrap();
-    f.until("the second notification", || {
-        said(&f, "p")
-            .iter()
-            .filter(|t| t.starts_with("notified "))
-            .count()
-            == 2
-    })
-    .await;
-    assert!(
-        dirty.join("left.txt").exists(),
-        "a worktree with changes is kept"
-    );
+    // One with changes is kept when its parent ends: see
+    // `subagents_lifecycle.rs`.
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,6 +27,8 @@
 //! | `write FILE TEXT` | writes FILE with the sandboxed tool; `wrote FILE` or the error |
 //! | `fail` | the turn fails with `told to fail` |
 //! | `spin` | loops until stopped |
+//! | `trap` | traps (`unreachable`) |
+//! | `deep-spin` | runs a sub-agent `spin` and waits for it (for ever) |
 //! | `dm TEXT` | tries to message the lead: `dm sent` or `dm refused: ERROR` |
 //! | `write-spin FILE TEXT` | writes FILE, then loops until stopped |
 //! | `nest N OPTS` | runs a sub-agent `nest N-1` (`say bottom` at 0) and reports `depth D: ` + its result or error |
@@ -149,6 +151,11 @@ pub fn as_sub_agent(text: &str, resumed: bool) -> Result<(), String> {
         }
         ["fail", ..] => return Err("told to fail".into()),
         ["spin", ..] => spin(),
+        ["trap", ..] => core::arch::wasm32::unreachable(),
+        ["deep-spin", ..] => match subagents::run(&start("", "spin")) {
+            Ok(i) => format!("deep-spin ended: {}", i.output),
+            Err(e) => format!("deep-spin refused: {e:?}"),
+        },
         ["dm", rest @ ..] => {
             match crate::teamhost::agent::messaging::send("team-lead", &rest.join(" "), None) {
                 Ok(_) => "dm sent".to_string(),

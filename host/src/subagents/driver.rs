@@ -191,6 +191,7 @@ pub(crate) async fn drive(d: Drive) {
     if tell_after_cleanup {
         notify(&child, &parent).await;
     }
+    tree.gone();
 }
 
 /// Waits, after an end, for a message that resumes the sub-agent (its
@@ -226,13 +227,15 @@ fn set_running(child: &Child) {
     s.output.clear();
 }
 
+/// Records its end: the state first, so whoever the counters or the watch
+/// wake finds it ended.
 fn finish(child: &Child, tree: &Arc<super::Tree>, status: SubagentStatus, output: String) {
-    tree.ended();
     {
         let mut s = lock(&child.state);
         s.status = status;
         s.output = output;
     }
+    tree.ended();
     child.finished.send_modify(|n| *n += 1);
 }
 

@@ -401,8 +401,11 @@ impl Seat {
             }
         };
         lock(&self.children).push(child.clone());
-        self.cfg.tree.started(depth).await;
+        // Counted before its task can end it; from here a caller that goes
+        // away (its own turn killed) takes it along.
+        self.cfg.tree.started(depth);
         let mut done = child.finished.subscribe();
+        let guard = (!background).then(|| KillOnDrop(Some(child.clone())));
         tokio::spawn(driver::drive(driver::Drive {
             instance,
             own,
@@ -413,14 +416,15 @@ impl Seat {
             home: self.cfg.home.clone(),
             tree: self.cfg.tree.clone(),
         }));
+        self.cfg.tree.saved().await;
         if background {
             return Ok(Started::Launched(child.info()));
         }
-        // Synchronous: wait for its end; a caller that goes away (its own
-        // turn killed) takes the sub-agent with it.
-        let guard = KillOnDrop(Some(child.clone()));
+        // Synchronous: wait for its end.
         let _ = done.wait_for(|n| *n >= 1).await;
-        std::mem::forget(guard);
+        if let Some(mut g) = guard {
+            g.0 = None;
+        }
         Ok(Started::Finished(child.info()))
     }
 

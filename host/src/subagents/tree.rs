@@ -29,6 +29,11 @@ pub struct TreeRecord {
     pub max_depth: u32,
     /// The limit of running sub-agents per agent.
     pub max_running: usize,
+    /// Sub-agents whose task still exists: running, or ended and waiting
+    /// to be resumed (0 once everything a teammate started is gone,
+    /// worktrees cleaned up included).
+    #[serde(default)]
+    pub alive: usize,
 }
 
 impl TreeRecord {
@@ -75,8 +80,11 @@ pub struct Tree {
     running: AtomicUsize,
     started: AtomicUsize,
     deepest: AtomicU32,
+    alive: AtomicUsize,
     /// Serialises the writes: each writes the counters as they are then.
     write: Mutex<()>,
+    /// The counters after each change, for waiters ([`Tree::until`]).
+    changes: tokio::sync::watch::Sender<TreeRecord>,
 }
 
 impl Tree {
@@ -88,8 +96,20 @@ impl Tree {
             running: AtomicUsize::new(0),
             started: AtomicUsize::new(0),
             deepest: AtomicU32::new(0),
+            alive: AtomicUsize::new(0),
             write: Mutex::new(()),
+            changes: tokio::sync::watch::channel(TreeRecord::default()).0,
         })
+    }
+
+    /// Waits until the counters satisfy `done` (checked after every change).
+    pub async fn until(&self, done: impl Fn(&TreeRecord) -> bool) {
+        let mut rx = self.changes.subscribe();
+        let _ = rx.wait_for(|_| done(&self.record())).await;
+    }
+
+    fn changed(&self) {
+        self.changes.send_replace(self.record());
     }
 
     /// The counters now.
@@ -100,21 +120,39 @@ impl Tree {
             deepest: self.deepest.load(Ordering::SeqCst),
             max_depth: self.limits.max_depth,
             max_running: self.limits.max_running,
+            alive: self.alive.load(Ordering::SeqCst),
         }
     }
 
-    /// A sub-agent at `depth` started; returns once the record is written
-    /// (so what the parent says next, the record already shows).
-    pub(crate) async fn started(self: &Arc<Self>, depth: u32) {
+    /// A sub-agent at `depth` started (counted at once; [`Tree::saved`]
+    /// writes the record).
+    pub(crate) fn started(&self, depth: u32) {
         self.started.fetch_add(1, Ordering::SeqCst);
         self.deepest.fetch_max(depth, Ordering::SeqCst);
         self.running.fetch_add(1, Ordering::SeqCst);
+        self.alive.fetch_add(1, Ordering::SeqCst);
+        self.changed();
+    }
+
+    /// A sub-agent's task ended for good (after its cleanup).
+    pub(crate) fn gone(self: &Arc<Self>) {
+        let _ = self
+            .alive
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        self.changed();
+        self.save();
+    }
+
+    /// Writes the record now and returns when it is written (so what the
+    /// parent says next, the record already shows).
+    pub(crate) async fn saved(self: &Arc<Self>) {
         let me = self.clone();
         let _ = tokio::task::spawn_blocking(move || me.write()).await;
     }
 
     pub(crate) fn resumed(self: &Arc<Self>) {
         self.running.fetch_add(1, Ordering::SeqCst);
+        self.changed();
         self.save();
     }
 
@@ -122,6 +160,7 @@ impl Tree {
         let _ = self
             .running
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        self.changed();
         self.save();
     }
 
