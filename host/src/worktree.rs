@@ -105,6 +105,21 @@ pub fn create(home: &Home, team: &str, name: &str, cwd: &Path) -> Result<PathBuf
         ))
     })?;
     let common = canonical(Path::new(common.trim()));
+    add(home, team, name, &top, &common, "HEAD")
+}
+
+/// Makes `name`'s worktree of the repository whose top is `top` and whose
+/// common git directory is `common` (both trusted: found from the lead's
+/// directory, or from a record the host wrote), at `start`.
+fn add(
+    home: &Home,
+    team: &str,
+    name: &str,
+    top: &Path,
+    common: &Path,
+    start: &str,
+) -> Result<PathBuf> {
+    let (top, common) = (top.to_path_buf(), common.to_path_buf());
     let wt = path(home, team, name);
     if wt.exists() {
         // A leftover of an earlier run with the same name: reuse it only if
@@ -139,7 +154,7 @@ pub fn create(home: &Home, team: &str, name: &str, cwd: &Path) -> Result<PathBuf
             "-B",
             &branch(team, name),
             &wt.to_string_lossy(),
-            "HEAD",
+            start,
         ],
     )
     .map_err(|e| Error::Invalid(format!("cannot create a worktree for {name}: {e}")))?;
@@ -168,6 +183,29 @@ pub fn create(home: &Home, team: &str, name: &str, cwd: &Path) -> Result<PathBuf
     }
     .save()?;
     Ok(wt)
+}
+
+/// Creates `name`'s worktree from the worktree `parent` that teamhost made
+/// (a sub-agent's `isolation: worktree`), at `parent`'s branch: the same
+/// repository, its committed state. Only the host's record of `parent` is
+/// believed (its repository, git directory and branch); a directory without
+/// one is refused, since its `.git` is its owner's to forge (pointing it at
+/// another repository would check out files its owner cannot reach).
+pub fn create_from(home: &Home, team: &str, name: &str, parent: &Path) -> Result<PathBuf> {
+    let record = Record::load(parent).ok_or_else(|| {
+        Error::Invalid(format!(
+            "a sub-agent's worktree is made only from a worktree teamhost made for its parent \
+             (spawn the teammate with isolation = \"worktree\"); {} has no such record, and \
+             the .git of a teammate's own directory is not trusted",
+            parent.display()
+        ))
+    })?;
+    let top = record
+        .common_dir
+        .parent()
+        .map(Path::to_path_buf)
+        .ok_or_else(|| Error::Invalid("the parent's worktree record has no repository".into()))?;
+    add(home, team, name, &top, &record.common_dir, &record.branch)
 }
 
 /// `path` with links resolved where it exists, as given otherwise.

@@ -131,12 +131,15 @@ fn repo(dir: &Path) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sub_agent_in_a_worktree_works_on_its_own_checkout() {
     let f = Fixture::new("sub-wt");
-    let dir = f.dir("p");
-    repo(&dir);
-    f.host
-        .spawn(&f.name, common::probe_request("p", "", &dir))
-        .await
-        .unwrap();
+    let repo_dir = f.dir("repo");
+    repo(&repo_dir);
+    // The parent works in a worktree teamhost made: a sub-agent's worktree
+    // comes from its record, never from a teammate's own `.git`.
+    let mut req = common::probe_request("p", "", &repo_dir);
+    req.isolation = teamhost::embed::Isolation::Worktree;
+    f.host.spawn(&f.name, req).await.unwrap();
+    let dir = f.home.join("worktrees").join(&f.name).join("p");
+    assert!(dir.join("README").exists());
     f.host
         .send_as_lead(
             &f.name,
@@ -194,6 +197,39 @@ async fn a_sub_agent_in_a_worktree_works_on_its_own_checkout() {
     assert!(!clean.exists(), "the clean worktree was removed");
     // One with changes is kept when its parent ends: see
     // `subagents_lifecycle.rs`.
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_agent_worktree_is_refused_from_a_teammates_own_git() {
+    // The teammate's directory is a repository of its own, whose `.git` it
+    // could point anywhere: the host makes no worktree from it.
+    let f = Fixture::new("sub-wt-own");
+    let dir = f.dir("p");
+    repo(&dir);
+    let elsewhere = f.dir("secret");
+    repo(&elsewhere);
+    std::fs::write(elsewhere.join("secret.txt"), "not for p").unwrap();
+    git(&elsewhere, &["add", "secret.txt"]);
+    git(&elsewhere, &["commit", "-q", "-m", "secret"]);
+    std::fs::remove_dir_all(dir.join(".git")).unwrap();
+    std::fs::write(
+        dir.join(".git"),
+        format!("gitdir: {}\n", elsewhere.join(".git").display()),
+    )
+    .unwrap();
+    f.host
+        .spawn(&f.name, common::probe_request("p", "", &dir))
+        .await
+        .unwrap();
+    f.host
+        .send_as_lead(&f.name, "p", "sub run worktree -- say hi", None)
+        .unwrap();
+    let r = reply(&f, "p", "sub-error ").await;
+    assert!(r.contains("Denied") && r.contains("not trusted"), "{r}");
+    let made: Vec<_> = std::fs::read_dir(f.home.join("worktrees"))
+        .map(|d| d.flatten().collect())
+        .unwrap_or_default();
+    assert!(made.is_empty(), "no worktree was made: {made:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

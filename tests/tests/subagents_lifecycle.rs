@@ -20,15 +20,23 @@ use crate::common;
 
 struct Parent {
     _tmp: tempfile::TempDir,
+    dir: std::path::PathBuf,
     seat: Arc<Seat>,
     tree: Arc<Tree>,
 }
 
 fn parent() -> Parent {
+    parent_with(|_, dir| dir.to_path_buf())
+}
+
+/// A parent whose directory `place(home, work)` gives (`work` is a fresh
+/// directory).
+fn parent_with(place: impl FnOnce(&Home, &std::path::Path) -> std::path::PathBuf) -> Parent {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("work");
-    std::fs::create_dir_all(&dir).unwrap();
+    let work = tmp.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
     let home = Home::new(tmp.path().join("home"));
+    let dir = place(&home, &work);
     let team = Store::in_memory().team("life").unwrap();
     team.create(NewTeam::default()).unwrap();
     let limits_sub = SubagentLimits::default();
@@ -54,7 +62,7 @@ fn parent() -> Parent {
         tool_limits: Default::default(),
         hooks: Default::default(),
         hidden_dirs: Vec::new(),
-        dir: dir.canonicalize().unwrap(),
+        dir: dir.clone(),
         client: teamhost::model::ModelClient::disabled(),
         poll_interval: Duration::from_millis(500),
         depth: 0,
@@ -65,6 +73,7 @@ fn parent() -> Parent {
     });
     Parent {
         _tmp: tmp,
+        dir: dir.clone(),
         seat,
         tree,
     }
@@ -186,25 +195,28 @@ async fn stopping_a_background_sub_agent_ends_it_killed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_the_parent_ends_clean_worktrees_go_and_changed_ones_stay() {
-    let p = parent();
-    let dir = p._tmp.path().join("work").canonicalize().unwrap();
-    // The probe logs its turns in its directory: not a change.
-    std::fs::write(dir.join(".gitignore"), "turns.log\n").unwrap();
-    for args in [
-        vec!["init", "-q"],
-        vec!["config", "user.email", "t@example.com"],
-        vec!["config", "user.name", "t"],
-        vec!["add", ".gitignore"],
-        vec!["commit", "-q", "-m", "init"],
-    ] {
-        let ok = std::process::Command::new("git")
-            .arg("-C")
-            .arg(&dir)
-            .args(&args)
-            .status()
-            .unwrap();
-        assert!(ok.success(), "git {args:?}");
-    }
+    // The parent works in a worktree the host made of a repository.
+    let p = parent_with(|home, work| {
+        // The probe logs its turns in its directory: not a change.
+        std::fs::write(work.join(".gitignore"), "turns.log\n").unwrap();
+        for args in [
+            vec!["init", "-q"],
+            vec!["config", "user.email", "t@example.com"],
+            vec!["config", "user.name", "t"],
+            vec!["add", ".gitignore"],
+            vec!["commit", "-q", "-m", "init"],
+        ] {
+            let ok = std::process::Command::new("git")
+                .arg("-C")
+                .arg(work)
+                .args(&args)
+                .status()
+                .unwrap();
+            assert!(ok.success(), "git {args:?}");
+        }
+        teamhost::worktree::create(home, "life", "parent", work).unwrap()
+    });
+    let dir = p.dir.clone();
     let in_worktree = |prompt: &str| StartRequest {
         worktree: true,
         ..request(prompt, false)

@@ -338,11 +338,14 @@ impl Seat {
                 self.cfg.dir.clone(),
             );
             let made = tokio::task::spawn_blocking(move || {
-                crate::worktree::create(&home, &team, &name, &dir)
+                crate::worktree::create_from(&home, &team, &name, &dir)
             })
             .await
             .map_err(|e| SubagentError::Unavailable(format!("worktree creation panicked: {e}")))?
-            .map_err(|e| SubagentError::Unavailable(e.to_string()))?;
+            .map_err(|e| match e {
+                crate::Error::Invalid(m) => SubagentError::Denied(m),
+                other => SubagentError::Unavailable(other.to_string()),
+            })?;
             Some(made)
         } else {
             None
