@@ -169,3 +169,64 @@ async fn send_message_to_a_finished_sub_agent_resumes_its_conversation() {
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_agent_definition_gives_its_prompt_and_tools() {
+    use teamhost::teammate::{Definition, Definitions};
+    let script = r#"{"agents":[
+     {"name":"rev","match":["REVIEWER-DEFINITION"],"turns":[
+       {"tool_use":[{"id":"w","name":"Write","input":{"file_path":"x.txt","content":"no"}}]},
+       {"text":"reviewed"}]},
+     {"name":"ann","match":["You are ann,"],"turns":[
+       {"tool_use":[{"id":"c1","name":"Agent","input":{"description":"review","prompt":"review it","subagent_type":"reviewer"}}]},
+       {"tool_use":[{"id":"c2","name":"SendMessage","input":{"to":"team-lead","message":"done","summary":"s"}}]},
+       {"text":"ok"}]}]}"#;
+    let tmp = tempfile::tempdir().unwrap();
+    let cassettes = tmp.path().join("cassettes");
+    let (hub, _) = models::hub(script, CassetteMode::Record, Some(cassettes.clone()));
+    let f = Fixture::with_options("sub-llm-def", models::options(hub));
+    let mut defs = Definitions::new();
+    defs.insert(Definition {
+        name: "reviewer".into(),
+        description: "reviews".into(),
+        prompt: "You are the REVIEWER-DEFINITION. Read, never write.".into(),
+        tools: Some(vec!["Read".into(), "Grep".into(), "Glob".into()]),
+        ..Definition::default()
+    });
+    let mut req = agent(&f, "ann", "go");
+    req.settings.agents = Some(std::sync::Arc::new(defs));
+    let dir = req.cwd.clone();
+    f.host.spawn(&f.name, req).await.unwrap();
+    f.until("ann to tell the lead done", || said(&f, "ann") == ["done"])
+        .await;
+    let sub = std::fs::read_dir(cassettes.join(&f.name))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with("ann.a"))
+        .expect("the sub-agent's cassette");
+    let seen = requests(&cassettes, &f.name, sub.trim_end_matches(".jsonl"));
+    assert_eq!(
+        seen[0]["system"].as_str().unwrap(),
+        "You are the REVIEWER-DEFINITION. Read, never write."
+    );
+    let tools: Vec<&str> = seen[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        ["Read", "Glob", "Grep"],
+        "only the definition's tools"
+    );
+    // The Write the model tried anyway was refused.
+    assert!(
+        last_message(&seen[1]).contains("permission denied"),
+        "{}",
+        last_message(&seen[1])
+    );
+    assert!(!dir.join("x.txt").exists());
+    let parent = requests(&cassettes, &f.name, "ann");
+    assert!(last_message(&parent[1]).contains("reviewed"));
+}
