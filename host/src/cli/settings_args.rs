@@ -52,6 +52,11 @@ pub struct SettingsArgs {
     /// given by the host that starts it, instead of the `--model-*` flags.
     #[arg(long = "model-policy", hide = true, value_name = "JSON")]
     pub(crate) model_policy_json: Option<String>,
+    /// The agent definitions its sub-agents may name, as JSON
+    /// (`crate::teammate::Definitions`); given by the host that starts it,
+    /// from places its operator chose.
+    #[arg(long = "agent-definitions", hide = true, value_name = "JSON")]
+    pub(crate) agent_definitions: Option<String>,
     /// The teammate's model policy. Only these flags give the teammate a
     /// model; `--model` alone (Claude Code passes its own model to every
     /// teammate) grants nothing, and is the default when they allow it.
@@ -94,9 +99,12 @@ impl SettingsArgs {
             auto_claim: !self.no_auto_claim,
             limits,
             notifications: Some(self.notifications),
-            // Not passed to a child process (yet): its sub-agents are
-            // `general-purpose` only.
-            agents: None,
+            agents: match &self.agent_definitions {
+                None => None,
+                Some(json) => Some(std::sync::Arc::new(serde_json::from_str(json).map_err(
+                    |e| anyhow::anyhow!("--agent-definitions is not a definitions object: {e}"),
+                )?)),
+            },
         })
     }
 }
@@ -183,7 +191,19 @@ mod tests {
             },
             notifications: Some(NotificationLevel::StateChanges),
             model_policy: Some(policy),
-            agents: None,
+            agents: Some(std::sync::Arc::new({
+                let mut d = crate::teammate::Definitions::new();
+                d.insert(crate::teammate::Definition {
+                    name: "reviewer".into(),
+                    description: "reviews".into(),
+                    prompt: "Review.\nCarefully.".into(),
+                    tools: Some(vec!["Read".into()]),
+                    permission_mode: Some("plan".into()),
+                    background: true,
+                    ..Default::default()
+                });
+                d
+            })),
         };
         assert_eq!(round_trip(&settings), settings);
 

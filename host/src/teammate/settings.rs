@@ -127,7 +127,8 @@ impl TeammateSettings {
     /// `--permission-mode` or `--dangerously-skip-permissions`,
     /// `--plan-mode-required`, `--allowedTools`, `--disallowedTools`), then
     /// teamhost's (`--no-auto-claim`, `--notifications`, and as JSON, exact
-    /// to the last field, `--limits` and `--model-policy`). `notifications`
+    /// to the last field, `--limits`, `--model-policy` and
+    /// `--agent-definitions`). `notifications`
     /// is the level to give when the settings leave it to the host.
     pub fn child_args(&self, notifications: NotificationLevel) -> Vec<String> {
         let mut a: Vec<String> = Vec::new();
@@ -173,6 +174,10 @@ impl TeammateSettings {
         if let Some(policy) = &self.model_policy {
             a.push("--model-policy".into());
             a.push(serde_json::to_string(policy).expect("a model policy serialises"));
+        }
+        if let Some(agents) = &self.agents {
+            a.push("--agent-definitions".into());
+            a.push(serde_json::to_string(agents.as_ref()).expect("definitions serialise"));
         }
         a
     }
