@@ -7,7 +7,7 @@
 //! | message | does | answers the sender |
 //! |---|---|---|
 //! | `sub run [OPTS] -- PROMPT` | `subagents.run` | `sub-result STATUS ID OUTPUT` or `sub-error ERROR` |
-//! | `sub spawn [OPTS] -- PROMPT` | `subagents.spawn` | `sub-spawned ID` or `sub-error ERROR` |
+//! | `sub spawn [OPTS] -- PROMPT` | `subagents.launch` | `sub-spawned ID` or `sub-error ERROR` |
 //! | `sub send ID -- TEXT` | `subagents.send` | `sub-sent ID` or `sub-error ERROR` |
 //! | `sub stop ID` | `subagents.stop` | `sub-stopped ID` or `sub-error ERROR` |
 //! | `sub list` | `subagents.list` | `sub-list ID:STATUS:DEPTH …` |
@@ -88,7 +88,7 @@ pub fn parent_directive(text: &str) -> Option<String> {
             ),
             Err(e) => format!("sub-error {e:?}"),
         },
-        "spawn" => match subagents::spawn(&start(&opts, tail)) {
+        "spawn" => match subagents::launch(&start(&opts, tail)) {
             Ok(id) => format!("sub-spawned {id}"),
             Err(e) => format!("sub-error {e:?}"),
         },

@@ -27,25 +27,28 @@ fn invoke(steps: &[Step], n: usize) -> &Step {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tools_a_model_is_given_follow_the_mode_and_the_deny_rules() {
     let a = Arena::new("toolbox-defs").await;
-    let all = "Read,Write,Edit,Glob,Grep,Bash,SendMessage,TaskCreate,TaskGet,TaskUpdate,TaskList";
+    // Agent (sub-agents, which never get more than their parent) in every
+    // mode, unless a rule denies it.
+    let all =
+        "Read,Write,Edit,Glob,Grep,Bash,SendMessage,TaskCreate,TaskGet,TaskUpdate,TaskList,Agent";
     let cases: [(&str, &str, &[&str], &str); 4] = [
         ("d-default", "default", &[], all),
         (
             "d-plan",
             "plan",
             &[],
-            "Read,Glob,Grep,SendMessage,TaskCreate,TaskGet,TaskUpdate,TaskList",
+            "Read,Glob,Grep,SendMessage,TaskCreate,TaskGet,TaskUpdate,TaskList,Agent",
         ),
         (
             "d-delegate",
             "delegate",
             &[],
-            "SendMessage,TaskCreate,TaskGet,TaskUpdate,TaskList",
+            "SendMessage,TaskCreate,TaskGet,TaskUpdate,TaskList,Agent",
         ),
         (
             "d-nobash",
             "bypassPermissions",
-            &["Bash", "TaskCreate"],
+            &["Bash", "TaskCreate", "Agent"],
             "Read,Write,Edit,Glob,Grep,SendMessage,TaskGet,TaskUpdate,TaskList",
         ),
     ];

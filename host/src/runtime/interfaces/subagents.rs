@@ -67,7 +67,7 @@ impl SubagentGlue<'_> {
         }
     }
 
-    /// Starts a sub-agent (the `Agent` tool and `run`/`spawn`).
+    /// Starts a sub-agent (the `Agent` tool and `run`/`launch`).
     pub(crate) async fn start(&self, req: StartRequest) -> Result<Started, WitError> {
         let host = self.host()?;
         host.start(self.caller(), req).await.map_err(to_wit)
@@ -95,7 +95,7 @@ impl Host for SubagentGlue<'_> {
         }))
     }
 
-    async fn spawn(&mut self, req: Start) -> wasmtime::Result<Result<String, WitError>> {
+    async fn launch(&mut self, req: Start) -> wasmtime::Result<Result<String, WitError>> {
         Ok(self.start(request(req, true)).await.map(|s| match s {
             Started::Finished(i) | Started::Launched(i) => i.id,
         }))
