@@ -398,6 +398,14 @@ fn a_teammate_process_outliving_its_host_is_adopted_and_one_that_died_is_respawn
             .contains(&(b_task.clone(), "b".to_string())),
         "{report:?}"
     );
+    // b runs in its own process again (this host's backend), a new one.
+    let again = started::list(&Home::new(&home), "orphans").unwrap();
+    let b_again = again
+        .iter()
+        .find(|r| r.name == "b")
+        .expect("b's new process");
+    assert_ne!(b_again.pid, pid_b);
+    assert_eq!(b_again.host_pid, std::process::id());
     std::fs::write(dir_a.join("release"), "").unwrap();
     std::fs::write(dir_b.join("release"), "").unwrap();
     let completions = || {
@@ -451,4 +459,38 @@ fn alive(pid: u32) -> bool {
                 .starts_with('Z')
         })
         .unwrap_or(false)
+}
+
+#[test]
+fn resume_refuses_a_team_whose_host_still_runs_and_one_that_does_not_exist() {
+    let p = Project::new(
+        "resume-alive",
+        &["p"],
+        "complete-tasks bash-on-task",
+        "allowed_tools = [\"Bash\"]",
+        1,
+    );
+    let nothing = finish(p.start(&["--resume"], "in-process"));
+    assert!(!nothing.status.success());
+    assert!(
+        shown(&nothing).contains("nothing to resume"),
+        "{}",
+        shown(&nothing)
+    );
+    let run = p.start(&[], "in-process");
+    p.wait_until("task 1 claimed by p", || in_progress_by(p.task(1), "p"));
+    let second = finish(p.start(&["--resume"], "in-process"));
+    let pid = run.id();
+    assert!(!second.status.success(), "{}", shown(&second));
+    assert!(
+        shown(&second).contains(&format!("still run by teamhost process {pid}")),
+        "{}",
+        shown(&second)
+    );
+    // The running team is untouched: the same teammate holds the task.
+    assert!(in_progress_by(p.task(1), "p"));
+    std::fs::write(p.dir("p").join("release"), "").unwrap();
+    let out = finish(run);
+    assert!(out.status.success(), "{}", shown(&out));
+    assert_eq!(p.completions(&["p"]), vec!["1"]);
 }
