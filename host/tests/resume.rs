@@ -494,3 +494,43 @@ fn resume_refuses_a_team_whose_host_still_runs_and_one_that_does_not_exist() {
     assert!(out.status.success(), "{}", shown(&out));
     assert_eq!(p.completions(&["p"]), vec!["1"]);
 }
+
+#[test]
+fn the_message_a_turn_was_handling_when_the_host_died_is_delivered_again() {
+    // q completes the one task; p takes messages only and holds its turn on
+    // "hold" in a Bash call.
+    let p = Project::new("resume-message", &["q"], "complete-tasks", "", 1);
+    std::fs::create_dir_all(p.dir("p")).unwrap();
+    let mut toml = std::fs::read_to_string(&p.manifest).unwrap();
+    toml += &format!(
+        "[[teammate]]\nname = \"p\"\ncomponent = {:?}\nprompt = \"complete-tasks\"\ncwd = \"work/p\"\nmode = \"acceptEdits\"\nallowed_tools = [\"Bash\"]\nauto_claim = false\n",
+        teamhost_tests::PROBE
+    );
+    std::fs::write(&p.manifest, toml).unwrap();
+    let run = p.start(&[], "in-process");
+    p.wait_until("p's first turn", || turns_of(&p.dir("p"), "initial") == 1);
+    let sent = p.cli(&["send", "--team", &p.team, "p", "hold"]);
+    assert!(sent.status.success(), "{}", shown(&sent));
+    let holding = p.dir("p").join("holding-msg");
+    p.wait_until("p's message turn holding", || holding.exists());
+    kill(run);
+    std::fs::write(p.dir("p").join("release"), "").unwrap();
+    let out = finish(p.start(&["--resume"], "in-process"));
+    assert!(out.status.success(), "{}", shown(&out));
+    assert!(
+        shown(&out).contains("the message p was handling delivered again"),
+        "{}",
+        shown(&out)
+    );
+    // Both lives had the message turn: the second finished it.
+    let holds = std::fs::read_to_string(p.dir("p").join("turns.log"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("message\tteam-lead\thold"))
+        .count();
+    assert_eq!(holds, 2);
+    assert!(std::fs::read_to_string(p.dir("p").join("bash.log"))
+        .unwrap()
+        .contains("msg"));
+    assert_eq!(p.completions(&["q"]), vec!["1"]);
+}
