@@ -185,8 +185,13 @@ fn kill_and_resume(p: &Project, moment: &str, at: impl FnMut() -> bool, lives: u
     let run = p.start(&[], "in-process");
     p.wait_until(moment, at);
     kill(run);
-    // The killed host left its teammate's work in flight.
+    // The killed host left its teammate's work in flight, and the lead
+    // sees the teammate dead, not idle.
     assert!(in_progress_by(p.task(1), "p"), "{:?}", p.task(1));
+    let status = p.cli(&["status", "--team", &p.team, "--json"]);
+    let snap: Value = serde_json::from_slice(&status.stdout).expect(&shown(&status));
+    assert_eq!(snap["teammates"][0]["name"], "p");
+    assert_eq!(snap["teammates"][0]["state"], "dead", "{snap}");
     std::fs::write(p.dir("p").join("release"), "").unwrap();
     let out = finish(p.start(&["--resume", "--keep"], "in-process"));
     assert!(out.status.success(), "{}", shown(&out));
