@@ -189,7 +189,8 @@ fn kill_and_resume(p: &Project, moment: &str, at: impl FnMut() -> bool, lives: u
     // sees the teammate dead, not idle.
     assert!(in_progress_by(p.task(1), "p"), "{:?}", p.task(1));
     let status = p.cli(&["status", "--team", &p.team, "--json"]);
-    let snap: Value = serde_json::from_slice(&status.stdout).expect(&shown(&status));
+    let snap: Value =
+        serde_json::from_slice(&status.stdout).unwrap_or_else(|_| panic!("{}", shown(&status)));
     assert_eq!(snap["teammates"][0]["name"], "p");
     assert_eq!(snap["teammates"][0]["state"], "dead", "{snap}");
     std::fs::write(p.dir("p").join("release"), "").unwrap();
