@@ -6,7 +6,9 @@
 //!
 //! A teammate's state comes from what is on disk: `isActive` in the config,
 //! and for teammates teamhost started in their own process, whether that
-//! process is still alive (a dead one is reported `dead`, not idle).
+//! process is still alive (a dead one is reported `dead`, not idle); an
+//! in-process teammate whose host is gone is `dead` too (`teamhost run
+//! --resume` brings it back).
 
 use serde::Serialize;
 
@@ -163,6 +165,16 @@ pub fn snapshot_cached(
     let processes = home
         .map(|h| started::list(h, team.name()).unwrap_or_default())
         .unwrap_or_default();
+    // In-process teammates whose host is gone (killed, crashed): their
+    // spawn record names a host that no longer runs.
+    let me = std::process::id();
+    let host_gone: HashSet<String> = home
+        .map(|h| crate::backends::spawn_record::list(h, team.name()).unwrap_or_default())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.host_pid != me && !r.host_alive_elsewhere())
+        .map(|r| r.name)
+        .collect();
     let pending_requests = pending(team, cache)?;
     let inbox = team.read_inbox(&lead)?;
     let lead_mail: Vec<&InboxMessage> = cache.history(team, &lead)?.iter().chain(&inbox).collect();
@@ -174,10 +186,10 @@ pub fn snapshot_cached(
         .iter()
         .filter(|m| m.name != lead)
         .map(|m| {
-            let dead = processes
-                .iter()
-                .find(|p| p.name == m.name)
-                .is_some_and(|p| p.open_if_running().is_none());
+            let dead = match processes.iter().find(|p| p.name == m.name) {
+                Some(p) => p.open_if_running().is_none(),
+                None => host_gone.contains(&m.name),
+            };
             let stopping = !dead && shutdown_pending(team, &m.name);
             TeammateView {
                 name: m.name.clone(),

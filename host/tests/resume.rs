@@ -185,8 +185,14 @@ fn kill_and_resume(p: &Project, moment: &str, at: impl FnMut() -> bool, lives: u
     let run = p.start(&[], "in-process");
     p.wait_until(moment, at);
     kill(run);
-    // The killed host left its teammate's work in flight.
+    // The killed host left its teammate's work in flight, and the lead
+    // sees the teammate dead, not idle.
     assert!(in_progress_by(p.task(1), "p"), "{:?}", p.task(1));
+    let status = p.cli(&["status", "--team", &p.team, "--json"]);
+    let snap: Value =
+        serde_json::from_slice(&status.stdout).unwrap_or_else(|_| panic!("{}", shown(&status)));
+    assert_eq!(snap["teammates"][0]["name"], "p");
+    assert_eq!(snap["teammates"][0]["state"], "dead", "{snap}");
     std::fs::write(p.dir("p").join("release"), "").unwrap();
     let out = finish(p.start(&["--resume", "--keep"], "in-process"));
     assert!(out.status.success(), "{}", shown(&out));
@@ -398,6 +404,14 @@ fn a_teammate_process_outliving_its_host_is_adopted_and_one_that_died_is_respawn
             .contains(&(b_task.clone(), "b".to_string())),
         "{report:?}"
     );
+    // b runs in its own process again (this host's backend), a new one.
+    let again = started::list(&Home::new(&home), "orphans").unwrap();
+    let b_again = again
+        .iter()
+        .find(|r| r.name == "b")
+        .expect("b's new process");
+    assert_ne!(b_again.pid, pid_b);
+    assert_eq!(b_again.host_pid, std::process::id());
     std::fs::write(dir_a.join("release"), "").unwrap();
     std::fs::write(dir_b.join("release"), "").unwrap();
     let completions = || {
@@ -451,4 +465,78 @@ fn alive(pid: u32) -> bool {
                 .starts_with('Z')
         })
         .unwrap_or(false)
+}
+
+#[test]
+fn resume_refuses_a_team_whose_host_still_runs_and_one_that_does_not_exist() {
+    let p = Project::new(
+        "resume-alive",
+        &["p"],
+        "complete-tasks bash-on-task",
+        "allowed_tools = [\"Bash\"]",
+        1,
+    );
+    let nothing = finish(p.start(&["--resume"], "in-process"));
+    assert!(!nothing.status.success());
+    assert!(
+        shown(&nothing).contains("nothing to resume"),
+        "{}",
+        shown(&nothing)
+    );
+    let run = p.start(&[], "in-process");
+    p.wait_until("task 1 claimed by p", || in_progress_by(p.task(1), "p"));
+    let second = finish(p.start(&["--resume"], "in-process"));
+    let pid = run.id();
+    assert!(!second.status.success(), "{}", shown(&second));
+    assert!(
+        shown(&second).contains(&format!("still run by teamhost process {pid}")),
+        "{}",
+        shown(&second)
+    );
+    // The running team is untouched: the same teammate holds the task.
+    assert!(in_progress_by(p.task(1), "p"));
+    std::fs::write(p.dir("p").join("release"), "").unwrap();
+    let out = finish(run);
+    assert!(out.status.success(), "{}", shown(&out));
+    assert_eq!(p.completions(&["p"]), vec!["1"]);
+}
+
+#[test]
+fn the_message_a_turn_was_handling_when_the_host_died_is_delivered_again() {
+    // q completes the one task; p takes messages only and holds its turn on
+    // "hold" in a Bash call.
+    let p = Project::new("resume-message", &["q"], "complete-tasks", "", 1);
+    std::fs::create_dir_all(p.dir("p")).unwrap();
+    let mut toml = std::fs::read_to_string(&p.manifest).unwrap();
+    toml += &format!(
+        "[[teammate]]\nname = \"p\"\ncomponent = {:?}\nprompt = \"complete-tasks\"\ncwd = \"work/p\"\nmode = \"acceptEdits\"\nallowed_tools = [\"Bash\"]\nauto_claim = false\n",
+        teamhost_tests::PROBE
+    );
+    std::fs::write(&p.manifest, toml).unwrap();
+    let run = p.start(&[], "in-process");
+    p.wait_until("p's first turn", || turns_of(&p.dir("p"), "initial") == 1);
+    let sent = p.cli(&["send", "--team", &p.team, "p", "hold"]);
+    assert!(sent.status.success(), "{}", shown(&sent));
+    let holding = p.dir("p").join("holding-msg");
+    p.wait_until("p's message turn holding", || holding.exists());
+    kill(run);
+    std::fs::write(p.dir("p").join("release"), "").unwrap();
+    let out = finish(p.start(&["--resume"], "in-process"));
+    assert!(out.status.success(), "{}", shown(&out));
+    assert!(
+        shown(&out).contains("the message p was handling delivered again"),
+        "{}",
+        shown(&out)
+    );
+    // Both lives had the message turn: the second finished it.
+    let holds = std::fs::read_to_string(p.dir("p").join("turns.log"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("message\tteam-lead\thold"))
+        .count();
+    assert_eq!(holds, 2);
+    assert!(std::fs::read_to_string(p.dir("p").join("bash.log"))
+        .unwrap()
+        .contains("msg"));
+    assert_eq!(p.completions(&["q"]), vec!["1"]);
 }

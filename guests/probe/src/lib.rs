@@ -32,6 +32,7 @@
 //! | message `read-loop N` | calls `tools::read("bench.txt")` N times, then sends the sender `read-loop done OK/N` (sandbox benchmark) |
 //! | `dm:NAME`         | on the `initial` turn, sends NAME `hello NAME` (summary `greeting`); may repeat |
 //! | `bash-on-task`    | on `task-claimed`, before completing the task, runs with `tools::bash`: `touch holding-ID`, then waits until a file `release` exists in its directory, then appends ID to `bash.log` (a tool call a test can hold open, and one that asks the lead unless Bash is allowed) |
+//! | message `hold`    | runs the same held `tools::bash` call as `bash-on-task`, with ID `msg` (a message turn a test can hold open) |
 //!
 //! The spawn prompt is saved with `state.save`, and a probe whose first turn
 //! is not `initial` (one brought back by `teamhost run --resume`) loads its
@@ -166,6 +167,11 @@ impl Guest for Probe {
                         send("team-lead", &line, "notified");
                     }
                 }
+                if turn.messages.iter().any(|m| m.text == "hold") {
+                    if let Err(e) = hold("msg") {
+                        eprintln!("probe: {e}");
+                    }
+                }
                 for message in turn.messages.iter().filter(|m| m.text == "reply") {
                     send(&message.from, "ack", "ack");
                 }
@@ -195,12 +201,7 @@ impl Guest for Probe {
                     core::arch::wasm32::unreachable();
                 }
                 if directives.bash_on_task {
-                    let id = &task.id;
-                    let command = format!(
-                        "touch holding-{id}; while [ ! -e release ]; do sleep 0.02; done; echo {id} >> bash.log"
-                    );
-                    if let Err(e) = tools::bash(&command, Some(120_000)) {
-                        let reason = format!("bash refused: {e:?}");
+                    if let Err(reason) = hold(&task.id) {
                         return Ok(TurnOutcome {
                             task: Some(TaskReport {
                                 task_id: task.id,
@@ -238,6 +239,17 @@ impl Guest for Probe {
             }
         }
     }
+}
+
+/// The held Bash call: `touch holding-ID`, wait for `release`, append ID to
+/// `bash.log`.
+fn hold(id: &str) -> Result<(), String> {
+    let command = format!(
+        "touch holding-{id}; while [ ! -e release ]; do sleep 0.02; done; echo {id} >> bash.log"
+    );
+    tools::bash(&command, Some(120_000))
+        .map(|_| ())
+        .map_err(|e| format!("bash refused: {e:?}"))
 }
 
 /// Append one record to the turn log. A failure is logged to stderr only.

@@ -175,7 +175,7 @@ pub(crate) async fn instantiate(
     let registration = env.hub.register(team.name(), &name);
     let wake = registration.wake.clone();
     let rules_for_access = rules.clone();
-    let seat = super::model_seat::model_seat(env, team, &name, req)?;
+    let seat = super::model_seat::model_seat(env, team, &name, req, resumed.is_some())?;
     let mut agent = AgentCtx {
         fixed: Fixed {
             team: team.clone(),

@@ -278,6 +278,21 @@ pub(crate) trait Backend: Send + Sync {
     /// is running. A failure after registration removes the member again.
     fn spawn<'a>(&'a self, env: SpawnEnv<'a>, team: &'a Team, req: SpawnRequest)
         -> SpawnFuture<'a>;
+
+    /// Starts `member`, already registered in `team`, again after its host
+    /// died (a resume): nothing is registered and no prompt is written; an
+    /// external teammate is started with `teamhost teammate --resumed`.
+    /// `None` for the in-process backend, which `Host::attach` serves.
+    fn rejoin<'a>(
+        &'a self,
+        env: SpawnEnv<'a>,
+        team: &'a Team,
+        member: Member,
+        req: SpawnRequest,
+    ) -> Option<SpawnFuture<'a>> {
+        let _ = (env, team, member, req);
+        None
+    }
 }
 
 /// The backend of `kind`.

@@ -47,6 +47,7 @@ pub(crate) fn model_seat(
     team: &Team,
     name: &str,
     req: &SpawnRequest,
+    resumed: bool,
 ) -> Result<crate::runtime::ModelSeat> {
     let transcript = crate::model::Transcript::at(crate::store::kept::conversation(
         &env.home,
@@ -59,6 +60,22 @@ pub(crate) fn model_seat(
         req.settings.model_policy.clone(),
         Some(transcript),
     )?;
+    // A resumed teammate's budgets count what its earlier life spent, as
+    // its usage record says.
+    let earlier = if resumed && client.enabled() {
+        team.model_usage()?.remove(name)
+    } else {
+        None
+    };
+    if let Some(u) = &earlier {
+        let usage = crate::model::Usage {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cache_read_tokens: u.cache_read_tokens,
+            cache_write_tokens: u.cache_write_tokens,
+        };
+        client.carry_over(u.calls, &usage, u.cost_microdollars);
+    }
     if !client.enabled() {
         return Ok(crate::runtime::ModelSeat {
             client,
@@ -67,7 +84,7 @@ pub(crate) fn model_seat(
             at_end: None,
         });
     }
-    let usage: Arc<Mutex<Option<ModelUsage>>> = Arc::default();
+    let usage: Arc<Mutex<Option<ModelUsage>>> = Arc::new(Mutex::new(earlier));
     let changed = Arc::new(Notify::new());
     let (closing, closing_rx) = tokio::sync::watch::channel(false);
     let writer = tokio::spawn(write_changes(

@@ -14,6 +14,7 @@
 
 use std::process::Stdio;
 
+use super::assembly::prepare;
 use super::child::{
     checked_exe, child_store, log_path, register, teammate_args, undo_registration,
 };
@@ -21,7 +22,7 @@ use super::monitor::{monitor, Proc};
 use super::started::{self, Started};
 use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned};
 use crate::error::{Error, Result};
-use crate::store::Team;
+use crate::store::{Member, Team};
 use crate::teammate::SpawnRequest;
 
 /// The child-process [`Backend`].
@@ -38,22 +39,53 @@ impl Backend for ChildProcess {
         team: &'a Team,
         req: SpawnRequest,
     ) -> SpawnFuture<'a> {
-        Box::pin(spawn(env, team, req))
+        Box::pin(start(env, team, req, None))
+    }
+
+    fn rejoin<'a>(
+        &'a self,
+        env: SpawnEnv<'a>,
+        team: &'a Team,
+        member: Member,
+        req: SpawnRequest,
+    ) -> Option<SpawnFuture<'a>> {
+        Some(Box::pin(start(env, team, req, Some(member))))
     }
 }
 
-async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spawned> {
+/// Spawns `req` (registering it), or starts the registered `rejoining`
+/// member again with `--resumed`.
+async fn start(
+    env: SpawnEnv<'_>,
+    team: &Team,
+    req: SpawnRequest,
+    rejoining: Option<Member>,
+) -> Result<Spawned> {
     // Before anything is written: a child reaches its team through the
     // files or a NATS server, never through this process's memory.
     let store = child_store(team, env.home.root())?;
-    let member = register(&env, team, &req, BackendKind::Process).await?;
-    let rollback = |e: Error| undo_registration(team, &member.name, e);
+    let fresh = rejoining.is_none();
+    let member = match rejoining {
+        None => register(&env, team, &req, BackendKind::Process).await?,
+        Some(m) => {
+            prepare(env.runtime, &req).await?;
+            m
+        }
+    };
+    let rollback = |e: Error| {
+        if fresh {
+            undo_registration(team, &member.name, e)
+        } else {
+            e
+        }
+    };
     let log = log_file(&env, team, &member.name).map_err(rollback)?;
     let exe = checked_exe(env.backends).map_err(rollback)?;
     let mut cmd = tokio::process::Command::new(&exe);
     cmd.args(teammate_args(
         team, &store, &member, &req, &env.hooks, env.models,
     ))
+    .args(if fresh { None } else { Some("--resumed") })
     .current_dir(member.cwd.as_deref().unwrap_or("."))
     .stdin(Stdio::null())
     .stdout(

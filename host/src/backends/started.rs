@@ -259,6 +259,12 @@ pub(crate) fn wait_exit(fd: &OwnedFd, timeout: Option<Duration>) -> io::Result<b
 }
 
 /// Field 22 of `/proc/{pid}/stat` (start time, clock ticks since boot).
+/// The start time of process `pid` (`/proc/{pid}/stat` field 22), when it
+/// can be read: with the pid it names one process for good.
+pub fn start_time_of(pid: u32) -> Option<u64> {
+    start_time(pid)
+}
+
 fn is_zombie(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()

@@ -19,6 +19,7 @@
 use std::ffi::OsStr;
 use std::path::Path;
 
+use super::assembly::prepare;
 use super::child::{
     checked_exe, child_store, log_path, register, teammate_args, undo_registration,
 };
@@ -27,7 +28,7 @@ use super::panes::{is_ours, kill_pane_if_ours, run, tmux};
 use super::started::{self, Started};
 use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned, TmuxOptions};
 use crate::error::{Error, Result};
-use crate::store::Team;
+use crate::store::{Member, Team};
 use crate::teammate::SpawnRequest;
 
 /// The tmux-pane [`Backend`].
@@ -44,11 +45,28 @@ impl Backend for TmuxPane {
         team: &'a Team,
         req: SpawnRequest,
     ) -> SpawnFuture<'a> {
-        Box::pin(spawn(env, team, req))
+        Box::pin(start(env, team, req, None))
+    }
+
+    fn rejoin<'a>(
+        &'a self,
+        env: SpawnEnv<'a>,
+        team: &'a Team,
+        member: Member,
+        req: SpawnRequest,
+    ) -> Option<SpawnFuture<'a>> {
+        Some(Box::pin(start(env, team, req, Some(member))))
     }
 }
 
-async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spawned> {
+/// Spawns `req` (registering it), or starts the registered `rejoining`
+/// member again with `--resumed`.
+async fn start(
+    env: SpawnEnv<'_>,
+    team: &Team,
+    req: SpawnRequest,
+    rejoining: Option<Member>,
+) -> Result<Spawned> {
     // Before anything is written: a child reaches its team through the
     // files or a NATS server, never through this process's memory.
     let store = child_store(team, env.home.root())?;
@@ -58,13 +76,29 @@ async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spaw
             "a NATS store URL with credentials cannot be handed to a tmux pane without showing in its command line; use the process backend (--teammate-mode process) or a URL without credentials".into(),
         ));
     }
-    let member = register(&env, team, &req, BackendKind::Tmux).await?;
-    let rollback = |e: Error| undo_registration(team, &member.name, e);
+    let fresh = rejoining.is_none();
+    let member = match rejoining {
+        None => register(&env, team, &req, BackendKind::Tmux).await?,
+        Some(m) => {
+            prepare(env.runtime, &req).await?;
+            m
+        }
+    };
+    let rollback = |e: Error| {
+        if fresh {
+            undo_registration(team, &member.name, e)
+        } else {
+            e
+        }
+    };
     let exe = checked_exe(env.backends).map_err(rollback)?;
     let mut command = vec![exe.into_os_string()];
     command.extend(teammate_args(
         team, &store, &member, &req, &env.hooks, env.models,
     ));
+    if !fresh {
+        command.push("--resumed".into());
+    }
     let line = format!(
         "exec {}",
         command

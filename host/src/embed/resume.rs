@@ -5,7 +5,7 @@
 //!
 //! | what | from | becomes |
 //! |---|---|---|
-//! | a teammate this machine's host spawned | its spawn record (`backends::spawn_record`: component, checked by SHA-256, directory, settings) | the same teammate, spawned again in this host (in-process), under its member entry (name, id, colour kept) |
+//! | a teammate this machine's host spawned | its spawn record (`backends::spawn_record`: component, checked by SHA-256, directory, settings) | the same teammate, spawned again by this host, in the backend this host uses (in-process, or a `teamhost teammate --resumed` process or pane), under its member entry (name, id, colour kept); the record then names this host |
 //! | a `teamhost teammate` process or tmux pane the dead host started, still running | its process record (`started/`: pid and start time) | adopted: this host watches, stops and cleans up after it |
 //! | one that ended | the same record | its dead pane closed (only when it still runs the recorded process), the record dropped, the teammate spawned again |
 //! | its task in progress | the task list | handed back to it: its first turn that is not a message |
@@ -196,6 +196,14 @@ impl Host {
             return Ok(false);
         };
         self.keep(team, spawned);
+        if let Some(r) = record {
+            let mut ours = r.clone();
+            ours.host_pid = std::process::id();
+            ours.host_start_time = crate::backends::started::start_time_of(std::process::id());
+            if let Err(e) = spawn_record::record(&self.inner.home, team.name(), &ours) {
+                tracing::warn!(teammate = %r.name, error = %e, "could not record the adoption");
+            }
+        }
         Ok(true)
     }
 
@@ -206,45 +214,74 @@ impl Host {
         req.settings
             .notifications
             .get_or_insert(self.inner.opts.notifications);
+        // Where this host runs teammates (a non-interactive one: in-process).
+        let b = &self.inner.opts.backends;
+        let kind = crate::backends::detect(
+            b.mode,
+            b.interactive,
+            crate::backends::detect::inside_tmux(),
+        );
         let (t, name) = (team.clone(), record.name.clone());
         // The recorded mode wins over one granted in the earlier life, and
         // the teammate now runs here.
         let mode = req.settings.mode.clone();
-        tokio::task::spawn_blocking(move || {
+        let member = tokio::task::spawn_blocking(move || {
             t.update_member(&name, |m| {
                 m.mode = mode.clone();
-                m.backend_type = Some("in-process".into());
-                m.tmux_pane_id = Some("in-process".into());
+                m.backend_type = Some(kind.as_str().into());
+                m.tmux_pane_id = Some(kind.as_str().into());
                 m.is_active = Some(false);
+                m.clone()
             })
         })
         .await
         .map_err(|e| Error::Invalid(format!("updating the member panicked: {e}")))??;
-        let log = self
-            .inner
-            .opts
-            .log_dir
-            .clone()
-            .unwrap_or_else(|| self.inner.home.root().join("logs"))
-            .join(team.name())
-            .join(format!("{}.log", record.name));
-        // The worktree is the one it had: attach the member as it is.
+        // The worktree is the one it had: run in it as it is.
         if record.worktree {
-            let member = team.config()?.member(&record.name).cloned();
-            if let Some(wt) = member.and_then(|m| m.worktree_path) {
+            if let Some(wt) = member.worktree_path.clone() {
                 req.cwd = wt.into();
                 req.isolation = crate::teammate::Isolation::None;
             }
         }
         let redelivered = self.redeliver_interrupted(team, &record.name).await?;
-        let how = Attach {
-            backend_type: "in-process".into(),
-            pane_id: "in-process".into(),
-            guest_log: Some(log),
-            resumed: true,
-        };
         let resumed_task = self.gather_resumed(team, &record.name).await?.task;
-        self.attach(team.name(), req, how).await?;
+        if kind == crate::backends::BackendKind::InProcess {
+            let log = self
+                .inner
+                .opts
+                .log_dir
+                .clone()
+                .unwrap_or_else(|| self.inner.home.root().join("logs"))
+                .join(team.name())
+                .join(format!("{}.log", record.name));
+            let how = Attach {
+                backend_type: kind.as_str().into(),
+                pane_id: kind.as_str().into(),
+                guest_log: Some(log),
+                resumed: true,
+            };
+            self.attach(team.name(), req, how).await?;
+        } else {
+            // In its own process again, started with `--resumed`: it takes
+            // over what was in flight itself.
+            self.check_layout(team.name(), &req)?;
+            let env = self.spawn_env(team)?;
+            let backend = crate::backends::backend(kind);
+            let start = backend
+                .rejoin(env, team, member, req)
+                .expect("process and tmux backends rejoin");
+            let spawned = start.await?;
+            self.keep(team, spawned);
+        }
+        // This host runs it now: a later resume must see this host alive.
+        let mut ours = record.clone();
+        ours.host_pid = std::process::id();
+        ours.host_start_time = crate::backends::started::start_time_of(std::process::id());
+        ours.backend = kind.as_str().into();
+        let (home, tn) = (self.inner.home.clone(), team.name().to_string());
+        tokio::task::spawn_blocking(move || spawn_record::record(&home, &tn, &ours))
+            .await
+            .map_err(|e| Error::Invalid(format!("recording the spawn panicked: {e}")))??;
         Ok(Respawned {
             task: resumed_task,
             redelivered,

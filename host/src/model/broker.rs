@@ -331,6 +331,14 @@ impl ModelClient {
             .map_or_else(Spend::default, |c| c.meter.spend())
     }
 
+    /// Counts what the teammate's earlier life spent against its budgets
+    /// (see [`Meter::carry_over`]); nothing without a model policy.
+    pub fn carry_over(&self, calls: u64, usage: &super::types::Usage, cost_microdollars: u64) {
+        if let Some(c) = &self.inner {
+            c.meter.carry_over(calls, usage, cost_microdollars);
+        }
+    }
+
     /// A new turn (calls per turn start again). A sub-agent's client does
     /// nothing: its calls count in its parent's turn.
     pub fn start_turn(&self) {

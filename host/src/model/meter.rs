@@ -184,6 +184,15 @@ impl Meter {
             .saturating_add(price.map_or(0, |p| p.cost_microdollars(usage)));
     }
 
+    /// Counts what an earlier life of the teammate spent (a resume): its
+    /// budgets are for its whole life, not for each host that runs it.
+    pub fn carry_over(&self, calls: u64, usage: &Usage, cost_microdollars: u64) {
+        let mut s = self.lock();
+        s.calls = s.calls.saturating_add(calls);
+        s.usage.add(usage);
+        s.cost = s.cost.saturating_add(cost_microdollars);
+    }
+
     /// Gives a reservation back (the call failed or was cancelled).
     pub fn release(&self, r: Reservation) {
         release(&mut self.lock(), &r);
@@ -294,6 +303,27 @@ mod tests {
             .unwrap()
             .contains("token budget exhausted"));
         assert_eq!(m.take_budget_notice(), None);
+    }
+
+    #[test]
+    fn an_earlier_lifes_spending_counts_against_the_budget() {
+        let mut p = policy();
+        p.budget_tokens = Some(1_000);
+        let m = Meter::new(p);
+        let earlier = Usage {
+            input_tokens: 700,
+            output_tokens: 200,
+            ..Usage::default()
+        };
+        m.carry_over(3, &earlier, 0);
+        assert_eq!(m.spend().calls, 3);
+        assert_eq!(m.spend().tokens_left, Some(100));
+        assert!(matches!(
+            m.reserve(50, 100, None, true),
+            Err(ModelError::BudgetExhausted(_))
+        ));
+        let r = m.reserve(50, 50, None, true).unwrap();
+        m.release(r);
     }
 
     #[test]

@@ -167,22 +167,14 @@ impl Runner {
     ) -> Option<TeammateState> {
         let found = *found;
         let turn = found.turn;
-        let journaled = match (&self.journal, &found.take) {
-            (Some(journal), Some(entry)) => match journal.open(entry) {
-                Ok(()) => true,
-                Err(e) => {
-                    tracing::warn!(teammate = %self.name, error = %e, "the turn's message is not noted for a resume");
-                    false
-                }
-            },
-            _ => false,
-        };
+        let journaled = found.take.is_some() && self.journal.is_some();
         if let Some(entry) = found.take {
-            // Consumed beside the turn, finished before the turn ends.
+            // Noted and consumed beside the turn, finished before it ends.
             self.instance.agent().coordination.pending_take = Some(PendingTake::start(
                 self.team.clone(),
                 self.name.clone(),
                 entry,
+                self.journal.clone(),
             ));
         }
         if let Some(first) = turn.messages.first() {
@@ -211,9 +203,10 @@ impl Runner {
         let result = Box::pin(self.instance.handle_turn(&turn)).await;
         // The message is consumed before anything follows the turn.
         self.instance.agent().coordination.settle_take().await;
-        if journaled {
-            if let Some(Err(e)) = self.journal.as_ref().map(|j| j.close()) {
-                tracing::warn!(teammate = %self.name, error = %e, "the turn's note was not cleared; a resume may deliver its message again");
+        if let Some(journal) = self.journal.clone().filter(|_| journaled) {
+            let closed = tokio::task::spawn_blocking(move || journal.close()).await;
+            if !matches!(closed, Ok(Ok(()))) {
+                tracing::warn!(teammate = %self.name, "the turn's note was not cleared; a resume may deliver its message again");
             }
         }
         let record = std::mem::take(&mut self.instance.agent().coordination.turn);

@@ -25,10 +25,20 @@ pub struct PendingTake {
 }
 
 impl PendingTake {
-    /// Starts consuming `entry` from `me`'s inbox off the executor.
-    pub fn start(team: Team, me: String, entry: InboxMessage) -> PendingTake {
+    /// Starts consuming `entry` from `me`'s inbox off the executor, after
+    /// noting it in `journal` (when given) so that a resume after a crash
+    /// delivers it again.
+    pub fn start(
+        team: Team,
+        me: String,
+        entry: InboxMessage,
+        journal: Option<crate::store::kept::TurnJournal>,
+    ) -> PendingTake {
         let who = me.clone();
         let handle = tokio::task::spawn_blocking(move || {
+            if let Some(Err(e)) = journal.map(|j| j.open(&entry)) {
+                tracing::warn!(teammate = %me, error = %e, "the turn's message is not noted for a resume");
+            }
             let mut once = true;
             team.take_where(&me, |m| {
                 let hit = once && same_entry(m, &entry);

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `{name}.spawn.json` | when the host spawns it (`backends::spawn_record`) | `teamhost run --resume` / `Host::resume`: how to bring it back |
 //! | `{name}.conversation.json` | after each of its model calls (the model module's `Transcript`) | `model.history` in its next life |
-//! | `{name}.turn.json` | while a turn handles a message ([`TurnJournal`]) | resume: that message is delivered again |
+//! | `{name}.turn.json` | while a turn handles a message ([`TurnJournal`]; beside the message's take, on the blocking pool) | resume: that message is delivered again |
 //! | `{name}.state` | `state.save` ([`SavedState`]) | `state.load` |
 //!
 //! The home is the host's: no teammate's directory may lie in it (see

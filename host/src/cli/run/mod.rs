@@ -258,7 +258,19 @@ async fn run_team(
     };
     let spawning = Instant::now();
     let spawned = if a.resume {
-        resume(&host, &team, m, &config, &reporter).await
+        // A refused resume (its host still runs) leaves the team exactly as
+        // it is: no shutdown, no deletion.
+        let report = match host.resume(team.name()).await {
+            Ok(r) => r,
+            Err(e) => {
+                reporter.stop().await;
+                return Err(
+                    anyhow::Error::new(e).context(format!("cannot resume team {:?}", team.name()))
+                );
+            }
+        };
+        reporter.line("run", report.describe(team.name()));
+        join_missing(&host, &team, m, &config, &report, &reporter).await
     } else {
         spawn_all(&host, &team, m, &reporter).await
     };
@@ -358,21 +370,17 @@ async fn spawn_all(
     start_all(host, team, m, reporter, true).await
 }
 
-/// `--resume`: brings the team's teammates back ([`Host::resume`]), then
-/// spawns the manifest's teammates that never joined (the host died before
-/// it got to them). A teammate that could not come back fails the run.
-async fn resume(
+/// After a resume: spawns the manifest's teammates that never joined (the
+/// host died before it got to them). A teammate that could not come back
+/// fails the run.
+async fn join_missing(
     host: &Host,
     team: &Team,
     m: &Manifest,
     config: &crate::store::TeamConfig,
+    report: &crate::embed::ResumeReport,
     reporter: &Display,
 ) -> anyhow::Result<()> {
-    let report = host
-        .resume(team.name())
-        .await
-        .with_context(|| format!("cannot resume team {:?}", team.name()))?;
-    reporter.line("run", report.describe(team.name()));
     let mut missing = m.clone();
     missing
         .teammates

@@ -369,6 +369,7 @@ async fn the_message_a_turn_handles_is_never_unread_to_its_guest() {
         team.clone(),
         "a".into(),
         picked,
+        None,
     ));
     let unread = a.coordination_glue().unread().await.unwrap().unwrap();
     let texts: Vec<&str> = unread.iter().map(|m| m.text.as_str()).collect();
