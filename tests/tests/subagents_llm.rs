@@ -230,3 +230,31 @@ async fn a_named_agent_definition_gives_its_prompt_and_tools() {
     let parent = requests(&cassettes, &f.name, "ann");
     assert!(last_message(&parent[1]).contains("reviewed"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_output_waits_for_a_background_sub_agent_and_gives_its_result() {
+    let script = r#"{"agents":[
+     {"name":"sub","match":["SUBTASK-OUT"],"turns":[{"text":"background result"}]},
+     {"name":"ann","match":["You are ann,"],"after_last":"repeat-last","turns":[
+       {"tool_use":[{"id":"c1","name":"Agent","input":{"description":"bg","prompt":"SUBTASK-OUT","run_in_background":true,"name":"helper"}}]},
+       {"tool_use":[{"id":"c2","name":"TaskOutput","input":{"task_id":"helper","timeout":60000}}]},
+       {"tool_use":[{"id":"c3","name":"TaskStop","input":{"task_id":"helper"}}]},
+       {"tool_use":[{"id":"c4","name":"SendMessage","input":{"to":"team-lead","message":"done","summary":"s"}}]},
+       {"text":"ok"}]}]}"#;
+    let tmp = tempfile::tempdir().unwrap();
+    let cassettes = tmp.path().join("cassettes");
+    let f = run("sub-llm-out", script, CassetteMode::Record, &cassettes).await;
+    let seen = requests(&cassettes, &f.name, "ann");
+    let out = last_message(&seen[2]);
+    assert!(
+        out.contains("<retrieval_status>success</retrieval_status>"),
+        "{out}"
+    );
+    assert!(out.contains("<output>background result</output>"), "{out}");
+    // A finished agent cannot be stopped: an error result the model reads.
+    let stop = last_message(&seen[3]);
+    assert!(
+        stop.contains("not running") && stop.contains("\"is-error\":true"),
+        "{stop}"
+    );
+}

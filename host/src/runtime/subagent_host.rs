@@ -157,6 +157,13 @@ pub trait SubagentHost: Send + Sync {
     fn output(&self, id: &str) -> Result<SubagentInfo, SubagentError>;
     /// Stops a running sub-agent.
     fn stop(&self, id: &str) -> Result<SubagentInfo, SubagentError>;
+    /// Waits up to `timeout` for a running sub-agent to end; its state
+    /// then (still `Running` when the time ran out).
+    fn wait(
+        &self,
+        id: &str,
+        timeout: std::time::Duration,
+    ) -> BoxFuture<'_, Result<SubagentInfo, SubagentError>>;
     /// Every sub-agent, oldest first.
     fn list(&self) -> Vec<SubagentInfo>;
     /// `Some` when this agent is itself a sub-agent.

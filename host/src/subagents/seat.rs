@@ -575,6 +575,25 @@ impl SubagentHost for Seat {
         Ok(child.info())
     }
 
+    fn wait(
+        &self,
+        id: &str,
+        timeout: Duration,
+    ) -> BoxFuture<'_, Result<SubagentInfo, SubagentError>> {
+        let found = self
+            .find(id)
+            .ok_or_else(|| SubagentError::NotFound(format!("this agent has no sub-agent {id:?}")));
+        Box::pin(async move {
+            let child = found?;
+            let mut ended = child.finished.subscribe();
+            if child.is_running() {
+                let seen = *ended.borrow_and_update();
+                let _ = tokio::time::timeout(timeout, ended.wait_for(|n| *n > seen)).await;
+            }
+            Ok(child.info())
+        })
+    }
+
     fn list(&self) -> Vec<SubagentInfo> {
         lock(&self.children).iter().map(|c| c.info()).collect()
     }

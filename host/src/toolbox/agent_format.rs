@@ -106,6 +106,31 @@ pub fn task_notification(r: &AgentReport<'_>, tool_use_id: Option<&str>) -> Stri
     out
 }
 
+/// TaskOutput's answer: `success` when the agent has finished, `timeout`
+/// when a blocking wait ran out, `not_ready` when it is still running and
+/// the call did not wait; then the agent's state and output.
+pub fn task_output(r: &AgentReport<'_>, waited: bool) -> String {
+    let retrieval = match (r.status, waited) {
+        ("running", true) => "timeout",
+        ("running", false) => "not_ready",
+        _ => "success",
+    };
+    format!(
+        "<retrieval_status>{retrieval}</retrieval_status>\n<task_id>{}</task_id>\n<task_type>local_agent</task_type>\n<status>{}</status>\n<output>{}</output>",
+        r.id, r.status, r.content
+    )
+}
+
+/// TaskStop's answer.
+pub fn task_stopped(id: &str, description: &str) -> String {
+    serde_json::json!({
+        "message": format!("Successfully stopped task: {id} ({description})"),
+        "task_id": id,
+        "task_type": "local_agent",
+    })
+    .to_string()
+}
+
 /// Whether a message text is a task notification (how a guest tells one
 /// from a teammate's message: only `teamhost` sends them).
 pub fn is_task_notification(text: &str) -> bool {

@@ -13,6 +13,9 @@ use crate::sandbox::ToolName;
 pub struct ToolSpec {
     /// The sandbox's name for it (what rules and modes decide on).
     pub tool: ToolName,
+    /// The name the model calls it by (the sandbox's, but for TaskOutput
+    /// and TaskStop, which the `Agent` rule decides).
+    pub name: &'static str,
     /// What the model is told it does.
     pub description: &'static str,
     /// Its input schema.
@@ -20,73 +23,97 @@ pub struct ToolSpec {
 }
 
 /// Every tool, in the order a model is given them.
-pub const TOOLS: [ToolSpec; 12] = [
+pub const TOOLS: [ToolSpec; 14] = [
     ToolSpec {
         tool: ToolName::Read,
+        name: "Read",
         description: "Read a text file in your working directory. Lines come numbered (`cat -n` style, starting at 1). Long files come in pieces: pass `offset` (the first line to show) and `limit` (how many lines) to read further.",
         schema: read_schema,
     },
     ToolSpec {
         tool: ToolName::Write,
+        name: "Write",
         description: "Write a file in your working directory, replacing it whole if it exists. Prefer Edit for changing part of an existing file.",
         schema: write_schema,
     },
     ToolSpec {
         tool: ToolName::Edit,
+        name: "Edit",
         description: "Replace exact text in a file: `old_string` must occur exactly once (or set `replace_all`), and differ from `new_string`. Read the file first so the text matches, including indentation.",
         schema: edit_schema,
     },
     ToolSpec {
         tool: ToolName::Glob,
+        name: "Glob",
         description: "Find files by name pattern (`**/*.rs`, `src/*.py`). Returns matching paths, one per line.",
         schema: glob_schema,
     },
     ToolSpec {
         tool: ToolName::Grep,
+        name: "Grep",
         description: "Search file contents with a regular expression. `output_mode` is `files_with_matches` (default: the files), `content` (matching lines) or `count`. Narrow with `path` and `glob`; `head_limit` and `offset` page through long results.",
         schema: grep_schema,
     },
     ToolSpec {
         tool: ToolName::Bash,
+        name: "Bash",
         description: "Run a shell command in your working directory and get its output and exit code. There is no network. `timeout` is in milliseconds (at most 600000).",
         schema: bash_schema,
     },
     ToolSpec {
         tool: ToolName::SendMessage,
+        name: "SendMessage",
         description: "Send a message to a teammate or the team lead (`to` is their name; `*` sends to everyone). This is the only way others see what you say: text you write outside this tool reaches nobody. `message` is your text, with a short `summary`; or a protocol object such as {\"type\":\"shutdown_response\",\"request_id\":…,\"approve\":true}.",
         schema: send_message_schema,
     },
     ToolSpec {
         tool: ToolName::TaskCreate,
+        name: "TaskCreate",
         description: "Add a task to the team's task list.",
         schema: task_create_schema,
     },
     ToolSpec {
         tool: ToolName::TaskGet,
+        name: "TaskGet",
         description: "Read one task of the team's task list: subject, description, status, owner, dependencies.",
         schema: task_get_schema,
     },
     ToolSpec {
         tool: ToolName::TaskUpdate,
+        name: "TaskUpdate",
         description: "Change a task: its status (`in_progress` when you start, `completed` when done, `deleted`), owner, subject, description, dependencies (`addBlocks`, `addBlockedBy`) or metadata.",
         schema: task_update_schema,
     },
     ToolSpec {
         tool: ToolName::TaskList,
+        name: "TaskList",
         description: "List the team's tasks, one per line: id, status, subject, owner and what blocks it.",
         schema: task_list_schema,
     },
     ToolSpec {
         tool: ToolName::Agent,
+        name: "Agent",
         description: "Launch a sub-agent to handle a piece of work on its own: it gets the `prompt` as its task, works with at most your tools and permissions, and its final answer comes back as this tool's result. With `run_in_background` the call returns at once with an agentId and you are notified (a <task-notification>) when it finishes; SendMessage with `to` set to the agentId gives it more instructions or resumes it. `isolation: \"worktree\"` runs it in its own git worktree of your directory.",
         schema: agent_schema,
+    },
+    ToolSpec {
+        tool: ToolName::Agent,
+        name: "TaskOutput",
+        description: "Get a background agent's output: its status and, once it has finished, its result. With `block` (the default) it waits up to `timeout` milliseconds for the agent to finish.",
+        schema: task_output_schema,
+    },
+    ToolSpec {
+        tool: ToolName::Agent,
+        name: "TaskStop",
+        description: "Stop a running background agent by its id (`task_id`). It ends as killed and you are notified.",
+        schema: task_stop_schema,
     },
 ];
 
 /// The definition of `spec` for a model.
 pub fn definition(spec: &ToolSpec) -> ToolDefinition {
     ToolDefinition {
-        name: spec.tool.as_str().to_string(),
+        name: spec.name.to_string(),
         description: spec.description.to_string(),
         input_schema: (spec.schema)().to_string(),
     }
@@ -209,6 +236,24 @@ fn agent_schema() -> Value {
     )
 }
 
+fn task_output_schema() -> Value {
+    object(
+        json!({
+            "task_id": {"type": "string", "description": "The agent's id (agentId)"},
+            "block": {"type": "boolean", "description": "Wait for it to finish (default true)"},
+            "timeout": {"type": "number", "description": "Most milliseconds to wait (default 30000, at most 600000)"},
+        }),
+        &["task_id"],
+    )
+}
+
+fn task_stop_schema() -> Value {
+    object(
+        json!({"task_id": {"type": "string", "description": "The agent's id (agentId)"}}),
+        &["task_id"],
+    )
+}
+
 fn task_create_schema() -> Value {
     object(
         json!({
@@ -267,7 +312,9 @@ mod tests {
                 "TaskGet",
                 "TaskUpdate",
                 "TaskList",
-                "Agent"
+                "Agent",
+                "TaskOutput",
+                "TaskStop"
             ]
         );
         for spec in &TOOLS {

@@ -121,6 +121,17 @@ pub enum Call {
     TaskList,
     TaskUpdate(TaskUpdateCall),
     Agent(AgentCall),
+    /// TaskOutput: a background agent's state, waiting up to `timeout_ms`
+    /// when `block`.
+    TaskOutput {
+        task_id: String,
+        block: bool,
+        timeout_ms: u64,
+    },
+    /// TaskStop: stop a background agent.
+    TaskStop {
+        task_id: String,
+    },
 }
 
 /// The `Agent` tool's input (seed 003, "AgentTool 输入参数").
@@ -260,7 +271,7 @@ fn kind(v: &Value) -> &'static str {
 }
 
 /// The tool names [`parse`] knows.
-pub const NAMES: [&str; 12] = [
+pub const NAMES: [&str; 14] = [
     "Read",
     "Write",
     "Edit",
@@ -273,6 +284,8 @@ pub const NAMES: [&str; 12] = [
     "TaskUpdate",
     "TaskList",
     "Agent",
+    "TaskOutput",
+    "TaskStop",
 ];
 
 /// Reads the call of tool `name` with JSON `input`.
@@ -353,6 +366,20 @@ pub fn parse(name: &str, input: &str) -> Result<Call, String> {
             metadata: f.object_text("metadata")?,
         },
         "TaskGet" => Call::TaskGet { id: f.id("taskId")? },
+        "TaskOutput" => Call::TaskOutput {
+            task_id: f.str_req("task_id")?,
+            block: f.bool_opt("block")?.unwrap_or(true),
+            timeout_ms: f.u64_opt("timeout")?.unwrap_or(30_000).min(600_000),
+        },
+        // `shell_id` is the reference's older name for it.
+        "TaskStop" => Call::TaskStop {
+            task_id: match f.str_opt("task_id")? {
+                Some(id) => id,
+                None => f.str_opt("shell_id")?.ok_or_else(|| {
+                    "TaskStop: the required field `task_id` (a string) is missing".to_string()
+                })?,
+            },
+        },
         "Agent" => Call::Agent(AgentCall {
             description: f.str_req("description")?,
             prompt: f.str_req("prompt")?,

@@ -27,23 +27,23 @@ fn invoke(steps: &[Step], n: usize) -> &Step {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tools_a_model_is_given_follow_the_mode_and_the_deny_rules() {
     let a = Arena::new("toolbox-defs").await;
-    // Agent (sub-agents, which never get more than their parent) in every
-    // mode, unless a rule denies it.
+    // Agent, TaskOutput and TaskStop (sub-agents, which never get more than
+    // their parent) in every mode, unless a rule denies Agent.
     let all =
-        "Read,Write,Edit,Glob,Grep,Bash,SendMessage,TaskCreate,TaskGet,TaskUpdate,TaskList,Agent";
+        "Read,Write,Edit,Glob,Grep,Bash,SendMessage,TaskCreate,TaskGet,TaskUpdate,TaskList,Agent,TaskOutput,TaskStop";
     let cases: [(&str, &str, &[&str], &str); 4] = [
         ("d-default", "default", &[], all),
         (
             "d-plan",
             "plan",
             &[],
-            "Read,Glob,Grep,SendMessage,TaskCreate,TaskGet,TaskUpdate,TaskList,Agent",
+            "Read,Glob,Grep,SendMessage,TaskCreate,TaskGet,TaskUpdate,TaskList,Agent,TaskOutput,TaskStop",
         ),
         (
             "d-delegate",
             "delegate",
             &[],
-            "SendMessage,TaskCreate,TaskGet,TaskUpdate,TaskList,Agent",
+            "SendMessage,TaskCreate,TaskGet,TaskUpdate,TaskList,Agent,TaskOutput,TaskStop",
         ),
         (
             "d-nobash",

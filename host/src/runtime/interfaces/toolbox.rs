@@ -209,6 +209,36 @@ impl ToolGlue<'_> {
             },
             Call::TaskUpdate(update) => self.run_task_update(update).await,
             Call::Agent(agent) => self.run_agent(agent, None).await,
+            Call::TaskOutput {
+                task_id,
+                block,
+                timeout_ms,
+            } => {
+                let host = match self.subagent_glue().host() {
+                    Ok(h) => h,
+                    Err(e) => return failed(e),
+                };
+                let info = if block {
+                    host.wait(&task_id, std::time::Duration::from_millis(timeout_ms))
+                        .await
+                } else {
+                    host.output(&task_id)
+                };
+                match info {
+                    Ok(i) => ok(agent_format::task_output(&report_of(&i), block)),
+                    Err(e) => failed(super::subagents::to_wit(e)),
+                }
+            }
+            Call::TaskStop { task_id } => {
+                let stopped = self
+                    .subagent_glue()
+                    .host()
+                    .and_then(|h| h.stop(&task_id).map_err(super::subagents::to_wit));
+                match stopped {
+                    Ok(i) => ok(agent_format::task_stopped(&i.id, &i.description)),
+                    Err(e) => failed(e),
+                }
+            }
         }
     }
 
