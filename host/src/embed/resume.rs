@@ -138,7 +138,9 @@ impl Host {
                     report.adopted.push(name);
                     continue;
                 }
-                clean_up_after(&self.inner.home, &team, proc);
+                let (home, t, p) = (self.inner.home.clone(), team.clone(), proc.clone());
+                // tmux and the record's file: off the executor.
+                let _ = tokio::task::spawn_blocking(move || clean_up_after(&home, &t, &p)).await;
             }
             let Some(record) = record else {
                 report.left_alone.push(name);
