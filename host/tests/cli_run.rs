@@ -66,6 +66,9 @@ fn runs_a_team_to_completion_and_names_each_tasks_owner() {
     let home = dir.path().join("home");
     let out = teamhost(&home, &["run", manifest.to_str().unwrap()]);
     assert!(out.status.success(), "{}", shown(&out));
+    // The team is deleted, with what this machine kept to resume it.
+    assert!(!home.join("teams/words").exists());
+    assert!(!home.join("kept/words").exists());
     let stdout = String::from_utf8_lossy(&out.stdout);
     let summary = stdout
         .split_once("\ntasks\n")

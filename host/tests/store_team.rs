@@ -206,3 +206,13 @@ fn invalid_agent_names_are_refused_before_any_write() {
         before
     );
 }
+
+#[test]
+fn a_member_named_as_the_host_is_refused() {
+    let (_tmp, store) = store();
+    let team = store.team("t").unwrap();
+    team.create(NewTeam::default()).unwrap();
+    let err = team.add_member(member("teamhost")).unwrap_err().to_string();
+    assert!(err.contains("host's own notices"), "{err}");
+    assert_eq!(team.config().unwrap().members.len(), 1, "only the lead");
+}

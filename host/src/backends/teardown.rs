@@ -35,6 +35,14 @@ pub fn delete_team(home: &Home, team: &Team, force: bool, timeout: Duration) -> 
     };
     team.delete(force)?;
     crate::store::kept::forget_team(home, team.name())?;
+    // Its teammates' sub-agent counters.
+    let counters = home.root().join("subagents").join(team.name());
+    match std::fs::remove_dir_all(&counters) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(crate::error::Error::io("remove", counters, e))
+        }
+        _ => {}
+    }
     let worktrees = crate::worktree::cleanup(home, team.name())?;
     Ok(Teardown { stopped, worktrees })
 }

@@ -282,9 +282,22 @@ impl Team {
         Ok(out.expect("a successful update ran its change"))
     }
 
-    /// Adds a teammate and returns its entry as written (final name and colour).
+    /// Adds a teammate and returns its entry as written (final name and
+    /// colour). The host's sender name (`teamhost`) is refused.
     pub fn add_member(&self, new: NewMember) -> Result<Member> {
         agent_file_stem(&new.name)?;
+        // The host's notices come from this name (task notifications, deaths,
+        // resumes): a member called so could forge them.
+        if new.name == crate::protocol::HOST_SENDER {
+            return Err(crate::error::Error::InvalidName {
+                kind: "agent",
+                name: new.name.clone(),
+                reason: format!(
+                    "{:?} is the name the host's own notices come from; choose another",
+                    crate::protocol::HOST_SENDER
+                ),
+            });
+        }
         self.update_config(|config| {
             let new = new.clone();
             let name = unique_name(config, &new.name);
