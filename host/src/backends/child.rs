@@ -41,6 +41,35 @@ pub(crate) async fn register(
     Ok(member)
 }
 
+/// The member a child teammate runs as: `req` registered now
+/// ([`register`]), or `rejoining`, registered in an earlier life (a
+/// resume), with its component compiled for the child's cache.
+pub(crate) async fn registered(
+    env: &SpawnEnv<'_>,
+    team: &Team,
+    req: &SpawnRequest,
+    kind: BackendKind,
+    rejoining: Option<Member>,
+) -> Result<Member> {
+    match rejoining {
+        None => register(env, team, req, kind).await,
+        Some(member) => {
+            prepare(env.runtime, req).await?;
+            Ok(member)
+        }
+    }
+}
+
+/// After a failed start: removes a member registered for it (`fresh`), or
+/// leaves a rejoining one as it is; returns `e`.
+pub(crate) fn undo_if_fresh(team: &Team, name: &str, fresh: bool, e: Error) -> Error {
+    if fresh {
+        undo_registration(team, name, e)
+    } else {
+        e
+    }
+}
+
 /// Removes a member whose start failed (and its unread prompt), returning `e`.
 pub(crate) fn undo_registration(team: &Team, name: &str, e: Error) -> Error {
     if let Err(e2) = team.remove_member(name) {

@@ -14,10 +14,7 @@
 
 use std::process::Stdio;
 
-use super::assembly::prepare;
-use super::child::{
-    checked_exe, child_store, log_path, register, teammate_args, undo_registration,
-};
+use super::child::{checked_exe, child_store, log_path, registered, teammate_args, undo_if_fresh};
 use super::monitor::{monitor, Proc};
 use super::started::{self, Started};
 use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned};
@@ -65,20 +62,8 @@ async fn start(
     // files or a NATS server, never through this process's memory.
     let store = child_store(team, env.home.root())?;
     let fresh = rejoining.is_none();
-    let member = match rejoining {
-        None => register(&env, team, &req, BackendKind::Process).await?,
-        Some(m) => {
-            prepare(env.runtime, &req).await?;
-            m
-        }
-    };
-    let rollback = |e: Error| {
-        if fresh {
-            undo_registration(team, &member.name, e)
-        } else {
-            e
-        }
-    };
+    let member = registered(&env, team, &req, BackendKind::Process, rejoining).await?;
+    let rollback = |e: Error| undo_if_fresh(team, &member.name, fresh, e);
     let log = log_file(&env, team, &member.name).map_err(rollback)?;
     let exe = checked_exe(env.backends).map_err(rollback)?;
     let mut cmd = tokio::process::Command::new(&exe);

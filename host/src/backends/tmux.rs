@@ -19,10 +19,7 @@
 use std::ffi::OsStr;
 use std::path::Path;
 
-use super::assembly::prepare;
-use super::child::{
-    checked_exe, child_store, log_path, register, teammate_args, undo_registration,
-};
+use super::child::{checked_exe, child_store, log_path, registered, teammate_args, undo_if_fresh};
 use super::monitor::{monitor, Proc};
 use super::panes::{is_ours, kill_pane_if_ours, run, tmux};
 use super::started::{self, Started};
@@ -77,20 +74,8 @@ async fn start(
         ));
     }
     let fresh = rejoining.is_none();
-    let member = match rejoining {
-        None => register(&env, team, &req, BackendKind::Tmux).await?,
-        Some(m) => {
-            prepare(env.runtime, &req).await?;
-            m
-        }
-    };
-    let rollback = |e: Error| {
-        if fresh {
-            undo_registration(team, &member.name, e)
-        } else {
-            e
-        }
-    };
+    let member = registered(&env, team, &req, BackendKind::Tmux, rejoining).await?;
+    let rollback = |e: Error| undo_if_fresh(team, &member.name, fresh, e);
     let exe = checked_exe(env.backends).map_err(rollback)?;
     let mut command = vec![exe.into_os_string()];
     command.extend(teammate_args(
