@@ -8,8 +8,13 @@
 //! without creating a file each time: the new content goes into a sibling
 //! `<file>.swap`, rewritten in place and synced, and the two are exchanged
 //! in one atomic step (`renameat2(RENAME_EXCHANGE)`), so `<file>.swap` then
-//! holds the previous version for the next write. Readers see the old file
-//! or the new one whole, as with a rename. Creating and freeing an inode per
+//! holds the previous version for the next write. A reader that opened the
+//! file before an exchange and still reads it when the next write rewrites
+//! that inode (now `<file>.swap`) in place would see a torn file: readers
+//! check that the file did not change under them and is still the one the
+//! path names, and read again when it is not (`read_bytes`), and read again
+//! a file that does not parse before calling it corrupt (`read_parsed`).
+//! So readers see the old file or the new one whole, as with a rename. Creating and freeing an inode per
 //! write is the dearest part of a write on some file systems (ext4 without a
 //! journal scans every recently freed inode on each allocation), and a busy
 //! team writes thousands of times a minute.
@@ -30,16 +35,47 @@ use crate::error::{Error, Result};
 /// Reads and parses `path`. `Ok(None)` when the file does not exist; a file that
 /// does not parse is left where it is and reported as [`Error::Corrupt`].
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
-    let Some(bytes) = read_bytes(path)? else {
-        return Ok(None);
-    };
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|source| Error::Corrupt {
-            path: path.to_path_buf(),
-            moved_to: None,
-            source,
-        })
+    read_parsed(path, |bytes| serde_json::from_slice(bytes).map(Some), None)
+}
+
+/// How often an unlocked reader reads a file again that did not parse
+/// before it reports it corrupt.
+const TORN_READ_RETRIES: usize = 8;
+
+/// Reads `path` and parses it with `parse` (`missing` when it does not
+/// exist). A file that does not parse is read again, up to
+/// [`TORN_READ_RETRIES`] times, before it is reported as [`Error::Corrupt`]:
+/// a reader without the lock can meet a torn file. A file written under its
+/// lock is exchanged with its `.swap` sibling, and the next write rewrites
+/// that sibling in place; a reader that opened the file before the exchange
+/// and still reads it then sees that rewrite half done. Reading again opens
+/// the file the exchange put in place, which is whole. A file that is really
+/// corrupt fails every time.
+fn read_parsed<T>(
+    path: &Path,
+    parse: impl Fn(&[u8]) -> serde_json::Result<T>,
+    missing: T,
+) -> Result<T> {
+    let mut attempt = 0;
+    loop {
+        let Some(bytes) = read_bytes(path)? else {
+            return Ok(missing);
+        };
+        match parse(&bytes) {
+            Ok(v) => return Ok(v),
+            Err(_) if attempt < TORN_READ_RETRIES => {
+                attempt += 1;
+                std::thread::yield_now();
+            }
+            Err(source) => {
+                return Err(Error::Corrupt {
+                    path: path.to_path_buf(),
+                    moved_to: None,
+                    source,
+                })
+            }
+        }
+    }
 }
 
 /// Reads `path` for a read-modify-write (the caller holds its lock). A file that
@@ -243,15 +279,17 @@ pub fn empty_array_in_place(path: &Path) -> Result<()> {
 /// Reads a JSON array file: a file that is not there, or empty (an
 /// [`empty_array_in_place`] caught half-way), is an empty array.
 pub fn read_array<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
-    match read_bytes(path)? {
-        None => Ok(Vec::new()),
-        Some(b) if b.iter().all(u8::is_ascii_whitespace) => Ok(Vec::new()),
-        Some(b) => serde_json::from_slice(&b).map_err(|source| Error::Corrupt {
-            path: path.to_path_buf(),
-            moved_to: None,
-            source,
-        }),
-    }
+    read_parsed(
+        path,
+        |b| {
+            if b.iter().all(u8::is_ascii_whitespace) {
+                Ok(Vec::new())
+            } else {
+                serde_json::from_slice(b)
+            }
+        },
+        Vec::new(),
+    )
 }
 
 /// [`read_array`] for a read-modify-write (the caller holds the lock): a
@@ -275,12 +313,37 @@ pub fn read_array_for_update<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>>
     }
 }
 
+/// The bytes of `path`, read whole from one version of it: the read is
+/// kept only when the file it read was not changed while it read (its
+/// change time is the same before and after) and is still the one `path`
+/// names (no exchange happened meanwhile). Otherwise it reads again, up to
+/// [`TORN_READ_RETRIES`] times, then gives its last read (which the parse
+/// then checks).
 fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
-    match std::fs::read(path) {
-        Ok(b) => Ok(Some(b)),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io("read", path, e)),
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let io = |e: std::io::Error| Error::io("read", path, e);
+    let mut last = None;
+    for _ in 0..=TORN_READ_RETRIES {
+        let mut f = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(e)),
+        };
+        let before = f.metadata().map_err(io)?;
+        let mut bytes = Vec::with_capacity(before.len() as usize);
+        f.read_to_end(&mut bytes).map_err(io)?;
+        let after = f.metadata().map_err(io)?;
+        let named = std::fs::metadata(path).ok();
+        let steady = (before.ctime(), before.ctime_nsec()) == (after.ctime(), after.ctime_nsec())
+            && named.is_some_and(|n| (n.dev(), n.ino()) == (after.dev(), after.ino()));
+        if steady {
+            return Ok(Some(bytes));
+        }
+        last = Some(bytes);
+        std::thread::yield_now();
     }
+    Ok(last)
 }
 
 pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
