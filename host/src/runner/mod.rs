@@ -143,6 +143,13 @@ impl Runner {
             idle_blocks: 0,
             first_idle: true,
         };
+        // A wake-up stored before the first poll (the spawn prompt's
+        // delivery) is redundant: that poll reads everything written before
+        // it. Left stored, it would wake the teammate once more right after
+        // its first turn, an idle teammate polling unasked. (`timeout` polls
+        // the wait once before looking at the clock: a stored permit is
+        // taken, none is waited for.)
+        let _ = tokio::time::timeout(Duration::ZERO, self.links.wake.notified()).await;
         loop {
             let found = match between.kept_working.take() {
                 Some(f) => f,
