@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 use crate::error::{Error, Result};
-use crate::store::kept::{file, write_atomic};
+use crate::store::files::atomic::write_json;
+use crate::store::kept::file;
 use crate::store::Home;
 use crate::teammate::{Isolation, SpawnRequest, TeammateSettings};
 
@@ -42,14 +43,15 @@ pub struct SpawnRecord {
 }
 
 impl SpawnRecord {
-    /// The record of `req`, spawned by this process in `backend`. Reads and
-    /// hashes the component.
-    pub fn new(req: &SpawnRequest, backend: &str) -> Result<SpawnRecord> {
+    /// The record of `req`, spawned by this process in `backend`, whose
+    /// component's bytes hash to `component_sha256` (hex; the component
+    /// cache already knows it for a component it loaded).
+    pub fn new(req: &SpawnRequest, backend: &str, component_sha256: String) -> Result<SpawnRecord> {
         let component = std::path::absolute(&req.component)
             .map_err(|e| Error::io("resolve", &req.component, e))?;
         Ok(SpawnRecord {
             name: req.name.clone(),
-            component_sha256: sha256_of(&component)?,
+            component_sha256,
             component,
             cwd: std::path::absolute(&req.cwd).map_err(|e| Error::io("resolve", &req.cwd, e))?,
             worktree: req.isolation == Isolation::Worktree,
@@ -113,8 +115,7 @@ fn sha256_of(path: &Path) -> Result<String> {
 
 /// Writes (or replaces) `rec`.
 pub fn record(home: &Home, team: &str, rec: &SpawnRecord) -> Result<()> {
-    let body = serde_json::to_vec_pretty(rec).map_err(|e| Error::Invalid(e.to_string()))?;
-    write_atomic(&file(home, team, &rec.name, "spawn.json")?, &body, true)
+    write_json(&file(home, team, &rec.name, "spawn.json")?, rec)
 }
 
 /// Every spawn record of `team`. A record that cannot be read is skipped
@@ -160,7 +161,7 @@ mod tests {
         let mut req = SpawnRequest::new("alice", &comp, "go", tmp.path());
         req.settings.mode = Some("acceptEdits".into());
         req.settings.limits.max_pending_requests = 3;
-        let rec = SpawnRecord::new(&req, "in-process").unwrap();
+        let rec = SpawnRecord::new(&req, "in-process", sha256_of(&comp).unwrap()).unwrap();
         record(&home, "t", &rec).unwrap();
         let back = list(&home, "t").unwrap();
         assert_eq!(back, vec![rec.clone()]);

@@ -220,27 +220,42 @@ impl Host {
         let env = self.spawn_env(team)?;
         let backend = backends::backend(kind);
         tracing::debug!(teammate = %req.name, backend = %backend.kind(), "spawning");
-        // What a resume needs to spawn it again: the component hashed
-        // before the spawn, the record written once it succeeded, under the
-        // member's final name. (A host that dies in between leaves a member
-        // resume does not know how to bring back: it is left as it is.)
-        // (A component that cannot be read fails the spawn below, with the
-        // backend's error naming it.)
-        let record = crate::backends::spawn_record::SpawnRecord::new(&req, backend.kind().as_str());
+        let kind = backend.kind();
+        let kept = req.clone();
         let spawned = backend.spawn(env, team, req).await?;
-        match record {
-            Ok(mut record) => {
-                record.name = spawned.member.name.clone();
-                let (home, t) = (self.inner.home.clone(), team.name().to_string());
-                tokio::task::spawn_blocking(move || {
-                    crate::backends::spawn_record::record(&home, &t, &record)
-                })
-                .await
-                .map_err(|e| Error::Invalid(format!("recording the spawn panicked: {e}")))??;
-            }
-            Err(e) => {
-                tracing::warn!(teammate = %spawned.member.name, error = %e, "no spawn record: a resume will not bring this teammate back")
-            }
+        // What a resume needs to spawn it again, under the member's final
+        // name; the component's hash comes from the cache that just loaded
+        // it (no second read). A host that dies before this leaves a member
+        // resume does not know how to bring back: it is left as it is. A
+        // record that cannot be written costs only that, so the spawn stands.
+        let (home, t, runtime, name) = (
+            self.inner.home.clone(),
+            team.name().to_string(),
+            self.inner.runtime.clone(),
+            spawned.member.name.clone(),
+        );
+        let recorded = tokio::task::spawn_blocking(move || {
+            let (hash, _) =
+                runtime
+                    .cache()
+                    .load(&kept.component)
+                    .map_err(|e| Error::Component {
+                        path: kept.component.clone(),
+                        message: format!("{e:#}"),
+                    })?;
+            let mut record =
+                crate::backends::spawn_record::SpawnRecord::new(&kept, kind.as_str(), hash)?;
+            record.name = name;
+            crate::backends::spawn_record::record(&home, &t, &record)
+        })
+        .await;
+        let failed = match recorded {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(error) = failed {
+            tracing::warn!(teammate = %spawned.member.name, %error, "no spawn record written: a resume will not bring this teammate back");
         }
         Ok(self.keep(team, spawned))
     }

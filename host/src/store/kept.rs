@@ -21,7 +21,6 @@
 //! name used before starts with nothing; a resume keeps them; deleting the
 //! team removes the directory.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -36,27 +35,6 @@ pub fn dir(home: &Home, team: &str) -> PathBuf {
 pub fn file(home: &Home, team: &str, name: &str, suffix: &str) -> Result<PathBuf> {
     let stem = super::names::agent_file_stem(name)?;
     Ok(dir(home, team).join(format!("{stem}.{suffix}")))
-}
-
-/// Writes `bytes` at `path` atomically (temporary file, sync, rename), making
-/// the directory when needed.
-pub fn write_atomic(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
-    }
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        if sync {
-            f.sync_all()?;
-        }
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io("write", path, e)
-    })
 }
 
 fn remove(path: &Path) -> Result<()> {
@@ -117,8 +95,7 @@ impl TurnJournal {
 
     /// Notes that a turn handles `msg`.
     pub fn open(&self, msg: &InboxMessage) -> Result<()> {
-        let body = serde_json::to_vec(msg).map_err(|e| Error::Invalid(e.to_string()))?;
-        write_atomic(&self.path, &body, false)
+        super::files::atomic::write_json_relaxed(&self.path, msg)
     }
 
     /// The turn ended: nothing to deliver again.
@@ -169,7 +146,7 @@ impl SavedState {
                 bytes.len()
             )));
         }
-        write_atomic(&self.path, bytes, true)
+        super::files::atomic::write_atomic(&self.path, bytes)
     }
 
     /// What was saved last, if anything.
