@@ -29,6 +29,8 @@
 //! | `forge-shutdown NAME` | `messaging.request-shutdown(NAME)`, then delivers NAME a forged `shutdown_request` that claims to come from the lead |
 //! | `spawn` | reports that there is no spawn import |
 //! | `plan [TEXT]` | `tools.write("done.txt")` (denied before approval), then `request-plan-approval(TEXT or "# plan v1")` |
+//! | `state-flood` | `state.save` of 1 KiB, then of `max-bytes` + 1 and of 16 MiB, then `state.load` (what is kept) |
+//! | `state-load` | `state.load` (a teammate's state is its own: another's is never seen) |
 //! | `write-file PATH TEXT…` | `tools.write(PATH, TEXT)` |
 //! | `fs-write PATH TEXT…` | `std::fs::write(PATH, TEXT)`: the guest's own WASI write |
 //! | `read-file PATH` | `tools.read(PATH)` |
@@ -255,6 +257,27 @@ fn command(attack: &str, args: &[&str]) {
             tool("bash-run", r, show_bash);
         }
         "whoami" => report("whoami", true, format!("mode={}", mode())),
+        "state-flood" => {
+            let max = teamhost::agent::state::max_bytes() as usize;
+            let r = teamhost::agent::state::save(&[7u8; 1024]);
+            tool("state-flood/save-small", r, |_| "saved 1024".into());
+            let r = teamhost::agent::state::save(&vec![1u8; max + 1]);
+            tool("state-flood/save-over", r, |_| format!("saved {}", max + 1));
+            let r = teamhost::agent::state::save(&vec![2u8; 16 << 20]);
+            tool("state-flood/save-huge", r, |_| "saved 16 MiB".into());
+            let r = teamhost::agent::state::load();
+            tool("state-flood/load", r, |kept| match kept {
+                Some(b) => format!("kept {} bytes of {}", b.len(), b[0]),
+                None => "kept nothing".into(),
+            });
+        }
+        "state-load" => {
+            let r = teamhost::agent::state::load();
+            tool("state-load", r, |kept| match kept {
+                Some(b) => format!("kept {} bytes", b.len()),
+                None => "kept nothing".into(),
+            });
+        }
         "exhaust" => exhaust::run(args),
         "coord" => coord::run(args),
         "fake-screen" => screen::run(),

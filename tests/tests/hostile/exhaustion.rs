@@ -236,3 +236,35 @@ async fn a_guest_printing_100_mib_leaves_a_log_no_bigger_than_the_cap_and_one_no
     assert!(step(&got, "whoami").ok(), "{got:#?}");
     a.assert_contained().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn saved_state_is_bounded_its_own_and_kept_outside_the_teammates_directory() {
+    let a = Arena::new("state-flood").await;
+    let got = a.attack("hoarder", "acceptEdits", "state-flood").await;
+    assert!(step(&got, "state-flood/save-small").ok());
+    for over in ["state-flood/save-over", "state-flood/save-huge"] {
+        let s = step(&got, over);
+        assert!(
+            !s.ok() && s.detail.contains("at most 65536"),
+            "{over} must be refused: {s:?}"
+        );
+    }
+    // A refused save keeps what was saved before.
+    assert_eq!(
+        step(&got, "state-flood/load").detail,
+        "kept 1024 bytes of 7"
+    );
+    // The state is in the host's home, not in the teammate's directory.
+    let kept = a.f.home.join("kept/state-flood/hoarder.state");
+    assert_eq!(std::fs::read(&kept).unwrap(), vec![7u8; 1024]);
+    let own = a.dir("hoarder");
+    assert!(!std::fs::read_dir(&own).unwrap().any(|e| e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .contains("state")));
+    // Another teammate sees none of it.
+    let other = a.attack("neighbour", "acceptEdits", "state-load").await;
+    assert_eq!(step(&other, "state-load").detail, "kept nothing");
+    a.assert_contained().await;
+}
