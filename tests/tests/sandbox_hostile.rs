@@ -599,6 +599,8 @@ async fn there_is_no_way_to_spawn_a_teammate_from_inside_a_guest() {
         "tools",
         "model",
         "toolbox",
+        "state",
+        "subagents",
     ];
     for import in &imports {
         assert!(!import.contains("spawn"), "{import}");
