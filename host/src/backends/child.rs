@@ -38,6 +38,7 @@ pub(crate) async fn register(
         OutgoingMessage::new(config.lead_name(), req.prompt.clone()),
     )
     .map_err(|e| undo_registration(team, &member.name, e))?;
+    env.before_start(&member);
     Ok(member)
 }
 

@@ -82,5 +82,6 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
         OutgoingMessage::new(&lead, req.prompt.clone()),
     )
     .map_err(rollback)?;
+    env.before_start(&member);
     Ok(ready.run(&env))
 }

@@ -245,6 +245,14 @@ pub(crate) struct SpawnEnv<'a> {
     pub watched: bool,
     /// The host's model broker (each teammate gets a client of it).
     pub models: &'a crate::teammate::ModelAccess,
+    /// Called by [`Backend::spawn`] with the registered member once its
+    /// prompt is in its inbox and before it can run (its runner started or
+    /// its process launched); never by [`Backend::rejoin`]. `Host::spawn`
+    /// writes the spawn record here: a record written after the start left
+    /// a window in which the teammate claimed work and a host killed then
+    /// left a member that `status` showed idle and resume could not bring
+    /// back. The hook does its own error handling.
+    pub before_start: Option<&'a (dyn Fn(&Member) + Send + Sync)>,
 }
 
 /// With a change feed, a runner still polls this many times less often than
@@ -252,6 +260,13 @@ pub(crate) struct SpawnEnv<'a> {
 const FEED_FALLBACK_FACTOR: u32 = 10;
 
 impl SpawnEnv<'_> {
+    /// Runs [`SpawnEnv::before_start`], when there is one.
+    pub fn before_start(&self, member: &Member) {
+        if let Some(hook) = self.before_start {
+            hook(member);
+        }
+    }
+
     /// How often an idle runner looks for work unasked: `poll_interval`
     /// (the reference's 500 ms) when nothing but polling sees other
     /// processes' writes; ten times less often when the change feed does.

@@ -118,6 +118,16 @@ pub fn record(home: &Home, team: &str, rec: &SpawnRecord) -> Result<()> {
     write_json(&file(home, team, &rec.name, "spawn.json")?, rec)
 }
 
+/// Removes `name`'s record, if there is one (a spawn that failed after
+/// its record was written).
+pub fn remove(home: &Home, team: &str, name: &str) -> Result<()> {
+    let path = file(home, team, name, "spawn.json")?;
+    match std::fs::remove_file(&path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", path, e)),
+        _ => Ok(()),
+    }
+}
+
 /// Every spawn record of `team`. A record that cannot be read is skipped
 /// with a warning naming it (resume then reports that teammate as not
 /// teamhost's).

@@ -217,46 +217,53 @@ impl Host {
         {
             tracing::warn!(mode = %b.mode, "this session is not interactive: teammates run in-process, as the reference does");
         }
-        let env = self.spawn_env(team)?;
         let backend = backends::backend(kind);
         tracing::debug!(teammate = %req.name, backend = %backend.kind(), "spawning");
         let kind = backend.kind();
-        let kept = req.clone();
-        let spawned = backend.spawn(env, team, req).await?;
         // What a resume needs to spawn it again, under the member's final
-        // name; the component's hash comes from the cache that just loaded
-        // it (no second read). A host that dies before this leaves a member
-        // resume does not know how to bring back: it is left as it is. A
-        // record that cannot be written costs only that, so the spawn stands.
-        let (home, t, runtime, name) = (
-            self.inner.home.clone(),
-            team.name().to_string(),
-            self.inner.runtime.clone(),
-            spawned.member.name.clone(),
-        );
-        let recorded = tokio::task::spawn_blocking(move || {
-            let (hash, _) =
-                runtime
-                    .cache()
-                    .load(&kept.component)
-                    .map_err(|e| Error::Component {
-                        path: kept.component.clone(),
-                        message: format!("{e:#}"),
-                    })?;
-            let mut record =
-                crate::backends::spawn_record::SpawnRecord::new(&kept, kind.as_str(), hash)?;
-            record.name = name;
-            crate::backends::spawn_record::record(&home, &t, &record)
-        })
-        .await;
-        let failed = match recorded {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e.to_string()),
-            Err(e) => Some(e.to_string()),
+        // name, written by the backend once the member is registered and
+        // before it can run: a host killed at any moment after the
+        // teammate's first step leaves a record (`status` then shows it
+        // dead, and resume brings it back). The component's hash comes from
+        // the cache that just loaded it (no second read). A record that
+        // cannot be written costs only that, so the spawn stands.
+        let recorded = std::sync::Mutex::new(None::<String>);
+        let (home, runtime) = (self.inner.home.clone(), self.inner.runtime.clone());
+        let record_it = |member: &crate::store::Member| {
+            let written = runtime
+                .cache()
+                .load(&req.component)
+                .map_err(|e| Error::Component {
+                    path: req.component.clone(),
+                    message: format!("{e:#}"),
+                })
+                .and_then(|(hash, _)| {
+                    let mut record =
+                        crate::backends::spawn_record::SpawnRecord::new(&req, kind.as_str(), hash)?;
+                    record.name = member.name.clone();
+                    crate::backends::spawn_record::record(&home, team.name(), &record)
+                });
+            match written {
+                Ok(()) => *recorded.lock().expect("record lock") = Some(member.name.clone()),
+                Err(error) => {
+                    tracing::warn!(teammate = %member.name, %error, "no spawn record written: a resume will not bring this teammate back")
+                }
+            }
         };
-        if let Some(error) = failed {
-            tracing::warn!(teammate = %spawned.member.name, %error, "no spawn record written: a resume will not bring this teammate back");
-        }
+        let mut env = self.spawn_env(team)?;
+        env.before_start = Some(&record_it);
+        let spawned = backend.spawn(env, team, req.clone()).await;
+        let spawned = match spawned {
+            Ok(s) => s,
+            Err(e) => {
+                // A start that failed after the record: no member to resume.
+                let name = recorded.lock().expect("record lock").take();
+                if let Some(name) = name {
+                    let _ = crate::backends::spawn_record::remove(&home, team.name(), &name);
+                }
+                return Err(e);
+            }
+        };
         Ok(self.keep(team, spawned))
     }
 
