@@ -503,9 +503,17 @@ fn resume_refuses_a_team_whose_host_still_runs_and_one_that_does_not_exist() {
 
 #[test]
 fn the_message_a_turn_was_handling_when_the_host_died_is_delivered_again() {
-    // q completes the one task; p takes messages only and holds its turn on
-    // "hold" in a Bash call.
-    let p = Project::new("resume-message", &["q"], "complete-tasks", "", 1);
+    // q holds the one task in a Bash call until `release`: with the task
+    // done early the run would end, and shut p down, before p took "hold"
+    // (a shutdown request goes before unread messages). p takes messages
+    // only and holds its turn on "hold" in a Bash call.
+    let p = Project::new(
+        "resume-message",
+        &["q"],
+        "complete-tasks bash-on-task",
+        "allowed_tools = [\"Bash\"]",
+        1,
+    );
     std::fs::create_dir_all(p.dir("p")).unwrap();
     let mut toml = std::fs::read_to_string(&p.manifest).unwrap();
     toml += &format!(
@@ -521,6 +529,7 @@ fn the_message_a_turn_was_handling_when_the_host_died_is_delivered_again() {
     p.wait_until("p's message turn holding", || holding.exists());
     kill(run);
     std::fs::write(p.dir("p").join("release"), "").unwrap();
+    std::fs::write(p.dir("q").join("release"), "").unwrap();
     let out = finish(p.start(&["--resume"], "in-process"));
     assert!(out.status.success(), "{}", shown(&out));
     assert!(
@@ -539,4 +548,93 @@ fn the_message_a_turn_was_handling_when_the_host_died_is_delivered_again() {
         .unwrap()
         .contains("msg"));
     assert_eq!(p.completions(&["q"]), vec!["1"]);
+}
+
+/// How many `idle_notification`s in the lead's mail (inbox and history)
+/// name each completed task, by task id.
+fn completion_reports(p: &Project) -> std::collections::BTreeMap<String, usize> {
+    let team = p.home.join("teams").join(&p.team);
+    let mut mail: Vec<Value> = std::fs::read(team.join("inboxes/team-lead.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let history = std::fs::read_to_string(team.join("history/team-lead.jsonl")).unwrap_or_default();
+    mail.extend(history.lines().filter_map(|l| serde_json::from_str(l).ok()));
+    let mut reports = std::collections::BTreeMap::new();
+    for text in mail.iter().filter_map(|m| m["text"].as_str()) {
+        let Ok(body) = serde_json::from_str::<Value>(text) else {
+            continue;
+        };
+        if body["type"] == "idle_notification" {
+            if let Some(id) = body["completedTaskId"].as_str() {
+                *reports.entry(id.to_string()).or_insert(0) += 1;
+            }
+        }
+    }
+    reports
+}
+
+#[test]
+fn a_completion_cut_from_its_report_by_a_crash_is_reported_once_after_the_resume() {
+    // p completes task 1, then holds its turn before it ends: the host dies
+    // with the task completed and the lead not told.
+    let p = Project::new(
+        "resume-report",
+        &["p"],
+        "complete-tasks hold-after-complete",
+        "allowed_tools = [\"Bash\"]",
+        2,
+    );
+    let run = p.start(&[], "in-process");
+    let holding = p.dir("p").join("holding-done-1");
+    p.wait_until("p holding after completing task 1", || holding.exists());
+    kill(run);
+    assert_eq!(p.task(1).unwrap()["status"], "completed");
+    assert_eq!(completion_reports(&p).get("1"), None, "not told yet");
+    std::fs::write(p.dir("p").join("release"), "").unwrap();
+    let out = finish(p.start(&["--resume", "--keep"], "in-process"));
+    assert!(out.status.success(), "{}", shown(&out));
+    assert!(
+        shown(&out).contains("task #1 was completed by p as its host died: reported now"),
+        "{}",
+        shown(&out)
+    );
+    let reports = completion_reports(&p);
+    assert_eq!(reports.get("1"), Some(&1), "{reports:?}");
+    assert_eq!(reports.get("2"), Some(&1), "{reports:?}");
+    assert_eq!(p.completions(&["p"]), vec!["1", "2"]);
+}
+
+#[test]
+fn after_a_crash_and_a_resume_the_lead_learns_of_every_completed_task_exactly_once() {
+    // Four workers and forty tasks, the host killed wherever it is after ten
+    // completions: between a claim and its turn, inside a turn, between a
+    // completion and its report, or after the report.
+    let names = ["w1", "w2", "w3", "w4"];
+    let p = Project::new("resume-reports", &names, "complete-tasks", "", 40);
+    let run = p.start(&[], "in-process");
+    p.wait_until("ten completions", || p.completions(&names).len() >= 10);
+    kill(run);
+    let out = finish(p.start(&["--resume", "--keep"], "in-process"));
+    assert!(out.status.success(), "{}", shown(&out));
+    for id in 1..=40u32 {
+        assert_eq!(p.task(id).unwrap()["status"], "completed", "task {id}");
+    }
+    let reports = completion_reports(&p);
+    let wrong: Vec<_> = (1..=40u32)
+        .map(|id| id.to_string())
+        .filter(|id| reports.get(id) != Some(&1))
+        .map(|id| (id.clone(), reports.get(&id).copied().unwrap_or(0)))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "tasks not reported exactly once: {wrong:?}\n{}",
+        shown(&out)
+    );
+    // The guest's own log: no task done twice (one cut between its update
+    // and its log line may be missing).
+    let done = p.completions(&names);
+    let mut unique = done.clone();
+    unique.dedup();
+    assert_eq!(done, unique, "a task completed twice");
 }

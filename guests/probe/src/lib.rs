@@ -32,6 +32,7 @@
 //! | message `read-loop N` | calls `tools::read("bench.txt")` N times, then sends the sender `read-loop done OK/N` (sandbox benchmark) |
 //! | `dm:NAME`         | on the `initial` turn, sends NAME `hello NAME` (summary `greeting`); may repeat |
 //! | `bash-on-task`    | on `task-claimed`, before completing the task, runs with `tools::bash`: `touch holding-ID`, then waits until a file `release` exists in its directory, then appends ID to `bash.log` (a tool call a test can hold open, and one that asks the lead unless Bash is allowed) |
+//! | `hold-after-complete` | on `task-claimed`, after the task's update succeeded (and `completed.log` has its ID), runs the held call with ID `done-ID` before the turn ends: a turn a test can cut between a completion and its report |
 //! | message `hold`    | runs the same held `tools::bash` call as `bash-on-task`, with ID `msg` (a message turn a test can hold open) |
 //!
 //! The spawn prompt is saved with `state.save`, and a probe whose first turn
@@ -76,6 +77,7 @@ struct Directives {
     trap_on_message: bool,
     spin_on_message: bool,
     bash_on_task: bool,
+    hold_after_complete: bool,
     /// Members to greet on the initial turn.
     dm: Vec<String>,
 }
@@ -91,6 +93,7 @@ impl Directives {
                 "spin-on-message" => d.spin_on_message = true,
                 "complete-tasks" => {} // the default
                 "bash-on-task" => d.bash_on_task = true,
+                "hold-after-complete" => d.hold_after_complete = true,
                 _ => {
                     if let Some(name) = word.strip_prefix("dm:").filter(|n| !n.is_empty()) {
                         d.dm.push(name.to_string());
@@ -222,6 +225,11 @@ impl Guest for Probe {
                 let (status, reason) = match tasks::update(&task.id, &changes) {
                     Ok(_) => {
                         append("completed.log", &format!("{}\n", task.id));
+                        if directives.hold_after_complete {
+                            if let Err(e) = hold(&format!("done-{}", task.id)) {
+                                eprintln!("probe: {e}");
+                            }
+                        }
                         (CompletedStatus::Resolved, None)
                     }
                     Err(e) => (

@@ -147,6 +147,7 @@ pub(crate) async fn instantiate(
     let Prepared { dir, mode, rules } = prepared;
     let resumed = place.resumed.clone();
     let journal = crate::store::kept::TurnJournal::of(&env.home, team.name(), &member.name)?;
+    let task_note = crate::store::kept::TaskNote::of(&env.home, team.name(), &member.name)?;
     let pre = load!(env.runtime, req)?;
     let name = member.name.clone();
     let color = member.color.clone().unwrap_or_default();
@@ -283,6 +284,8 @@ pub(crate) async fn instantiate(
         resumed: resumed.is_some(),
         handed_back: resumed.and_then(|r| r.task),
         journal: Some(journal),
+        task_note: Some(task_note),
+        note_open: false,
         links: RunnerLinks {
             wake,
             listening: registration.listening,

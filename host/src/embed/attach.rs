@@ -95,6 +95,12 @@ impl Host {
         let env = self.spawn_env(&team)?;
         let prepared = assembly::prepare(env.runtime, &req).await?;
         let resumed = if how.resumed {
+            // A lead that restarts the teammate itself (`teamhost teammate
+            // --resumed`): a completion its cut turn made reaches the lead
+            // here (after `Host::resume` the note is already taken).
+            if let Some(id) = self.report_cut_completion(&team, &member).await? {
+                tracing::info!(teammate = %member.name, task = %id, "reported a completion its earlier life made as it was cut");
+            }
             Some(self.gather_resumed(&team, &member.name).await?)
         } else {
             None
@@ -131,6 +137,7 @@ impl Host {
             config_changes: self.watch_team(team)?,
             watched: inner.opts.watch_files,
             models: &inner.opts.models,
+            before_start: None,
         })
     }
 

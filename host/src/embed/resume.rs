@@ -9,6 +9,7 @@
 //! | a `teamhost teammate` process or tmux pane the dead host started, still running | its process record (`started/`: pid and start time) | adopted: this host watches, stops and cleans up after it |
 //! | one that ended | the same record | its dead pane closed (only when it still runs the recorded process), the record dropped, the teammate spawned again |
 //! | its task in progress | the task list | handed back to it: its first turn that is not a message |
+//! | the completion its cut turn made, never reported | the task note (`store::kept::TaskNote`) and the task list | reported to the lead as the teammate's idle notification naming the task, unless the lead's mail already holds that report (exactly once) |
 //! | the message its interrupted turn handled | the turn journal (`store::kept::TurnJournal`) | delivered again (at least once) |
 //! | its plan or permission requests waiting for the lead | the lead's mail | still answerable: the answer, given before or after the resume, reaches the resumed teammate |
 //! | its unread mail | its inbox | delivered as always |
@@ -50,6 +51,9 @@ pub struct ResumeReport {
     pub unassigned: Vec<String>,
     /// Teammates whose interrupted turn's message was delivered again.
     pub redelivered: Vec<String>,
+    /// Completions a cut turn made that the lead had not been told of,
+    /// reported now, as `(task id, teammate)`.
+    pub reported: Vec<(String, String)>,
     /// Members this machine's teamhost did not spawn, left as they are.
     pub left_alone: Vec<String>,
     /// Teammates that could not be brought back, and why (the rest of the
@@ -75,6 +79,11 @@ impl ResumeReport {
         }
         for (task, owner) in &self.handed_back {
             parts.push(format!("task #{task} handed back to {owner}"));
+        }
+        for (task, owner) in &self.reported {
+            parts.push(format!(
+                "task #{task} was completed by {owner} as its host died: reported now"
+            ));
         }
         if !self.unassigned.is_empty() {
             parts.push(format!(
@@ -153,6 +162,9 @@ impl Host {
                     }
                     if outcome.redelivered {
                         report.redelivered.push(name.clone());
+                    }
+                    if let Some(task) = outcome.reported {
+                        report.reported.push((task, name.clone()));
                     }
                     report.respawned.push(name);
                 }
@@ -246,6 +258,7 @@ impl Host {
             }
         }
         let redelivered = self.redeliver_interrupted(team, &record.name).await?;
+        let reported = self.report_cut_completion(team, &member).await?;
         let resumed_task = self.gather_resumed(team, &record.name).await?.task;
         if kind == crate::backends::BackendKind::InProcess {
             let log = self
@@ -287,6 +300,7 @@ impl Host {
         Ok(Respawned {
             task: resumed_task,
             redelivered,
+            reported,
         })
     }
 
@@ -314,6 +328,55 @@ impl Host {
         })
         .await
         .map_err(|e| Error::Invalid(format!("redelivering a message panicked: {e}")))?
+    }
+
+    /// Reports to the lead the completion of the task `member`'s cut turn
+    /// worked on (its [`TaskNote`](crate::store::kept::TaskNote)), when the
+    /// guest completed it before the host died and the lead's mail (inbox
+    /// and history) holds no report of it from `member`: the idle
+    /// notification the turn would have ended with, sent as the teammate's
+    /// runner sends it. A task still in progress is handed back instead (its
+    /// next turn reports it); the note goes either way. The id reported.
+    pub(super) async fn report_cut_completion(
+        &self,
+        team: &Team,
+        member: &crate::store::Member,
+    ) -> Result<Option<String>> {
+        let note = crate::store::kept::TaskNote::of(&self.inner.home, team.name(), &member.name)?;
+        let (t, who, color) = (team.clone(), member.name.clone(), member.color.clone());
+        tokio::task::spawn_blocking(move || {
+            use crate::protocol::{CompletedStatus, IdleNotification, IdleReason, WireMessage};
+            let Some(id) = note.take_interrupted()? else {
+                return Ok(None);
+            };
+            let done = t.list_tasks()?.into_iter().any(|task| {
+                task.id == id
+                    && task.status == TaskStatus::Completed
+                    && task.owner.as_deref() == Some(who.as_str())
+            });
+            if !done {
+                return Ok(None);
+            }
+            let lead = t.config()?.lead_name().to_string();
+            let mut mail = t.history(&lead)?;
+            mail.extend(t.read_inbox(&lead)?);
+            let told = mail.iter().filter(|m| m.from == who).any(|m| {
+                matches!(
+                    crate::protocol::ProtocolMessage::parse(&m.text),
+                    crate::protocol::Parsed::Protocol(crate::protocol::ProtocolMessage::IdleNotification(n))
+                        if n.completed_task_id.as_deref() == Some(id.as_str())
+                )
+            });
+            if told {
+                return Ok(None);
+            }
+            let idle = IdleNotification::new(&who, IdleReason::Available)
+                .with_completed_task(id.clone(), CompletedStatus::Resolved);
+            t.deliver(&lead, OutgoingMessage::new(&who, idle.to_text()).color(color))?;
+            Ok(Some(id))
+        })
+        .await
+        .map_err(|e| Error::Invalid(format!("reporting a completion panicked: {e}")))?
     }
 
     /// What `name`'s earlier life left in flight in `team`: its task in
@@ -382,6 +445,7 @@ impl Host {
 struct Respawned {
     task: Option<String>,
     redelivered: bool,
+    reported: Option<String>,
 }
 
 /// Refuses to resume while the host that spawned the team's teammates (or

@@ -103,6 +103,12 @@ pub(crate) struct Runner {
     /// Where the message a turn handles is noted until the turn ends, so a
     /// resume after a crash delivers it again (`None`: not noted).
     pub journal: Option<crate::store::kept::TurnJournal>,
+    /// Where the task a turn works on is noted from its claim until the
+    /// lead is told how the turn ended, so a resume reports a completion a
+    /// cut turn made (`None`: not noted).
+    pub task_note: Option<crate::store::kept::TaskNote>,
+    /// Whether [`Runner::task_note`] holds a task not yet reported.
+    pub note_open: bool,
 }
 
 impl Runner {
@@ -260,19 +266,34 @@ impl Runner {
             // A task handed back comes before any new claim.
             let auto_claim = self.config.auto_claim && self.handed_back.is_none();
             let handed_back = self.handed_back.clone();
+            let note = self.task_note.clone();
             let polled = tokio::task::spawn_blocking(move || {
-                match poll::next_turn(&team, &me, &lead, injected, first, auto_claim)? {
+                let found = match poll::next_turn(&team, &me, &lead, injected, first, auto_claim)? {
                     None => match handed_back {
-                        Some(id) => poll::handed_back_turn(&team, &me, &id),
-                        None => Ok(None),
+                        Some(id) => poll::handed_back_turn(&team, &me, &id)?,
+                        None => None,
                     },
-                    found => Ok(found),
+                    found => found,
+                };
+                // Beside the claim, before the turn: from here until the
+                // lead is told, a crash leaves the task noted.
+                let mut noted = false;
+                if let (Some(f), Some(note)) = (&found, note) {
+                    if let TurnKind::TaskClaimed(task) = &f.turn.kind {
+                        match note.open(&task.id) {
+                            Ok(()) => noted = true,
+                            Err(e) => tracing::warn!(teammate = %me, error = %e,
+                                "the task's note was not written; a resume after a crash may not report its completion"),
+                        }
+                    }
                 }
+                Ok::<_, crate::Error>(found.map(|f| (f, noted)))
             })
             .await;
             match polled {
-                Ok(Ok(Some(found))) => {
+                Ok(Ok(Some((found, noted)))) => {
                     self.links.listening.store(false, Ordering::SeqCst);
+                    self.note_open |= noted;
                     if matches!(found.turn.kind, TurnKind::TaskClaimed(_)) {
                         self.handed_back = None;
                     }
@@ -420,10 +441,40 @@ impl Runner {
         }
         let deliver = self.config.notifications.delivers(&idle, first);
         let msg = OutgoingMessage::new(&self.name, idle.to_text()).color(Some(self.color.clone()));
-        if deliver {
-            self.tell_lead(msg).await;
-        } else {
-            self.record_for_lead(msg).await;
+        // The lead learns how the turn on a noted task ended with this
+        // notification: the note is cleared once it is stored, in the same
+        // blocking task (a crash between the two makes resume look for the
+        // report in the lead's mail, and find it).
+        let note = std::mem::take(&mut self.note_open)
+            .then(|| self.task_note.clone())
+            .flatten();
+        let (team, lead, name) = (self.team.clone(), self.lead.clone(), self.name.clone());
+        let stored = tokio::task::spawn_blocking(move || {
+            if deliver {
+                team.deliver(&lead, msg)?;
+            } else {
+                team.record_in_history(&lead, msg)?;
+            }
+            if let Some(note) = note {
+                if let Err(e) = note.close() {
+                    tracing::warn!(teammate = %name, error = %e, "the task's note was not cleared; a resume will look for its report in the lead's mail");
+                }
+            }
+            Ok::<_, crate::Error>(())
+        })
+        .await;
+        match stored {
+            Ok(Ok(())) if !deliver => {
+                tracing::debug!(teammate = %self.name, level = %self.config.notifications,
+                    "idle notification recorded in the lead's history only")
+            }
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::error!(teammate = %self.name, error = %e, "idle notification for the lead lost")
+            }
+            Err(e) => {
+                tracing::error!(teammate = %self.name, error = %e, "idle notification for the lead lost")
+            }
         }
     }
 
@@ -512,24 +563,6 @@ impl Runner {
             }
             Err(e) => {
                 tracing::error!(teammate = %self.name, error = %e, "message to the lead lost")
-            }
-        }
-    }
-
-    /// Appends a message the lead's inbox does not get to the lead's history
-    /// ([`Team::record_in_history`]); a failure is logged, never fatal.
-    async fn record_for_lead(&mut self, msg: OutgoingMessage) {
-        let (team, lead) = (self.team.clone(), self.lead.clone());
-        match tokio::task::spawn_blocking(move || team.record_in_history(&lead, msg)).await {
-            Ok(Ok(_)) => {
-                tracing::debug!(teammate = %self.name, level = %self.config.notifications,
-                    "idle notification recorded in the lead's history only")
-            }
-            Ok(Err(e)) => {
-                tracing::error!(teammate = %self.name, error = %e, "idle notification for the lead's history lost")
-            }
-            Err(e) => {
-                tracing::error!(teammate = %self.name, error = %e, "idle notification for the lead's history lost")
             }
         }
     }

@@ -7,6 +7,7 @@
 //! | `{name}.spawn.json` | when the host spawns it (`backends::spawn_record`) | `teamhost run --resume` / `Host::resume`: how to bring it back |
 //! | `{name}.conversation.json` | after each of its model calls (the model module's `Transcript`) | `model.history` in its next life |
 //! | `{name}.turn.json` | while a turn handles a message ([`TurnJournal`]; beside the message's take, on the blocking pool) | resume: that message is delivered again |
+//! | `{name}.task.json` | from the claim of a task until the lead has been told how the turn on it ended ([`TaskNote`]; in the claim's and the report's blocking tasks) | resume: a completion the cut turn made is reported to the lead |
 //! | `{name}.state` | `state.save` ([`SavedState`]) | `state.load` |
 //!
 //! The home is the host's: no teammate's directory may lie in it (see
@@ -46,7 +47,13 @@ fn remove(path: &Path) -> Result<()> {
 
 /// Forgets everything kept of `name` (a teammate that left the team).
 pub fn forget(home: &Home, team: &str, name: &str) -> Result<()> {
-    for suffix in ["spawn.json", "conversation.json", "turn.json", "state"] {
+    for suffix in [
+        "spawn.json",
+        "conversation.json",
+        "turn.json",
+        "task.json",
+        "state",
+    ] {
         remove(&file(home, team, name, suffix)?)?;
     }
     Ok(())
@@ -70,7 +77,7 @@ pub fn conversation(home: &Home, team: &str, name: &str) -> Result<PathBuf> {
 /// journal and saved state): a teammate that is not resumed starts afresh,
 /// even under a name used before. Its spawn record stays.
 pub fn clear_life(home: &Home, team: &str, name: &str) -> Result<()> {
-    for suffix in ["conversation.json", "turn.json", "state"] {
+    for suffix in ["conversation.json", "turn.json", "task.json", "state"] {
         remove(&file(home, team, name, suffix)?)?;
     }
     Ok(())
@@ -116,6 +123,62 @@ impl TurnJournal {
         }
         remove(&self.path)?;
         Ok(msg)
+    }
+}
+
+/// The task a teammate's turn works on, noted from its claim until the
+/// lead has been told how the turn ended (the idle notification naming it).
+/// A host that dies in between may leave the task completed by the guest
+/// and never reported: resume then reports it (see `Host::resume`). Written
+/// without a sync, like [`TurnJournal`].
+#[derive(Debug, Clone)]
+pub struct TaskNote {
+    path: PathBuf,
+}
+
+/// What a [`TaskNote`] holds.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct TaskNoted {
+    task: String,
+}
+
+impl TaskNote {
+    /// `name`'s note in `team`.
+    pub fn of(home: &Home, team: &str, name: &str) -> Result<TaskNote> {
+        Ok(TaskNote {
+            path: file(home, team, name, "task.json")?,
+        })
+    }
+
+    /// Notes that a turn works on task `id`.
+    pub fn open(&self, id: &str) -> Result<()> {
+        super::files::atomic::write_json_relaxed(
+            &self.path,
+            &TaskNoted {
+                task: id.to_owned(),
+            },
+        )
+    }
+
+    /// The lead has been told: nothing left to report.
+    pub fn close(&self) -> Result<()> {
+        remove(&self.path)
+    }
+
+    /// The task of a turn whose end was never reported, if any (and removes
+    /// the note).
+    pub fn take_interrupted(&self) -> Result<Option<String>> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io("read", &self.path, e)),
+        };
+        let noted = serde_json::from_slice::<TaskNoted>(&bytes).ok();
+        if noted.is_none() {
+            tracing::warn!(path = %self.path.display(), "unreadable task note ignored");
+        }
+        remove(&self.path)?;
+        Ok(noted.map(|n| n.task))
     }
 }
 
@@ -195,5 +258,23 @@ mod tests {
         j.open(&msg).unwrap();
         j.close().unwrap();
         assert!(j.take_interrupted().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_task_note_is_given_back_once_and_a_closed_one_never() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = Home::new(tmp.path());
+        let n = TaskNote::of(&home, "t", "w").unwrap();
+        assert_eq!(n.take_interrupted().unwrap(), None);
+        n.open("7").unwrap();
+        assert_eq!(n.take_interrupted().unwrap().as_deref(), Some("7"));
+        assert_eq!(n.take_interrupted().unwrap(), None);
+        n.open("8").unwrap();
+        n.close().unwrap();
+        assert_eq!(n.take_interrupted().unwrap(), None);
+        // A fresh life under the same name starts without it.
+        n.open("9").unwrap();
+        clear_life(&home, "t", "w").unwrap();
+        assert_eq!(n.take_interrupted().unwrap(), None);
     }
 }
