@@ -209,6 +209,27 @@ fn setting_an_owner_sends_a_task_assignment_to_that_inbox() {
 }
 
 #[test]
+fn taking_a_task_oneself_sends_oneself_no_task_assignment() {
+    let (_t, team) = team();
+    let a = task(&team, "Compile wasm module", &[]);
+    let b = task(&team, "Link it", &[]);
+    for (id, owner) in [(&a, "w2"), (&b, "w2@t")] {
+        let t = team
+            .update_task(
+                id,
+                TaskUpdate {
+                    owner: Some(Some(owner.into())),
+                    ..Default::default()
+                },
+                "w2",
+            )
+            .unwrap();
+        assert_eq!(t.owner.as_deref(), Some(owner));
+    }
+    assert!(team.unread("w2").unwrap().is_empty(), "no news to w2");
+}
+
+#[test]
 fn dependencies_are_recorded_on_both_sides_and_cycles_refused() {
     let (_t, team) = team();
     let (a, b, c) = (

@@ -536,6 +536,12 @@ impl Team {
         let Some(owner) = &task.owner else {
             return Ok(());
         };
+        // Taking a task oneself is no news to oneself: a task_assignment
+        // would cost the taker a turn (and the lead a second idle
+        // notification) for nothing.
+        if owner == by || *owner == format!("{by}@{}", self.name()) {
+            return Ok(());
+        }
         let text = TaskAssignment::new(&task.id, &task.subject, &task.description, by).to_text();
         self.deliver(owner, OutgoingMessage::new(by, text))?;
         Ok(())
