@@ -474,6 +474,85 @@ async fn teamhost_teammate_without_a_component_says_how_to_name_one() {
         err.contains("TEAMHOST_COMPONENT=") && err.contains("wrapper script"),
         "{err}"
     );
+    // The lead, who registered it and waits for it, is told why, and the
+    // team is left as if it had never joined.
+    assert_told_and_gone(&home, "t", "nobody", "TEAMHOST_COMPONENT=");
+}
+
+/// The lead of `team` under `home` was told by `teamhost` that `name` could
+/// not start (with `why` in the text), `name` is no longer a member, and
+/// no unread prompt waits in its inbox.
+fn assert_told_and_gone(home: &Path, team: &str, name: &str, why: &str) {
+    let dir = home.join("teams").join(team);
+    let lead: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(dir.join("inboxes/team-lead.json")).unwrap())
+            .unwrap();
+    assert!(
+        lead.iter().any(|m| {
+            m["from"] == "teamhost"
+                && m["text"].as_str().is_some_and(|t| {
+                    t.contains(&format!("{name} could not start")) && t.contains(why)
+                })
+        }),
+        "{lead:#?}"
+    );
+    let config: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
+    assert!(
+        config["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["name"] != name),
+        "{config:#}"
+    );
+    let unread: Vec<Value> = std::fs::read(dir.join(format!("inboxes/{name}.json")))
+        .ok()
+        .map(|b| serde_json::from_slice(&b).unwrap())
+        .unwrap_or_default();
+    assert!(unread.is_empty(), "{unread:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_teammate_without_its_model_key_tells_its_lead_naming_the_variable_and_leaves() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("h");
+    let th = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_teamhost"))
+            .arg("--home")
+            .arg(&home)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    th(&["team", "create", "t"]);
+    th(&["team", "add-member", "t", "thinker", "--prompt", "think"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_teamhost"))
+        .arg("--home")
+        .arg(&home)
+        .args([
+            "teammate",
+            "--agent-id",
+            "thinker@t",
+            "--model-allow",
+            "anthropic/claude-sonnet-4-5",
+        ])
+        .current_dir(tmp.path())
+        .env("TEAMHOST_COMPONENT", teamhost_tests::PROBE)
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .env_remove("TEAMHOST_MODEL_MODE")
+        .env_remove("TEAMHOST_CASSETTES")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("ANTHROPIC_API_KEY") && err.contains("wrapper script"),
+        "{err}"
+    );
+    assert_told_and_gone(&home, "t", "thinker", "ANTHROPIC_API_KEY");
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

@@ -41,6 +41,13 @@
 //!
 //! It prints one line per turn and state change on stderr (with `--json` also
 //! one JSON object per line on stdout: `{"event":"turn","kind":"message","atUs":…}`).
+//! A start that fails once its member entry is found (no component, a model
+//! it may not use or has no key for, a bad flag, a guest that does not
+//! load) reaches the lead as a message from `teamhost` saying why, and
+//! leaves the team as if it had never joined: its entry and unread spawn
+//! prompt removed, any task it owned back to `pending`. The lead, which
+//! waits for its new teammate, learns at once instead of timing out.
+//!
 //! Exit status: 0 after an approved shutdown; 1 when the teammate failed or
 //! could not start; 128+N when stopped by signal N (SIGTERM, SIGINT, SIGHUP:
 //! it first leaves the team cleanly: tasks back to `pending`, the lead told);
@@ -315,29 +322,8 @@ async fn run_teammate(
     team_name: &str,
 ) -> anyhow::Result<End> {
     let start = Instant::now();
-    let hooks = hooks(&home, &store, a, name, team_name)?;
-    let opts = HostOptions {
-        poll_interval: Duration::from_millis(a.poll_ms.max(1)),
-        watch_files: !a.no_watch,
-        cache_dir: cache_dir.clone(),
-        notifications: a.how.notifications,
-        hooks: std::sync::Arc::new(hooks),
-        // teamhost's own files (its model config) stay in teamhost's home
-        // when the team is Claude Code's (the cache's parent's parent).
-        models: crate::cli::model_args::model_access(
-            cache_dir
-                .as_deref()
-                .and_then(|c| c.parent())
-                .and_then(|c| c.parent())
-                .unwrap_or(home.root()),
-            &a.model_calls,
-            None,
-        )?,
-        ..Default::default()
-    };
     let in_files = store.file_store().is_some();
-    let host = Host::with_store(home.clone(), store, opts)?;
-    let team = host.team(team_name)?;
+    let team = store.team(team_name)?;
     let config = team.config().with_context(|| {
         if in_files {
             format!(
@@ -365,33 +351,34 @@ async fn run_teammate(
             tracing::warn!(%given, %have, "--agent-color differs from the member entry");
         }
     }
-    let req = request(a, &member)?;
-    if a.how.dangerously_skip_permissions {
-        tracing::warn!(
-            "--dangerously-skip-permissions: {name} runs in bypassPermissions mode: it may edit \
-             anything in {} and run Bash there without asking; to restrict it, give its wrapper \
-             --disallowed-tools rules or drop the flag",
-            req.cwd.display()
-        );
-    }
-    let how = placement(a, &member, team.name());
-    let log = Log::new(out.is_json(), start, name);
-    let mut events = host.events();
-    host.attach(team.name(), req.clone(), how.clone()).await?;
-    log.line(
-        "joined",
-        format!(
-            "team {} as {} ({}), {}, mode {}, in {}, home {}",
-            team.name(),
-            name,
-            member.color.as_deref().unwrap_or("-"),
-            req.component.display(),
-            req.settings.mode.as_deref().unwrap_or("default"),
-            req.cwd.display(),
-            home.root().display()
-        ),
-        json!({"team": team.name(), "name": name, "backendType": how.backend_type, "paneId": how.pane_id, "mode": req.settings.mode.as_deref().unwrap_or("default")}),
-    );
+    // From here the lead waits for this member: a start that fails tells
+    // it why and leaves the team as if the teammate had never joined.
+    let joined = join(
+        home.clone(),
+        store,
+        cache_dir,
+        out,
+        a,
+        &member,
+        team.name(),
+        start,
+    )
+    .await;
+    let (host, events, log) = match joined {
+        Ok(j) => j,
+        Err(e) => {
+            let (t, m, why, h) = (team.clone(), member.clone(), format!("{e:#}"), home.clone());
+            let told = tokio::task::spawn_blocking(move || report_start_failure(&h, &t, &m, &why))
+                .await
+                .map_err(|j| anyhow::anyhow!("{j}"))
+                .and_then(|r| r.map_err(anyhow::Error::from));
+            if let Err(e2) = told {
+                tracing::error!(error = %e2, "could not tell the lead that this teammate cannot start");
+            }
+            return Err(e);
+        }
+    };
+    let mut events = events;
 
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
@@ -472,6 +459,124 @@ async fn run_teammate(
         json!({"status": code}),
     );
     Ok(end)
+}
+
+/// Everything between knowing the member and running it: hooks, model
+/// access, the host, the request, the attach. Returns the host, its event
+/// feed (subscribed before the attach, so no event of the teammate's is
+/// missed) and the log.
+#[allow(clippy::too_many_arguments)]
+async fn join(
+    home: Home,
+    store: crate::store::Store,
+    cache_dir: Option<PathBuf>,
+    out: &Output,
+    a: &TeammateArgs,
+    member: &Member,
+    team_name: &str,
+    start: Instant,
+) -> anyhow::Result<(Host, tokio::sync::broadcast::Receiver<Event>, Log)> {
+    let name = member.name.as_str();
+    let hooks = hooks(&home, &store, a, name, team_name)?;
+    let opts = HostOptions {
+        poll_interval: Duration::from_millis(a.poll_ms.max(1)),
+        watch_files: !a.no_watch,
+        cache_dir: cache_dir.clone(),
+        notifications: a.how.notifications,
+        hooks: std::sync::Arc::new(hooks),
+        // teamhost's own files (its model config) stay in teamhost's home
+        // when the team is Claude Code's (the cache's parent's parent).
+        models: crate::cli::model_args::model_access(
+            cache_dir
+                .as_deref()
+                .and_then(|c| c.parent())
+                .and_then(|c| c.parent())
+                .unwrap_or(home.root()),
+            &a.model_calls,
+            None,
+        )?,
+        ..Default::default()
+    };
+    let host = Host::with_store(home.clone(), store, opts)?;
+    let team = host.team(team_name)?;
+    let req = request(a, member)?;
+    if a.how.dangerously_skip_permissions {
+        tracing::warn!(
+            "--dangerously-skip-permissions: {name} runs in bypassPermissions mode: it may edit \
+             anything in {} and run Bash there without asking; to restrict it, give its wrapper \
+             --disallowed-tools rules or drop the flag",
+            req.cwd.display()
+        );
+    }
+    let how = placement(a, member, team.name());
+    let log = Log::new(out.is_json(), start, name);
+    let events = host.events();
+    host.attach(team.name(), req.clone(), how.clone()).await?;
+    log.line(
+        "joined",
+        format!(
+            "team {} as {} ({}), {}, mode {}, in {}, home {}",
+            team.name(),
+            name,
+            member.color.as_deref().unwrap_or("-"),
+            req.component.display(),
+            req.settings.mode.as_deref().unwrap_or("default"),
+            req.cwd.display(),
+            home.root().display()
+        ),
+        json!({"team": team.name(), "name": name, "backendType": how.backend_type, "paneId": how.pane_id, "mode": req.settings.mode.as_deref().unwrap_or("default")}),
+    );
+    Ok((host, events, log))
+}
+
+/// A member that could not start: its tasks go back to `pending`, it leaves
+/// the config, its unread spawn prompt goes, and the lead is told why, from
+/// `teamhost`, in the words a failed teammate's end uses. When a process
+/// teamhost started for the same member still runs (a second `teamhost
+/// teammate` for a member that already runs), the lead is only told: the
+/// running one keeps its place.
+fn report_start_failure(
+    home: &Home,
+    team: &crate::store::Team,
+    member: &Member,
+    why: &str,
+) -> crate::Result<()> {
+    let lead = team.config()?.lead_name().to_string();
+    let me = std::process::id();
+    let another_runs = crate::backends::started::list(home, team.name())
+        .unwrap_or_default()
+        .iter()
+        .any(|p| p.name == member.name && p.pid != me && p.open_if_running().is_some());
+    if another_runs {
+        team.deliver(
+            &lead,
+            crate::store::OutgoingMessage::new(
+                crate::protocol::HOST_SENDER,
+                format!(
+                    "a second start of {} failed: {why}. The one already running goes on.",
+                    member.name
+                ),
+            ),
+        )?;
+        return Ok(());
+    }
+    let unassigned = team.unassign_agent(&member.name, &member.agent_id, true)?;
+    match team.remove_member(&member.name) {
+        Ok(_) | Err(crate::Error::MemberNotFound { .. }) => {}
+        Err(e) => return Err(e),
+    }
+    team.take_unread(&member.name)?;
+    team.deliver(
+        &lead,
+        crate::store::OutgoingMessage::new(
+            crate::protocol::HOST_SENDER,
+            format!(
+                "{} could not start: {why}. {}",
+                member.name, unassigned.notification
+            ),
+        ),
+    )?;
+    Ok(())
 }
 
 /// Forwards the store feed's config changes (the team may be gone).

@@ -159,6 +159,17 @@ impl ModelHub {
                     "model {alias:?} has no price in the host's config, so a cost budget (budget_usd) cannot be kept: give it a price or drop budget_usd"
                 )));
             }
+            // A provider this teammate would call must be usable now (its
+            // key present): a teammate that cannot think fails at its start,
+            // where its lead is told, not at its first call.
+            let calls_provider = !matches!(
+                (&self.cassettes, self.mode),
+                (Some(_), CassetteMode::Replay | CassetteMode::ReplayLenient)
+            );
+            if calls_provider {
+                self.provider(&entry.provider)
+                    .map_err(|e| refuse(format!("model {alias:?}: {e}")))?;
+            }
             models.insert(alias.clone(), entry);
         }
         let cassette = match (&self.cassettes, self.mode) {
@@ -217,9 +228,9 @@ fn build_provider(config: &ModelConfig, name: &str) -> Result<Arc<dyn Provider>,
             .map_err(|e| e.to_string()),
         Some(ProviderSpec::Http { settings, key_env }) => {
             if settings.api_key.is_none() && is_remote(&settings.base_url) {
+                let var = key_env.as_deref().unwrap_or("its api_key_env variable");
                 return Err(format!(
-                    "the host has no key for provider {name:?}: set {} in the environment of the teamhost process",
-                    key_env.as_deref().unwrap_or("its api_key_env variable")
+                    "the host has no key for provider {name:?}: set {var} in the environment of the teamhost process that runs the teammate (a teammate a Claude Code lead starts in a tmux pane does not get the lead's {var}: export it in the wrapper script that runs `teamhost teammate`, or in the tmux server's environment with `tmux set-environment -g {var} ...`)"
                 ));
             }
             provider::build(settings.clone())
