@@ -571,6 +571,13 @@ fn a_server_restart_mid_run_loses_nothing_acknowledged_and_the_writers_carry_on(
     let here = store(&url);
     let team = here.team("r").unwrap();
     team.create(NewTeam::default()).unwrap();
+    // A member: after a reconnect the feed reports members' inboxes as
+    // changed (a write made while it was away is found that way).
+    team.add_member(teamhost::store::NewMember {
+        name: "w".into(),
+        ..Default::default()
+    })
+    .unwrap();
     let (tx, rx) = std::sync::mpsc::channel::<usize>();
     let writer_team = store(&url).team("r").unwrap();
     let writer = std::thread::spawn(move || {

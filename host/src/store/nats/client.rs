@@ -217,6 +217,12 @@ impl Conn {
         &self.handle
     }
 
+    /// The client itself, for a feed's task (which must flush on it after a
+    /// reconnect).
+    pub fn client(&self) -> async_nats::Client {
+        self.client.clone()
+    }
+
     /// Ticks each time the client (re)connects.
     pub fn reconnects(&self) -> tokio::sync::watch::Receiver<u64> {
         self.reconnects.clone()

@@ -17,7 +17,11 @@
 //! Core messages are not kept while the client is disconnected, so after
 //! each reconnect the feed reports everything as changed (the config, the
 //! tasks and every member's inbox): a reader then looks once and finds what
-//! it missed.
+//! it missed. It does so only once a flush has confirmed that the server
+//! has the subscription again (the client announces the reconnect before it
+//! resubscribes): a write in that gap is either heard or found by the look.
+//! Only members' inboxes are reported: mail to a name that is not a member
+//! has no reader to wake.
 //!
 //! The observer is called on the feed's own thread, never on the store's
 //! runtime, so an observer that calls the store cannot stall the client.
@@ -81,6 +85,7 @@ pub(super) fn start(
     let (tx, rx) = mpsc::channel::<Heard>();
     let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
     let mut reconnects = conn.reconnects();
+    let client = conn.client();
     let (base, team_name) = (n.base.clone(), team.to_string());
     conn.handle().spawn(async move {
         let mut sub = sub;
@@ -97,7 +102,23 @@ pub(super) fn start(
                     }
                 }
                 r = reconnects.changed() => {
-                    if r.is_err() || tx.send(Heard::Reconnected).is_err() {
+                    if r.is_err() {
+                        break;
+                    }
+                    // The client says "connected" before it has sent the
+                    // server this subscription again: a write made in
+                    // between would be neither heard nor covered by the
+                    // look below. A flush's answer comes after the server
+                    // has the subscription.
+                    let flushed = tokio::time::timeout(
+                        std::time::Duration::from_secs(5),
+                        client.flush(),
+                    )
+                    .await;
+                    if !matches!(flushed, Ok(Ok(()))) {
+                        tracing::warn!(team = %team_name, "after a reconnect: the subscription was not confirmed; reporting every change anyway");
+                    }
+                    if tx.send(Heard::Reconnected).is_err() {
                         break;
                     }
                 }
