@@ -390,9 +390,22 @@ fn a_teammate_process_outliving_its_host_is_adopted_and_one_that_died_is_respawn
     let pid_of = |n: &str| records.iter().find(|r| r.name == n).unwrap().pid;
     let (pid_a, pid_b) = (pid_of("a"), pid_of("b"));
     let b_task = holding(&dir_b).unwrap();
+    // A process's end makes no file event: wait on its pidfd.
+    // SAFETY: pidfd_open takes a pid and flags; the descriptor is ours.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid_b as libc::c_int, 0) } as i32;
+    assert!(pidfd >= 0, "b's process runs");
     // SAFETY: kill(2) of a teammate process this test's host started.
     assert_eq!(unsafe { libc::kill(pid_b as i32, libc::SIGKILL) }, 0);
-    watch.wait_until("b's process gone", || !alive(pid_b));
+    let mut ready = libc::pollfd {
+        fd: pidfd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one live pollfd; the descriptor is closed right after.
+    let n = unsafe { libc::poll(&mut ready, 1, LIMIT.as_millis() as i32) };
+    unsafe { libc::close(pidfd) };
+    assert_eq!(n, 1, "b's process ended");
+    assert!(!alive(pid_b));
 
     let (rt, host) = process_host(&home);
     let report = rt.block_on(host.resume("orphans")).unwrap();

@@ -171,3 +171,38 @@ fn unknown_entry_fields_survive_a_take_of_other_entries() {
     let raw: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     assert_eq!(raw[0]["futureField"], serde_json::json!({"a": 1}));
 }
+
+#[test]
+fn a_take_cut_between_its_history_and_its_inbox_rewrite_hands_nothing_out_twice() {
+    let (_t, team) = team();
+    let inbox = team.file_paths().unwrap().inbox("alice").unwrap();
+    for text in ["one", "two"] {
+        team.send("alice", OutgoingMessage::new("team-lead", text))
+            .unwrap();
+    }
+    // What a take that died after its (synced) history append and before
+    // the inbox's rewrite leaves: both entries in the history and still in
+    // the inbox.
+    let before = std::fs::read(&inbox).unwrap();
+    let taken = team.take_unread("alice").unwrap();
+    assert_eq!(taken.len(), 2);
+    std::fs::write(&inbox, &before).unwrap();
+    team.send("alice", OutgoingMessage::new("team-lead", "three"))
+        .unwrap();
+
+    let again: Vec<String> = team
+        .take_unread("alice")
+        .unwrap()
+        .into_iter()
+        .map(|m| m.text)
+        .collect();
+    assert_eq!(again, vec!["three"], "only the message never taken");
+    assert!(team.unread("alice").unwrap().is_empty());
+    let texts: Vec<String> = team
+        .history("alice")
+        .unwrap()
+        .into_iter()
+        .map(|m| m.text)
+        .collect();
+    assert_eq!(texts, vec!["one", "two", "three"], "each consumed once");
+}

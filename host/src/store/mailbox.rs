@@ -58,6 +58,17 @@ pub struct InboxMessage {
     pub extra: Map<String, Value>,
 }
 
+impl InboxMessage {
+    /// Whether `other` is this very message (as sent: sender, time, text
+    /// and id), whatever happened to it since (`read`, `consumedAt`).
+    pub fn same_message(&self, other: &InboxMessage) -> bool {
+        self.from == other.from
+            && self.timestamp == other.timestamp
+            && self.text == other.text
+            && self.msg_id == other.msg_id
+    }
+}
+
 /// A message to deliver; [`Team::deliver`] stamps the envelope.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OutgoingMessage {

@@ -89,6 +89,52 @@ pub(super) fn read_since(path: &Path, cursor: HistoryCursor) -> Result<HistoryCh
     })
 }
 
+/// How much of a history's end [`last_batch`] reads: more than any one
+/// take's batch (an inbox is bounded, and a batch is what one take found).
+const TAIL: u64 = 1 << 20;
+
+/// The entries of the last take: the trailing lines that carry the same
+/// `consumedAt` as the last line. A take appends what it consumes here
+/// (synced) and then rewrites the inbox; when the process died between the
+/// two, those entries are still in the inbox, and the next take must drop
+/// them instead of handing them out again (see `take_from_inbox`).
+pub(super) fn last_batch(path: &Path) -> Result<Vec<InboxMessage>> {
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("open", path, e)),
+    };
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io("stat", path, e))?
+        .len();
+    let from = len.saturating_sub(TAIL);
+    file.seek(SeekFrom::Start(from))
+        .map_err(|e| Error::io("seek", path, e))?;
+    let mut tail = Vec::with_capacity((len - from) as usize);
+    file.read_to_end(&mut tail)
+        .map_err(|e| Error::io("read", path, e))?;
+    let text = String::from_utf8_lossy(&tail);
+    // Read from the middle of the file: its first line may be cut.
+    let whole = if from == 0 {
+        &text[..]
+    } else {
+        text.split_once('\n').map_or("", |(_, rest)| rest)
+    };
+    let stamp = |m: &InboxMessage| m.extra.get("consumedAt").cloned();
+    let mut batch: Vec<InboxMessage> = Vec::new();
+    for line in whole.lines().rev().filter(|l| !l.trim().is_empty()) {
+        let Ok(m) = serde_json::from_str::<InboxMessage>(line) else {
+            break;
+        };
+        match batch.first().map(stamp) {
+            Some(at) if at != stamp(&m) || at.is_none() => break,
+            _ => batch.push(m),
+        }
+    }
+    Ok(batch)
+}
+
 /// The entries of history text (JSON lines) read from `path`; a bad line is
 /// logged and skipped, never fatal.
 fn parse(text: &str, path: &Path) -> Vec<InboxMessage> {

@@ -240,9 +240,16 @@ impl TeamStore for FileStore {
                 return Ok(Vec::new());
             }
             let inbox: Vec<InboxMessage> = read_array_for_update(&path)?;
+            // Entries the last take recorded but could not remove (its
+            // process died between the history and the inbox): consumed
+            // already, never handed out twice.
+            let consumed = history::last_batch(&history)?;
             let (mut gone, mut keep, mut taken) = (Vec::new(), Vec::new(), Vec::new());
+            let mut settled = 0usize;
             for m in inbox {
-                if m.read {
+                if consumed.iter().any(|c| c.same_message(&m)) {
+                    settled += 1;
+                } else if m.read {
                     gone.push(m);
                 } else if pick(&m) {
                     taken.push(m);
@@ -250,13 +257,19 @@ impl TeamStore for FileStore {
                     keep.push(m);
                 }
             }
-            if gone.is_empty() && taken.is_empty() {
+            if gone.is_empty() && taken.is_empty() && settled == 0 {
                 return Ok(taken);
+            }
+            if settled > 0 {
+                tracing::warn!(inbox = %path.display(), settled,
+                    "dropping entries an interrupted take had already recorded as consumed");
             }
             gone.extend(taken.iter().cloned());
             // The history first, synced: from here the entries are kept
             // whatever happens to the inbox's rewrite.
-            history::append(&history, &consumed_now(&gone))?;
+            if !gone.is_empty() {
+                history::append(&history, &consumed_now(&gone))?;
+            }
             if keep.is_empty() {
                 empty_array_in_place(&path)?;
             } else {
