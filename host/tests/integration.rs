@@ -17,6 +17,7 @@ mod golden;
 mod hooks_external;
 mod live_view;
 mod nats_store;
+mod orphans;
 mod processes;
 mod resume;
 mod store_mailbox;

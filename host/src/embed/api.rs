@@ -135,7 +135,14 @@ impl Host {
     /// machine-local files (component cache, logs, worktrees, process
     /// records) live under `home`. The store's observer is replaced by the
     /// host's own, which wakes its teammates.
+    ///
+    /// The first host of a process also removes what killed hosts left of
+    /// their Bash calls ([`crate::tools::cgroup::sweep_dead_hosts`]).
     pub fn with_store(home: Home, store: Store, opts: HostOptions) -> Result<Host> {
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| {
+            crate::tools::cgroup::sweep_dead_hosts();
+        });
         let cache = opts
             .cache_dir
             .clone()

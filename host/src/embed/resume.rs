@@ -14,6 +14,7 @@
 //! | its plan or permission requests waiting for the lead | the lead's mail | still answerable: the answer, given before or after the resume, reaches the resumed teammate |
 //! | its unread mail | its inbox | delivered as always |
 //! | an LLM teammate's conversation, a teammate's saved state | `{home}/kept/{team}/` | `model.history`, `state.load` |
+//! | the dead host's Bash calls | nothing: their processes died with it (`tools::confine`, "When the host dies") | their leftover control groups removed (`tools::cgroup::sweep_dead_hosts`), with any process still in one |
 //!
 //! Members without a spawn record here (a Claude Code lead's own
 //! teammates, teammates of another machine) are left as they are; a task in
@@ -120,6 +121,9 @@ impl Host {
         let (home, name) = (self.inner.home.clone(), team.name().to_string());
         let t = team.clone();
         let (config, records, processes) = tokio::task::spawn_blocking(move || {
+            // What the dead host's Bash calls left, if a host of this process
+            // has not removed it yet (a host removes it when it starts).
+            crate::tools::cgroup::sweep_dead_hosts();
             Ok::<_, Error>((
                 t.config()?,
                 spawn_record::list(&home, &name)?,

@@ -9,6 +9,7 @@
 //! | descriptors | stdin, stdout, stderr; everything else the host holds is closed at `exec` |
 //! | bounds | a control group per call (processes, memory of the tree) and per-process rlimits: see [`ToolLimits`](super::ToolLimits) |
 //! | process group | its own; on timeout, and when the shell exits, the whole group is killed (`SIGKILL`): nothing the command starts outlives the call |
+//! | the host's death | the call's tree dies with the host (the parent-death signal, see [`confine`](super::confine#when-the-host-dies)): this function spawns, pumps and reaps on the one calling thread, which is what that signal needs |
 //! | timeout | the input's `timeout` in ms, default `bash_timeout` (120 s), at most `max_bash_timeout` (600 s; longer is clamped) |
 //! | output | stdout and stderr read together (a chatty child cannot block on a full pipe), each kept up to `max_output_bytes`, the rest read and dropped (`truncated`) |
 //! | privileges | `no_new_privs`, every capability dropped |
@@ -149,6 +150,11 @@ impl ToolBox {
             ToolError::Invalid("the capability directory's path contains NUL".to_owned())
         })?;
         let mut plan = ChildPlan {
+            // The child's parent is this thread, and it stays until the
+            // shell is reaped below (`Running` reaps on every path): the
+            // parent-death signal the child sets fires only when the host
+            // itself dies.
+            host_pid: std::process::id() as libc::pid_t,
             dir: dir.as_fd().as_raw_fd(),
             dir_path: dir_path.as_ptr(),
             ruleset,

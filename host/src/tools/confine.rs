@@ -32,11 +32,58 @@
 //! | root's powers | `no_new_privs`, every capability dropped | — |
 //! | descriptors the host holds (lock files, sockets, the rule set) | every descriptor above 2 is close-on-exec | — |
 //! | processes that outlive the call (`setsid`, double fork) | a PID namespace: the kernel kills them with the shell | only the process group is killed (needs `CAP_SYS_ADMIN`) |
+//! | processes that outlive the host (killed, crashed, or gone mid-call) | the parent-death signal: the whole call tree dies with the host (see [below](#when-the-host-dies)); the next host to start removes the call's group ([`super::cgroup`]) | the shell dies with the host; what it started lives on, confined and in the call's group, until it ends, `RLIMIT_CPU` stops it, or the next host start kills it with the group |
 //! | host paths in `pwd`, `$HOME`, `$TMPDIR` | a mount namespace: the directory is bind-mounted at [`VIRTUAL_ROOT`] (`/tmp`) | the command sees the host path of its directory |
 //! | host System V IPC | an IPC namespace, and the filter | the filter alone |
 //! | process count, memory of the tree | a control group per call ([`super::cgroup`]): `bash_processes`, `bash_memory_bytes` | no process bound; memory per process (`RLIMIT_AS`) |
 //! | CPU, file size, descriptors, core dumps | `RLIMIT_CPU`, `RLIMIT_FSIZE`, `RLIMIT_NOFILE`, `RLIMIT_CORE = 0`, per process | — |
-//! | wall time | the call's timeout kills the process group (and the namespace) | — |
+//! | wall time | the call's timeout kills the process group (and the namespace); the host's death kills the tree | without namespaces, see the row on the host above |
+//!
+//! # When the host dies
+//!
+//! Nothing a host starts for Bash outlives it, however it ends: a host that
+//! is `SIGKILL`ed runs no code, so the kernel must do it. Each process of the
+//! call's chain gets `PR_SET_PDEATHSIG(SIGKILL)`, the signal the kernel sends
+//! a process when its parent thread ends:
+//!
+//! | process | its parent | set where |
+//! |---|---|---|
+//! | the child the host forks (the waiter with namespaces, else the shell) | the host thread that runs the call | first thing in `enter`, then `getppid()` must still be the host's pid, taken before the fork (`ChildPlan::host_pid`); if the host died before the `prctl`, no signal would come, so the child exits there |
+//! | pid 1 of the call's PID namespace (the shell) | the waiter | right after the waiter's fork, in `enter_namespaces`; `getppid()` is 0 there (the parent is outside the namespace), so the waiter's death is seen on a pipe instead: the waiter holds its write end, and the child exits if the pipe has hung up after its `prctl` |
+//!
+//! The host dies → the waiter gets `SIGKILL` → pid 1 gets `SIGKILL` (a
+//! signal from an ancestor namespace reaches a namespace's init) → the kernel
+//! kills every process left in the namespace, `setsid` and double forks
+//! included. The signal survives the rest of `enter` and the `exec`: it is
+//! cleared only by an `exec` that gains privileges (never: `no_new_privs`)
+//! and by credentials that change ids or gain capabilities (dropping them
+//! does not).
+//!
+//! The parent is a *thread*, so the signal would also come if the spawning
+//! thread ended while the host lived on. It does not:
+//! [`ToolBox::bash`](super::ToolBox::bash) is synchronous, and the thread
+//! that spawns the shell (a blocking-pool thread of the runtime) is the one
+//! that pumps its output and reaps it, and returns only after that (or
+//! unwinds through the guard that kills and reaps it); a blocking-pool
+//! thread ends only between tasks. So the signal comes exactly when the host
+//! process dies, or when it exits normally while a call runs.
+//!
+//! Why the parent-death signal: a killed host runs no cleanup, so only the
+//! kernel can act at that moment. A subreaper adopts orphans but kills
+//! nothing; a supervisor process per host could itself be killed; neither
+//! cgroup version kills a group when the process that made it dies. The
+//! groups the kernel does leave behind (empty, or holding what only the
+//! shell's death did not reach) are removed by the next host to start
+//! ([`super::cgroup::sweep_dead_hosts`]).
+//!
+//! Without namespaces (no `CAP_SYS_ADMIN`) only the shell has the signal: it
+//! is cleared in every child at `fork`, and the shell is `/bin/sh`, which
+//! cannot be asked to pass it on. What the shell started (and whatever left
+//! its process group) lives on after the host dies, still under Landlock,
+//! seccomp and its rlimits, and in the call's control group where there is
+//! one: it runs until it ends, `RLIMIT_CPU` stops it, or a later host start
+//! kills it there ([`super::cgroup::sweep_dead_hosts`]). Where there is no
+//! group either, nothing reaches it.
 //!
 //! # When the kernel offers less
 //!
@@ -327,6 +374,9 @@ unsafe fn private_mounts() -> libc::c_int {
 /// until the spawn returns.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ChildPlan {
+    /// The host's pid, taken before the fork: the child's parent, as long
+    /// as the host lives (see [When the host dies](self#when-the-host-dies)).
+    pub host_pid: libc::pid_t,
     /// The capability directory, open.
     pub dir: RawFd,
     /// Its canonical path, NUL-terminated (for the bind mount).
@@ -355,6 +405,9 @@ unsafe impl Sync for ChildPlan {}
 
 /// Runs in the child between `fork` and `exec`, in this order:
 ///
+/// 0. die with the host: the parent-death signal, then the check that the
+///    host did not die before it was set (see
+///    [When the host dies](self#when-the-host-dies));
 /// 1. `cd` into the capability directory; `no_new_privs`;
 /// 2. the resource limits ([`ChildPlan::rlimits`]);
 /// 3. join the call's control group(s), before anything can fork;
@@ -399,6 +452,11 @@ pub(crate) fn enter(plan: &ChildPlan) -> io::Result<()> {
     // keeps open for the duration of the spawn, or on structures on this
     // stack frame (or prepared by the parent) of the sizes the kernel expects.
     unsafe {
+        check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong).into())?;
+        if libc::getppid() != plan.host_pid {
+            // The host died before the line above: no signal will come.
+            libc::_exit(127);
+        }
         check(libc::fchdir(plan.dir).into())?;
         check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).into())?;
         for &(resource, soft, hard) in &plan.rlimits {
@@ -491,10 +549,15 @@ unsafe fn cloexec_above_stdio() -> io::Result<()> {
 ///
 /// `unshare(CLONE_NEWPID)` only affects children, so this forks once more:
 /// the current process stays behind as a plain waiter (it closes every
-/// descriptor and runs no command, only `close_range`, `waitpid` and `_exit`,
-/// all async-signal-safe) and exits with the shell's status; the child, pid 1
-/// of the namespace, returns and goes on to `exec` the shell. Only called
-/// when [`namespaces`] found that the kernel allows all three.
+/// descriptor but one and runs no command, only `close_range`, `waitpid` and
+/// `_exit`, all async-signal-safe) and exits with the shell's status; the
+/// child, pid 1 of the namespace, sets its parent-death signal, checks that
+/// the waiter still lives (the one descriptor the waiter keeps is the write
+/// end of a pipe whose read end the child polls: the waiter's death hangs it
+/// up), returns and goes on to `exec` the shell. So the waiter dies with the
+/// host and the namespace with the waiter (see
+/// [When the host dies](self#when-the-host-dies)). Only called when
+/// [`namespaces`] found that the kernel allows all three.
 ///
 /// # Safety
 ///
@@ -522,20 +585,50 @@ unsafe fn enter_namespaces(dir_path: *const libc::c_char) -> io::Result<()> {
             std::ptr::null(),
         ))?;
         check(libc::chdir(c"/tmp".as_ptr()))?;
+        // The waiter keeps `alive[1]` open for as long as it lives.
+        let mut alive: [libc::c_int; 2] = [-1; 2];
+        check(libc::pipe2(alive.as_mut_ptr(), libc::O_CLOEXEC))?;
         let pid = libc::fork();
         if pid < 0 {
             return Err(io::Error::last_os_error());
         }
         if pid == 0 {
-            return Ok(()); // pid 1 of the new namespace: exec the shell
+            // pid 1 of the new namespace: die with the waiter, then exec the
+            // shell.
+            libc::close(alive[1]);
+            check(libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+            ))?;
+            // Had the waiter died before the line above, no signal would
+            // come: its end of the pipe closed with it, so the pipe has hung
+            // up (`getppid` cannot tell: it is 0 in the new namespace).
+            let mut hung_up = libc::pollfd {
+                fd: alive[0],
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            loop {
+                match libc::poll(&mut hung_up, 1, 0) {
+                    0 => break,
+                    r if r < 0 && *libc::__errno_location() == libc::EINTR => continue,
+                    _ => libc::_exit(127),
+                }
+            }
+            libc::close(alive[0]);
+            return Ok(());
         }
-        // The waiter holds no descriptor: not the pipes (the host sees their
-        // end when the command's processes close them) and above all not the
-        // close-on-exec pipe through which `Command::spawn` learns that the
-        // exec happened — this process never execs, so holding it would keep
-        // `spawn` waiting for as long as the command runs.
-        if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) != 0 {
-            for fd in 0..4096 {
+        // The waiter holds no descriptor but `alive[1]`: not the pipes (the
+        // host sees their end when the command's processes close them) and
+        // above all not the close-on-exec pipe through which
+        // `Command::spawn` learns that the exec happened — this process never
+        // execs, so holding it would keep `spawn` waiting for as long as the
+        // command runs. `alive[1]` is above 2 (stdio is open).
+        let keep = alive[1] as u32;
+        if libc::syscall(libc::SYS_close_range, 0u32, keep - 1, 0u32) != 0
+            || libc::syscall(libc::SYS_close_range, keep + 1, u32::MAX, 0u32) != 0
+        {
+            for fd in (0..4096).filter(|&fd| fd != alive[1]) {
                 libc::close(fd);
             }
         }
