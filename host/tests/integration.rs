@@ -19,6 +19,7 @@ mod live_view;
 mod nats_store;
 mod processes;
 mod resume;
+mod run_live;
 mod store_mailbox;
 mod store_tasks;
 mod store_team;

@@ -128,6 +128,7 @@ pub(crate) struct Ready {
     auto_claim: bool,
     inject: mpsc::UnboundedSender<String>,
     kill: watch::Sender<bool>,
+    stopping: crate::runtime::Stopping,
     state: watch::Receiver<TeammateState>,
 }
 
@@ -175,6 +176,7 @@ pub(crate) async fn instantiate(
     let registration = env.hub.register(team.name(), &name);
     let wake = registration.wake.clone();
     let rules_for_access = rules.clone();
+    let stopping = crate::runtime::Stopping::default();
     let seat = super::model_seat::model_seat(env, team, &name, req, resumed.is_some())?;
     let mut agent = AgentCtx {
         fixed: Fixed {
@@ -198,6 +200,7 @@ pub(crate) async fn instantiate(
             limits: req.settings.limits.clone(),
             wake: wake.clone(),
             poll_interval: env.poll_interval,
+            stopping: stopping.clone(),
             auto_approve_plans: env.auto_approve_plans,
             tools: Arc::new(tools),
             hooks: env.hooks.clone(),
@@ -301,6 +304,7 @@ pub(crate) async fn instantiate(
         auto_claim: req.settings.auto_claim,
         inject: inject_tx,
         kill: kill_tx,
+        stopping,
         state: state_rx,
     })
 }
@@ -314,6 +318,7 @@ impl Ready {
             auto_claim,
             inject,
             kill,
+            stopping,
             state,
         } = self;
         let turns = runner.links.turns.clone();
@@ -332,6 +337,7 @@ impl Ready {
             state,
             inject: Some(inject),
             kill,
+            stopping,
             turns,
             busy,
             pending_injections,
