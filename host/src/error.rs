@@ -55,6 +55,19 @@ pub enum Error {
         members: Vec<String>,
     },
 
+    /// A command that would delete or take over a team was refused: a live
+    /// teamhost host on this machine runs it
+    /// ([`crate::backends::live_host`]).
+    #[error("{message}")]
+    TeamRunning {
+        /// Sanitised team name.
+        team: String,
+        /// The host's process.
+        pid: u32,
+        /// Who runs it, since when, and how to stop it.
+        message: String,
+    },
+
     /// A message or operation named an agent that is not in the team.
     #[error("{name:?} is not a member of team {team:?}; members are: {}", members.join(", "))]
     MemberNotFound {

@@ -288,7 +288,10 @@ async fn outside_tmux_teammates_get_a_detached_session_and_team_delete_closes_on
     gone.tmux_socket = Some(t.sock.clone());
     started::record(&Home::new(&f.home), f.team.name(), &gone).unwrap();
 
-    // `teamhost team delete --force`, from another process.
+    // `teamhost team delete --force`, from another process, after a crash:
+    // it refuses while a live host runs the team (this test's), so the
+    // records are made to name a host that died, as a crash leaves them.
+    name_a_dead_host(&Home::new(&f.home), f.team.name());
     let b_pid = started::list(&Home::new(&f.home), f.team.name())
         .unwrap()
         .into_iter()
@@ -324,4 +327,26 @@ async fn outside_tmux_teammates_get_a_detached_session_and_team_delete_closes_on
     assert_eq!(user_pane(&t), (user_id.clone(), user_pid));
     assert!(t.capture(&user_id).contains("USER-PANE-MARKER"));
     assert!(teamhost_processes(&f.home).is_empty());
+}
+
+/// Rewrites `team`'s spawn and process records to name a host process that
+/// has ended, as a host that crashed leaves them.
+fn name_a_dead_host(home: &Home, team: &str) {
+    // Named by pid and start time: a pid used again is another process.
+    let mut ended = Command::new("sleep").arg("30").spawn().unwrap();
+    let dead = ended.id();
+    let since = started::start_time_of(dead);
+    assert!(since.is_some());
+    ended.kill().unwrap();
+    ended.wait().unwrap();
+    for mut rec in started::list(home, team).unwrap() {
+        rec.host_pid = dead;
+        rec.host_start_time = since;
+        started::record(home, team, &rec).unwrap();
+    }
+    for mut rec in teamhost::backends::spawn_record::list(home, team).unwrap() {
+        rec.host_pid = dead;
+        rec.host_start_time = since;
+        teamhost::backends::spawn_record::record(home, team, &rec).unwrap();
+    }
 }

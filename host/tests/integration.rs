@@ -20,6 +20,7 @@ mod nats_store;
 mod orphans;
 mod processes;
 mod resume;
+mod run_live;
 mod store_mailbox;
 mod store_tasks;
 mod store_team;

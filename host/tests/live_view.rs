@@ -244,3 +244,62 @@ fn watch_on_a_terminal_shows_a_plan_in_full_rejects_it_with_a_reason_and_sends_a
     assert_eq!(team.read_inbox("team-lead").unwrap().len(), 1);
     assert!(team.history("team-lead").unwrap().is_empty());
 }
+
+#[test]
+fn q_in_the_run_view_stops_a_teammate_waiting_for_the_lead_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(tmp.path().join("p")).unwrap();
+    let manifest = tmp.path().join("team.toml");
+    // Bash is not allowed: the probe's task call asks the lead and waits.
+    write(
+        &manifest,
+        &format!(
+            r#"
+[team]
+name = "quit"
+
+[[teammate]]
+name = "p"
+component = "{probe}"
+prompt = "complete-tasks bash-on-task"
+cwd = "p"
+mode = "acceptEdits"
+
+[[task]]
+subject = "Step 1"
+"#,
+            probe = teamhost_tests::PROBE,
+        ),
+    );
+    let exit_file = tmp.path().join("exit-code");
+    let tmux = Tmux {
+        sock: tmp.path().join("sock"),
+    };
+    tmux.run_in_pane(
+        &format!(
+            "'{bin}' --home '{home}' run '{manifest}' --teammate-mode in-process",
+            bin = env!("CARGO_BIN_EXE_teamhost"),
+            home = home.display(),
+            manifest = manifest.display(),
+        ),
+        &exit_file,
+    );
+    tmux.view_shows(&["team quit", "p permission asks: Bash"]);
+    let quit = std::time::Instant::now();
+    tmux.ok(&["send-keys", "-t", "live", "q"]);
+    let code = tmux.wait_done(&exit_file);
+    let took = quit.elapsed();
+    let screen = tmux.ok(&["capture-pane", "-p", "-S", "-100", "-t", "live"]);
+    assert_eq!(
+        code, "1",
+        "an interrupted run fails; the pane shows:\n{screen}"
+    );
+    assert!(
+        screen.contains("stopping 1 teammate(s) (Ctrl-C to force)"),
+        "it says what it does:\n{screen}"
+    );
+    // `wait-for` and the pane's shell add a little to the run's own stop.
+    assert!(took < Duration::from_secs(3), "q took {took:?}:\n{screen}");
+    assert!(!tmp.path().join("p/bash.log").exists());
+}

@@ -128,6 +128,7 @@ pub(crate) struct Ready {
     auto_claim: bool,
     inject: mpsc::UnboundedSender<String>,
     kill: watch::Sender<bool>,
+    stopping: crate::runtime::Stopping,
     state: watch::Receiver<TeammateState>,
 }
 
@@ -176,6 +177,7 @@ pub(crate) async fn instantiate(
     let registration = env.hub.register(team.name(), &name);
     let wake = registration.wake.clone();
     let rules_for_access = rules.clone();
+    let stopping = crate::runtime::Stopping::default();
     let seat = super::model_seat::model_seat(env, team, &name, req, resumed.is_some())?;
     let mut agent = AgentCtx {
         fixed: Fixed {
@@ -199,6 +201,7 @@ pub(crate) async fn instantiate(
             limits: req.settings.limits.clone(),
             wake: wake.clone(),
             poll_interval: env.poll_interval,
+            stopping: stopping.clone(),
             auto_approve_plans: env.auto_approve_plans,
             tools: Arc::new(tools),
             hooks: env.hooks.clone(),
@@ -304,6 +307,7 @@ pub(crate) async fn instantiate(
         auto_claim: req.settings.auto_claim,
         inject: inject_tx,
         kill: kill_tx,
+        stopping,
         state: state_rx,
     })
 }
@@ -317,6 +321,7 @@ impl Ready {
             auto_claim,
             inject,
             kill,
+            stopping,
             state,
         } = self;
         let turns = runner.links.turns.clone();
@@ -335,6 +340,7 @@ impl Ready {
             state,
             inject: Some(inject),
             kill,
+            stopping,
             turns,
             busy,
             pending_injections,

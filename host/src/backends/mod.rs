@@ -17,6 +17,7 @@
 //! | `started.rs` | the machine-local record of every process teamhost starts, so `teamhost team delete --force`, from any process, can stop them |
 //! | `spawn_record.rs` | how the host spawned a teammate, so `Host::resume` can spawn it again |
 //! | `teardown.rs` | deleting a team for good (CLI and `Host::delete_team`) |
+//! | `live_host.rs` | whether a live host runs a team: what `run --replace`, `team delete` and resume refuse on |
 //!
 //! The `process` and `tmux` backends follow the reference's protocol for
 //! external teammates exactly: register the member, write the spawn prompt as
@@ -30,6 +31,7 @@ pub(crate) mod assembly;
 pub(crate) mod child;
 pub mod detect;
 pub(crate) mod in_process;
+pub mod live_host;
 pub(crate) mod model_seat;
 pub(crate) mod monitor;
 pub(crate) mod panes;
@@ -216,6 +218,10 @@ pub(crate) struct Spawned {
     /// Messages typed by a person; in-process teammates only.
     pub inject: Option<mpsc::UnboundedSender<String>>,
     pub kill: watch::Sender<bool>,
+    /// Ends the teammate's waits for the lead (the host is stopping it).
+    /// An external teammate's is connected to nothing: its own process
+    /// stops its waits when it gets SIGTERM.
+    pub stopping: crate::runtime::Stopping,
     pub turns: Arc<AtomicU64>,
     pub busy: Arc<AtomicBool>,
     pub pending_injections: Arc<AtomicUsize>,

@@ -138,6 +138,7 @@ pub(crate) fn monitor(
         state: state_rx,
         inject: None,
         kill: kill_tx,
+        stopping: Default::default(),
         turns,
         busy: Arc::new(AtomicBool::new(false)),
         pending_injections: Arc::new(AtomicUsize::new(0)),

@@ -89,17 +89,7 @@ impl SpawnRecord {
 
     /// Whether the host that spawned it still runs, and is not this process.
     pub fn host_alive_elsewhere(&self) -> bool {
-        if self.host_pid == std::process::id() {
-            return false;
-        }
-        match (
-            self.host_start_time,
-            super::started::start_time(self.host_pid),
-        ) {
-            (_, None) => false,
-            (Some(want), Some(now)) => want == now,
-            (None, Some(_)) => true,
-        }
+        super::live_host::runs_elsewhere(self.host_pid, self.host_start_time)
     }
 }
 

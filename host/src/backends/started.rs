@@ -77,14 +77,7 @@ impl Started {
     /// Whether the host that started it still runs and is not this
     /// process (its pid, and its start time when recorded, match).
     pub fn host_alive_elsewhere(&self) -> bool {
-        if self.host_pid == std::process::id() {
-            return false;
-        }
-        match (self.host_start_time, start_time(self.host_pid)) {
-            (_, None) => false,
-            (Some(want), Some(now)) => want == now,
-            (None, Some(_)) => true,
-        }
+        super::live_host::runs_elsewhere(self.host_pid, self.host_start_time)
     }
 
     /// A pidfd for the recorded process if it is still the same process.

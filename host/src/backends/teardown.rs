@@ -1,7 +1,8 @@
-//! Removing a team for good, the one way the CLI (`teamhost team delete`)
-//! and the embedding API (`Host::delete_team`) both use: stop what teamhost
-//! started for it on this machine, delete its state from the store, and
-//! remove its teammates' clean worktrees.
+//! Removing a team for good, the one way the CLI (`teamhost team delete`,
+//! `teamhost run --replace`) and the embedding API (`Host::delete_team`) all
+//! use: refuse while a live host runs it ([`super::live_host`]), stop what
+//! teamhost started for it on this machine, delete its state from the
+//! store, and remove its teammates' clean worktrees.
 
 use std::time::Duration;
 
@@ -19,7 +20,10 @@ pub struct Teardown {
     pub worktrees: Cleanup,
 }
 
-/// Deletes `team`. Without `force` it is refused while members other than
+/// Deletes `team`. First of all, with or without `force`, it is refused
+/// while a live host other than this process runs the team
+/// ([`crate::Error::TeamRunning`], see [`super::live_host`]): stop that host
+/// instead. Without `force` it is refused while members other than
 /// the lead remain ([`crate::Error::TeamNotEmpty`]) and nothing is stopped.
 /// With `force`, every process teamhost recorded for the team under `home`
 /// gets SIGTERM (a teammate then leaves cleanly), SIGKILL after `timeout`,
@@ -28,6 +32,11 @@ pub struct Teardown {
 /// ([`crate::store::kept`]). Worktrees without changes are removed; the others are
 /// kept and listed. Blocking.
 pub fn delete_team(home: &Home, team: &Team, force: bool, timeout: Duration) -> Result<Teardown> {
+    super::live_host::refuse_if_live(
+        home,
+        team,
+        "deleting the team now would delete the tasks, inboxes and requests it is using",
+    )?;
     let stopped = if force && team.exists() {
         started::stop_all(home, team.name(), timeout)?
     } else {

@@ -117,6 +117,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         );
     }
     let home = Home::resolve(cli.home.as_deref())?;
+    home.check_usable()?;
     let out = Output::new(cli.json);
     if let Command::Run(a) = cli.command {
         // The manifest may name the store too.

@@ -25,12 +25,18 @@ pub enum TeamCommand {
         #[arg(long)]
         model: Option<String>,
     },
-    /// Delete a team's config, inboxes and tasks.
+    /// Delete a team's config, inboxes and tasks. Refused, even with
+    /// --force, while a live teamhost host on this machine runs the team
+    /// (the error names its process and how to stop it): stop that host
+    /// instead, which deletes the team itself unless it runs with --keep. A
+    /// team whose lead is Claude Code has no teamhost host: nothing tells
+    /// whether it runs.
     Delete {
         /// Team name.
         name: String,
-        /// Delete even if teammates are still registered; first stop every
-        /// process and tmux pane teamhost started for the team.
+        /// Delete even if teammates are still registered (a host that died
+        /// left them); first stop every process and tmux pane teamhost
+        /// started for the team. It does not override a live host.
         #[arg(long)]
         force: bool,
         /// With --force: seconds between SIGTERM and SIGKILL.

@@ -456,6 +456,13 @@ impl Host {
     /// Asks every running teammate of `team` to shut down (a
     /// `shutdown_request` from the lead with `reason`), waits up to `timeout`
     /// for them to approve and stop, and kills the rest.
+    ///
+    /// The lead is going away, so a permission request it has not answered
+    /// will not be: a teammate of this host waiting for the lead's answer is
+    /// denied at once, "the host is stopping ({reason})"
+    /// ([`crate::runtime::Stopping`]), and asks nothing more; its turn ends
+    /// and it takes its shutdown request. (A teammate in its own process
+    /// ends such a wait when it is killed, by SIGTERM.)
     pub async fn shutdown_team(
         &self,
         team: &str,
@@ -486,6 +493,11 @@ impl Host {
             sent.map_err(|e| Error::Invalid(format!("sending a shutdown request panicked: {e}")))??;
         }
         tracing::debug!(team = %team.name(), teammates = running.len(), took = ?started.elapsed(), "shutdown requests sent");
+        // After the requests: a wait denied now ends a turn whose teammate
+        // then finds its shutdown request waiting.
+        for name in &running {
+            self.stop_waits(team.name(), name, reason);
+        }
         let deadline = tokio::time::Instant::now() + timeout;
         let mut report = ShutdownReport::default();
         for name in &running {
@@ -516,6 +528,9 @@ impl Host {
             let spawned = map
                 .get(&key)
                 .ok_or_else(|| Error::Invalid(format!("{name} was not spawned by this host")))?;
+            // A wait for the lead ends now: the turn can end cleanly
+            // within the grace below.
+            spawned.stopping.stop("the teammate is being stopped");
             let _ = spawned.kill.send(true);
             (
                 spawned.join.abort_handle(),
@@ -586,8 +601,22 @@ impl Host {
     /// [`BackendOptions::stop_timeout`]) and closes the tmux panes teamhost
     /// recorded for it, deletes the team's state from the store, and removes its teammates' clean worktrees; worktrees
     /// with changes are kept and listed in the report.
+    ///
+    /// Refused, before anything is stopped, while another live host on this
+    /// machine runs the team ([`Error::TeamRunning`], see
+    /// [`backends::live_host`]): this host deletes its own teams only.
     pub async fn delete_team(&self, team: &str) -> Result<crate::worktree::Cleanup> {
         let t = self.team(team)?;
+        let (h, tt) = (self.inner.home.clone(), t.clone());
+        tokio::task::spawn_blocking(move || {
+            backends::live_host::refuse_if_live(
+                &h,
+                &tt,
+                "deleting the team now would delete the tasks, inboxes and requests it is using",
+            )
+        })
+        .await
+        .map_err(|e| Error::Invalid(format!("looking for the team's host panicked: {e}")))??;
         // All at once: each leaves the team through the store, and leaving
         // together they share the config's writes (group commit).
         let mut killing = tokio::task::JoinSet::new();
@@ -628,6 +657,50 @@ impl Host {
         .await
         .map_err(|e| Error::Invalid(format!("deleting the team panicked: {e}")))??;
         Ok(done.worktrees)
+    }
+
+    /// Stops every teammate of this host where it is, at once, waiting for
+    /// nothing and writing nothing — for a host about to exit (`teamhost
+    /// run`'s forced stop). An in-process teammate's runner is dropped (a
+    /// turn in progress is abandoned; the Bash calls running in this
+    /// process have their process groups killed); a teammate process this
+    /// host started gets SIGTERM and leaves the team on its own. The teams'
+    /// files stay as a crash would leave them: `Host::resume` brings them
+    /// back. Returns how many teammates were running.
+    pub fn abort_all(&self) -> usize {
+        let me = std::process::id();
+        let mut stopped = 0;
+        let mut teams = std::collections::BTreeSet::new();
+        for ((team, _), s) in self.inner.teammates.lock().expect("teammates lock").iter() {
+            if s.state.borrow().is_finished() {
+                continue;
+            }
+            stopped += 1;
+            s.stopping.stop("the host is stopping at once");
+            let _ = s.kill.send(true);
+            if s.backend == BackendKind::InProcess {
+                s.join.abort();
+            } else {
+                teams.insert(team.clone());
+            }
+        }
+        crate::tools::bash::kill_in_flight();
+        for team in teams {
+            for rec in backends::started::list(&self.inner.home, &team).unwrap_or_default() {
+                if rec.host_pid == me && rec.open_if_running().is_some() {
+                    backends::started::signal(rec.pid, libc::SIGTERM);
+                }
+            }
+        }
+        stopped
+    }
+
+    /// Ends `name`'s waits for the lead, and any later one, with `reason`.
+    fn stop_waits(&self, team: &str, name: &str, reason: &str) {
+        let map = self.inner.teammates.lock().expect("teammates lock");
+        if let Some(s) = map.get(&(team.to_string(), name.to_string())) {
+            s.stopping.stop(reason);
+        }
     }
 
     fn state_receiver(

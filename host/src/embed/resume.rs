@@ -12,7 +12,7 @@
 //! | the completion its cut turn made, never reported | the task note (`store::kept::TaskNote`) and the task list | reported to the lead as the teammate's idle notification naming the task, unless the lead's mail already holds that report (exactly once) |
 //! | the message its interrupted turn handled | the turn journal (`store::kept::TurnJournal`) | delivered again (at least once) |
 //! | its plan or permission requests waiting for the lead | the lead's mail | still answerable: the answer, given before or after the resume, reaches the resumed teammate |
-//! | its unread mail | its inbox | delivered as always |
+//! | its unread mail | its inbox | delivered as always, but for a shutdown request from the lead (the dead host's stop sent it): withdrawn, the resume goes on with the work |
 //! | an LLM teammate's conversation, a teammate's saved state | `{home}/kept/{team}/` | `model.history`, `state.load` |
 //! | the dead host's Bash calls | nothing: their processes died with it (`tools::confine`, "When the host dies") | their leftover control groups removed (`tools::cgroup::sweep_dead_hosts`), with any process still in one |
 //!
@@ -20,7 +20,8 @@
 //! teammates, teammates of another machine) are left as they are; a task in
 //! progress whose owner is no longer a member is returned to `pending` with
 //! a notice, as the reference does when a teammate leaves. Resume refuses a
-//! team whose host still runs: two hosts would run the same teammates.
+//! team whose host still runs ([`crate::backends::live_host`]): two hosts
+//! would run the same teammates.
 //!
 //! What does not survive, and why: grants and approved plans of the earlier
 //! life (a resumed teammate runs with the mode and rules it was spawned with
@@ -55,6 +56,10 @@ pub struct ResumeReport {
     /// Completions a cut turn made that the lead had not been told of,
     /// reported now, as `(task id, teammate)`.
     pub reported: Vec<(String, String)>,
+    /// Teammates whose unread shutdown request from the lead was withdrawn:
+    /// the stopped host had sent it as it stopped, and the resume goes on
+    /// with the work instead.
+    pub withdrawn_shutdowns: Vec<String>,
     /// Members this machine's teamhost did not spawn, left as they are.
     pub left_alone: Vec<String>,
     /// Teammates that could not be brought back, and why (the rest of the
@@ -98,6 +103,12 @@ impl ResumeReport {
                 list(&self.redelivered)
             ));
         }
+        if !self.withdrawn_shutdowns.is_empty() {
+            parts.push(format!(
+                "withdrew the shutdown request the stopped host had sent to {}",
+                list(&self.withdrawn_shutdowns)
+            ));
+        }
         if !self.left_alone.is_empty() {
             parts.push(format!(
                 "left {} as they are (not spawned by teamhost on this machine)",
@@ -113,9 +124,10 @@ impl ResumeReport {
 
 impl Host {
     /// Brings back `team` after its host died: see the module docs. Fails
-    /// when the team does not exist, or when the host that spawned its
-    /// teammates still runs (stop it first: `teamhost shutdown`). The lead
-    /// gets the report as a message from `teamhost`.
+    /// when the team does not exist, or when a live host still runs it
+    /// ([`Error::TeamRunning`], see [`crate::backends::live_host`]: stop
+    /// that host first, with Ctrl-C or `kill PID`). The lead gets the report
+    /// as a message from `teamhost`.
     pub async fn resume(&self, team: &str) -> Result<ResumeReport> {
         let team = self.team(team)?;
         let (home, name) = (self.inner.home.clone(), team.name().to_string());
@@ -132,7 +144,16 @@ impl Host {
         })
         .await
         .map_err(|e| Error::Invalid(format!("reading the team panicked: {e}")))??;
-        refuse_if_host_alive(&team, &records, &processes, &config.member_names())?;
+        let (home, t) = (self.inner.home.clone(), team.clone());
+        tokio::task::spawn_blocking(move || {
+            crate::backends::live_host::refuse_if_live(
+                &home,
+                &t,
+                "resume brings back a team whose host died, and two hosts would run the same teammates",
+            )
+        })
+        .await
+        .map_err(|e| Error::Invalid(format!("looking for the team's host panicked: {e}")))??;
         let records: BTreeMap<String, SpawnRecord> =
             records.into_iter().map(|r| (r.name.clone(), r)).collect();
         let processes: BTreeMap<String, Started> =
@@ -159,6 +180,13 @@ impl Host {
                 report.left_alone.push(name);
                 continue;
             };
+            match self.withdraw_shutdowns(&team, &name, &lead).await {
+                Ok(true) => report.withdrawn_shutdowns.push(name.clone()),
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(teammate = %name, error = %e, "an old shutdown request was not withdrawn")
+                }
+            }
             match self.respawn(&team, record).await {
                 Ok(outcome) => {
                     if let Some(task) = outcome.task {
@@ -308,6 +336,30 @@ impl Host {
         })
     }
 
+    /// Consumes the shutdown requests from the lead still unread in
+    /// `name`'s inbox: a host stopping its team sends them first (its
+    /// `shutdown_team`), and one that died or was forced to stop before its
+    /// teammates took them leaves them behind. Resuming is the decision to go
+    /// on; taken as they are, they would shut the teammate down again at
+    /// once. They move to its history, read.
+    async fn withdraw_shutdowns(&self, team: &Team, name: &str, lead: &str) -> Result<bool> {
+        let (t, who, lead) = (team.clone(), name.to_string(), lead.to_string());
+        tokio::task::spawn_blocking(move || {
+            let taken = t.take_where(&who, |m| {
+                m.from == lead
+                    && matches!(
+                        crate::protocol::ProtocolMessage::parse(&m.text),
+                        crate::protocol::Parsed::Protocol(
+                            crate::protocol::ProtocolMessage::ShutdownRequest(_)
+                        )
+                    )
+            })?;
+            Ok(!taken.is_empty())
+        })
+        .await
+        .map_err(|e| Error::Invalid(format!("withdrawing shutdown requests panicked: {e}")))?
+    }
+
     /// Delivers again the message `name`'s interrupted turn was handling,
     /// unless it is still unread (the host died before it was consumed).
     async fn redeliver_interrupted(&self, team: &Team, name: &str) -> Result<bool> {
@@ -450,37 +502,6 @@ struct Respawned {
     task: Option<String>,
     redelivered: bool,
     reported: Option<String>,
-}
-
-/// Refuses to resume while the host that spawned the team's teammates (or
-/// started their processes) still runs.
-fn refuse_if_host_alive(
-    team: &Team,
-    records: &[SpawnRecord],
-    processes: &[Started],
-    members: &[String],
-) -> Result<()> {
-    let me = std::process::id();
-    let alive = records
-        .iter()
-        .filter(|r| members.contains(&r.name))
-        .find(|r| r.host_alive_elsewhere())
-        .map(|r| r.host_pid)
-        .or_else(|| {
-            processes
-                .iter()
-                .filter(|p| p.host_pid != me && members.contains(&p.name))
-                .find(|p| p.host_alive_elsewhere())
-                .map(|p| p.host_pid)
-        });
-    match alive {
-        Some(pid) => Err(Error::Invalid(format!(
-            "team {} is still run by teamhost process {pid}: resume brings back a team whose host died; stop that host first (teamhost shutdown {}, or end process {pid})",
-            team.name(),
-            team.name()
-        ))),
-        None => Ok(()),
-    }
 }
 
 /// Drops the record of a process that ended, closing its pane when the pane

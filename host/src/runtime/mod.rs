@@ -8,6 +8,7 @@
 //! | `cache.rs` | compile once per content hash; precompiled artifacts on disk |
 //! | `state.rs` | what one teammate's `Store` holds: [`AgentCtx`] in parts (fixed, permissions, coordination, model seat) |
 //! | `permissions.rs` | [`Permissions`]: mode and rules, changed only by the lead's answers |
+//! | `stopping.rs` | [`Stopping`]: the host's word that the teammate is being stopped, which ends its waits for the lead |
 //! | `instance.rs` | building a teammate's store and instance, calling its turn handler |
 //! | `interfaces/views.rs` | the glue views: each interface on the narrowest part of [`AgentCtx`] |
 //! | `interfaces/*.rs` | one file per teamhost interface (+ the toolbox's formats, the ask round trip) |
@@ -22,6 +23,7 @@ mod pending_take;
 mod permissions;
 mod stacks;
 mod state;
+mod stopping;
 // Sub-agents (issue 15).
 pub mod subagent_host;
 
@@ -37,3 +39,4 @@ pub use state::{
     AgentCtx, AgentCtxBuilder, Coordination, Fixed, Identity, ModelSeat, ShutdownDecision,
     TurnRecord,
 };
+pub use stopping::Stopping;

@@ -111,6 +111,9 @@ pub struct Fixed {
     pub wake: Arc<Notify>,
     /// Fallback poll while waiting for an answer written by another process.
     pub poll_interval: Duration,
+    /// Set by the host when it stops this teammate: a wait for the lead's
+    /// answer ends at once, denied ([`super::Stopping`]).
+    pub stopping: super::Stopping,
     /// Approve plans at once (the reference's behaviour); off by default.
     pub auto_approve_plans: bool,
     /// The tools, bound to the capability directory at spawn.
@@ -305,6 +308,7 @@ impl AgentCtxBuilder {
                 limits: self.limits,
                 wake: Arc::new(Notify::new()),
                 poll_interval: Duration::from_millis(500),
+                stopping: Default::default(),
                 auto_approve_plans: self.auto_approve_plans,
                 tools: Arc::new(tools),
                 hooks: self.hooks,

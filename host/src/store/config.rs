@@ -255,6 +255,18 @@ impl Team {
         !matches!(self.backend().read_config(self.name()), Ok(None))
     }
 
+    /// Whether the team exists, telling "no" from "cannot tell": a config
+    /// that cannot be read (the home under a file, no permission, a server
+    /// not answering) is that error, not a team that exists.
+    pub fn try_exists(&self) -> Result<bool> {
+        match self.backend().read_config(self.name()) {
+            Ok(c) => Ok(c.is_some()),
+            // A corrupt config is a team that exists (and is set aside).
+            Err(Error::Corrupt { .. }) => Ok(true),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Reads the config ([`Error::TeamNotFound`] when absent).
     pub fn config(&self) -> Result<TeamConfig> {
         self.backend()

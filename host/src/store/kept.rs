@@ -9,6 +9,7 @@
 //! | `{name}.turn.json` | while a turn handles a message ([`TurnJournal`]; beside the message's take, on the blocking pool) | resume: that message is delivered again |
 //! | `{name}.task.json` | from the claim of a task until the lead has been told how the turn on it ended ([`TaskNote`]; in the claim's and the report's blocking tasks) | resume: a completion the cut turn made is reported to the lead |
 //! | `{name}.state` | `state.save` ([`SavedState`]) | `state.load` |
+//! | `host.json` (the team's, not a teammate's) | `teamhost run` when it creates or resumes the team (`backends::live_host::claim`) | every command that would delete or take over the team: it refuses while that host lives |
 //!
 //! The home is the host's: no teammate's directory may lie in it (see
 //! the `layout` module), so nothing here can be written by a teammate except

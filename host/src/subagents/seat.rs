@@ -483,6 +483,8 @@ impl Seat {
                 limits: self.cfg.limits.clone(),
                 wake: Arc::new(Notify::new()),
                 poll_interval: self.cfg.poll_interval,
+                // A sub-agent never asks the lead: nothing of it waits.
+                stopping: Default::default(),
                 auto_approve_plans: false,
                 tools: Arc::new(tools),
                 hooks: self.cfg.hooks.clone(),

@@ -288,6 +288,31 @@ fn file(pipe: impl Into<OwnedFd>) -> File {
     File::from(pipe.into())
 }
 
+/// The process groups of the Bash calls running now, by their shell's pid
+/// (the group's id). A shell is listed from its start until just before it
+/// is reaped: while listed its pid cannot have been reused.
+static IN_FLIGHT: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+fn in_flight() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Kills the process group of every Bash call running in this process now
+/// (SIGKILL), for a host about to exit without waiting for them (`teamhost
+/// run`'s forced stop): a command in its own process group would otherwise
+/// outlive the host. Each call then returns as if its command was killed.
+/// Returns how many groups were signalled.
+pub fn kill_in_flight() -> usize {
+    let groups = in_flight();
+    for pid in groups.iter() {
+        // SAFETY: kill takes integers only.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+    groups.len()
+}
+
 /// A started shell whose group is killed and which is reaped on every path,
 /// panics included.
 struct Running {
@@ -304,12 +329,18 @@ impl Running {
         // descriptor (or -1), which we then own.
         let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
         let pidfd = (raw >= 0).then(|| unsafe { OwnedFd::from_raw_fd(raw as RawFd) });
+        in_flight().push(pid);
         Running {
             child,
             pid,
             pidfd,
             reaped: false,
         }
+    }
+
+    /// Leaves [`IN_FLIGHT`]: the shell is about to be reaped.
+    fn unlist(&self) {
+        in_flight().retain(|p| *p != self.pid);
     }
 
     /// `SIGKILL` to the whole process group. Only ever called before the
@@ -407,6 +438,7 @@ impl Running {
 
     /// Kills what is left of the group and reaps the shell.
     fn reap(&mut self) -> io::Result<std::process::ExitStatus> {
+        self.unlist();
         self.kill_group();
         let status = self.child.wait()?;
         self.reaped = true;
@@ -417,6 +449,7 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         if !self.reaped {
+            self.unlist();
             self.kill_group();
             let _ = self.child.wait();
         }

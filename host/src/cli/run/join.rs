@@ -10,7 +10,7 @@
 //!
 //! The file store's feed does not hear a team directory that does not exist
 //! yet, so on files the team must exist when `--join` starts. On the
-//! timeout or Ctrl-C the teammates still running are stopped
+//! timeout, Ctrl-C or SIGTERM the teammates still running are stopped
 //! ([`Host::kill`]: their tasks go back to `pending`, the lead is told).
 
 use std::path::Path;
@@ -21,6 +21,7 @@ use tokio::sync::{broadcast, Notify};
 
 use super::display::Display;
 use super::report::{Log, Reporter};
+use super::stop::Signals;
 use super::summary::{count_messages, MessageCounts, Summary, Timings};
 use super::wait::{describe_state, Outcome};
 use super::{compile_all, start_all, Output, RunArgs};
@@ -36,6 +37,7 @@ pub(super) async fn run_joined(
     a: &RunArgs,
     m: &Manifest,
     log: Log,
+    signals: &mut Signals,
 ) -> anyhow::Result<()> {
     if !m.tasks.is_empty() {
         anyhow::bail!(
@@ -68,7 +70,7 @@ pub(super) async fn run_joined(
             Ok(Err(e)) => Err(Outcome::SpawnFailed(format!("{e:#}"))),
             Err(_) => Err(Outcome::TimedOut(a.timeout)),
         },
-        _ = tokio::signal::ctrl_c() => Err(Outcome::Interrupted),
+        sig = signals.next() => Err(Outcome::Interrupted(sig.name())),
     };
     let spawn = spawning.elapsed();
     let outcome = match spawned {
@@ -79,7 +81,7 @@ pub(super) async fn run_joined(
                     Ok(()) => ended(host, team.name()),
                     Err(_) => Outcome::TimedOut(a.timeout),
                 },
-                _ = tokio::signal::ctrl_c() => Outcome::Interrupted,
+                sig = signals.next() => Outcome::Interrupted(sig.name()),
             }
         }
     };

@@ -18,6 +18,15 @@
 //! With `--resume`, the team a host left behind when it died is brought
 //! back ([`Host::resume`]) instead of created, and run to the end.
 //!
+//! A team that exists already is never touched while a live host on this
+//! machine runs it (`guard.rs`, [`crate::backends::live_host`]): not by a
+//! plain run, `--replace` or `--resume`. Left by a host that died, a plain
+//! run points to `--resume`, and `--replace` throws it away.
+//!
+//! Stopping (`stop.rs`): Ctrl-C, SIGTERM, `q` in the live view or
+//! `--timeout` stops the team at once (waits for the lead are denied) and
+//! says so; a second Ctrl-C or SIGTERM forces it.
+//!
 //! The CLI is synchronous; this command alone builds a multi-threaded tokio
 //! runtime for the [`Host`] it drives.
 //!
@@ -26,6 +35,8 @@
 //! | file | owns |
 //! |---|---|
 //! | `mod.rs` | the arguments and the run itself: check the layout, create, seed, spawn, wait, shut down, summarise |
+//! | `guard.rs` | a team that exists: refused while a live host runs it, else resumed, replaced or pointed to `--resume` |
+//! | `stop.rs` | the signals that stop the run, and the forced stop |
 //! | `join.rs` | `--join`: wait for the lead's team, spawn into it, run until the lead shuts the teammates down |
 //! | `wait.rs` | waiting for the work, and how the work phase ended (`Outcome`) |
 //! | `display.rs` | the live view or the event lines, behind one `Display` |
@@ -33,8 +44,10 @@
 //! | `summary.rs` | the final summary, as text or JSON, and the message counts in it |
 
 mod display;
+mod guard;
 mod join;
 mod report;
+mod stop;
 mod summary;
 mod wait;
 
@@ -51,6 +64,7 @@ use crate::store::{Home, NewTeam, Team};
 
 use display::Display;
 use report::{Log, Reporter};
+use stop::{Forced, Signals};
 use summary::{count_messages, Summary, Timings};
 use wait::{wait_for_work, Outcome};
 
@@ -70,7 +84,8 @@ pub struct RunArgs {
     /// The team manifest (TOML; `--help` shows the format).
     #[arg(value_name = "TEAM.toml")]
     manifest: PathBuf,
-    /// If the team already exists, delete it first (default: refuse).
+    /// If the team already exists, delete it first (default: refuse). Never
+    /// while a live host on this machine runs it: stop that one first.
     #[arg(long)]
     replace: bool,
     /// Keep the team's files afterwards (default: delete them).
@@ -130,7 +145,17 @@ pub(super) fn run(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(run_team(home.root(), store, out, &a, &manifest, models))
+    let ran = runtime.block_on(run_team(home.root(), store, out, &a, &manifest, models));
+    if let Some(forced) = ran.as_ref().err().and_then(|e| e.downcast_ref::<Forced>()) {
+        // Nothing in the runtime is waited for: an abandoned turn's
+        // blocking call may still be returning.
+        let code = forced.code;
+        runtime.shutdown_background();
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        std::process::exit(code);
+    }
+    ran
 }
 
 /// Refuses a layout in which a teammate's directory holds the manifest, a
@@ -194,34 +219,15 @@ async fn run_team(
             ..Default::default()
         },
     )?;
+    // From here on a Ctrl-C or SIGTERM stops the run instead of ending
+    // the process where it stands.
+    let mut signals = Signals::install().context("cannot catch Ctrl-C and SIGTERM")?;
     if a.join {
-        return join::run_joined(home, &host, out, a, m, log).await;
+        return join::run_joined(home, &host, out, a, m, log, &mut signals).await;
     }
     let team = host.team(&m.team.name)?;
-    if a.resume {
-        if !team.exists() {
-            anyhow::bail!(
-                "team {:?} does not exist at {}: there is nothing to resume; run without --resume to start it",
-                team.name(),
-                team.location().display()
-            );
-        }
-    } else if team.exists() {
-        if !a.replace {
-            anyhow::bail!(
-                "team {:?} already exists at {}; pass --replace to delete it and start again, or change [team] name in {}",
-                team.name(),
-                team.location().display(),
-                a.manifest.display()
-            );
-        }
-        team.delete(true)
-            .with_context(|| format!("cannot delete the existing team {:?}", team.name()))?;
-        log.line(
-            "run",
-            format!("deleted the existing team {} (--replace)", team.name()),
-        );
-    }
+    let home_dir = Home::new(home);
+    guard::existing_team(&home_dir, &team, a, &log).await?;
     let config = if a.resume {
         team.config()?
     } else {
@@ -232,6 +238,7 @@ async fn run_team(
                 ..Default::default()
             },
         )?;
+        guard::claim(&home_dir, &team);
         let ids = seed_tasks(&team, m)?;
         log.line(
             "run",
@@ -239,7 +246,7 @@ async fn run_team(
                 "created team {} with {} task(s) in {}",
                 team.name(),
                 ids.len(),
-                crate::cli::store_select::describe(&Home::new(home), host.store())
+                crate::cli::store_select::describe(&home_dir, host.store())
             ),
         );
         config
@@ -269,17 +276,34 @@ async fn run_team(
                 );
             }
         };
+        guard::claim(&home_dir, &team);
         reporter.line("run", report.describe(team.name()));
-        join_missing(&host, &team, m, &config, &report, &reporter).await
+        tokio::select! {
+            r = join_missing(&host, &team, m, &config, &report, &reporter) => {
+                r.map_err(|e| Outcome::SpawnFailed(format!("{e:#}")))
+            }
+            sig = signals.next() => Err(Outcome::Interrupted(sig.name())),
+        }
     } else {
-        spawn_all(&host, &team, m, &reporter).await
+        tokio::select! {
+            r = spawn_all(&host, &team, m, &reporter) => {
+                r.map_err(|e| Outcome::SpawnFailed(format!("{e:#}")))
+            }
+            sig = signals.next() => Err(Outcome::Interrupted(sig.name())),
+        }
     };
     let spawn = spawning.elapsed();
     let outcome = match spawned {
-        Err(e) => Outcome::SpawnFailed(format!("{e:#}")),
-        Ok(()) => wait_for_work(&host, &team, a.timeout, reporter.quit_requested())
-            .await
-            .unwrap_or_else(|e| Outcome::HostError(format!("{e:#}"))),
+        Err(outcome) => outcome,
+        Ok(()) => wait_for_work(
+            &host,
+            &team,
+            a.timeout,
+            &mut signals,
+            reporter.quit_requested(),
+        )
+        .await
+        .unwrap_or_else(|e| Outcome::HostError(format!("{e:#}"))),
     };
     let work = start.elapsed();
     let tasks = team.list_tasks()?;
@@ -296,15 +320,39 @@ async fn run_team(
             format!("stopping: {}", other.error().unwrap_or_default()),
         ),
     }
-    let reason = match outcome {
-        Outcome::Completed => "work complete",
-        _ => "the run is stopping",
+    // Told to the teammates (their shutdown requests; a wait for the lead
+    // denied "the host is stopping (…)").
+    let reason = match &outcome {
+        Outcome::Completed => "work complete".to_string(),
+        Outcome::Interrupted(how) => format!("the run was interrupted ({how})"),
+        Outcome::TimedOut(s) => format!("the run's --timeout of {s}s passed"),
+        _ => "the run is stopping".to_string(),
     };
-    reporter.line("run", format!("shutting the team down ({reason})"));
+    let running = host
+        .teammates(team.name())
+        .iter()
+        .filter(|t| !t.state.is_finished())
+        .count();
+    let force_hint = match &outcome {
+        Outcome::Interrupted(how) if how.starts_with("Ctrl-C") => "Ctrl-C again to force",
+        Outcome::Interrupted("SIGTERM") => "SIGTERM again to force",
+        _ => "Ctrl-C to force",
+    };
+    match &outcome {
+        Outcome::Completed => reporter.line("run", format!("shutting the team down ({reason})")),
+        _ => reporter.line(
+            "run",
+            format!("stopping {running} teammate(s) ({force_hint})…"),
+        ),
+    }
     let stopping = Instant::now();
-    let shutdown = host
-        .shutdown_team(team.name(), reason, SHUTDOWN_TIMEOUT)
-        .await?;
+    // A signal now forces the stop: the team is left as it is.
+    let shutdown = tokio::select! {
+        r = host.shutdown_team(team.name(), &reason, SHUTDOWN_TIMEOUT) => r?,
+        sig = signals.next() => {
+            return Err(stop::force(&host, &team, &a.manifest, reporter, sig).await);
+        }
+    };
     let timings = Timings {
         start,
         spawn,

@@ -1,11 +1,12 @@
 //! The work phase and how it ends: [`wait_for_work`] waits until every task
 //! is completed, the team can make no more progress, every teammate has
-//! stopped, the timeout passes or the user presses Ctrl-C, and answers an
-//! [`Outcome`] saying which.
+//! stopped, the timeout passes or the user stops the run (Ctrl-C, SIGTERM,
+//! `q` in the live view), and answers an [`Outcome`] saying which.
 
 use std::time::Duration;
 
 use super::report::one_line;
+use super::stop::Signals;
 use crate::embed::{Host, TeammateInfo, TeammateState};
 use crate::store::{Task, TaskStatus, Team};
 
@@ -21,7 +22,9 @@ pub(super) enum Outcome {
     /// shutdown request.
     ShutDown,
     TimedOut(u64),
-    Interrupted,
+    /// Stopped by the person: what they did ("Ctrl-C", "SIGTERM", "q in
+    /// the live view").
+    Interrupted(&'static str),
     Stuck(String),
     AllStopped(String),
     SpawnFailed(String),
@@ -34,7 +37,7 @@ impl Outcome {
             Outcome::Completed => "completed",
             Outcome::ShutDown => "shut-down",
             Outcome::TimedOut(_) => "timed-out",
-            Outcome::Interrupted => "interrupted",
+            Outcome::Interrupted(_) => "interrupted",
             Outcome::Stuck(_) => "stuck",
             Outcome::AllStopped(_) => "teammates-stopped",
             Outcome::SpawnFailed(_) => "spawn-failed",
@@ -48,7 +51,7 @@ impl Outcome {
             Outcome::TimedOut(s) => Some(format!(
                 "the work was not done after {s}s; raise --timeout or read the guest logs"
             )),
-            Outcome::Interrupted => Some("interrupted".into()),
+            Outcome::Interrupted(how) => Some(format!("interrupted ({how})")),
             Outcome::Stuck(why)
             | Outcome::AllStopped(why)
             | Outcome::SpawnFailed(why)
@@ -58,12 +61,13 @@ impl Outcome {
 }
 
 /// Waits until the work is done, the team can make no more progress, the
-/// timeout passes, the user presses Ctrl-C or `quit` resolves (the person
+/// timeout passes, a signal stops the run or `quit` resolves (the person
 /// quit the live view).
 pub(super) async fn wait_for_work(
     host: &Host,
     team: &Team,
     timeout: u64,
+    signals: &mut Signals,
     quit: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<Outcome> {
     let work = async {
@@ -100,8 +104,8 @@ pub(super) async fn wait_for_work(
             Ok(r) => r,
             Err(_) => Ok(Outcome::TimedOut(timeout)),
         },
-        _ = tokio::signal::ctrl_c() => Ok(Outcome::Interrupted),
-        _ = quit => Ok(Outcome::Interrupted),
+        sig = signals.next() => Ok(Outcome::Interrupted(sig.name())),
+        _ = quit => Ok(Outcome::Interrupted("q in the live view")),
     }
 }
 

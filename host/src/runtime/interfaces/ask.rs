@@ -10,6 +10,12 @@
 //! [`Limits::ask_timeout`](crate::sandbox::Limits) denies the call, and the
 //! denial is recorded in the teammate's history as a `permission_response`
 //! from `teamhost`, so the request no longer shows as waiting for the lead.
+//!
+//! When the host stops the teammate ([`Stopping`](crate::runtime::Stopping):
+//! the team is shut down, the teammate killed) the answer can no longer
+//! come: a wait in progress ends at once, denied and recorded the same way
+//! with the reason, and a call that would ask from then on is denied
+//! without asking.
 
 use std::time::Duration;
 
@@ -35,6 +41,12 @@ impl ToolGlue<'_> {
         suggestions: Vec<crate::sandbox::Suggestion>,
     ) -> Result<ToolCall, WitError> {
         let limits = self.fixed.limits.clone();
+        if let Some(why) = self.fixed.stopping.reason() {
+            return Err(WitError::Denied(format!(
+                "{} needs the lead's permission ({reason}), but the host is stopping ({why}): the lead can no longer answer, so nothing was asked and the call was not run",
+                call.display_name()
+            )));
+        }
         if self.permissions.waiting() >= limits.max_pending_requests {
             return Err(WitError::Denied(format!(
                 "{} permission request(s) already wait for the lead (max_pending_requests)",
@@ -120,21 +132,30 @@ impl ToolGlue<'_> {
                 let why = format!(
                     "no answer from the lead to {id} within {timeout:?} (ask_timeout); the call was not run"
                 );
-                self.record_timeout(id, &why).await;
+                self.record_denial(id, &why).await;
                 return Err(WitError::Denied(why));
             }
             let nap = (deadline - now).min(self.fixed.poll_interval);
+            let stopping = self.fixed.stopping.clone();
             tokio::select! {
                 _ = self.fixed.wake.notified() => {}
                 _ = tokio::time::sleep(nap) => {}
+                reason = stopping.stopped() => {
+                    let why = format!(
+                        "the host is stopping ({reason}): the lead's answer to {id} can no longer come; the call was not run"
+                    );
+                    self.record_denial(id, &why).await;
+                    return Err(WitError::Denied(why));
+                }
             }
         }
     }
 
-    /// Records the denial a timeout gave `id` in the teammate's history, from
-    /// the host (never from the lead): the request is answered, so `teamhost
-    /// status` and the live view stop offering it to the lead.
-    async fn record_timeout(&self, id: &str, why: &str) {
+    /// Records the denial a timeout or a stop gave `id` in the teammate's
+    /// history, from the host (never from the lead): the request is
+    /// answered, so `teamhost status` and the live view stop offering it to
+    /// the lead.
+    async fn record_denial(&self, id: &str, why: &str) {
         let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
         let text = PermissionResponse::deny(id, why).to_text();
         let recorded = blocking(move || {
@@ -145,7 +166,7 @@ impl ToolGlue<'_> {
         })
         .await;
         if !matches!(recorded, Ok(Ok(_))) {
-            tracing::warn!(teammate = %self.fixed.identity.name, request = id, "could not record the timed-out request as answered");
+            tracing::warn!(teammate = %self.fixed.identity.name, request = id, "could not record the denied request as answered");
         }
     }
 

@@ -82,7 +82,9 @@ pub(crate) fn to_wit_error(e: Error) -> WitError {
         Error::TeamNotFound { .. } | Error::MemberNotFound { .. } | Error::TaskNotFound { .. } => {
             WitError::NotFound(msg)
         }
-        Error::TeamExists { .. } | Error::TeamNotEmpty { .. } => WitError::Conflict(msg),
+        Error::TeamExists { .. } | Error::TeamNotEmpty { .. } | Error::TeamRunning { .. } => {
+            WitError::Conflict(msg)
+        }
         Error::Corrupt { .. } => host_failure("a corrupt file"),
         Error::LockTimeout { .. } => host_failure("a lock wait timed out"),
         Error::Io { .. } => host_failure("an I/O error"),

@@ -48,6 +48,28 @@ impl Home {
         }
     }
 
+    /// Fails when the home cannot be a directory: a part of its path that
+    /// exists is a file (`--home /tmp/somefile/home`). Naming that part, not
+    /// whatever later read or write of a team would fail on. A home that
+    /// does not exist yet is fine (it is made on the first write).
+    pub fn check_usable(&self) -> Result<()> {
+        for part in self.root.ancestors().filter(|p| !p.as_os_str().is_empty()) {
+            match std::fs::metadata(part) {
+                Ok(m) if m.is_dir() => return Ok(()),
+                Ok(_) => {
+                    return Err(Error::Invalid(format!(
+                        "the home {} cannot be used: {} is a file, not a directory (every existing part of the home's path must be a directory; pass --home DIR or set {HOME_ENV})",
+                        self.root.display(),
+                        part.display()
+                    )))
+                }
+                // Not there yet (or under a file, which a shorter part shows).
+                Err(_) => continue,
+            }
+        }
+        Ok(())
+    }
+
     /// The home directory itself.
     pub fn root(&self) -> &Path {
         &self.root
