@@ -8,6 +8,8 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+use crate::run_common::shown;
+
 /// Runs `teamhost --home HOME ARGS…` and returns what it did.
 fn teamhost(home: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_teamhost"))
@@ -19,15 +21,6 @@ fn teamhost(home: &Path, args: &[&str]) -> Output {
 }
 
 /// Everything a failing assertion needs to show.
-fn shown(out: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 /// A directory with `data/{a,b,c}.txt` and a manifest `team.toml` for team
 /// `name`: two workers, tasks 1–3 counting one file each, task 4 blocked by
 /// them counting all three. `extra` is appended to the `[team]` table.

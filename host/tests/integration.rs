@@ -4,6 +4,7 @@
 //! `cargo test --test integration <module>::`.
 
 mod backend_common;
+mod run_common;
 mod tmux_server;
 
 mod backend_process;

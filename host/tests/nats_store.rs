@@ -12,6 +12,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::run_common::shown;
 use teamhost::embed::{Host, HostOptions, SpawnRequest, TeammateSettings, TeammateState};
 use teamhost::store::{
     ClaimOutcome, Home, NatsStore, NatsUrl, NewMember, NewTask, NewTeam, OutgoingMessage, Store,
@@ -34,15 +35,6 @@ fn teamhost(home: &Path, store: &str, args: &[&str]) -> Output {
         .env_remove("TEAMHOST_STORE")
         .output()
         .expect("the teamhost binary runs")
-}
-
-fn shown(out: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// A `teamhost` process under way: its stderr lines arrive on a channel as

@@ -9,29 +9,16 @@
 use std::collections::BTreeSet;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use notify::{RecursiveMode, Watcher};
+use crate::run_common::{shown, wait_on_files};
 use teamhost::backends::{started, BackendOptions, TeammateMode};
 use teamhost::embed::{Host, HostOptions, SpawnRequest};
 use teamhost::store::{Home, NewTask, NewTeam};
 
-/// The longest the setup waits may take.
-const LIMIT: Duration = Duration::from_secs(120);
-
 /// How long the call tree may outlive its host.
 const DEATH: Duration = Duration::from_secs(1);
-
-fn shown(out: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 /// A project with one probe `p` holding its task's Bash call open.
 struct Project {
@@ -83,20 +70,8 @@ impl Project {
     }
 
     /// Waits, watching the project's files, until `check` holds.
-    fn wait_until(&self, what: &str, mut check: impl FnMut() -> bool) {
-        let (tx, rx) = mpsc::channel();
-        let mut watcher = notify::recommended_watcher(move |_| {
-            let _ = tx.send(());
-        })
-        .unwrap();
-        watcher.watch(&self.root, RecursiveMode::Recursive).unwrap();
-        let deadline = Instant::now() + LIMIT;
-        while !check() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if rx.recv_timeout(left).is_err() {
-                panic!("timed out waiting for {what}");
-            }
-        }
+    fn wait_until(&self, what: &str, check: impl FnMut() -> bool) {
+        wait_on_files(&[&self.root], what, check);
     }
 
     fn holding(&self) -> bool {

@@ -6,31 +6,14 @@
 //! sleeps.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::{Child, Output, Stdio};
+use std::time::Duration;
 
-use notify::{RecursiveMode, Watcher};
+use crate::run_common::{shown, teamhost, wait_on_files, LIMIT};
 use serde_json::Value;
 use teamhost::backends::{started, BackendOptions, TeammateMode};
 use teamhost::embed::{Host, HostOptions, SpawnRequest};
 use teamhost::store::{Home, NewTask, NewTeam, TaskStatus};
-
-/// The longest any wait here may take.
-const LIMIT: Duration = Duration::from_secs(120);
-
-fn teamhost() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_teamhost"))
-}
-
-fn shown(out: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 /// A project: probes `names` in `work/{name}` with `prompt`, `tasks` tasks,
 /// in-process unless `mode` says otherwise.
@@ -129,23 +112,8 @@ impl Project {
 
     /// Waits, watching the home and the work directories, until `check`
     /// holds.
-    fn wait_until(&self, what: &str, mut check: impl FnMut() -> bool) {
-        let (tx, rx) = mpsc::channel();
-        let mut watcher = notify::recommended_watcher(move |_| {
-            let _ = tx.send(());
-        })
-        .unwrap();
-        std::fs::create_dir_all(&self.home).unwrap();
-        watcher.watch(&self.home, RecursiveMode::Recursive).unwrap();
-        watcher.watch(&self.root, RecursiveMode::Recursive).unwrap();
-        let deadline = Instant::now() + LIMIT;
-        while !check() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(()) => {}
-                Err(_) => panic!("timed out waiting for {what}"),
-            }
-        }
+    fn wait_until(&self, what: &str, check: impl FnMut() -> bool) {
+        wait_on_files(&[&self.home, &self.root], what, check);
     }
 
     /// Task ids in every probe's `completed.log`, with repeats.

@@ -18,30 +18,14 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::process::{Child, ExitStatus, Output, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use notify::{RecursiveMode, Watcher};
+use crate::run_common::{shown, teamhost, wait_on_files, LIMIT};
 use teamhost::approvals::Request;
 use teamhost::store::{Home, Store, Team};
-
-/// The longest any wait here may take.
-const LIMIT: Duration = Duration::from_secs(120);
-
-fn teamhost() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_teamhost"))
-}
-
-fn shown(out: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 /// A manifest with one probe `p` in `work/p`, given `prompt` and the extra
 /// manifest lines `extra`, and `tasks` tasks.
@@ -139,22 +123,8 @@ impl Project {
     }
 
     /// Waits, watching the home and the work directory, until `check` holds.
-    fn wait_until(&self, what: &str, mut check: impl FnMut() -> bool) {
-        let (tx, rx) = mpsc::channel();
-        let mut watcher = notify::recommended_watcher(move |_| {
-            let _ = tx.send(());
-        })
-        .unwrap();
-        std::fs::create_dir_all(&self.home).unwrap();
-        watcher.watch(&self.home, RecursiveMode::Recursive).unwrap();
-        watcher.watch(&self.root, RecursiveMode::Recursive).unwrap();
-        let deadline = Instant::now() + LIMIT;
-        while !check() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if rx.recv_timeout(left).is_err() {
-                panic!("timed out waiting for {what}");
-            }
-        }
+    fn wait_until(&self, what: &str, check: impl FnMut() -> bool) {
+        wait_on_files(&[&self.home, &self.root], what, check);
     }
 
     /// Starts the run and waits until its probe's permission request waits

@@ -1,0 +1,54 @@
+//! Helpers shared by the tests that drive real `teamhost` processes
+//! (`cli_run`, `nats_store`, `orphans`, `resume`, `run_live`): the binary,
+//! a process's output shown whole in a failure, and waiting on file events
+//! (inotify) with a timeout only as a safety bound.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use notify::{RecursiveMode, Watcher};
+
+/// Safety bound of every wait on files.
+pub const LIMIT: Duration = Duration::from_secs(120);
+
+/// The `teamhost` binary these tests built.
+pub fn teamhost() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_teamhost"))
+}
+
+/// A finished process's exit status, stdout and stderr, for a failure.
+pub fn shown(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Waits until `check` holds, looking again on every file event below
+/// `dirs` (each created first, and watched recursively); panics naming
+/// `what` after [`LIMIT`]. A process's end makes no file event: wait for
+/// one on its pidfd instead.
+pub fn wait_on_files(dirs: &[&Path], what: &str, mut check: impl FnMut() -> bool) {
+    let (tx, rx) = mpsc::channel();
+    let mut watcher = notify::recommended_watcher(move |_| {
+        let _ = tx.send(());
+    })
+    .unwrap();
+    for dir in dirs {
+        std::fs::create_dir_all(dir).unwrap();
+        watcher.watch(dir, RecursiveMode::Recursive).unwrap();
+    }
+    let deadline = Instant::now() + LIMIT;
+    while !check() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if rx.recv_timeout(left).is_err() {
+            panic!("timed out waiting for {what}");
+        }
+    }
+}
