@@ -14,6 +14,7 @@ mod cli_commands;
 mod cli_run;
 mod cli_status;
 mod cli_watch;
+mod foreign_readers;
 mod golden;
 mod hooks_external;
 mod live_view;

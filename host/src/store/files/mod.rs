@@ -4,7 +4,9 @@
 //!
 //! Every read-modify-write of a shared file runs under [`lock::with_lock`]
 //! (flock plus the reference's mkdir lock); every write is an atomic replace
-//! ([`atomic`]); a file that does not parse is never written over. No other
+//! by a new file ([`atomic`]), so a reader without the lock (Claude Code)
+//! never sees a file change under it; a file that does not parse is never
+//! written over. No other
 //! module builds a team file path: they ask the store.
 //!
 //! | file | owns |
@@ -37,10 +39,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use self::atomic::{
-    empty_array_in_place, read_array, read_array_for_update, read_json, write_json,
-    write_json_locked,
-};
+use self::atomic::{read_array, read_array_for_update, read_json, write_json, write_json_locked};
 use self::lock::with_lock;
 pub use self::lock::LockOptions;
 pub use self::paths::{Home, TeamPaths, HOME_ENV};
@@ -270,11 +269,9 @@ impl TeamStore for FileStore {
             if !gone.is_empty() {
                 history::append(&history, &consumed_now(&gone))?;
             }
-            if keep.is_empty() {
-                empty_array_in_place(&path)?;
-            } else {
-                write_json_locked(&path, &keep)?;
-            }
+            // Emptied, the inbox is `[]` in a new file like any rewrite:
+            // Claude Code may be reading the old one (`atomic.rs`).
+            write_json_locked(&path, &keep)?;
             Ok(taken)
         })
     }

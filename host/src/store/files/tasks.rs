@@ -106,7 +106,7 @@ impl TaskTxn for FileTasks<'_> {
         }
         let path = self.paths.task(id)?;
         with_lock(&path, self.lock, "a task deletion", || {
-            // The staged previous version goes too.
+            // With a `.swap` sibling an older version may have left.
             for file in [swap_path(&path), path.clone()] {
                 match std::fs::remove_file(&file) {
                     Ok(()) => {}
