@@ -507,7 +507,17 @@ fn the_message_a_turn_was_handling_when_the_host_died_is_delivered_again() {
     let sent = p.cli(&["send", "--team", &p.team, "p", "hold"]);
     assert!(sent.status.success(), "{}", shown(&sent));
     let holding = p.dir("p").join("holding-msg");
-    p.wait_until("p's message turn holding", || holding.exists());
+    // The take runs beside the turn: kill only once it has landed (the
+    // message gone from p's inbox), so the host dies with the message
+    // consumed and only the turn journal holding it. Killed before, the
+    // message would still be unread and simply taken again.
+    let inbox = p.home.join("teams").join(&p.team).join("inboxes/p.json");
+    p.wait_until("p's message turn holding, its message taken", || {
+        holding.exists()
+            && !std::fs::read_to_string(&inbox)
+                .unwrap_or_default()
+                .contains("\"hold\"")
+    });
     kill(run);
     std::fs::write(p.dir("p").join("release"), "").unwrap();
     std::fs::write(p.dir("q").join("release"), "").unwrap();
