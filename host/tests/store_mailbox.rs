@@ -206,3 +206,27 @@ fn a_take_cut_between_its_history_and_its_inbox_rewrite_hands_nothing_out_twice(
         .collect();
     assert_eq!(texts, vec!["one", "two", "three"], "each consumed once");
 }
+
+#[test]
+fn a_cut_take_larger_than_the_first_look_at_the_history_is_not_handed_out_twice() {
+    // 40 entries of 1 KiB: the batch is longer than the 16 KiB the take
+    // first reads of the history's end.
+    let (_t, team) = team();
+    let inbox = team.file_paths().unwrap().inbox("alice").unwrap();
+    for i in 0..40 {
+        team.send(
+            "alice",
+            OutgoingMessage::new("team-lead", format!("{i} {}", "x".repeat(1024))),
+        )
+        .unwrap();
+    }
+    let before = std::fs::read(&inbox).unwrap();
+    assert_eq!(team.take_unread("alice").unwrap().len(), 40);
+    std::fs::write(&inbox, &before).unwrap();
+    assert!(team.take_unread("alice").unwrap().is_empty());
+    assert_eq!(
+        team.history("alice").unwrap().len(),
+        40,
+        "each consumed once"
+    );
+}

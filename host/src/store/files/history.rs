@@ -89,15 +89,21 @@ pub(super) fn read_since(path: &Path, cursor: HistoryCursor) -> Result<HistoryCh
     })
 }
 
-/// How much of a history's end [`last_batch`] reads: more than any one
+/// How much of a history's end [`last_batch`] reads first; it reads more
+/// (doubling) only while the batch reaches the start of what it read.
+const TAIL_FIRST: u64 = 16 << 10;
+
+/// The most of a history's end [`last_batch`] reads: more than any one
 /// take's batch (an inbox is bounded, and a batch is what one take found).
-const TAIL: u64 = 1 << 20;
+const TAIL_MAX: u64 = 1 << 20;
 
 /// The entries of the last take: the trailing lines that carry the same
 /// `consumedAt` as the last line. A take appends what it consumes here
 /// (synced) and then rewrites the inbox; when the process died between the
 /// two, those entries are still in the inbox, and the next take must drop
-/// them instead of handing them out again (see `take_from_inbox`).
+/// them instead of handing them out again (see `take_from_inbox`). On every
+/// take's path: it reads the file's last 16 KiB, more only for a larger
+/// batch.
 pub(super) fn last_batch(path: &Path) -> Result<Vec<InboxMessage>> {
     let mut file = match std::fs::File::open(path) {
         Ok(f) => f,
@@ -108,31 +114,45 @@ pub(super) fn last_batch(path: &Path) -> Result<Vec<InboxMessage>> {
         .metadata()
         .map_err(|e| Error::io("stat", path, e))?
         .len();
-    let from = len.saturating_sub(TAIL);
-    file.seek(SeekFrom::Start(from))
-        .map_err(|e| Error::io("seek", path, e))?;
-    let mut tail = Vec::with_capacity((len - from) as usize);
-    file.read_to_end(&mut tail)
-        .map_err(|e| Error::io("read", path, e))?;
-    let text = String::from_utf8_lossy(&tail);
-    // Read from the middle of the file: its first line may be cut.
-    let whole = if from == 0 {
-        &text[..]
-    } else {
-        text.split_once('\n').map_or("", |(_, rest)| rest)
-    };
+    let mut window = TAIL_FIRST;
+    loop {
+        let from = len.saturating_sub(window);
+        file.seek(SeekFrom::Start(from))
+            .map_err(|e| Error::io("seek", path, e))?;
+        let mut tail = Vec::with_capacity((len - from) as usize);
+        file.read_to_end(&mut tail)
+            .map_err(|e| Error::io("read", path, e))?;
+        let text = String::from_utf8_lossy(&tail);
+        // Read from the middle of the file: its first line may be cut.
+        let whole = if from == 0 {
+            &text[..]
+        } else {
+            text.split_once('\n').map_or("", |(_, rest)| rest)
+        };
+        let (batch, ended) = trailing_batch(whole);
+        if ended || from == 0 || window >= TAIL_MAX {
+            return Ok(batch);
+        }
+        window *= 2;
+    }
+}
+
+/// The trailing lines of `text` stamped with its last line's `consumedAt`,
+/// and whether a line before them ended the batch (else it may go on
+/// before `text`).
+fn trailing_batch(text: &str) -> (Vec<InboxMessage>, bool) {
     let stamp = |m: &InboxMessage| m.extra.get("consumedAt").cloned();
     let mut batch: Vec<InboxMessage> = Vec::new();
-    for line in whole.lines().rev().filter(|l| !l.trim().is_empty()) {
+    for line in text.lines().rev().filter(|l| !l.trim().is_empty()) {
         let Ok(m) = serde_json::from_str::<InboxMessage>(line) else {
-            break;
+            return (batch, true);
         };
         match batch.first().map(stamp) {
-            Some(at) if at != stamp(&m) || at.is_none() => break,
+            Some(at) if at != stamp(&m) || at.is_none() => return (batch, true),
             _ => batch.push(m),
         }
     }
-    Ok(batch)
+    (batch, false)
 }
 
 /// The entries of history text (JSON lines) read from `path`; a bad line is
