@@ -75,6 +75,11 @@ pub enum Reply {
     Hang,
     /// The reply after a delay.
     Delayed(Duration, Box<Reply>),
+    /// An error with this status whose message quotes what the request
+    /// said last (its last message's text) and then the credentials it
+    /// came with, as a careless provider or proxy might: how a guest could
+    /// place a cut of the error text inside the key.
+    EchoCredentials(u16),
 }
 
 impl Reply {
@@ -300,6 +305,7 @@ async fn serve(shared: Arc<Shared>, mut socket: TcpStream) {
     let mut buf = Vec::new();
     while let Some((path, headers, body)) = read_request(&mut socket, &mut buf).await {
         let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let echo = echo_of(&body, &headers);
         let stream = body["stream"] == true;
         let model = body["model"].as_str().unwrap_or("fake").to_string();
         let n = {
@@ -320,11 +326,43 @@ async fn serve(shared: Arc<Shared>, mut socket: TcpStream) {
             *next += 1;
             r
         };
+        let reply = match reply {
+            Reply::EchoCredentials(code) => Reply::status(
+                code,
+                &serde_json::json!({"error": {"type": "invalid_request_error", "message": echo}})
+                    .to_string(),
+            ),
+            other => other,
+        };
         let keep = respond(&shared, &mut socket, reply, stream, &model, n).await;
         if !keep {
             return;
         }
     }
+}
+
+/// What a [`Reply::EchoCredentials`] says: the request's last text, then
+/// its credentials.
+fn echo_of(body: &Value, headers: &[(String, String)]) -> String {
+    let last = body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .map(|m| match &m["content"] {
+            Value::String(s) => s.clone(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ => String::new(),
+        })
+        .unwrap_or_default();
+    let credentials = headers
+        .iter()
+        .find(|(n, _)| n == "authorization" || n == "x-api-key")
+        .map(|(_, v)| v.trim_start_matches("Bearer ").to_string())
+        .unwrap_or_default();
+    format!("cannot use '{last}' with the key {credentials}")
 }
 
 /// Writes `reply`; false when the connection must end.
@@ -342,7 +380,7 @@ async fn respond(
         reply = *inner;
     }
     match reply {
-        Reply::Delayed(..) => unreachable!(),
+        Reply::Delayed(..) | Reply::EchoCredentials(_) => unreachable!(),
         Reply::Hang => {
             // Wait for the client to go away.
             let mut byte = [0u8; 1];

@@ -9,6 +9,7 @@ mod bash_channels;
 mod coordination;
 mod exhaustion;
 mod host_paths;
+mod key_fragments;
 mod rules;
 mod toolbox;
 mod trusted_inputs;

@@ -290,7 +290,15 @@ pub struct Arena {
 impl Arena {
     /// A team called `team` with the sentinel tree and `echo`.
     pub async fn new(team: &str) -> Arena {
-        let f = Fixture::new(team);
+        Arena::with_fixture(Fixture::new(team)).await
+    }
+
+    /// The same arena on a host built with `opts` (a model hub, …).
+    pub async fn with_options(team: &str, opts: teamhost::embed::HostOptions) -> Arena {
+        Arena::with_fixture(Fixture::with_options(team, opts)).await
+    }
+
+    async fn with_fixture(f: Fixture) -> Arena {
         let sentinel = f.tmp.path().join("dirs").join("sentinel");
         std::fs::create_dir_all(sentinel.join("sub")).unwrap();
         std::fs::write(

@@ -338,7 +338,8 @@ impl Decoder for Stream {
                 let message = v["error"]["message"].as_str().unwrap_or_default();
                 let retry = matches!(kind, "overloaded_error" | "api_error" | "rate_limit_error");
                 return Err(StreamFailure::Provider {
-                    message: format!("{kind}: {}", message.chars().take(300).collect::<String>()),
+                    // Whole: the client cuts it after scrubbing the key out.
+                    message: format!("{kind}: {message}"),
                     retry,
                 });
             }

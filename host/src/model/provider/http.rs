@@ -28,9 +28,14 @@ use futures_util::StreamExt;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::Value;
 
+use super::key_scrub::{self, KeyScrub};
 use super::sse;
 use super::{ApiKey, ProviderCall, ProviderError, ProviderSettings};
-use crate::model::types::Response;
+use crate::model::types::{ContentBlock, Response};
+
+/// The most characters of a provider's error text a guest sees (cut after
+/// the key is scrubbed out of the whole text, never before).
+const MAX_ERROR_CHARS: usize = 300;
 
 /// What a dialect knows about its wire format.
 pub(super) trait Wire: Send + Sync {
@@ -79,6 +84,8 @@ pub(super) struct Client {
     http: reqwest::Client,
     settings: ProviderSettings,
     url: String,
+    /// The key's scrubber, built once.
+    key_scrub: Option<KeyScrub>,
 }
 
 /// Installs ring as rustls's process-wide crypto provider (reqwest's
@@ -112,10 +119,15 @@ impl Client {
                     e.without_url()
                 ))
             })?;
+        let key_scrub = settings
+            .api_key
+            .as_ref()
+            .and_then(|k| KeyScrub::new(k.expose()));
         Ok(Client {
             http,
             settings,
             url,
+            key_scrub,
         })
     }
 
@@ -137,7 +149,7 @@ impl Client {
             )
             .await
             {
-                Ok(Ok(response)) => return Ok(response),
+                Ok(Ok(response)) => return Ok(self.scrub_response(response)),
                 Ok(Err(f)) => f,
                 Err(_) => Failure::Retry {
                     error: ProviderError::Unavailable(format!(
@@ -323,19 +335,19 @@ impl Client {
         }
     }
 
-    /// `e` with the key taken out of its text, should a provider ever echo
-    /// it.
+    /// `e` with the key and every piece of it taken out of its text (see
+    /// [`key_scrub`]), should a provider ever echo it, then cut to
+    /// [`MAX_ERROR_CHARS`]: the cut comes after the scrub, so it cannot fall
+    /// inside a key and leave its start. Every error a call returns or logs
+    /// passes through here.
     fn scrub(&self, e: ProviderError) -> ProviderError {
-        let Some(key) = self
-            .settings
-            .api_key
-            .as_ref()
-            .map(ApiKey::expose)
-            .filter(|k| k.len() >= 4)
-        else {
-            return e;
+        let clean = |s: String| {
+            let s = match &self.key_scrub {
+                Some(k) => k.scrub(&s),
+                None => s,
+            };
+            key_scrub::cut(&s, MAX_ERROR_CHARS)
         };
-        let clean = |s: String| s.replace(key, "<redacted>");
         match e {
             ProviderError::RateLimited {
                 retry_after,
@@ -349,6 +361,24 @@ impl Client {
             ProviderError::Invalid(m) => ProviderError::Invalid(clean(m)),
             ProviderError::Credentials(m) => ProviderError::Credentials(clean(m)),
         }
+    }
+
+    /// An answer with the key scrubbed out of its texts. A provider has no
+    /// reason to put its caller's key in the model's answer, but an
+    /// endpoint that reflects its request might; what reaches a guest (and
+    /// its transcript) never holds it.
+    fn scrub_response(&self, mut r: Response) -> Response {
+        let Some(k) = &self.key_scrub else {
+            return r;
+        };
+        for block in &mut r.content {
+            match block {
+                ContentBlock::Text(t) => *t = k.scrub(t),
+                ContentBlock::Thinking(t) => t.text = k.scrub(&t.text),
+                ContentBlock::ToolUse(_) | ContentBlock::ToolResult(_) => {}
+            }
+        }
+        r
     }
 }
 
@@ -392,7 +422,8 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     Some(wait.to_std().unwrap_or_default())
 }
 
-/// The provider's own error message from a body, or the body's start.
+/// The provider's own error message from a body, or the body itself
+/// (whole: [`Client::scrub`] cuts it, after the scrub).
 fn provider_message(body: &str) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let message = parsed.as_ref().and_then(|v| {
@@ -408,16 +439,11 @@ fn provider_message(body: &str) -> String {
         })
     });
     let text = message.unwrap_or_else(|| body.trim().to_string());
-    let text = if text.is_empty() {
+    if text.is_empty() {
         "(no message)".to_string()
     } else {
         text
-    };
-    let mut short: String = text.chars().take(300).collect();
-    if short.len() < text.len() {
-        short.push('…');
     }
-    short
 }
 
 /// A connection error, without the URL reqwest would put in it.
@@ -484,7 +510,11 @@ mod tests {
             "insufficient_quota: You exceeded your current quota"
         );
         assert_eq!(provider_message("  "), "(no message)");
-        assert!(provider_message(&"x".repeat(1000)).chars().count() <= 301);
+        assert_eq!(
+            provider_message(&"x".repeat(1000)).len(),
+            1000,
+            "not cut here: the cut comes after the scrub"
+        );
     }
 
     #[test]

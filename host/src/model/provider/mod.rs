@@ -11,6 +11,7 @@
 
 mod anthropic;
 mod http;
+pub mod key_scrub;
 mod openai;
 mod sse;
 

@@ -270,7 +270,8 @@ impl Decoder for Stream {
         if let Some(err) = v.get("error") {
             let message = err["message"].as_str().unwrap_or_default();
             return Err(StreamFailure::Provider {
-                message: message.chars().take(300).collect(),
+                // Whole: the client cuts it after scrubbing the key out.
+                message: message.to_string(),
                 retry: true,
             });
         }
