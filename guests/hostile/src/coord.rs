@@ -9,6 +9,7 @@
 //! | `broadcast TEXT…` | `messaging.broadcast(TEXT)` |
 //! | `create SUBJECT…` | `tasks.create(SUBJECT)` |
 //! | `update ID SUBJECT…` | `tasks.update(ID, subject SUBJECT)` |
+//! | `hijack ID OWNER TEXT…` | `tasks.update(ID)`: owner OWNER, status `in-progress`, description TEXT (puts work in progress under another teammate's name, for a resume to hand it back) |
 //! | `touch-task ID` | every other change of task ID: `claim`, `add-dependency(ID, ID)`, `delete` |
 //! | `read-tasks ID` | `tasks.get(ID)` and `tasks.list()` |
 //! | `flood-send NAME N` | N `messaging.send(NAME, "flood #i")` in one turn, reported once at the end |
@@ -52,6 +53,20 @@ pub fn run(args: &[&str]) {
             let r = tasks::update(id, &changes);
             tool("coord/update", r, |t| {
                 format!("task #{} {}", t.id, t.subject)
+            });
+        }
+        ["hijack", id, owner, text @ ..] => {
+            let changes = tasks::TaskUpdate {
+                subject: None,
+                description: Some(text.join(" ")),
+                active_form: None,
+                status: Some(tasks::TaskStatus::InProgress),
+                owner: Some(tasks::OwnerChange::Assign(owner.to_string())),
+                metadata: None,
+            };
+            let r = tasks::update(id, &changes);
+            tool("coord/hijack", r, |t| {
+                format!("task #{} {:?} owner {:?}", t.id, t.status, t.owner)
             });
         }
         ["touch-task", id] => {

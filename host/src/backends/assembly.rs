@@ -149,6 +149,7 @@ pub(crate) async fn instantiate(
     let resumed = place.resumed.clone();
     let journal = crate::store::kept::TurnJournal::of(&env.home, team.name(), &member.name)?;
     let task_note = crate::store::kept::TaskNote::of(&env.home, team.name(), &member.name)?;
+    let claims = crate::store::kept::ClaimLedger::of(&env.home, team.name(), &member.name)?;
     let pre = load!(env.runtime, req)?;
     let name = member.name.clone();
     let color = member.color.clone().unwrap_or_default();
@@ -212,6 +213,7 @@ pub(crate) async fn instantiate(
                 team.name(),
                 &name,
             )?),
+            claims: Some(claims.clone()),
         },
         permissions: Permissions::new(mode, rules, &dir).with_earlier_requests(
             resumed
@@ -289,6 +291,7 @@ pub(crate) async fn instantiate(
         journal: Some(journal),
         task_note: Some(task_note),
         note_open: false,
+        claims: Some(claims),
         links: RunnerLinks {
             wake,
             listening: registration.listening,

@@ -8,7 +8,7 @@
 //! | a teammate this machine's host spawned | its spawn record (`backends::spawn_record`: component, checked by SHA-256, directory, settings) | the same teammate, spawned again by this host, in the backend this host uses (in-process, or a `teamhost teammate --resumed` process or pane), under its member entry (name, id, colour kept); the record then names this host |
 //! | a `teamhost teammate` process or tmux pane the dead host started, still running | its process record (`started/`: pid and start time) | adopted: this host watches, stops and cleans up after it |
 //! | one that ended | the same record | its dead pane closed (only when it still runs the recorded process), the record dropped, the teammate spawned again |
-//! | its task in progress | the task list | handed back to it: its first turn that is not a message |
+//! | its task in progress | the task list and the host's claim ledger (`store::kept::ClaimLedger`) | handed back to it, its first turn that is not a message, only when the ledger says it claimed the task itself; one a peer (or anyone outside the host) put in progress under its name is left as it is and named to the lead |
 //! | the completion its cut turn made, never reported | the task note (`store::kept::TaskNote`) and the task list | reported to the lead as the teammate's idle notification naming the task, unless the lead's mail already holds that report (exactly once) |
 //! | the message its interrupted turn handled | the turn journal (`store::kept::TurnJournal`) | delivered again (at least once) |
 //! | its plan or permission requests waiting for the lead | the lead's mail | still answerable: the answer, given before or after the resume, reaches the resumed teammate |
@@ -49,6 +49,11 @@ pub struct ResumeReport {
     pub adopted: Vec<String>,
     /// Tasks handed back to their owner, as `(task id, owner)`.
     pub handed_back: Vec<(String, String)>,
+    /// Tasks in progress under a resumed teammate's name that it never
+    /// claimed through the host, as `(task id, owner)`: not handed back (the
+    /// task list is written by every member; only the host's own record of
+    /// a claim counts), left as they are.
+    pub not_handed_back: Vec<(String, String)>,
     /// Tasks returned to `pending` without owner (their owner is gone).
     pub unassigned: Vec<String>,
     /// Teammates whose interrupted turn's message was delivered again.
@@ -85,6 +90,11 @@ impl ResumeReport {
         }
         for (task, owner) in &self.handed_back {
             parts.push(format!("task #{task} handed back to {owner}"));
+        }
+        for (task, owner) in &self.not_handed_back {
+            parts.push(format!(
+                "task #{task} is in progress under {owner}'s name but {owner} never claimed it through teamhost: not handed back (assign it again if {owner} should do it)"
+            ));
         }
         for (task, owner) in &self.reported {
             parts.push(format!(
@@ -192,6 +202,9 @@ impl Host {
                     if let Some(task) = outcome.task {
                         report.handed_back.push((task, name.clone()));
                     }
+                    for task in outcome.unclaimed {
+                        report.not_handed_back.push((task, name.clone()));
+                    }
                     if outcome.redelivered {
                         report.redelivered.push(name.clone());
                     }
@@ -291,7 +304,7 @@ impl Host {
         }
         let redelivered = self.redeliver_interrupted(team, &record.name).await?;
         let reported = self.report_cut_completion(team, &member).await?;
-        let resumed_task = self.gather_resumed(team, &record.name).await?.task;
+        let gathered = self.gather_resumed(team, &record.name).await?;
         if kind == crate::backends::BackendKind::InProcess {
             let log = self
                 .inner
@@ -330,7 +343,8 @@ impl Host {
             .await
             .map_err(|e| Error::Invalid(format!("recording the spawn panicked: {e}")))??;
         Ok(Respawned {
-            task: resumed_task,
+            task: gathered.task,
+            unclaimed: gathered.unclaimed,
             redelivered,
             reported,
         })
@@ -436,23 +450,26 @@ impl Host {
     }
 
     /// What `name`'s earlier life left in flight in `team`: its task in
-    /// progress, its plan and permission requests still waiting for the
-    /// lead.
+    /// progress (when its claim ledger says it claimed it; others in
+    /// progress under its name go to [`Resumed::unclaimed`]), its plan and
+    /// permission requests still waiting for the lead.
     pub(super) async fn gather_resumed(&self, team: &Team, name: &str) -> Result<Resumed> {
         let (t, me) = (team.clone(), name.to_string());
+        let claims = crate::store::kept::ClaimLedger::of(&self.inner.home, team.name(), name)?;
         tokio::task::spawn_blocking(move || {
-            let task = t
-                .list_tasks()?
-                .into_iter()
-                .find(|task| {
-                    task.owner.as_deref() == Some(me.as_str())
-                        && task.status == TaskStatus::InProgress
-                })
-                .map(|task| task.id);
-            let mut resumed = Resumed {
-                task,
-                ..Resumed::default()
-            };
+            let mut resumed = Resumed::default();
+            for task in t.list_tasks()? {
+                if task.owner.as_deref() != Some(me.as_str())
+                    || task.status != TaskStatus::InProgress
+                {
+                    continue;
+                }
+                if resumed.task.is_none() && claims.holds(&task.id)? {
+                    resumed.task = Some(task.id);
+                } else if !claims.holds(&task.id)? {
+                    resumed.unclaimed.push(task.id);
+                }
+            }
             for request in crate::approvals::pending(&t)? {
                 if request.from() != me {
                     continue;
@@ -500,6 +517,7 @@ impl Host {
 /// What one respawn brought back.
 struct Respawned {
     task: Option<String>,
+    unclaimed: Vec<String>,
     redelivered: bool,
     reported: Option<String>,
 }

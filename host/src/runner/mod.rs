@@ -109,6 +109,9 @@ pub(crate) struct Runner {
     pub task_note: Option<crate::store::kept::TaskNote>,
     /// Whether [`Runner::task_note`] holds a task not yet reported.
     pub note_open: bool,
+    /// The host's record of the tasks this teammate claimed (`None`: not
+    /// recorded); a resume hands back only those.
+    pub claims: Option<crate::store::kept::ClaimLedger>,
 }
 
 impl Runner {
@@ -267,8 +270,17 @@ impl Runner {
             let auto_claim = self.config.auto_claim && self.handed_back.is_none();
             let handed_back = self.handed_back.clone();
             let note = self.task_note.clone();
+            let claims = self.claims.clone();
             let polled = tokio::task::spawn_blocking(move || {
-                let found = match poll::next_turn(&team, &me, &lead, injected, first, auto_claim)? {
+                let found = match poll::next_turn(
+                    &team,
+                    &me,
+                    &lead,
+                    injected,
+                    first,
+                    auto_claim,
+                    claims.as_ref(),
+                )? {
                     None => match handed_back {
                         Some(id) => poll::handed_back_turn(&team, &me, &id)?,
                         None => None,

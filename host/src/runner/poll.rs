@@ -38,6 +38,7 @@ pub(crate) fn next_turn(
     injected: Option<String>,
     first_turn: bool,
     auto_claim: bool,
+    claims: Option<&crate::store::kept::ClaimLedger>,
 ) -> crate::Result<Option<Found>> {
     if let Some(text) = injected {
         let entry = crate::store::OutgoingMessage::new("user", text.clone()).into_entry();
@@ -84,7 +85,13 @@ pub(crate) fn next_turn(
     // The unlocked look first: most polls (every idle teammate, on every
     // change to the list) find nothing and take no lock.
     if auto_claim && team.find_claimable()?.is_some() {
-        if let Some(task) = team.claim_next(me)? {
+        // The claim goes into the host's ledger before the task file shows
+        // it: a resume hands back only what the ledger lists.
+        let mut note = |id: &str| match claims {
+            Some(c) => c.claimed(id),
+            None => Ok(()),
+        };
+        if let Some(task) = team.claim_next_noting(me, &mut note)? {
             return Ok(Some(Found {
                 turn: Turn {
                     prompt: claim_prompt(&task),

@@ -126,6 +126,9 @@ pub struct Fixed {
     /// Where its `state.save` goes (`None`: the host keeps no state for it,
     /// and `state` calls are `unavailable`).
     pub saved_state: Option<crate::store::kept::SavedState>,
+    /// The host's record of the tasks it claims itself (`None`: not
+    /// recorded; a resume hands none back).
+    pub claims: Option<crate::store::kept::ClaimLedger>,
     /// Its sub-agents (`None`: it may start none).
     pub subagents: Option<Arc<dyn super::subagent_host::SubagentHost>>,
 }
@@ -314,6 +317,7 @@ impl AgentCtxBuilder {
                 hooks: self.hooks,
                 hidden_dirs: Vec::new(),
                 saved_state: None,
+                claims: None,
                 subagents: None,
             },
             permissions: Permissions::new(self.mode, self.rules, &self.dir),

@@ -8,6 +8,7 @@
 //! | `{name}.conversation.json` | after each of its model calls (the model module's `Transcript`) | `model.history` in its next life |
 //! | `{name}.turn.json` | while a turn handles a message ([`TurnJournal`]; beside the message's take, on the blocking pool) | resume: that message is delivered again |
 //! | `{name}.task.json` | from the claim of a task until the lead has been told how the turn on it ended ([`TaskNote`]; in the claim's and the report's blocking tasks) | resume: a completion the cut turn made is reported to the lead |
+//! | `{name}.claims.json` | when it claims a task through the host: its runner's claim, its own `tasks.claim`, its own `tasks.update` making it the owner of a task in progress ([`ClaimLedger`]); a task it completes, gives up or hands on leaves it | resume: only a task listed here is handed back to it as its own |
 //! | `{name}.state` | `state.save` ([`SavedState`]) | `state.load` |
 //! | `host.json` (the team's, not a teammate's) | `teamhost run` when it creates or resumes the team (`backends::live_host::claim`) | every command that would delete or take over the team: it refuses while that host lives |
 //!
@@ -53,6 +54,7 @@ pub fn forget(home: &Home, team: &str, name: &str) -> Result<()> {
         "conversation.json",
         "turn.json",
         "task.json",
+        "claims.json",
         "state",
     ] {
         remove(&file(home, team, name, suffix)?)?;
@@ -75,10 +77,17 @@ pub fn conversation(home: &Home, team: &str, name: &str) -> Result<PathBuf> {
 }
 
 /// Clears what an earlier life of `name` left (its conversation, turn
-/// journal and saved state): a teammate that is not resumed starts afresh,
-/// even under a name used before. Its spawn record stays.
+/// journal, task note, claims and saved state): a teammate that is not
+/// resumed starts afresh, even under a name used before. Its spawn record
+/// stays.
 pub fn clear_life(home: &Home, team: &str, name: &str) -> Result<()> {
-    for suffix in ["conversation.json", "turn.json", "task.json", "state"] {
+    for suffix in [
+        "conversation.json",
+        "turn.json",
+        "task.json",
+        "claims.json",
+        "state",
+    ] {
         remove(&file(home, team, name, suffix)?)?;
     }
     Ok(())
@@ -183,6 +192,75 @@ impl TaskNote {
     }
 }
 
+/// The tasks a teammate claimed through this host and still holds: the
+/// host's own record of what is its work, written only by the host when the
+/// teammate itself claims (never from the task list, which every member of
+/// the team can write: a peer may set any task `in_progress` with any
+/// owner). Resume hands a task back only when it is listed here. Written
+/// without a sync, like [`TaskNote`]; at most [`MAX_CLAIMS`] ids, the
+/// oldest dropped first.
+#[derive(Debug, Clone)]
+pub struct ClaimLedger {
+    path: PathBuf,
+}
+
+/// The most task ids a [`ClaimLedger`] keeps (a teammate works on one task
+/// at a time; the rest is slack for ones it left in progress).
+pub const MAX_CLAIMS: usize = 32;
+
+/// What a [`ClaimLedger`] holds.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct Claims {
+    tasks: Vec<String>,
+}
+
+impl ClaimLedger {
+    /// `name`'s ledger in `team`.
+    pub fn of(home: &Home, team: &str, name: &str) -> Result<ClaimLedger> {
+        Ok(ClaimLedger {
+            path: file(home, team, name, "claims.json")?,
+        })
+    }
+
+    fn read(&self) -> Result<Claims> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => Ok(serde_json::from_slice(&bytes).unwrap_or_else(|_| {
+                tracing::warn!(path = %self.path.display(), "unreadable claim ledger ignored");
+                Claims::default()
+            })),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Claims::default()),
+            Err(e) => Err(Error::io("read", &self.path, e)),
+        }
+    }
+
+    /// The teammate claimed task `id` itself.
+    pub fn claimed(&self, id: &str) -> Result<()> {
+        let mut c = self.read()?;
+        c.tasks.retain(|t| t != id);
+        c.tasks.push(id.to_owned());
+        let over = c.tasks.len().saturating_sub(MAX_CLAIMS);
+        c.tasks.drain(..over);
+        super::files::atomic::write_json_relaxed(&self.path, &c)
+    }
+
+    /// The teammate completed, gave up or handed on task `id` (nothing is
+    /// written when it was not listed).
+    pub fn released(&self, id: &str) -> Result<()> {
+        let mut c = self.read()?;
+        let before = c.tasks.len();
+        c.tasks.retain(|t| t != id);
+        if c.tasks.len() == before {
+            return Ok(());
+        }
+        super::files::atomic::write_json_relaxed(&self.path, &c)
+    }
+
+    /// Whether the teammate claimed task `id` itself and has not let it go.
+    pub fn holds(&self, id: &str) -> Result<bool> {
+        Ok(self.read()?.tasks.iter().any(|t| t == id))
+    }
+}
+
 /// The most a teammate may save with `state.save`, in bytes (64 KiB).
 pub const MAX_SAVED_STATE: usize = 64 << 10;
 
@@ -259,6 +337,33 @@ mod tests {
         j.open(&msg).unwrap();
         j.close().unwrap();
         assert!(j.take_interrupted().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_claim_ledger_lists_only_what_was_claimed_and_not_let_go() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = Home::new(tmp.path());
+        let l = ClaimLedger::of(&home, "t", "w").unwrap();
+        assert!(!l.holds("1").unwrap());
+        l.claimed("1").unwrap();
+        l.claimed("2").unwrap();
+        l.claimed("1").unwrap();
+        assert!(l.holds("1").unwrap() && l.holds("2").unwrap());
+        l.released("1").unwrap();
+        assert!(!l.holds("1").unwrap() && l.holds("2").unwrap());
+        for i in 0..(MAX_CLAIMS + 5) {
+            l.claimed(&format!("n{i}")).unwrap();
+        }
+        assert!(!l.holds("2").unwrap(), "the oldest went first");
+        assert!(l.holds(&format!("n{}", MAX_CLAIMS + 4)).unwrap());
+        // Unreadable: as if empty, and the next claim rewrites it.
+        std::fs::write(file(&home, "t", "w", "claims.json").unwrap(), b"{oops").unwrap();
+        assert!(!l.holds("n40").unwrap());
+        l.claimed("9").unwrap();
+        assert!(l.holds("9").unwrap());
+        // A fresh life under the same name starts without claims.
+        clear_life(&home, "t", "w").unwrap();
+        assert!(!l.holds("9").unwrap());
     }
 
     #[test]

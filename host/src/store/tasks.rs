@@ -440,6 +440,20 @@ impl Team {
     /// when there is none, or when `agent` owns an unfinished task already
     /// (the busy check).
     pub fn claim_next(&self, agent: &str) -> Result<Option<Task>> {
+        self.claim_next_noting(agent, &mut |_| Ok(()))
+    }
+
+    /// [`Team::claim_next`], calling `note` with the task's id inside the
+    /// locked pass, after the choice and before the claim is written: what
+    /// `note` records (the host's claim ledger) is on disk before anyone,
+    /// a crash included, can see the claim. An error from `note` leaves the
+    /// task unclaimed. `note` may run more than once for one claim (a store
+    /// that retries its pass).
+    pub fn claim_next_noting(
+        &self,
+        agent: &str,
+        note: &mut dyn FnMut(&str) -> Result<()>,
+    ) -> Result<Option<Task>> {
         let mut claimed = None;
         self.backend().update_tasks(self.name(), &mut |txn| {
             claimed = None;
@@ -459,6 +473,7 @@ impl Team {
                 // checked all the same.
                 took = task.status == TaskStatus::Pending && task.owner.is_none();
                 if took {
+                    note(&task.id)?;
                     task.owner = Some(agent.to_string());
                     task.status = TaskStatus::InProgress;
                 }

@@ -493,6 +493,8 @@ impl Seat {
                 // A sub-agent saves no state of its own: it lives as long as
                 // its parent.
                 saved_state: None,
+                // Nor claims a resume would hand back.
+                claims: None,
             },
             permissions: Permissions::for_subagent(mode, rules.clone(), dir),
             coordination: Coordination::default(),

@@ -11,9 +11,15 @@ use crate::protocol::PermissionRequest;
 /// teammate resumed with no work in flight).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Resumed {
-    /// Its task that was in progress, owned by it, when the host died: its
-    /// first turn that is not a message, with the claim prompt.
+    /// Its task that was in progress, owned by it, when the host died, and
+    /// that it had claimed through the host (the host's claim ledger, not
+    /// only the task list, which any member can write): its first turn that
+    /// is not a message, with the claim prompt.
     pub task: Option<String>,
+    /// Tasks in progress under its name that it never claimed through the
+    /// host (a peer or someone outside the host set them so): not handed
+    /// back, left as they are for the lead to decide.
+    pub unclaimed: Vec<String>,
     /// The id of its plan still waiting for the lead: the lead's answer to
     /// it is applied as if no crash had happened.
     pub pending_plan: Option<String>,

@@ -10,6 +10,7 @@ mod coordination;
 mod exhaustion;
 mod host_paths;
 mod key_fragments;
+mod resume_trust;
 mod rules;
 mod toolbox;
 mod trusted_inputs;

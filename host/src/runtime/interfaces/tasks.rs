@@ -200,7 +200,30 @@ impl Host for CoordinationGlue<'_> {
             }
         }
         let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
-        blocking(move || team.update_task(&id, update, &me).map(to_wit_task)).await
+        let claims = self.fixed.claims.clone();
+        let may_claim = update
+            .owner
+            .as_ref()
+            .is_some_and(|o| o.as_deref() == Some(&me))
+            || update.status == Some(store::TaskStatus::InProgress);
+        blocking(move || {
+            // As for `claim`: into the ledger first when the update may make
+            // the task its own, then in step with what the update left.
+            if let (true, Some(c)) = (may_claim, &claims) {
+                c.claimed(&id)?;
+            }
+            let task = team.update_task(&id, update, &me);
+            match &task {
+                Ok(task) => record_claim(claims.as_ref(), &me, task),
+                Err(_) => {
+                    if let (true, Some(c)) = (may_claim, &claims) {
+                        c.released(&id)?;
+                    }
+                }
+            }
+            task.map(to_wit_task)
+        })
+        .await
     }
 
     async fn delete(&mut self, id: String) -> wasmtime::Result<Result<(), WitError>> {
@@ -211,7 +234,15 @@ impl Host for CoordinationGlue<'_> {
             return Ok(Err(e));
         }
         let team = self.fixed.team.clone();
-        blocking(move || team.delete_task(&id).map(|_| ())).await
+        let claims = self.fixed.claims.clone();
+        blocking(move || {
+            team.delete_task(&id)?;
+            if let Some(claims) = claims {
+                claims.released(&id)?;
+            }
+            Ok(())
+        })
+        .await
     }
 
     async fn add_dependency(
@@ -241,7 +272,26 @@ impl Host for CoordinationGlue<'_> {
             return Ok(Err(ClaimError::Other(e)));
         }
         let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
-        let outcome = blocking(move || team.claim_task(&id, &me, check_busy)).await?;
+        let claims = self.fixed.claims.clone();
+        let outcome = blocking(move || {
+            // Into the ledger before the task file shows the claim (a crash
+            // between the two leaves an id the task list does not confirm,
+            // which a resume ignores); out again if the claim is refused.
+            if let Some(c) = &claims {
+                c.claimed(&id)?;
+            }
+            let outcome = team.claim_task(&id, &me, check_busy);
+            match &outcome {
+                Ok(ClaimOutcome::Claimed(task)) => record_claim(claims.as_ref(), &me, task),
+                _ => {
+                    if let Some(c) = &claims {
+                        c.released(&id)?;
+                    }
+                }
+            }
+            outcome
+        })
+        .await?;
         Ok(match outcome {
             Err(e) => Err(ClaimError::Other(e)),
             Ok(ClaimOutcome::Claimed(t)) => Ok(to_wit_task(t)),
@@ -260,5 +310,26 @@ impl Host for CoordinationGlue<'_> {
                 ClaimRefusal::AgentBusy => ClaimError::AgentBusy(busy_with),
             }),
         })
+    }
+}
+
+/// Keeps the host's record of `me`'s claims in step with what its own call
+/// left `task` as: its own and in progress is a claim; anything else lets
+/// the task go. Only the teammate's own calls come here: a peer's update
+/// of this task never makes it a claim of `me`'s (see
+/// [`ClaimLedger`](crate::store::kept::ClaimLedger)).
+fn record_claim(claims: Option<&crate::store::kept::ClaimLedger>, me: &str, task: &store::Task) {
+    let Some(claims) = claims else {
+        return;
+    };
+    let mine = task.owner.as_deref() == Some(me) && task.status == store::TaskStatus::InProgress;
+    let recorded = if mine {
+        claims.claimed(&task.id)
+    } else {
+        claims.released(&task.id)
+    };
+    if let Err(e) = recorded {
+        tracing::warn!(teammate = %me, task = %task.id, error = %e,
+            "the host's record of the teammate's claims was not updated");
     }
 }
