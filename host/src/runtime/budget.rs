@@ -80,12 +80,13 @@ impl TreeBudget {
             })
             .map(|_| ())
             .map_err(|held| {
+                let mib = |b: usize| b as f64 / f64::from(1 << 20);
                 format!(
-                    "memory limit: {} MiB more would bring the memory of this teammate and its \
-                     sub-agents to {} MiB, more than {} MiB (memory_total_bytes)",
-                    bytes.div_ceil(1 << 20),
-                    held.saturating_add(bytes) >> 20,
-                    total >> 20
+                    "memory limit: {:.1} MiB more would bring the memory of this teammate and \
+                     its sub-agents to {:.1} MiB, more than {:.1} MiB (memory_total_bytes)",
+                    mib(bytes),
+                    mib(held.saturating_add(bytes)),
+                    mib(total)
                 )
             })
     }

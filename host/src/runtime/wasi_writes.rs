@@ -14,7 +14,7 @@
 //!
 //! Every other way a guest writes bytes into a file goes through one of
 //! these (wasi-libc's `write`, `pwrite`, `ftruncate`, std's `File`). A write
-//! that does not fit is refused with `quota` (a stream's last operation
+//! that does not fit is refused with `insufficient-space` (a stream's last operation
 //! fails with it) after a fresh measurement, and the lead is told
 //! (once, until the tree has room again). Entries made without bytes
 //! (empty files, directories, links) are not counted here: the measurement
@@ -117,7 +117,7 @@ fn growth_at(state: &mut TeammateState, fd: &Fd, offset: u64, len: u64) -> Resul
     Ok(offset.saturating_add(len).saturating_sub(size))
 }
 
-/// Counts `growth` against the tree's disk budget; `quota` when it does
+/// Counts `growth` against the tree's disk budget; `insufficient-space` when it does
 /// not fit (the lead told).
 async fn grow(state: &mut TeammateState, growth: u64) -> Result<(), ErrorCode> {
     if growth == 0 {
@@ -128,7 +128,7 @@ async fn grow(state: &mut TeammateState, growth: u64) -> Result<(), ErrorCode> {
         Ok(()) => Ok(()),
         Err(why) => {
             Teller::of(state).tell(why);
-            Err(ErrorCode::Quota)
+            Err(ErrorCode::InsufficientSpace)
         }
     }
 }
@@ -197,7 +197,7 @@ impl Teller {
         }
         let (team, lead) = (self.team.clone(), self.lead.clone());
         let text = format!(
-            "{}: a write to its directory was refused: {why}; the write failed with `quota`",
+            "{}: a write to its directory was refused: {why}; the write failed with `insufficient-space`",
             self.who
         );
         tracing::warn!(teammate = %self.who, "{text}");
@@ -229,11 +229,13 @@ struct Counted {
     full: Option<String>,
 }
 
-fn quota(why: &str) -> StreamError {
-    StreamError::LastOperationFailed(
-        wasmtime::Error::msg(why.to_string())
-            .context(std::io::Error::from_raw_os_error(libc::EDQUOT)),
-    )
+/// A stream's refusal: `last-operation-failed` with an ENOSPC error
+/// (`filesystem-error-code` gives `insufficient-space`; wasi-libc's
+/// `write` reports it as EIO). The reason goes to the lead ([`Teller`]).
+fn no_space(_why: &str) -> StreamError {
+    StreamError::LastOperationFailed(wasmtime::Error::new(std::io::Error::from_raw_os_error(
+        libc::ENOSPC,
+    )))
 }
 
 impl Counted {
@@ -294,7 +296,7 @@ impl OutputStream for Counted {
         if !self.teller.meter.try_grow(growth) {
             let why = self.teller.meter.refusal(growth);
             self.teller.tell(why.clone());
-            return Err(quota(&why));
+            return Err(no_space(&why));
         }
         let len = bytes.len();
         self.inner.write(bytes)?;
@@ -308,7 +310,7 @@ impl OutputStream for Counted {
 
     fn check_write(&mut self) -> StreamResult<usize> {
         if let Some(why) = &self.full {
-            return Err(quota(why));
+            return Err(no_space(why));
         }
         let n = self.inner.check_write()?;
         if n == 0 {
@@ -324,12 +326,12 @@ impl OutputStream for Counted {
 
     async fn blocking_write_and_flush(&mut self, bytes: Bytes) -> StreamResult<()> {
         if let Some(why) = &self.full {
-            return Err(quota(why));
+            return Err(no_space(why));
         }
         let growth = self.growth(bytes.len() as u64);
         if let Err(why) = self.teller.meter.grow(growth).await {
             self.teller.tell(why.clone());
-            return Err(quota(&why));
+            return Err(no_space(&why));
         }
         let len = bytes.len();
         self.inner.blocking_write_and_flush(bytes).await?;

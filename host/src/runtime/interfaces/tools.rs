@@ -21,9 +21,11 @@ use crate::sandbox::{
 use crate::tools::bash::Watch;
 use crate::tools::{Confinement, DiskBudget, Redactor, ToolBox};
 
-/// How often the disk is measured while a Bash call runs (more seldom when
-/// one measurement takes longer than a quarter of this).
-const BASH_WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+/// How often the disk is measured while a Bash call runs, at most (a slow
+/// measurement spaces the next ones out: at most a tenth of the call's time
+/// goes to measuring). What a command writes between two measurements is
+/// what the directories can pass the budget by.
+const BASH_WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(10);
 
 impl ToolGlue<'_> {
     /// Decides `call`; asks the lead when the sandbox says so. Returns the call
@@ -309,9 +311,8 @@ impl Host for ToolGlue<'_> {
                     return None;
                 }
                 let usage = watching.measure_blocking();
-                // A slow walk (a big tree) is made less often: at most a
-                // fifth of the call's time goes to measuring.
-                next = started + started.elapsed() * 4;
+                // A slow walk (a big tree) is made less often.
+                next = started + started.elapsed() * 9;
                 watching.budget().breach(&usage)
             };
             let watch = Watch {
