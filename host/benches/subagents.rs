@@ -8,7 +8,9 @@
 //!   `Agent` tool's `run_in_background` does: the checks against the parent,
 //!   the component from the warm cache (a `stat`), the tools opened on the
 //!   directory, a fresh store and instance, the counts record written and
-//!   the sub-agent's task spawned. It returns before the sub-agent's turn.
+//!   the sub-agent's task spawned, and the tree's budgets (sub-agents
+//!   started, the memory pool, the disk meter's directories) consulted. It
+//!   returns before the sub-agent's turn.
 //! - **run (synchronous, trivial turn)**: the same plus the probe's whole
 //!   turn (`say hi`) and its result, as a synchronous `Agent` call.
 //!
@@ -48,6 +50,15 @@ fn seat(runtime: &Runtime, dir: &std::path::Path, home: &Home) -> Arc<Seat> {
         max_running: BATCH + 1,
         max_total: BATCH + 1,
     };
+    // The tree's budgets let a whole batch run at once (what is measured
+    // is a start, checks against the budgets included).
+    let limits = Limits {
+        max_subagents_total: (BATCH + 1) as u32,
+        memory_total_bytes: 4 << 30,
+        ..Limits::default()
+    };
+    let tools = teamhost::tools::ToolBox::open(dir, Default::default()).unwrap();
+    let budget = teamhost::runtime::TreeBudget::new(&limits, Arc::new(tools));
     Seat::new(SeatConfig {
         runtime: runtime.clone(),
         component: teamhost_tests::PROBE.into(),
@@ -65,7 +76,7 @@ fn seat(runtime: &Runtime, dir: &std::path::Path, home: &Home) -> Arc<Seat> {
             pane_id: "in-process".into(),
         },
         lead: "team-lead".into(),
-        limits: Limits::default(),
+        limits,
         tool_limits: Default::default(),
         hooks: Default::default(),
         hidden_dirs: Vec::new(),
@@ -77,6 +88,7 @@ fn seat(runtime: &Runtime, dir: &std::path::Path, home: &Home) -> Arc<Seat> {
         definitions: Arc::new(Definitions::new()),
         log: None,
         tree: Tree::new(home, "bench", "parent", limits_sub),
+        budget,
     })
 }
 

@@ -229,8 +229,10 @@ pub enum IsolationSpec {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsSpec {
-    /// Linear memory, MiB.
+    /// Largest linear memory of one instance, MiB.
     pub memory_mb: Option<usize>,
+    /// Linear memory of the teammate and all its sub-agents together, MiB.
+    pub memory_total_mb: Option<usize>,
     /// CPU per turn, seconds.
     pub cpu_per_turn_secs: Option<u64>,
     /// Wall time per turn, seconds.
@@ -257,6 +259,15 @@ pub struct LimitsSpec {
     pub max_tasks_per_turn: Option<u32>,
     /// Tasks created in all.
     pub max_tasks_total: Option<u32>,
+    /// Bytes the teammate and its sub-agents may write into the team's
+    /// store over its life, MiB.
+    pub team_total_mb: Option<u64>,
+    /// `state.save`/`state.clear` calls per turn.
+    pub max_state_saves_per_turn: Option<u32>,
+    /// `state.save`/`state.clear` calls in all.
+    pub max_state_saves_total: Option<u32>,
+    /// Sub-agents the teammate and its sub-agents may start in all.
+    pub max_subagents_total: Option<u32>,
 }
 
 impl LimitsSpec {
@@ -266,6 +277,19 @@ impl LimitsSpec {
         let d = crate::sandbox::Limits::default();
         crate::sandbox::Limits {
             memory_bytes: self.memory_mb.map_or(d.memory_bytes, |m| m << 20),
+            memory_total_bytes: self
+                .memory_total_mb
+                .map_or(d.memory_total_bytes, |m| m << 20),
+            max_team_bytes_total: self
+                .team_total_mb
+                .map_or(d.max_team_bytes_total, |m| m << 20),
+            max_state_saves_per_turn: self
+                .max_state_saves_per_turn
+                .unwrap_or(d.max_state_saves_per_turn),
+            max_state_saves_total: self
+                .max_state_saves_total
+                .unwrap_or(d.max_state_saves_total),
+            max_subagents_total: self.max_subagents_total.unwrap_or(d.max_subagents_total),
             cpu_per_turn: self
                 .cpu_per_turn_secs
                 .map_or(d.cpu_per_turn, Duration::from_secs),
@@ -597,6 +621,14 @@ fn check_teammate(
     let l = &t.limits;
     for (key, zero) in [
         ("memory_mb", l.memory_mb == Some(0)),
+        ("memory_total_mb", l.memory_total_mb == Some(0)),
+        ("team_total_mb", l.team_total_mb == Some(0)),
+        (
+            "max_state_saves_per_turn",
+            l.max_state_saves_per_turn == Some(0),
+        ),
+        ("max_state_saves_total", l.max_state_saves_total == Some(0)),
+        ("max_subagents_total", l.max_subagents_total == Some(0)),
         ("cpu_per_turn_secs", l.cpu_per_turn_secs == Some(0)),
         ("wall_per_turn_secs", l.wall_per_turn_secs == Some(0)),
         ("max_message_bytes", l.max_message_bytes == Some(0)),
@@ -1091,6 +1123,35 @@ subject = "Count three"
         );
         let err = Manifest::parse(&zero, &file).unwrap_err().to_string();
         assert!(err.contains("limits.max_broadcasts_total is 0"), "{err}");
+    }
+
+    #[test]
+    fn the_tree_budgets_reach_the_spawn_request_and_zero_is_refused() {
+        let (_dir, file) = fixture();
+        let text = GOOD.replace(
+            "allowed_tools = [\"Read\"]\n",
+            "allowed_tools = [\"Read\"]\n[teammate.limits]\nmemory_total_mb = 96\nteam_total_mb = 3\nmax_state_saves_per_turn = 4\nmax_state_saves_total = 40\nmax_subagents_total = 5\n",
+        );
+        let limits = Manifest::parse(&text, &file).unwrap().teammates[0]
+            .spawn_request()
+            .settings
+            .limits;
+        assert_eq!(limits.memory_total_bytes, 96 << 20);
+        assert_eq!(limits.max_team_bytes_total, 3 << 20);
+        assert_eq!(
+            (
+                limits.max_state_saves_per_turn,
+                limits.max_state_saves_total
+            ),
+            (4, 40)
+        );
+        assert_eq!(limits.max_subagents_total, 5);
+        let zero = GOOD.replace(
+            "allowed_tools = [\"Read\"]\n",
+            "allowed_tools = [\"Read\"]\n[teammate.limits]\nmax_subagents_total = 0\n",
+        );
+        let err = Manifest::parse(&zero, &file).unwrap_err().to_string();
+        assert!(err.contains("limits.max_subagents_total is 0"), "{err}");
     }
 
     #[test]

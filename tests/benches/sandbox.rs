@@ -1,6 +1,7 @@
 //! Sandbox benchmark: the cost of a permission decision, of a tool call run
 //! directly, and of a tool call made by a guest through the WIT interface and
-//! the sandbox. Run with `cargo bench -p teamhost-tests --bench sandbox`;
+//! the sandbox, and of a guest's own WASI file write (counted against its
+//! disk budget). Run with `cargo bench -p teamhost-tests --bench sandbox`;
 //! prints a Markdown table.
 
 use std::time::{Duration, Instant};
@@ -210,6 +211,42 @@ fn main() {
             total.saturating_sub(base) / n,
             n,
         );
+        // The guest's own file writes, each counted against the disk
+        // budget before it happens (runtime/wasi_writes.rs).
+        let writes = |n: u32, kib: u32| {
+            let host = host.clone();
+            let team = team.clone();
+            async move {
+                let mut events = host.events();
+                let t = Instant::now();
+                host.send_as_lead("bench", "probe", &format!("write-loop {n} {kib}"), None)
+                    .unwrap();
+                loop {
+                    match tokio::time::timeout(Duration::from_secs(120), events.recv()).await {
+                        Ok(Ok(Event::InboxChanged { agent, .. })) if agent == "team-lead" => {
+                            let done = team
+                                .take_where("team-lead", |m| m.text.starts_with("write-loop done"))
+                                .unwrap();
+                            if let Some(m) = done.first() {
+                                assert_eq!(m.text, format!("write-loop done {n}/{n}"));
+                                return t.elapsed();
+                            }
+                        }
+                        Ok(_) => {}
+                        Err(_) => panic!("no answer from the probe"),
+                    }
+                }
+            }
+        };
+        for (kib, n) in [(4u32, 20_000u32), (1024, 200)] {
+            let base = writes(0, kib).await;
+            let total = writes(n, kib).await;
+            row(
+                &format!("WASI write of {kib} KiB by a guest (counted against disk_bytes)"),
+                total.saturating_sub(base) / n,
+                n,
+            );
+        }
         host.shutdown_team("bench", "done", Duration::from_secs(10))
             .await
             .unwrap();

@@ -41,6 +41,8 @@ fn parent_with(place: impl FnOnce(&Home, &std::path::Path) -> std::path::PathBuf
     team.create(NewTeam::default()).unwrap();
     let limits_sub = SubagentLimits::default();
     let tree = Tree::new(&home, "life", "parent", limits_sub);
+    let tools = teamhost::tools::ToolBox::open(&dir, Default::default()).unwrap();
+    let budget = teamhost::runtime::TreeBudget::new(&Limits::default(), Arc::new(tools));
     let seat = Seat::new(SeatConfig {
         runtime: Runtime::new(None).unwrap(),
         component: teamhost_tests::PROBE.into(),
@@ -70,6 +72,7 @@ fn parent_with(place: impl FnOnce(&Home, &std::path::Path) -> std::path::PathBuf
         definitions: Arc::new(Definitions::new()),
         log: None,
         tree: tree.clone(),
+        budget,
     });
     Parent {
         _tmp: tmp,

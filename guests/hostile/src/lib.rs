@@ -38,6 +38,7 @@
 //! | `whoami` | reports its permission mode |
 //! | `exhaust SUB …` | resource exhaustion and host-detail probes: see [`exhaust`] |
 //! | `coord SUB …` | coordination calls under rules, and coordination floods: see [`coord`] |
+//! | `budget SUB …` | the budgets a teammate shares with its sub-agents (memory, sub-agents, team bytes, saves, disk): see [`budget`] |
 //! | `fake-screen` | task subject, active form, description and message summary that try to fake the lead's screen: see [`screen`] |
 //!
 //! A `plan_approval_response` message (from anyone: the host decides whether
@@ -70,6 +71,7 @@ wit_bindgen::generate!({
     generate_all,
 });
 
+mod budget;
 mod coord;
 mod exhaust;
 mod model;
@@ -279,6 +281,7 @@ fn command(attack: &str, args: &[&str]) {
             });
         }
         "exhaust" => exhaust::run(args),
+        "budget" => budget::run(args),
         "coord" => coord::run(args),
         "fake-screen" => screen::run(),
         "model" => model::run(args),

@@ -30,6 +30,7 @@
 //! | `spin-on-message` | loops for ever on a `message` turn whose TEXT contains `spin` |
 //! | `complete-tasks`  | the default: on `task-claimed`, sets the task `completed` and reports it resolved |
 //! | message `read-loop N` | calls `tools::read("bench.txt")` N times, then sends the sender `read-loop done OK/N` (sandbox benchmark) |
+//! | message `write-loop N KIB` | appends KIB KiB to `bench.bin` N times with its own WASI writes (the file emptied every 64 MiB), then sends the sender `write-loop done OK/N` (sandbox benchmark) |
 //! | `dm:NAME`         | on the `initial` turn, sends NAME `hello NAME` (summary `greeting`); may repeat |
 //! | `bash-on-task`    | on `task-claimed`, before completing the task, runs with `tools::bash`: `touch holding-ID`, then waits until a file `release` exists in its directory, then appends ID to `bash.log` (a tool call a test can hold open, and one that asks the lead unless Bash is allowed) |
 //! | `hold-after-complete` | on `task-claimed`, after the task's update succeeded (and `completed.log` has its ID), runs the held call with ID `done-ID` before the turn ends: a turn a test can cut between a completion and its report |
@@ -182,6 +183,9 @@ impl Guest for Probe {
                     if let Some(n) = message.text.strip_prefix("read-loop ") {
                         read_loop(&message.from, n);
                     }
+                    if let Some(args) = message.text.strip_prefix("write-loop ") {
+                        write_loop(&message.from, args);
+                    }
                 }
                 Ok(TurnOutcome { task: None })
             }
@@ -291,6 +295,33 @@ fn send(to: &str, content: &str, summary: &str) {
 }
 
 export!(Probe);
+
+/// `write-loop N KIB`: N writes of KIB KiB each to `bench.bin` through the
+/// guest's own WASI file calls (the sandbox benchmark's cost of counting
+/// them), then tells the sender how many succeeded.
+fn write_loop(from: &str, args: &str) {
+    use std::io::{Seek, Write};
+    let mut words = args.split_whitespace();
+    let n: u32 = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+    let kib: usize = words.next().and_then(|w| w.parse().ok()).unwrap_or(4);
+    let chunk = vec![b'w'; kib << 10];
+    let mut ok = 0;
+    if let Ok(mut f) = std::fs::File::create("bench.bin") {
+        let mut held = 0usize;
+        for _ in 0..n {
+            if held + chunk.len() > 64 << 20 {
+                let _ = f.set_len(0).and_then(|()| f.rewind());
+                held = 0;
+            }
+            if f.write_all(&chunk).is_ok() {
+                ok += 1;
+                held += chunk.len();
+            }
+        }
+    }
+    let _ = std::fs::remove_file("bench.bin");
+    send(from, &format!("write-loop done {ok}/{n}"), "bench");
+}
 
 /// `read-loop N`: calls the sandboxed Read tool on `bench.txt` N times (for
 /// the sandbox benchmark), then tells the sender how many calls succeeded.

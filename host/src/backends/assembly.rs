@@ -180,6 +180,9 @@ pub(crate) async fn instantiate(
     let rules_for_access = rules.clone();
     let stopping = crate::runtime::Stopping::default();
     let seat = super::model_seat::model_seat(env, team, &name, req, resumed.is_some())?;
+    let tools = Arc::new(tools);
+    // One budget for the teammate and everything it starts.
+    let budget = crate::runtime::TreeBudget::new(&req.settings.limits, tools.clone());
     let mut agent = AgentCtx {
         fixed: Fixed {
             team: team.clone(),
@@ -204,10 +207,12 @@ pub(crate) async fn instantiate(
             poll_interval: env.poll_interval,
             stopping: stopping.clone(),
             auto_approve_plans: env.auto_approve_plans,
-            tools: Arc::new(tools),
+            tools,
             hooks: env.hooks.clone(),
             hidden_dirs: hidden_dirs(env, team),
             subagents: None,
+            budget: budget.clone(),
+            state_saves_turn: Default::default(),
             saved_state: Some(crate::store::kept::SavedState::of(
                 &env.home,
                 team.name(),
@@ -247,6 +252,7 @@ pub(crate) async fn instantiate(
         definitions: req.settings.agents.clone().unwrap_or_default(),
         log: place.log.clone(),
         tree: crate::subagents::Tree::new(&env.home, team.name(), &name, Default::default()),
+        budget,
     }));
     let instance_config = InstanceConfig {
         dir,

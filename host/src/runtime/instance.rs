@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use wasmtime::component::ResourceTable;
-use wasmtime::{Store, StoreLimitsBuilder, UpdateDeadline};
+use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::bindings::handler::{Turn, TurnOutcome};
@@ -15,8 +15,10 @@ use super::engine::{Runtime, EPOCH_TICK};
 use super::state::{AgentCtx, TeammateState};
 use crate::sandbox::{DirAccess, Limits};
 use capped_log::CappedLog;
+pub(crate) use limiter::TreeLimiter;
 
 mod capped_log;
+mod limiter;
 
 /// How to build a teammate's sandbox.
 #[derive(Debug, Clone)]
@@ -76,22 +78,18 @@ impl Instance {
         let mut table = ResourceTable::new();
         table.set_max_capacity(config.limits.max_open_resources);
         let model_clock = agent.model.clock.clone();
+        let limiter = TreeLimiter::new(agent.fixed.budget.clone(), config.limits.memory_bytes);
         let state = TeammateState {
             wasi: wasi.build(),
             table,
-            limits: StoreLimitsBuilder::new()
-                .memory_size(config.limits.memory_bytes)
-                .table_elements(100_000)
-                .instances(100)
-                .trap_on_grow_failure(true)
-                .build(),
+            limiter,
             cpu_ticks: 0,
             cpu_budget: (config.limits.cpu_per_turn.as_millis() / EPOCH_TICK.as_millis()).max(1)
                 as u64,
             agent,
         };
         let mut store = Store::new(runtime.engine(), state);
-        store.limiter(|s| &mut s.limits);
+        store.limiter(|s| &mut s.limiter);
         // Every tick the running guest yields to the executor (so a busy guest
         // never starves the others) and is charged one tick of CPU.
         store.set_epoch_deadline(1);
@@ -109,7 +107,18 @@ impl Instance {
         let wall = config.limits.wall_per_turn;
         let memory = config.limits.memory_bytes;
         let stack = std::sync::Arc::new(super::stacks::StackSlot::default());
-        let bindings = stack.scope(pre.instantiate_async(&mut store)).await?;
+        let bindings = match stack.scope(pre.instantiate_async(&mut store)).await {
+            Ok(b) => b,
+            Err(e) => {
+                // A sub-agent whose memory does not fit in its tree's pool.
+                let text = format!("{e:?}");
+                if let Some(at) = text.find("memory limit: ") {
+                    let line = text[at..].lines().next().unwrap_or_default();
+                    anyhow::bail!("{line}");
+                }
+                return Err(anyhow::Error::from(e));
+            }
+        };
         stack.park();
         Ok(Instance {
             store,
@@ -125,15 +134,22 @@ impl Instance {
     /// broken); `Ok(Err(reason))` is a turn the guest itself reports as failed.
     ///
     /// Limits are enforced here: CPU (the epoch callback), memory (the store
-    /// limiter), wall time (a timeout around the call), WASI resources (the
-    /// resource table's cap: one more traps) and the disk budget (the
-    /// directory is measured after every turn that ends normally). A breach
-    /// is an `Err` whose message names the limit.
+    /// limiter and the tree's pool), wall time (a timeout around the call),
+    /// WASI resources (the resource table's cap: one more traps) and the
+    /// disk budget (counted as the guest writes, `wasi_writes.rs`, and the
+    /// tree's directories measured again after every turn that ends
+    /// normally). A breach is an `Err` whose message names the limit.
     pub async fn handle_turn(
         &mut self,
         turn: &Turn,
     ) -> anyhow::Result<Result<TurnOutcome, String>> {
         self.store.data_mut().cpu_ticks = 0;
+        self.store
+            .data()
+            .agent
+            .fixed
+            .state_saves_turn
+            .store(0, std::sync::atomic::Ordering::SeqCst);
         self.store.data().agent.model.client.start_turn();
         self.model_clock.reset();
         let (wall, clock) = (self.wall, self.model_clock.clone());
@@ -166,9 +182,11 @@ impl Instance {
             }
             Ok(Err(trap)) => {
                 let text = format!("{trap:?}");
-                if let Some(line) = text.lines().find(|l| l.contains("disk limit: ")) {
-                    let at = line.find("disk limit: ").unwrap_or(0);
-                    anyhow::bail!("{}", &line[at..]);
+                for limit in ["disk limit: ", "memory limit: "] {
+                    if let Some(line) = text.lines().find(|l| l.contains(limit)) {
+                        let at = line.find(limit).unwrap_or(0);
+                        anyhow::bail!("{}", &line[at..]);
+                    }
                 }
                 if text.contains("resource table has no free keys") {
                     anyhow::bail!(
@@ -188,20 +206,13 @@ impl Instance {
         }
     }
 
-    /// Measures the teammate's directory after a turn: the guest's own WASI
-    /// writes go straight to it, so this is where they are counted. A breach
-    /// is an `Err` naming the limit ("disk limit").
+    /// Measures the tree's directories after a turn (what the count during
+    /// the turn could not see: a write in flight, files made by other
+    /// means). A breach is an `Err` naming the limit ("disk limit").
     async fn check_disk(&mut self) -> anyhow::Result<()> {
-        let sandbox = &self.store.data().agent.fixed;
-        let tools = sandbox.tools.clone();
-        let budget = crate::tools::DiskBudget {
-            bytes: sandbox.limits.disk_bytes,
-            entries: sandbox.limits.disk_walk_entries,
-        };
-        let usage = tokio::task::spawn_blocking(move || tools.disk_usage(budget.entries))
-            .await
-            .context("the disk measurement failed")?;
-        match budget.breach(&usage) {
+        let meter = self.store.data().agent.fixed.budget.disk().clone();
+        let usage = meter.measure().await;
+        match meter.budget().breach(&usage) {
             Some(breach) => anyhow::bail!("{breach}"),
             None => Ok(()),
         }

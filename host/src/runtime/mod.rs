@@ -9,13 +9,18 @@
 //! | `state.rs` | what one teammate's `Store` holds: [`AgentCtx`] in parts (fixed, permissions, coordination, model seat) |
 //! | `permissions.rs` | [`Permissions`]: mode and rules, changed only by the lead's answers |
 //! | `stopping.rs` | [`Stopping`]: the host's word that the teammate is being stopped, which ends its waits for the lead |
-//! | `instance.rs` | building a teammate's store and instance, calling its turn handler |
+//! | `instance.rs` | building a teammate's store and instance, calling its turn handler; `instance/limiter.rs`: its memory, drawn from the tree's pool |
+//! | `budget.rs` | [`TreeBudget`]: the budgets a teammate shares with every sub-agent of its tree |
+//! | `disk_meter.rs` | [`DiskMeter`]: the tree's disk budget, counted as the guest writes, measured when a write would pass it |
+//! | `wasi_writes.rs` | the guest's own WASI file writes, counted against the disk meter before they happen (shadows four `wasi:filesystem` functions) |
 //! | `interfaces/views.rs` | the glue views: each interface on the narrowest part of [`AgentCtx`] |
 //! | `interfaces/*.rs` | one file per teamhost interface (+ the toolbox's formats, the ask round trip) |
 //! | `subagent_host.rs` | the seam to the sub-agent lifecycle ([`crate::subagents`]) |
 
 pub mod bindings;
+mod budget;
 mod cache;
+mod disk_meter;
 mod engine;
 mod instance;
 mod interfaces;
@@ -24,11 +29,14 @@ mod permissions;
 mod stacks;
 mod state;
 mod stopping;
+mod wasi_writes;
 // Sub-agents (issue 15).
 pub mod subagent_host;
 
 pub use crate::sandbox::DirAccess;
+pub use budget::TreeBudget;
 pub use cache::ComponentCache;
+pub use disk_meter::DiskMeter;
 pub use engine::Runtime;
 pub use instance::{Instance, InstanceConfig};
 pub(crate) use interfaces::{from_wit_status, mode_from_wit, to_wit_message, to_wit_task};

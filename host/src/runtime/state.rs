@@ -5,14 +5,15 @@
 //! out one interface at a time.
 
 use wasmtime::component::ResourceTable;
-use wasmtime::StoreLimits;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use super::budget::TreeBudget;
 use super::permissions::Permissions;
 use crate::sandbox::{Limits, PermissionMode, TeamAct, TeamActs, ToolRules};
 use crate::store::Team;
@@ -24,7 +25,9 @@ pub struct TeammateState {
     /// capped at [`Limits::max_open_resources`]: a push past it fails and
     /// the guest traps, which the instance reports as "descriptor limit".
     pub(crate) table: ResourceTable,
-    pub(crate) limits: StoreLimits,
+    /// Memory: each linear memory at most `memory_bytes`, all of them drawn
+    /// from the tree's pool.
+    pub(crate) limiter: super::instance::TreeLimiter,
     /// Epoch ticks the current turn has run; reset at each turn.
     pub(crate) cpu_ticks: u64,
     /// Ticks a turn may run ([`Limits::cpu_per_turn`] / the tick).
@@ -131,6 +134,12 @@ pub struct Fixed {
     pub claims: Option<crate::store::kept::ClaimLedger>,
     /// Its sub-agents (`None`: it may start none).
     pub subagents: Option<Arc<dyn super::subagent_host::SubagentHost>>,
+    /// The budgets it shares with its whole tree (the root teammate's;
+    /// a sub-agent gets its parent's).
+    pub budget: Arc<TreeBudget>,
+    /// `state.save`/`state.clear` calls of the current turn: the one
+    /// counter here that changes (reset when a turn starts).
+    pub state_saves_turn: AtomicU32,
 }
 
 /// What the coordination calls (mailbox, tasks, messaging) record as the
@@ -140,9 +149,6 @@ pub struct Fixed {
 pub struct Coordination {
     /// What the current turn did.
     pub turn: TurnRecord,
-    /// Messages, broadcasts and tasks created over the teammate's life (the
-    /// total coordination limits).
-    pub acts_total: TeamActs,
     /// Request ids of shutdown requests delivered to this teammate and not
     /// answered yet.
     pub pending_shutdowns: Vec<String>,
@@ -164,13 +170,28 @@ impl Coordination {
 }
 
 impl Coordination {
-    /// Counts one act on the team against the per-turn and total
-    /// coordination limits. `Err` is a trap whose message names the limit
-    /// (`coordination limit: … (max_messages_per_turn)`): the teammate fails,
-    /// the lead is told, the act does not happen.
-    pub fn count_act(&mut self, limits: &Limits, act: TeamAct) -> wasmtime::Result<()> {
-        limits
-            .count_act(act, &mut self.turn.acts, &mut self.acts_total)
+    /// Counts one act on the team against the per-turn limits (this
+    /// instance's turn) and the tree's life totals in `budget`. `Err` is a
+    /// trap whose message names the limit (`coordination limit: …
+    /// (max_messages_per_turn)`): the agent fails, the lead is told, the
+    /// act does not happen.
+    pub fn count_act(&mut self, budget: &TreeBudget, act: TeamAct) -> wasmtime::Result<()> {
+        budget
+            .count_act(act, &mut self.turn.acts)
+            .map_err(wasmtime::Error::msg)
+    }
+
+    /// Counts `bytes` that `what` writes into the team's store against the
+    /// tree's `max_team_bytes_total`. `Err` is a trap naming the limit
+    /// (`team-bytes limit: …`); nothing is written.
+    pub fn count_team_bytes(
+        &mut self,
+        budget: &TreeBudget,
+        what: &str,
+        bytes: usize,
+    ) -> wasmtime::Result<()> {
+        budget
+            .count_team_bytes(what, bytes as u64)
             .map_err(wasmtime::Error::msg)
     }
 }
@@ -290,6 +311,8 @@ impl AgentCtxBuilder {
                     self.dir.display()
                 ))
             })?;
+        let tools = Arc::new(tools);
+        let budget = TreeBudget::new(&self.limits, tools.clone());
         Ok(AgentCtx {
             fixed: Fixed {
                 identity: Identity {
@@ -313,12 +336,14 @@ impl AgentCtxBuilder {
                 poll_interval: Duration::from_millis(500),
                 stopping: Default::default(),
                 auto_approve_plans: self.auto_approve_plans,
-                tools: Arc::new(tools),
+                tools,
                 hooks: self.hooks,
                 hidden_dirs: Vec::new(),
                 saved_state: None,
                 claims: None,
                 subagents: None,
+                budget,
+                state_saves_turn: AtomicU32::new(0),
             },
             permissions: Permissions::new(self.mode, self.rules, &self.dir),
             coordination: Coordination::default(),

@@ -1,35 +1,50 @@
 //! Resource limits of one teammate, with their defaults. Plain data: the
-//! runtime enforces them (memory through the store limiter, CPU through the
-//! epoch deadline, wall time around each turn, sizes at each call).
+//! runtime enforces them (memory through the store limiter and the tree's
+//! pool, CPU through the epoch deadline, wall time around each turn, sizes
+//! and counts at each call, the disk as the guest writes).
 //!
-//! | limit | default | breach |
-//! |---|---|---|
-//! | `memory_bytes` | 64 MiB | trap: the teammate fails, the lead is told "memory limit" |
-//! | `cpu_per_turn` | 60 s | trap: "CPU limit" |
-//! | `wall_per_turn` | 10 min | the turn is abandoned, the teammate fails: "wall-time limit" (time waiting on the model is not counted: the model policy bounds that) |
-//! | `max_message_bytes` | 1 MiB | typed `invalid` error; nothing is sent |
-//! | `max_tool_output_bytes` | 256 KiB | output cut, marked `truncated` |
-//! | `ask_timeout` | 5 min | the waiting tool call is denied |
-//! | `max_pending_requests` | 1 | typed `denied` error (a call waits for its answer, so one is all a single-threaded guest can have) |
-//! | `max_open_resources` | 1,024 | WASI handles (descriptors, streams, pollables) held at once; one more traps: "descriptor limit" |
-//! | `disk_bytes` | 1 GiB | bytes of files in the teammate's directory: Write/Edit refuse in advance (`invalid`); measured after each tool write and each turn, a breach fails the teammate: "disk limit" |
-//! | `disk_walk_entries` | 200,000 | entries one disk measurement visits; a directory with more is a breach as well |
-//! | `max_log_bytes` | 8 MiB | the guest's stdout/stderr log: cut there with one note line, later output dropped |
-//! | `max_messages_per_turn` / `max_messages_total` | 100 / 10,000 | direct messages (`messaging.send`, `mailbox.deliver`, `request-plan-approval`, a `tasks.update` giving the task to another member); one more traps: "coordination limit" |
-//! | `max_broadcasts_per_turn` / `max_broadcasts_total` | 10 / 1,000 | `messaging.broadcast` calls (each writes every inbox of the team); one more traps: "coordination limit" |
-//! | `max_tasks_per_turn` / `max_tasks_total` | 100 / 1,000 | `tasks.create` calls; one more traps: "coordination limit" |
+//! **One budget per teammate.** Every limit marked *tree* below is one
+//! budget for the teammate and everything it starts: a sub-agent (and its
+//! sub-agents) draws from its root teammate's budget
+//! ([`crate::runtime::TreeBudget`]), never from fresh ones. Limits marked
+//! *life* accumulate over the teammate's life (its process; a `--resume`d
+//! teammate starts them again). The others hold per instance or per turn.
+//!
+//! | limit | default | scope | breach |
+//! |---|---|---|---|
+//! | `memory_bytes` | 64 MiB | each linear memory | trap: the agent fails, "memory limit" |
+//! | `memory_total_bytes` | 256 MiB | tree | the linear memory of every instance of the tree together: a growth past it traps ("memory limit … (memory_total_bytes)"); a sub-agent whose instance does not fit is refused (`unavailable`, naming the limit) |
+//! | `cpu_per_turn` | 60 s | turn | trap: "CPU limit" |
+//! | `wall_per_turn` | 10 min | turn | the turn is abandoned, the teammate fails: "wall-time limit" (time waiting on the model is not counted: the model policy bounds that) |
+//! | `max_message_bytes` | 1 MiB | each call | typed `invalid` error; nothing is sent |
+//! | `max_team_bytes_total` | 64 MiB | tree, life | bytes the tree writes into the team's store: messages and `mailbox.deliver` (text + summary), broadcasts × recipients, plans, task texts (create and update); one more traps: "team-bytes limit" |
+//! | `max_tool_output_bytes` | 256 KiB | each call | output cut, marked `truncated` |
+//! | `ask_timeout` | 5 min | each call | the waiting tool call is denied |
+//! | `max_pending_requests` | 1 | instance | typed `denied` error (a call waits for its answer, so one is all a single-threaded guest can have) |
+//! | `max_open_resources` | 1,024 | instance | WASI handles (descriptors, streams, pollables) held at once; one more traps: "descriptor limit" |
+//! | `disk_bytes` | 1 GiB | tree | bytes of files in the directories of the tree (the teammate's and its sub-agents' worktrees), counted as the guest writes: a WASI write that would pass it is refused (`insufficient-space`, ENOSPC) after a fresh measurement, and the lead is told; a Bash call is watched while it runs and its process group killed when the directories pass it ("disk limit"); Write/Edit refuse in advance (`invalid`); measured again after each Bash call and each turn, a breach fails the teammate: "disk limit" |
+//! | `disk_walk_entries` | 200,000 | tree | entries one disk measurement visits; more is a breach as well |
+//! | `max_log_bytes` | 8 MiB | instance | the guest's stdout/stderr log: cut there with one note line, later output dropped |
+//! | `max_messages_per_turn` / `max_messages_total` | 100 / 10,000 | turn / tree, life | direct messages (`messaging.send`, `mailbox.deliver`, `request-plan-approval`, a `tasks.update` giving the task to another member); one more traps: "coordination limit" |
+//! | `max_broadcasts_per_turn` / `max_broadcasts_total` | 10 / 1,000 | turn / tree, life | `messaging.broadcast` calls (each writes every inbox of the team); one more traps: "coordination limit" |
+//! | `max_tasks_per_turn` / `max_tasks_total` | 100 / 1,000 | turn / tree, life | `tasks.create` calls; one more traps: "coordination limit" |
+//! | `max_state_saves_per_turn` / `max_state_saves_total` | 20 / 2,000 | turn / life | `state.save` and `state.clear` calls (each one a synced write in the host's home); one more traps: "state-save limit" |
+//! | `max_subagents_total` | 32 | tree, life | sub-agents started by the teammate and all its sub-agents together (depth and running-at-once limits apply per agent besides); one more is refused (`denied`, naming the limit) |
+//!
+//! Model tokens and cost are bounded by the model policy, whose meter a
+//! teammate's sub-agents share ([`crate::model`]). Bash's process tree has
+//! its own bounds per call ([`crate::tools::ToolLimits`]).
 //!
 //! The coordination limits bound what a teammate can make the rest of the
 //! team (the lead above all) read and store. A real turn sends a handful of
 //! messages and creates a few tasks, so 100 per turn leaves room for a
 //! fan-out of work while cutting a loop off at once; a broadcast costs one
 //! inbox write per teammate, hence ten times fewer. The totals bound a
-//! teammate that floods a little every turn: at the largest message (1 MiB)
-//! 10,000 messages are still 10 GiB, so `max_message_bytes` and the totals
-//! are meant to be lowered together for an untrusted teammate. Calls are
-//! counted when they pass the
-//! rules, before they run, whether or not they succeed; answering a shutdown
-//! request is never counted (it must always be possible).
+//! teammate that floods a little every turn; `max_team_bytes_total` bounds
+//! what those acts can store (without it, 10,000 messages of 1 MiB are
+//! 10 GiB). Calls are counted when they pass the rules, before they run,
+//! whether or not they succeed; answering a shutdown request is never
+//! counted (it must always be possible).
 
 use std::time::Duration;
 
@@ -41,8 +56,11 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
-    /// Linear memory (and tables) per instance, in bytes.
+    /// Largest linear memory of one instance, in bytes.
     pub memory_bytes: usize,
+    /// Linear memory of every instance of the teammate's tree together (the
+    /// teammate and all its sub-agents), in bytes.
+    pub memory_total_bytes: usize,
     /// CPU a single turn may use (counted in epoch ticks of 10 ms while the
     /// guest runs).
     pub cpu_per_turn: Duration,
@@ -51,6 +69,9 @@ pub struct Limits {
     pub wall_per_turn: Duration,
     /// Largest message, plan or broadcast a teammate may send, in bytes.
     pub max_message_bytes: usize,
+    /// Bytes the teammate's tree may write into the team's store over its
+    /// life (messages, broadcasts × recipients, plans, task texts).
+    pub max_team_bytes_total: u64,
     /// Largest tool output (file read, search results, each Bash stream).
     pub max_tool_output_bytes: usize,
     /// How long a tool call waits for the lead's answer before it is denied.
@@ -81,15 +102,23 @@ pub struct Limits {
     pub max_tasks_per_turn: u32,
     /// Tasks a teammate may create in its life.
     pub max_tasks_total: u32,
+    /// `state.save`/`state.clear` calls in one turn.
+    pub max_state_saves_per_turn: u32,
+    /// `state.save`/`state.clear` calls in the teammate's life.
+    pub max_state_saves_total: u32,
+    /// Sub-agents the teammate's whole tree may start in its life.
+    pub max_subagents_total: u32,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             memory_bytes: 64 << 20,
+            memory_total_bytes: 256 << 20,
             cpu_per_turn: Duration::from_secs(60),
             wall_per_turn: Duration::from_secs(600),
             max_message_bytes: 1 << 20,
+            max_team_bytes_total: 64 << 20,
             max_tool_output_bytes: 256 << 10,
             ask_timeout: Duration::from_secs(300),
             max_pending_requests: 1,
@@ -103,6 +132,9 @@ impl Default for Limits {
             max_broadcasts_total: 1_000,
             max_tasks_per_turn: 100,
             max_tasks_total: 1_000,
+            max_state_saves_per_turn: 20,
+            max_state_saves_total: 2_000,
+            max_subagents_total: 32,
         }
     }
 }
@@ -200,6 +232,51 @@ impl Limits {
     }
 }
 
+impl Limits {
+    /// Adds `bytes` that `what` writes into the team's store to `spent` (the
+    /// tree's life total), or refuses it when the total would pass
+    /// [`Limits::max_team_bytes_total`] (then `spent` does not change). The
+    /// error is the trap message: it starts with `team-bytes limit:` and
+    /// names the manifest key.
+    pub fn count_team_bytes(&self, what: &str, bytes: u64, spent: &mut u64) -> Result<(), String> {
+        let after = spent.saturating_add(bytes);
+        if after > self.max_team_bytes_total {
+            return Err(format!(
+                "team-bytes limit: {what} ({bytes} bytes) would bring what this teammate and its \
+                 sub-agents wrote to the team to {after} bytes, more than {} \
+                 (max_team_bytes_total); the teammate is stopped",
+                self.max_team_bytes_total
+            ));
+        }
+        *spent = after;
+        Ok(())
+    }
+
+    /// Counts one `state.save`/`state.clear` in `turn` and `total`, or
+    /// refuses it when it would pass the per-turn or the life limit (then
+    /// neither count changes). The error starts with `state-save limit:` and
+    /// names the manifest key.
+    pub fn count_state_save(&self, turn: &mut u32, total: &mut u32) -> Result<(), String> {
+        if *turn >= self.max_state_saves_per_turn {
+            return Err(format!(
+                "state-save limit: more than {} state saves in one turn \
+                 (max_state_saves_per_turn); the teammate is stopped",
+                self.max_state_saves_per_turn
+            ));
+        }
+        if *total >= self.max_state_saves_total {
+            return Err(format!(
+                "state-save limit: more than {} state saves in all (max_state_saves_total); the \
+                 teammate is stopped",
+                self.max_state_saves_total
+            ));
+        }
+        *turn += 1;
+        *total += 1;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,5 +364,42 @@ mod tests {
         assert!(l.check_message("message", 10).is_ok());
         let e = l.check_message("message", 11).unwrap_err();
         assert!(e.contains("11 bytes") && e.contains("10 bytes"), "{e}");
+    }
+
+    #[test]
+    fn team_bytes_past_the_total_are_refused_and_not_counted() {
+        let l = Limits {
+            max_team_bytes_total: 100,
+            ..Limits::default()
+        };
+        let mut spent = 0;
+        l.count_team_bytes("a message", 60, &mut spent).unwrap();
+        l.count_team_bytes("a message", 40, &mut spent).unwrap();
+        let e = l.count_team_bytes("a message", 1, &mut spent).unwrap_err();
+        assert!(e.starts_with("team-bytes limit: "), "{e}");
+        assert!(
+            e.contains("max_team_bytes_total") && e.contains("101"),
+            "{e}"
+        );
+        assert_eq!(spent, 100);
+    }
+
+    #[test]
+    fn state_saves_are_counted_per_turn_and_in_all() {
+        let l = Limits {
+            max_state_saves_per_turn: 2,
+            max_state_saves_total: 3,
+            ..Limits::default()
+        };
+        let (mut turn, mut total) = (0, 0);
+        l.count_state_save(&mut turn, &mut total).unwrap();
+        l.count_state_save(&mut turn, &mut total).unwrap();
+        let e = l.count_state_save(&mut turn, &mut total).unwrap_err();
+        assert!(e.contains("(max_state_saves_per_turn)"), "{e}");
+        let mut next = 0;
+        l.count_state_save(&mut next, &mut total).unwrap();
+        let e = l.count_state_save(&mut 0, &mut total).unwrap_err();
+        assert!(e.contains("(max_state_saves_total)"), "{e}");
+        assert_eq!(total, 3);
     }
 }

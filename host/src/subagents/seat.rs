@@ -20,7 +20,7 @@ use crate::runtime::subagent_host::{
 };
 use crate::runtime::{
     AgentCtx, Coordination, DirAccess, Fixed, Identity, Instance, InstanceConfig, ModelSeat,
-    Permissions, Runtime,
+    Permissions, Runtime, TreeBudget,
 };
 use crate::sandbox::Limits;
 use crate::store::{Home, Team};
@@ -66,6 +66,9 @@ pub struct SeatConfig {
     pub log: Option<PathBuf>,
     /// The teammate's counts, shared by its whole tree.
     pub tree: Arc<super::Tree>,
+    /// The teammate's budgets, shared by its whole tree: every sub-agent
+    /// draws from them (memory, disk, team writes, sub-agents started).
+    pub budget: Arc<TreeBudget>,
 }
 
 /// One sub-agent, shared by its seat (the parent's), its own seat and its
@@ -310,6 +313,13 @@ impl Seat {
                 lim.max_total
             )));
         }
+        // One life-long count for the whole tree; a start that fails later
+        // (its instance does not fit, say) stays counted, so a loop of
+        // failing starts ends too.
+        if let Err(e) = self.cfg.budget.start_subagent() {
+            self.started.fetch_sub(1, Ordering::SeqCst);
+            return Err(denied(e));
+        }
         let id = self.id_for(n + 1);
         let full_name = format!("{}.{id}", self.cfg.identity.name);
         let model = req
@@ -462,6 +472,10 @@ impl Seat {
             crate::tools::ToolBox::open(dir, self.cfg.tool_limits.clone()).map_err(|e| {
                 unavailable("the sub-agent's directory cannot be opened", e.to_string())
             })?;
+        let tools = Arc::new(tools);
+        // Its directory (a worktree, or the parent's) counts against the
+        // tree's one disk budget.
+        self.cfg.budget.disk().add_dir(tools.clone());
         let mut cfg = self.cfg.clone();
         cfg.depth = child.depth;
         cfg.dir = dir.to_path_buf();
@@ -486,7 +500,7 @@ impl Seat {
                 // A sub-agent never asks the lead: nothing of it waits.
                 stopping: Default::default(),
                 auto_approve_plans: false,
-                tools: Arc::new(tools),
+                tools,
                 hooks: self.cfg.hooks.clone(),
                 hidden_dirs: self.cfg.hidden_dirs.clone(),
                 subagents: Some(own.clone()),
@@ -495,6 +509,8 @@ impl Seat {
                 saved_state: None,
                 // Nor claims a resume would hand back.
                 claims: None,
+                budget: self.cfg.budget.clone(),
+                state_saves_turn: Default::default(),
             },
             permissions: Permissions::for_subagent(mode, rules.clone(), dir),
             coordination: Coordination::default(),
@@ -513,7 +529,18 @@ impl Seat {
         };
         let instance = Instance::new(&self.cfg.runtime, &pre, agent, &config)
             .await
-            .map_err(|e| unavailable("the sub-agent could not be started", format!("{e:#}")))?;
+            .map_err(|e| {
+                let why = format!("{e:#}");
+                if why.starts_with("memory limit: ") {
+                    // Its tree's memory is taken: a refusal, not a fault.
+                    SubagentError::Denied(format!(
+                        "the sub-agent could not be started: {why}; wait for a sub-agent to \
+                         finish, or do this work yourself"
+                    ))
+                } else {
+                    unavailable("the sub-agent could not be started", why)
+                }
+            })?;
         Ok((instance, own))
     }
 }

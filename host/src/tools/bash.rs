@@ -10,6 +10,7 @@
 //! | bounds | a control group per call (processes, memory of the tree) and per-process rlimits: see [`ToolLimits`](super::ToolLimits) |
 //! | process group | its own; on timeout, and when the shell exits, the whole group is killed (`SIGKILL`): nothing the command starts outlives the call |
 //! | the host's death | the call's tree dies with the host (the parent-death signal, see [`confine`](super::confine#when-the-host-dies)): this function spawns, pumps and reaps on the one calling thread, which is what that signal needs |
+//! | a watch | [`ToolBox::bash_watched`]: the caller's check runs every so often while the command runs (the disk budget of the teammate's tree); a reason kills the group at once |
 //! | timeout | the input's `timeout` in ms, default `bash_timeout` (120 s), at most `max_bash_timeout` (600 s; longer is clamped) |
 //! | output | stdout and stderr read together (a chatty child cannot block on a full pipe), each kept up to `max_output_bytes`, the rest read and dropped (`truncated`) |
 //! | privileges | `no_new_privs`, every capability dropped |
@@ -60,6 +61,23 @@ pub struct BashOutput {
     pub pid: u32,
     /// The confinement the process ran under.
     pub enforcement: Enforcement,
+    /// Why a [`Watch`] stopped the call (its process group killed), if one
+    /// did.
+    pub stopped: Option<String>,
+}
+
+/// What a caller checks while a Bash call runs ([`ToolBox::bash_watched`]):
+/// `check` is called about every `every` (on the calling thread, between
+/// reads of the output); when it returns a reason the whole process group
+/// is killed and the call returns with [`BashOutput::stopped`] set.
+pub struct Watch<'a> {
+    /// How often to check.
+    pub every: Duration,
+    /// The check; `Some(reason)` stops the call.
+    pub check: &'a mut dyn FnMut() -> Option<String>,
+    /// A lower `RLIMIT_FSIZE` for this call's processes than
+    /// `bash_max_file_bytes` (what is left of a budget), if any.
+    pub max_file_bytes: Option<u64>,
 }
 
 /// `PATH` in the child.
@@ -75,6 +93,16 @@ impl ToolBox {
         &self,
         input: &BashInput,
         confinement: Confinement,
+    ) -> Result<BashOutput, ToolError> {
+        self.bash_watched(input, confinement, None)
+    }
+
+    /// [`bash`](Self::bash), checking `watch` while the command runs.
+    pub fn bash_watched(
+        &self,
+        input: &BashInput,
+        confinement: Confinement,
+        mut watch: Option<Watch<'_>>,
     ) -> Result<BashOutput, ToolError> {
         let dir = self.dir.get()?;
         let (enforcement, ruleset) = self.landlock.ready(&dir);
@@ -166,7 +194,10 @@ impl ToolBox {
             } else {
                 None
             },
-            rlimits: self.rlimits(group.as_ref().is_some_and(CallGroup::bounds_memory)),
+            rlimits: self.rlimits(
+                group.as_ref().is_some_and(CallGroup::bounds_memory),
+                watch.as_ref().and_then(|w| w.max_file_bytes),
+            ),
         };
         if let Some(group) = &group {
             for fd in group.procs_fds().into_iter().take(2) {
@@ -189,8 +220,12 @@ impl ToolBox {
             context: "run the command".to_owned(),
             source: e,
         };
-        let (stdout, stderr, timed_out) = running
-            .pump(Instant::now() + timeout, self.limits.max_output_bytes)
+        let (stdout, stderr, timed_out, stopped) = running
+            .pump(
+                Instant::now() + timeout,
+                self.limits.max_output_bytes,
+                watch.as_mut(),
+            )
             .map_err(io)?;
         let status = running.reap().map_err(io)?;
         drop(group);
@@ -203,6 +238,7 @@ impl ToolBox {
             timed_out,
             pid: running.pid as u32,
             enforcement,
+            stopped,
         })
     }
 }
@@ -212,7 +248,7 @@ impl ToolBox {
     /// CPU seconds (`cpu_per_turn`, `SIGXCPU` then `SIGKILL` a second
     /// later), file size, open files, no core dumps, and the address space
     /// (the teammate's memory) only when no memory cgroup bounds the tree.
-    fn rlimits(&self, cgroup_bounds_memory: bool) -> [(i32, u64, u64); 6] {
+    fn rlimits(&self, cgroup_bounds_memory: bool, file: Option<u64>) -> [(i32, u64, u64); 6] {
         let unused = (-1, 0, 0);
         let cpu = self.limits.bash_cpu.as_secs().max(1);
         let memory = if cgroup_bounds_memory {
@@ -221,13 +257,12 @@ impl ToolBox {
             let bytes = self.limits.bash_memory_bytes;
             (libc::RLIMIT_AS as i32, bytes, bytes)
         };
+        let file = file.map_or(self.limits.bash_max_file_bytes, |f| {
+            f.min(self.limits.bash_max_file_bytes)
+        });
         [
             (libc::RLIMIT_CPU as i32, cpu, cpu + 1),
-            (
-                libc::RLIMIT_FSIZE as i32,
-                self.limits.bash_max_file_bytes,
-                self.limits.bash_max_file_bytes,
-            ),
+            (libc::RLIMIT_FSIZE as i32, file, file),
             (
                 libc::RLIMIT_NOFILE as i32,
                 self.limits.bash_open_files,
@@ -369,15 +404,36 @@ impl Running {
     }
 
     /// Reads stdout and stderr until both close and the shell has exited,
-    /// killing the group at the deadline or when the shell exits.
-    fn pump(&mut self, deadline: Instant, cap: usize) -> io::Result<(Capture, Capture, bool)> {
+    /// killing the group at the deadline, when the shell exits, or when
+    /// `watch` says so (its reason returned last).
+    fn pump(
+        &mut self,
+        deadline: Instant,
+        cap: usize,
+        mut watch: Option<&mut Watch<'_>>,
+    ) -> io::Result<(Capture, Capture, bool, Option<String>)> {
         let mut out = Capture::new(self.child.stdout.take().map(file), cap);
         let mut err = Capture::new(self.child.stderr.take().map(file), cap);
         let mut scratch = vec![0u8; 64 * 1024];
         let mut timed_out = false;
         let mut exited = false;
         let mut stop: Option<Instant> = None;
+        let mut stopped = None;
+        let mut next_check = watch.as_ref().map(|w| Instant::now() + w.every);
         loop {
+            if let (Some(at), Some(w)) = (next_check, watch.as_mut()) {
+                if stopped.is_none() && !exited && Instant::now() >= at {
+                    match (w.check)() {
+                        Some(why) => {
+                            stopped = Some(why);
+                            self.kill_group();
+                            stop = Some(Instant::now() + GRACE);
+                            next_check = None;
+                        }
+                        None => next_check = Some(Instant::now() + w.every),
+                    }
+                }
+            }
             if !exited && self.exited() {
                 exited = true;
                 self.kill_group();
@@ -393,7 +449,10 @@ impl Running {
             if (exited && !open) || stop.is_some_and(|s| now >= s) {
                 break;
             }
-            let until = stop.unwrap_or(deadline);
+            let until = match next_check {
+                Some(at) if stop.is_none() => at.min(deadline),
+                _ => stop.unwrap_or(deadline),
+            };
             // Without a pidfd, look for the shell's exit every 10 ms.
             let tick = if self.pidfd.is_none() || exited {
                 Duration::from_millis(10)
@@ -433,7 +492,7 @@ impl Running {
                 }
             }
         }
-        Ok((out, err, timed_out))
+        Ok((out, err, timed_out, stopped))
     }
 
     /// Kills what is left of the group and reaps the shell.

@@ -166,33 +166,30 @@ async fn a_guest_that_recurses_without_end_is_stopped_and_deep_stacks_work_turn_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_guest_writing_past_its_disk_budget_is_refused_by_the_tools_and_failed_for_wasi_writes() {
+async fn a_guest_writing_past_its_disk_budget_is_refused_by_the_tools_and_its_wasi_writes() {
     let a = Arena::new("exhaust-disk").await;
-    let mut events = a.f.host.events();
     let dir = a.dir("filler");
     // 8 MiB through the Write tool (refused in advance), then 8 MiB through
-    // the guest's own WASI writes (measured at the end of the turn).
+    // the guest's own WASI writes (refused as they pass the budget, during
+    // the turn: budgets.rs has the rest).
     let prompt = "exhaust tool-fill big.txt 8192\nexhaust fill fat.bin 8";
     let mut req = hostile_request("filler", prompt, &dir, "acceptEdits");
     req.settings.limits.disk_bytes = 4 << 20;
     req.settings.limits.cpu_per_turn = Duration::from_secs(10);
     let name = a.spawn(req).await;
-    let reason = a.failure(&mut events, &name).await;
-    assert!(
-        reason.contains("disk limit") && reason.contains("disk_bytes"),
-        "{reason}"
-    );
-    let got = steps(&a.f, &name);
+    let got = wait_done(&a.f, &name, "exhaust", 2).await;
     let refused = step(&got, "exhaust/tool-fill");
     refused.assert_invalid();
     assert!(refused.detail.contains("disk limit"), "{refused:?}");
     assert!(!dir.join("big.txt").exists(), "the tool wrote nothing");
-    assert!(step(&got, "exhaust/fill").ok(), "{got:#?}");
+    let fill = step(&got, "exhaust/fill");
+    assert!(!fill.ok() && fill.detail.starts_with("io "), "{fill:?}");
+    assert!(std::fs::metadata(dir.join("fat.bin")).unwrap().len() <= 4 << 20);
     let notices = a.host_notices();
     assert!(
         notices
             .iter()
-            .any(|n| n.starts_with(&format!("{name} failed: ")) && n.contains("disk limit")),
+            .any(|n| n.starts_with(&format!("{name}: ")) && n.contains("disk limit")),
         "{notices:?}"
     );
     a.assert_contained().await;

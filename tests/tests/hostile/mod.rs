@@ -6,6 +6,7 @@
 
 mod bash_bounds;
 mod bash_channels;
+mod budgets;
 mod coordination;
 mod exhaustion;
 mod host_paths;

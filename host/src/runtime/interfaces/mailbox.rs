@@ -87,7 +87,12 @@ impl Host for CoordinationGlue<'_> {
             return Ok(Err(e));
         }
         self.coordination
-            .count_act(&self.fixed.limits, TeamAct::Message)?;
+            .count_act(&self.fixed.budget, TeamAct::Message)?;
+        self.coordination.count_team_bytes(
+            &self.fixed.budget,
+            "the message",
+            text.len() + summary.as_ref().map_or(0, String::len),
+        )?;
         let team = self.fixed.team.clone();
         let msg = OutgoingMessage {
             from: self.fixed.identity.name.clone(),

@@ -10,7 +10,10 @@
 //! send, broadcast and the lead's requests and answers); `respond-shutdown`
 //! and `request-plan-approval` have no reference tool, so no rule can take
 //! them away. Direct messages (plans included) and broadcasts are counted
-//! against the coordination limits; a shutdown answer is not.
+//! against the coordination limits, and what they write into the team's
+//! store against the tree's `max_team_bytes_total` (a broadcast once per
+//! recipient, a plan twice: its file and the request); a shutdown answer is
+//! not.
 
 use super::{blocking, CoordinationGlue};
 use crate::protocol::{PlanApprovalRequest, PlanApprovalResponse, ShutdownRejected, WireMessage};
@@ -101,7 +104,12 @@ impl Host for CoordinationGlue<'_> {
             return Ok(Err(e));
         }
         self.coordination
-            .count_act(&self.fixed.limits, TeamAct::Message)?;
+            .count_act(&self.fixed.budget, TeamAct::Message)?;
+        self.coordination.count_team_bytes(
+            &self.fixed.budget,
+            "the message",
+            content.len() + summary.as_ref().map_or(0, String::len),
+        )?;
         let team = self.fixed.team.clone();
         let msg = self.outgoing(content.clone(), summary.clone());
         let target = to.clone();
@@ -147,7 +155,28 @@ impl Host for CoordinationGlue<'_> {
             return Ok(Err(e));
         }
         self.coordination
-            .count_act(&self.fixed.limits, TeamAct::Broadcast)?;
+            .count_act(&self.fixed.budget, TeamAct::Broadcast)?;
+        // Written once into every other inbox: counted that many times.
+        let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
+        let others = match blocking(move || {
+            Ok(team
+                .config()?
+                .member_names()
+                .iter()
+                .filter(|n| **n != me)
+                .count())
+        })
+        .await?
+        {
+            Ok(n) => n,
+            Err(e) => return Ok(Err(e)),
+        };
+        let len = content.len() + summary.as_ref().map_or(0, String::len);
+        self.coordination.count_team_bytes(
+            &self.fixed.budget,
+            "the broadcast",
+            len.saturating_mul(others),
+        )?;
         let team = self.fixed.team.clone();
         let msg = self.outgoing(content.clone(), summary.clone());
         let recipients = match blocking(move || team.broadcast(msg)).await? {
@@ -261,7 +290,13 @@ impl Host for CoordinationGlue<'_> {
         // A plan is a message to the lead (and a file in the team's
         // directory): counted like one.
         self.coordination
-            .count_act(&self.fixed.limits, TeamAct::Message)?;
+            .count_act(&self.fixed.budget, TeamAct::Message)?;
+        // Written twice: the plan's file and the request in the lead's inbox.
+        self.coordination.count_team_bytes(
+            &self.fixed.budget,
+            "the plan",
+            plan.len().saturating_mul(2),
+        )?;
         let team = self.fixed.team.clone();
         let (me, lead) = (self.fixed.identity.name.clone(), self.fixed.lead.clone());
         let auto = self.fixed.auto_approve_plans;

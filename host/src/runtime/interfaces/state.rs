@@ -2,6 +2,11 @@
 //! host in its home ([`SavedState`](crate::store::kept::SavedState)) so it
 //! outlives the instance. Only the teammate's own file is reachable: the
 //! path comes from its identity, fixed at spawn, never from the guest.
+//!
+//! Each `save` and `clear` is a synced write in the host's home: they are
+//! counted per turn and over the teammate's life
+//! (`max_state_saves_per_turn`, `max_state_saves_total`); one more traps,
+//! naming the limit ("state-save limit").
 
 use super::{blocking, ReadGlue, WitError};
 use crate::runtime::bindings::state::Host;
@@ -12,6 +17,14 @@ impl ReadGlue<'_> {
         self.fixed.saved_state.clone().ok_or_else(|| {
             WitError::Unavailable("this host keeps no saved state for this teammate".into())
         })
+    }
+
+    /// Counts one synced write of the saved state; `Err` is the trap.
+    fn count_save(&self) -> wasmtime::Result<()> {
+        self.fixed
+            .budget
+            .count_state_save(&self.fixed.state_saves_turn)
+            .map_err(wasmtime::Error::msg)
     }
 }
 
@@ -25,6 +38,7 @@ impl Host for ReadGlue<'_> {
             Ok(s) => s,
             Err(e) => return Ok(Err(e)),
         };
+        self.count_save()?;
         blocking(move || state.save(&data)).await
     }
 
@@ -41,6 +55,7 @@ impl Host for ReadGlue<'_> {
             Ok(s) => s,
             Err(e) => return Ok(Err(e)),
         };
+        self.count_save()?;
         blocking(move || state.clear()).await
     }
 }

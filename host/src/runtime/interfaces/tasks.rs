@@ -6,7 +6,8 @@
 //! rule refuses the call before the task list is read or written. `create`
 //! is counted against the coordination limits as a task, an `update` that
 //! gives the task to another member as a direct message (the assignment
-//! lands in its inbox).
+//! lands in its inbox). The texts a `create` or `update` writes count
+//! against the tree's `max_team_bytes_total`.
 
 use serde_json::{Map, Value};
 
@@ -110,7 +111,9 @@ impl Host for CoordinationGlue<'_> {
             Err(e) => return Ok(Err(e)),
         };
         self.coordination
-            .count_act(&self.fixed.limits, TeamAct::TaskCreate)?;
+            .count_act(&self.fixed.budget, TeamAct::TaskCreate)?;
+        self.coordination
+            .count_team_bytes(&self.fixed.budget, "the task", size)?;
         let team = self.fixed.team.clone();
         blocking(move || {
             team.create_task(store::NewTask {
@@ -191,8 +194,12 @@ impl Host for CoordinationGlue<'_> {
         if let Some(Some(owner)) = &update.owner {
             if *owner != self.fixed.identity.name {
                 self.coordination
-                    .count_act(&self.fixed.limits, TeamAct::Message)?;
+                    .count_act(&self.fixed.budget, TeamAct::Message)?;
             }
+        }
+        if size > 0 {
+            self.coordination
+                .count_team_bytes(&self.fixed.budget, "the task update", size)?;
         }
         if update.status == Some(store::TaskStatus::Completed) {
             if let Err(e) = self.task_completed_hooks(&id).await? {

@@ -18,7 +18,14 @@ use crate::runtime::bindings::types::Error as WitError;
 use crate::sandbox::{
     BashInput, Decision, EditInput, GlobInput, GrepInput, ReadInput, ToolCall, ToolName, WriteInput,
 };
+use crate::tools::bash::Watch;
 use crate::tools::{Confinement, DiskBudget, Redactor, ToolBox};
+
+/// How often the disk is measured while a Bash call runs, at most (a slow
+/// measurement spaces the next ones out: at most a tenth of the call's time
+/// goes to measuring). What a command writes between two measurements is
+/// what the directories can pass the budget by.
+const BASH_WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(10);
 
 impl ToolGlue<'_> {
     /// Decides `call`; asks the lead when the sandbox says so. Returns the call
@@ -283,26 +290,63 @@ impl Host for ToolGlue<'_> {
             return Ok(Err(changed_tool()));
         };
         let confinement = Confinement::for_mode(self.permissions.mode());
-        let (tools, budget) = (self.toolbox(), self.disk_budget());
-        let done = blocking_tool(move || {
-            tools.bash(&input, confinement).map(|o| BashOutput {
-                stdout: o.stdout,
-                stderr: o.stderr,
-                exit_code: o.exit_code,
-                timed_out: o.timed_out,
-                truncated: o.truncated,
-            })
-        })
-        .await;
-        // Bash writes straight to the directory: measure it after each call;
-        // a breach traps, which fails the teammate naming the limit.
         let tools = self.toolbox();
-        let usage = tokio::task::spawn_blocking(move || tools.disk_usage(budget.entries))
-            .await
-            .map_err(|e| wasmtime::Error::msg(format!("host disk measurement failed: {e}")))?;
-        if let Some(breach) = budget.breach(&usage) {
+        // Bash writes straight to the directory: the tree's disk is measured
+        // before the call (no file of it may grow past what is left), while
+        // it runs (its process group is killed when the directories pass the
+        // budget) and after it. A breach traps, which fails the teammate
+        // naming the limit.
+        let meter = self.fixed.budget.disk().clone();
+        let before = meter.measure().await;
+        if let Some(breach) = meter.budget().breach(&before) {
             return Err(wasmtime::Error::msg(breach));
         }
+        let room = meter.room();
+        let watching = meter.clone();
+        let done = blocking_tool(move || {
+            let mut next = std::time::Instant::now();
+            let mut check = || {
+                let started = std::time::Instant::now();
+                if started < next {
+                    return None;
+                }
+                let usage = watching.measure_blocking();
+                // A slow walk (a big tree) is made less often.
+                next = started + started.elapsed() * 9;
+                watching.budget().breach(&usage)
+            };
+            let watch = Watch {
+                every: BASH_WATCH_EVERY,
+                check: &mut check,
+                max_file_bytes: Some(room),
+            };
+            tools
+                .bash_watched(&input, confinement, Some(watch))
+                .map(|o| {
+                    let stopped = o.stopped.clone();
+                    (
+                        BashOutput {
+                            stdout: o.stdout,
+                            stderr: o.stderr,
+                            exit_code: o.exit_code,
+                            timed_out: o.timed_out,
+                            truncated: o.truncated,
+                        },
+                        stopped,
+                    )
+                })
+        })
+        .await;
+        if let Ok(Ok((_, Some(why)))) = &done {
+            return Err(wasmtime::Error::msg(format!(
+                "{why}; the Bash call was stopped while it ran"
+            )));
+        }
+        let usage = meter.measure().await;
+        if let Some(breach) = meter.budget().breach(&usage) {
+            return Err(wasmtime::Error::msg(breach));
+        }
+        let done = done.map(|r| r.map(|(out, _)| out));
         self.redacted(done)
     }
 }

@@ -1,0 +1,264 @@
+//! [`DiskMeter`]: the disk budget of a teammate's tree (`disk_bytes`),
+//! counted while the guest writes, not only after the turn.
+//!
+//! The meter knows what the directories held at the last measurement (a
+//! real walk, [`ToolBox::disk_usage`]) and how many bytes writes have grown
+//! them since. A write that fits under the budget with that sum is counted
+//! and goes on at once (no walk); one that does not makes the meter measure
+//! again (deleted files and overwrites show there), and is refused when it
+//! still does not fit. So a walk happens at most once per `disk_bytes` of
+//! growth, and every time a writer presses on a full budget (as a Write or
+//! Edit call walks once per call).
+//!
+//! The directories are the teammate's own and those of its sub-agents'
+//! worktrees ([`DiskMeter::add_dir`]): one budget for the whole tree. A
+//! directory that no longer exists counts as empty.
+//!
+//! What a guest has in flight when a measurement runs (one stream's pending
+//! write, a Bash call's current output) may be seen by neither the walk nor
+//! the count: the directories can pass the budget by that much, never more.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::tools::{DiskBudget, DiskUsage, ToolBox};
+
+/// The disk budget of one teammate's tree, shared by every instance of it.
+pub struct DiskMeter {
+    budget: DiskBudget,
+    dirs: Mutex<Vec<Arc<ToolBox>>>,
+    count: Mutex<Count>,
+    /// One measurement at a time (a second waiter finds it fresh).
+    walking: tokio::sync::Mutex<()>,
+    /// The lead was told of a refused write, and the tree has had no room
+    /// since.
+    told: Arc<AtomicBool>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Count {
+    /// Bytes at the last measurement.
+    measured: u64,
+    /// Growth counted since.
+    since: u64,
+    /// Measurements made (for tests and benches).
+    walks: u64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl DiskMeter {
+    /// A meter for `budget` over `root` (the teammate's directory). Nothing
+    /// is measured yet: the first write past an empty count measures.
+    pub fn new(budget: DiskBudget, root: Arc<ToolBox>) -> Arc<DiskMeter> {
+        Arc::new(DiskMeter {
+            budget,
+            dirs: Mutex::new(vec![root]),
+            count: Mutex::new(Count::default()),
+            walking: tokio::sync::Mutex::new(()),
+            told: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// The budget.
+    pub fn budget(&self) -> DiskBudget {
+        self.budget
+    }
+
+    /// Counts another directory of the tree (a sub-agent's worktree); one
+    /// already counted is not added twice.
+    pub fn add_dir(&self, tools: Arc<ToolBox>) {
+        let mut dirs = lock(&self.dirs);
+        if !dirs.iter().any(|d| d.root() == tools.root()) {
+            dirs.push(tools);
+        }
+    }
+
+    /// Stops counting `root` (a worktree that was removed).
+    pub fn remove_dir(&self, root: &Path) {
+        lock(&self.dirs).retain(|d| d.root() != root);
+    }
+
+    /// The directories counted now.
+    pub fn dirs(&self) -> Vec<PathBuf> {
+        lock(&self.dirs)
+            .iter()
+            .map(|d| d.root().to_path_buf())
+            .collect()
+    }
+
+    /// Bytes the tree may still grow by, as far as the meter knows.
+    pub fn room(&self) -> u64 {
+        let c = *lock(&self.count);
+        self.budget
+            .bytes
+            .saturating_sub(c.measured.saturating_add(c.since))
+    }
+
+    /// Set once the lead is told of a refused write; cleared when a
+    /// measurement finds room again (so the lead hears of the next one).
+    pub fn told(&self) -> Arc<AtomicBool> {
+        self.told.clone()
+    }
+
+    /// Measurements made so far.
+    pub fn walks(&self) -> u64 {
+        lock(&self.count).walks
+    }
+
+    /// Counts `growth` bytes when they fit under the budget with what the
+    /// meter knows; `false` (nothing counted) when they do not.
+    pub fn try_grow(&self, growth: u64) -> bool {
+        let mut c = lock(&self.count);
+        if c.measured.saturating_add(c.since).saturating_add(growth) > self.budget.bytes {
+            return false;
+        }
+        c.since += growth;
+        true
+    }
+
+    /// Counts `growth` bytes, measuring again first when they do not fit
+    /// with what the meter knows. `Err` (nothing counted) names the limit:
+    /// the write must not happen.
+    pub async fn grow(&self, growth: u64) -> Result<(), String> {
+        if self.try_grow(growth) {
+            return Ok(());
+        }
+        let usage = self.measure().await;
+        if let Some(breach) = self.budget.breach(&usage) {
+            return Err(breach);
+        }
+        if self.try_grow(growth) {
+            self.told.store(false, Ordering::SeqCst);
+            return Ok(());
+        }
+        Err(self.refusal(growth))
+    }
+
+    /// Why a write of `growth` bytes is refused.
+    pub fn refusal(&self, growth: u64) -> String {
+        let c = *lock(&self.count);
+        format!(
+            "disk limit: {growth} more bytes would put the teammate's directories over {} bytes \
+             (disk_bytes); they hold {}",
+            self.budget.bytes,
+            c.measured.saturating_add(c.since)
+        )
+    }
+
+    /// Measures every directory of the tree now (on a blocking thread) and
+    /// starts counting from there.
+    pub async fn measure(&self) -> DiskUsage {
+        let _one = self.walking.lock().await;
+        let dirs = lock(&self.dirs).clone();
+        let entries = self.budget.entries;
+        let usage = tokio::task::spawn_blocking(move || walk(&dirs, entries))
+            .await
+            .unwrap_or(DiskUsage {
+                bytes: 0,
+                entries: 0,
+                incomplete: true,
+            });
+        self.record(usage);
+        usage
+    }
+
+    /// [`measure`](Self::measure) on the calling thread (a Bash call's
+    /// watch, which runs on a blocking thread already).
+    pub fn measure_blocking(&self) -> DiskUsage {
+        let dirs = lock(&self.dirs).clone();
+        let usage = walk(&dirs, self.budget.entries);
+        self.record(usage);
+        usage
+    }
+
+    fn record(&self, usage: DiskUsage) {
+        let mut c = lock(&self.count);
+        c.measured = usage.bytes;
+        c.since = 0;
+        c.walks += 1;
+    }
+}
+
+/// Walks `dirs`, sharing one entry budget; a directory that is gone counts
+/// as empty.
+fn walk(dirs: &[Arc<ToolBox>], max_entries: usize) -> DiskUsage {
+    let mut total = DiskUsage {
+        bytes: 0,
+        entries: 0,
+        incomplete: false,
+    };
+    for (i, d) in dirs.iter().enumerate() {
+        // The teammate's own directory is always walked; a worktree that
+        // was removed is skipped.
+        if i > 0 && !d.root().is_dir() {
+            continue;
+        }
+        let u = d.disk_usage(max_entries.saturating_sub(total.entries));
+        total.bytes = total.bytes.saturating_add(u.bytes);
+        total.entries += u.entries;
+        if u.incomplete {
+            total.incomplete = true;
+            break;
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meter(dir: &Path, bytes: u64) -> Arc<DiskMeter> {
+        let tools = ToolBox::open(dir, Default::default()).unwrap();
+        DiskMeter::new(
+            DiskBudget {
+                bytes,
+                entries: 1_000,
+            },
+            Arc::new(tools),
+        )
+    }
+
+    #[tokio::test]
+    async fn growth_is_counted_without_walks_until_the_budget_and_measured_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = meter(dir.path(), 1_000);
+        m.grow(600).await.unwrap();
+        m.grow(400).await.unwrap();
+        assert_eq!(m.walks(), 0, "growth under the budget costs no walk");
+        // Nothing is on disk: the count was pessimistic, a walk shows room.
+        m.grow(500).await.unwrap();
+        assert_eq!(m.walks(), 1);
+        std::fs::write(dir.path().join("f"), vec![0u8; 900]).unwrap();
+        // 500 counted + 600 do not fit: measured, 900 on disk, still no room.
+        let e = m.grow(600).await.unwrap_err();
+        assert_eq!(m.walks(), 2);
+        assert!(
+            e.starts_with("disk limit: ") && e.contains("disk_bytes"),
+            "{e}"
+        );
+        assert_eq!(m.room(), 100);
+        m.grow(100).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn every_directory_of_the_tree_counts_and_a_removed_one_counts_as_empty() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(a.path().join("f"), vec![0u8; 300]).unwrap();
+        std::fs::write(b.path().join("g"), vec![0u8; 400]).unwrap();
+        let m = meter(a.path(), 1_000);
+        m.add_dir(Arc::new(
+            ToolBox::open(b.path(), Default::default()).unwrap(),
+        ));
+        assert_eq!(m.measure().await.bytes, 700);
+        let gone = b.path().to_path_buf();
+        drop(b);
+        assert_eq!(m.measure().await.bytes, 300);
+        m.remove_dir(&gone);
+        assert_eq!(m.dirs().len(), 1);
+    }
+}
