@@ -274,7 +274,12 @@ impl Filter {
             ],
         ));
         // clone: its flags are the first argument on both architectures.
-        p.extend(refuse_bits(libc::SYS_clone, 0, NAMESPACE_FLAGS, libc::EPERM));
+        p.extend(refuse_bits(
+            libc::SYS_clone,
+            0,
+            NAMESPACE_FLAGS,
+            libc::EPERM,
+        ));
         for rule in mode_rules() {
             p.extend(rule);
         }
@@ -448,7 +453,13 @@ mod tests {
             let fchmod_suid = answer(libc::fchmod(plain, 0o4755).into());
             let fchmod_x = answer(libc::fchmod(plain, 0o700).into());
             let chmodat = answer(libc::fchmodat(at, c"plain".as_ptr(), 0o2755, 0).into());
-            let chmodat2 = answer(libc::syscall(SYS_FCHMODAT2, at, c"plain".as_ptr(), 0o4700, 0));
+            let chmodat2 = answer(libc::syscall(
+                SYS_FCHMODAT2,
+                at,
+                c"plain".as_ptr(),
+                0o4700,
+                0,
+            ));
             let fifo = answer(libc::mkfifoat(at, c"fifo".as_ptr(), 0o644).into());
             let node = libc::mknodat(at, c"node".as_ptr(), libc::S_IFREG | 0o644, 0);
             let node = answer(node.into());
@@ -460,7 +471,13 @@ mod tests {
                 0,
             );
             let xattr = answer(xattr.into());
-            let openat2 = answer(libc::syscall(libc::SYS_openat2, at, c"plain".as_ptr(), 0, 0));
+            let openat2 = answer(libc::syscall(
+                libc::SYS_openat2,
+                at,
+                c"plain".as_ptr(),
+                0,
+                0,
+            ));
             let clone = libc::syscall(
                 libc::SYS_clone,
                 libc::CLONE_NEWUSER | libc::SIGCHLD,
@@ -474,8 +491,19 @@ mod tests {
             }
             let clone = answer(clone).min(0);
             [
-                setuid, setgid, plain_ok, reopen_ok, fchmod_suid, fchmod_x, chmodat, chmodat2,
-                fifo, node, xattr, openat2, clone,
+                setuid,
+                setgid,
+                plain_ok,
+                reopen_ok,
+                fchmod_suid,
+                fchmod_x,
+                chmodat,
+                chmodat2,
+                fifo,
+                node,
+                xattr,
+                openat2,
+                clone,
             ]
         });
         let eperm = -i64::from(libc::EPERM);
