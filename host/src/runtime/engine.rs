@@ -49,6 +49,7 @@ impl Runtime {
         let engine = Engine::new(&config)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        super::open_guard::add_to_linker(&mut linker)?;
         add_teamhost_interfaces(&mut linker)?;
         let weak = engine.weak();
         std::thread::Builder::new()
