@@ -54,6 +54,10 @@ pub fn run(args: &[&str]) {
                 format!("paths={paths:?}")
             });
         }
-        _ => report("special", false, format!("unknown special command {args:?}")),
+        _ => report(
+            "special",
+            false,
+            format!("unknown special command {args:?}"),
+        ),
     }
 }
