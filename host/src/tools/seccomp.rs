@@ -168,26 +168,29 @@ fn refuse_set_id_create(call: libc::c_long, flags: u32, mode: u32) -> Vec<libc::
 
 /// The rules on the system calls that apply a mode, for this architecture.
 fn mode_rules() -> Vec<Vec<libc::sock_filter>> {
-    let mut rules = vec![
+    let rules = vec![
         refuse_bits(libc::SYS_fchmod, 1, SET_ID, libc::EPERM),
         refuse_bits(libc::SYS_fchmodat, 2, SET_ID, libc::EPERM),
         refuse_bits(SYS_FCHMODAT2, 2, SET_ID, libc::EPERM),
         refuse_set_id_create(libc::SYS_openat, 2, 3),
     ];
+    // The calls AArch64 never had (its C library uses the `*at` forms).
     #[cfg(target_arch = "x86_64")]
-    rules.extend([
+    let legacy = vec![
         refuse_bits(libc::SYS_chmod, 1, SET_ID, libc::EPERM),
         // creat(path, mode) always creates.
         refuse_bits(libc::SYS_creat, 1, SET_ID, libc::EPERM),
         refuse_set_id_create(libc::SYS_open, 1, 2),
-    ]);
-    rules
+    ];
+    #[cfg(not(target_arch = "x86_64"))]
+    let legacy = Vec::new();
+    rules.into_iter().chain(legacy).collect()
 }
 
 /// Calls refused whatever their arguments, beyond the table in
 /// [`Filter::build`]: special files, `openat2`, extended attributes.
 fn file_refusals() -> Vec<(libc::c_long, i32)> {
-    let mut refused = vec![
+    let refused = vec![
         (libc::SYS_openat2, libc::ENOSYS),
         (libc::SYS_mknodat, libc::EPERM),
         (libc::SYS_setxattr, libc::EOPNOTSUPP),
@@ -196,8 +199,10 @@ fn file_refusals() -> Vec<(libc::c_long, i32)> {
         (SYS_SETXATTRAT, libc::EOPNOTSUPP),
     ];
     #[cfg(target_arch = "x86_64")]
-    refused.push((libc::SYS_mknod, libc::EPERM));
-    refused
+    let legacy = vec![(libc::SYS_mknod, libc::EPERM)];
+    #[cfg(not(target_arch = "x86_64"))]
+    let legacy = Vec::new();
+    refused.into_iter().chain(legacy).collect()
 }
 
 impl Filter {

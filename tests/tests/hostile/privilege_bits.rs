@@ -118,7 +118,14 @@ async fn bash_cannot_leave_a_set_id_file_or_a_file_capability_and_honest_chmod_w
     if Path::new("/usr/sbin/setcap").exists() {
         attempts.push("/usr/sbin/setcap cap_setuid+ep x");
     }
-    let honest = "chmod 755 x && chmod +x x && chmod 700 x && chmod u+rwx,go+rx x && cp -a /usr/bin/id copied-a && mkdir -m 755 sub && echo honest-ok";
+    // A file with an extended attribute: `cp -a` still copies it (the
+    // attribute is not supported, as on a file system without them).
+    std::fs::write(dir.join("with-attr"), "attr").unwrap();
+    let c = std::ffi::CString::new(dir.join("with-attr").into_os_string().into_encoded_bytes())
+        .unwrap();
+    // SAFETY: NUL-terminated strings and a 1-byte value.
+    unsafe { libc::setxattr(c.as_ptr(), c"user.k".as_ptr(), b"v".as_ptr().cast(), 1, 0) };
+    let honest = "chmod 755 x && chmod +x x && chmod 700 x && chmod u+rwx,go+rx x && cp -a /usr/bin/id copied-a && cp -a with-attr with-attr-copy && mkdir -m 755 sub && echo honest-ok";
     let prompt: String = attempts
         .iter()
         .chain([&honest])
@@ -155,6 +162,10 @@ async fn bash_cannot_leave_a_set_id_file_or_a_file_capability_and_honest_chmod_w
     }
     assert_eq!(mode(&dir.join("x")), 0o755, "honest chmod took effect");
     assert!(dir.join("copied-a").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("with-attr-copy")).unwrap(),
+        "attr"
+    );
 
     // And nobody becomes root through what is there. The control: the same
     // binary made set-uid by the test itself does give euid 0.
