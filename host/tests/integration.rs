@@ -23,6 +23,7 @@ mod orphans;
 mod processes;
 mod resume;
 mod run_live;
+mod run_special_files;
 mod store_mailbox;
 mod store_tasks;
 mod store_team;

@@ -40,6 +40,7 @@
 //! | `coord SUB …` | coordination calls under rules, and coordination floods: see [`coord`] |
 //! | `budget SUB …` | the budgets a teammate shares with its sub-agents (memory, sub-agents, team bytes, saves, disk): see [`budget`] |
 //! | `fake-screen` | task subject, active form, description and message summary that try to fake the lead's screen: see [`screen`] |
+//! | `special SUB …` | opens of a FIFO or other special file, through WASI and every tool: see [`special`] |
 //!
 //! A `plan_approval_response` message (from anyone: the host decides whether
 //! it counts) is reported as `plan-answer` with its sender, then the guest
@@ -76,6 +77,7 @@ mod coord;
 mod exhaust;
 mod model;
 mod screen;
+mod special;
 
 use std::fmt::Debug;
 use std::fs::OpenOptions;
@@ -247,6 +249,7 @@ fn command(attack: &str, args: &[&str]) {
             }),
             _ => report("fs-write", false, "usage: PATH TEXT"),
         },
+        "special" => special::run(args),
         "read-file" => match args.first() {
             Some(path) => {
                 let r = tools::read(path, None, None);

@@ -31,6 +31,7 @@
 //! | `complete-tasks`  | the default: on `task-claimed`, sets the task `completed` and reports it resolved |
 //! | message `read-loop N` | calls `tools::read("bench.txt")` N times, then sends the sender `read-loop done OK/N` (sandbox benchmark) |
 //! | message `write-loop N KIB` | appends KIB KiB to `bench.bin` N times with its own WASI writes (the file emptied every 64 MiB), then sends the sender `write-loop done OK/N` (sandbox benchmark) |
+//! | message `open-loop N` | opens and reads `bench.txt` with `std::fs` (its own WASI open) N times, then sends the sender `open-loop done OK/N` (sandbox benchmark) |
 //! | `dm:NAME`         | on the `initial` turn, sends NAME `hello NAME` (summary `greeting`); may repeat |
 //! | `bash-on-task`    | on `task-claimed`, before completing the task, runs with `tools::bash`: `touch holding-ID`, then waits until a file `release` exists in its directory, then appends ID to `bash.log` (a tool call a test can hold open, and one that asks the lead unless Bash is allowed) |
 //! | `hold-after-complete` | on `task-claimed`, after the task's update succeeded (and `completed.log` has its ID), runs the held call with ID `done-ID` before the turn ends: a turn a test can cut between a completion and its report |
@@ -63,9 +64,9 @@ use std::io::Write;
 use std::sync::OnceLock;
 
 use exports::teamhost::agent::handler::{Guest, TaskReport, Turn, TurnKind, TurnOutcome};
-use teamhost::agent::{messaging, state, tools};
 use teamhost::agent::protocol::{CompletedStatus, ShutdownResponse};
 use teamhost::agent::tasks::{self, TaskStatus, TaskUpdate};
+use teamhost::agent::{messaging, state, tools};
 
 /// The turn log, relative to the probe's directory.
 const LOG: &str = "turns.log";
@@ -185,6 +186,9 @@ impl Guest for Probe {
                     }
                     if let Some(args) = message.text.strip_prefix("write-loop ") {
                         write_loop(&message.from, args);
+                    }
+                    if let Some(n) = message.text.strip_prefix("open-loop ") {
+                        open_loop(&message.from, n);
                     }
                 }
                 Ok(TurnOutcome { task: None })
@@ -325,6 +329,14 @@ fn write_loop(from: &str, args: &str) {
 
 /// `read-loop N`: calls the sandboxed Read tool on `bench.txt` N times (for
 /// the sandbox benchmark), then tells the sender how many calls succeeded.
+fn open_loop(from: &str, n: &str) {
+    let n: u32 = n.trim().parse().unwrap_or(0);
+    let ok = (0..n)
+        .filter(|_| std::fs::read("bench.txt").is_ok())
+        .count();
+    send(from, &format!("open-loop done {ok}/{n}"), "bench");
+}
+
 fn read_loop(from: &str, n: &str) {
     let n: u32 = n.trim().parse().unwrap_or(0);
     let ok = (0..n)

@@ -6,6 +6,7 @@
 //! | `bindings.rs` | the one `bindgen!` over `wit/` |
 //! | `engine.rs` | engine configuration and the epoch ticker |
 //! | `cache.rs` | compile once per content hash; precompiled artifacts on disk |
+//! | `open_guard.rs` | the guest's own opens: never a FIFO, socket or device, never a set-id file to write |
 //! | `state.rs` | what one teammate's `Store` holds: [`AgentCtx`] in parts (fixed, permissions, coordination, model seat) |
 //! | `permissions.rs` | [`Permissions`]: mode and rules, changed only by the lead's answers |
 //! | `stopping.rs` | [`Stopping`]: the host's word that the teammate is being stopped, which ends its waits for the lead |
@@ -24,6 +25,7 @@ mod disk_meter;
 mod engine;
 mod instance;
 mod interfaces;
+mod open_guard;
 mod pending_take;
 mod permissions;
 mod stacks;

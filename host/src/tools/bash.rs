@@ -13,7 +13,7 @@
 //! | a watch | [`ToolBox::bash_watched`]: the caller's check runs every so often while the command runs (the disk budget of the teammate's tree); a reason kills the group at once |
 //! | timeout | the input's `timeout` in ms, default `bash_timeout` (120 s), at most `max_bash_timeout` (600 s; longer is clamped) |
 //! | output | stdout and stderr read together (a chatty child cannot block on a full pipe), each kept up to `max_output_bytes`, the rest read and dropped (`truncated`) |
-//! | privileges | `no_new_privs`, every capability dropped |
+//! | privileges | the host's uid; `no_new_privs`, every capability set emptied (bounding and ambient too), securebits locked; no set-id bits, file capabilities or special files (see [`super::confine`]) |
 //! | confinement | Landlock, seccomp, namespaces: see [`super::confine`] |
 //!
 //! [`Confinement::Required`] (every mode but `bypassPermissions`) refuses to

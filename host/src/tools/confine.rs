@@ -13,7 +13,7 @@
 //!
 //! | path | granted |
 //! |---|---|
-//! | the capability directory | everything: read, write, create, remove, rename, execute, truncate |
+//! | the capability directory | read, write, create, remove, rename, execute, truncate: everything but making (or renaming, or linking in) a FIFO, a socket or a device node |
 //! | `/usr`, `/bin`, `/sbin`, `/lib`, `/lib32`, `/lib64`, `/libx32` | read and execute (merged-`/usr` links resolve to `/usr`) |
 //! | [`ETC`]: the loader cache, users and groups, time zone, `gitconfig`, … | read (not all of `/etc`: it holds `shadow` and keys, and the host may run as root) |
 //! | `/dev/null` | read, write, truncate (`> /dev/null`) |
@@ -29,7 +29,9 @@
 //! | what | mechanism | where it is missing |
 //! |---|---|---|
 //! | Unix sockets by path, UDP, netlink, io_uring, new namespaces, mounts, keyrings, System V IPC | the seccomp filter of [`super::seccomp`] | Bash is unconfined: refused outside `bypassPermissions` |
-//! | root's powers | `no_new_privs`, every capability dropped | — |
+//! | root's powers | `no_new_privs`; every capability dropped: effective, permitted, inheritable, ambient and the bounding set; the securebits `NOROOT`, `NO_SETUID_FIXUP`, `KEEP_CAPS` and `NO_CAP_AMBIENT_RAISE` set and locked, so no `exec` as uid 0 gives any back | a host without `CAP_SETPCAP` (not root) cannot drop the bounding set or set the securebits; its Bash has no capability to begin with, and `no_new_privs` keeps it so |
+//! | set-uid and set-gid files (the owner sets the bits without any capability) | the filter refuses the bits in `chmod` and in creating opens; the disk walk clears what got there anyway ([`super::setid`]) | — |
+//! | special files (a FIFO, socket or device node holds whoever opens it) | not granted in the directory (above); the filter refuses `mknod` | — |
 //! | descriptors the host holds (lock files, sockets, the rule set) | every descriptor above 2 is close-on-exec | — |
 //! | processes that outlive the call (`setsid`, double fork) | a PID namespace: the kernel kills them with the shell | only the process group is killed (needs `CAP_SYS_ADMIN`) |
 //! | processes that outlive the host (killed, crashed, or gone mid-call) | the parent-death signal: the whole call tree dies with the host (see [below](#when-the-host-dies)); the next host to start removes the call's group ([`super::cgroup`]) | the shell dies with the host; what it started lives on, confined and in the call's group, until it ends, `RLIMIT_CPU` stops it, or the next host start kills it with the group |
@@ -268,9 +270,13 @@ fn build(dir: &Dir, abi: i32) -> Result<RulesetCreated, RulesetError> {
     if abi >= 6 {
         ruleset = ruleset.scope(Scope::from_all(TARGET))?;
     }
+    // No special file: a FIFO, socket or device node made (or renamed or
+    // linked) into the directory could hold a host thread that opens it.
+    let special =
+        AccessFs::MakeFifo | AccessFs::MakeSock | AccessFs::MakeChar | AccessFs::MakeBlock;
     let mut created = ruleset
         .create()?
-        .add_rule(PathBeneath::new(dir.as_fd(), all))?;
+        .add_rule(PathBeneath::new(dir.as_fd(), all & !special))?;
     let file = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
     let devices: [(&str, BitFlags<AccessFs>); 4] = [
         ("/dev/null", file),
@@ -414,7 +420,8 @@ unsafe impl Sync for ChildPlan {}
 /// 4. PID, mount and IPC namespaces of its own where the kernel allows it
 ///    ([`enter_namespaces`]), with the directory bind-mounted at
 ///    [`VIRTUAL_ROOT`];
-/// 5. drop every capability;
+/// 5. drop every capability: the bounding and ambient sets and the
+///    securebits first ([`drop_bounding_and_lock`]), then the rest (`capset`);
 /// 6. enter the Landlock domain;
 /// 7. mark every descriptor above 2 close-on-exec, so the command inherits
 ///    nothing the host holds (its lock files, sockets, the rule set);
@@ -473,6 +480,7 @@ pub(crate) fn enter(plan: &ChildPlan) -> io::Result<()> {
         if plan.namespaces {
             enter_namespaces(plan.dir_path)?;
         }
+        drop_bounding_and_lock()?;
         let header = CapHeader {
             version: LINUX_CAPABILITY_VERSION_3,
             pid: 0,
@@ -497,6 +505,66 @@ pub(crate) fn enter(plan: &ChildPlan) -> io::Result<()> {
         if let Some(prog) = &plan.seccomp {
             seccomp::install(prog)?;
         }
+    }
+    Ok(())
+}
+
+/// The part of dropping privileges that needs `CAP_SETPCAP`, done while
+/// the child still has it (the `capset` to nothing comes after): the
+/// bounding set emptied, the ambient set cleared, and the securebits set
+/// and locked so that no `exec` as uid 0 grants capabilities again
+/// (`NOROOT`), no uid change adjusts them (`NO_SETUID_FIXUP`), and none can
+/// be kept across one (`KEEP_CAPS` locked off) or raised into the ambient
+/// set (`NO_CAP_AMBIENT_RAISE`).
+///
+/// A host without `CAP_SETPCAP` gets `EPERM` here, which is fine: its child
+/// has no capability to lose, and `no_new_privs` keeps it that way.
+///
+/// # Safety
+///
+/// Async-signal-safe; call between `fork` and `exec`.
+unsafe fn drop_bounding_and_lock() -> io::Result<()> {
+    const SECUREBITS: libc::c_ulong = (libc::SECBIT_NOROOT
+        | libc::SECBIT_NOROOT_LOCKED
+        | libc::SECBIT_NO_SETUID_FIXUP
+        | libc::SECBIT_NO_SETUID_FIXUP_LOCKED
+        | libc::SECBIT_KEEP_CAPS_LOCKED
+        | libc::SECBIT_NO_CAP_AMBIENT_RAISE
+        | libc::SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED)
+        as libc::c_ulong;
+    let fine = |r: libc::c_int| {
+        if r == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        // EPERM: no CAP_SETPCAP (see above); EINVAL: a capability number
+        // past the kernel's last.
+        match e.raw_os_error() {
+            Some(libc::EPERM) | Some(libc::EINVAL) => Ok(()),
+            _ => Err(e),
+        }
+    };
+    // SAFETY: integer-only prctl calls.
+    unsafe {
+        fine(libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+            0,
+            0,
+            0,
+        ))?;
+        for cap in 0..64 {
+            if libc::prctl(libc::PR_CAPBSET_READ, cap as libc::c_ulong, 0, 0, 0) == 1 {
+                fine(libc::prctl(
+                    libc::PR_CAPBSET_DROP,
+                    cap as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                ))?;
+            }
+        }
+        fine(libc::prctl(libc::PR_SET_SECUREBITS, SECUREBITS, 0, 0, 0))?;
     }
     Ok(())
 }

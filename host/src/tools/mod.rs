@@ -31,6 +31,7 @@
 //! | [`seccomp`] | the system calls `Bash` may not make (sockets, io_uring, namespaces, …) |
 //! | [`cgroup`] | a control group per `Bash` call: process count and memory of the tree |
 //! | [`usage`] | the disk budget: a bounded measurement of the directory, the check before a write |
+//! | [`setid`] | no set-uid or set-gid file stays in the directory: the walk's backstop |
 //! | [`redact`] | host paths taken out of every text a teammate gets back |
 //!
 //! # Limits
@@ -69,6 +70,7 @@ pub mod grep;
 pub mod read;
 pub mod redact;
 pub mod seccomp;
+pub mod setid;
 pub mod usage;
 pub mod write;
 
@@ -286,29 +288,26 @@ impl ToolBox {
     }
 
     /// Opens `rel` for reading if it is a regular file (a symlink to one
-    /// inside the directory counts). Opened non-blocking and checked on the
-    /// open descriptor, so a FIFO or device swapped in cannot hang the call.
+    /// inside the directory counts). Its type is looked at first, so a FIFO,
+    /// socket or device node is refused without being opened (a device's
+    /// open can do things); it is then opened non-blocking and checked again
+    /// on the open descriptor, so one swapped in between cannot hang the
+    /// call either.
     pub(crate) fn open_regular(&self, op: &str, rel: &Path) -> Result<File, ToolError> {
+        let dir = self.dir.get()?;
+        let before = dir
+            .metadata(cap_path(rel))
+            .map_err(|e| ToolError::io(op, rel, e))?;
+        regular(rel, &before)?;
         let mut options = OpenOptions::new();
-        options.read(true).custom_flags(libc::O_NONBLOCK);
-        let file = self
-            .dir
-            .get()?
+        options
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+        let file = dir
             .open_with(cap_path(rel), &options)
             .map_err(|e| ToolError::io(op, rel, e))?;
         let meta = file.metadata().map_err(|e| ToolError::io(op, rel, e))?;
-        if meta.is_dir() {
-            return Err(ToolError::Invalid(format!(
-                "{} is a directory; use Glob to list it",
-                show(rel)
-            )));
-        }
-        if !meta.is_file() {
-            return Err(ToolError::Invalid(format!(
-                "{} is not a regular file",
-                show(rel)
-            )));
-        }
+        regular(rel, &meta)?;
         Ok(file)
     }
 
@@ -351,6 +350,48 @@ impl ToolBox {
             }
             Ok(rel)
         }
+    }
+}
+
+/// `Ok` for a regular file; a directory or special file is refused, naming
+/// what it is.
+fn regular(rel: &Path, meta: &cap_std::fs::Metadata) -> Result<(), ToolError> {
+    if meta.is_dir() {
+        return Err(ToolError::Invalid(format!(
+            "{} is a directory; use Glob to list it",
+            show(rel)
+        )));
+    }
+    if !meta.is_file() {
+        return Err(ToolError::Invalid(format!(
+            "{} is {}, not a regular file; the tools read and write regular files only",
+            show(rel),
+            kind_of(meta)
+        )));
+    }
+    Ok(())
+}
+
+/// What kind of file `meta` describes, for messages ("a FIFO").
+pub(crate) fn kind_of(meta: &cap_std::fs::Metadata) -> &'static str {
+    use cap_std::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_symlink() {
+        "a symlink"
+    } else if t.is_file() {
+        "a regular file"
+    } else {
+        "a special file"
     }
 }
 

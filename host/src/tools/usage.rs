@@ -7,11 +7,18 @@
 //! [`DiskBudget::entries`] entries: a directory with more is over budget too,
 //! so a teammate cannot hide bytes behind a million empty files. A path too
 //! deep for the OS to open is not entered (its bytes go uncounted).
+//!
+//! The walk is also where a set-uid or set-gid file is caught: it reads
+//! every entry's metadata anyway, and runs after every Bash call and every
+//! turn, so it clears the bits of each such regular file it meets
+//! ([`super::setid`]).
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
-use super::{cap_path, show, ToolBox, ToolError};
+use cap_std::fs::MetadataExt;
+
+use super::{cap_path, setid, show, ToolBox, ToolError};
 
 /// A directory's budget: bytes of files, and entries one measurement walks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +61,8 @@ impl DiskBudget {
 
 impl ToolBox {
     /// Measures the capability directory, visiting at most `max_entries`
-    /// entries breadth first.
+    /// entries breadth first, and clears the set-id bits of every regular
+    /// file it visits that has them ([`super::setid`]).
     pub fn disk_usage(&self, max_entries: usize) -> DiskUsage {
         let mut usage = DiskUsage {
             bytes: 0,
@@ -87,6 +95,10 @@ impl ToolBox {
                     queue.push_back(rel.join(entry.file_name()));
                 } else if let Ok(meta) = entry.metadata() {
                     usage.bytes = usage.bytes.saturating_add(meta.len());
+                    if meta.is_file() && meta.mode() & setid::SET_ID != 0 {
+                        let name = PathBuf::from(entry.file_name());
+                        setid::clear(&dir, &name, &rel.join(&name));
+                    }
                 }
             }
         }

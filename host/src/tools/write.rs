@@ -4,7 +4,10 @@
 //! The content goes to a temporary file beside the target, which is then
 //! renamed over it, both through the [`Dir`](cap_std::fs::Dir): a reader
 //! sees the old file or the new one, never half of one. An existing file
-//! keeps its permissions. A symlink that resolves inside the directory is
+//! keeps its permissions, but never a set-uid or set-gid bit (the host may
+//! run as root: new content in a set-uid-root file would be root's; see
+//! [`super::setid`]). Only a regular file is replaced: a FIFO, socket or
+//! device node at the path is refused. A symlink that resolves inside the directory is
 //! written through (the link stays); one that leads out is refused. No
 //! `fsync`: the rename is atomic against readers, not against a power cut.
 
@@ -89,9 +92,13 @@ impl ToolBox {
                 if meta.is_dir() {
                     return Err(ToolError::Invalid(format!("{} is a directory", show(rel))));
                 }
+                refuse_special(rel, &meta)?;
                 (target, Some(meta))
             }
-            Ok(meta) => (rel.to_path_buf(), Some(meta)),
+            Ok(meta) => {
+                refuse_special(rel, &meta)?;
+                (rel.to_path_buf(), Some(meta))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => (rel.to_path_buf(), None),
             Err(e) => return Err(ToolError::io("write", rel, e)),
         };
@@ -110,7 +117,10 @@ impl ToolBox {
             let mut file = dir.open_with(&tmp, OpenOptions::new().write(true).create_new(true))?;
             file.write_all(bytes)?;
             if let Some(meta) = &existing {
-                file.set_permissions(meta.permissions())?;
+                let mode = cap_std::fs::PermissionsExt::mode(&meta.permissions());
+                file.set_permissions(cap_std::fs::PermissionsExt::from_mode(
+                    mode & 0o7777 & !super::setid::SET_ID,
+                ))?;
             }
             drop(file);
             dir.rename(&tmp, &dir, &target)
@@ -121,4 +131,16 @@ impl ToolBox {
         }
         Ok((target, existing.is_none()))
     }
+}
+
+/// Refuses to replace anything but a regular file (`meta`: what `rel` is).
+fn refuse_special(rel: &Path, meta: &cap_std::fs::Metadata) -> Result<(), ToolError> {
+    if meta.is_file() {
+        return Ok(());
+    }
+    Err(ToolError::Invalid(format!(
+        "{} is {}, not a regular file; Write replaces regular files only",
+        show(rel),
+        super::kind_of(meta)
+    )))
 }

@@ -27,6 +27,12 @@
 //! `--timeout` stops the team at once (waits for the lead are denied) and
 //! says so; a second Ctrl-C or SIGTERM forces it.
 //!
+//! The process always exits: once the run is over, what is left on the
+//! async runtime's blocking pool (a guest can leave a thread stuck in a
+//! system call) is given [`EXIT_GRACE`], not waited for. With `--timeout
+//! T`, `teamhost run` ends within T, the shutdown timeout (30 s) and that
+//! grace.
+//!
 //! The CLI is synchronous; this command alone builds a multi-threaded tokio
 //! runtime for the [`Host`] it drives.
 //!
@@ -70,6 +76,10 @@ use wait::{wait_for_work, Outcome};
 
 /// How long teammates get to approve the shutdown before they are killed.
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long the process waits, once the run is over, for what is still on
+/// the async runtime's blocking pool before it exits anyway.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
 
 const MANIFEST_HELP: &str = concat!(
     "Manifest format (paths are relative to the manifest's directory; unknown keys are errors):\n\n",
@@ -155,6 +165,14 @@ pub(super) fn run(
         let _ = std::io::stdout().flush();
         std::process::exit(code);
     }
+    // Dropping the runtime would wait for every blocking-pool task, and a
+    // guest can leave one that never returns (a thread stuck in a system
+    // call on something the guest chose). Bash calls still running are
+    // killed (they would end at their own timeout), and the rest gets
+    // EXIT_GRACE: the run is over, the summary printed, and every store
+    // write replaces its file whole, so nothing is cut in half.
+    crate::tools::bash::kill_in_flight();
+    runtime.shutdown_timeout(EXIT_GRACE);
     ran
 }
 
