@@ -533,6 +533,20 @@ async fn request(
     })
 }
 
+/// Returns once the server has read everything this client sent before
+/// it, subscriptions included: the answer to a request the server makes
+/// itself (`$JS.API.INFO`; "no responders" is an answer too). The client's
+/// `flush()` is not that: in async-nats 0.51 it only writes the socket and
+/// does not wait for the server, so a subscription "flushed" may still be
+/// unknown to it while another connection's write is stored and its notice
+/// sent to nobody.
+pub(super) async fn round_trip(c: &async_nats::Client) -> Result<(), Fail> {
+    match request(c, format!("{API}.INFO"), None, Bytes::new()).await {
+        Ok(_) | Err(Fail::NoStream) => Ok(()),
+        Err(f) => Err(f),
+    }
+}
+
 /// One JetStream API request, once. `NoStream` when the answer is "stream
 /// not found"; no answer at all (no JetStream yet) is transient.
 async fn api_once(c: &async_nats::Client, subject: String, payload: Bytes) -> Result<Value, Fail> {

@@ -17,9 +17,17 @@
 //! Core messages are not kept while the client is disconnected, so after
 //! each reconnect the feed reports everything as changed (the config, the
 //! tasks and every member's inbox): a reader then looks once and finds what
-//! it missed. It does so only once a flush has confirmed that the server
-//! has the subscription again (the client announces the reconnect before it
-//! resubscribes): a write in that gap is either heard or found by the look.
+//! it missed. It does so only once a round trip has confirmed that the
+//! server has the subscription again (the client announces the reconnect
+//! before it resubscribes): a write in that gap is either heard or found by
+//! the look.
+//!
+//! `watch()` likewise returns only after a round trip on the feed's
+//! connection (a request the server answers itself), so a write made after
+//! it, through any connection, is heard. The client's `flush()` would not
+//! do: it only writes the socket, and a write from another connection could
+//! be stored, and its notice sent, before the server had read the
+//! subscription (a lost wake-up: the teammate slept until its poll).
 //! Only members' inboxes are reported: mail to a name that is not a member
 //! has no reader to wake.
 //!
@@ -30,7 +38,7 @@ use std::sync::{mpsc, Arc};
 
 use futures_util::StreamExt;
 
-use super::client::Fail;
+use super::client::{round_trip, Fail};
 use super::naming::untoken;
 use super::NatsStore;
 use crate::error::Result;
@@ -74,10 +82,9 @@ pub(super) fn start(
                     .await
                     .map_err(|e| Fail::Transient(e.to_string()))?;
                 // The server has the subscription before watch() returns:
-                // a write made right after is heard.
-                c.flush()
-                    .await
-                    .map_err(|e| Fail::Transient(e.to_string()))?;
+                // a write made right after is heard. Not `flush()`, which
+                // only writes the socket (see `round_trip`).
+                round_trip(&c).await?;
                 Ok(sub)
             }
         })
@@ -108,14 +115,14 @@ pub(super) fn start(
                     // The client says "connected" before it has sent the
                     // server this subscription again: a write made in
                     // between would be neither heard nor covered by the
-                    // look below. A flush's answer comes after the server
-                    // has the subscription.
-                    let flushed = tokio::time::timeout(
+                    // look below. A round trip's answer comes after the
+                    // server has the subscription.
+                    let confirmed = tokio::time::timeout(
                         std::time::Duration::from_secs(5),
-                        client.flush(),
+                        round_trip(&client),
                     )
                     .await;
-                    if !matches!(flushed, Ok(Ok(()))) {
+                    if !matches!(confirmed, Ok(Ok(()))) {
                         tracing::warn!(team = %team_name, "after a reconnect: the subscription was not confirmed; reporting every change anyway");
                     }
                     if tx.send(Heard::Reconnected).is_err() {

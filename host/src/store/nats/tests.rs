@@ -272,3 +272,101 @@ fn a_store_dropped_on_an_executor_thread_does_not_panic() {
         drop(s);
     });
 }
+
+/// A TCP relay to the server on `upstream` that holds every chunk the
+/// client sends for `delay` before passing it on (the server's side passes
+/// at once): a server slow to read one connection, made certain. Returns
+/// the relay's port; its threads end with its connections.
+fn slow_relay(upstream: u16, delay: std::time::Duration) -> u16 {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { return };
+            let server = TcpStream::connect(("127.0.0.1", upstream)).unwrap();
+            let (mut from_server, mut to_client) =
+                (server.try_clone().unwrap(), client.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut from_server, &mut to_client);
+                let _ = to_client.shutdown(Shutdown::Both);
+            });
+            let (tx, rx) = std::sync::mpsc::channel::<(std::time::Instant, Vec<u8>)>();
+            let mut from_client = client;
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 64 * 1024];
+                while let Ok(k @ 1..) = from_client.read(&mut buf) {
+                    if tx
+                        .send((std::time::Instant::now() + delay, buf[..k].to_vec()))
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+            });
+            let mut to_server = server;
+            std::thread::spawn(move || {
+                for (due, bytes) in rx {
+                    std::thread::sleep(due.saturating_duration_since(std::time::Instant::now()));
+                    if to_server.write_all(&bytes).is_err() {
+                        break;
+                    }
+                }
+                let _ = to_server.shutdown(Shutdown::Both);
+            });
+        }
+    });
+    port
+}
+
+/// `watch` returns only once the server has the feed's subscription, even
+/// when the server reads the feed's connection late: a write made right
+/// after, through another connection, is heard. (A feed that only flushed
+/// its socket missed it, and the teammate slept until its poll.)
+#[test]
+fn the_feed_hears_a_write_made_right_after_watch_when_the_server_reads_the_feed_late() {
+    use crate::store::{StoreEvent, StoreObserver};
+    use std::sync::{mpsc, Mutex};
+    use std::time::Duration;
+    let Some(server) = NatsServer::start_or_skip("feed on a slow connection") else {
+        return;
+    };
+    let writer = store_on(&server, "slow");
+    let team = team_on(&writer, "t");
+    team.add_member(NewMember {
+        name: "a".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    let relay = slow_relay(server.port(), Duration::from_millis(300));
+    let url = NatsUrl::parse(&format!("nats://127.0.0.1:{relay}/slow")).unwrap();
+    let watcher = NatsStore::connect(&url).unwrap();
+
+    struct Tell(Mutex<mpsc::Sender<StoreEvent>>);
+    impl StoreObserver for Tell {
+        fn changed(&self, e: &StoreEvent) {
+            let _ = self.0.lock().unwrap().send(e.clone());
+        }
+    }
+    let (tx, rx) = mpsc::channel();
+    let _feed = Store::with_backend(Arc::new(watcher))
+        .team("t")
+        .unwrap()
+        .watch(Arc::new(Tell(Mutex::new(tx))))
+        .unwrap();
+    team.deliver("a", OutgoingMessage::new("team-lead", "wake"))
+        .unwrap();
+    let want = StoreEvent::InboxAppended {
+        team: "t".into(),
+        agent: "a".into(),
+    };
+    loop {
+        // Lost, it never comes; heard, it comes within the relay's delay.
+        match rx.recv_timeout(Duration::from_secs(5)) {
+            Ok(e) if e == want => break,
+            Ok(_) => continue,
+            Err(e) => panic!("the delivery made right after watch() was not heard: {e}"),
+        }
+    }
+}
