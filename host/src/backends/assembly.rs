@@ -183,6 +183,13 @@ pub(crate) async fn instantiate(
     let tools = Arc::new(tools);
     // One budget for the teammate and everything it starts.
     let budget = crate::runtime::TreeBudget::new(&req.settings.limits, tools.clone());
+    // Over its life: a resumed teammate goes on from what it spent (a fresh
+    // one's record went with `clear_life` above).
+    let spent = crate::store::kept::SpentRecord::of(&env.home, team.name(), &member.name)?;
+    if let Some(earlier) = spent.load()? {
+        budget.restore(earlier);
+    }
+    budget.keep_in(spent);
     let mut agent = AgentCtx {
         fixed: Fixed {
             team: team.clone(),

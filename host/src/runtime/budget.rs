@@ -7,12 +7,18 @@
 //! ([`DiskMeter`]). The values are the root teammate's
 //! [`Limits`](crate::sandbox::Limits); the table of defaults is in
 //! [`crate::sandbox::limits`].
+//!
+//! What accumulates over the life is kept in the host's home after each
+//! turn that spent something ([`TreeBudget::keep_in`],
+//! [`TreeBudget::save_life`]): a teammate resumed after a crash goes on
+//! from there ([`TreeBudget::restore`]), not from zero.
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::disk_meter::DiskMeter;
 use crate::sandbox::{Limits, TeamAct, TeamActs};
+use crate::store::kept::{LifeSpent, SpentRecord};
 use crate::tools::{DiskBudget, ToolBox};
 
 /// One teammate's budgets, shared by its whole tree. Cheap to share
@@ -25,6 +31,8 @@ pub struct TreeBudget {
     subagents: AtomicU32,
     spent: Mutex<Spent>,
     disk: Arc<DiskMeter>,
+    /// Where the life's spending is kept, and what was kept last.
+    kept: OnceLock<(SpentRecord, Mutex<LifeSpent>)>,
 }
 
 /// What accumulates over the tree's life.
@@ -56,7 +64,59 @@ impl TreeBudget {
             subagents: AtomicU32::new(0),
             spent: Mutex::new(Spent::default()),
             disk,
+            kept: OnceLock::new(),
         })
+    }
+
+    /// What the tree has spent over its life so far.
+    pub fn life(&self) -> LifeSpent {
+        let spent = lock(&self.spent);
+        LifeSpent {
+            subagents: self.subagents.load(Ordering::SeqCst),
+            messages: spent.acts.messages,
+            broadcasts: spent.acts.broadcasts,
+            tasks: spent.acts.tasks,
+            team_bytes: spent.team_bytes,
+            state_saves: spent.state_saves,
+        }
+    }
+
+    /// Goes on from what an earlier life of the teammate spent (a resume).
+    /// Call it before the tree spends anything.
+    pub fn restore(&self, earlier: LifeSpent) {
+        self.subagents.store(earlier.subagents, Ordering::SeqCst);
+        let mut spent = lock(&self.spent);
+        spent.acts = TeamActs {
+            messages: earlier.messages,
+            broadcasts: earlier.broadcasts,
+            tasks: earlier.tasks,
+        };
+        spent.team_bytes = earlier.team_bytes;
+        spent.state_saves = earlier.state_saves;
+    }
+
+    /// Keeps the life's spending in `record` from now on
+    /// ([`TreeBudget::save_life`]); the first call wins. What is spent
+    /// now counts as kept.
+    pub fn keep_in(&self, record: SpentRecord) {
+        let _ = self.kept.set((record, Mutex::new(self.life())));
+    }
+
+    /// Writes the life's spending to its record when it changed since the
+    /// last write (a file write: call it off the async executor). Nothing
+    /// to do without a record.
+    pub fn save_life(&self) -> crate::Result<()> {
+        let Some((record, last)) = self.kept.get() else {
+            return Ok(());
+        };
+        let now = self.life();
+        let mut last = lock(last);
+        if *last == now {
+            return Ok(());
+        }
+        record.save(&now)?;
+        *last = now;
+        Ok(())
     }
 
     /// The limits the budgets were made from (the root teammate's).
@@ -222,6 +282,41 @@ mod tests {
             .unwrap_err();
         assert!(e.contains("(max_messages_total)"), "{e}");
         assert_eq!(b.acts().messages, 3);
+    }
+
+    #[test]
+    fn a_resumed_tree_goes_on_from_what_its_earlier_life_spent() {
+        let limits = Limits {
+            max_subagents_total: 2,
+            max_messages_total: 2,
+            ..Limits::default()
+        };
+        let home = tempfile::tempdir().unwrap();
+        let record = || SpentRecord::of(&crate::store::Home::new(home.path()), "t", "w").unwrap();
+        let (_d, first) = budget(limits.clone());
+        first.keep_in(record());
+        first.start_subagent().unwrap();
+        first
+            .count_act(TeamAct::Message, &mut TeamActs::default())
+            .unwrap();
+        first.save_life().unwrap();
+        assert_eq!(record().load().unwrap(), Some(first.life()));
+
+        // The host dies; the next life starts from the record.
+        let (_d2, second) = budget(limits);
+        second.restore(record().load().unwrap().unwrap());
+        second.keep_in(record());
+        second.start_subagent().unwrap();
+        let e = second.start_subagent().unwrap_err();
+        assert!(e.contains("(max_subagents_total)"), "{e}");
+        second
+            .count_act(TeamAct::Message, &mut TeamActs::default())
+            .unwrap();
+        assert!(second
+            .count_act(TeamAct::Message, &mut TeamActs::default())
+            .is_err());
+        second.save_life().unwrap();
+        assert_eq!(record().load().unwrap().unwrap().subagents, 2);
     }
 
     #[test]

@@ -176,6 +176,7 @@ impl Instance {
             ),
             Ok(Ok(outcome)) => {
                 self.check_disk().await?;
+                self.keep_life().await;
                 // Idle from here: no descriptor held for it meanwhile.
                 self.store.data().agent.fixed.tools.release_dir();
                 Ok(outcome)
@@ -215,6 +216,17 @@ impl Instance {
         match meter.budget().breach(&usage) {
             Some(breach) => anyhow::bail!("{breach}"),
             None => Ok(()),
+        }
+    }
+
+    /// Keeps what the tree spent over its life, for a resume (see
+    /// [`super::TreeBudget::save_life`]). A failed write is logged: the
+    /// teammate goes on, and a resume would count from the last record.
+    async fn keep_life(&mut self) {
+        let budget = self.store.data().agent.fixed.budget.clone();
+        let saved = tokio::task::spawn_blocking(move || budget.save_life()).await;
+        if let Ok(Err(e)) | Err(e) = saved.map_err(|e| crate::Error::Invalid(e.to_string())) {
+            tracing::warn!(error = %e, "the teammate's life-long spending was not kept");
         }
     }
 

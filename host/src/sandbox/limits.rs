@@ -7,8 +7,11 @@
 //! budget for the teammate and everything it starts: a sub-agent (and its
 //! sub-agents) draws from its root teammate's budget
 //! ([`crate::runtime::TreeBudget`]), never from fresh ones. Limits marked
-//! *life* accumulate over the teammate's life (its process; a `--resume`d
-//! teammate starts them again). The others hold per instance or per turn.
+//! *life* accumulate over the teammate's life, across a crash and a
+//! `--resume` too (kept in the host's home after each turn,
+//! `store::kept::SpentRecord`; a crash loses at most what the cut turn
+//! spent, which the per-turn limits bound). The others hold per instance or
+//! per turn.
 //!
 //! | limit | default | scope | breach |
 //! |---|---|---|---|

@@ -9,6 +9,7 @@
 //! | `{name}.turn.json` | while a turn handles a message ([`TurnJournal`]; beside the message's take, on the blocking pool) | resume: that message is delivered again |
 //! | `{name}.task.json` | from the claim of a task until the lead has been told how the turn on it ended ([`TaskNote`]; in the claim's and the report's blocking tasks) | resume: a completion the cut turn made is reported to the lead |
 //! | `{name}.claims.json` | when it claims a task through the host: its runner's claim, its own `tasks.claim`, its own `tasks.update` making it the owner of a task in progress ([`ClaimLedger`]); a task it completes, gives up or hands on leaves it | resume: only a task listed here is handed back to it as its own |
+//! | `{name}.spent.json` | after each of its turns that spent something counted over its life ([`SpentRecord`]) | resume: its tree's life-long budgets go on from there instead of from zero |
 //! | `{name}.state` | `state.save` ([`SavedState`]) | `state.load` |
 //! | `host.json` (the team's, not a teammate's) | `teamhost run` when it creates or resumes the team (`backends::live_host::claim`) | every command that would delete or take over the team: it refuses while that host lives |
 //!
@@ -55,6 +56,7 @@ pub fn forget(home: &Home, team: &str, name: &str) -> Result<()> {
         "turn.json",
         "task.json",
         "claims.json",
+        "spent.json",
         "state",
     ] {
         remove(&file(home, team, name, suffix)?)?;
@@ -77,7 +79,8 @@ pub fn conversation(home: &Home, team: &str, name: &str) -> Result<PathBuf> {
 }
 
 /// Clears what an earlier life of `name` left (its conversation, turn
-/// journal, task note, claims and saved state): a teammate that is not
+/// journal, task note, claims, life-long spending and saved state): a
+/// teammate that is not
 /// resumed starts afresh, even under a name used before. Its spawn record
 /// stays.
 pub fn clear_life(home: &Home, team: &str, name: &str) -> Result<()> {
@@ -86,6 +89,7 @@ pub fn clear_life(home: &Home, team: &str, name: &str) -> Result<()> {
         "turn.json",
         "task.json",
         "claims.json",
+        "spent.json",
         "state",
     ] {
         remove(&file(home, team, name, suffix)?)?;
@@ -261,6 +265,67 @@ impl ClaimLedger {
     }
 }
 
+/// What a teammate and everything it started spent of the budgets that
+/// accumulate over its life (`sandbox::limits`, scope *life*).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct LifeSpent {
+    /// Sub-agents started.
+    pub subagents: u32,
+    /// Direct messages sent.
+    pub messages: u32,
+    /// Broadcasts sent.
+    pub broadcasts: u32,
+    /// Tasks created.
+    pub tasks: u32,
+    /// Bytes written into the team's store.
+    pub team_bytes: u64,
+    /// `state.save` and `state.clear` calls.
+    pub state_saves: u32,
+}
+
+/// Where a teammate's [`LifeSpent`] is kept between its host's lives, so
+/// that a crash and a resume do not give it its life-long budgets afresh.
+/// Written after each turn that spent something (not synced, like
+/// [`TurnJournal`]): a crash loses at most what the cut turn spent, which
+/// the per-turn limits bound.
+#[derive(Debug, Clone)]
+pub struct SpentRecord {
+    path: PathBuf,
+}
+
+impl SpentRecord {
+    /// `name`'s record in `team`.
+    pub fn of(home: &Home, team: &str, name: &str) -> Result<SpentRecord> {
+        Ok(SpentRecord {
+            path: file(home, team, name, "spent.json")?,
+        })
+    }
+
+    /// What was kept, if anything. The file is the host's (the home is
+    /// never a teammate's to write); one that does not parse is reported
+    /// and read as nothing spent.
+    pub fn load(&self) -> Result<Option<LifeSpent>> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io("read", &self.path, e)),
+        };
+        match serde_json::from_slice(&bytes) {
+            Ok(s) => Ok(Some(s)),
+            Err(e) => {
+                tracing::warn!(path = %self.path.display(), error = %e, "unreadable record of a teammate's spending ignored");
+                Ok(None)
+            }
+        }
+    }
+
+    /// Keeps `spent`.
+    pub fn save(&self, spent: &LifeSpent) -> Result<()> {
+        super::files::atomic::write_json_relaxed(&self.path, spent)
+    }
+}
+
 /// The most a teammate may save with `state.save`, in bytes (64 KiB).
 pub const MAX_SAVED_STATE: usize = 64 << 10;
 
@@ -337,6 +402,24 @@ mod tests {
         j.open(&msg).unwrap();
         j.close().unwrap();
         assert!(j.take_interrupted().unwrap().is_none());
+    }
+
+    #[test]
+    fn spending_is_kept_for_a_resume_and_forgotten_by_a_fresh_life() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = Home::new(tmp.path());
+        let r = SpentRecord::of(&home, "t", "w").unwrap();
+        assert_eq!(r.load().unwrap(), None);
+        let spent = LifeSpent {
+            subagents: 3,
+            messages: 7,
+            team_bytes: 1 << 20,
+            ..LifeSpent::default()
+        };
+        r.save(&spent).unwrap();
+        assert_eq!(r.load().unwrap(), Some(spent));
+        clear_life(&home, "t", "w").unwrap();
+        assert_eq!(r.load().unwrap(), None);
     }
 
     #[test]

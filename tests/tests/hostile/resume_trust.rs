@@ -6,7 +6,8 @@
 //! false`), which then ran the peer's text. Now only a task in the
 //! teammate's claim ledger (`store::kept::ClaimLedger`, written by the host
 //! when that teammate claims) comes back; the hijacked one is left as it is
-//! and named to the lead.
+//! and named to the lead. Nor does a crash give a teammate its life-long
+//! budgets afresh: the resumed `m` goes on counting from what it spent.
 //!
 //! The crash is real: the first life runs in a child process (this test
 //! binary again, told so by an environment variable), which aborts once
@@ -16,7 +17,7 @@
 
 use std::path::Path;
 
-use teamhost::embed::{Host, HostOptions, SpawnRequest};
+use teamhost::embed::{Event, Host, HostOptions, SpawnRequest, TeammateState};
 use teamhost::store::{Home, NewTask, NewTeam, TaskStatus};
 
 use crate::common::{probe_request, until};
@@ -99,15 +100,28 @@ fn first_life(root: &Path) -> ! {
         })
         .await;
         let attack = format!("coord hijack 1 v {HIJACK}");
-        host.spawn("trust", hostile_request("m", &attack, &mdir, "default"))
-            .await
-            .unwrap();
+        let mut req = hostile_request("m", &attack, &mdir, "default");
+        // One task created is m's whole life's worth.
+        req.settings.limits.max_tasks_total = 1;
+        host.spawn("trust", req).await.unwrap();
         until(&host, "the hijack on disk", || {
             team.task("1").is_ok_and(|t| {
                 t.owner.as_deref() == Some("v")
                     && t.status == TaskStatus::InProgress
                     && t.description == HIJACK
             })
+        })
+        .await;
+        // m creates its one task; once that turn is over, what it spent is
+        // kept for a resume.
+        host.send_as_lead("trust", "m", "coord create Notes", None)
+            .unwrap();
+        let spent = home.join("kept").join("trust").join("m.spent.json");
+        until(&host, "m's spending kept after its turn", || {
+            std::fs::read(&spent)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .is_some_and(|v| v["tasks"] == 1)
         })
         .await;
         // The crash.
@@ -156,5 +170,24 @@ fn second_life(home: &Path, vdir: &Path) {
             !turns.lines().any(|l| l.starts_with("task-claimed")),
             "v ran no task turn: {turns}"
         );
+        // The crash did not give m its life's budgets afresh: its second
+        // task is one past max_tasks_total.
+        let mut events = host.events();
+        host.send_as_lead("trust", "m", "coord create More", None)
+            .unwrap();
+        let ended = crate::common::next_event(&mut events, "m to fail", |e| {
+            matches!(e, Event::StateChanged { name, state, .. } if name == "m" && state.is_finished())
+        })
+        .await;
+        match ended {
+            Event::StateChanged {
+                state: TeammateState::Failed(reason),
+                ..
+            } => assert!(
+                reason.contains("coordination limit") && reason.contains("max_tasks_total"),
+                "{reason}"
+            ),
+            other => panic!("m should have failed: {other:?}"),
+        }
     });
 }
