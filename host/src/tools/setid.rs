@@ -14,7 +14,7 @@
 //! |---|---|
 //! | one name (link count 1) | opened without following a symlink, checked on the open descriptor, then `fchmod` without `S_ISUID` and `S_ISGID` |
 //! | more than one name (a hard link to a file elsewhere) | never `chmod`ed (it may be a file outside the directory, a system binary even): this name is removed, if it still names that file |
-//! | one the host cannot open (a host that is not root, a file without read permission) | this name is removed |
+//! | one the host cannot open or change (a host that is not root, another user's file) | left as it is, logged: the only name of someone's file is never removed, and what the host cannot change Bash (the same user, without capabilities) cannot write either; a write by anyone but its owner clears the bits anyway (the kernel does, for a writer without `CAP_FSETID`) |
 //!
 //! Each is logged (`warn`). Directories keep their set-gid bit: it only
 //! makes new entries inherit the directory's group, and grants nothing.
@@ -40,7 +40,8 @@ pub const SET_ID: u32 = 0o6000;
 pub enum Cleared {
     /// The bits were cleared; the file keeps its other permissions.
     Bits,
-    /// The name was removed (a hard-linked or unopenable file).
+    /// The name was removed (a hard-linked file: its content stays with its
+    /// other names).
     Removed,
     /// Nothing was needed (the file changed since it was looked at), or
     /// nothing could be done (logged).
@@ -59,14 +60,29 @@ pub fn clear(dir: &Dir, name: &Path, rel: &Path) -> Cleared {
             Cleared::Bits
         }
         Ok(None) => Cleared::Nothing,
-        Err(why) => remove(dir, name, rel, &why),
+        Err(Refusal::Linked(why)) => remove(dir, name, rel, &why),
+        Err(Refusal::Untouchable(why)) => {
+            tracing::warn!(
+                "a set-uid/set-gid file in a teammate's directory is left as it is: {} ({why})",
+                show(rel)
+            );
+            Cleared::Nothing
+        }
     }
+}
+
+/// Why [`clear_bits`] did not clear the bits.
+enum Refusal {
+    /// More than one name: this one goes instead.
+    Linked(String),
+    /// The host cannot open or change it: it stays.
+    Untouchable(String),
 }
 
 /// Opens `name` (no symlink followed, non-blocking) and clears its bits on
 /// the descriptor: `Some((before, after))`, `None` when it no longer has
-/// them or is no longer a regular file, `Err(why)` when it must go instead.
-fn clear_bits(dir: &Dir, name: &Path) -> Result<Option<(u32, u32)>, String> {
+/// them or is no longer a regular file, a [`Refusal`] otherwise.
+fn clear_bits(dir: &Dir, name: &Path) -> Result<Option<(u32, u32)>, Refusal> {
     let mut options = OpenOptions::new();
     options
         .read(true)
@@ -74,27 +90,27 @@ fn clear_bits(dir: &Dir, name: &Path) -> Result<Option<(u32, u32)>, String> {
         ._cap_fs_ext_follow(FollowSymlinks::No);
     let file = dir
         .open_with(name, &options)
-        .map_err(|e| format!("it cannot be opened ({e})"))?;
+        .map_err(|e| Refusal::Untouchable(format!("it cannot be opened ({e})")))?;
     let meta = file
         .metadata()
-        .map_err(|e| format!("it cannot be inspected ({e})"))?;
+        .map_err(|e| Refusal::Untouchable(format!("it cannot be inspected ({e})")))?;
     let mode = meta.mode();
     if !meta.is_file() || mode & SET_ID == 0 {
         return Ok(None);
     }
     if meta.nlink() > 1 {
-        return Err(format!(
+        return Err(Refusal::Linked(format!(
             "it has {} names (a hard link may lead outside the directory)",
             meta.nlink()
-        ));
+        )));
     }
     let after = mode & 0o7777 & !SET_ID;
     // SAFETY: fchmod on a descriptor this function owns.
     if unsafe { libc::fchmod(file.as_raw_fd(), after) } != 0 {
-        return Err(format!(
+        return Err(Refusal::Untouchable(format!(
             "its mode cannot be changed ({})",
             io::Error::last_os_error()
-        ));
+        )));
     }
     Ok(Some((mode & 0o7777, after)))
 }
