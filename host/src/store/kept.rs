@@ -50,18 +50,8 @@ fn remove(path: &Path) -> Result<()> {
 
 /// Forgets everything kept of `name` (a teammate that left the team).
 pub fn forget(home: &Home, team: &str, name: &str) -> Result<()> {
-    for suffix in [
-        "spawn.json",
-        "conversation.json",
-        "turn.json",
-        "task.json",
-        "claims.json",
-        "spent.json",
-        "state",
-    ] {
-        remove(&file(home, team, name, suffix)?)?;
-    }
-    Ok(())
+    clear_life(home, team, name)?;
+    remove(&file(home, team, name, "spawn.json")?)
 }
 
 /// Removes the team's directory (the team is deleted).
@@ -78,20 +68,23 @@ pub fn conversation(home: &Home, team: &str, name: &str) -> Result<PathBuf> {
     file(home, team, name, "conversation.json")
 }
 
+/// The files of one life of a teammate: everything kept of it but its
+/// spawn record.
+const LIFE: [&str; 6] = [
+    "conversation.json",
+    "turn.json",
+    "task.json",
+    "claims.json",
+    "spent.json",
+    "state",
+];
+
 /// Clears what an earlier life of `name` left (its conversation, turn
 /// journal, task note, claims, life-long spending and saved state): a
-/// teammate that is not
-/// resumed starts afresh, even under a name used before. Its spawn record
-/// stays.
+/// teammate that is not resumed starts afresh, even under a name used
+/// before. Its spawn record stays.
 pub fn clear_life(home: &Home, team: &str, name: &str) -> Result<()> {
-    for suffix in [
-        "conversation.json",
-        "turn.json",
-        "task.json",
-        "claims.json",
-        "spent.json",
-        "state",
-    ] {
+    for suffix in LIFE {
         remove(&file(home, team, name, suffix)?)?;
     }
     Ok(())
