@@ -22,13 +22,21 @@
 //! | [`subagents`] | sub-agents (the `Agent` tool): at most the parent, lifecycle, definitions |
 //! | [`hooks`] | the lead's hook commands: TeammateIdle, TaskCompleted, start and stop |
 //! | [`manifest`] | `TEAM.toml`: a team, its component teammates and seed tasks, validated |
-//! | [`cli`] | the `teamhost` command line |
+//! | `cli` | the `teamhost` command line (feature `cli`, on by default) |
 //! | [`error`] | the library's public error type |
 //!
 //! The store needs neither wasm nor tokio: the CLI and tests use it directly.
+//!
+//! # Features
+//!
+//! `cli` (default): the `teamhost` binary, its command line (`cli`) and the
+//! live view (`view`), with clap, ratatui and tracing-subscriber. A program
+//! that embeds the host through [`embed::Host`] builds without them:
+//! `teamhost = { path = "…", default-features = false }`.
 
 pub mod approvals;
 pub mod backends;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod embed;
 pub mod error;
@@ -46,6 +54,7 @@ pub mod subagents;
 pub mod teammate;
 pub mod toolbox;
 pub mod tools;
+#[cfg(feature = "cli")]
 pub mod view;
 pub mod worktree;
 

@@ -29,6 +29,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+pub use super::mailbox::{HistoryChunk, HistoryCursor};
 use super::{InboxMessage, ModelUsage, StoreObserver, Task, TeamConfig};
 use crate::error::Result;
 
@@ -40,29 +41,6 @@ pub type TasksChange<'a> = &'a mut dyn FnMut(&mut dyn TaskTxn) -> Result<()>;
 
 /// Selects which unread inbox entries a take consumes.
 pub type Pick<'a> = &'a mut dyn FnMut(&InboxMessage) -> bool;
-
-/// Where a reader stopped in a history, for reading only what came after.
-/// Opaque: only the backend that made it understands it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct HistoryCursor {
-    /// Which version of the history (a file's inode; a memory generation).
-    pub epoch: u64,
-    /// How far into it (bytes; entries).
-    pub offset: u64,
-}
-
-/// What [`TeamStore::history_since`] read.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct HistoryChunk {
-    /// The history is not the one the cursor was made on (replaced,
-    /// truncated, removed): `entries` start from its beginning and whatever
-    /// the reader kept must be dropped.
-    pub restarted: bool,
-    /// Entries after the cursor, oldest first.
-    pub entries: Vec<InboxMessage>,
-    /// Where to read from next time.
-    pub cursor: HistoryCursor,
-}
 
 /// Keeps a change feed alive; dropping it stops the feed.
 pub trait FeedGuard: Send {}

@@ -20,10 +20,32 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::backend::HistoryCursor;
 use super::{StoreEvent, Team};
 use crate::error::{Error, Result};
 use crate::protocol::time::timestamp_now;
+
+/// Where a reader stopped in a history, for reading only what came after.
+/// Opaque: only the backend that made it understands it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HistoryCursor {
+    /// Which version of the history (a file's inode; a memory generation).
+    pub epoch: u64,
+    /// How far into it (bytes; entries).
+    pub offset: u64,
+}
+
+/// What [`TeamStore::history_since`](super::TeamStore::history_since) read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HistoryChunk {
+    /// The history is not the one the cursor was made on (replaced,
+    /// truncated, removed): `entries` start from its beginning and whatever
+    /// the reader kept must be dropped.
+    pub restarted: bool,
+    /// Entries after the cursor, oldest first.
+    pub entries: Vec<InboxMessage>,
+    /// Where to read from next time.
+    pub cursor: HistoryCursor,
+}
 
 /// One inbox entry, as on disk. Unknown fields are kept in `extra`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -11,17 +11,18 @@ use crate::protocol::{IdleNotification, IdleReason};
 /// Which `idle_notification`s reach the lead's inbox (see the [runner
 /// docs](crate::runner::notify)). The default, [`All`](NotificationLevel::All), is the
 /// reference's behaviour.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum NotificationLevel {
     /// `all`: every idle notification, as the reference does.
     #[default]
-    #[value(name = "all")]
+    #[cfg_attr(feature = "cli", value(name = "all"))]
     All,
     /// `state-changes`: the first after start, completed tasks and failures.
-    #[value(name = "state-changes")]
+    #[cfg_attr(feature = "cli", value(name = "state-changes"))]
     StateChanges,
     /// `none`: no idle notification; the history still records them.
-    #[value(name = "none")]
+    #[cfg_attr(feature = "cli", value(name = "none"))]
     None,
 }
 
