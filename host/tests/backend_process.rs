@@ -13,7 +13,7 @@ use teamhost::store::{Home, NewTask, TaskStatus};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_process_teammate_answers_messages_and_exits_after_an_approved_shutdown() {
-    let f = Fixture::new("proc", TeammateMode::Process, |_| {});
+    let f = fixture("proc", TeammateMode::Process, |_| {});
     let dir = f.dir("a");
     let info = f
         .host
@@ -68,7 +68,7 @@ async fn a_process_teammate_answers_messages_and_exits_after_an_approved_shutdow
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_teammate_killed_with_sigkill_is_reported_dead_and_its_task_goes_to_another() {
-    let f = Fixture::new("live", TeammateMode::Process, |_| {});
+    let f = fixture("live", TeammateMode::Process, |_| {});
     let (dir_a, dir_b) = (f.dir("a"), f.dir("b"));
     f.host
         .spawn("live", probe("a", "hold", &dir_a, false))
@@ -149,7 +149,7 @@ async fn a_teammate_killed_with_sigkill_is_reported_dead_and_its_task_goes_to_an
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forced_stop_sends_sigterm_and_the_teammate_leaves_cleanly() {
-    let f = Fixture::new("stop", TeammateMode::Process, |_| {});
+    let f = fixture("stop", TeammateMode::Process, |_| {});
     let dir = f.dir("a");
     f.host
         .spawn("stop", probe("a", "listen", &dir, false))

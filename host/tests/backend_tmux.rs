@@ -128,7 +128,7 @@ async fn tmux_teammates_split_the_leads_window_talk_shut_down_and_leave_nothing_
         "exec cat",
     ]);
     let (sock, lp) = (t.sock.clone(), lead_pane.clone());
-    let f = Fixture::new("panes", TeammateMode::Tmux, move |b| {
+    let f = fixture("panes", TeammateMode::Tmux, move |b| {
         b.tmux.socket = Some(sock);
         b.tmux.split_from = Some(lp);
     });
@@ -243,7 +243,7 @@ async fn outside_tmux_teammates_get_a_detached_session_and_team_delete_closes_on
     let t = Tmux::start(tmp.path());
     let (user_id, user_pid) = user_pane(&t);
     let sock = t.sock.clone();
-    let f = Fixture::new("winds", TeammateMode::Tmux, move |b| {
+    let f = fixture("winds", TeammateMode::Tmux, move |b| {
         b.tmux.socket = Some(sock);
         b.tmux.split_from = None;
     });

@@ -24,7 +24,7 @@ fn record_to(file: &std::path::Path) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_process_teammate_runs_the_hosts_hooks() {
     let marker = tempfile::NamedTempFile::new().unwrap();
-    let f = Fixture::with_hooks(
+    let f = fixture_with_hooks(
         "hooked",
         TeammateMode::Process,
         |_| {},

@@ -1,20 +1,12 @@
 //! Mailbox behaviour on real files: append, read, take, history, bad input.
 
-use teamhost::store::{Home, NewMember, NewTeam, OutgoingMessage, Store, Team};
+use teamhost::store::{OutgoingMessage, Team};
 use teamhost::Error;
+use teamhost_tests::fixture::TempTeam;
 
+/// A team `t` on real files with members `alice`, `bob`.
 fn team() -> (tempfile::TempDir, Team) {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = Store::new(Home::new(tmp.path()));
-    let team = store.team("t").unwrap();
-    team.create(NewTeam::default()).unwrap();
-    for name in ["alice", "bob"] {
-        team.add_member(NewMember {
-            name: name.into(),
-            ..Default::default()
-        })
-        .unwrap();
-    }
+    let TempTeam { tmp, team } = TempTeam::new("t", &["alice", "bob"]);
     (tmp, team)
 }
 

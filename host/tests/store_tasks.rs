@@ -1,24 +1,13 @@
 //! Task list behaviour on real files: ids, dependencies, claims, unassign.
 
 use serde_json::json;
-use teamhost::store::{
-    ClaimOutcome, ClaimRefusal, Home, NewMember, NewTask, NewTeam, Store, TaskStatus, TaskUpdate,
-    Team,
-};
+use teamhost::store::{ClaimOutcome, ClaimRefusal, NewTask, TaskStatus, TaskUpdate, Team};
 use teamhost::Error;
+use teamhost_tests::fixture::TempTeam;
 
+/// A team `t` on real files with members `w1`, `w2`.
 fn team() -> (tempfile::TempDir, Team) {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = Store::new(Home::new(tmp.path()));
-    let team = store.team("t").unwrap();
-    team.create(NewTeam::default()).unwrap();
-    for name in ["w1", "w2"] {
-        team.add_member(NewMember {
-            name: name.into(),
-            ..Default::default()
-        })
-        .unwrap();
-    }
+    let TempTeam { tmp, team } = TempTeam::new("t", &["w1", "w2"]);
     (tmp, team)
 }
 

@@ -26,6 +26,10 @@
 //! which fails a test whose component is missing (unless
 //! `TEAMHOST_NO_POLYGLOT=1`).
 //!
+//! [`fixture`] is the one fixture the integration tests of both crates build
+//! on: a team in a temporary home, alone or run by a host, probe requests and
+//! event-driven waits.
+//!
 //! [`model_server`] is a fake model provider on loopback for the model tests
 //! and benchmark.
 //!
@@ -38,6 +42,7 @@
 //! (`rustup target add wasm32-wasip2`); the build script says so when it is
 //! missing. The integration tests themselves live in `tests/`.
 
+pub mod fixture;
 pub mod measure;
 pub mod model_server;
 pub mod nats_server;

@@ -5,53 +5,33 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use teamhost::embed::{Host, HostOptions, SpawnRequest, TeammateSettings};
+use crate::common::Fixture;
+
+use teamhost::embed::{HostOptions, SpawnRequest};
 use teamhost::hooks::Hooks;
 use teamhost::protocol::{Parsed, ProtocolMessage};
-use teamhost::store::{Home, NewTask, NewTeam, TaskStatus};
+use teamhost::store::{NewTask, TaskStatus};
 
-struct Fixture {
-    _tmp: tempfile::TempDir,
-    host: Host,
-    work: std::path::PathBuf,
-}
-
+/// A host with the lead's `hooks` and a team `hooks`.
 fn fixture(hooks: Hooks) -> Fixture {
-    let tmp = tempfile::tempdir().unwrap();
-    let work = tmp.path().join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    let host = Host::with_options(
-        Home::new(tmp.path().join("home")),
+    Fixture::with_options(
+        "hooks",
         HostOptions {
             hooks: Arc::new(hooks),
             ..Default::default()
         },
     )
-    .unwrap();
-    host.create_team("hooks", NewTeam::default()).unwrap();
-    Fixture {
-        _tmp: tmp,
-        host,
-        work,
-    }
 }
 
+/// The probe in `dirs/work`, claiming tasks itself when `auto_claim`.
 fn probe(f: &Fixture, auto_claim: bool) -> SpawnRequest {
-    SpawnRequest {
-        settings: TeammateSettings {
-            mode: Some("acceptEdits".into()),
-            auto_claim,
-            ..Default::default()
-        },
-        ..SpawnRequest::new("probe", teamhost_tests::PROBE, "hello", &f.work)
-    }
+    let mut req = teamhost_tests::fixture::probe_request("probe", "hello", &f.dir("work"));
+    req.settings.auto_claim = auto_claim;
+    req
 }
 
 async fn settle(f: &Fixture) {
-    tokio::time::timeout(Duration::from_secs(30), f.host.wait_idle("hooks"))
-        .await
-        .expect("the team settles")
-        .unwrap();
+    f.settle().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -105,7 +85,7 @@ async fn a_teammate_idle_hook_exiting_2_keeps_the_teammate_working_with_the_hook
     f.host.spawn("hooks", probe(&f, false)).await.unwrap();
     settle(&f).await;
 
-    let log = std::fs::read_to_string(f.work.join("turns.log")).unwrap();
+    let log = std::fs::read_to_string(f.dir("work").join("turns.log")).unwrap();
     let turns: Vec<&str> = log.lines().collect();
     assert_eq!(turns.len(), 2, "{log}");
     assert!(turns[0].starts_with("initial\t"), "{log}");
