@@ -20,6 +20,7 @@ mod model_host;
 mod model_providers;
 mod notifications;
 mod polyglot;
+mod polyglot_examples;
 mod priority;
 mod reference_sequence;
 mod reviewer;

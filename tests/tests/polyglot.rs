@@ -273,10 +273,11 @@ fn watch_turns(
     (stop, turns)
 }
 
-/// Host options with one component cache for every run of these tests
-/// (under cargo's temporary directory for integration tests): a Python or
-/// JavaScript component is compiled once, not once per test run.
-fn shared_cache() -> HostOptions {
+/// Host options with one component cache for every run of these tests and
+/// of `polyglot_examples` (under cargo's temporary directory for integration
+/// tests): a Python or JavaScript component is compiled once, not once per
+/// test run.
+pub(crate) fn shared_cache() -> HostOptions {
     HostOptions {
         cache_dir: Some(Path::new(env!("CARGO_TARGET_TMPDIR")).join("polyglot-cache")),
         ..Default::default()
@@ -342,7 +343,7 @@ async fn lead_message(f: &Fixture, from: &str, prefix: &str) -> String {
 }
 
 /// Prints the guests' logs (what they wrote to stderr) when the test fails.
-struct ShowGuestLogs(PathBuf);
+pub(crate) struct ShowGuestLogs(pub(crate) PathBuf);
 
 impl Drop for ShowGuestLogs {
     fn drop(&mut self) {
