@@ -155,7 +155,22 @@ pub(crate) fn store_error_to_wit(e: Error) -> WitError {
         ))
     };
     match e {
-        Error::InvalidName { .. } | Error::Invalid(_) => WitError::Invalid(msg),
+        Error::InvalidName { .. }
+        | Error::StoreRule(_)
+        | Error::Encode(_)
+        | Error::HostTask(_)
+        | Error::Home(_)
+        | Error::StoreUrl(_)
+        | Error::FileWatch(_)
+        | Error::Worktree(_)
+        | Error::Approval(_)
+        | Error::ModelSetup(_)
+        | Error::Cassette(_)
+        | Error::HostedTeammate(_)
+        | Error::Spawn(_)
+        | Error::Backend(_)
+        | Error::LiveView(_)
+        | Error::Invalid(_) => WitError::Invalid(msg),
         Error::TeamNotFound { .. } | Error::MemberNotFound { .. } | Error::TaskNotFound { .. } => {
             WitError::NotFound(msg)
         }
