@@ -162,10 +162,6 @@ pub enum Error {
     #[error("{0}")]
     LiveView(String),
 
-    /// A refusal not yet told apart (being replaced by the variants above).
-    #[error("{0}")]
-    Invalid(String),
-
     /// A JSON file could not be parsed. When `moved_to` is set the file was moved
     /// aside there and a fresh one was started; nothing was overwritten.
     #[error("{path} is not valid JSON ({source}){}", match moved_to {

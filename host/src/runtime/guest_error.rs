@@ -169,8 +169,7 @@ pub(crate) fn store_error_to_wit(e: Error) -> WitError {
         | Error::HostedTeammate(_)
         | Error::Spawn(_)
         | Error::Backend(_)
-        | Error::LiveView(_)
-        | Error::Invalid(_) => WitError::Invalid(msg),
+        | Error::LiveView(_) => WitError::Invalid(msg),
         Error::TeamNotFound { .. } | Error::MemberNotFound { .. } | Error::TaskNotFound { .. } => {
             WitError::NotFound(msg)
         }
