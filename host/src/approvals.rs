@@ -151,7 +151,7 @@ pub fn pending_cached(team: &Team, cache: &mut HistoryCache) -> Result<Vec<Reque
 pub fn suggestions(team: &Team, request_id: &str) -> Result<Vec<Value>> {
     match find(team, request_id)? {
         Request::Permission(p) => Ok(p.permission_suggestions.unwrap_or_default()),
-        Request::Plan(_) => Err(Error::Invalid(format!(
+        Request::Plan(_) => Err(Error::Approval(format!(
             "{request_id} is a plan approval request: it has no permission suggestions"
         ))),
     }
@@ -162,7 +162,7 @@ fn find(team: &Team, request_id: &str) -> Result<Request> {
         .into_iter()
         .find(|r| r.id() == request_id)
         .ok_or_else(|| {
-            Error::Invalid(format!(
+            Error::Approval(format!(
                 "no permission or plan request {request_id:?} in team {:?}; `teamhost inbox --team {} team-lead` shows the lead's messages",
                 team.name(),
                 team.name()
@@ -173,7 +173,7 @@ fn find(team: &Team, request_id: &str) -> Result<Request> {
 /// Answers the permission request `request_id` in the requester's inbox.
 pub fn answer_permission(team: &Team, request_id: &str, answer: PermitAnswer) -> Result<()> {
     let Request::Permission(request) = find(team, request_id)? else {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Approval(format!(
             "{request_id} is a plan approval request; answer it with `teamhost plan`"
         )));
     };
@@ -198,7 +198,7 @@ pub fn answer_permission(team: &Team, request_id: &str, answer: PermitAnswer) ->
 /// Answers the plan approval request `request_id` in the requester's inbox.
 pub fn answer_plan(team: &Team, request_id: &str, answer: PlanAnswer) -> Result<()> {
     let Request::Plan(request) = find(team, request_id)? else {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Approval(format!(
             "{request_id} is a permission request; answer it with `teamhost permit`"
         )));
     };
@@ -206,7 +206,7 @@ pub fn answer_plan(team: &Team, request_id: &str, answer: PlanAnswer) -> Result<
         PlanAnswer::Approve { mode } => {
             let mode = mode.unwrap_or_else(|| "default".into());
             mode.parse::<crate::sandbox::PermissionMode>()
-                .map_err(|e| Error::Invalid(e.to_string()))?;
+                .map_err(|e| Error::Approval(e.to_string()))?;
             PlanApprovalResponse::approve(request_id, Some(mode))
         }
         PlanAnswer::Reject { feedback } => PlanApprovalResponse::reject(request_id, Some(feedback)),

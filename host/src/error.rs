@@ -88,10 +88,79 @@ pub enum Error {
         id: String,
     },
 
-    /// A request that is well-formed JSON but breaks a rule of the store
-    /// (changing a task id, a dependency on itself, …).
+    // What was one `Invalid(String)` for every refusal is split by the part
+    // that failed. Each keeps its text as it was (`{0}`), and a teammate's
+    // store call reads every one of them as the WIT `invalid` case
+    // ([`crate::runtime::GuestError`]).
+    /// A request that breaks a rule of the team's store: an empty task
+    /// subject, a task that would depend on itself, a task id that is not a
+    /// number, a saved state over its size, an update a caller refused.
     #[error("{0}")]
-    Invalid(String),
+    StoreRule(String),
+
+    /// A value could not be written as JSON (a task, a message, a record).
+    #[error("{0}")]
+    Encode(String),
+
+    /// A host thread or blocking task panicked or could not start: a host
+    /// bug or an exhausted machine, never the caller's input. The text says
+    /// what was being done.
+    #[error("{0}")]
+    HostTask(String),
+
+    /// The machine-local home cannot be found or used (no `$HOME`, a part
+    /// of its path is a file).
+    #[error("{0}")]
+    Home(String),
+
+    /// A team store URL (`nats://…`) is malformed. The text never repeats
+    /// its credentials.
+    #[error("{0}")]
+    StoreUrl(String),
+
+    /// A team's files cannot be watched for changes (the inotify limits).
+    #[error("{0}")]
+    FileWatch(String),
+
+    /// A git worktree could not be made, reused or inspected (not a
+    /// repository, a leftover with changes, no record of the parent's).
+    #[error("{0}")]
+    Worktree(String),
+
+    /// A permission or plan request cannot be answered as asked (no such
+    /// request, the other kind of request, a bad mode).
+    #[error("{0}")]
+    Approval(String),
+
+    /// The model access is misconfigured: the model config or script file,
+    /// the provider's base URL, the model mode, a teammate's model policy.
+    #[error("{0}")]
+    ModelSetup(String),
+
+    /// A model cassette cannot be kept, read or written (a bad name, a
+    /// corrupt line, another version).
+    #[error("{0}")]
+    Cassette(String),
+
+    /// A call named a teammate this host does not run (or no longer runs),
+    /// or one it already runs, or asked it for what its backend cannot do.
+    #[error("{0}")]
+    HostedTeammate(String),
+
+    /// A spawn request cannot be run: its directory, mode, tool rules or
+    /// layout (a component inside another teammate's directory), or its
+    /// component changed since it was spawned.
+    #[error("{0}")]
+    Spawn(String),
+
+    /// A teammate backend (process, tmux) could not reach the team or
+    /// start, place or stop the teammate.
+    #[error("{0}")]
+    Backend(String),
+
+    /// The live view (`teamhost watch`, the TUI) could not show the team.
+    #[error("{0}")]
+    LiveView(String),
 
     /// A JSON file could not be parsed. When `moved_to` is set the file was moved
     /// aside there and a fresh one was started; nothing was overwritten.

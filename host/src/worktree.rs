@@ -87,7 +87,7 @@ impl Record {
 /// at `HEAD`, and returns its path.
 pub fn create(home: &Home, team: &str, name: &str, cwd: &Path) -> Result<PathBuf> {
     let top = pinned(cwd, None, &["rev-parse", "--show-toplevel"]).map_err(|e| {
-        Error::Invalid(format!(
+        Error::Worktree(format!(
             "isolation = \"worktree\" needs {} to be inside a git repository: {e}",
             cwd.display()
         ))
@@ -99,7 +99,7 @@ pub fn create(home: &Home, team: &str, name: &str, cwd: &Path) -> Result<PathBuf
         &["rev-parse", "--path-format=absolute", "--git-common-dir"],
     )
     .map_err(|e| {
-        Error::Invalid(format!(
+        Error::Worktree(format!(
             "cannot find the git directory of {}: {e}",
             top.display()
         ))
@@ -125,13 +125,13 @@ fn add(
         // A leftover of an earlier run with the same name: reuse it only if
         // the host made it and it is clean, never overwrite work.
         let Some(record) = Record::load(&wt) else {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Worktree(format!(
                 "{} already exists and teamhost has no record of making it; move it away",
                 wt.display()
             )));
         };
         if !is_clean(&record)? {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Worktree(format!(
                 "{} already exists with changes; move it away or commit them first",
                 wt.display()
             )));
@@ -157,7 +157,7 @@ fn add(
             start,
         ],
     )
-    .map_err(|e| Error::Invalid(format!("cannot create a worktree for {name}: {e}")))?;
+    .map_err(|e| Error::Worktree(format!("cannot create a worktree for {name}: {e}")))?;
     // The worktree's git directory, read from the `.git` file git just wrote,
     // before the teammate exists: from here on only this record is believed.
     let git_dir = std::fs::read_to_string(wt.join(".git"))
@@ -169,7 +169,7 @@ fn add(
         })
         .filter(|p| p.starts_with(common.join("worktrees")))
         .ok_or_else(|| {
-            Error::Invalid(format!(
+            Error::Worktree(format!(
                 "git made {} without a git directory under {}",
                 wt.display(),
                 common.join("worktrees").display()
@@ -193,7 +193,7 @@ fn add(
 /// another repository would check out files its owner cannot reach).
 pub fn create_from(home: &Home, team: &str, name: &str, parent: &Path) -> Result<PathBuf> {
     let record = Record::load(parent).ok_or_else(|| {
-        Error::Invalid(format!(
+        Error::Worktree(format!(
             "a sub-agent's worktree is made only from a worktree teamhost made for its parent \
              (spawn the teammate with isolation = \"worktree\"); {} has no such record, and \
              the .git of a teammate's own directory is not trusted",
@@ -204,7 +204,7 @@ pub fn create_from(home: &Home, team: &str, name: &str, parent: &Path) -> Result
         .common_dir
         .parent()
         .map(Path::to_path_buf)
-        .ok_or_else(|| Error::Invalid("the parent's worktree record has no repository".into()))?;
+        .ok_or_else(|| Error::Worktree("the parent's worktree record has no repository".into()))?;
     add(home, team, name, &top, &record.common_dir, &record.branch)
 }
 
@@ -299,7 +299,7 @@ fn is_clean(record: &Record) -> Result<bool> {
         Some(wt),
         &["status", "--porcelain", "--untracked-files=all"],
     )
-    .map_err(|e| Error::Invalid(format!("cannot inspect {}: {e}", wt.display())))?;
+    .map_err(|e| Error::Worktree(format!("cannot inspect {}: {e}", wt.display())))?;
     Ok(status.trim().is_empty())
 }
 

@@ -34,7 +34,7 @@ macro_rules! load {
         let path = $req.component.clone();
         tokio::task::spawn_blocking(move || runtime.prepare(&path))
             .await
-            .map_err(|e| Error::Invalid(format!("component loading panicked: {e}")))?
+            .map_err(|e| Error::HostTask(format!("component loading panicked: {e}")))?
             .map_err(|e| Error::Component {
                 path: $req.component.clone(),
                 message: format!("{e:#}"),
@@ -81,13 +81,13 @@ pub(crate) struct Prepared {
 /// component, so that a bad request fails before the team is touched.
 pub(crate) async fn prepare(runtime: &Runtime, req: &SpawnRequest) -> Result<Prepared> {
     let dir = req.cwd.canonicalize().map_err(|e| {
-        Error::Invalid(format!(
+        Error::Spawn(format!(
             "the teammate's directory {} cannot be used: {e}",
             req.cwd.display()
         ))
     })?;
     if !dir.is_dir() {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Spawn(format!(
             "{} is not a directory",
             dir.display()
         )));
@@ -96,13 +96,13 @@ pub(crate) async fn prepare(runtime: &Runtime, req: &SpawnRequest) -> Result<Pre
         None => PermissionMode::Default,
         Some(m) => m
             .parse()
-            .map_err(|e: crate::sandbox::ParseModeError| Error::Invalid(e.to_string()))?,
+            .map_err(|e: crate::sandbox::ParseModeError| Error::Spawn(e.to_string()))?,
     };
     let rules = ToolRules::new(
         req.settings.allowed_tools.iter(),
         req.settings.disallowed_tools.iter(),
     )
-    .map_err(|e| Error::Invalid(e.to_string()))?;
+    .map_err(|e| Error::Spawn(e.to_string()))?;
     load!(runtime, req)?;
     Ok(Prepared { dir, mode, rules })
 }
@@ -167,7 +167,7 @@ pub(crate) async fn instantiate(
         ..defaults
     };
     let tools = crate::tools::ToolBox::open(&dir, tool_limits).map_err(|e| {
-        Error::Invalid(format!(
+        Error::Spawn(format!(
             "cannot open {} for the teammate's tools: {e}",
             dir.display()
         ))

@@ -177,7 +177,7 @@ pub(crate) fn child_store(team: &Team, home: &Path) -> Result<ChildStore> {
             url: Some(nats.url().clone()),
         });
     }
-    Err(Error::Invalid(format!(
+    Err(Error::Backend(format!(
         "team {} lives in this process only (its store is {:?}); teammates in their own process or tmux pane reach a team through its files or a NATS server: use the in-process backend, or a host over a file or NATS store",
         team.name(),
         team.store().backend()
@@ -193,7 +193,7 @@ fn absolute(p: &Path) -> PathBuf {
 pub(crate) fn checked_exe(opts: &BackendOptions) -> Result<PathBuf> {
     let exe = opts.exe();
     if exe.components().count() > 1 && !exe.is_file() {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Backend(format!(
             "the teamhost binary {} does not exist; set TEAMHOST_EXE (or BackendOptions::teamhost_exe) to it",
             exe.display()
         )));

@@ -25,12 +25,12 @@ pub(crate) fn tmux(socket: Option<&Path>) -> std::process::Command {
 /// tmux's own message.
 pub(crate) fn run(mut cmd: std::process::Command, what: &str) -> Result<String> {
     let out = cmd.output().map_err(|e| {
-        Error::Invalid(format!(
+        Error::Backend(format!(
             "cannot run tmux to {what}: {e}; install tmux (apt-get install tmux) or use --teammate-mode process"
         ))
     })?;
     if !out.status.success() {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Backend(format!(
             "tmux could not {what}: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         )));

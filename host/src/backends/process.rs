@@ -88,7 +88,7 @@ async fn start(
         cmd.env(k, v);
     }
     let child = cmd.spawn().map_err(|e| {
-        rollback(Error::Invalid(format!(
+        rollback(Error::Backend(format!(
             "cannot start {} for teammate {}: {e}; set TEAMHOST_EXE (or BackendOptions::teamhost_exe) to the teamhost binary",
             exe.display(),
             member.name

@@ -69,7 +69,7 @@ impl SpawnRecord {
     pub fn request(&self) -> Result<SpawnRequest> {
         let now = sha256_of(&self.component)?;
         if now != self.component_sha256 {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Spawn(format!(
                 "{}'s component {} changed since it was spawned (SHA-256 {} then, {} now); teamhost runs only the component a teammate was spawned with: spawn it afresh to run the new one",
                 self.name,
                 self.component.display(),

@@ -69,7 +69,7 @@ async fn start(
     let store = child_store(team, env.home.root())?;
     if store.env().is_some() {
         // A pane runs a command line; the URL's credentials would show in it.
-        return Err(Error::Invalid(
+        return Err(Error::Backend(
             "a NATS store URL with credentials cannot be handed to a tmux pane without showing in its command line; use the process backend (--teammate-mode process) or a URL without credentials".into(),
         ));
     }
@@ -100,12 +100,12 @@ async fn start(
     let placed =
         tokio::task::spawn_blocking(move || place(&home, &t, &name, &opts, &dir, &line, &log))
             .await
-            .map_err(|e| rollback(Error::Invalid(format!("tmux placement panicked: {e}"))))?
+            .map_err(|e| rollback(Error::HostTask(format!("tmux placement panicked: {e}"))))?
             .map_err(rollback)?;
     let (pane, pid) = placed;
     let fd = started::pidfd_open(pid).map_err(|e| {
         kill_pane_if_ours(socket.as_deref(), &pane, pid);
-        rollback(Error::Invalid(format!(
+        rollback(Error::Backend(format!(
             "the process of pane {pane} (pid {pid}) ended at once ({e}); see {}",
             log_path(&env.log_dir, team, &member.name).display()
         )))
@@ -233,7 +233,7 @@ fn place(
     let (pane, pid) = out
         .split_once(' ')
         .and_then(|(p, pid)| Some((p.to_string(), pid.parse::<u32>().ok()?)))
-        .ok_or_else(|| Error::Invalid(format!("unexpected answer from tmux: {out:?}")))?;
+        .ok_or_else(|| Error::Backend(format!("unexpected answer from tmux: {out:?}")))?;
     // Keep the pane after its process ends until the host has read the exit
     // status (this pane only), and copy its output to the log file.
     let mut c = tmux(socket);

@@ -297,9 +297,9 @@ impl Host {
         let spawned = map
             .get(&(team.name().to_string(), name.to_string()))
             .filter(|s| !s.state.borrow().is_finished())
-            .ok_or_else(|| Error::Invalid(format!("{name} is not running in this host")))?;
+            .ok_or_else(|| Error::HostedTeammate(format!("{name} is not running in this host")))?;
         let Some(inject) = &spawned.inject else {
-            return Err(Error::Invalid(format!(
+            return Err(Error::HostedTeammate(format!(
                 "{name} runs in its own process ({} backend): send it a message instead",
                 spawned.backend
             )));
@@ -307,7 +307,7 @@ impl Host {
         spawned.pending_injections.fetch_add(1, Ordering::SeqCst);
         if inject.send(text.to_string()).is_err() {
             spawned.pending_injections.fetch_sub(1, Ordering::SeqCst);
-            return Err(Error::Invalid(format!("{name} has stopped")));
+            return Err(Error::HostedTeammate(format!("{name} has stopped")));
         }
         self.inner.hub.register(team.name(), name).wake.notify_one();
         Ok(())
@@ -490,7 +490,9 @@ impl Host {
         }
         let started = std::time::Instant::now();
         while let Some(sent) = sending.join_next().await {
-            sent.map_err(|e| Error::Invalid(format!("sending a shutdown request panicked: {e}")))??;
+            sent.map_err(|e| {
+                Error::HostTask(format!("sending a shutdown request panicked: {e}"))
+            })??;
         }
         tracing::debug!(team = %team.name(), teammates = running.len(), took = ?started.elapsed(), "shutdown requests sent");
         // After the requests: a wait denied now ends a turn whose teammate
@@ -525,9 +527,9 @@ impl Host {
         let key = (team.name().to_string(), name.to_string());
         let (handle, grace, backend) = {
             let map = self.inner.teammates.lock().expect("teammates lock");
-            let spawned = map
-                .get(&key)
-                .ok_or_else(|| Error::Invalid(format!("{name} was not spawned by this host")))?;
+            let spawned = map.get(&key).ok_or_else(|| {
+                Error::HostedTeammate(format!("{name} was not spawned by this host"))
+            })?;
             // A wait for the lead ends now: the turn can end cleanly
             // within the grace below.
             spawned.stopping.stop("the teammate is being stopped");
@@ -550,7 +552,7 @@ impl Host {
         })
         .await;
         if stopped.is_err() && backend != BackendKind::InProcess {
-            return Err(Error::Invalid(format!(
+            return Err(Error::Backend(format!(
                 "{name}'s process did not end within {grace:?} of SIGKILL"
             )));
         }
@@ -616,7 +618,7 @@ impl Host {
             )
         })
         .await
-        .map_err(|e| Error::Invalid(format!("looking for the team's host panicked: {e}")))??;
+        .map_err(|e| Error::HostTask(format!("looking for the team's host panicked: {e}")))??;
         // All at once: each leaves the team through the store, and leaving
         // together they share the config's writes (group commit).
         let mut killing = tokio::task::JoinSet::new();
@@ -627,7 +629,7 @@ impl Host {
             }
         }
         while let Some(killed) = killing.join_next().await {
-            killed.map_err(|e| Error::Invalid(format!("stopping a teammate panicked: {e}")))??;
+            killed.map_err(|e| Error::HostTask(format!("stopping a teammate panicked: {e}")))??;
         }
         let (home, timeout) = (
             self.inner.home.clone(),
@@ -639,7 +641,7 @@ impl Host {
         tokio::task::spawn_blocking(move || backends::started::stop_all(&h, &name, timeout))
             .await
             .map_err(|e| {
-                Error::Invalid(format!("stopping the team's processes panicked: {e}"))
+                Error::HostTask(format!("stopping the team's processes panicked: {e}"))
             })??;
         self.inner
             .teammates
@@ -655,7 +657,7 @@ impl Host {
             backends::teardown::delete_team(&home, &t, true, timeout)
         })
         .await
-        .map_err(|e| Error::Invalid(format!("deleting the team panicked: {e}")))??;
+        .map_err(|e| Error::HostTask(format!("deleting the team panicked: {e}")))??;
         Ok(done.worktrees)
     }
 

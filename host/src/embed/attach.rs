@@ -69,7 +69,7 @@ impl Host {
         self.check_layout(team.name(), &req)?;
         let config = team.config()?;
         let Some(member) = config.member(&req.name).cloned() else {
-            return Err(Error::Invalid(format!(
+            return Err(Error::HostedTeammate(format!(
                 "{} is not a member of team {} (members: {}): its lead registers it in {} before starting it",
                 req.name,
                 team.name(),
@@ -86,7 +86,7 @@ impl Host {
             .get(&key)
         {
             if !s.state.borrow().is_finished() {
-                return Err(Error::Invalid(format!(
+                return Err(Error::HostedTeammate(format!(
                     "{} already runs in this host",
                     member.name
                 )));

@@ -37,7 +37,7 @@ impl super::Host {
         let took = started.elapsed();
 
         let result = match loaded {
-            Err(e) => Err(Error::Invalid(format!("component loading panicked: {e}"))),
+            Err(e) => Err(Error::HostTask(format!("component loading panicked: {e}"))),
             Ok(Err(e)) => Err(Error::Component {
                 path: path.to_path_buf(),
                 message: format!("{e:#}"),

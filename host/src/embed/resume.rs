@@ -153,7 +153,7 @@ impl Host {
             ))
         })
         .await
-        .map_err(|e| Error::Invalid(format!("reading the team panicked: {e}")))??;
+        .map_err(|e| Error::HostTask(format!("reading the team panicked: {e}")))??;
         let (home, t) = (self.inner.home.clone(), team.clone());
         tokio::task::spawn_blocking(move || {
             crate::backends::live_host::refuse_if_live(
@@ -163,7 +163,7 @@ impl Host {
             )
         })
         .await
-        .map_err(|e| Error::Invalid(format!("looking for the team's host panicked: {e}")))??;
+        .map_err(|e| Error::HostTask(format!("looking for the team's host panicked: {e}")))??;
         let records: BTreeMap<String, SpawnRecord> =
             records.into_iter().map(|r| (r.name.clone(), r)).collect();
         let processes: BTreeMap<String, Started> =
@@ -229,7 +229,7 @@ impl Host {
             t.deliver(&lead, OutgoingMessage::new(HOST_SENDER, text))
         })
         .await
-        .map_err(|e| Error::Invalid(format!("telling the lead panicked: {e}")))??;
+        .map_err(|e| Error::HostTask(format!("telling the lead panicked: {e}")))??;
         Ok(report)
     }
 
@@ -294,7 +294,7 @@ impl Host {
             })
         })
         .await
-        .map_err(|e| Error::Invalid(format!("updating the member panicked: {e}")))??;
+        .map_err(|e| Error::HostTask(format!("updating the member panicked: {e}")))??;
         // The worktree is the one it had: run in it as it is.
         if record.worktree {
             if let Some(wt) = member.worktree_path.clone() {
@@ -341,7 +341,7 @@ impl Host {
         let (home, tn) = (self.inner.home.clone(), team.name().to_string());
         tokio::task::spawn_blocking(move || spawn_record::record(&home, &tn, &ours))
             .await
-            .map_err(|e| Error::Invalid(format!("recording the spawn panicked: {e}")))??;
+            .map_err(|e| Error::HostTask(format!("recording the spawn panicked: {e}")))??;
         Ok(Respawned {
             task: gathered.task,
             unclaimed: gathered.unclaimed,
@@ -371,7 +371,7 @@ impl Host {
             Ok(!taken.is_empty())
         })
         .await
-        .map_err(|e| Error::Invalid(format!("withdrawing shutdown requests panicked: {e}")))?
+        .map_err(|e| Error::HostTask(format!("withdrawing shutdown requests panicked: {e}")))?
     }
 
     /// Delivers again the message `name`'s interrupted turn was handling,
@@ -397,7 +397,7 @@ impl Host {
             Ok(true)
         })
         .await
-        .map_err(|e| Error::Invalid(format!("redelivering a message panicked: {e}")))?
+        .map_err(|e| Error::HostTask(format!("redelivering a message panicked: {e}")))?
     }
 
     /// Reports to the lead the completion of the task `member`'s cut turn
@@ -446,7 +446,7 @@ impl Host {
             Ok(Some(id))
         })
         .await
-        .map_err(|e| Error::Invalid(format!("reporting a completion panicked: {e}")))?
+        .map_err(|e| Error::HostTask(format!("reporting a completion panicked: {e}")))?
     }
 
     /// What `name`'s earlier life left in flight in `team`: its task in
@@ -482,7 +482,7 @@ impl Host {
             Ok(resumed)
         })
         .await
-        .map_err(|e| Error::Invalid(format!("reading what was in flight panicked: {e}")))?
+        .map_err(|e| Error::HostTask(format!("reading what was in flight panicked: {e}")))?
     }
 
     /// Returns to `pending` every unfinished task whose owner is no longer a
@@ -510,7 +510,7 @@ impl Host {
             Ok(ids)
         })
         .await
-        .map_err(|e| Error::Invalid(format!("returning tasks panicked: {e}")))?
+        .map_err(|e| Error::HostTask(format!("returning tasks panicked: {e}")))?
     }
 }
 

@@ -11,11 +11,11 @@ impl super::Host {
     /// host runs in `team`. A worktree teammate's directory is not checked:
     /// it is a fresh worktree the host makes under `{home}/worktrees`, and
     /// `req.cwd` is only the repository it comes from. The error
-    /// ([`Error::Invalid`](crate::error::Error::Invalid)) names both paths
+    /// ([`Error::Spawn`](crate::error::Error::Spawn)) names both paths
     /// and the fix.
     pub(super) fn check_layout(&self, team: &str, req: &SpawnRequest) -> crate::error::Result<()> {
         use crate::layout::{check, home_paths, Kind, Protected};
-        let invalid = crate::error::Error::Invalid;
+        let invalid = crate::error::Error::Spawn;
         let inner = &self.inner;
         let home = inner.home.root();
         if req.isolation == Isolation::None {

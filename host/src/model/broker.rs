@@ -66,7 +66,7 @@ impl ModelHub {
         cassettes: Option<PathBuf>,
     ) -> crate::Result<Arc<Self>> {
         if mode != CassetteMode::Live && cassettes.is_none() {
-            return Err(crate::Error::Invalid(format!(
+            return Err(crate::Error::ModelSetup(format!(
                 "model mode {mode} needs a cassette directory"
             )));
         }
@@ -138,7 +138,7 @@ impl ModelHub {
             return Ok(ModelClient { inner: None });
         };
         let refuse = |why: String| {
-            crate::Error::Invalid(format!("teammate {teammate:?}'s model policy: {why}"))
+            crate::Error::ModelSetup(format!("teammate {teammate:?}'s model policy: {why}"))
         };
         if !self.enabled {
             return Err(refuse(

@@ -215,7 +215,7 @@ impl Cassette {
         mode: CassetteMode,
     ) -> crate::Result<Cassette> {
         if !names_ok(team) || !names_ok(teammate) {
-            return Err(crate::Error::Invalid(format!(
+            return Err(crate::Error::Cassette(format!(
                 "cannot keep a cassette for {team:?}/{teammate:?}: names must not be empty or hold path separators"
             )));
         }
@@ -226,7 +226,7 @@ impl Cassette {
                 Ok(text) => state.entries = parse(&text, &path)?,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => {
-                    return Err(crate::Error::Invalid(format!(
+                    return Err(crate::Error::Cassette(format!(
                         "cannot read the cassette {}: {e}",
                         path.display()
                     )))
@@ -303,7 +303,7 @@ impl Cassette {
             latency_ms,
         };
         let mut line =
-            serde_json::to_string(&entry).map_err(|e| crate::Error::Invalid(e.to_string()))?;
+            serde_json::to_string(&entry).map_err(|e| crate::Error::Encode(e.to_string()))?;
         line.push('\n');
         let mut state = self.lock();
         if state.writer.is_none() {
@@ -314,7 +314,7 @@ impl Cassette {
             .write_all(line.as_bytes())
             .and_then(|()| writer.flush())
             .map_err(|e| {
-                crate::Error::Invalid(format!(
+                crate::Error::Cassette(format!(
                     "cannot write the cassette {}: {e}",
                     self.path.display()
                 ))
@@ -331,7 +331,7 @@ impl Cassette {
     /// (with a header when it is new).
     fn start_file(&self, provider: &str, model: &str) -> crate::Result<File> {
         let fail = |e: std::io::Error| {
-            crate::Error::Invalid(format!(
+            crate::Error::Cassette(format!(
                 "cannot write the cassette {}: {e}",
                 self.path.display()
             ))
@@ -377,7 +377,7 @@ impl Cassette {
                     .collect(),
             };
             let mut line =
-                serde_json::to_string(&header).map_err(|e| crate::Error::Invalid(e.to_string()))?;
+                serde_json::to_string(&header).map_err(|e| crate::Error::Encode(e.to_string()))?;
             line.push('\n');
             file.write_all(line.as_bytes()).map_err(fail)?;
         }
@@ -397,7 +397,7 @@ fn parse(text: &str, path: &Path) -> crate::Result<Entries> {
         }
         let last_cut_short = i == lines.len() - 1 && !complete;
         let bad = |e: serde_json::Error| {
-            crate::Error::Invalid(format!(
+            crate::Error::Cassette(format!(
                 "the cassette {} is corrupt at line {}: {e}; re-record it (--model-mode record) or remove that line",
                 path.display(),
                 i + 1
@@ -406,7 +406,7 @@ fn parse(text: &str, path: &Path) -> crate::Result<Entries> {
         if i == 0 {
             let header: Header = serde_json::from_str(line).map_err(bad)?;
             if header.v != 1 {
-                return Err(crate::Error::Invalid(format!(
+                return Err(crate::Error::Cassette(format!(
                     "the cassette {} is version {}; this teamhost reads version 1",
                     path.display(),
                     header.v

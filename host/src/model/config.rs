@@ -265,13 +265,13 @@ impl ModelConfig {
             return Ok(config);
         };
         let text = std::fs::read_to_string(path).map_err(|e| {
-            crate::Error::Invalid(format!(
+            crate::Error::ModelSetup(format!(
                 "cannot read the model config {}: {e}",
                 path.display()
             ))
         })?;
         config.overlay(&text, path).map_err(|e| {
-            crate::Error::Invalid(format!(
+            crate::Error::ModelSetup(format!(
                 "the model config {} is not valid: {e}",
                 path.display()
             ))

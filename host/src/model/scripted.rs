@@ -153,13 +153,13 @@ impl Script {
     /// Reads and checks a script file.
     pub fn load(path: &Path) -> crate::Result<Script> {
         let text = std::fs::read_to_string(path).map_err(|e| {
-            crate::Error::Invalid(format!(
+            crate::Error::ModelSetup(format!(
                 "cannot read the model script {}: {e}",
                 path.display()
             ))
         })?;
         Script::parse(&text).map_err(|e| {
-            crate::Error::Invalid(format!(
+            crate::Error::ModelSetup(format!(
                 "the model script {} is not valid: {e}",
                 path.display()
             ))

@@ -1,14 +1,21 @@
 //! Host bindings generated from `wit/` (package `teamhost:agent@0.1.0`, world
 //! `teammate`). WASI interfaces reuse wasmtime-wasi's own bindings; every
-//! teamhost import is async and trappable: a host function returns
-//! `wasmtime::Result<T>`, where `Err` traps the guest (host bugs, limit
-//! breaches) and guest-visible failures travel inside `T` as the WIT `error`.
+//! teamhost import is async and trappable. A function whose result is
+//! `result<T, error>` returns `Result<T, GuestError>`
+//! ([`GuestError`](super::GuestError), declared with `trappable_error_type`):
+//! a guest error travels as the WIT `error`, a trap ends the guest (host
+//! bugs, limit breaches). Every other function returns `wasmtime::Result<T>`,
+//! where `Err` traps and a guest-visible failure (`model-error`,
+//! `claim-error`) travels inside `T`.
 
 wasmtime::component::bindgen!({
     path: "../wit",
     world: "teamhost:agent/teammate",
     imports: { default: async | trappable },
     exports: { default: async },
+    trappable_error_type: {
+        "teamhost:agent/types.error" => crate::runtime::GuestError,
+    },
     with: { "wasi": wasmtime_wasi::p2::bindings },
 });
 

@@ -225,7 +225,7 @@ impl Instance {
     async fn keep_life(&mut self) {
         let budget = self.store.data().agent.fixed.budget.clone();
         let saved = tokio::task::spawn_blocking(move || budget.save_life()).await;
-        if let Ok(Err(e)) | Err(e) = saved.map_err(|e| crate::Error::Invalid(e.to_string())) {
+        if let Ok(Err(e)) | Err(e) = saved.map_err(|e| crate::Error::HostTask(e.to_string())) {
             tracing::warn!(error = %e, "the teammate's life-long spending was not kept");
         }
     }

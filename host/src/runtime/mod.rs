@@ -4,6 +4,7 @@
 //! | file | owns |
 //! |---|---|
 //! | `bindings.rs` | the one `bindgen!` over `wit/` |
+//! | `guest_error.rs` | [`GuestError`]: a failed import as the WIT `error` or a trap, built with `?` from the crate's errors |
 //! | `engine.rs` | engine configuration and the epoch ticker |
 //! | `cache.rs` | compile once per content hash; precompiled artifacts on disk |
 //! | `open_guard.rs` | the guest's own opens: never a FIFO, socket or device, never a set-id file to write |
@@ -23,6 +24,7 @@ mod budget;
 mod cache;
 mod disk_meter;
 mod engine;
+mod guest_error;
 mod instance;
 mod interfaces;
 mod open_guard;
@@ -40,6 +42,7 @@ pub use budget::TreeBudget;
 pub use cache::ComponentCache;
 pub use disk_meter::DiskMeter;
 pub use engine::Runtime;
+pub use guest_error::GuestError;
 pub use instance::{Instance, InstanceConfig};
 pub(crate) use interfaces::{from_wit_status, mode_from_wit, to_wit_message, to_wit_task};
 pub use interfaces::{CoordinationGlue, ModelGlue, ReadGlue, SubagentGlue, ToolGlue};

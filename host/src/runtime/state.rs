@@ -306,7 +306,7 @@ impl AgentCtxBuilder {
                 })?;
         let tools = crate::tools::ToolBox::open(&self.dir, crate::tools::ToolLimits::default())
             .map_err(|e| {
-                crate::Error::Invalid(format!(
+                crate::Error::Spawn(format!(
                     "cannot open {} for the teammate's tools: {e}",
                     self.dir.display()
                 ))

@@ -80,7 +80,7 @@ fn a_failed_config_change_writes_nothing() {
         let before = team.config().unwrap();
         let r: Result<()> = team.update_config(|c| {
             c.description = Some("half done".into());
-            Err(Error::Invalid("refused".into()))
+            Err(Error::StoreRule("refused".into()))
         });
         assert!(r.is_err());
         assert_eq!(team.config().unwrap(), before, "{kind}");

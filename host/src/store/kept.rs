@@ -341,7 +341,7 @@ impl SavedState {
     /// refused, and what was saved before stays.
     pub fn save(&self, bytes: &[u8]) -> Result<()> {
         if bytes.len() > MAX_SAVED_STATE {
-            return Err(Error::Invalid(format!(
+            return Err(Error::StoreRule(format!(
                 "the state is {} bytes; a teammate may save at most {MAX_SAVED_STATE}: keep large data in files of its directory and save only where it is",
                 bytes.len()
             )));

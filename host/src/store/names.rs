@@ -41,7 +41,7 @@ pub fn agent_id(name: &str, team: &str) -> String {
 
 /// Checks that `id` is a task id: a positive decimal without sign or leading zeros.
 pub fn parse_task_id(id: &str) -> Result<u64> {
-    let bad = || Error::Invalid(format!("task id {id:?} is not a positive decimal number"));
+    let bad = || Error::StoreRule(format!("task id {id:?} is not a positive decimal number"));
     if id.is_empty() || id.len() > 19 || !id.bytes().all(|b| b.is_ascii_digit()) {
         return Err(bad());
     }

@@ -203,7 +203,7 @@ impl Team {
     /// new id in its `blocks`.
     pub fn create_task(&self, new: NewTask) -> Result<Task> {
         if new.subject.trim().is_empty() {
-            return Err(Error::Invalid("a task needs a non-empty subject".into()));
+            return Err(Error::StoreRule("a task needs a non-empty subject".into()));
         }
         for b in &new.blocked_by {
             parse_task_id(b)?;
@@ -338,7 +338,7 @@ impl Team {
     /// blocking itself and any dependency that would make a cycle.
     pub fn add_dependency(&self, blocker: &str, blocked: &str) -> Result<()> {
         if blocker == blocked {
-            return Err(Error::Invalid(format!(
+            return Err(Error::StoreRule(format!(
                 "task #{blocker} cannot block itself"
             )));
         }
@@ -351,7 +351,7 @@ impl Team {
                 }
             }
             if reaches(&txn.all()?, blocked, blocker) {
-                return Err(Error::Invalid(format!(
+                return Err(Error::StoreRule(format!(
                     "task #{blocked} already (transitively) blocks #{blocker}; adding #{blocker} → #{blocked} would make a cycle"
                 )));
             }

@@ -353,7 +353,7 @@ impl Seat {
             .await
             .map_err(|e| SubagentError::Unavailable(format!("worktree creation panicked: {e}")))?
             .map_err(|e| match e {
-                crate::Error::Invalid(m) => SubagentError::Denied(m),
+                crate::Error::Worktree(m) | crate::Error::Encode(m) => SubagentError::Denied(m),
                 other => SubagentError::Unavailable(other.to_string()),
             })?;
             Some(made)

@@ -110,7 +110,7 @@ impl LiveView {
                 }
                 ended
             })
-            .map_err(|e| Error::Invalid(format!("cannot start the live view: {e}")))?;
+            .map_err(|e| Error::HostTask(format!("cannot start the live view: {e}")))?;
         Ok(LiveView {
             tx,
             thread: Some(thread),
@@ -144,8 +144,8 @@ impl LiveView {
             f.abort();
         }
         match self.thread.take().map(JoinHandle::join) {
-            Some(Ok(Err(e))) => Err(Error::Invalid(format!("the live view failed: {e}"))),
-            Some(Err(_)) => Err(Error::Invalid("the live view panicked".into())),
+            Some(Ok(Err(e))) => Err(Error::LiveView(format!("the live view failed: {e}"))),
+            Some(Err(_)) => Err(Error::HostTask("the live view panicked".into())),
             _ => Ok(()),
         }
     }
@@ -164,7 +164,7 @@ pub enum WatchMode {
 /// deleted (lines). Blocks the calling thread.
 pub fn watch(team: Team, home: Option<Home>, mode: WatchMode) -> Result<()> {
     if !team.exists() {
-        return Err(Error::Invalid(format!(
+        return Err(Error::LiveView(format!(
             "no team {:?} at {}; `teamhost team list` shows the teams under this home (--home ~/.claude for Claude Code's)",
             team.name(),
             team.location().display()
@@ -179,11 +179,11 @@ pub fn watch(team: Team, home: Option<Home>, mode: WatchMode) -> Result<()> {
     match mode {
         WatchMode::Screen => tui::run(&seat, "teamhost watch", tx, rx)
             .map(|_| ())
-            .map_err(|e| Error::Invalid(format!("the live view failed: {e}"))),
+            .map_err(|e| Error::LiveView(format!("the live view failed: {e}"))),
         WatchMode::Lines => match lines::run(&seat, rx, &mut std::io::stdout().lock()) {
             // The reader went away (`| head`): the watch is over.
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-            r => r.map_err(|e| Error::Invalid(format!("cannot print the team's changes: {e}"))),
+            r => r.map_err(|e| Error::LiveView(format!("cannot print the team's changes: {e}"))),
         },
     }
 }

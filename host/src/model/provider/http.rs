@@ -100,10 +100,10 @@ impl Client {
         let base = settings.base_url.trim_end_matches('/');
         let url = format!("{base}{path}");
         let parsed = reqwest::Url::parse(&url).map_err(|e| {
-            crate::Error::Invalid(format!("the provider's base URL is not a URL ({e})"))
+            crate::Error::ModelSetup(format!("the provider's base URL is not a URL ({e})"))
         })?;
         if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(crate::Error::Invalid(
+            return Err(crate::Error::ModelSetup(
                 "the provider's base URL must start with http:// or https://".into(),
             ));
         }
@@ -114,7 +114,7 @@ impl Client {
             .pool_idle_timeout(Duration::from_secs(90))
             .build()
             .map_err(|e| {
-                crate::Error::Invalid(format!(
+                crate::Error::ModelSetup(format!(
                     "cannot set up the HTTP client: {}",
                     e.without_url()
                 ))

@@ -26,6 +26,7 @@ use crate::protocol::{
     Parsed, PermissionOutcome, PermissionRequest, PermissionResponse, ProtocolMessage, WireMessage,
 };
 use crate::runtime::bindings::types::Error as WitError;
+use crate::runtime::GuestError;
 use crate::sandbox::{
     BashInput, EditInput, GlobInput, GrepInput, ReadInput, Suggestion, ToolCall, WriteInput,
 };
@@ -39,19 +40,21 @@ impl ToolGlue<'_> {
         call: ToolCall,
         reason: String,
         suggestions: Vec<crate::sandbox::Suggestion>,
-    ) -> Result<ToolCall, WitError> {
+    ) -> Result<ToolCall, GuestError> {
         let limits = self.fixed.limits.clone();
         if let Some(why) = self.fixed.stopping.reason() {
             return Err(WitError::Denied(format!(
                 "{} needs the lead's permission ({reason}), but the host is stopping ({why}): the lead can no longer answer, so nothing was asked and the call was not run",
                 call.display_name()
-            )));
+            ))
+            .into());
         }
         if self.permissions.waiting() >= limits.max_pending_requests {
             return Err(WitError::Denied(format!(
                 "{} permission request(s) already wait for the lead (max_pending_requests)",
                 self.permissions.waiting()
-            )));
+            ))
+            .into());
         }
         // A resumed teammate asking what its earlier life asked waits for
         // that request's answer: the lead answers each request once.
@@ -73,9 +76,14 @@ impl ToolGlue<'_> {
                 let (team, lead) = (self.fixed.team.clone(), self.fixed.lead.clone());
                 let msg = OutgoingMessage::new(&self.fixed.identity.name, request.to_text())
                     .color(Some(self.fixed.identity.color.clone()));
+                // A host failure here is told to the guest, not trapped.
                 blocking(move || team.send(&lead, msg).map(|_| ()))
                     .await
-                    .map_err(|e| WitError::Unavailable(format!("could not ask the lead: {e}")))??;
+                    .map_err(|e| {
+                        e.trap_to_wit(|e| {
+                            WitError::Unavailable(format!("could not ask the lead: {e}"))
+                        })
+                    })?;
                 id
             }
         };
@@ -86,13 +94,14 @@ impl ToolGlue<'_> {
         match response.outcome() {
             Err(e) => Err(WitError::Denied(format!(
                 "the lead's answer to {id} is malformed ({e}); the call was not run"
-            ))),
+            ))
+            .into()),
             Ok(PermissionOutcome::Denied(why)) => {
-                Err(WitError::Denied(format!("the lead denied {id}: {why}")))
+                Err(WitError::Denied(format!("the lead denied {id}: {why}")).into())
             }
             Ok(PermissionOutcome::Allowed(grant)) => {
                 self.apply_grant(grant).await;
-                with_input(&call, &grant.updated_input)
+                Ok(with_input(&call, &grant.updated_input)?)
             }
         }
     }
@@ -102,7 +111,7 @@ impl ToolGlue<'_> {
         &mut self,
         id: &str,
         timeout: Duration,
-    ) -> Result<PermissionResponse, WitError> {
+    ) -> Result<PermissionResponse, GuestError> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let (team, me, lead, want) = (
@@ -119,7 +128,9 @@ impl ToolGlue<'_> {
                 })
             })
             .await
-            .map_err(|e| WitError::Unavailable(format!("could not read the inbox: {e}")))??;
+            .map_err(|e| {
+                e.trap_to_wit(|e| WitError::Unavailable(format!("could not read the inbox: {e}")))
+            })?;
             if let Some(m) = taken.first() {
                 if let Parsed::Protocol(ProtocolMessage::PermissionResponse(r)) =
                     ProtocolMessage::parse(&m.text)
@@ -133,7 +144,7 @@ impl ToolGlue<'_> {
                     "no answer from the lead to {id} within {timeout:?} (ask_timeout); the call was not run"
                 );
                 self.record_denial(id, &why).await;
-                return Err(WitError::Denied(why));
+                return Err(WitError::Denied(why).into());
             }
             let nap = (deadline - now).min(self.fixed.poll_interval);
             let stopping = self.fixed.stopping.clone();
@@ -145,7 +156,7 @@ impl ToolGlue<'_> {
                         "the host is stopping ({reason}): the lead's answer to {id} can no longer come; the call was not run"
                     );
                     self.record_denial(id, &why).await;
-                    return Err(WitError::Denied(why));
+                    return Err(WitError::Denied(why).into());
                 }
             }
         }
@@ -165,7 +176,7 @@ impl ToolGlue<'_> {
             )
         })
         .await;
-        if !matches!(recorded, Ok(Ok(_))) {
+        if recorded.is_err() {
             tracing::warn!(teammate = %self.fixed.identity.name, request = id, "could not record the denied request as answered");
         }
     }
@@ -177,7 +188,9 @@ impl ToolGlue<'_> {
         let me = self.fixed.identity.name.clone();
         if let Some(mode) = self.permissions.apply_grant(grant, &me) {
             let team = self.fixed.team.clone();
-            if let Ok(Err(e)) = blocking(move || team.set_mode(&me, mode.as_str())).await {
+            if let Err(e) = blocking(move || team.set_mode(&me, mode.as_str())).await {
+                // As before: a store error is logged, a failed call is not.
+                let Some(e) = e.as_wit() else { return };
                 tracing::warn!(teammate = %self.fixed.identity.name, error = %e, "could not record the new mode");
             }
         }

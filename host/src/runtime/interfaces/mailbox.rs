@@ -7,7 +7,7 @@
 
 use super::{blocking, to_wit_message, CoordinationGlue};
 use crate::runtime::bindings::mailbox::{Host, Message};
-use crate::runtime::bindings::types::Error as WitError;
+use crate::runtime::GuestError;
 use crate::sandbox::{CoordinationKind, MailboxCall, TeamAct};
 use crate::store::OutgoingMessage;
 
@@ -17,13 +17,9 @@ fn gate(call: MailboxCall) -> CoordinationKind {
 }
 
 impl Host for CoordinationGlue<'_> {
-    async fn unread(&mut self) -> wasmtime::Result<Result<Vec<Message>, WitError>> {
-        if let Err(e) = self
-            .permissions
-            .authorize_coordination(gate(MailboxCall::Unread))
-        {
-            return Ok(Err(e));
-        }
+    async fn unread(&mut self) -> Result<Vec<Message>, GuestError> {
+        self.permissions
+            .authorize_coordination(gate(MailboxCall::Unread))?;
         self.coordination.settle_take().await;
         let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
         blocking(move || Ok(team.unread(&me)?.iter().map(to_wit_message).collect())).await
@@ -33,13 +29,9 @@ impl Host for CoordinationGlue<'_> {
         &mut self,
         sender: Option<String>,
         limit: Option<u32>,
-    ) -> wasmtime::Result<Result<Vec<Message>, WitError>> {
-        if let Err(e) = self
-            .permissions
-            .authorize_coordination(gate(MailboxCall::Take))
-        {
-            return Ok(Err(e));
-        }
+    ) -> Result<Vec<Message>, GuestError> {
+        self.permissions
+            .authorize_coordination(gate(MailboxCall::Take))?;
         self.coordination.settle_take().await;
         let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
         let mut left = limit.map_or(usize::MAX, |n| n as usize);
@@ -56,13 +48,9 @@ impl Host for CoordinationGlue<'_> {
         .await
     }
 
-    async fn history(&mut self, limit: u32) -> wasmtime::Result<Result<Vec<Message>, WitError>> {
-        if let Err(e) = self
-            .permissions
-            .authorize_coordination(gate(MailboxCall::History))
-        {
-            return Ok(Err(e));
-        }
+    async fn history(&mut self, limit: u32) -> Result<Vec<Message>, GuestError> {
+        self.permissions
+            .authorize_coordination(gate(MailboxCall::History))?;
         self.coordination.settle_take().await;
         let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
         blocking(move || {
@@ -78,14 +66,12 @@ impl Host for CoordinationGlue<'_> {
         to: String,
         text: String,
         summary: Option<String>,
-    ) -> wasmtime::Result<Result<(), WitError>> {
-        if let Err(e) = self
-            .permissions
+    ) -> Result<(), GuestError> {
+        self.permissions
             .authorize_coordination(gate(MailboxCall::Deliver))
-            .and_then(|()| self.check_outgoing("the message", Some(&to), &text, summary.as_deref()))
-        {
-            return Ok(Err(e));
-        }
+            .and_then(|()| {
+                self.check_outgoing("the message", Some(&to), &text, summary.as_deref())
+            })?;
         self.coordination
             .count_act(&self.fixed.budget, TeamAct::Message)?;
         self.coordination.count_team_bytes(

@@ -10,6 +10,7 @@ use crate::protocol::{PermissionResponse, WireMessage};
 use crate::runtime::bindings::types::Error as WitError;
 use crate::runtime::bindings::{mailbox, messaging, tasks, team, tools};
 use crate::runtime::state::AgentCtx;
+use crate::runtime::GuestError;
 use crate::sandbox::{Destination, RuleBehavior, RuleValue, Suggestion, ToolCall, ToolName};
 use crate::sandbox::{PermissionMode, ToolRules};
 use crate::store::{
@@ -39,6 +40,11 @@ fn ctx(team: &Team, dir: &tempfile::TempDir, name: &str) -> AgentCtx {
         .unwrap()
 }
 
+/// A failed glue call as the guest reads it (a trap fails the test).
+fn as_the_guest_sees(e: GuestError) -> WitError {
+    e.into_wit().expect("the call trapped")
+}
+
 fn new_task(subject: &str) -> tasks::NewTask {
     tasks::NewTask {
         subject: subject.into(),
@@ -54,23 +60,12 @@ async fn a_task_created_claimed_and_assigned_through_the_glue_lands_in_the_store
     let (dir, _memory, team) = team();
     let mut a = ctx(&team, &dir, "a");
 
-    let one = a
-        .coordination_glue()
-        .create(new_task("one"))
-        .await
-        .unwrap()
-        .unwrap();
-    let two = a
-        .coordination_glue()
-        .create(new_task("two"))
-        .await
-        .unwrap()
-        .unwrap();
+    let one = a.coordination_glue().create(new_task("one")).await.unwrap();
+    let two = a.coordination_glue().create(new_task("two")).await.unwrap();
     assert_eq!((one.id.as_str(), two.id.as_str()), ("1", "2"));
     a.coordination_glue()
         .add_dependency(two.id.clone(), one.id.clone())
         .await
-        .unwrap()
         .unwrap();
 
     // The blocked task is refused with its blocker; the free one is taken.
@@ -104,7 +99,6 @@ async fn a_task_created_claimed_and_assigned_through_the_glue_lands_in_the_store
     a.coordination_glue()
         .update(two.id.clone(), update)
         .await
-        .unwrap()
         .unwrap();
     let inbox = team.unread("b").unwrap();
     assert_eq!(inbox.len(), 1, "{inbox:?}");
@@ -115,7 +109,7 @@ async fn a_task_created_claimed_and_assigned_through_the_glue_lands_in_the_store
         }
         other => panic!("not an assignment: {other:?}"),
     }
-    let listed = a.coordination_glue().list().await.unwrap().unwrap();
+    let listed = a.coordination_glue().list().await.unwrap();
     assert_eq!(listed.len(), 2);
 }
 
@@ -130,13 +124,12 @@ async fn messages_go_to_members_only_and_are_consumed_into_the_history() {
     a.coordination_glue()
         .send("b".into(), "hello b".into(), Some("hi".into()))
         .await
-        .unwrap()
         .unwrap();
     match a
         .coordination_glue()
         .send("nobody".into(), "lost".into(), None)
         .await
-        .unwrap()
+        .map_err(as_the_guest_sees)
     {
         Err(WitError::NotFound(why)) => assert!(why.contains("nobody"), "{why}"),
         other => panic!("a message to a non-member: {other:?}"),
@@ -145,28 +138,19 @@ async fn messages_go_to_members_only_and_are_consumed_into_the_history() {
         .coordination_glue()
         .broadcast("to all".into(), Some("all".into()))
         .await
-        .unwrap()
         .unwrap();
     let mut recipients = sent.recipients.clone();
     recipients.sort();
     assert_eq!(recipients, ["b", "team-lead"]);
 
-    let unread = b.coordination_glue().unread().await.unwrap().unwrap();
+    let unread = b.coordination_glue().unread().await.unwrap();
     let texts: Vec<&str> = unread.iter().map(|m| m.text.as_str()).collect();
     assert_eq!(texts, ["hello b", "to all"]);
-    let taken = b
-        .coordination_glue()
-        .take(None, Some(1))
-        .await
-        .unwrap()
-        .unwrap();
+    let taken = b.coordination_glue().take(None, Some(1)).await.unwrap();
     assert_eq!(taken.len(), 1);
     assert_eq!(taken[0].from, "a");
-    assert_eq!(
-        b.coordination_glue().unread().await.unwrap().unwrap().len(),
-        1
-    );
-    let history = b.coordination_glue().history(10).await.unwrap().unwrap();
+    assert_eq!(b.coordination_glue().unread().await.unwrap().len(), 1);
+    let history = b.coordination_glue().history(10).await.unwrap();
     assert_eq!(history.len(), 1);
     assert_eq!(history[0].text, "hello b");
 }
@@ -186,7 +170,7 @@ async fn a_deny_rule_stops_coordination_before_the_store_is_touched() {
         .coordination_glue()
         .send("b".into(), "psst".into(), None)
         .await
-        .unwrap()
+        .map_err(as_the_guest_sees)
     {
         Err(WitError::Denied(_)) => {}
         other => panic!("a denied send: {other:?}"),
@@ -195,7 +179,7 @@ async fn a_deny_rule_stops_coordination_before_the_store_is_touched() {
         .coordination_glue()
         .create(new_task("sneaky"))
         .await
-        .unwrap()
+        .map_err(as_the_guest_sees)
     {
         Err(WitError::Denied(_)) => {}
         other => panic!("a denied task: {other:?}"),
@@ -213,7 +197,7 @@ async fn a_plan_goes_to_the_store_and_the_lead_only_in_plan_mode() {
         .coordination_glue()
         .request_plan_approval("1. act".into())
         .await
-        .unwrap()
+        .map_err(as_the_guest_sees)
     {
         Err(WitError::Invalid(why)) => assert!(why.contains("plan mode"), "{why}"),
         other => panic!("a plan outside plan mode: {other:?}"),
@@ -228,7 +212,6 @@ async fn a_plan_goes_to_the_store_and_the_lead_only_in_plan_mode() {
         .coordination_glue()
         .request_plan_approval("1. read\n2. write".into())
         .await
-        .unwrap()
         .unwrap();
     assert_eq!(
         memory.plans("t"),
@@ -256,7 +239,7 @@ async fn whoami_and_roster_come_from_the_member_entries() {
     let b = ctx(&team, &dir, "b");
     let me = b.read_glue().whoami().await.unwrap();
     assert_eq!((me.name.as_str(), me.agent_id.as_str()), ("b", "b@t"));
-    let roster = b.read_glue().roster().await.unwrap().unwrap();
+    let roster = b.read_glue().roster().await.unwrap();
     let names: Vec<&str> = roster.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names, ["team-lead", "a", "b"]);
 }
@@ -328,7 +311,6 @@ async fn only_the_leads_grant_widens_the_permissions_and_its_mode_is_recorded() 
     a.tool_glue()
         .write("notes.txt".into(), "hi".into())
         .await
-        .unwrap()
         .unwrap();
     lead.await.unwrap();
 
@@ -371,7 +353,7 @@ async fn the_message_a_turn_handles_is_never_unread_to_its_guest() {
         picked,
         None,
     ));
-    let unread = a.coordination_glue().unread().await.unwrap().unwrap();
+    let unread = a.coordination_glue().unread().await.unwrap();
     let texts: Vec<&str> = unread.iter().map(|m| m.text.as_str()).collect();
     assert_eq!(texts, ["later"]);
     assert!(

@@ -23,6 +23,7 @@ use crate::runtime::bindings::messaging::{
 use crate::runtime::bindings::protocol::{PlanResponse, ShutdownResponse};
 use crate::runtime::bindings::types::Error as WitError;
 use crate::runtime::state::ShutdownDecision;
+use crate::runtime::GuestError;
 use crate::sandbox::{CoordinationKind, MessagingCall, PermissionMode, TeamAct};
 use crate::store::OutgoingMessage;
 
@@ -93,16 +94,12 @@ impl Host for CoordinationGlue<'_> {
         to: String,
         content: String,
         summary: Option<String>,
-    ) -> wasmtime::Result<Result<MessageDelivery, WitError>> {
-        if let Err(e) = self
-            .permissions
+    ) -> Result<MessageDelivery, GuestError> {
+        self.permissions
             .authorize_coordination(gate(MessagingCall::Send))
             .and_then(|()| {
                 self.check_outgoing("the message", Some(&to), &content, summary.as_deref())
-            })
-        {
-            return Ok(Err(e));
-        }
+            })?;
         self.coordination
             .count_act(&self.fixed.budget, TeamAct::Message)?;
         self.coordination.count_team_bytes(
@@ -113,24 +110,20 @@ impl Host for CoordinationGlue<'_> {
         let team = self.fixed.team.clone();
         let msg = self.outgoing(content.clone(), summary.clone());
         let target = to.clone();
-        let delivered = blocking(move || {
+        let (_, target_color) = blocking(move || {
             let config = team.config()?;
             let color = config.member(&target).and_then(|m| m.color.clone());
             let entry = team.send(&target, msg)?;
             Ok((entry, color))
         })
         .await?;
-        let (_, target_color) = match delivered {
-            Ok(d) => d,
-            Err(e) => return Ok(Err(e)),
-        };
         if to != self.fixed.lead {
             self.coordination
                 .turn
                 .peer_dms
                 .push((to.clone(), summary.clone()));
         }
-        Ok(Ok(MessageDelivery {
+        Ok(MessageDelivery {
             message: format!("Message sent to {to}'s inbox"),
             routing: Routing {
                 sender: self.fixed.identity.name.clone(),
@@ -139,26 +132,24 @@ impl Host for CoordinationGlue<'_> {
                 summary,
                 content,
             },
-        }))
+        })
     }
 
     async fn broadcast(
         &mut self,
         content: String,
         summary: Option<String>,
-    ) -> wasmtime::Result<Result<BroadcastDelivery, WitError>> {
-        if let Err(e) = self
-            .permissions
+    ) -> Result<BroadcastDelivery, GuestError> {
+        self.permissions
             .authorize_coordination(gate(MessagingCall::Broadcast))
-            .and_then(|()| self.check_outgoing("the broadcast", None, &content, summary.as_deref()))
-        {
-            return Ok(Err(e));
-        }
+            .and_then(|()| {
+                self.check_outgoing("the broadcast", None, &content, summary.as_deref())
+            })?;
         self.coordination
             .count_act(&self.fixed.budget, TeamAct::Broadcast)?;
         // Written once into every other inbox: counted that many times.
         let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
-        let others = match blocking(move || {
+        let others = blocking(move || {
             Ok(team
                 .config()?
                 .member_names()
@@ -166,11 +157,7 @@ impl Host for CoordinationGlue<'_> {
                 .filter(|n| **n != me)
                 .count())
         })
-        .await?
-        {
-            Ok(n) => n,
-            Err(e) => return Ok(Err(e)),
-        };
+        .await?;
         let len = content.len() + summary.as_ref().map_or(0, String::len);
         self.coordination.count_team_bytes(
             &self.fixed.budget,
@@ -179,11 +166,8 @@ impl Host for CoordinationGlue<'_> {
         )?;
         let team = self.fixed.team.clone();
         let msg = self.outgoing(content.clone(), summary.clone());
-        let recipients = match blocking(move || team.broadcast(msg)).await? {
-            Ok(r) => r,
-            Err(e) => return Ok(Err(e)),
-        };
-        Ok(Ok(BroadcastDelivery {
+        let recipients = blocking(move || team.broadcast(msg)).await?;
+        Ok(BroadcastDelivery {
             message: format!(
                 "Message broadcast to {} teammate(s): {}",
                 recipients.len(),
@@ -197,95 +181,83 @@ impl Host for CoordinationGlue<'_> {
                 summary,
                 content,
             },
-        }))
+        })
     }
 
     async fn request_shutdown(
         &mut self,
         to: String,
         _reason: Option<String>,
-    ) -> wasmtime::Result<Result<ShutdownRequestDelivery, WitError>> {
-        if let Err(e) = self
-            .permissions
-            .authorize_coordination(gate(MessagingCall::RequestShutdown))
-        {
-            return Ok(Err(e));
-        }
-        Ok(Err(WitError::Denied(format!(
+    ) -> Result<ShutdownRequestDelivery, GuestError> {
+        self.permissions
+            .authorize_coordination(gate(MessagingCall::RequestShutdown))?;
+        Err(WitError::Denied(format!(
             "only the lead can ask {to} to shut down; {} is a teammate",
             self.fixed.identity.name
-        ))))
+        ))
+        .into())
     }
 
     async fn respond_shutdown(
         &mut self,
         request_id: String,
         response: ShutdownResponse,
-    ) -> wasmtime::Result<Result<(), WitError>> {
+    ) -> Result<(), GuestError> {
         // Always allowed (no rule can name it) and never counted: the lead
         // must be able to stop any teammate.
-        if let Err(e) = self
-            .permissions
-            .authorize_coordination(gate(MessagingCall::RespondShutdown))
-        {
-            return Ok(Err(e));
-        }
+        self.permissions
+            .authorize_coordination(gate(MessagingCall::RespondShutdown))?;
         let Some(pos) = self
             .coordination
             .pending_shutdowns
             .iter()
             .position(|r| *r == request_id)
         else {
-            return Ok(Err(WitError::Invalid(format!(
+            return Err(WitError::Invalid(format!(
                 "no shutdown request {request_id:?} is waiting for an answer from {}",
                 self.fixed.identity.name
-            ))));
+            ))
+            .into());
         };
         self.coordination.pending_shutdowns.remove(pos);
         match response {
             ShutdownResponse::Approve => {
                 self.coordination.turn.shutdown = Some(ShutdownDecision::Approved { request_id });
-                Ok(Ok(()))
+                Ok(())
             }
             ShutdownResponse::Reject(reason) => {
                 if let Err(e) = self.check_size("the reason", &reason, None) {
                     self.coordination.pending_shutdowns.push(request_id);
-                    return Ok(Err(e));
+                    return Err(e.into());
                 }
                 let text =
                     ShutdownRejected::new(&request_id, &self.fixed.identity.name, reason.clone())
                         .to_text();
                 let (team, lead) = (self.fixed.team.clone(), self.fixed.lead.clone());
                 let msg = self.outgoing(text, None);
-                let sent = blocking(move || team.send(&lead, msg).map(|_| ())).await?;
+                let sent = blocking(move || team.send(&lead, msg).map(|_| ())).await;
                 if sent.is_ok() {
                     self.coordination.turn.shutdown =
                         Some(ShutdownDecision::Rejected { request_id, reason });
                 }
-                Ok(sent)
+                sent
             }
         }
     }
 
-    async fn request_plan_approval(
-        &mut self,
-        plan: String,
-    ) -> wasmtime::Result<Result<String, WitError>> {
-        if let Err(e) = self
-            .permissions
+    async fn request_plan_approval(&mut self, plan: String) -> Result<String, GuestError> {
+        self.permissions
             .authorize_coordination(gate(MessagingCall::RequestPlanApproval))
-            .and_then(|()| self.check_size("the plan", &plan, None))
-        {
-            return Ok(Err(e));
-        }
+            .and_then(|()| self.check_size("the plan", &plan, None))?;
         if self.permissions.mode() != PermissionMode::Plan
             && !self.fixed.identity.plan_mode_required
         {
-            return Ok(Err(WitError::Invalid(format!(
+            return Err(WitError::Invalid(format!(
                 "{} is not in plan mode (mode {}); only a teammate in plan mode submits a plan",
                 self.fixed.identity.name,
                 self.permissions.mode()
-            ))));
+            ))
+            .into());
         }
         // A plan is a message to the lead (and a file in the team's
         // directory): counted like one.
@@ -314,9 +286,7 @@ impl Host for CoordinationGlue<'_> {
             Ok(id)
         })
         .await?;
-        if let Ok(id) = &sent {
-            self.coordination.pending_plan = Some(id.clone());
-        }
+        self.coordination.pending_plan = Some(sent.clone());
         Ok(sent)
     }
 
@@ -325,21 +295,19 @@ impl Host for CoordinationGlue<'_> {
         to: String,
         _request_id: String,
         _response: PlanResponse,
-    ) -> wasmtime::Result<Result<(), WitError>> {
-        if let Err(e) = self
-            .permissions
-            .authorize_coordination(gate(MessagingCall::RespondPlanApproval))
-        {
-            return Ok(Err(e));
-        }
+    ) -> Result<(), GuestError> {
+        self.permissions
+            .authorize_coordination(gate(MessagingCall::RespondPlanApproval))?;
         if !self.is_lead() {
-            return Ok(Err(WitError::Denied(format!(
+            return Err(WitError::Denied(format!(
                 "only the lead can answer {to}'s plan; {} is a teammate",
                 self.fixed.identity.name
-            ))));
+            ))
+            .into());
         }
-        Ok(Err(WitError::Unavailable(
+        Err(WitError::Unavailable(
             "plan answers from a lead component are not supported yet".into(),
-        )))
+        )
+        .into())
     }
 }

@@ -10,6 +10,7 @@
 
 use super::{blocking, ReadGlue, WitError};
 use crate::runtime::bindings::state::Host;
+use crate::runtime::GuestError;
 use crate::store::kept::{SavedState, MAX_SAVED_STATE};
 
 impl ReadGlue<'_> {
@@ -33,28 +34,19 @@ impl Host for ReadGlue<'_> {
         Ok(MAX_SAVED_STATE as u32)
     }
 
-    async fn save(&mut self, data: Vec<u8>) -> wasmtime::Result<Result<(), WitError>> {
-        let state = match self.saved_state() {
-            Ok(s) => s,
-            Err(e) => return Ok(Err(e)),
-        };
+    async fn save(&mut self, data: Vec<u8>) -> Result<(), GuestError> {
+        let state = self.saved_state()?;
         self.count_save()?;
         blocking(move || state.save(&data)).await
     }
 
-    async fn load(&mut self) -> wasmtime::Result<Result<Option<Vec<u8>>, WitError>> {
-        let state = match self.saved_state() {
-            Ok(s) => s,
-            Err(e) => return Ok(Err(e)),
-        };
+    async fn load(&mut self) -> Result<Option<Vec<u8>>, GuestError> {
+        let state = self.saved_state()?;
         blocking(move || state.load()).await
     }
 
-    async fn clear(&mut self) -> wasmtime::Result<Result<(), WitError>> {
-        let state = match self.saved_state() {
-            Ok(s) => s,
-            Err(e) => return Ok(Err(e)),
-        };
+    async fn clear(&mut self) -> Result<(), GuestError> {
+        let state = self.saved_state()?;
         self.count_save()?;
         blocking(move || state.clear()).await
     }

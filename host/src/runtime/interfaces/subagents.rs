@@ -13,19 +13,10 @@ use super::SubagentGlue;
 use crate::runtime::bindings::subagents::{Context, Host, Info, Start, Status};
 use crate::runtime::bindings::types::Error as WitError;
 use crate::runtime::subagent_host::{
-    Caller, StartRequest, Started, SubagentError, SubagentHost, SubagentInfo, SubagentStatus,
+    Caller, StartRequest, Started, SubagentHost, SubagentInfo, SubagentStatus,
 };
+use crate::runtime::GuestError;
 use crate::sandbox::CoordinationKind;
-
-/// A host error as the WIT error of the same kind.
-pub(crate) fn to_wit(e: SubagentError) -> WitError {
-    match e {
-        SubagentError::Denied(m) => WitError::Denied(m),
-        SubagentError::NotFound(m) => WitError::NotFound(m),
-        SubagentError::Invalid(m) => WitError::Invalid(m),
-        SubagentError::Unavailable(m) => WitError::Unavailable(m),
-    }
-}
 
 pub(crate) fn info_to_wit(i: SubagentInfo) -> Info {
     Info {
@@ -50,14 +41,15 @@ pub(crate) fn info_to_wit(i: SubagentInfo) -> Info {
 
 impl SubagentGlue<'_> {
     /// The caller's host, once its permissions allow the `Agent` tool.
-    pub(crate) fn host(&self) -> Result<Arc<dyn SubagentHost>, WitError> {
+    pub(crate) fn host(&self) -> Result<Arc<dyn SubagentHost>, GuestError> {
         self.permissions
             .authorize_coordination(CoordinationKind::Subagents)?;
-        self.fixed.subagents.clone().ok_or_else(|| {
+        let host = self.fixed.subagents.clone().ok_or_else(|| {
             WitError::Denied(
                 "this agent may not start sub-agents (its host gave it no sub-agent seat)".into(),
             )
-        })
+        })?;
+        Ok(host)
     }
 
     fn caller(&self) -> Caller {
@@ -68,9 +60,9 @@ impl SubagentGlue<'_> {
     }
 
     /// Starts a sub-agent (the `Agent` tool and `run`/`launch`).
-    pub(crate) async fn start(&self, req: StartRequest) -> Result<Started, WitError> {
+    pub(crate) async fn start(&self, req: StartRequest) -> Result<Started, GuestError> {
         let host = self.host()?;
-        host.start(self.caller(), req).await.map_err(to_wit)
+        Ok(host.start(self.caller(), req).await?)
     }
 }
 
@@ -89,38 +81,30 @@ fn request(s: Start, background: bool) -> StartRequest {
 }
 
 impl Host for SubagentGlue<'_> {
-    async fn run(&mut self, req: Start) -> wasmtime::Result<Result<Info, WitError>> {
-        Ok(self.start(request(req, false)).await.map(|s| match s {
-            Started::Finished(i) | Started::Launched(i) => info_to_wit(i),
-        }))
+    async fn run(&mut self, req: Start) -> Result<Info, GuestError> {
+        match self.start(request(req, false)).await? {
+            Started::Finished(i) | Started::Launched(i) => Ok(info_to_wit(i)),
+        }
     }
 
-    async fn launch(&mut self, req: Start) -> wasmtime::Result<Result<String, WitError>> {
-        Ok(self.start(request(req, true)).await.map(|s| match s {
-            Started::Finished(i) | Started::Launched(i) => i.id,
-        }))
+    async fn launch(&mut self, req: Start) -> Result<String, GuestError> {
+        match self.start(request(req, true)).await? {
+            Started::Finished(i) | Started::Launched(i) => Ok(i.id),
+        }
     }
 
-    async fn send(
-        &mut self,
-        to: String,
-        message: String,
-    ) -> wasmtime::Result<Result<(), WitError>> {
-        Ok(self
-            .host()
-            .and_then(|h| h.send(&to, message).map(|_| ()).map_err(to_wit)))
+    async fn send(&mut self, to: String, message: String) -> Result<(), GuestError> {
+        self.host()?.send(&to, message)?;
+        Ok(())
     }
 
-    async fn output(&mut self, id: String) -> wasmtime::Result<Result<Info, WitError>> {
-        Ok(self
-            .host()
-            .and_then(|h| h.output(&id).map(info_to_wit).map_err(to_wit)))
+    async fn output(&mut self, id: String) -> Result<Info, GuestError> {
+        Ok(info_to_wit(self.host()?.output(&id)?))
     }
 
-    async fn stop(&mut self, id: String) -> wasmtime::Result<Result<(), WitError>> {
-        Ok(self
-            .host()
-            .and_then(|h| h.stop(&id).map(|_| ()).map_err(to_wit)))
+    async fn stop(&mut self, id: String) -> Result<(), GuestError> {
+        self.host()?.stop(&id)?;
+        Ok(())
     }
 
     async fn list(&mut self) -> wasmtime::Result<Vec<Info>> {

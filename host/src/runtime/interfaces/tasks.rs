@@ -16,6 +16,7 @@ use super::{blocking, CoordinationGlue};
 use crate::hooks::HookEvent;
 use crate::runtime::bindings::tasks::{ClaimError, Host, NewTask, OwnerChange, Task, TaskUpdate};
 use crate::runtime::bindings::types::Error as WitError;
+use crate::runtime::GuestError;
 use crate::sandbox::{CoordinationKind, TasksCall, TeamAct};
 use crate::store::{self, ClaimOutcome, ClaimRefusal};
 
@@ -38,16 +39,13 @@ impl CoordinationGlue<'_> {
     /// completed yet). A hook exiting 2 refuses the completion: the task stays
     /// open and the guest gets the hook's stderr. Hook failures are told to the
     /// lead and do not stop the completion.
-    async fn task_completed_hooks(&mut self, id: &str) -> wasmtime::Result<Result<(), WitError>> {
+    async fn task_completed_hooks(&mut self, id: &str) -> Result<(), GuestError> {
         let hooks = self.fixed.hooks.clone();
         let team = self.fixed.team.clone();
         let task_id = id.to_string();
-        let task = match blocking(move || team.task(&task_id)).await? {
-            Ok(t) => t,
-            Err(e) => return Ok(Err(e)),
-        };
+        let task = blocking(move || team.task(&task_id)).await?;
         if task.status == store::TaskStatus::Completed {
-            return Ok(Ok(()));
+            return Ok(());
         }
         let event = HookEvent::TaskCompleted {
             task_id: task.id.clone(),
@@ -57,18 +55,19 @@ impl CoordinationGlue<'_> {
             team_name: self.fixed.identity.team.clone(),
         };
         if !hooks.wants(&event) {
-            return Ok(Ok(()));
+            return Ok(());
         }
         let outcome = hooks.run(&event).await;
         self.fixed.report_hook_failures(&outcome).await;
         if outcome.is_blocked() {
-            return Ok(Err(WitError::Denied(format!(
+            return Err(WitError::Denied(format!(
                 "a TaskCompleted hook refused to complete task #{}: {}",
                 task.id,
                 outcome.message()
-            ))));
+            ))
+            .into());
         }
-        Ok(Ok(()))
+        Ok(())
     }
 }
 
@@ -92,24 +91,18 @@ impl crate::runtime::Fixed {
 }
 
 impl Host for CoordinationGlue<'_> {
-    async fn create(&mut self, task: NewTask) -> wasmtime::Result<Result<Task, WitError>> {
-        if let Err(e) = self
-            .permissions
-            .authorize_coordination(gate(TasksCall::Create))
-        {
-            return Ok(Err(e));
-        }
+    async fn create(&mut self, task: NewTask) -> Result<Task, GuestError> {
+        self.permissions
+            .authorize_coordination(gate(TasksCall::Create))?;
         let size = task.subject.len()
             + task.description.len()
             + task.active_form.as_ref().map_or(0, String::len)
             + task.metadata.as_ref().map_or(0, String::len);
-        if let Err(e) = self.fixed.limits.check_message("the task", size) {
-            return Ok(Err(WitError::Invalid(e)));
-        }
-        let meta = match metadata(task.metadata) {
-            Ok(m) => m,
-            Err(e) => return Ok(Err(e)),
-        };
+        self.fixed
+            .limits
+            .check_message("the task", size)
+            .map_err(WitError::Invalid)?;
+        let meta = metadata(task.metadata)?;
         self.coordination
             .count_act(&self.fixed.budget, TeamAct::TaskCreate)?;
         self.coordination
@@ -128,39 +121,23 @@ impl Host for CoordinationGlue<'_> {
         .await
     }
 
-    async fn get(&mut self, id: String) -> wasmtime::Result<Result<Task, WitError>> {
-        if let Err(e) = self
-            .permissions
-            .authorize_coordination(gate(TasksCall::Get))
-        {
-            return Ok(Err(e));
-        }
+    async fn get(&mut self, id: String) -> Result<Task, GuestError> {
+        self.permissions
+            .authorize_coordination(gate(TasksCall::Get))?;
         let team = self.fixed.team.clone();
         blocking(move || team.task(&id).map(to_wit_task)).await
     }
 
-    async fn list(&mut self) -> wasmtime::Result<Result<Vec<Task>, WitError>> {
-        if let Err(e) = self
-            .permissions
-            .authorize_coordination(gate(TasksCall::List))
-        {
-            return Ok(Err(e));
-        }
+    async fn list(&mut self) -> Result<Vec<Task>, GuestError> {
+        self.permissions
+            .authorize_coordination(gate(TasksCall::List))?;
         let team = self.fixed.team.clone();
         blocking(move || Ok(team.list_tasks()?.into_iter().map(to_wit_task).collect())).await
     }
 
-    async fn update(
-        &mut self,
-        id: String,
-        changes: TaskUpdate,
-    ) -> wasmtime::Result<Result<Task, WitError>> {
-        if let Err(e) = self
-            .permissions
-            .authorize_coordination(gate(TasksCall::Update))
-        {
-            return Ok(Err(e));
-        }
+    async fn update(&mut self, id: String, changes: TaskUpdate) -> Result<Task, GuestError> {
+        self.permissions
+            .authorize_coordination(gate(TasksCall::Update))?;
         let size = [
             &changes.subject,
             &changes.description,
@@ -170,13 +147,11 @@ impl Host for CoordinationGlue<'_> {
         .iter()
         .map(|f| f.as_ref().map_or(0, String::len))
         .sum();
-        if let Err(e) = self.fixed.limits.check_message("the task update", size) {
-            return Ok(Err(WitError::Invalid(e)));
-        }
-        let meta = match metadata(changes.metadata) {
-            Ok(m) => m,
-            Err(e) => return Ok(Err(e)),
-        };
+        self.fixed
+            .limits
+            .check_message("the task update", size)
+            .map_err(WitError::Invalid)?;
+        let meta = metadata(changes.metadata)?;
         let update = store::TaskUpdate {
             subject: changes.subject,
             description: changes.description,
@@ -202,9 +177,7 @@ impl Host for CoordinationGlue<'_> {
                 .count_team_bytes(&self.fixed.budget, "the task update", size)?;
         }
         if update.status == Some(store::TaskStatus::Completed) {
-            if let Err(e) = self.task_completed_hooks(&id).await? {
-                return Ok(Err(e));
-            }
+            self.task_completed_hooks(&id).await?;
         }
         let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
         let claims = self.fixed.claims.clone();
@@ -233,13 +206,9 @@ impl Host for CoordinationGlue<'_> {
         .await
     }
 
-    async fn delete(&mut self, id: String) -> wasmtime::Result<Result<(), WitError>> {
-        if let Err(e) = self
-            .permissions
-            .authorize_coordination(gate(TasksCall::Delete))
-        {
-            return Ok(Err(e));
-        }
+    async fn delete(&mut self, id: String) -> Result<(), GuestError> {
+        self.permissions
+            .authorize_coordination(gate(TasksCall::Delete))?;
         let team = self.fixed.team.clone();
         let claims = self.fixed.claims.clone();
         blocking(move || {
@@ -252,17 +221,9 @@ impl Host for CoordinationGlue<'_> {
         .await
     }
 
-    async fn add_dependency(
-        &mut self,
-        task: String,
-        blocked_by: String,
-    ) -> wasmtime::Result<Result<(), WitError>> {
-        if let Err(e) = self
-            .permissions
-            .authorize_coordination(gate(TasksCall::AddDependency))
-        {
-            return Ok(Err(e));
-        }
+    async fn add_dependency(&mut self, task: String, blocked_by: String) -> Result<(), GuestError> {
+        self.permissions
+            .authorize_coordination(gate(TasksCall::AddDependency))?;
         let team = self.fixed.team.clone();
         blocking(move || team.add_dependency(&blocked_by, &task)).await
     }
@@ -298,9 +259,9 @@ impl Host for CoordinationGlue<'_> {
             }
             outcome
         })
-        .await?;
+        .await;
         Ok(match outcome {
-            Err(e) => Err(ClaimError::Other(e)),
+            Err(e) => Err(ClaimError::Other(e.into_wit()?)),
             Ok(ClaimOutcome::Claimed(t)) => Ok(to_wit_task(t)),
             Ok(ClaimOutcome::Refused {
                 reason,

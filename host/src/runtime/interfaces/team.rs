@@ -10,7 +10,7 @@
 use super::convert::{mode_to_wit, to_wit_member};
 use super::{blocking, ReadGlue};
 use crate::runtime::bindings::team::{Host, Identity, Member};
-use crate::runtime::bindings::types::Error as WitError;
+use crate::runtime::GuestError;
 use crate::sandbox::{CoordinationKind, TeamCall};
 
 impl Host for ReadGlue<'_> {
@@ -30,13 +30,9 @@ impl Host for ReadGlue<'_> {
         })
     }
 
-    async fn roster(&mut self) -> wasmtime::Result<Result<Vec<Member>, WitError>> {
-        if let Err(e) = self
-            .permissions
-            .authorize_coordination(CoordinationKind::Team(TeamCall::Roster))
-        {
-            return Ok(Err(e));
-        }
+    async fn roster(&mut self) -> Result<Vec<Member>, GuestError> {
+        self.permissions
+            .authorize_coordination(CoordinationKind::Team(TeamCall::Roster))?;
         let team = self.fixed.team.clone();
         let lead = self.fixed.lead.clone();
         blocking(move || {

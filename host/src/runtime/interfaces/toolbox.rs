@@ -22,6 +22,7 @@ use crate::runtime::bindings::toolbox::Host;
 use crate::runtime::bindings::tools::{GrepMode, Host as Tools};
 use crate::runtime::bindings::types::Error as WitError;
 use crate::runtime::subagent_host::{StartRequest, Started, SubagentInfo, SubagentStatus};
+use crate::runtime::GuestError;
 use crate::sandbox::{CoordinationKind, Decision, MessagingCall, TasksCall, ToolCall, ToolName};
 use crate::toolbox::agent_format::{self, AgentReport};
 use crate::toolbox::format::{self, TaskView};
@@ -35,8 +36,9 @@ fn ok(text: String) -> wasmtime::Result<Outcome> {
     Ok((text, false))
 }
 
-fn failed(e: WitError) -> wasmtime::Result<Outcome> {
-    Ok((format::error(&error_text(&e)), true))
+/// A failed call as an error result for the model; a trap stays a trap.
+fn failed(e: impl Into<GuestError>) -> wasmtime::Result<Outcome> {
+    Ok((format::error(&error_text(&e.into().into_wit()?)), true))
 }
 
 /// A WIT error as a sentence for the model.
@@ -107,7 +109,7 @@ impl ToolGlue<'_> {
                 file_path,
                 offset,
                 limit,
-            } => match Tools::read(self, file_path, offset, limit).await? {
+            } => match Tools::read(self, file_path, offset, limit).await {
                 Ok(r) => ok(format::read(
                     &r.content,
                     r.lines,
@@ -118,7 +120,7 @@ impl ToolGlue<'_> {
             },
             Call::Write { file_path, content } => {
                 let bytes = content.len();
-                match Tools::write(self, file_path.clone(), content).await? {
+                match Tools::write(self, file_path.clone(), content).await {
                     Ok(()) => ok(format::write(&file_path, bytes)),
                     Err(e) => failed(e),
                 }
@@ -130,13 +132,13 @@ impl ToolGlue<'_> {
                 replace_all,
             } => {
                 match Tools::edit(self, file_path.clone(), old_string, new_string, replace_all)
-                    .await?
+                    .await
                 {
                     Ok(n) => ok(format::edit(&file_path, n)),
                     Err(e) => failed(e),
                 }
             }
-            Call::Glob { pattern, path } => match Tools::glob(self, pattern, path).await? {
+            Call::Glob { pattern, path } => match Tools::glob(self, pattern, path).await {
                 Ok(paths) => ok(format::glob(&paths)),
                 Err(e) => failed(e),
             },
@@ -154,7 +156,7 @@ impl ToolGlue<'_> {
                     input::GrepMode::FilesWithMatches => GrepMode::FilesWithMatches,
                     input::GrepMode::Count => GrepMode::Count,
                 };
-                match Tools::grep(self, pattern, path, glob, wit_mode, case_insensitive).await? {
+                match Tools::grep(self, pattern, path, glob, wit_mode, case_insensitive).await {
                     Ok(g) => ok(format::grep(
                         mode,
                         &g.text,
@@ -169,7 +171,7 @@ impl ToolGlue<'_> {
             Call::Bash {
                 command,
                 timeout_ms,
-            } => match Tools::bash(self, command, timeout_ms).await? {
+            } => match Tools::bash(self, command, timeout_ms).await {
                 Ok(b) => Ok(format::bash(
                     &b.stdout,
                     &b.stderr,
@@ -192,16 +194,16 @@ impl ToolGlue<'_> {
                     active_form,
                     metadata,
                 };
-                match Tasks::create(&mut self.coordination_glue(), new).await? {
+                match Tasks::create(&mut self.coordination_glue(), new).await {
                     Ok(t) => ok(format::task_created(&t.id, &t.subject)),
                     Err(e) => failed(e),
                 }
             }
-            Call::TaskGet { id } => match Tasks::get(&mut self.coordination_glue(), id).await? {
+            Call::TaskGet { id } => match Tasks::get(&mut self.coordination_glue(), id).await {
                 Ok(t) => ok(format::task(&view(&t))),
                 Err(e) => failed(e),
             },
-            Call::TaskList => match Tasks::list(&mut self.coordination_glue()).await? {
+            Call::TaskList => match Tasks::list(&mut self.coordination_glue()).await {
                 Ok(tasks) => ok(format::task_list(
                     &tasks.iter().map(view).collect::<Vec<_>>(),
                 )),
@@ -226,14 +228,14 @@ impl ToolGlue<'_> {
                 };
                 match info {
                     Ok(i) => ok(agent_format::task_output(&report_of(&i), block)),
-                    Err(e) => failed(super::subagents::to_wit(e)),
+                    Err(e) => failed(e),
                 }
             }
             Call::TaskStop { task_id } => {
                 let stopped = self
                     .subagent_glue()
                     .host()
-                    .and_then(|h| h.stop(&task_id).map_err(super::subagents::to_wit));
+                    .and_then(|h| Ok(h.stop(&task_id)?));
                 match stopped {
                     Ok(i) => ok(agent_format::task_stopped(&i.id, &i.description)),
                     Err(e) => failed(e),
@@ -274,7 +276,7 @@ impl ToolGlue<'_> {
         let result = match send {
             SendCall::Text { to, text, summary } if to == "*" => {
                 Messaging::broadcast(&mut self.coordination_glue(), text, summary)
-                    .await?
+                    .await
                     .map(|d| format::broadcast(&d.message, &d.recipients))
             }
             SendCall::Text { to, text, .. }
@@ -284,14 +286,13 @@ impl ToolGlue<'_> {
                     let finished = h
                         .output(&to)
                         .is_ok_and(|i| i.status != SubagentStatus::Running);
-                    h.send(&to, text)
-                        .map(|info| agent_format::sent_to_agent(&info.id, finished))
-                        .map_err(super::subagents::to_wit)
+                    let info = h.send(&to, text)?;
+                    Ok(agent_format::sent_to_agent(&info.id, finished))
                 })
             }
             SendCall::Text { to, text, summary } => {
                 Messaging::send(&mut self.coordination_glue(), to, text, summary)
-                    .await?
+                    .await
                     .map(|d| {
                         let r = &d.routing;
                         format::sent(
@@ -306,7 +307,7 @@ impl ToolGlue<'_> {
             }
             SendCall::ShutdownRequest { to, reason } => {
                 Messaging::request_shutdown(&mut self.coordination_glue(), to, reason)
-                    .await?
+                    .await
                     .map(|d| format::shutdown_requested(&d.message, &d.request_id, &d.target))
             }
             SendCall::ShutdownResponse {
@@ -320,7 +321,7 @@ impl ToolGlue<'_> {
                     ShutdownResponse::Reject(reason.unwrap_or_else(|| "no reason given".into()))
                 };
                 Messaging::respond_shutdown(&mut self.coordination_glue(), request_id, response)
-                    .await?
+                    .await
                     .map(|()| {
                         format::answered(if approve {
                             "Shutdown approved"
@@ -346,7 +347,7 @@ impl ToolGlue<'_> {
                     request_id,
                     response,
                 )
-                .await?
+                .await
                 .map(|()| {
                     format::answered(if approve {
                         "Plan approved"
@@ -358,13 +359,13 @@ impl ToolGlue<'_> {
         };
         Ok(match result {
             Ok(text) => (text, false),
-            Err(e) => (format::send_failed(&error_text(&e)), true),
+            Err(e) => (format::send_failed(&error_text(&e.into_wit()?)), true),
         })
     }
 
     async fn run_task_update(&mut self, u: TaskUpdateCall) -> wasmtime::Result<Outcome> {
         if u.status == Some(UpdateStatus::Deleted) {
-            return match Tasks::delete(&mut self.coordination_glue(), u.id.clone()).await? {
+            return match Tasks::delete(&mut self.coordination_glue(), u.id.clone()).await {
                 Ok(()) => ok(format!("Updated task #{} deleted", u.id)),
                 Err(e) => failed(e),
             };
@@ -401,8 +402,7 @@ impl ToolGlue<'_> {
                 }),
                 metadata: u.metadata,
             };
-            if let Err(e) =
-                Tasks::update(&mut self.coordination_glue(), u.id.clone(), update).await?
+            if let Err(e) = Tasks::update(&mut self.coordination_glue(), u.id.clone(), update).await
             {
                 return failed(e);
             }
@@ -410,7 +410,7 @@ impl ToolGlue<'_> {
         for blocked in &u.add_blocks {
             if let Err(e) =
                 Tasks::add_dependency(&mut self.coordination_glue(), blocked.clone(), u.id.clone())
-                    .await?
+                    .await
             {
                 return failed(e);
             }
@@ -418,7 +418,7 @@ impl ToolGlue<'_> {
         for blocker in &u.add_blocked_by {
             if let Err(e) =
                 Tasks::add_dependency(&mut self.coordination_glue(), u.id.clone(), blocker.clone())
-                    .await?
+                    .await
             {
                 return failed(e);
             }

@@ -15,6 +15,7 @@ use crate::runtime::bindings::tools::{
     BashOutput, GrepMode, GrepOutput, Host, ReadOutput, ToolInfo, Verdict,
 };
 use crate::runtime::bindings::types::Error as WitError;
+use crate::runtime::GuestError;
 use crate::sandbox::{
     BashInput, Decision, EditInput, GlobInput, GrepInput, ReadInput, ToolCall, ToolName, WriteInput,
 };
@@ -32,21 +33,21 @@ impl ToolGlue<'_> {
     /// to run (the lead may have changed its input). A refusal's text has the
     /// host's paths taken out ([`Redactor`]), the paths the guest spelled
     /// kept as it spelled them.
-    async fn authorize(&mut self, call: ToolCall) -> Result<ToolCall, WitError> {
+    async fn authorize(&mut self, call: ToolCall) -> Result<ToolCall, GuestError> {
         let spelled = spelled(&call);
         let decided = self.authorize_unredacted(call).await;
         decided.map_err(|e| {
             let r = spelled.iter().fold(self.redactor(), |r, s| r.keep(s));
-            redact_with(&r, e)
+            e.map_wit(|e| redact_with(&r, e))
         })
     }
 
-    async fn authorize_unredacted(&mut self, call: ToolCall) -> Result<ToolCall, WitError> {
+    async fn authorize_unredacted(&mut self, call: ToolCall) -> Result<ToolCall, GuestError> {
         // Where the call's path leads through links is looked up here, so
         // `decide_on_disk` stays pure (class 4 of issue 10).
         match self.permissions.decide_on_disk(&call) {
             Decision::Allow { .. } => Ok(call),
-            Decision::Deny { reason } => Err(WitError::Denied(reason)),
+            Decision::Deny { reason } => Err(WitError::Denied(reason).into()),
             Decision::Ask {
                 reason,
                 suggestions,
@@ -54,7 +55,7 @@ impl ToolGlue<'_> {
                 let approved = self.ask_lead(call, reason, suggestions).await?;
                 // An approval never overrides a deny rule.
                 match self.permissions.decide_on_disk(&approved) {
-                    Decision::Deny { reason } => Err(WitError::Denied(reason)),
+                    Decision::Deny { reason } => Err(WitError::Denied(reason).into()),
                     Decision::Allow { .. } | Decision::Ask { .. } => Ok(approved),
                 }
             }
@@ -76,18 +77,11 @@ impl ToolGlue<'_> {
             })
     }
 
-    /// `e` with the host's paths taken out of its message: the choke point
-    /// every tool error passes before it reaches the guest.
-    fn redact_error(&self, e: WitError) -> WitError {
-        redact_with(&self.redactor(), e)
-    }
-
-    /// A tool's result with [`redact_error`](Self::redact_error) applied.
-    fn redacted<T>(
-        &self,
-        r: wasmtime::Result<Result<T, WitError>>,
-    ) -> wasmtime::Result<Result<T, WitError>> {
-        r.map(|r| r.map_err(|e| self.redact_error(e)))
+    /// A tool's result with the host's paths taken out of its guest
+    /// error's message: the choke point every tool error passes before it
+    /// reaches the guest. A trap passes unchanged.
+    fn redacted<T>(&self, r: Result<T, GuestError>) -> Result<T, GuestError> {
+        r.map_err(|e| e.map_wit(|e| redact_with(&self.redactor(), e)))
     }
 
     /// The teammate's disk budget ([`Limits::disk_bytes`](crate::sandbox::Limits)).
@@ -143,17 +137,14 @@ impl Host for ToolGlue<'_> {
         file_path: String,
         offset: Option<u64>,
         limit: Option<u64>,
-    ) -> wasmtime::Result<Result<ReadOutput, WitError>> {
+    ) -> Result<ReadOutput, GuestError> {
         let call = ToolCall::Read(ReadInput {
             file_path,
             offset,
             limit,
         });
-        let ToolCall::Read(input) = (match self.authorize(call).await {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(e)),
-        }) else {
-            return Ok(Err(changed_tool()));
+        let ToolCall::Read(input) = self.authorize(call).await? else {
+            return Err(changed_tool().into());
         };
         let tools = self.toolbox();
         let done = blocking_tool(move || {
@@ -168,17 +159,10 @@ impl Host for ToolGlue<'_> {
         self.redacted(done)
     }
 
-    async fn write(
-        &mut self,
-        file_path: String,
-        content: String,
-    ) -> wasmtime::Result<Result<(), WitError>> {
+    async fn write(&mut self, file_path: String, content: String) -> Result<(), GuestError> {
         let call = ToolCall::Write(WriteInput { file_path, content });
-        let ToolCall::Write(input) = (match self.authorize(call).await {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(e)),
-        }) else {
-            return Ok(Err(changed_tool()));
+        let ToolCall::Write(input) = self.authorize(call).await? else {
+            return Err(changed_tool().into());
         };
         let (tools, budget) = (self.toolbox(), self.disk_budget());
         let done =
@@ -192,18 +176,15 @@ impl Host for ToolGlue<'_> {
         old_string: String,
         new_string: String,
         replace_all: bool,
-    ) -> wasmtime::Result<Result<u64, WitError>> {
+    ) -> Result<u64, GuestError> {
         let call = ToolCall::Edit(EditInput {
             file_path,
             old_string,
             new_string,
             replace_all: Some(replace_all),
         });
-        let ToolCall::Edit(input) = (match self.authorize(call).await {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(e)),
-        }) else {
-            return Ok(Err(changed_tool()));
+        let ToolCall::Edit(input) = self.authorize(call).await? else {
+            return Err(changed_tool().into());
         };
         let (tools, budget) = (self.toolbox(), self.disk_budget());
         let done = blocking_tool(move || {
@@ -219,13 +200,10 @@ impl Host for ToolGlue<'_> {
         &mut self,
         pattern: String,
         path: Option<String>,
-    ) -> wasmtime::Result<Result<Vec<String>, WitError>> {
+    ) -> Result<Vec<String>, GuestError> {
         let call = ToolCall::Glob(GlobInput { pattern, path });
-        let ToolCall::Glob(input) = (match self.authorize(call).await {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(e)),
-        }) else {
-            return Ok(Err(changed_tool()));
+        let ToolCall::Glob(input) = self.authorize(call).await? else {
+            return Err(changed_tool().into());
         };
         let (tools, keep) = (self.toolbox(), self.keep_filter(ToolName::Glob));
         let done = blocking_tool(move || tools.glob(&input, &keep).map(|o| o.paths)).await;
@@ -239,7 +217,7 @@ impl Host for ToolGlue<'_> {
         glob: Option<String>,
         mode: GrepMode,
         case_insensitive: bool,
-    ) -> wasmtime::Result<Result<GrepOutput, WitError>> {
+    ) -> Result<GrepOutput, GuestError> {
         let call = ToolCall::Grep(GrepInput {
             pattern,
             path,
@@ -255,11 +233,8 @@ impl Host for ToolGlue<'_> {
             case_insensitive: Some(case_insensitive),
             ..GrepInput::default()
         });
-        let ToolCall::Grep(input) = (match self.authorize(call).await {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(e)),
-        }) else {
-            return Ok(Err(changed_tool()));
+        let ToolCall::Grep(input) = self.authorize(call).await? else {
+            return Err(changed_tool().into());
         };
         let (tools, keep) = (self.toolbox(), self.keep_filter(ToolName::Grep));
         let done = blocking_tool(move || {
@@ -278,16 +253,13 @@ impl Host for ToolGlue<'_> {
         &mut self,
         command: String,
         timeout_ms: Option<u64>,
-    ) -> wasmtime::Result<Result<BashOutput, WitError>> {
+    ) -> Result<BashOutput, GuestError> {
         let call = ToolCall::Bash(BashInput {
             command,
             timeout: timeout_ms,
         });
-        let ToolCall::Bash(input) = (match self.authorize(call).await {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(e)),
-        }) else {
-            return Ok(Err(changed_tool()));
+        let ToolCall::Bash(input) = self.authorize(call).await? else {
+            return Err(changed_tool().into());
         };
         let confinement = Confinement::for_mode(self.permissions.mode());
         let tools = self.toolbox();
@@ -299,7 +271,7 @@ impl Host for ToolGlue<'_> {
         let meter = self.fixed.budget.disk().clone();
         let before = meter.measure().await;
         if let Some(breach) = meter.budget().breach(&before) {
-            return Err(wasmtime::Error::msg(breach));
+            return Err(GuestError::trap(wasmtime::Error::msg(breach)));
         }
         let room = meter.room();
         let watching = meter.clone();
@@ -337,16 +309,16 @@ impl Host for ToolGlue<'_> {
                 })
         })
         .await;
-        if let Ok(Ok((_, Some(why)))) = &done {
-            return Err(wasmtime::Error::msg(format!(
+        if let Ok((_, Some(why))) = &done {
+            return Err(GuestError::trap(wasmtime::Error::msg(format!(
                 "{why}; the Bash call was stopped while it ran"
-            )));
+            ))));
         }
         let usage = meter.measure().await;
         if let Some(breach) = meter.budget().breach(&usage) {
-            return Err(wasmtime::Error::msg(breach));
+            return Err(GuestError::trap(wasmtime::Error::msg(breach)));
         }
-        let done = done.map(|r| r.map(|(out, _)| out));
+        let done = done.map(|(out, _)| out);
         self.redacted(done)
     }
 }

@@ -11,6 +11,11 @@
 //! | [`ReadGlue`] | `state` | fixed (its own file's path) | nothing in memory: its saved-state file |
 //! | [`SubagentGlue`] | `subagents` | fixed (its sub-agent seat), permissions | nothing of its own (the seat keeps the sub-agents) |
 //!
+//! `types` has no functions, only `convert_error` (turning a
+//! [`GuestError`](crate::runtime::GuestError) back into the WIT `error` or a
+//! trap); it is implemented on every view whose interfaces return that error
+//! (`mod.rs`), since the generated code converts through the caller's view.
+//!
 //! The borrow checker holds the table: a view holds `&` to what it reads and
 //! `&mut` only to what it changes, so no interface can change what its view
 //! does not hand out (the coordination glue cannot rewrite the mode, the

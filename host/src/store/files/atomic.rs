@@ -146,7 +146,7 @@ pub fn quarantine(path: &Path) -> Result<PathBuf> {
 /// atomically replaces `path` with it.
 pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
     let bytes = serde_json::to_vec_pretty(value)
-        .map_err(|e| Error::Invalid(format!("cannot serialise {}: {e}", path.display())))?;
+        .map_err(|e| Error::Encode(format!("cannot serialise {}: {e}", path.display())))?;
     write_atomic(path, &bytes)
 }
 
@@ -189,7 +189,7 @@ pub fn remove_stale_swap(path: &Path) -> Result<()> {
 /// state.
 pub fn write_json_relaxed<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
     let bytes = serde_json::to_vec_pretty(value)
-        .map_err(|e| Error::Invalid(format!("cannot serialise {}: {e}", path.display())))?;
+        .map_err(|e| Error::Encode(format!("cannot serialise {}: {e}", path.display())))?;
     replace(path, &bytes, false)
 }
 

@@ -278,7 +278,7 @@ impl<D: Clone + PartialEq> Combiner<D> {
         let (result, panic) = match outcome {
             Ok(result) => (result, None),
             Err(panic) => (
-                Err(Error::Invalid(
+                Err(Error::HostTask(
                     "the write of a batch of changes panicked".into(),
                 )),
                 Some(panic),

@@ -27,7 +27,7 @@ pub(super) fn append_relaxed(path: &Path, entries: &[InboxMessage]) -> Result<()
 fn append_with(path: &Path, entries: &[InboxMessage], sync: bool) -> Result<()> {
     let mut buf = Vec::new();
     for e in entries {
-        serde_json::to_writer(&mut buf, e).map_err(|e| Error::Invalid(e.to_string()))?;
+        serde_json::to_writer(&mut buf, e).map_err(|e| Error::Encode(e.to_string()))?;
         buf.push(b'\n');
     }
     let open = || OpenOptions::new().create(true).append(true).open(path);

@@ -42,7 +42,7 @@ impl Home {
         }
         match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
             Some(h) => Ok(Home::new(PathBuf::from(h).join(".teamhost"))),
-            None => Err(Error::Invalid(
+            None => Err(Error::Home(
                 "cannot find a home directory: pass --home DIR or set TEAMHOST_HOME".into(),
             )),
         }
@@ -57,7 +57,7 @@ impl Home {
             match std::fs::metadata(part) {
                 Ok(m) if m.is_dir() => return Ok(()),
                 Ok(_) => {
-                    return Err(Error::Invalid(format!(
+                    return Err(Error::Home(format!(
                         "the home {} cannot be used: {} is a file, not a directory (every existing part of the home's path must be a directory; pass --home DIR or set {HOME_ENV})",
                         self.root.display(),
                         part.display()

@@ -163,7 +163,7 @@ impl FileFeed {
         std::thread::Builder::new()
             .name(format!("watch-{}", dirs.team_name))
             .spawn(move || follow_dirs(looks, weak, dirs, observer, incomplete))
-            .map_err(|e| Error::Invalid(format!("cannot start a file watch thread: {e}")))?;
+            .map_err(|e| Error::HostTask(format!("cannot start a file watch thread: {e}")))?;
         Ok(FileFeed { _state: state })
     }
 }
@@ -229,7 +229,7 @@ fn is_read_only(kind: &EventKind) -> bool {
 }
 
 fn watch_error(dirs: &Dirs, e: notify::Error) -> Error {
-    Error::Invalid(format!(
+    Error::FileWatch(format!(
         "cannot watch the files of team {} for changes: {e}; if the inotify limits are reached, raise fs.inotify.max_user_watches / max_user_instances (sysctl), or turn file watching off (HostOptions::watch_files) and rely on the 500 ms poll",
         dirs.team_name
     ))

@@ -107,7 +107,7 @@ impl NatsStore {
         let conn = self.conn();
         let payload = Bytes::from(
             serde_json::to_vec(entries)
-                .map_err(|e| Error::Invalid(format!("cannot serialise: {e}")))?,
+                .map_err(|e| Error::Encode(format!("cannot serialise: {e}")))?,
         );
         let mut h = HeaderMap::new();
         if let [InboxMessage {
@@ -430,7 +430,7 @@ fn values(entries: &[InboxMessage]) -> Result<Vec<Value>> {
     entries
         .iter()
         .map(|e| {
-            serde_json::to_value(e).map_err(|e| Error::Invalid(format!("cannot serialise: {e}")))
+            serde_json::to_value(e).map_err(|e| Error::Encode(format!("cannot serialise: {e}")))
         })
         .collect()
 }

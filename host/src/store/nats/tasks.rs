@@ -188,14 +188,14 @@ impl NatsStore {
             let task = match task {
                 Some(t) => Some(
                     serde_json::to_value(&t)
-                        .map_err(|e| Error::Invalid(format!("cannot serialise: {e}")))?,
+                        .map_err(|e| Error::Encode(format!("cannot serialise: {e}")))?,
                 ),
                 None => None,
             };
             let expect = snap.get(&id).map_or(0, |s| s.rev);
             intent.writes.push(Write { id, expect, task });
         }
-        let payload = serde_json::to_vec(&intent).map_err(|e| Error::Invalid(e.to_string()))?;
+        let payload = serde_json::to_vec(&intent).map_err(|e| Error::Encode(e.to_string()))?;
         match kv::put(conn, names, TXN, Bytes::from(payload), Some(rev)) {
             Ok(_) => {}
             Err(Fail::Conflict) => return Ok(false),

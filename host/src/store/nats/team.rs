@@ -232,5 +232,5 @@ impl NatsStore {
 pub(super) fn to_json<T: serde::Serialize>(v: &T) -> Result<Bytes> {
     serde_json::to_vec_pretty(v)
         .map(Bytes::from)
-        .map_err(|e| Error::Invalid(format!("cannot serialise: {e}")))
+        .map_err(|e| Error::Encode(format!("cannot serialise: {e}")))
 }

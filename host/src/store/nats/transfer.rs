@@ -52,7 +52,7 @@ impl NatsStore {
                 let mut lines = Vec::new();
                 for e in &history {
                     serde_json::to_writer(&mut lines, e)
-                        .map_err(|e| Error::Invalid(e.to_string()))?;
+                        .map_err(|e| Error::Encode(e.to_string()))?;
                     lines.push(b'\n');
                 }
                 if let Some(dir) = path.parent() {

@@ -47,7 +47,7 @@ impl NatsUrl {
     /// repeats the credentials.
     pub fn parse(s: &str) -> Result<NatsUrl> {
         let bad = |why: &str| {
-            Error::Invalid(format!(
+            Error::StoreUrl(format!(
                 "store URL {}: {why}; the form is nats://HOST:PORT[/PREFIX] (PREFIX: letters, digits, '_' and '-')",
                 redact(s)
             ))

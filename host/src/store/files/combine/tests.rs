@@ -137,7 +137,7 @@ fn a_failed_change_hurts_only_its_caller() {
     let (release, leader) = blocked_leader(&c, &disk);
     let (c2, d2) = (c.clone(), disk.clone());
     let failing = std::thread::spawn(move || {
-        let mut refuse = |_: &mut Vec<u32>| Err(Error::Invalid("no such member".into()));
+        let mut refuse = |_: &mut Vec<u32>| Err(Error::StoreRule("no such member".into()));
         c2.update(Path::new(PATH), Changes::Checked, &mut refuse, |b| {
             d2.lead(b)
         })
@@ -233,7 +233,7 @@ fn a_change_that_fails_half_done_is_undone_in_the_batch() {
     let half = std::thread::spawn(move || {
         let mut half = |d: &mut Vec<u32>| {
             d.push(99);
-            Err(Error::Invalid("changed my mind".into()))
+            Err(Error::StoreRule("changed my mind".into()))
         };
         c2.update(Path::new(PATH), Changes::Checked, &mut half, |b| d2.lead(b))
     });
@@ -249,7 +249,7 @@ fn a_change_that_fails_half_done_is_undone_in_the_batch() {
     // Alone, too: nothing written at all.
     let mut alone = |d: &mut Vec<u32>| {
         d.push(98);
-        Err(Error::Invalid("no".into()))
+        Err(Error::StoreRule("no".into()))
     };
     assert!(c
         .update(Path::new(PATH), Changes::Checked, &mut alone, |b| disk
