@@ -79,7 +79,7 @@ impl Record {
     }
 
     fn save(&self) -> Result<()> {
-        crate::store::files::atomic::write_json(&record_path(&self.work_tree), self)
+        crate::durable::write_json(&record_path(&self.work_tree), self)
     }
 }
 

@@ -38,8 +38,8 @@ use serde::{Deserialize, Serialize};
 
 use super::spawn_record;
 use super::started;
+use crate::durable::{read_json, write_json};
 use crate::error::{Error, Result};
-use crate::store::files::atomic::{read_json, write_json};
 use crate::store::{Home, Team};
 
 /// The record `teamhost run` keeps of itself for the team it runs.

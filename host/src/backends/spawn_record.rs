@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
+use crate::durable::write_json;
 use crate::error::{Error, Result};
-use crate::store::files::atomic::write_json;
 use crate::store::kept::file;
 use crate::store::Home;
 use crate::teammate::{Isolation, SpawnRequest, TeammateSettings};

@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::durable::{read_json, write_json};
 use crate::error::{Error, Result};
-use crate::store::files::atomic::{read_json, write_json};
 use crate::store::Home;
 
 /// One started teammate process.

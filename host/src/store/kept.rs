@@ -109,7 +109,7 @@ impl TurnJournal {
 
     /// Notes that a turn handles `msg`.
     pub fn open(&self, msg: &InboxMessage) -> Result<()> {
-        super::files::atomic::write_json_relaxed(&self.path, msg)
+        crate::durable::write_json_relaxed(&self.path, msg)
     }
 
     /// The turn ended: nothing to deliver again.
@@ -159,7 +159,7 @@ impl TaskNote {
 
     /// Notes that a turn works on task `id`.
     pub fn open(&self, id: &str) -> Result<()> {
-        super::files::atomic::write_json_relaxed(
+        crate::durable::write_json_relaxed(
             &self.path,
             &TaskNoted {
                 task: id.to_owned(),
@@ -237,7 +237,7 @@ impl ClaimLedger {
         c.tasks.push(id.to_owned());
         let over = c.tasks.len().saturating_sub(MAX_CLAIMS);
         c.tasks.drain(..over);
-        super::files::atomic::write_json_relaxed(&self.path, &c)
+        crate::durable::write_json_relaxed(&self.path, &c)
     }
 
     /// The teammate completed, gave up or handed on task `id` (nothing is
@@ -249,7 +249,7 @@ impl ClaimLedger {
         if c.tasks.len() == before {
             return Ok(());
         }
-        super::files::atomic::write_json_relaxed(&self.path, &c)
+        crate::durable::write_json_relaxed(&self.path, &c)
     }
 
     /// Whether the teammate claimed task `id` itself and has not let it go.
@@ -315,7 +315,7 @@ impl SpentRecord {
 
     /// Keeps `spent`.
     pub fn save(&self, spent: &LifeSpent) -> Result<()> {
-        super::files::atomic::write_json_relaxed(&self.path, spent)
+        crate::durable::write_json_relaxed(&self.path, spent)
     }
 }
 
@@ -346,7 +346,7 @@ impl SavedState {
                 bytes.len()
             )));
         }
-        super::files::atomic::write_atomic(&self.path, bytes)
+        crate::durable::write_atomic(&self.path, bytes)
     }
 
     /// What was saved last, if anything.

@@ -186,7 +186,7 @@ impl Tree {
         // last values, whatever order the writes ran in.
         let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());
         let record = self.record();
-        if let Err(e) = crate::store::files::atomic::write_json_relaxed(path, &record) {
+        if let Err(e) = crate::durable::write_json_relaxed(path, &record) {
             tracing::debug!(error = %e, ?record, "the sub-agent record was not written");
         }
     }

@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::atomic::{read_json, read_json_or_move_aside};
 use super::stamp::{is_racy, Stamp};
+use crate::durable::{read_json, read_json_or_move_aside};
 use crate::error::{Error, Result};
 use crate::store::TeamConfig;
 

@@ -4,7 +4,7 @@
 //!
 //! Every read-modify-write of a shared file runs under [`lock::with_lock`]
 //! (flock plus the reference's mkdir lock); every write is an atomic replace
-//! by a new file ([`atomic`]), so a reader without the lock (Claude Code)
+//! by a new file ([`crate::durable`]), so a reader without the lock (Claude Code)
 //! never sees a file change under it; a file that does not parse is never
 //! written over. No other
 //! module builds a team file path: they ask the store.
@@ -13,7 +13,6 @@
 //! |---|---|
 //! | `paths.rs` | [`Home`] and [`TeamPaths`]: the layout |
 //! | `lock.rs` | the cross-process lock (flock + the reference's mkdir lock) |
-//! | `atomic.rs` | JSON reads, atomic replace, moving corrupt files aside |
 //! | `history.rs` | `history/{agent}.jsonl`: appending, reading from an offset |
 //! | `tasks.rs` | one locked pass over `tasks/{team}/` ([`TaskTxn`]) |
 //! | `task_cache.rs` | the task files as last read, kept current by inotify: a listing reads only what changed |
@@ -23,7 +22,6 @@
 //! | `combine.rs` | group commit: concurrent config changes and inbox appends share one locked write |
 //! | `watch.rs` | the change feed: inotify on a team's files |
 
-pub mod atomic;
 mod combine;
 mod config_cache;
 mod history;
@@ -39,7 +37,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use self::atomic::{read_array, read_array_for_update, read_json, write_json, write_json_locked};
 use self::lock::with_lock;
 pub use self::lock::LockOptions;
 pub use self::paths::{Home, TeamPaths, HOME_ENV};
@@ -48,6 +45,7 @@ use super::backend::{
 };
 use super::mailbox::consumed_now;
 use super::{InboxMessage, ModelUsage, StoreObserver, Task, TeamConfig};
+use crate::durable::{read_array, read_array_for_update, read_json, write_json, write_json_locked};
 use crate::error::{Error, Result};
 use crate::protocol::time::now_ms;
 
@@ -270,7 +268,7 @@ impl TeamStore for FileStore {
                 history::append(&history, &consumed_now(&gone))?;
             }
             // Emptied, the inbox is `[]` in a new file like any rewrite:
-            // Claude Code may be reading the old one (`atomic.rs`).
+            // Claude Code may be reading the old one (`crate::durable`).
             write_json_locked(&path, &keep)?;
             Ok(taken)
         })
@@ -333,7 +331,7 @@ impl TeamStore for FileStore {
                 Err(e) => return Err(Error::io("create", dir, e)),
             }
         }
-        atomic::write_json_relaxed(&path, usage)
+        crate::durable::write_json_relaxed(&path, usage)
     }
 
     fn read_usage(&self, team: &str) -> Result<BTreeMap<String, ModelUsage>> {
@@ -357,7 +355,7 @@ impl TeamStore for FileStore {
             .paths(team)?
             .plans_dir()
             .join(format!("{stem}-{}.md", now_ms()));
-        atomic::write_atomic(&file, plan.as_bytes())?;
+        crate::durable::write_atomic(&file, plan.as_bytes())?;
         Ok(file.display().to_string())
     }
 
