@@ -19,7 +19,8 @@ use crate::protocol::describe::describe;
 use crate::protocol::{Parsed, ProtocolMessage};
 use std::collections::{HashMap, HashSet};
 
-use crate::store::{HistoryCache, Home, InboxMessage, Task, TaskStatus, Team};
+use crate::home::Home;
+use crate::store::{HistoryCache, InboxMessage, Task, TaskStatus, Team};
 
 /// How many of the lead's latest messages a snapshot keeps.
 pub const RECENT_MESSAGES: usize = 10;

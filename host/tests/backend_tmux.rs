@@ -14,8 +14,8 @@ use std::time::Duration;
 use backend_common::*;
 use teamhost::backends::{started, TeammateMode};
 use teamhost::embed::TeammateState;
+use teamhost::home::Home;
 use teamhost::protocol::{Parsed, ProtocolMessage};
-use teamhost::store::Home;
 use tmux_server::TmuxServer as Tmux;
 
 impl Tmux {

@@ -14,9 +14,8 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 
 use serde_json::Value;
-use teamhost::store::{
-    Home, NewMember, NewTask, NewTeam, OutgoingMessage, Store, TaskUpdate, Team,
-};
+use teamhost::home::Home;
+use teamhost::store::{NewMember, NewTask, NewTeam, OutgoingMessage, Store, TaskUpdate, Team};
 
 /// Reads `path` until it has read it `want` times, seen `versions` different
 /// contents (writes happened throughout, however slow the disk) and `stop`

@@ -1,6 +1,7 @@
 //! Mailbox behaviour on real files: append, read, take, history, bad input.
 
-use teamhost::store::{Home, NewMember, NewTeam, OutgoingMessage, Store, Team};
+use teamhost::home::Home;
+use teamhost::store::{NewMember, NewTeam, OutgoingMessage, Store, Team};
 use teamhost::Error;
 
 fn team() -> (tempfile::TempDir, Team) {

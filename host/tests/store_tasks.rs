@@ -1,9 +1,9 @@
 //! Task list behaviour on real files: ids, dependencies, claims, unassign.
 
 use serde_json::json;
+use teamhost::home::Home;
 use teamhost::store::{
-    ClaimOutcome, ClaimRefusal, Home, NewMember, NewTask, NewTeam, Store, TaskStatus, TaskUpdate,
-    Team,
+    ClaimOutcome, ClaimRefusal, NewMember, NewTask, NewTeam, Store, TaskStatus, TaskUpdate, Team,
 };
 use teamhost::Error;
 

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use teamhost::embed::{Host, HostOptions, SpawnRequest, TeammateSettings};
+use teamhost::home::Home;
 use teamhost::hooks::Hooks;
 use teamhost::protocol::{Parsed, ProtocolMessage};
-use teamhost::store::{Home, NewTask, NewTeam, TaskStatus};
+use teamhost::store::{NewTask, NewTeam, TaskStatus};
 
 struct Fixture {
     _tmp: tempfile::TempDir,

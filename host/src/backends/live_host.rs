@@ -40,7 +40,8 @@ use super::spawn_record;
 use super::started;
 use crate::durable::{read_json, write_json};
 use crate::error::{Error, Result};
-use crate::store::{Home, Team};
+use crate::home::Home;
+use crate::store::Team;
 
 /// The record `teamhost run` keeps of itself for the team it runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,7 +58,7 @@ pub struct HostRecord {
 
 /// `{home}/kept/{team}/host.json`.
 fn host_file(home: &Home, team: &str) -> PathBuf {
-    crate::store::kept::dir(home, team).join("host.json")
+    home.run_claim(team)
 }
 
 /// Records this process as the host running `team` (`teamhost run`, when

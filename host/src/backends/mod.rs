@@ -239,7 +239,7 @@ pub(crate) struct SpawnEnv<'a> {
     pub poll_interval: Duration,
     pub log_dir: PathBuf,
     /// The machine-local home (worktrees, process records).
-    pub home: crate::store::Home,
+    pub home: crate::home::Home,
     pub auto_approve_plans: bool,
     pub hooks: Arc<crate::hooks::Hooks>,
     pub backends: &'a BackendOptions,

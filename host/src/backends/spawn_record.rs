@@ -10,8 +10,7 @@ use sha2::Digest;
 
 use crate::durable::write_json;
 use crate::error::{Error, Result};
-use crate::store::kept::file;
-use crate::store::Home;
+use crate::home::{Home, Kept};
 use crate::teammate::{Isolation, SpawnRequest, TeammateSettings};
 
 /// Everything needed to spawn a teammate again, as its host spawned it.
@@ -105,13 +104,13 @@ fn sha256_of(path: &Path) -> Result<String> {
 
 /// Writes (or replaces) `rec`.
 pub fn record(home: &Home, team: &str, rec: &SpawnRecord) -> Result<()> {
-    write_json(&file(home, team, &rec.name, "spawn.json")?, rec)
+    write_json(&home.kept(team, &rec.name, Kept::Spawn)?, rec)
 }
 
 /// Removes `name`'s record, if there is one (a spawn that failed after
 /// its record was written).
 pub fn remove(home: &Home, team: &str, name: &str) -> Result<()> {
-    let path = file(home, team, name, "spawn.json")?;
+    let path = home.kept(team, name, Kept::Spawn)?;
     match std::fs::remove_file(&path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", path, e)),
         _ => Ok(()),
@@ -122,7 +121,7 @@ pub fn remove(home: &Home, team: &str, name: &str) -> Result<()> {
 /// with a warning naming it (resume then reports that teammate as not
 /// teamhost's).
 pub fn list(home: &Home, team: &str) -> Result<Vec<SpawnRecord>> {
-    let dir = crate::store::kept::dir(home, team);
+    let dir = home.kept_dir(team);
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::durable::{read_json, write_json};
 use crate::error::{Error, Result};
-use crate::store::Home;
+use crate::home::Home;
 
 /// One started teammate process.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,12 +99,11 @@ impl Started {
 
 /// `{home}/started/{team}`.
 pub fn dir(home: &Home, team: &str) -> PathBuf {
-    home.root().join("started").join(team)
+    home.started_dir(team)
 }
 
 fn path(home: &Home, team: &str, name: &str) -> Result<PathBuf> {
-    let stem = crate::store::names::agent_file_stem(name)?;
-    Ok(dir(home, team).join(format!("{stem}.json")))
+    home.started(team, name)
 }
 
 /// Writes (or replaces) `rec`.

@@ -218,7 +218,7 @@ impl Host {
         }
         // Records of teammates that left the team meanwhile are stale.
         for stale in records.keys().filter(|n| config.member(n).is_none()) {
-            if let Err(e) = crate::store::kept::forget(&self.inner.home, team.name(), stale) {
+            if let Err(e) = crate::home::kept::forget(&self.inner.home, team.name(), stale) {
                 tracing::warn!(teammate = %stale, error = %e, "stale resume files not removed");
             }
         }
@@ -311,7 +311,7 @@ impl Host {
                 .opts
                 .log_dir
                 .clone()
-                .unwrap_or_else(|| self.inner.home.root().join("logs"))
+                .unwrap_or_else(|| self.inner.home.logs())
                 .join(team.name())
                 .join(format!("{}.log", record.name));
             let how = Attach {
@@ -377,7 +377,7 @@ impl Host {
     /// Delivers again the message `name`'s interrupted turn was handling,
     /// unless it is still unread (the host died before it was consumed).
     async fn redeliver_interrupted(&self, team: &Team, name: &str) -> Result<bool> {
-        let journal = crate::store::kept::TurnJournal::of(&self.inner.home, team.name(), name)?;
+        let journal = crate::home::kept::TurnJournal::of(&self.inner.home, team.name(), name)?;
         let (t, who) = (team.clone(), name.to_string());
         tokio::task::spawn_blocking(move || {
             let Some(msg) = journal.take_interrupted()? else {
@@ -401,7 +401,7 @@ impl Host {
     }
 
     /// Reports to the lead the completion of the task `member`'s cut turn
-    /// worked on (its [`TaskNote`](crate::store::kept::TaskNote)), when the
+    /// worked on (its [`TaskNote`](crate::home::kept::TaskNote)), when the
     /// guest completed it before the host died and the lead's mail (inbox
     /// and history) holds no report of it from `member`: the idle
     /// notification the turn would have ended with, sent as the teammate's
@@ -412,7 +412,7 @@ impl Host {
         team: &Team,
         member: &crate::store::Member,
     ) -> Result<Option<String>> {
-        let note = crate::store::kept::TaskNote::of(&self.inner.home, team.name(), &member.name)?;
+        let note = crate::home::kept::TaskNote::of(&self.inner.home, team.name(), &member.name)?;
         let (t, who, color) = (team.clone(), member.name.clone(), member.color.clone());
         tokio::task::spawn_blocking(move || {
             use crate::protocol::{CompletedStatus, IdleNotification, IdleReason, WireMessage};
@@ -455,7 +455,7 @@ impl Host {
     /// permission requests still waiting for the lead.
     pub(super) async fn gather_resumed(&self, team: &Team, name: &str) -> Result<Resumed> {
         let (t, me) = (team.clone(), name.to_string());
-        let claims = crate::store::kept::ClaimLedger::of(&self.inner.home, team.name(), name)?;
+        let claims = crate::home::kept::ClaimLedger::of(&self.inner.home, team.name(), name)?;
         tokio::task::spawn_blocking(move || {
             let mut resumed = Resumed::default();
             for task in t.list_tasks()? {
@@ -524,7 +524,7 @@ struct Respawned {
 
 /// Drops the record of a process that ended, closing its pane when the pane
 /// still runs the recorded process (tmux keeps a dead pane open).
-fn clean_up_after(home: &crate::store::Home, team: &Team, proc: &Started) {
+fn clean_up_after(home: &crate::home::Home, team: &Team, proc: &Started) {
     if let Some(pane) = &proc.pane_id {
         crate::backends::panes::kill_pane_if_ours(proc.tmux_socket.as_deref(), pane, proc.pid);
     }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::SubagentLimits;
-use crate::store::Home;
+use crate::home::Home;
 
 /// What `teamhost status` and the view show about a teammate's sub-agents.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,13 +57,7 @@ impl TreeRecord {
 
 /// Where `name`'s record is.
 pub fn path(home: &Home, team: &str, name: &str) -> Option<PathBuf> {
-    let stem = crate::store::names::agent_file_stem(name).ok()?;
-    Some(
-        home.root()
-            .join("subagents")
-            .join(team)
-            .join(format!("{stem}.json")),
-    )
+    home.subagent_counts(team, name).ok()
 }
 
 /// `name`'s record, if it ever started a sub-agent on this machine.

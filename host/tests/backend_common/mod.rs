@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use teamhost::backends::{BackendOptions, TeammateMode};
 use teamhost::embed::{Event, Host, HostOptions, SpawnRequest};
+use teamhost::home::Home;
 use teamhost::protocol::{Parsed, ProtocolMessage};
-use teamhost::store::{Home, InboxMessage, NewTeam, Team};
+use teamhost::store::{InboxMessage, NewTeam, Team};
 use tokio::sync::broadcast::error::RecvError;
 
 /// Safety bound of every wait.

@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use teamhost::embed::{Event, Host, HostOptions, SpawnRequest};
+use teamhost::home::Home;
 use teamhost::protocol::{Parsed, ProtocolMessage};
-use teamhost::store::{Home, InboxMessage, NewTeam, Team};
+use teamhost::store::{InboxMessage, NewTeam, Team};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 /// Safety bound of every wait: far above what any step takes on a loaded

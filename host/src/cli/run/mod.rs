@@ -65,8 +65,9 @@ use clap::Args;
 
 use super::Output;
 use crate::embed::Host;
+use crate::home::Home;
 use crate::manifest::Manifest;
-use crate::store::{Home, NewTeam, Team};
+use crate::store::{NewTeam, Team};
 
 use display::Display;
 use report::{Log, Reporter};

@@ -11,7 +11,7 @@
 //!
 //! | file | owns |
 //! |---|---|
-//! | `paths.rs` | [`Home`] and [`TeamPaths`]: the layout |
+//! | `paths.rs` | [`TeamPaths`]: the layout of a team's files |
 //! | `lock.rs` | the cross-process lock (flock + the reference's mkdir lock) |
 //! | `history.rs` | `history/{agent}.jsonl`: appending, reading from an offset |
 //! | `tasks.rs` | one locked pass over `tasks/{team}/` ([`TaskTxn`]) |
@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 use self::lock::with_lock;
 pub use self::lock::LockOptions;
-pub use self::paths::{Home, TeamPaths, HOME_ENV};
+pub use self::paths::TeamPaths;
 use super::backend::{
     ConfigChange, FeedGuard, HistoryChunk, HistoryCursor, Pick, TasksChange, TeamStore,
 };
@@ -49,10 +49,11 @@ use crate::durable::{read_array, read_array_for_update, read_json, write_json, w
 use crate::error::{Error, Result};
 use crate::protocol::time::now_ms;
 
-/// The reference-compatible file backend over one home directory.
+/// The reference-compatible file backend over one directory (the host's
+/// home, for `teamhost`).
 #[derive(Debug, Clone)]
 pub struct FileStore {
-    home: Home,
+    root: PathBuf,
     lock: LockOptions,
     /// The task files as last read, per team (`task_cache.rs`).
     tasks: Arc<task_cache::TaskCaches>,
@@ -64,10 +65,11 @@ pub struct FileStore {
 }
 
 impl FileStore {
-    /// A file store under `home` with default lock options.
-    pub fn new(home: Home) -> FileStore {
+    /// A file store under `root` (the home: `teams/` and `tasks/` are
+    /// made below it) with default lock options.
+    pub fn new(root: impl AsRef<std::path::Path>) -> FileStore {
         FileStore {
-            home,
+            root: root.as_ref().to_path_buf(),
             lock: LockOptions::default(),
             tasks: Arc::default(),
             config_cache: Arc::default(),
@@ -82,16 +84,16 @@ impl FileStore {
         self
     }
 
-    /// The home directory the teams live under.
-    pub fn home(&self) -> &Home {
-        &self.home
+    /// The directory the teams live under (the home).
+    pub fn root(&self) -> &std::path::Path {
+        &self.root
     }
 
     /// Every path of `team` (a sanitised name). Public so tests and tools
     /// that deal with the files themselves (corrupting one on purpose,
     /// checking the reference's format) can find them.
     pub fn paths(&self, team: &str) -> Result<TeamPaths> {
-        self.home.team_paths(team)
+        TeamPaths::new(&self.root, team)
     }
 }
 
@@ -126,11 +128,11 @@ impl TeamStore for FileStore {
     fn config_location(&self, team: &str) -> PathBuf {
         self.paths(team)
             .map(|p| p.config())
-            .unwrap_or_else(|_| self.home.teams_dir().join(team).join("config.json"))
+            .unwrap_or_else(|_| paths::teams_dir(&self.root).join(team).join("config.json"))
     }
 
     fn list_teams(&self) -> Result<Vec<String>> {
-        let dir = self.home.teams_dir();
+        let dir = paths::teams_dir(&self.root);
         let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
