@@ -170,7 +170,7 @@ pub fn snapshot_cached(
     // spawn record names a host that no longer runs.
     let me = std::process::id();
     let host_gone: HashSet<String> = home
-        .map(|h| crate::backends::spawn_record::list(h, team.name()).unwrap_or_default())
+        .map(|h| crate::home::spawn_record::list(h, team.name()).unwrap_or_default())
         .unwrap_or_default()
         .into_iter()
         .filter(|r| r.host_pid != me && !r.host_alive_elsewhere())

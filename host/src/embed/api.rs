@@ -247,9 +247,9 @@ impl Host {
                 })
                 .and_then(|(hash, _)| {
                     let mut record =
-                        crate::backends::spawn_record::SpawnRecord::new(&req, kind.as_str(), hash)?;
+                        crate::home::spawn_record::SpawnRecord::new(&req, kind.as_str(), hash)?;
                     record.name = member.name.clone();
-                    crate::backends::spawn_record::record(&home, team.name(), &record)
+                    crate::home::spawn_record::record(&home, team.name(), &record)
                 });
             match written {
                 Ok(()) => *recorded.lock().expect("record lock") = Some(member.name.clone()),
@@ -267,7 +267,7 @@ impl Host {
                 // A start that failed after the record: no member to resume.
                 let name = recorded.lock().expect("record lock").take();
                 if let Some(name) = name {
-                    let _ = crate::backends::spawn_record::remove(&home, team.name(), &name);
+                    let _ = crate::home::spawn_record::remove(&home, team.name(), &name);
                 }
                 return Err(e);
             }

@@ -5,7 +5,7 @@
 //!
 //! | what | from | becomes |
 //! |---|---|---|
-//! | a teammate this machine's host spawned | its spawn record (`backends::spawn_record`: component, checked by SHA-256, directory, settings) | the same teammate, spawned again by this host, in the backend this host uses (in-process, or a `teamhost teammate --resumed` process or pane), under its member entry (name, id, colour kept); the record then names this host |
+//! | a teammate this machine's host spawned | its spawn record (`crate::home::spawn_record`: component, checked by SHA-256, directory, settings) | the same teammate, spawned again by this host, in the backend this host uses (in-process, or a `teamhost teammate --resumed` process or pane), under its member entry (name, id, colour kept); the record then names this host |
 //! | a `teamhost teammate` process or tmux pane the dead host started, still running | its process record (`started/`: pid and start time) | adopted: this host watches, stops and cleans up after it |
 //! | one that ended | the same record | its dead pane closed (only when it still runs the recorded process), the record dropped, the teammate spawned again |
 //! | its task in progress | the task list and the host's claim ledger (`store::kept::ClaimLedger`) | handed back to it, its first turn that is not a message, only when the ledger says it claimed the task itself; one a peer (or anyone outside the host) put in progress under its name is left as it is and named to the lead |
@@ -33,9 +33,9 @@
 use std::collections::BTreeMap;
 
 use super::{Attach, Host};
-use crate::backends::spawn_record::{self, SpawnRecord};
 use crate::backends::started::{self, Started};
 use crate::error::{Error, Result};
+use crate::home::spawn_record::{self, SpawnRecord};
 use crate::protocol::HOST_SENDER;
 use crate::store::{OutgoingMessage, TaskStatus, Team};
 use crate::teammate::Resumed;

@@ -9,6 +9,10 @@
 //! |---|---|
 //! | `mod.rs` | [`Home`]: where it is (`resolve`), whether it can be used |
 //! | `layout.rs` | every path under the home: [`Kept`] files, cache, logs, worktrees, records, counts |
+//! | `spawn_record.rs` | how a teammate was spawned, to spawn it again on resume (`{name}.spawn.json`) |
+//! | `process.rs` | which process wrote a record (pid and start time), and whether it still runs |
+//! | `started.rs` | process records: every teammate process teamhost started (`started/{team}/`) |
+//! | `run_claim.rs` | the run's claim on a team (`kept/{team}/host.json`) |
 //! | `kept.rs` | what a team keeps to be resumed: turn journal, task note, claims, life-long spending, saved state; forgetting a teammate's life, a team's |
 //!
 //! Writes go through [`crate::durable`]. The home uses the store only for
@@ -16,6 +20,10 @@
 
 pub mod kept;
 mod layout;
+pub mod process;
+pub mod run_claim;
+pub mod spawn_record;
+pub mod started;
 
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,6 @@
 //! The spawn record: everything needed to spawn a teammate again as its
 //! host spawned it, kept at `{home}/kept/{team}/{name}.spawn.json` (see
-//! [`crate::store::kept`] for the directory and what else is kept there).
+//! [`super::kept`] for the directory and what else is kept there).
 //! Written by `Host::spawn`, read by `Host::resume`.
 
 use std::path::{Path, PathBuf};
@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
+use super::{Home, Kept};
 use crate::durable::write_json;
 use crate::error::{Error, Result};
-use crate::home::{Home, Kept};
 use crate::teammate::{Isolation, SpawnRequest, TeammateSettings};
 
 /// Everything needed to spawn a teammate again, as its host spawned it.
@@ -57,7 +57,7 @@ impl SpawnRecord {
             backend: backend.to_string(),
             settings: req.settings.clone(),
             host_pid: std::process::id(),
-            host_start_time: super::started::start_time(std::process::id()),
+            host_start_time: super::process::start_time(std::process::id()),
             spawned_at: crate::protocol::time::now_ms(),
         })
     }
@@ -88,7 +88,7 @@ impl SpawnRecord {
 
     /// Whether the host that spawned it still runs, and is not this process.
     pub fn host_alive_elsewhere(&self) -> bool {
-        super::live_host::runs_elsewhere(self.host_pid, self.host_start_time)
+        super::process::runs_elsewhere(self.host_pid, self.host_start_time)
     }
 }
 
