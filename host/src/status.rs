@@ -114,7 +114,7 @@ pub struct TeammateView {
     /// Its sub-agents (running, started, deepest, limits), when it started
     /// any on this machine (read from the home, so only with one).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub subagents: Option<crate::subagents::TreeRecord>,
+    pub subagents: Option<crate::home::subagent_counts::TreeRecord>,
 }
 
 /// A request waiting for the lead.
@@ -207,7 +207,8 @@ pub fn snapshot_cached(
                 model: crate::store::names::agent_file_stem(&m.name)
                     .ok()
                     .and_then(|stem| model_usage.get(&stem).cloned()),
-                subagents: home.and_then(|h| crate::subagents::tree::read(h, team.name(), &m.name)),
+                subagents: home
+                    .and_then(|h| crate::home::subagent_counts::read(h, team.name(), &m.name)),
 
                 current_task: tasks
                     .iter()

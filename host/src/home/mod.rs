@@ -13,6 +13,7 @@
 //! | `process.rs` | which process wrote a record (pid and start time), and whether it still runs |
 //! | `started.rs` | process records: every teammate process teamhost started (`started/{team}/`) |
 //! | `run_claim.rs` | the run's claim on a team (`kept/{team}/host.json`) |
+//! | `subagent_counts.rs` | a teammate's sub-agent counts (`subagents/{team}/`), for status and the view |
 //! | `kept.rs` | what a team keeps to be resumed: turn journal, task note, claims, life-long spending, saved state; forgetting a teammate's life, a team's |
 //!
 //! Writes go through [`crate::durable`]. The home uses the store only for
@@ -24,6 +25,7 @@ pub mod process;
 pub mod run_claim;
 pub mod spawn_record;
 pub mod started;
+pub mod subagent_counts;
 
 use std::path::{Path, PathBuf};
 
