@@ -16,10 +16,11 @@
 //! `{stem}` is the member's file stem ([`agent_file_stem`]: checked, `@`
 //! → `-`), so a hostile name never becomes a surprising path.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::Home;
 use crate::error::Result;
+use crate::layout::{Kind, Protected};
 use crate::store::names::agent_file_stem;
 
 /// One file kept of a teammate in `{home}/kept/{team}/`: its name is
@@ -138,6 +139,18 @@ impl Home {
         self.root().join("components")
     }
 
+    /// What a teammate's directory must not contain nor lie in
+    /// ([`crate::layout::check`]): the home, with its worktrees as the one
+    /// place inside it a teammate may work, and the component cache
+    /// (`cache`, else [`Home::component_cache`]).
+    pub fn protected_paths(&self, cache: Option<&Path>) -> Vec<Protected> {
+        let cache = cache.map_or_else(|| self.component_cache(), Path::to_path_buf);
+        vec![
+            Protected::home(self.root(), self.worktrees()),
+            Protected::new(Kind::Cache, cache),
+        ]
+    }
+
     /// `{home}/logs`: teammates' logs, by team.
     pub fn logs(&self) -> PathBuf {
         self.root().join("logs")
@@ -157,7 +170,6 @@ impl Home {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     #[test]
     fn kept_files_use_the_checked_stem() {
@@ -168,5 +180,21 @@ mod tests {
         );
         assert_eq!(home.run_claim("t"), Path::new("/h/kept/t/host.json"));
         assert!(home.kept("t", "../x", Kept::State).is_err());
+    }
+
+    #[test]
+    fn a_teammate_may_work_in_its_own_worktree_of_the_home_and_nowhere_else_in_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = Home::new(tmp.path().join("home"));
+        let protected = home.protected_paths(None);
+        assert!(crate::layout::check("w", &home.worktree("t", "w"), &protected).is_ok());
+        for above in [
+            home.worktrees(),
+            home.team_worktrees("t"),
+            home.kept_dir("t"),
+        ] {
+            let e = crate::layout::check("w", &above, &protected).unwrap_err();
+            assert!(e.contains("inside the teamhost home"), "{e}");
+        }
     }
 }

@@ -186,7 +186,7 @@ fn prepare_dirs(
     m: &Manifest,
     models: &crate::embed::ModelAccess,
 ) -> anyhow::Result<()> {
-    let mut protected = crate::layout::home_paths(home, None);
+    let mut protected = crate::home::Home::new(home).protected_paths(None);
     protected.extend(m.protected_paths(file));
     protected.extend(models.protected().iter().cloned());
     let checker = crate::layout::Checker::new(&protected);
