@@ -13,8 +13,8 @@
 use serde::Serialize;
 
 use crate::approvals::{self, Request};
-use crate::backends::started;
 use crate::error::Result;
+use crate::home::started;
 use crate::protocol::describe::describe;
 use crate::protocol::{Parsed, ProtocolMessage};
 use std::collections::{HashMap, HashSet};

@@ -9,7 +9,7 @@
 //! without polling.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -18,25 +18,8 @@ use crate::error::Result;
 use crate::home::process::start_time;
 use crate::home::Home;
 
+pub(crate) use crate::home::process::pidfd_open;
 pub use crate::home::started::{dir, list, record, remove, Started};
-
-impl Started {
-    /// A pidfd for the recorded process if it is still the same process.
-    pub fn open_if_running(&self) -> Option<OwnedFd> {
-        let fd = pidfd_open(self.pid).ok()?;
-        // Checked after opening: from here on the pidfd names this process
-        // even if the pid is recycled.
-        // A zombie has ended: only its parent has not read its status yet.
-        if is_zombie(self.pid) {
-            return None;
-        }
-        match (self.start_time, start_time(self.pid)) {
-            (Some(want), Some(now)) if want != now => None,
-            (_, None) => None,
-            _ => Some(fd),
-        }
-    }
-}
 
 /// What [`stop_all`] did, by member name.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -98,18 +81,6 @@ pub(crate) fn signal(pid: u32, sig: libc::c_int) {
     }
 }
 
-/// A pidfd (Linux ≥ 5.3) for `pid`: readable once the process has ended,
-/// whoever its parent is.
-pub(crate) fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the kernel just gave us this descriptor; nobody else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
-}
-
 /// Blocks until the process of `fd` ends (`true`) or `timeout` passes
 /// (`false`). `None` waits for ever.
 pub(crate) fn wait_exit(fd: &OwnedFd, timeout: Option<Duration>) -> io::Result<bool> {
@@ -146,16 +117,6 @@ pub(crate) fn wait_exit(fd: &OwnedFd, timeout: Option<Duration>) -> io::Result<b
 /// can be read: with the pid it names one process for good.
 pub fn start_time_of(pid: u32) -> Option<u64> {
     start_time(pid)
-}
-
-fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
 }
 
 #[cfg(test)]

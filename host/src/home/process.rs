@@ -3,6 +3,8 @@
 //! field 22, clock ticks since boot), so a recycled pid is never taken for
 //! the process that wrote it.
 
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
 
 /// The start time of process `pid` (`/proc/{pid}/stat` field 22), when it
@@ -30,4 +32,29 @@ pub(crate) fn runs(pid: u32, start: Option<u64>) -> bool {
         (Some(want), Some(now)) => want == now,
         (None, Some(_)) => true,
     }
+}
+
+/// A pidfd (Linux ≥ 5.3) for `pid`: readable once the process has ended,
+/// whoever its parent is; from then on it names that process even if the
+/// pid is recycled.
+pub(crate) fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just gave us this descriptor; nobody else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Whether `pid` has ended and only waits for its parent to read its
+/// status (state `Z` in `/proc/{pid}/stat`).
+pub(crate) fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
 }

@@ -18,6 +18,7 @@
 //! Stopping what they name is `backends::started`'s.
 
 use std::io;
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -126,4 +127,22 @@ pub fn list(home: &Home, team: &str) -> Result<Vec<Started>> {
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
+}
+
+impl Started {
+    /// A pidfd for the recorded process if it is still the same process.
+    pub fn open_if_running(&self) -> Option<OwnedFd> {
+        let fd = super::process::pidfd_open(self.pid).ok()?;
+        // Checked after opening: from here on the pidfd names this process
+        // even if the pid is recycled.
+        // A zombie has ended: only its parent has not read its status yet.
+        if super::process::is_zombie(self.pid) {
+            return None;
+        }
+        match (self.start_time, start_time(self.pid)) {
+            (Some(want), Some(now)) if want != now => None,
+            (_, None) => None,
+            _ => Some(fd),
+        }
+    }
 }
