@@ -274,7 +274,7 @@ fn hooks(
         .map_or_else(std::env::current_dir, Ok)
         .context("cannot tell the teammate's directory")?;
     let (files, skipped) =
-        settings::trusted_files(settings::settings_files(home.root(), &dir), &dir);
+        settings::trusted_files(settings::settings_files(&home.settings(), &dir), &dir);
     for s in skipped.iter().filter(|s| s.file.symlink_metadata().is_ok()) {
         tracing::warn!("{s}");
     }

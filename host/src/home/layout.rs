@@ -11,6 +11,8 @@
 //! {home}/cache/components/               precompiled components (runtime::cache)
 //! {home}/components/                     components `teamhost teammate` finds by name
 //! {home}/logs/{team}/{name}.log          a teammate's log
+//! {home}/models.toml                     the host's model config
+//! {home}/settings.json                   the user's hook settings
 //! ```
 //!
 //! `{stem}` is the member's file stem ([`agent_file_stem`]: checked, `@`
@@ -149,6 +151,18 @@ impl Home {
             Protected::home(self.root(), self.worktrees()),
             Protected::new(Kind::Cache, cache),
         ]
+    }
+
+    /// `{home}/models.toml`: the host's model config, read when no other
+    /// is given.
+    pub fn model_config(&self) -> PathBuf {
+        self.root().join("models.toml")
+    }
+
+    /// `{home}/settings.json`: the user's settings `teamhost teammate`
+    /// reads hooks from first (a Claude Code home's own file).
+    pub fn settings(&self) -> PathBuf {
+        self.root().join("settings.json")
     }
 
     /// `{home}/logs`: teammates' logs, by team.
