@@ -1,6 +1,6 @@
 //! The machine-local home: the directory `teamhost` keeps everything of
 //! this machine in (`--home`, `$TEAMHOST_HOME`, `~/.teamhost`). [`Home`]
-//! owns its layout ([`layout`]: the one place that spells a path under it)
+//! owns its layout (`layout.rs`: the one place that spells a path under it)
 //! and the records the host keeps there. The team store's files
 //! (`teams/`, `tasks/`) lie under it too, but are the file store's
 //! (`store/files/paths.rs`); everything else under the home is here:
