@@ -16,8 +16,9 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
+use teamhost::home::Home;
 use teamhost::store::{
-    Home, NatsStore, NatsUrl, NewMember, NewTask, NewTeam, OutgoingMessage, Store, StoreEvent,
+    NatsStore, NatsUrl, NewMember, NewTask, NewTeam, OutgoingMessage, Store, StoreEvent,
     StoreObserver, Team,
 };
 use teamhost_tests::nats_server::NatsServer;

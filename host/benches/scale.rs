@@ -24,8 +24,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 use teamhost::embed::{Host, SpawnRequest};
+use teamhost::home::Home;
 use teamhost::store::{
-    Home, InboxMessage, NewMember, NewTeam, OutgoingMessage, Store, StoreEvent, StoreObserver,
+    InboxMessage, NewMember, NewTeam, OutgoingMessage, Store, StoreEvent, StoreObserver,
 };
 
 const TEAMHOST: &str = env!("CARGO_BIN_EXE_teamhost");

@@ -11,7 +11,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use teamhost::store::{Home, InboxMessage, NewMember, NewTeam, OutgoingMessage, Store, Team};
+use teamhost::home::Home;
+use teamhost::store::{InboxMessage, NewMember, NewTeam, OutgoingMessage, Store, Team};
 
 fn main() {
     let base = Path::new(env!("CARGO_TARGET_TMPDIR"));

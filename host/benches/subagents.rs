@@ -21,10 +21,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use teamhost::home::Home;
 use teamhost::runtime::subagent_host::{Caller, StartRequest, Started, SubagentHost};
 use teamhost::runtime::{Identity, Runtime};
 use teamhost::sandbox::{Limits, PermissionMode, ToolRules};
-use teamhost::store::{Home, NewTeam, Store};
+use teamhost::store::{NewTeam, Store};
 use teamhost::subagents::{Definitions, Seat, SeatConfig, SubagentLimits, Tree};
 
 const BATCH: usize = 100;

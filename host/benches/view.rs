@@ -20,10 +20,10 @@ use std::time::{Duration, Instant};
 
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
+use teamhost::home::Home;
 use teamhost::protocol::{IdleNotification, IdleReason, PermissionRequest, WireMessage};
 use teamhost::store::{
-    HistoryCache, Home, NewMember, NewTask, NewTeam, OutgoingMessage, Store, TaskStatus,
-    TaskUpdate, Team,
+    HistoryCache, NewMember, NewTask, NewTeam, OutgoingMessage, Store, TaskStatus, TaskUpdate, Team,
 };
 use teamhost::view::{draw, Board, Changes, Input, Seat, Ui};
 

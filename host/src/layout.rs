@@ -96,6 +96,10 @@ pub struct Protected {
     pub kind: Kind,
     /// The path, as given (errors show it so).
     pub path: PathBuf,
+    /// For a home: the folder of its teammates' worktrees, the one place
+    /// inside it a teammate may work in (one worktree each). `None` for
+    /// everything else, and for a home given without it (no exception).
+    worktrees: Option<PathBuf>,
 }
 
 impl Protected {
@@ -104,17 +108,20 @@ impl Protected {
         Protected {
             kind,
             path: path.as_ref().to_path_buf(),
+            worktrees: None,
         }
     }
-}
 
-/// The home and the component cache (`cache`, else `{home}/cache/components`).
-pub fn home_paths(home: &Path, cache: Option<&Path>) -> Vec<Protected> {
-    let cache = cache.map_or_else(|| home.join("cache").join("components"), Path::to_path_buf);
-    vec![
-        Protected::new(Kind::Home, home),
-        Protected::new(Kind::Cache, cache),
-    ]
+    /// The teamhost home `home`, whose teammates' worktrees lie in
+    /// `worktrees` (`{home}/worktrees`: the home's layout says where, see
+    /// `Home::protected_paths`): a directory inside the home is refused
+    /// unless it is one teammate's worktree, `{worktrees}/{team}/{name}`.
+    pub fn home(home: impl AsRef<Path>, worktrees: impl AsRef<Path>) -> Self {
+        Protected {
+            worktrees: Some(worktrees.as_ref().to_path_buf()),
+            ..Protected::new(Kind::Home, home)
+        }
+    }
 }
 
 /// Checks that `teammate`'s directory `dir` contains none of `protected`,
@@ -160,7 +167,11 @@ impl Checker {
                     dir.display(),
                 ));
             }
-            if p.kind == Kind::Home && dir_c.starts_with(path_c) && !in_a_worktree(dir, &p.path) {
+            let in_a_worktree = p
+                .worktrees
+                .as_deref()
+                .is_some_and(|w| in_a_worktree(dir, w));
+            if p.kind == Kind::Home && dir_c.starts_with(path_c) && !in_a_worktree {
                 return Err(format!(
                     "unsafe layout: {teammate}'s directory {} is inside the teamhost home {}, which holds the team's configuration, inboxes and tasks; give {teammate} a directory outside the home",
                     dir.display(),
@@ -173,12 +184,12 @@ impl Checker {
 }
 
 /// Whether `dir` is one teammate's worktree of the home (or inside one):
-/// `{home}/worktrees/{team}/{name}/…`. Not `worktrees/` or a team's folder
+/// `{worktrees}/{team}/{name}/…`. Not `worktrees` or a team's folder
 /// of worktrees, which hold every teammate's worktree and the host's records
 /// of them (see [`crate::worktree`]).
-fn in_a_worktree(dir: &Path, home: &Path) -> bool {
+fn in_a_worktree(dir: &Path, worktrees: &Path) -> bool {
     canonical(dir)
-        .strip_prefix(canonical(&home.join("worktrees")))
+        .strip_prefix(canonical(worktrees))
         .is_ok_and(|rest| rest.components().count() >= 2)
 }
 
@@ -210,7 +221,11 @@ mod tests {
         assert!(e.contains(&manifest.display().to_string()), "{e}");
         assert!(e.contains("Move the manifest out"), "{e}");
         let outside = tmp.path().join("team.toml");
-        let mut ok = home_paths(&home, None);
+        // What `Home::protected_paths` gives for a home at `home`.
+        let mut ok = vec![
+            Protected::home(&home, home.join("worktrees")),
+            Protected::new(Kind::Cache, home.join("cache").join("components")),
+        ];
         ok.push(Protected::new(Kind::Manifest, &outside));
         assert!(check("worker", &dir, &ok).is_ok());
         let e = check("worker", &home.join("teams"), &ok).unwrap_err();

@@ -5,7 +5,9 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`store`] | the team on disk: paths, names, locks, atomic writes, config, mailboxes, tasks |
+//! | [`durable`] | whole-file writes that survive a crash (new file, sync, rename) and reads that move a corrupt file aside |
+//! | [`home`] | the machine-local home: its layout, and what it keeps (turns, saved state, spawn records) |
+//! | [`store`] | the team on disk: paths, names, locks, config, mailboxes, tasks |
 //! | [`protocol`] | structured messages carried inside a mailbox `text` |
 //! | [`sandbox`] | the permission engine: modes, tool rules, limits; (mode, rules, call) → allow / deny / ask |
 //! | [`tools`] | the tool executors (Read, Write, Edit, Glob, Grep, Bash), confined to the capability directory |
@@ -38,8 +40,10 @@ pub mod approvals;
 pub mod backends;
 #[cfg(feature = "cli")]
 pub mod cli;
+pub mod durable;
 pub mod embed;
 pub mod error;
+pub mod home;
 pub mod hooks;
 pub mod layout;
 pub mod manifest;

@@ -13,13 +13,14 @@
 use serde::Serialize;
 
 use crate::approvals::{self, Request};
-use crate::backends::started;
 use crate::error::Result;
+use crate::home::started;
 use crate::protocol::describe::describe;
 use crate::protocol::{Parsed, ProtocolMessage};
 use std::collections::{HashMap, HashSet};
 
-use crate::store::{HistoryCache, Home, InboxMessage, Task, TaskStatus, Team};
+use crate::home::Home;
+use crate::store::{HistoryCache, InboxMessage, Task, TaskStatus, Team};
 
 /// How many of the lead's latest messages a snapshot keeps.
 pub const RECENT_MESSAGES: usize = 10;
@@ -113,7 +114,7 @@ pub struct TeammateView {
     /// Its sub-agents (running, started, deepest, limits), when it started
     /// any on this machine (read from the home, so only with one).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub subagents: Option<crate::subagents::TreeRecord>,
+    pub subagents: Option<crate::home::subagent_counts::TreeRecord>,
 }
 
 /// A request waiting for the lead.
@@ -169,7 +170,7 @@ pub fn snapshot_cached(
     // spawn record names a host that no longer runs.
     let me = std::process::id();
     let host_gone: HashSet<String> = home
-        .map(|h| crate::backends::spawn_record::list(h, team.name()).unwrap_or_default())
+        .map(|h| crate::home::spawn_record::list(h, team.name()).unwrap_or_default())
         .unwrap_or_default()
         .into_iter()
         .filter(|r| r.host_pid != me && !r.host_alive_elsewhere())
@@ -206,7 +207,8 @@ pub fn snapshot_cached(
                 model: crate::store::names::agent_file_stem(&m.name)
                     .ok()
                     .and_then(|stem| model_usage.get(&stem).cloned()),
-                subagents: home.and_then(|h| crate::subagents::tree::read(h, team.name(), &m.name)),
+                subagents: home
+                    .and_then(|h| crate::home::subagent_counts::read(h, team.name(), &m.name)),
 
                 current_task: tasks
                     .iter()

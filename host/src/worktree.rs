@@ -38,11 +38,11 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::store::Home;
+use crate::home::Home;
 
 /// Where `name`'s worktree of `team` lives.
 pub fn path(home: &Home, team: &str, name: &str) -> PathBuf {
-    home.root().join("worktrees").join(team).join(name)
+    home.worktree(team, name)
 }
 
 /// The branch of `name`'s worktree.
@@ -79,7 +79,7 @@ impl Record {
     }
 
     fn save(&self) -> Result<()> {
-        crate::store::files::atomic::write_json(&record_path(&self.work_tree), self)
+        crate::durable::write_json(&record_path(&self.work_tree), self)
     }
 }
 
@@ -225,7 +225,7 @@ pub struct Cleanup {
 
 /// Removes the team's clean worktrees and reports the ones with changes.
 pub fn cleanup(home: &Home, team: &str) -> Result<Cleanup> {
-    let dir = home.root().join("worktrees").join(team);
+    let dir = home.team_worktrees(team);
     let mut report = Cleanup::default();
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,

@@ -8,8 +8,9 @@ use crate::backend_common;
 use backend_common::*;
 use teamhost::backends::{started, TeammateMode};
 use teamhost::embed::TeammateState;
+use teamhost::home::Home;
 use teamhost::runner::HOST_SENDER;
-use teamhost::store::{Home, NewTask, TaskStatus};
+use teamhost::store::{NewTask, TaskStatus};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_process_teammate_answers_messages_and_exits_after_an_approved_shutdown() {

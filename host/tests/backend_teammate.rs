@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use teamhost::home::Home;
 use teamhost::runner::watch::TeamWatch;
-use teamhost::store::{Home, Store, StoreEvent, StoreObserver};
+use teamhost::store::{Store, StoreEvent, StoreObserver};
 use tokio::sync::Notify;
 
 const TEAM: &str = "session-76c4e2e6";

@@ -14,8 +14,8 @@ use std::time::Duration;
 use backend_common::*;
 use teamhost::backends::{started, TeammateMode};
 use teamhost::embed::TeammateState;
+use teamhost::home::Home;
 use teamhost::protocol::{Parsed, ProtocolMessage};
-use teamhost::store::Home;
 use tmux_server::TmuxServer as Tmux;
 
 impl Tmux {
@@ -344,9 +344,9 @@ fn name_a_dead_host(home: &Home, team: &str) {
         rec.host_start_time = since;
         started::record(home, team, &rec).unwrap();
     }
-    for mut rec in teamhost::backends::spawn_record::list(home, team).unwrap() {
+    for mut rec in teamhost::home::spawn_record::list(home, team).unwrap() {
         rec.host_pid = dead;
         rec.host_start_time = since;
-        teamhost::backends::spawn_record::record(home, team, &rec).unwrap();
+        teamhost::home::spawn_record::record(home, team, &rec).unwrap();
     }
 }

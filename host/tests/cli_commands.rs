@@ -3,8 +3,9 @@
 
 use std::process::Command;
 
+use teamhost::home::Home;
 use teamhost::protocol::{Parsed, ProtocolMessage};
-use teamhost::store::{Home, NewMember, NewTeam, Store};
+use teamhost::store::{NewMember, NewTeam, Store};
 
 fn teamhost(home: &std::path::Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_teamhost"))

@@ -5,8 +5,9 @@ use std::process::Command;
 
 use serde_json::Value;
 use teamhost::backends::started::{self, Started};
+use teamhost::home::Home;
 use teamhost::protocol::{PermissionRequest, PermissionResponse, WireMessage};
-use teamhost::store::{Home, NewMember, NewTask, NewTeam, OutgoingMessage, Store, TaskUpdate};
+use teamhost::store::{NewMember, NewTask, NewTeam, OutgoingMessage, Store, TaskUpdate};
 
 fn status(home: &std::path::Path, json: bool) -> String {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_teamhost"));

@@ -8,9 +8,10 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 use teamhost::approvals::{self, PermitAnswer};
+use teamhost::home::Home;
 use teamhost::protocol::{PermissionRequest, WireMessage};
 use teamhost::store::{
-    Home, NewMember, NewTask, NewTeam, OutgoingMessage, Store, TaskStatus, TaskUpdate,
+    NewMember, NewTask, NewTeam, OutgoingMessage, Store, TaskStatus, TaskUpdate,
 };
 
 /// The watch process and its stdout, line by line.

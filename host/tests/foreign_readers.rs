@@ -4,7 +4,7 @@
 //! a tight loop, while threads write the file through teamhost's store
 //! (real files, real locks; appends and takes that empty the inbox, config
 //! changes, task updates). It must see valid JSON on every read: teamhost
-//! never writes into a file a reader may hold (`store/files/atomic.rs`).
+//! never writes into a file a reader may hold (`host/src/durable.rs`).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -14,9 +14,8 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 
 use serde_json::Value;
-use teamhost::store::{
-    Home, NewMember, NewTask, NewTeam, OutgoingMessage, Store, TaskUpdate, Team,
-};
+use teamhost::home::Home;
+use teamhost::store::{NewMember, NewTask, NewTeam, OutgoingMessage, Store, TaskUpdate, Team};
 
 /// Reads `path` until it has read it `want` times, seen `versions` different
 /// contents (writes happened throughout, however slow the disk) and `stop`

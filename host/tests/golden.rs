@@ -9,8 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use teamhost::home::Home;
 use teamhost::store::{
-    Home, InboxMessage, NewMember, NewTask, NewTeam, OutgoingMessage, Store, Task, TaskStatus,
+    InboxMessage, NewMember, NewTask, NewTeam, OutgoingMessage, Store, Task, TaskStatus,
     TaskUpdate, TeamConfig,
 };
 

@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use backend_common::*;
 use teamhost::backends::TeammateMode;
+use teamhost::home::Home;
 use teamhost::hooks::Hooks;
-use teamhost::store::{Home, NewMember, NewTeam, OutgoingMessage, Store};
+use teamhost::store::{NewMember, NewTeam, OutgoingMessage, Store};
 
 /// A hook command that appends its JSON input to `file`.
 fn record_to(file: &std::path::Path) -> String {

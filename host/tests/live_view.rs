@@ -13,10 +13,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use teamhost::home::Home;
 use teamhost::protocol::{
     Parsed, PermissionOutcome, PlanApprovalRequest, ProtocolMessage, WireMessage,
 };
-use teamhost::store::{Home, NewMember, NewTeam, OutgoingMessage, Store};
+use teamhost::store::{NewMember, NewTeam, OutgoingMessage, Store};
 
 use crate::tmux_server;
 use tmux_server::TmuxServer as Tmux;

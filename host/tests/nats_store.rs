@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use crate::run_common::shown;
 use teamhost::embed::{Host, HostOptions, SpawnRequest, TeammateSettings, TeammateState};
+use teamhost::home::Home;
 use teamhost::store::{
-    ClaimOutcome, Home, NatsStore, NatsUrl, NewMember, NewTask, NewTeam, OutgoingMessage, Store,
+    ClaimOutcome, NatsStore, NatsUrl, NewMember, NewTask, NewTeam, OutgoingMessage, Store,
     TaskStatus,
 };
 use teamhost_tests::nats_server::NatsServer;

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use crate::run_common::{shown, wait_on_files};
 use teamhost::backends::{started, BackendOptions, TeammateMode};
 use teamhost::embed::{Host, HostOptions, SpawnRequest};
-use teamhost::store::{Home, NewTask, NewTeam};
+use teamhost::home::Home;
+use teamhost::store::{NewTask, NewTeam};
 
 /// How long the call tree may outlive its host.
 const DEATH: Duration = Duration::from_secs(1);

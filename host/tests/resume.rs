@@ -13,7 +13,8 @@ use crate::run_common::{shown, teamhost, wait_on_files, LIMIT};
 use serde_json::Value;
 use teamhost::backends::{started, BackendOptions, TeammateMode};
 use teamhost::embed::{Host, HostOptions, SpawnRequest};
-use teamhost::store::{Home, NewTask, NewTeam, TaskStatus};
+use teamhost::home::Home;
+use teamhost::store::{NewTask, NewTeam, TaskStatus};
 
 /// A project: probes `names` in `work/{name}` with `prompt`, `tasks` tasks,
 /// in-process unless `mode` says otherwise.

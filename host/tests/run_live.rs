@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 
 use crate::run_common::{shown, teamhost, wait_on_files, LIMIT};
 use teamhost::approvals::Request;
-use teamhost::store::{Home, Store, Team};
+use teamhost::home::Home;
+use teamhost::store::{Store, Team};
 
 /// A manifest with one probe `p` in `work/p`, given `prompt` and the extra
 /// manifest lines `extra`, and `tasks` tasks.

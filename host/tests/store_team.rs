@@ -1,8 +1,9 @@
 //! Team config behaviour through the public store API, on real files.
 
 use serde_json::json;
+use teamhost::home::Home;
 use teamhost::store::config::session_team_name;
-use teamhost::store::{Home, NewMember, NewTeam, Store};
+use teamhost::store::{NewMember, NewTeam, Store};
 use teamhost::Error;
 
 fn store() -> (tempfile::TempDir, Store) {

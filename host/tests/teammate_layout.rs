@@ -9,7 +9,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use teamhost::store::{Home, NewMember, NewTeam, OutgoingMessage, Store};
+use teamhost::home::Home;
+use teamhost::store::{NewMember, NewTeam, OutgoingMessage, Store};
 
 /// Registers member `p` of team `cc` in `home`, working in `dir`, with a
 /// message waiting.

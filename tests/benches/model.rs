@@ -21,12 +21,13 @@ use std::time::{Duration, Instant};
 use teamhost_tests::measure::{fmt, rss_kib};
 
 use teamhost::embed::{Event, Host, HostOptions, ModelAccess, SpawnRequest};
+use teamhost::home::Home;
 use teamhost::model::config::{ModelConfig, ModelEntry, Price, ProviderSpec};
 use teamhost::model::provider::Provider;
 use teamhost::model::provider::{self, Dialect, ProviderSettings};
 use teamhost::model::scripted::{Script, Scripted};
 use teamhost::model::{CassetteMode, Message, ModelCallEvent, ModelHub, ModelPolicy, Request};
-use teamhost::store::{Home, NewTeam};
+use teamhost::store::NewTeam;
 use teamhost_tests::model_server::{Api, FakeProvider, Reply};
 use tokio::sync::broadcast::{self, error::RecvError};
 

@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 use teamhost_tests::measure::{fmt, rss_kib};
 
 use teamhost::embed::{Event, Host, SpawnRequest, TeammateState};
+use teamhost::home::Home;
 use teamhost::runtime::Runtime;
-use teamhost::store::{Home, NewTeam};
+use teamhost::store::NewTeam;
 use tokio::sync::broadcast::{self, error::RecvError};
 
 /// Safety bound of every wait.

@@ -7,10 +7,11 @@
 use std::time::{Duration, Instant};
 
 use teamhost::embed::{Event, Host, SpawnRequest, TeammateSettings};
+use teamhost::home::Home;
 use teamhost::sandbox::{
     decide, decide_on_disk, PermissionMode, PolicyContext, ToolCall, ToolRules,
 };
-use teamhost::store::{Home, NewTeam};
+use teamhost::store::NewTeam;
 use teamhost::tools::{ToolBox, ToolLimits};
 
 fn main() {

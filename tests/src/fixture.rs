@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use teamhost::embed::{Event, Host, HostOptions, SpawnRequest};
+use teamhost::home::Home;
 use teamhost::protocol::{Parsed, ProtocolMessage};
-use teamhost::store::{Home, InboxMessage, NewMember, NewTeam, Store, Team};
+use teamhost::store::{InboxMessage, NewMember, NewTeam, Store, Team};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 /// The default safety bound of every wait: far above what any step takes

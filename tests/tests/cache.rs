@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use common::Fixture;
 use teamhost::embed::Host;
-use teamhost::store::Home;
+use teamhost::home::Home;
 
 fn artifacts(home: &Path) -> Vec<PathBuf> {
     let dir = home.join("cache").join("components");

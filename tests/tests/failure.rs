@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use common::{line, next_event, turns, Fixture};
 use teamhost::embed::{Event, HostOptions, TeammateState};
-use teamhost::store::{Home, NewTask, Store, TaskStatus};
+use teamhost::home::Home;
+use teamhost::store::{NewTask, Store, TaskStatus};
 
 fn task(subject: &str) -> NewTask {
     NewTask {

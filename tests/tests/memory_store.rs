@@ -7,8 +7,9 @@ use crate::common::{bounded, probe_request, protocol_of, turns};
 
 use teamhost::backends::{BackendOptions, TeammateMode};
 use teamhost::embed::{Host, HostOptions};
+use teamhost::home::Home;
 use teamhost::protocol::ProtocolMessage;
-use teamhost::store::{Home, NewTeam, Store};
+use teamhost::store::{NewTeam, Store};
 
 fn host(tmp: &tempfile::TempDir, opts: HostOptions) -> Host {
     let home = Home::new(tmp.path().join("home"));

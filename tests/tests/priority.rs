@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use common::{line, turns, Fixture};
 use teamhost::embed::{HostOptions, TeammateState};
+use teamhost::home::Home;
 use teamhost::protocol::{ProtocolMessage, ShutdownRequest, WireMessage};
-use teamhost::store::{Home, NewMember, OutgoingMessage, Store};
+use teamhost::store::{NewMember, OutgoingMessage, Store};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shutdown_request_queued_last_is_handled_first_then_the_leads_message_then_the_peers() {

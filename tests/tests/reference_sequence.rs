@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 use teamhost::embed::{Event, Host, SpawnRequest, TeammateSettings};
+use teamhost::home::Home;
 use teamhost::protocol::{Parsed, ProtocolMessage};
-use teamhost::store::{Home, NewTask, NewTeam, TaskStatus};
+use teamhost::store::{NewTask, NewTeam, TaskStatus};
 
 fn task(subject: &str, files: &[&str], blocked_by: &[&str]) -> NewTask {
     NewTask {

@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use teamhost::embed::{Event, Host, SpawnRequest, TeammateSettings};
+use teamhost::home::Home;
 use teamhost::protocol::{Parsed, ProtocolMessage};
-use teamhost::store::{Home, NewTeam};
+use teamhost::store::NewTeam;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reviewer_asks_a_peer_and_relays_its_answer_to_the_lead() {

@@ -8,12 +8,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use teamhost::home::Home;
 use teamhost::runtime::subagent_host::{
     Caller, StartRequest, Started, SubagentHost, SubagentStatus,
 };
 use teamhost::runtime::{Identity, Runtime};
 use teamhost::sandbox::{Limits, PermissionMode, ToolRules};
-use teamhost::store::{Home, NewTeam, Store};
+use teamhost::store::{NewTeam, Store};
 use teamhost::subagents::{Definitions, Seat, SeatConfig, SubagentLimits, Tree};
 
 use crate::common;

@@ -6,7 +6,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use teamhost::embed::{Host, Isolation, SpawnRequest, TeammateSettings};
-use teamhost::store::{Home, NewTeam};
+use teamhost::home::Home;
+use teamhost::store::NewTeam;
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")

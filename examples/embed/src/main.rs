@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use teamhost::embed::{Host, SpawnRequest};
-use teamhost::store::{Home, NewTeam};
+use teamhost::home::Home;
+use teamhost::store::NewTeam;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -46,7 +46,7 @@ macro_rules! load {
 /// (`{home}/worktrees/{team}/{name}`, recorded as its `worktreePath` and
 /// `cwd`), and makes that the directory it works in.
 pub(crate) fn isolate(
-    home: &crate::store::Home,
+    home: &crate::home::Home,
     team: &Team,
     req: &SpawnRequest,
     member: Member,
@@ -143,13 +143,13 @@ pub(crate) async fn instantiate(
 ) -> Result<Ready> {
     let lead = team.config()?.lead_name().to_string();
     if place.resumed.is_none() {
-        crate::store::kept::clear_life(&env.home, team.name(), &member.name)?;
+        crate::home::kept::clear_life(&env.home, team.name(), &member.name)?;
     }
     let Prepared { dir, mode, rules } = prepared;
     let resumed = place.resumed.clone();
-    let journal = crate::store::kept::TurnJournal::of(&env.home, team.name(), &member.name)?;
-    let task_note = crate::store::kept::TaskNote::of(&env.home, team.name(), &member.name)?;
-    let claims = crate::store::kept::ClaimLedger::of(&env.home, team.name(), &member.name)?;
+    let journal = crate::home::kept::TurnJournal::of(&env.home, team.name(), &member.name)?;
+    let task_note = crate::home::kept::TaskNote::of(&env.home, team.name(), &member.name)?;
+    let claims = crate::home::kept::ClaimLedger::of(&env.home, team.name(), &member.name)?;
     let pre = load!(env.runtime, req)?;
     let name = member.name.clone();
     let color = member.color.clone().unwrap_or_default();
@@ -185,7 +185,7 @@ pub(crate) async fn instantiate(
     let budget = crate::runtime::TreeBudget::new(&req.settings.limits, tools.clone());
     // Over its life: a resumed teammate goes on from what it spent (a fresh
     // one's record went with `clear_life` above).
-    let spent = crate::store::kept::SpentRecord::of(&env.home, team.name(), &member.name)?;
+    let spent = crate::home::kept::SpentRecord::of(&env.home, team.name(), &member.name)?;
     if let Some(earlier) = spent.load()? {
         budget.restore(earlier);
     }
@@ -220,7 +220,7 @@ pub(crate) async fn instantiate(
             subagents: None,
             budget: budget.clone(),
             state_saves_turn: Default::default(),
-            saved_state: Some(crate::store::kept::SavedState::of(
+            saved_state: Some(crate::home::kept::SavedState::of(
                 &env.home,
                 team.name(),
                 &name,
@@ -371,7 +371,7 @@ impl Ready {
 fn hidden_dirs(env: &SpawnEnv<'_>, team: &Team) -> Vec<PathBuf> {
     let mut dirs = vec![env.home.root().to_path_buf()];
     if let Some(files) = team.store().file_store() {
-        let root = files.home().root().to_path_buf();
+        let root = files.root().to_path_buf();
         if !dirs.contains(&root) {
             dirs.push(root);
         }

@@ -162,7 +162,7 @@ impl ChildStore {
 pub(crate) fn child_store(team: &Team, home: &Path) -> Result<ChildStore> {
     if let Some(files) = team.store().file_store() {
         return Ok(ChildStore {
-            home: files.home().root().to_path_buf(),
+            home: files.root().to_path_buf(),
             url: None,
         });
     }

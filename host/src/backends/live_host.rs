@@ -16,9 +16,9 @@
 //!
 //! | record | written by | names |
 //! |---|---|---|
-//! | `{home}/kept/{team}/host.json` | `teamhost run` when it creates or resumes the team ([`claim`]) | the run's process, from before its first teammate is spawned |
-//! | `{home}/kept/{team}/{name}.spawn.json` | [`Host::spawn`](crate::embed::Host::spawn), a resume ([`super::spawn_record`]) | the host running teammate `name` |
-//! | `{home}/started/{team}/{name}.json` | the process and tmux backends ([`super::started`]) | the host that started `name`'s process |
+//! | `{home}/kept/{team}/host.json` | `teamhost run` when it creates or resumes the team ([`claim`], [`crate::home::run_claim`]) | the run's process, from before its first teammate is spawned |
+//! | `{home}/kept/{team}/{name}.spawn.json` | [`Host::spawn`](crate::embed::Host::spawn), a resume ([`crate::home::spawn_record`]) | the host running teammate `name` |
+//! | `{home}/started/{team}/{name}.json` | the process and tmux backends ([`crate::home::started`]) | the host that started `name`'s process |
 //!
 //! Each names its host by pid and start time (`/proc/{pid}/stat`), so a
 //! recycled pid is never taken for the host. A host is live when that
@@ -32,48 +32,13 @@
 //! and a host on another machine sharing a NATS store (its records are in
 //! its own home).
 
-use std::path::PathBuf;
-
-use serde::{Deserialize, Serialize};
-
-use super::spawn_record;
 use super::started;
 use crate::error::{Error, Result};
-use crate::store::files::atomic::{read_json, write_json};
-use crate::store::{Home, Team};
+use crate::home::process::{runs, runs_elsewhere, start_time};
+use crate::home::{run_claim, spawn_record, Home};
+use crate::store::Team;
 
-/// The record `teamhost run` keeps of itself for the team it runs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HostRecord {
-    /// The host's process.
-    pub host_pid: u32,
-    /// Its start time (`/proc/{pid}/stat`), naming it for good.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_start_time: Option<u64>,
-    /// Unix milliseconds.
-    pub claimed_at: u64,
-}
-
-/// `{home}/kept/{team}/host.json`.
-fn host_file(home: &Home, team: &str) -> PathBuf {
-    crate::store::kept::dir(home, team).join("host.json")
-}
-
-/// Records this process as the host running `team` (`teamhost run`, when
-/// it has created or resumed it): from now on [`find`], in any other
-/// process, names it until it ends. Blocking.
-pub fn claim(home: &Home, team: &str) -> Result<()> {
-    let me = std::process::id();
-    write_json(
-        &host_file(home, team),
-        &HostRecord {
-            host_pid: me,
-            host_start_time: started::start_time(me),
-            claimed_at: crate::protocol::time::now_ms(),
-        },
-    )
-}
+pub use crate::home::run_claim::{claim, HostRecord};
 
 /// A live host running a team, as [`find`] found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,7 +111,7 @@ pub fn find(home: &Home, team: &Team) -> Result<Option<LiveHost>> {
     let alive = runs_elsewhere;
     // Every (pid, teammate) a record names a live host for.
     let mut hosts: Vec<(u32, Option<String>)> = Vec::new();
-    match read_json::<HostRecord>(&host_file(home, name)) {
+    match run_claim::read(home, name) {
         Ok(Some(r)) if alive(r.host_pid, r.host_start_time) => hosts.push((r.host_pid, None)),
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "skipping an unreadable host record"),
@@ -174,7 +139,7 @@ pub fn find(home: &Home, team: &Team) -> Result<Option<LiveHost>> {
     Ok(Some(LiveHost {
         team: name.to_string(),
         pid,
-        since_ms: started::start_time(pid).and_then(start_ms),
+        since_ms: start_time(pid).and_then(start_ms),
         command: command_of(pid),
         teammates,
     }))
@@ -193,7 +158,7 @@ pub fn refuse_if_live(home: &Home, team: &Team, what: &str) -> Result<()> {
 /// crash or a forced stop left), newest first, by pid.
 pub fn dead_hosts(home: &Home, team: &str) -> Vec<u32> {
     let mut seen: Vec<(u64, u32, Option<u64>)> = Vec::new();
-    if let Ok(Some(r)) = read_json::<HostRecord>(&host_file(home, team)) {
+    if let Ok(Some(r)) = run_claim::read(home, team) {
         seen.push((r.claimed_at, r.host_pid, r.host_start_time));
     }
     for r in spawn_record::list(home, team).unwrap_or_default() {
@@ -207,22 +172,6 @@ pub fn dead_hosts(home: &Home, team: &str) -> Vec<u32> {
         }
     }
     out
-}
-
-/// Whether the host process named by `pid` and `start` still runs and is
-/// not this process: what every record's `host_alive_elsewhere` asks.
-pub(crate) fn runs_elsewhere(pid: u32, start: Option<u64>) -> bool {
-    pid != std::process::id() && runs(pid, start)
-}
-
-/// Whether process `pid` runs and, when `start` is known, is the one that
-/// started then.
-fn runs(pid: u32, start: Option<u64>) -> bool {
-    match (start, started::start_time(pid)) {
-        (_, None) => false,
-        (Some(want), Some(now)) => want == now,
-        (None, Some(_)) => true,
-    }
 }
 
 /// Unix milliseconds of a process start time in clock ticks since boot.
@@ -286,6 +235,7 @@ fn command_of(pid: u32) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::durable::write_json;
     use crate::store::{NewTeam, Store};
 
     #[test]
@@ -306,10 +256,10 @@ mod tests {
             .unwrap();
         let record = HostRecord {
             host_pid: child.id(),
-            host_start_time: started::start_time(child.id()),
+            host_start_time: start_time(child.id()),
             claimed_at: crate::protocol::time::now_ms(),
         };
-        write_json(&host_file(&home, "t"), &record).unwrap();
+        write_json(&home.run_claim("t"), &record).unwrap();
         let live = find(&home, &team).unwrap().expect("a live host");
         assert_eq!(live.pid, child.id());
         assert!(live.since_ms.is_some());
@@ -330,10 +280,10 @@ mod tests {
             host_start_time: record.host_start_time.map(|t| t + 1),
             ..record.clone()
         };
-        write_json(&host_file(&home, "t"), &recycled).unwrap();
+        write_json(&home.run_claim("t"), &recycled).unwrap();
         assert_eq!(find(&home, &team).unwrap(), None);
 
-        write_json(&host_file(&home, "t"), &record).unwrap();
+        write_json(&home.run_claim("t"), &record).unwrap();
         child.kill().unwrap();
         child.wait().unwrap();
         assert_eq!(find(&home, &team).unwrap(), None, "its host died");

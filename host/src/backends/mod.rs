@@ -15,7 +15,6 @@
 //! | `model_seat.rs` | a teammate's model client and usage record |
 //! | `detect.rs` | choosing a backend as the reference does |
 //! | `started.rs` | the machine-local record of every process teamhost starts, so `teamhost team delete --force`, from any process, can stop them |
-//! | `spawn_record.rs` | how the host spawned a teammate, so `Host::resume` can spawn it again |
 //! | `teardown.rs` | deleting a team for good (CLI and `Host::delete_team`) |
 //! | `live_host.rs` | whether a live host runs a team: what `run --replace`, `team delete` and resume refuse on |
 //!
@@ -36,7 +35,6 @@ pub(crate) mod model_seat;
 pub(crate) mod monitor;
 pub(crate) mod panes;
 pub(crate) mod process;
-pub mod spawn_record;
 pub mod started;
 pub mod teardown;
 pub(crate) mod tmux;
@@ -239,7 +237,7 @@ pub(crate) struct SpawnEnv<'a> {
     pub poll_interval: Duration,
     pub log_dir: PathBuf,
     /// The machine-local home (worktrees, process records).
-    pub home: crate::store::Home,
+    pub home: crate::home::Home,
     pub auto_approve_plans: bool,
     pub hooks: Arc<crate::hooks::Hooks>,
     pub backends: &'a BackendOptions,

@@ -49,7 +49,7 @@ pub(crate) fn model_seat(
     req: &SpawnRequest,
     resumed: bool,
 ) -> Result<crate::runtime::ModelSeat> {
-    let transcript = crate::model::Transcript::at(crate::store::kept::conversation(
+    let transcript = crate::model::Transcript::at(crate::home::kept::conversation(
         &env.home,
         team.name(),
         name,

@@ -90,7 +90,7 @@ fn signal_name(sig: i32) -> &'static str {
 /// Everything the monitor task needs.
 struct Watch {
     team: Team,
-    home: crate::store::Home,
+    home: crate::home::Home,
     name: String,
     agent_id: String,
     pid: u32,

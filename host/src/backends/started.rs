@@ -1,151 +1,25 @@
-//! What teamhost started for a team, on disk, so that any teamhost process can
-//! stop it: one record per external teammate in
-//! `{home}/started/{team}/{name}.json`, written when its process starts
-//! and removed when the host sees it end. Machine-local: a pid means nothing
-//! on another machine, so these records live in the home, not in the team
-//! store.
-//!
-//! ```json
-//! {"name":"alice","backend":"tmux","pid":4242,"startTime":889911,
-//!  "paneId":"%3","tmuxSocket":"/tmp/s/sock","hostPid":4100,"startedAt":1767225600000}
-//! ```
-//!
-//! `startTime` is the process's start time from `/proc/{pid}/stat` (clock ticks
-//! since boot): with the pid it names one process for good, so a recycled pid
-//! is never signalled. A tmux pane is killed only when it still runs the
-//! recorded process: teamhost never kills a pane it did not start.
+//! Stopping what teamhost started for a team, from any teamhost process:
+//! the processes and panes its records (`{home}/started/{team}/`, kept by
+//! [`crate::home::started`], re-exported here) name. A recycled pid is
+//! never signalled: a record names one process by pid and start time.
+//! A tmux pane is killed only when it still runs the recorded process:
+//! teamhost never kills a pane it did not start.
 //!
 //! Also here: waiting for any process (child or not) to end through a pidfd,
 //! without polling.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::error::{Error, Result};
-use crate::store::files::atomic::{read_json, write_json};
-use crate::store::Home;
+use crate::error::Result;
+use crate::home::process::start_time;
+use crate::home::Home;
 
-/// One started teammate process.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Started {
-    /// Member name.
-    pub name: String,
-    /// `process` or `tmux`.
-    pub backend: String,
-    /// The `teamhost teammate` process.
-    pub pid: u32,
-    /// Its start time (`/proc/{pid}/stat` field 22), when it could be read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start_time: Option<u64>,
-    /// The tmux pane (`%N`), for the tmux backend.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pane_id: Option<String>,
-    /// The tmux server's socket, when not tmux's default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tmux_socket: Option<PathBuf>,
-    /// The teamhost process that started it.
-    pub host_pid: u32,
-    /// That process's start time, naming it for good (records written
-    /// before it was kept have none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_start_time: Option<u64>,
-    /// Unix milliseconds.
-    pub started_at: u64,
-}
-
-impl Started {
-    /// A record for `pid`, stamped now, its start time read from `/proc`.
-    pub fn new(name: &str, backend: &str, pid: u32) -> Started {
-        Started {
-            name: name.to_string(),
-            backend: backend.to_string(),
-            pid,
-            start_time: start_time(pid),
-            pane_id: None,
-            tmux_socket: None,
-            host_pid: std::process::id(),
-            host_start_time: start_time(std::process::id()),
-            started_at: crate::protocol::time::now_ms(),
-        }
-    }
-
-    /// Whether the host that started it still runs and is not this
-    /// process (its pid, and its start time when recorded, match).
-    pub fn host_alive_elsewhere(&self) -> bool {
-        super::live_host::runs_elsewhere(self.host_pid, self.host_start_time)
-    }
-
-    /// A pidfd for the recorded process if it is still the same process.
-    pub fn open_if_running(&self) -> Option<OwnedFd> {
-        let fd = pidfd_open(self.pid).ok()?;
-        // Checked after opening: from here on the pidfd names this process
-        // even if the pid is recycled.
-        // A zombie has ended: only its parent has not read its status yet.
-        if is_zombie(self.pid) {
-            return None;
-        }
-        match (self.start_time, start_time(self.pid)) {
-            (Some(want), Some(now)) if want != now => None,
-            (_, None) => None,
-            _ => Some(fd),
-        }
-    }
-}
-
-/// `{home}/started/{team}`.
-pub fn dir(home: &Home, team: &str) -> PathBuf {
-    home.root().join("started").join(team)
-}
-
-fn path(home: &Home, team: &str, name: &str) -> Result<PathBuf> {
-    let stem = crate::store::names::agent_file_stem(name)?;
-    Ok(dir(home, team).join(format!("{stem}.json")))
-}
-
-/// Writes (or replaces) `rec`.
-pub fn record(home: &Home, team: &str, rec: &Started) -> Result<()> {
-    let dir = dir(home, team);
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
-    write_json(&path(home, team, &rec.name)?, rec)
-}
-
-/// Removes `name`'s record; a missing one is fine.
-pub fn remove(home: &Home, team: &str, name: &str) -> Result<()> {
-    let p = path(home, team, name)?;
-    match std::fs::remove_file(&p) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(Error::io("remove", p, e)),
-        _ => Ok(()),
-    }
-}
-
-/// Every record of `team`, by name. Unreadable ones are skipped with a warning.
-pub fn list(home: &Home, team: &str) -> Result<Vec<Started>> {
-    let dir = dir(home, team);
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io("read", dir, e)),
-    };
-    let mut out = Vec::new();
-    for entry in entries.filter_map(|e| e.ok()) {
-        let p = entry.path();
-        if p.extension().is_none_or(|x| x != "json") {
-            continue;
-        }
-        match read_json::<Started>(&p) {
-            Ok(Some(r)) => out.push(r),
-            Ok(None) => {}
-            Err(e) => tracing::warn!(error = %e, "skipping an unreadable process record"),
-        }
-    }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
-}
+pub(crate) use crate::home::process::pidfd_open;
+pub use crate::home::started::{dir, list, record, remove, Started};
 
 /// What [`stop_all`] did, by member name.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -207,18 +81,6 @@ pub(crate) fn signal(pid: u32, sig: libc::c_int) {
     }
 }
 
-/// A pidfd (Linux ≥ 5.3) for `pid`: readable once the process has ended,
-/// whoever its parent is.
-pub(crate) fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the kernel just gave us this descriptor; nobody else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
-}
-
 /// Blocks until the process of `fd` ends (`true`) or `timeout` passes
 /// (`false`). `None` waits for ever.
 pub(crate) fn wait_exit(fd: &OwnedFd, timeout: Option<Duration>) -> io::Result<bool> {
@@ -251,30 +113,10 @@ pub(crate) fn wait_exit(fd: &OwnedFd, timeout: Option<Duration>) -> io::Result<b
     }
 }
 
-/// Field 22 of `/proc/{pid}/stat` (start time, clock ticks since boot).
 /// The start time of process `pid` (`/proc/{pid}/stat` field 22), when it
 /// can be read: with the pid it names one process for good.
 pub fn start_time_of(pid: u32) -> Option<u64> {
     start_time(pid)
-}
-
-fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
-}
-
-pub(crate) fn start_time(pid: u32) -> Option<u64> {
-    let stat =
-        std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("stat")).ok()?;
-    // The command name (field 2) may contain spaces and parentheses: fields
-    // are counted after its last ')'. Field 3 is the first one after it.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(22 - 3)?.parse().ok()
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use super::started::{self, StopReport};
 use crate::error::Result;
-use crate::store::{Home, Team};
+use crate::home::Home;
+use crate::store::Team;
 use crate::worktree::Cleanup;
 
 /// What [`delete_team`] did.
@@ -29,7 +30,7 @@ pub struct Teardown {
 /// gets SIGTERM (a teammate then leaves cleanly), SIGKILL after `timeout`,
 /// and the recorded tmux panes still open are closed, before the team's
 /// state is deleted, with what this machine kept to resume it
-/// ([`crate::store::kept`]). Worktrees without changes are removed; the others are
+/// ([`Home::forget_team`]). Worktrees without changes are removed; the others are
 /// kept and listed. Blocking.
 pub fn delete_team(home: &Home, team: &Team, force: bool, timeout: Duration) -> Result<Teardown> {
     super::live_host::refuse_if_live(
@@ -43,15 +44,7 @@ pub fn delete_team(home: &Home, team: &Team, force: bool, timeout: Duration) -> 
         StopReport::default()
     };
     team.delete(force)?;
-    crate::store::kept::forget_team(home, team.name())?;
-    // Its teammates' sub-agent counters.
-    let counters = home.root().join("subagents").join(team.name());
-    match std::fs::remove_dir_all(&counters) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(crate::error::Error::io("remove", counters, e))
-        }
-        _ => {}
-    }
+    home.forget_team(team.name())?;
     let worktrees = crate::worktree::cleanup(home, team.name())?;
     Ok(Teardown { stopped, worktrees })
 }

@@ -145,7 +145,7 @@ async fn start(
 
 /// Creates the pane running `line` and returns its id and its process id.
 fn place(
-    home: &crate::store::Home,
+    home: &crate::home::Home,
     team: &Team,
     name: &str,
     opts: &TmuxOptions,

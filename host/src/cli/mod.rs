@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::store::Home;
+use crate::home::Home;
 
 pub use output::Output;
 

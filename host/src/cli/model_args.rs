@@ -152,7 +152,7 @@ pub fn model_access(
         .config
         .clone()
         .map(|c| std::path::absolute(&c).unwrap_or(c))
-        .or_else(|| Some(home.join("models.toml")).filter(|p| p.is_file()));
+        .or_else(|| Some(crate::home::Home::new(home).model_config()).filter(|p| p.is_file()));
     let config = ModelConfig::load(config_path.as_deref())
         .with_context(|| "cannot load the host's model config".to_string())?;
     let scripts = config.files();

@@ -4,8 +4,9 @@ use clap::Args;
 
 use super::output::push_line;
 use super::{Output, TeamArg};
+use crate::home::Home;
 use crate::status::snapshot_local;
-use crate::store::{Home, Store};
+use crate::store::Store;
 
 /// Arguments of `teamhost status`.
 #[derive(Debug, Args)]

@@ -10,8 +10,9 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{Output, TeamArg};
+use crate::home::Home;
 use crate::store::nats::transfer::Transferred;
-use crate::store::{FileStore, Home, NatsStore, Store};
+use crate::store::{FileStore, NatsStore, Store};
 
 /// Store commands (need `--store nats://…`).
 #[derive(Debug, Subcommand)]

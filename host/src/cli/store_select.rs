@@ -11,7 +11,8 @@
 
 use std::sync::Arc;
 
-use crate::store::{Home, NatsStore, NatsUrl, Store};
+use crate::home::Home;
+use crate::store::{NatsStore, NatsUrl, Store};
 
 /// Parses a `--store` value: `None` for the file store.
 pub fn parse(spec: Option<&str>) -> anyhow::Result<Option<NatsUrl>> {

@@ -4,8 +4,9 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::Output;
+use crate::home::Home;
 use crate::store::config::session_team_name;
-use crate::store::{Home, NewMember, NewTeam, Store};
+use crate::store::{NewMember, NewTeam, Store};
 
 /// Team commands.
 #[derive(Debug, Subcommand)]

@@ -65,8 +65,9 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::Output;
 use crate::embed::{Attach, Event, Host, HostOptions, SpawnRequest, TeammateState};
+use crate::home::Home;
 use crate::hooks::{settings, Hooks};
-use crate::store::{Home, Member};
+use crate::store::Member;
 
 /// Exit status when the team was deleted while the teammate ran.
 const EXIT_TEAM_GONE: i32 = 4;
@@ -154,7 +155,7 @@ fn resolve_component(
         .map(|v| std::env::split_paths(&v).collect())
         .unwrap_or_default();
     if let Ok(home) = Home::resolve(None) {
-        dirs.push(home.root().join("components"));
+        dirs.push(home.components());
     }
     let find = |n: &str| {
         dirs.iter()
@@ -220,7 +221,7 @@ pub(super) fn run(
     let (home, claude_home) = teammate_home(home_flag)?;
     let store = super::store_select::open(&home, store)?;
     let cache_dir = if claude_home {
-        Some(Home::resolve(None)?.root().join("cache").join("components"))
+        Some(Home::resolve(None)?.component_cache())
     } else {
         None
     };
@@ -273,7 +274,7 @@ fn hooks(
         .map_or_else(std::env::current_dir, Ok)
         .context("cannot tell the teammate's directory")?;
     let (files, skipped) =
-        settings::trusted_files(settings::settings_files(home.root(), &dir), &dir);
+        settings::trusted_files(settings::settings_files(&home.settings(), &dir), &dir);
     for s in skipped.iter().filter(|s| s.file.symlink_metadata().is_ok()) {
         tracing::warn!("{s}");
     }
@@ -640,12 +641,9 @@ fn placement(a: &TeammateArgs, member: &Member, team: &str) -> Attach {
         let stderr = PathBuf::from("/proc/self/fd/2");
         match std::fs::OpenOptions::new().append(true).open(&stderr) {
             Ok(_) => Some(stderr),
-            Err(_) => Home::resolve(None).ok().map(|h| {
-                h.root()
-                    .join("logs")
-                    .join(team)
-                    .join(format!("{}.log", member.name))
-            }),
+            Err(_) => Home::resolve(None)
+                .ok()
+                .map(|h| h.teammate_log(team, &member.name)),
         }
     });
     Attach {

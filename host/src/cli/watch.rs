@@ -6,7 +6,8 @@
 use clap::Args;
 
 use super::{Output, TeamArg};
-use crate::store::{Home, Store};
+use crate::home::Home;
+use crate::store::Store;
 use crate::view::{self, WatchMode};
 
 /// Arguments of `teamhost watch`.

@@ -12,12 +12,13 @@ use tokio::sync::broadcast;
 use super::{Event, SpawnRequest, TeammateInfo, TeammateState};
 use crate::backends::{self, BackendKind, BackendOptions, Spawned};
 use crate::error::{Error, Result};
+use crate::home::Home;
 use crate::protocol::{ShutdownRequest, WireMessage};
 use crate::runner::wake::WakeHub;
 use crate::runner::watch::TeamWatch;
 use crate::runner::NotificationLevel;
 use crate::runtime::Runtime;
-use crate::store::{Home, NewTeam, OutgoingMessage, Store, Team, TeamConfig};
+use crate::store::{NewTeam, OutgoingMessage, Store, Team, TeamConfig};
 
 /// Settings of a [`Host`]. `HostOptions::default()`: artifacts cached under
 /// `{home}/cache/components`, guest logs under `{home}/logs/{team}/{name}.log`,
@@ -146,7 +147,7 @@ impl Host {
         let cache = opts
             .cache_dir
             .clone()
-            .unwrap_or_else(|| home.root().join("cache").join("components"));
+            .unwrap_or_else(|| home.component_cache());
         let runtime = Runtime::new(Some(cache)).map_err(|e| Error::Component {
             path: PathBuf::new(),
             message: format!("cannot start the WebAssembly engine: {e:#}"),
@@ -246,9 +247,9 @@ impl Host {
                 })
                 .and_then(|(hash, _)| {
                     let mut record =
-                        crate::backends::spawn_record::SpawnRecord::new(&req, kind.as_str(), hash)?;
+                        crate::home::spawn_record::SpawnRecord::new(&req, kind.as_str(), hash)?;
                     record.name = member.name.clone();
-                    crate::backends::spawn_record::record(&home, team.name(), &record)
+                    crate::home::spawn_record::record(&home, team.name(), &record)
                 });
             match written {
                 Ok(()) => *recorded.lock().expect("record lock") = Some(member.name.clone()),
@@ -266,7 +267,7 @@ impl Host {
                 // A start that failed after the record: no member to resume.
                 let name = recorded.lock().expect("record lock").take();
                 if let Some(name) = name {
-                    let _ = crate::backends::spawn_record::remove(&home, team.name(), &name);
+                    let _ = crate::home::spawn_record::remove(&home, team.name(), &name);
                 }
                 return Err(e);
             }

@@ -123,7 +123,7 @@ impl Host {
             .opts
             .log_dir
             .clone()
-            .unwrap_or_else(|| inner.home.root().join("logs"));
+            .unwrap_or_else(|| inner.home.logs());
         Ok(SpawnEnv {
             home: inner.home.clone(),
             runtime: &inner.runtime,

@@ -4,7 +4,8 @@
 //! ```no_run
 //! # async fn demo() -> teamhost::Result<()> {
 //! use teamhost::embed::{Host, SpawnRequest};
-//! use teamhost::store::{Home, NewTeam};
+//! use teamhost::home::Home;
+//! use teamhost::store::NewTeam;
 //! let host = Host::new(Home::new("/tmp/teamhost-demo"))?;
 //! host.create_team("demo", NewTeam::default())?;
 //! host.spawn("demo", SpawnRequest::new("echo", "echo.wasm", "say hi", ".")).await?;

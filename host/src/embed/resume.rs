@@ -5,12 +5,12 @@
 //!
 //! | what | from | becomes |
 //! |---|---|---|
-//! | a teammate this machine's host spawned | its spawn record (`backends::spawn_record`: component, checked by SHA-256, directory, settings) | the same teammate, spawned again by this host, in the backend this host uses (in-process, or a `teamhost teammate --resumed` process or pane), under its member entry (name, id, colour kept); the record then names this host |
+//! | a teammate this machine's host spawned | its spawn record (`crate::home::spawn_record`: component, checked by SHA-256, directory, settings) | the same teammate, spawned again by this host, in the backend this host uses (in-process, or a `teamhost teammate --resumed` process or pane), under its member entry (name, id, colour kept); the record then names this host |
 //! | a `teamhost teammate` process or tmux pane the dead host started, still running | its process record (`started/`: pid and start time) | adopted: this host watches, stops and cleans up after it |
 //! | one that ended | the same record | its dead pane closed (only when it still runs the recorded process), the record dropped, the teammate spawned again |
-//! | its task in progress | the task list and the host's claim ledger (`store::kept::ClaimLedger`) | handed back to it, its first turn that is not a message, only when the ledger says it claimed the task itself; one a peer (or anyone outside the host) put in progress under its name is left as it is and named to the lead |
-//! | the completion its cut turn made, never reported | the task note (`store::kept::TaskNote`) and the task list | reported to the lead as the teammate's idle notification naming the task, unless the lead's mail already holds that report (exactly once) |
-//! | the message its interrupted turn handled | the turn journal (`store::kept::TurnJournal`) | delivered again (at least once) |
+//! | its task in progress | the task list and the host's claim ledger (`home::kept::ClaimLedger`) | handed back to it, its first turn that is not a message, only when the ledger says it claimed the task itself; one a peer (or anyone outside the host) put in progress under its name is left as it is and named to the lead |
+//! | the completion its cut turn made, never reported | the task note (`home::kept::TaskNote`) and the task list | reported to the lead as the teammate's idle notification naming the task, unless the lead's mail already holds that report (exactly once) |
+//! | the message its interrupted turn handled | the turn journal (`home::kept::TurnJournal`) | delivered again (at least once) |
 //! | its plan or permission requests waiting for the lead | the lead's mail | still answerable: the answer, given before or after the resume, reaches the resumed teammate |
 //! | its unread mail | its inbox | delivered as always, but for a shutdown request from the lead (the dead host's stop sent it): withdrawn, the resume goes on with the work |
 //! | an LLM teammate's conversation, a teammate's saved state | `{home}/kept/{team}/` | `model.history`, `state.load` |
@@ -33,9 +33,9 @@
 use std::collections::BTreeMap;
 
 use super::{Attach, Host};
-use crate::backends::spawn_record::{self, SpawnRecord};
 use crate::backends::started::{self, Started};
 use crate::error::{Error, Result};
+use crate::home::spawn_record::{self, SpawnRecord};
 use crate::protocol::HOST_SENDER;
 use crate::store::{OutgoingMessage, TaskStatus, Team};
 use crate::teammate::Resumed;
@@ -218,7 +218,7 @@ impl Host {
         }
         // Records of teammates that left the team meanwhile are stale.
         for stale in records.keys().filter(|n| config.member(n).is_none()) {
-            if let Err(e) = crate::store::kept::forget(&self.inner.home, team.name(), stale) {
+            if let Err(e) = crate::home::kept::forget(&self.inner.home, team.name(), stale) {
                 tracing::warn!(teammate = %stale, error = %e, "stale resume files not removed");
             }
         }
@@ -311,7 +311,7 @@ impl Host {
                 .opts
                 .log_dir
                 .clone()
-                .unwrap_or_else(|| self.inner.home.root().join("logs"))
+                .unwrap_or_else(|| self.inner.home.logs())
                 .join(team.name())
                 .join(format!("{}.log", record.name));
             let how = Attach {
@@ -377,7 +377,7 @@ impl Host {
     /// Delivers again the message `name`'s interrupted turn was handling,
     /// unless it is still unread (the host died before it was consumed).
     async fn redeliver_interrupted(&self, team: &Team, name: &str) -> Result<bool> {
-        let journal = crate::store::kept::TurnJournal::of(&self.inner.home, team.name(), name)?;
+        let journal = crate::home::kept::TurnJournal::of(&self.inner.home, team.name(), name)?;
         let (t, who) = (team.clone(), name.to_string());
         tokio::task::spawn_blocking(move || {
             let Some(msg) = journal.take_interrupted()? else {
@@ -401,7 +401,7 @@ impl Host {
     }
 
     /// Reports to the lead the completion of the task `member`'s cut turn
-    /// worked on (its [`TaskNote`](crate::store::kept::TaskNote)), when the
+    /// worked on (its [`TaskNote`](crate::home::kept::TaskNote)), when the
     /// guest completed it before the host died and the lead's mail (inbox
     /// and history) holds no report of it from `member`: the idle
     /// notification the turn would have ended with, sent as the teammate's
@@ -412,7 +412,7 @@ impl Host {
         team: &Team,
         member: &crate::store::Member,
     ) -> Result<Option<String>> {
-        let note = crate::store::kept::TaskNote::of(&self.inner.home, team.name(), &member.name)?;
+        let note = crate::home::kept::TaskNote::of(&self.inner.home, team.name(), &member.name)?;
         let (t, who, color) = (team.clone(), member.name.clone(), member.color.clone());
         tokio::task::spawn_blocking(move || {
             use crate::protocol::{CompletedStatus, IdleNotification, IdleReason, WireMessage};
@@ -455,7 +455,7 @@ impl Host {
     /// permission requests still waiting for the lead.
     pub(super) async fn gather_resumed(&self, team: &Team, name: &str) -> Result<Resumed> {
         let (t, me) = (team.clone(), name.to_string());
-        let claims = crate::store::kept::ClaimLedger::of(&self.inner.home, team.name(), name)?;
+        let claims = crate::home::kept::ClaimLedger::of(&self.inner.home, team.name(), name)?;
         tokio::task::spawn_blocking(move || {
             let mut resumed = Resumed::default();
             for task in t.list_tasks()? {
@@ -524,7 +524,7 @@ struct Respawned {
 
 /// Drops the record of a process that ended, closing its pane when the pane
 /// still runs the recorded process (tmux keeps a dead pane open).
-fn clean_up_after(home: &crate::store::Home, team: &Team, proc: &Started) {
+fn clean_up_after(home: &crate::home::Home, team: &Team, proc: &Started) {
     if let Some(pane) = &proc.pane_id {
         crate::backends::panes::kill_pane_if_ours(proc.tmux_socket.as_deref(), pane, proc.pid);
     }

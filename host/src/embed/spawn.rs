@@ -14,12 +14,11 @@ impl super::Host {
     /// ([`Error::Spawn`](crate::error::Error::Spawn)) names both paths
     /// and the fix.
     pub(super) fn check_layout(&self, team: &str, req: &SpawnRequest) -> crate::error::Result<()> {
-        use crate::layout::{check, home_paths, Kind, Protected};
+        use crate::layout::{check, Kind, Protected};
         let invalid = crate::error::Error::Spawn;
         let inner = &self.inner;
-        let home = inner.home.root();
         if req.isolation == Isolation::None {
-            let mut protected = home_paths(home, inner.opts.cache_dir.as_deref());
+            let mut protected = inner.home.protected_paths(inner.opts.cache_dir.as_deref());
             protected.push(Protected::new(Kind::Component, &req.component));
             protected.extend(inner.opts.models.protected().iter().cloned());
             check(&req.name, &req.cwd, &protected).map_err(invalid)?;

@@ -151,11 +151,12 @@ impl Hooks {
 }
 
 /// The settings files `teamhost teammate` reads hooks from when not given
-/// `--settings`, in order: `{home}/settings.json`, then
-/// `{dir}/.claude/settings.json` and `{dir}/.claude/settings.local.json`.
-pub fn settings_files(home: &Path, dir: &Path) -> Vec<PathBuf> {
+/// `--settings`, in order: the user's (`user`, the home's
+/// `settings.json`), then `{dir}/.claude/settings.json` and
+/// `{dir}/.claude/settings.local.json`.
+pub fn settings_files(user: &Path, dir: &Path) -> Vec<PathBuf> {
     vec![
-        home.join("settings.json"),
+        user.to_path_buf(),
         dir.join(".claude").join("settings.json"),
         dir.join(".claude").join("settings.local.json"),
     ]
@@ -312,7 +313,8 @@ mod tests {
         std::os::unix::fs::symlink(&outside, dir.join(".claude/settings.json")).unwrap();
         std::fs::write(dir.join("planted.json"), "{}").unwrap();
         std::os::unix::fs::symlink(dir.join("planted.json"), home.join("settings.json")).unwrap();
-        let (kept, skipped) = trusted_files(settings_files(&home, &dir), &dir);
+        let (kept, skipped) =
+            trusted_files(settings_files(&home.join("settings.json"), &dir), &dir);
         assert!(kept.is_empty(), "{kept:?}");
         assert_eq!(skipped.len(), 3);
         let line = skipped[0].to_string();
@@ -323,7 +325,7 @@ mod tests {
         // A plain user file outside stays.
         std::fs::remove_file(home.join("settings.json")).unwrap();
         std::fs::write(home.join("settings.json"), "{}").unwrap();
-        let (kept, _) = trusted_files(settings_files(&home, &dir), &dir);
+        let (kept, _) = trusted_files(settings_files(&home.join("settings.json"), &dir), &dir);
         assert_eq!(kept, [home.join("settings.json")]);
     }
 }

@@ -102,16 +102,16 @@ pub(crate) struct Runner {
     pub resumed: bool,
     /// Where the message a turn handles is noted until the turn ends, so a
     /// resume after a crash delivers it again (`None`: not noted).
-    pub journal: Option<crate::store::kept::TurnJournal>,
+    pub journal: Option<crate::home::kept::TurnJournal>,
     /// Where the task a turn works on is noted from its claim until the
     /// lead is told how the turn ended, so a resume reports a completion a
     /// cut turn made (`None`: not noted).
-    pub task_note: Option<crate::store::kept::TaskNote>,
+    pub task_note: Option<crate::home::kept::TaskNote>,
     /// Whether [`Runner::task_note`] holds a task not yet reported.
     pub note_open: bool,
     /// The host's record of the tasks this teammate claimed (`None`: not
     /// recorded); a resume hands back only those.
-    pub claims: Option<crate::store::kept::ClaimLedger>,
+    pub claims: Option<crate::home::kept::ClaimLedger>,
 }
 
 impl Runner {

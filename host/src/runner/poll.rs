@@ -38,7 +38,7 @@ pub(crate) fn next_turn(
     injected: Option<String>,
     first_turn: bool,
     auto_claim: bool,
-    claims: Option<&crate::store::kept::ClaimLedger>,
+    claims: Option<&crate::home::kept::ClaimLedger>,
 ) -> crate::Result<Option<Found>> {
     if let Some(text) = injected {
         let entry = crate::store::OutgoingMessage::new("user", text.clone()).into_entry();

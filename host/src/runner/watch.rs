@@ -69,7 +69,8 @@ impl TeamWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Home, NewTeam, OutgoingMessage, Store};
+    use crate::home::Home;
+    use crate::store::{NewTeam, OutgoingMessage, Store};
     use std::sync::Mutex;
 
     struct Recorder(Mutex<Vec<StoreEvent>>, tokio::sync::Notify);

@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::disk_meter::DiskMeter;
+use crate::home::kept::{LifeSpent, SpentRecord};
 use crate::sandbox::{Limits, TeamAct, TeamActs};
-use crate::store::kept::{LifeSpent, SpentRecord};
 use crate::tools::{DiskBudget, ToolBox};
 
 /// One teammate's budgets, shared by its whole tree. Cheap to share
@@ -292,7 +292,7 @@ mod tests {
             ..Limits::default()
         };
         let home = tempfile::tempdir().unwrap();
-        let record = || SpentRecord::of(&crate::store::Home::new(home.path()), "t", "w").unwrap();
+        let record = || SpentRecord::of(&crate::home::Home::new(home.path()), "t", "w").unwrap();
         let (_d, first) = budget(limits.clone());
         first.keep_in(record());
         first.start_subagent().unwrap();

@@ -214,8 +214,8 @@ impl ComponentCache {
             .and_then(|bytes| {
                 // The digest first: an artifact never stands without its own.
                 let digest = hex(&Sha256::digest(&bytes));
-                crate::store::files::atomic::write_atomic(&digest_path(path), digest.as_bytes())?;
-                crate::store::files::atomic::write_atomic(path, &bytes)?;
+                crate::durable::write_atomic(&digest_path(path), digest.as_bytes())?;
+                crate::durable::write_atomic(path, &bytes)?;
                 Ok(())
             });
         if let Err(e) = result {

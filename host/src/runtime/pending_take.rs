@@ -32,7 +32,7 @@ impl PendingTake {
         team: Team,
         me: String,
         entry: InboxMessage,
-        journal: Option<crate::store::kept::TurnJournal>,
+        journal: Option<crate::home::kept::TurnJournal>,
     ) -> PendingTake {
         let who = me.clone();
         let handle = tokio::task::spawn_blocking(move || {

@@ -128,10 +128,10 @@ pub struct Fixed {
     pub hidden_dirs: Vec<std::path::PathBuf>,
     /// Where its `state.save` goes (`None`: the host keeps no state for it,
     /// and `state` calls are `unavailable`).
-    pub saved_state: Option<crate::store::kept::SavedState>,
+    pub saved_state: Option<crate::home::kept::SavedState>,
     /// The host's record of the tasks it claims itself (`None`: not
     /// recorded; a resume hands none back).
-    pub claims: Option<crate::store::kept::ClaimLedger>,
+    pub claims: Option<crate::home::kept::ClaimLedger>,
     /// Its sub-agents (`None`: it may start none).
     pub subagents: Option<Arc<dyn super::subagent_host::SubagentHost>>,
     /// The budgets it shares with its whole tree (the root teammate's;

@@ -9,7 +9,7 @@
 //! ([`crate::runtime::TreeBudget`]), never from fresh ones. Limits marked
 //! *life* accumulate over the teammate's life, across a crash and a
 //! `--resume` too (kept in the host's home after each turn,
-//! `store::kept::SpentRecord`; a crash loses at most what the cut turn
+//! `home::kept::SpentRecord`; a crash loses at most what the cut turn
 //! spent, which the per-turn limits bound). The others hold per instance or
 //! per turn.
 //!

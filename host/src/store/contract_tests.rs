@@ -15,7 +15,7 @@ use crate::error::Error;
 /// backend stand for two processes: `other` has no observer.
 fn each_backend(check: impl Fn(&str, Store, Store)) {
     let tmp = tempfile::tempdir().unwrap();
-    let files = Arc::new(FileStore::new(Home::new(tmp.path())));
+    let files = Arc::new(FileStore::new(tmp.path()));
     check(
         "files",
         Store::with_backend(files.clone()),

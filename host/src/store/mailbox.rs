@@ -285,7 +285,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
-    use crate::store::{Home, NewTeam, Store, StoreObserver};
+    use crate::store::{NewTeam, Store, StoreObserver};
 
     /// Records every store event.
     #[derive(Default)]
@@ -301,7 +301,7 @@ mod tests {
     fn record_in_history_appends_a_read_entry_without_touching_the_inbox_or_waking_anyone() {
         let tmp = tempfile::tempdir().unwrap();
         let seen = Arc::new(Seen::default());
-        let store = Store::new(Home::new(tmp.path())).with_observer(seen.clone());
+        let store = Store::new(tmp.path()).with_observer(seen.clone());
         let team = store.team("t").unwrap();
         team.create(NewTeam::default()).unwrap();
         team.deliver("team-lead", OutgoingMessage::new("a", "unread one"))

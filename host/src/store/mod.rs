@@ -23,7 +23,6 @@ pub mod backend;
 pub mod config;
 pub mod files;
 pub mod history_cache;
-pub mod kept;
 pub mod mailbox;
 pub mod memory;
 pub mod names;
@@ -38,7 +37,7 @@ use std::sync::Arc;
 
 pub use backend::TeamStore;
 pub use config::{Member, NewMember, NewTeam, TeamConfig};
-pub use files::{FileStore, Home, LockOptions};
+pub use files::{FileStore, LockOptions};
 pub use history_cache::HistoryCache;
 pub use mailbox::{InboxMessage, OutgoingMessage};
 pub use memory::MemoryStore;
@@ -101,7 +100,7 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// The reference-compatible file store under `home`, with default lock
     /// options and no observer.
-    pub fn new(home: Home) -> Self {
+    pub fn new(home: impl AsRef<std::path::Path>) -> Self {
         Store::with_backend(Arc::new(FileStore::new(home)))
     }
 
@@ -207,7 +206,7 @@ impl Team {
 #[cfg(test)]
 pub(crate) fn test_team(members: &[&str]) -> (tempfile::TempDir, Team) {
     let tmp = tempfile::tempdir().unwrap();
-    let team = Store::new(Home::new(tmp.path())).team("t").unwrap();
+    let team = Store::new(tmp.path()).team("t").unwrap();
     team.create(NewTeam::default()).unwrap();
     for name in members {
         team.add_member(NewMember {

@@ -9,11 +9,11 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 
 use super::seat::{Child, Seat};
+use crate::home::Home;
 use crate::runtime::bindings::handler::{Turn, TurnKind};
 use crate::runtime::bindings::mailbox::Message;
 use crate::runtime::subagent_host::SubagentStatus;
 use crate::runtime::Instance;
-use crate::store::Home;
 use crate::toolbox::agent_format::{self, AgentReport};
 
 /// What the parent (or the host) tells a sub-agent's task.

@@ -12,6 +12,7 @@ use tokio::sync::{mpsc, watch, Notify};
 
 use super::driver::{self, Command};
 use super::{narrow, Definitions, SubagentLimits};
+use crate::home::Home;
 use crate::hooks::Hooks;
 use crate::model::ModelClient;
 use crate::runtime::subagent_host::{
@@ -23,7 +24,7 @@ use crate::runtime::{
     Permissions, Runtime, TreeBudget,
 };
 use crate::sandbox::Limits;
-use crate::store::{Home, Team};
+use crate::store::Team;
 use crate::tools::ToolLimits;
 
 /// What a seat's sub-agents are made from: the owner's fixed part, as it
@@ -330,7 +331,7 @@ impl Seat {
         // Its conversation, kept for a resumption; one left by an earlier
         // life of the same id is not its own.
         let transcript =
-            crate::store::kept::conversation(&self.cfg.home, self.cfg.team.name(), &full_name)
+            crate::home::kept::conversation(&self.cfg.home, self.cfg.team.name(), &full_name)
                 .map(crate::model::Transcript::at)
                 .map_err(|e| SubagentError::Unavailable(e.to_string()))?;
         let _ = transcript.remove();

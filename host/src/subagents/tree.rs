@@ -1,6 +1,7 @@
 //! How many sub-agents a teammate has, across its whole tree, for the
-//! live view and `teamhost status`: a small record under the host's home,
-//! `{home}/subagents/{team}/{name}.json`, rewritten whenever a sub-agent
+//! live view and `teamhost status`: the counters, and the record
+//! ([`TreeRecord`], kept by [`crate::home::subagent_counts`] at
+//! `{home}/subagents/{team}/{name}.json`) rewritten whenever a sub-agent
 //! starts, finishes or is resumed.
 //!
 //! The home, not the team's store: sub-agents are this machine's (they live
@@ -10,67 +11,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde::{Deserialize, Serialize};
-
 use super::SubagentLimits;
-use crate::store::Home;
+use crate::home::Home;
 
-/// What `teamhost status` and the view show about a teammate's sub-agents.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TreeRecord {
-    /// Running now, at any depth.
-    pub running: usize,
-    /// Started over the teammate's life, at any depth.
-    pub started: usize,
-    /// The deepest one started (1: the teammate's own).
-    pub deepest: u32,
-    /// The depth limit.
-    pub max_depth: u32,
-    /// The limit of running sub-agents per agent.
-    pub max_running: usize,
-    /// Sub-agents whose task still exists: running, or ended and waiting
-    /// to be resumed (0 once everything a teammate started is gone,
-    /// worktrees cleaned up included).
-    #[serde(default)]
-    pub alive: usize,
-}
-
-impl TreeRecord {
-    /// For a narrow column: `subs 2/5 d2/2` (running / started, deepest /
-    /// depth limit).
-    pub fn short(&self) -> String {
-        format!(
-            "subs {}/{} d{}/{}",
-            self.running, self.started, self.deepest, self.max_depth
-        )
-    }
-
-    /// In a few words: `2 running, 5 started, depth 2/2`.
-    pub fn describe(&self) -> String {
-        format!(
-            "sub-agents: {} running, {} started, depth {}/{}",
-            self.running, self.started, self.deepest, self.max_depth
-        )
-    }
-}
-
-/// Where `name`'s record is.
-pub fn path(home: &Home, team: &str, name: &str) -> Option<PathBuf> {
-    let stem = crate::store::names::agent_file_stem(name).ok()?;
-    Some(
-        home.root()
-            .join("subagents")
-            .join(team)
-            .join(format!("{stem}.json")),
-    )
-}
-
-/// `name`'s record, if it ever started a sub-agent on this machine.
-pub fn read(home: &Home, team: &str, name: &str) -> Option<TreeRecord> {
-    let text = std::fs::read_to_string(path(home, team, name)?).ok()?;
-    serde_json::from_str(&text).ok()
-}
+pub use crate::home::subagent_counts::{path, read, TreeRecord};
 
 /// One teammate's counters, shared by every seat of its tree.
 #[derive(Debug)]
@@ -186,7 +130,7 @@ impl Tree {
         // last values, whatever order the writes ran in.
         let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());
         let record = self.record();
-        if let Err(e) = crate::store::files::atomic::write_json_relaxed(path, &record) {
+        if let Err(e) = crate::durable::write_json_relaxed(path, &record) {
             tracing::debug!(error = %e, ?record, "the sub-agent record was not written");
         }
     }

@@ -13,10 +13,11 @@ use chrono::{DateTime, Local, Utc};
 
 use crate::embed::{TeammateInfo, TeammateState};
 use crate::error::Result;
+use crate::home::Home;
 use crate::protocol::describe::{printable, printable_line};
 use crate::status::{self, FeedItem, PendingView};
 use crate::store::tasks::open_blockers;
-use crate::store::{HistoryCache, Home, Task, TaskStatus, Team};
+use crate::store::{HistoryCache, Task, TaskStatus, Team};
 
 /// How many of the lead's latest messages the feed keeps.
 pub const FEED_LEN: usize = 200;

@@ -9,7 +9,8 @@ use crate::embed::Host;
 use crate::error::Result;
 use std::sync::{Arc, Mutex};
 
-use crate::store::{HistoryCache, Home, OutgoingMessage, Team};
+use crate::home::Home;
+use crate::store::{HistoryCache, OutgoingMessage, Team};
 
 use super::board::Board;
 use super::keys::Action;

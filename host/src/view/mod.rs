@@ -41,7 +41,8 @@ use ratatui::crossterm::event::KeyEvent;
 
 use crate::embed::Host;
 use crate::error::{Error, Result};
-use crate::store::{Home, Team};
+use crate::home::Home;
+use crate::store::Team;
 
 pub use board::{clock, Board, MateRow, MateState, TaskRow, FEED_LEN};
 pub use changes::Changes;

@@ -18,7 +18,8 @@
 use std::path::Path;
 
 use teamhost::embed::{Event, Host, HostOptions, SpawnRequest, TeammateState};
-use teamhost::store::{Home, NewTask, NewTeam, TaskStatus};
+use teamhost::home::Home;
+use teamhost::store::{NewTask, NewTeam, TaskStatus};
 
 use crate::common::{probe_request, until};
 use crate::sandbox_support::hostile_request;

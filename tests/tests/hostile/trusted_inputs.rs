@@ -228,7 +228,7 @@ async fn deleting_the_team_runs_nothing_from_a_git_directory_the_teammate_put_in
         step(&got, "bash-run").detail.contains("planted"),
         "{got:#?}"
     );
-    let wt = teamhost::worktree::path(&teamhost::store::Home::new(&a.f.home), &a.f.name, &planter);
+    let wt = teamhost::worktree::path(&teamhost::home::Home::new(&a.f.home), &a.f.name, &planter);
     assert!(wt.join(".git").is_dir());
 
     // The attack is real: git run the ordinary way there obeys it.

@@ -76,9 +76,9 @@ async fn the_hosts_git_never_runs_what_a_teammate_planted_in_its_worktree() {
     assert!(step(&got, "bash-run").detail.contains("broken"), "{got:#?}");
 
     let planted_wt =
-        teamhost::worktree::path(&teamhost::store::Home::new(&a.f.home), &a.f.name, &planter);
+        teamhost::worktree::path(&teamhost::home::Home::new(&a.f.home), &a.f.name, &planter);
     let broken_wt =
-        teamhost::worktree::path(&teamhost::store::Home::new(&a.f.home), &a.f.name, &breaker);
+        teamhost::worktree::path(&teamhost::home::Home::new(&a.f.home), &a.f.name, &breaker);
     // The attack is real: git run the ordinary way in that worktree obeys
     // the planted config.
     git(&planted_wt, &["status", "--porcelain"]);
@@ -91,7 +91,7 @@ async fn the_hosts_git_never_runs_what_a_teammate_planted_in_its_worktree() {
     // The breaker's only change is the guest's own results file: take it
     // away, so its worktree is clean but for the broken `.git`.
     std::fs::remove_file(broken_wt.join("results.log")).unwrap();
-    let home = teamhost::store::Home::new(&a.f.home);
+    let home = teamhost::home::Home::new(&a.f.home);
     let team = a.f.name.clone();
     let report = tokio::task::spawn_blocking(move || teamhost::worktree::cleanup(&home, &team))
         .await

@@ -20,7 +20,8 @@ use anyhow::Context;
 use super::report::Log;
 use super::RunArgs;
 use crate::backends::{live_host, teardown};
-use crate::store::{Home, Team};
+use crate::home::Home;
+use crate::store::Team;
 
 /// How long the processes a dead host left get between SIGTERM and SIGKILL
 /// when `--replace` deletes its team.

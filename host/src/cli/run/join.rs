@@ -26,8 +26,9 @@ use super::summary::{count_messages, MessageCounts, Summary, Timings};
 use super::wait::{describe_state, Outcome};
 use super::{compile_all, start_all, Output, RunArgs};
 use crate::embed::{Host, ShutdownReport, TeammateState};
+use crate::home::Home;
 use crate::manifest::Manifest;
-use crate::store::{Home, StoreEvent, StoreObserver, Team};
+use crate::store::{StoreEvent, StoreObserver, Team};
 
 /// Runs `teamhost run --join`; see the module docs.
 pub(super) async fn run_joined(

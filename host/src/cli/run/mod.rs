@@ -65,8 +65,9 @@ use clap::Args;
 
 use super::Output;
 use crate::embed::Host;
+use crate::home::Home;
 use crate::manifest::Manifest;
-use crate::store::{Home, NewTeam, Team};
+use crate::store::{NewTeam, Team};
 
 use display::Display;
 use report::{Log, Reporter};
@@ -185,7 +186,7 @@ fn prepare_dirs(
     m: &Manifest,
     models: &crate::embed::ModelAccess,
 ) -> anyhow::Result<()> {
-    let mut protected = crate::layout::home_paths(home, None);
+    let mut protected = crate::home::Home::new(home).protected_paths(None);
     protected.extend(m.protected_paths(file));
     protected.extend(models.protected().iter().cloned());
     let checker = crate::layout::Checker::new(&protected);

@@ -243,7 +243,7 @@ impl Summary {
             team_files_kept: kept,
             joined: false,
             home: home.to_path_buf(),
-            logs: home.join("logs").join(team.name()),
+            logs: crate::home::Home::new(home).team_logs(team.name()),
         }
     }
 

@@ -1,5 +1,5 @@
 //! `teamhost:agent/state`: a teammate's own small saved state, kept by the
-//! host in its home ([`SavedState`](crate::store::kept::SavedState)) so it
+//! host in its home ([`SavedState`](crate::home::kept::SavedState)) so it
 //! outlives the instance. Only the teammate's own file is reachable: the
 //! path comes from its identity, fixed at spawn, never from the guest.
 //!
@@ -9,9 +9,9 @@
 //! naming the limit ("state-save limit").
 
 use super::{blocking, ReadGlue, WitError};
+use crate::home::kept::{SavedState, MAX_SAVED_STATE};
 use crate::runtime::bindings::state::Host;
 use crate::runtime::GuestError;
-use crate::store::kept::{SavedState, MAX_SAVED_STATE};
 
 impl ReadGlue<'_> {
     fn saved_state(&self) -> Result<SavedState, WitError> {

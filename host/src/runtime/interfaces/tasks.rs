@@ -285,8 +285,8 @@ impl Host for CoordinationGlue<'_> {
 /// left `task` as: its own and in progress is a claim; anything else lets
 /// the task go. Only the teammate's own calls come here: a peer's update
 /// of this task never makes it a claim of `me`'s (see
-/// [`ClaimLedger`](crate::store::kept::ClaimLedger)).
-fn record_claim(claims: Option<&crate::store::kept::ClaimLedger>, me: &str, task: &store::Task) {
+/// [`ClaimLedger`](crate::home::kept::ClaimLedger)).
+fn record_claim(claims: Option<&crate::home::kept::ClaimLedger>, me: &str, task: &store::Task) {
     let Some(claims) = claims else {
         return;
     };

@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::atomic::{read_json, read_json_or_move_aside};
 use super::stamp::{is_racy, Stamp};
+use crate::durable::{read_json, read_json_or_move_aside};
 use crate::error::{Error, Result};
 use crate::store::TeamConfig;
 
@@ -93,12 +93,12 @@ impl ConfigCache {
 
 #[cfg(test)]
 mod tests {
-    use crate::store::{Home, NewTeam, Store};
+    use crate::store::{NewTeam, Store};
 
     #[test]
     fn a_config_changed_in_place_behind_the_caches_back_is_read_again() {
         let tmp = tempfile::tempdir().unwrap();
-        let store = Store::new(Home::new(tmp.path()));
+        let store = Store::new(tmp.path());
         let team = store.team("c").unwrap();
         team.create(NewTeam {
             description: Some("aaaa".into()),
@@ -127,7 +127,7 @@ mod tests {
     #[test]
     fn a_config_that_does_not_parse_is_an_error_even_after_a_cached_read() {
         let tmp = tempfile::tempdir().unwrap();
-        let store = Store::new(Home::new(tmp.path()));
+        let store = Store::new(tmp.path());
         let team = store.team("c").unwrap();
         team.create(NewTeam::default()).unwrap();
         team.set_mode("team-lead", "default").unwrap();

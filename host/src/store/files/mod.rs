@@ -4,16 +4,15 @@
 //!
 //! Every read-modify-write of a shared file runs under [`lock::with_lock`]
 //! (flock plus the reference's mkdir lock); every write is an atomic replace
-//! by a new file ([`atomic`]), so a reader without the lock (Claude Code)
+//! by a new file ([`crate::durable`]), so a reader without the lock (Claude Code)
 //! never sees a file change under it; a file that does not parse is never
 //! written over. No other
 //! module builds a team file path: they ask the store.
 //!
 //! | file | owns |
 //! |---|---|
-//! | `paths.rs` | [`Home`] and [`TeamPaths`]: the layout |
+//! | `paths.rs` | [`TeamPaths`]: the layout of a team's files |
 //! | `lock.rs` | the cross-process lock (flock + the reference's mkdir lock) |
-//! | `atomic.rs` | JSON reads, atomic replace, moving corrupt files aside |
 //! | `history.rs` | `history/{agent}.jsonl`: appending, reading from an offset |
 //! | `tasks.rs` | one locked pass over `tasks/{team}/` ([`TaskTxn`]) |
 //! | `task_cache.rs` | the task files as last read, kept current by inotify: a listing reads only what changed |
@@ -23,7 +22,6 @@
 //! | `combine.rs` | group commit: concurrent config changes and inbox appends share one locked write |
 //! | `watch.rs` | the change feed: inotify on a team's files |
 
-pub mod atomic;
 mod combine;
 mod config_cache;
 mod history;
@@ -39,22 +37,23 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use self::atomic::{read_array, read_array_for_update, read_json, write_json, write_json_locked};
 use self::lock::with_lock;
 pub use self::lock::LockOptions;
-pub use self::paths::{Home, TeamPaths, HOME_ENV};
+pub use self::paths::TeamPaths;
 use super::backend::{
     ConfigChange, FeedGuard, HistoryChunk, HistoryCursor, Pick, TasksChange, TeamStore,
 };
 use super::mailbox::consumed_now;
 use super::{InboxMessage, ModelUsage, StoreObserver, Task, TeamConfig};
+use crate::durable::{read_array, read_array_for_update, read_json, write_json, write_json_locked};
 use crate::error::{Error, Result};
 use crate::protocol::time::now_ms;
 
-/// The reference-compatible file backend over one home directory.
+/// The reference-compatible file backend over one directory (the host's
+/// home, for `teamhost`).
 #[derive(Debug, Clone)]
 pub struct FileStore {
-    home: Home,
+    root: PathBuf,
     lock: LockOptions,
     /// The task files as last read, per team (`task_cache.rs`).
     tasks: Arc<task_cache::TaskCaches>,
@@ -66,10 +65,11 @@ pub struct FileStore {
 }
 
 impl FileStore {
-    /// A file store under `home` with default lock options.
-    pub fn new(home: Home) -> FileStore {
+    /// A file store under `root` (the home: `teams/` and `tasks/` are
+    /// made below it) with default lock options.
+    pub fn new(root: impl AsRef<std::path::Path>) -> FileStore {
         FileStore {
-            home,
+            root: root.as_ref().to_path_buf(),
             lock: LockOptions::default(),
             tasks: Arc::default(),
             config_cache: Arc::default(),
@@ -84,16 +84,16 @@ impl FileStore {
         self
     }
 
-    /// The home directory the teams live under.
-    pub fn home(&self) -> &Home {
-        &self.home
+    /// The directory the teams live under (the home).
+    pub fn root(&self) -> &std::path::Path {
+        &self.root
     }
 
     /// Every path of `team` (a sanitised name). Public so tests and tools
     /// that deal with the files themselves (corrupting one on purpose,
     /// checking the reference's format) can find them.
     pub fn paths(&self, team: &str) -> Result<TeamPaths> {
-        self.home.team_paths(team)
+        TeamPaths::new(&self.root, team)
     }
 }
 
@@ -128,11 +128,11 @@ impl TeamStore for FileStore {
     fn config_location(&self, team: &str) -> PathBuf {
         self.paths(team)
             .map(|p| p.config())
-            .unwrap_or_else(|_| self.home.teams_dir().join(team).join("config.json"))
+            .unwrap_or_else(|_| paths::teams_dir(&self.root).join(team).join("config.json"))
     }
 
     fn list_teams(&self) -> Result<Vec<String>> {
-        let dir = self.home.teams_dir();
+        let dir = paths::teams_dir(&self.root);
         let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -270,7 +270,7 @@ impl TeamStore for FileStore {
                 history::append(&history, &consumed_now(&gone))?;
             }
             // Emptied, the inbox is `[]` in a new file like any rewrite:
-            // Claude Code may be reading the old one (`atomic.rs`).
+            // Claude Code may be reading the old one (`crate::durable`).
             write_json_locked(&path, &keep)?;
             Ok(taken)
         })
@@ -333,7 +333,7 @@ impl TeamStore for FileStore {
                 Err(e) => return Err(Error::io("create", dir, e)),
             }
         }
-        atomic::write_json_relaxed(&path, usage)
+        crate::durable::write_json_relaxed(&path, usage)
     }
 
     fn read_usage(&self, team: &str) -> Result<BTreeMap<String, ModelUsage>> {
@@ -357,7 +357,7 @@ impl TeamStore for FileStore {
             .paths(team)?
             .plans_dir()
             .join(format!("{stem}-{}.md", now_ms()));
-        atomic::write_atomic(&file, plan.as_bytes())?;
+        crate::durable::write_atomic(&file, plan.as_bytes())?;
         Ok(file.display().to_string())
     }
 

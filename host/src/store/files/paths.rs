@@ -1,102 +1,36 @@
-//! Where a team lives on disk, in the reference's layout.
+//! Where a team lives on disk, in the reference's layout, under the
+//! directory the file store was given (the host's home, [`crate::home`],
+//! for `teamhost`; any directory for an embedder or a test):
 //!
 //! ```text
-//! {home}/teams/{team}/config.json
-//! {home}/teams/{team}/inboxes/{agent}.json
-//! {home}/teams/{team}/history/{agent}.jsonl     (teamhost only: consumed messages)
-//! {home}/tasks/{team}/{id}.json, .lock, .highwatermark
+//! {root}/teams/{team}/config.json
+//! {root}/teams/{team}/inboxes/{agent}.json
+//! {root}/teams/{team}/history/{agent}.jsonl     (teamhost only: consumed messages)
+//! {root}/tasks/{team}/{id}.json, .lock, .highwatermark
 //! ```
 //!
 //! Every name is checked by [`crate::store::names`] before it becomes a path,
 //! so a hostile name never becomes a surprising path. Only the file store
 //! (this module's parent) builds these paths; everything else asks the store.
+//! What the host keeps beside the teams (kept turns, records, logs, the
+//! cache, worktrees) is the home's ([`crate::home`]), not the store's.
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::names::{agent_file_stem, parse_task_id, sanitize_team_name};
 
-/// The environment variable naming teamhost's home directory.
-pub const HOME_ENV: &str = "TEAMHOST_HOME";
-
-/// Root of a teamhost (or Claude Code) home directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Home {
-    root: PathBuf,
+/// `{root}/teams`.
+pub fn teams_dir(root: &Path) -> PathBuf {
+    root.join("teams")
 }
 
-impl Home {
-    /// Uses `root` as the home directory as is (it need not exist yet).
-    pub fn new(root: impl Into<PathBuf>) -> Self {
-        Home { root: root.into() }
-    }
-
-    /// Resolves the home: `flag` (from `--home`), else `$TEAMHOST_HOME`, else
-    /// `~/.teamhost`. Fails only when none is set and `$HOME` is unknown.
-    pub fn resolve(flag: Option<&Path>) -> Result<Self> {
-        if let Some(dir) = flag {
-            return Ok(Home::new(dir));
-        }
-        if let Some(dir) = std::env::var_os(HOME_ENV).filter(|v| !v.is_empty()) {
-            return Ok(Home::new(dir));
-        }
-        match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-            Some(h) => Ok(Home::new(PathBuf::from(h).join(".teamhost"))),
-            None => Err(Error::Home(
-                "cannot find a home directory: pass --home DIR or set TEAMHOST_HOME".into(),
-            )),
-        }
-    }
-
-    /// Fails when the home cannot be a directory: a part of its path that
-    /// exists is a file (`--home /tmp/somefile/home`). Naming that part, not
-    /// whatever later read or write of a team would fail on. A home that
-    /// does not exist yet is fine (it is made on the first write).
-    pub fn check_usable(&self) -> Result<()> {
-        for part in self.root.ancestors().filter(|p| !p.as_os_str().is_empty()) {
-            match std::fs::metadata(part) {
-                Ok(m) if m.is_dir() => return Ok(()),
-                Ok(_) => {
-                    return Err(Error::Home(format!(
-                        "the home {} cannot be used: {} is a file, not a directory (every existing part of the home's path must be a directory; pass --home DIR or set {HOME_ENV})",
-                        self.root.display(),
-                        part.display()
-                    )))
-                }
-                // Not there yet (or under a file, which a shorter part shows).
-                Err(_) => continue,
-            }
-        }
-        Ok(())
-    }
-
-    /// The home directory itself.
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
-    /// `{home}/teams`.
-    pub fn teams_dir(&self) -> PathBuf {
-        self.root.join("teams")
-    }
-
-    /// `{home}/tasks`.
-    pub fn tasks_root(&self) -> PathBuf {
-        self.root.join("tasks")
-    }
-
-    /// Paths of the team called `name` (sanitised). Refuses unusable names.
-    pub fn team_paths(&self, name: &str) -> Result<TeamPaths> {
-        let team = sanitize_team_name(name)?;
-        Ok(TeamPaths {
-            team_dir: self.teams_dir().join(&team),
-            tasks_dir: self.tasks_root().join(&team),
-            name: team,
-        })
-    }
+/// `{root}/tasks`.
+pub fn tasks_root(root: &Path) -> PathBuf {
+    root.join("tasks")
 }
 
-/// Every path of one team. Built by [`Home::team_paths`]; the name is already
+/// Every path of one team. Built by [`TeamPaths::new`]; the name is already
 /// sanitised and validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TeamPaths {
@@ -106,6 +40,17 @@ pub struct TeamPaths {
 }
 
 impl TeamPaths {
+    /// Paths of the team called `name` (sanitised) under `root`. Refuses
+    /// unusable names.
+    pub fn new(root: &Path, name: &str) -> Result<TeamPaths> {
+        let team = sanitize_team_name(name)?;
+        Ok(TeamPaths {
+            team_dir: teams_dir(root).join(&team),
+            tasks_dir: tasks_root(root).join(&team),
+            name: team,
+        })
+    }
+
     /// The sanitised team name (the directory name).
     pub fn name(&self) -> &str {
         &self.name
@@ -178,8 +123,7 @@ mod tests {
 
     #[test]
     fn agent_inbox_paths_replace_at_with_dash() {
-        let home = Home::new("/h");
-        let team = home.team_paths("T").unwrap();
+        let team = TeamPaths::new(Path::new("/h"), "T").unwrap();
         assert_eq!(
             team.inbox("alice@t").unwrap(),
             PathBuf::from("/h/teams/t/inboxes/alice-t.json")
@@ -189,11 +133,5 @@ mod tests {
             PathBuf::from("/h/tasks/t/12.json")
         );
         assert_eq!(agent_id("alice", "t"), "alice@t");
-    }
-
-    #[test]
-    fn home_flag_wins_over_environment() {
-        let h = Home::resolve(Some(Path::new("/x"))).unwrap();
-        assert_eq!(h.root(), Path::new("/x"));
     }
 }

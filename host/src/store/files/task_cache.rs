@@ -20,9 +20,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::atomic::read_json;
 use super::inotify::{Inotify, GONE, OVERFLOW};
 use super::stamp::{is_racy, Stamp};
+use crate::durable::read_json;
 use crate::error::{Error, Result};
 use crate::store::names::parse_task_id;
 use crate::store::Task;

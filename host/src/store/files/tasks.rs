@@ -8,10 +8,10 @@
 //! neither another teamhost process nor a Claude Code process can
 //! interleave. A pass runs its change once.
 
-use super::atomic::{read_json_or_move_aside, swap_path, write_atomic, write_json_locked};
 use super::lock::{with_lock, LockOptions};
 use super::paths::TeamPaths;
 use super::task_cache::TaskCaches;
+use crate::durable::{read_json_or_move_aside, swap_path, write_atomic, write_json_locked};
 use crate::error::{Error, Result};
 use crate::store::backend::{TaskTxn, TasksChange};
 use crate::store::names::parse_task_id;

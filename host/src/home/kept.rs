@@ -1,10 +1,11 @@
 //! What the host keeps on this machine so that a team outlives it: one
 //! directory per team, `{home}/kept/{team}/`, with per teammate (by its file
-//! stem, [`agent_file_stem`](super::names::agent_file_stem)):
+//! stem, [`agent_file_stem`](crate::store::names::agent_file_stem); the
+//! paths are [`Home::kept`]):
 //!
 //! | file | written | read |
 //! |---|---|---|
-//! | `{name}.spawn.json` | when the host spawns it (`backends::spawn_record`) | `teamhost run --resume` / `Host::resume`: how to bring it back |
+//! | `{name}.spawn.json` | when the host spawns it (`home::spawn_record`) | `teamhost run --resume` / `Host::resume`: how to bring it back |
 //! | `{name}.conversation.json` | after each of its model calls (the model module's `Transcript`) | `model.history` in its next life |
 //! | `{name}.turn.json` | while a turn handles a message ([`TurnJournal`]; beside the message's take, on the blocking pool) | resume: that message is delivered again |
 //! | `{name}.task.json` | from the claim of a task until the lead has been told how the turn on it ended ([`TaskNote`]; in the claim's and the report's blocking tasks) | resume: a completion the cut turn made is reported to the lead |
@@ -27,19 +28,9 @@
 
 use std::path::{Path, PathBuf};
 
+use super::{Home, Kept};
 use crate::error::{Error, Result};
-use crate::store::{Home, InboxMessage};
-
-/// `{home}/kept/{team}`.
-pub fn dir(home: &Home, team: &str) -> PathBuf {
-    home.root().join("kept").join(team)
-}
-
-/// `{home}/kept/{team}/{stem}.{suffix}` for member `name`.
-pub fn file(home: &Home, team: &str, name: &str, suffix: &str) -> Result<PathBuf> {
-    let stem = super::names::agent_file_stem(name)?;
-    Ok(dir(home, team).join(format!("{stem}.{suffix}")))
-}
+use crate::store::InboxMessage;
 
 fn remove(path: &Path) -> Result<()> {
     match std::fs::remove_file(path) {
@@ -51,12 +42,12 @@ fn remove(path: &Path) -> Result<()> {
 /// Forgets everything kept of `name` (a teammate that left the team).
 pub fn forget(home: &Home, team: &str, name: &str) -> Result<()> {
     clear_life(home, team, name)?;
-    remove(&file(home, team, name, "spawn.json")?)
+    remove(&home.kept(team, name, Kept::Spawn)?)
 }
 
 /// Removes the team's directory (the team is deleted).
 pub fn forget_team(home: &Home, team: &str) -> Result<()> {
-    let d = dir(home, team);
+    let d = home.kept_dir(team);
     match std::fs::remove_dir_all(&d) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", d, e)),
         _ => Ok(()),
@@ -65,27 +56,16 @@ pub fn forget_team(home: &Home, team: &str) -> Result<()> {
 
 /// Where `name`'s conversation is kept (read and written by the model module's `Transcript`).
 pub fn conversation(home: &Home, team: &str, name: &str) -> Result<PathBuf> {
-    file(home, team, name, "conversation.json")
+    home.kept(team, name, Kept::Conversation)
 }
-
-/// The files of one life of a teammate: everything kept of it but its
-/// spawn record.
-const LIFE: [&str; 6] = [
-    "conversation.json",
-    "turn.json",
-    "task.json",
-    "claims.json",
-    "spent.json",
-    "state",
-];
 
 /// Clears what an earlier life of `name` left (its conversation, turn
 /// journal, task note, claims, life-long spending and saved state): a
 /// teammate that is not resumed starts afresh, even under a name used
 /// before. Its spawn record stays.
 pub fn clear_life(home: &Home, team: &str, name: &str) -> Result<()> {
-    for suffix in LIFE {
-        remove(&file(home, team, name, suffix)?)?;
+    for which in Kept::LIFE {
+        remove(&home.kept(team, name, which)?)?;
     }
     Ok(())
 }
@@ -103,13 +83,13 @@ impl TurnJournal {
     /// `name`'s journal in `team`.
     pub fn of(home: &Home, team: &str, name: &str) -> Result<TurnJournal> {
         Ok(TurnJournal {
-            path: file(home, team, name, "turn.json")?,
+            path: home.kept(team, name, Kept::Turn)?,
         })
     }
 
     /// Notes that a turn handles `msg`.
     pub fn open(&self, msg: &InboxMessage) -> Result<()> {
-        super::files::atomic::write_json_relaxed(&self.path, msg)
+        crate::durable::write_json_relaxed(&self.path, msg)
     }
 
     /// The turn ended: nothing to deliver again.
@@ -153,13 +133,13 @@ impl TaskNote {
     /// `name`'s note in `team`.
     pub fn of(home: &Home, team: &str, name: &str) -> Result<TaskNote> {
         Ok(TaskNote {
-            path: file(home, team, name, "task.json")?,
+            path: home.kept(team, name, Kept::Task)?,
         })
     }
 
     /// Notes that a turn works on task `id`.
     pub fn open(&self, id: &str) -> Result<()> {
-        super::files::atomic::write_json_relaxed(
+        crate::durable::write_json_relaxed(
             &self.path,
             &TaskNoted {
                 task: id.to_owned(),
@@ -215,7 +195,7 @@ impl ClaimLedger {
     /// `name`'s ledger in `team`.
     pub fn of(home: &Home, team: &str, name: &str) -> Result<ClaimLedger> {
         Ok(ClaimLedger {
-            path: file(home, team, name, "claims.json")?,
+            path: home.kept(team, name, Kept::Claims)?,
         })
     }
 
@@ -237,7 +217,7 @@ impl ClaimLedger {
         c.tasks.push(id.to_owned());
         let over = c.tasks.len().saturating_sub(MAX_CLAIMS);
         c.tasks.drain(..over);
-        super::files::atomic::write_json_relaxed(&self.path, &c)
+        crate::durable::write_json_relaxed(&self.path, &c)
     }
 
     /// The teammate completed, gave up or handed on task `id` (nothing is
@@ -249,7 +229,7 @@ impl ClaimLedger {
         if c.tasks.len() == before {
             return Ok(());
         }
-        super::files::atomic::write_json_relaxed(&self.path, &c)
+        crate::durable::write_json_relaxed(&self.path, &c)
     }
 
     /// Whether the teammate claimed task `id` itself and has not let it go.
@@ -291,7 +271,7 @@ impl SpentRecord {
     /// `name`'s record in `team`.
     pub fn of(home: &Home, team: &str, name: &str) -> Result<SpentRecord> {
         Ok(SpentRecord {
-            path: file(home, team, name, "spent.json")?,
+            path: home.kept(team, name, Kept::Spent)?,
         })
     }
 
@@ -315,7 +295,7 @@ impl SpentRecord {
 
     /// Keeps `spent`.
     pub fn save(&self, spent: &LifeSpent) -> Result<()> {
-        super::files::atomic::write_json_relaxed(&self.path, spent)
+        crate::durable::write_json_relaxed(&self.path, spent)
     }
 }
 
@@ -333,7 +313,7 @@ impl SavedState {
     /// `name`'s saved state in `team`.
     pub fn of(home: &Home, team: &str, name: &str) -> Result<SavedState> {
         Ok(SavedState {
-            path: file(home, team, name, "state")?,
+            path: home.kept(team, name, Kept::State)?,
         })
     }
 
@@ -346,7 +326,7 @@ impl SavedState {
                 bytes.len()
             )));
         }
-        super::files::atomic::write_atomic(&self.path, bytes)
+        crate::durable::write_atomic(&self.path, bytes)
     }
 
     /// What was saved last, if anything.
@@ -433,7 +413,7 @@ mod tests {
         assert!(!l.holds("2").unwrap(), "the oldest went first");
         assert!(l.holds(&format!("n{}", MAX_CLAIMS + 4)).unwrap());
         // Unreadable: as if empty, and the next claim rewrites it.
-        std::fs::write(file(&home, "t", "w", "claims.json").unwrap(), b"{oops").unwrap();
+        std::fs::write(home.kept("t", "w", Kept::Claims).unwrap(), b"{oops").unwrap();
         assert!(!l.holds("n40").unwrap());
         l.claimed("9").unwrap();
         assert!(l.holds("9").unwrap());

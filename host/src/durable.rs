@@ -1,4 +1,8 @@
-//! Whole-file JSON reads and atomic replacement.
+//! Whole-file JSON reads and atomic replacement: how every file teamhost
+//! keeps is written so that a crash never leaves a torn one, and how a file
+//! that does not parse is moved aside instead of written over. Below both
+//! the team store (`store/files/`) and the machine-local home
+//! ([`crate::home`]), which write through it; it uses nothing of theirs.
 //!
 //! Every write makes a new file: `<file>.tmp.<8 hex>` in the same directory
 //! (the reference's own naming for inbox writes), written, flushed to disk

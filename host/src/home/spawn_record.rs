@@ -1,6 +1,6 @@
 //! The spawn record: everything needed to spawn a teammate again as its
 //! host spawned it, kept at `{home}/kept/{team}/{name}.spawn.json` (see
-//! [`crate::store::kept`] for the directory and what else is kept there).
+//! [`super::kept`] for the directory and what else is kept there).
 //! Written by `Host::spawn`, read by `Host::resume`.
 
 use std::path::{Path, PathBuf};
@@ -8,10 +8,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
+use super::{Home, Kept};
+use crate::durable::write_json;
 use crate::error::{Error, Result};
-use crate::store::files::atomic::write_json;
-use crate::store::kept::file;
-use crate::store::Home;
 use crate::teammate::{Isolation, SpawnRequest, TeammateSettings};
 
 /// Everything needed to spawn a teammate again, as its host spawned it.
@@ -58,7 +57,7 @@ impl SpawnRecord {
             backend: backend.to_string(),
             settings: req.settings.clone(),
             host_pid: std::process::id(),
-            host_start_time: super::started::start_time(std::process::id()),
+            host_start_time: super::process::start_time(std::process::id()),
             spawned_at: crate::protocol::time::now_ms(),
         })
     }
@@ -89,7 +88,7 @@ impl SpawnRecord {
 
     /// Whether the host that spawned it still runs, and is not this process.
     pub fn host_alive_elsewhere(&self) -> bool {
-        super::live_host::runs_elsewhere(self.host_pid, self.host_start_time)
+        super::process::runs_elsewhere(self.host_pid, self.host_start_time)
     }
 }
 
@@ -105,13 +104,13 @@ fn sha256_of(path: &Path) -> Result<String> {
 
 /// Writes (or replaces) `rec`.
 pub fn record(home: &Home, team: &str, rec: &SpawnRecord) -> Result<()> {
-    write_json(&file(home, team, &rec.name, "spawn.json")?, rec)
+    write_json(&home.kept(team, &rec.name, Kept::Spawn)?, rec)
 }
 
 /// Removes `name`'s record, if there is one (a spawn that failed after
 /// its record was written).
 pub fn remove(home: &Home, team: &str, name: &str) -> Result<()> {
-    let path = file(home, team, name, "spawn.json")?;
+    let path = home.kept(team, name, Kept::Spawn)?;
     match std::fs::remove_file(&path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", path, e)),
         _ => Ok(()),
@@ -122,7 +121,7 @@ pub fn remove(home: &Home, team: &str, name: &str) -> Result<()> {
 /// with a warning naming it (resume then reports that teammate as not
 /// teamhost's).
 pub fn list(home: &Home, team: &str) -> Result<Vec<SpawnRecord>> {
-    let dir = crate::store::kept::dir(home, team);
+    let dir = home.kept_dir(team);
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
