@@ -3,8 +3,8 @@
 //!
 //! | file | owns |
 //! |---|---|
-//! | `bindings.rs` | the one `bindgen!` over `wit/` |
-//! | `guest_error.rs` | [`GuestError`]: a failed import as the WIT `error` or a trap, built with `?` from the crate's errors |
+//! | `bindings/` | the one `bindgen!` over `wit/` |
+//! | `bindings/guest_error.rs` | [`GuestError`]: a failed import as the WIT `error` or a trap, built with `?` from the crate's errors |
 //! | `engine.rs` | engine configuration and the epoch ticker |
 //! | `cache.rs` | compile once per content hash; precompiled artifacts on disk |
 //! | `open_guard.rs` | the guest's own opens: never a FIFO, socket or device, never a set-id file to write |
@@ -24,7 +24,6 @@ mod budget;
 mod cache;
 mod disk_meter;
 mod engine;
-mod guest_error;
 mod instance;
 mod interfaces;
 mod open_guard;
@@ -38,11 +37,11 @@ mod wasi_writes;
 pub mod subagent_host;
 
 pub use crate::sandbox::DirAccess;
+pub use bindings::GuestError;
 pub use budget::TreeBudget;
 pub use cache::ComponentCache;
 pub use disk_meter::DiskMeter;
 pub use engine::Runtime;
-pub use guest_error::GuestError;
 pub use instance::{Instance, InstanceConfig};
 pub(crate) use interfaces::{from_wit_status, mode_from_wit, to_wit_message, to_wit_task};
 pub use interfaces::{CoordinationGlue, ModelGlue, ReadGlue, SubagentGlue, ToolGlue};
