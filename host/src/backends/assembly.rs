@@ -174,7 +174,7 @@ pub(crate) async fn instantiate(
     })?;
     // The host knows an in-process teammate's state; one in its own process
     // is followed through `isActive` (`RunnerConfig::active_after`).
-    let in_process = place.backend_type == super::in_process::BACKEND;
+    let in_process = place.backend_type == BackendKind::InProcess.as_str();
     let registration = env.hub.register(team.name(), &name);
     let wake = registration.wake.clone();
     let rules_for_access = rules.clone();
