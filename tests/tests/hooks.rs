@@ -39,7 +39,7 @@ fn fixture(hooks: Hooks) -> Fixture {
 fn probe(f: &Fixture, auto_claim: bool) -> SpawnRequest {
     SpawnRequest {
         settings: TeammateSettings {
-            mode: Some("acceptEdits".into()),
+            mode: Some(teamhost::sandbox::PermissionMode::AcceptEdits),
             auto_claim,
             ..Default::default()
         },

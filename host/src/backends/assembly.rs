@@ -20,7 +20,6 @@ use crate::runtime::{
     AgentCtx, Coordination, DirAccess, Fixed, Identity, Instance, InstanceConfig, Permissions,
     Runtime,
 };
-use crate::sandbox::{PermissionMode, ToolRules};
 use crate::store::{Member, Team};
 use crate::teammate::{Isolation, SpawnRequest, TeammateState};
 
@@ -73,12 +72,11 @@ pub(crate) fn isolate(
 pub(crate) struct Prepared {
     /// The capability directory, canonical.
     pub dir: PathBuf,
-    mode: PermissionMode,
-    rules: ToolRules,
 }
 
-/// Checks `req` (directory, mode, tool rules) and compiles or loads its
-/// component, so that a bad request fails before the team is touched.
+/// Checks `req`'s directory and compiles or loads its component, so that a
+/// bad request fails before the team is touched (its mode and tool rules
+/// are typed: they were parsed where the request was made).
 pub(crate) async fn prepare(runtime: &Runtime, req: &SpawnRequest) -> Result<Prepared> {
     let dir = req.cwd.canonicalize().map_err(|e| {
         Error::Invalid(format!(
@@ -92,19 +90,8 @@ pub(crate) async fn prepare(runtime: &Runtime, req: &SpawnRequest) -> Result<Pre
             dir.display()
         )));
     }
-    let mode: PermissionMode = match &req.settings.mode {
-        None => PermissionMode::Default,
-        Some(m) => m
-            .parse()
-            .map_err(|e: crate::sandbox::ParseModeError| Error::Invalid(e.to_string()))?,
-    };
-    let rules = ToolRules::new(
-        req.settings.allowed_tools.iter(),
-        req.settings.disallowed_tools.iter(),
-    )
-    .map_err(|e| Error::Invalid(e.to_string()))?;
     load!(runtime, req)?;
-    Ok(Prepared { dir, mode, rules })
+    Ok(Prepared { dir })
 }
 
 /// Where the runner says it runs, and where the guest's output goes.
@@ -145,7 +132,8 @@ pub(crate) async fn instantiate(
     if place.resumed.is_none() {
         crate::store::kept::clear_life(&env.home, team.name(), &member.name)?;
     }
-    let Prepared { dir, mode, rules } = prepared;
+    let Prepared { dir } = prepared;
+    let (mode, rules) = (req.settings.permission_mode(), req.settings.rules.clone());
     let resumed = place.resumed.clone();
     let journal = crate::store::kept::TurnJournal::of(&env.home, team.name(), &member.name)?;
     let task_note = crate::store::kept::TaskNote::of(&env.home, team.name(), &member.name)?;

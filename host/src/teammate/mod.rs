@@ -28,5 +28,5 @@ pub use events::{Event, TeammateInfo, TeammateState};
 pub use model_access::ModelAccess;
 pub use notifications::NotificationLevel;
 pub use resumed::Resumed;
-pub use settings::TeammateSettings;
+pub use settings::{member_mode, SettingsError, TeammateSettings};
 pub use spawn::{Isolation, SpawnRequest};

@@ -122,7 +122,7 @@ impl Fixture {
 pub fn probe(name: &str, prompt: &str, dir: &Path, auto_claim: bool) -> SpawnRequest {
     let mut req = SpawnRequest::new(name, teamhost_tests::PROBE, prompt, dir);
     req.settings.auto_claim = auto_claim;
-    req.settings.mode = Some("acceptEdits".into());
+    req.settings.mode = Some(teamhost::sandbox::PermissionMode::AcceptEdits);
     req
 }
 

@@ -104,7 +104,7 @@ pub fn probe_request(name: &str, prompt: &str, dir: &Path) -> SpawnRequest {
     req.settings.auto_claim = false;
     // The probe appends to turns.log with its own file calls, which only a
     // mode that edits without asking gets a writable directory for.
-    req.settings.mode = Some("acceptEdits".into());
+    req.settings.mode = Some(teamhost::sandbox::PermissionMode::AcceptEdits);
     req
 }
 

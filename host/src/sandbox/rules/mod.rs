@@ -119,6 +119,7 @@
 mod command;
 mod glob;
 mod links;
+mod lists;
 mod paths;
 mod runs_programs;
 #[cfg(test)]
