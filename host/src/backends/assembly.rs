@@ -1,10 +1,11 @@
 //! Assembling a component teammate, in one place: checking a request before
-//! anything is written ([`prepare`]), its worktree ([`isolate`]), its tools,
-//! its [`AgentCtx`](crate::runtime::AgentCtx), its sandboxed instance
-//! ([`instantiate`]), and its runner ([`Ready::run`]). The in-process
-//! backend runs these steps in order; `Host::attach` (a `teamhost teammate`
-//! process) runs the last two for a member its lead registered; the process
-//! and tmux backends use the first two before starting their child.
+//! anything is written ([`prepare`]), its worktree ([`isolate`]), its
+//! sandboxed instance ([`instantiate`]: its context and instance config
+//! come from the one [`Assembly`], which sub-agents use too), and its
+//! runner ([`Ready::run`]). The in-process backend runs these steps in
+//! order; `Host::attach` (a `teamhost teammate` process, and resume) runs
+//! the last two for a member its lead registered; the process and tmux
+//! backends use the first two before starting their child.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};

@@ -8,7 +8,7 @@
 //! | file | owns |
 //! |---|---|
 //! | `spawn.rs` | [`SpawnRequest`], [`Isolation`] |
-//! | `settings.rs` | [`TeammateSettings`]: how a teammate runs, and its one conversion to and from each of manifest, member entry and child command line |
+//! | `settings.rs` | [`TeammateSettings`]: how a teammate runs (mode and tool rules typed, parsed once at each edge), and its one conversion to and from each of manifest, member entry, spawn record and child command line |
 //! | `events.rs` | [`TeammateState`], [`TeammateInfo`], [`Event`] |
 //! | `notifications.rs` | [`NotificationLevel`]: which idle notifications reach the lead |
 //! | `model_access.rs` | [`ModelAccess`]: the broker and what child teammates are told |

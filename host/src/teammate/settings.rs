@@ -2,6 +2,10 @@
 //! mode and rules, plan approval, auto-claim, limits, notifications, model
 //! policy — as one type, whatever it comes from and wherever it goes.
 //!
+//! The mode and the tool rules are typed ([`PermissionMode`],
+//! [`ToolRules`]): each source parses them once, where it is read, and the
+//! error names the key or flag and what is accepted.
+//!
 //! Every source and destination converts here, once:
 //!
 //! | from / to | function |
@@ -9,6 +13,7 @@
 //! | a manifest's `[[teammate]]` | `TeammateSpec::settings` (in [`crate::manifest`]) |
 //! | an embedder | [`SpawnRequest::settings`](super::SpawnRequest) |
 //! | the team's member entry (reference schema) | [`TeammateSettings::from_member`], [`TeammateSettings::new_member`] |
+//! | a spawn record (the host's machine-local copy) | serde: the mode as its spelling, the rules as `allowedTools`/`disallowedTools`, refused on read when they do not parse |
 //! | a child `teamhost teammate`'s command line | [`TeammateSettings::child_args`]; the CLI parses them back (`cli/settings_args.rs`), a round trip its tests check |
 
 use crate::model::ModelPolicy;
