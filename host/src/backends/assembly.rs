@@ -147,7 +147,11 @@ pub(crate) async fn instantiate(
     let Assembled {
         mut agent,
         instance,
-    } = assembly.assemble().map_err(ToolsUnavailable::into_error)?;
+    } = assembly.assemble().map_err(|e| {
+        // Its directory cannot be opened: nothing waits on the wake.
+        env.hub.unregister(team.name(), &member.name);
+        ToolsUnavailable::into_error(e)
+    })?;
     // Over its life: a resumed teammate goes on from what it spent (a fresh
     // one's record went with `clear_life` above).
     let budget = agent.fixed.budget.clone();
