@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use teamhost::home::Home;
 use teamhost::runtime::subagent_host::{Caller, StartRequest, Started, SubagentHost};
-use teamhost::runtime::{Identity, Runtime};
+use teamhost::runtime::{Identity, Runtime, SharedParts};
 use teamhost::sandbox::{Limits, PermissionMode, ToolRules};
 use teamhost::store::{NewTeam, Store};
 use teamhost::subagents::{Definitions, Seat, SeatConfig, SubagentLimits, Tree};
@@ -64,7 +64,10 @@ fn seat(runtime: &Runtime, dir: &std::path::Path, home: &Home) -> Arc<Seat> {
         runtime: runtime.clone(),
         component: teamhost_tests::PROBE.into(),
         home: home.clone(),
-        team,
+        shared: SharedParts {
+            limits,
+            ..SharedParts::new(team, "team-lead")
+        },
         identity: Identity {
             name: "parent".into(),
             agent_id: "parent@bench".into(),
@@ -76,18 +79,11 @@ fn seat(runtime: &Runtime, dir: &std::path::Path, home: &Home) -> Arc<Seat> {
             backend_type: "in-process".into(),
             pane_id: "in-process".into(),
         },
-        lead: "team-lead".into(),
-        limits,
-        tool_limits: Default::default(),
-        hooks: Default::default(),
-        hidden_dirs: Vec::new(),
         dir: dir.to_path_buf(),
         client: teamhost::model::ModelClient::disabled(),
-        poll_interval: Duration::from_millis(500),
         depth: 0,
         limits_sub,
         definitions: Arc::new(Definitions::new()),
-        log: None,
         tree: Tree::new(home, "bench", "parent", limits_sub),
         budget,
     })

@@ -14,7 +14,7 @@
 //! | `teammate.name` | required | valid agent name, unique, not `team-lead`/`teamhost`, no `@` |
 //! | `teammate.component` | required | the file exists |
 //! | `teammate.cwd` | `work/{name}` beside the manifest, made at start | the directory exists (unless left out) |
-//! | `teammate.mode` | `default` | one of [`PERMISSION_MODES`] |
+//! | `teammate.mode` | `default` | one of [`PermissionMode::ALL`](crate::sandbox::PermissionMode::ALL) |
 //! | `teammate.allowed_tools`, `disallowed_tools` | `[]` | each rule parses (`Read`, `Bash(git:*)`, `Edit(src/**)`) |
 //! | `teammate.isolation` | `none` | `none` or `worktree` |
 //! | `teammate.limits.*` | [`crate::sandbox::Limits`] | positive |
@@ -46,20 +46,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::sandbox::{PermissionMode, ToolRules};
 use crate::store::config::LEAD_NAME;
 use crate::store::names::{agent_file_stem, sanitize_team_name};
 use crate::store::NewTask;
 use crate::teammate::{SpawnRequest, TeammateSettings};
-
-/// The permission modes a teammate may run in (the reference's spellings).
-pub const PERMISSION_MODES: &[&str] = &[
-    "default",
-    "acceptEdits",
-    "bypassPermissions",
-    "plan",
-    "dontAsk",
-    "delegate",
-];
 
 /// A whole manifest. Built by [`Manifest::load`] or [`Manifest::parse`], which
 /// resolve relative paths and validate.
@@ -179,7 +170,9 @@ pub struct TeammateSpec {
     /// (the manifest's `[[agent]]` and the project's `.claude/agents`).
     #[serde(skip)]
     pub agent_definitions: Option<std::sync::Arc<crate::teammate::Definitions>>,
-    /// Permission mode, one of [`PERMISSION_MODES`]. Default `default`.
+    /// Permission mode, one of [`PermissionMode::ALL`](crate::sandbox::PermissionMode::ALL)
+    /// (parsed by [`PermissionMode`](crate::sandbox::PermissionMode)'s own
+    /// parser when the manifest is checked). Default `default`.
     #[serde(default = "default_mode")]
     pub mode: String,
     /// Tool rules allowed without asking. Default none. Recorded in the config;
@@ -501,16 +494,16 @@ impl Manifest {
 }
 
 impl TeammateSpec {
-    /// How this teammate runs. Its model policy must be valid
-    /// ([`Manifest::validate`] checked it).
+    /// How this teammate runs. Its mode, rules and model policy must be
+    /// valid ([`Manifest::validate`] checked them).
     pub fn settings(&self) -> TeammateSettings {
         TeammateSettings {
             agent_type: self.agent_type.clone(),
             model: self.model.clone(),
-            mode: Some(self.mode.clone()),
+            mode: Some(self.mode.parse().unwrap_or_default()),
             plan_mode_required: self.plan_mode_required,
-            allowed_tools: self.allowed_tools.clone(),
-            disallowed_tools: self.disallowed_tools.clone(),
+            rules: ToolRules::new(self.allowed_tools.iter(), self.disallowed_tools.iter())
+                .unwrap_or_default(),
             auto_claim: self.auto_claim,
             limits: self.limits.to_limits(),
             notifications: None,
@@ -613,9 +606,7 @@ fn check_teammate(
             if t.component.exists() { "is not a file" } else { "does not exist" },
         ));
     }
-    if let Err(e) =
-        crate::sandbox::ToolRules::new(t.allowed_tools.iter(), t.disallowed_tools.iter())
-    {
+    if let Err(e) = ToolRules::new(t.allowed_tools.iter(), t.disallowed_tools.iter()) {
         problems.push(format!("{who}: {e}"));
     }
     let l = &t.limits;
@@ -657,11 +648,12 @@ fn check_teammate(
             t.cwd.display()
         ));
     }
-    if !PERMISSION_MODES.contains(&t.mode.as_str()) {
+    if t.mode.parse::<PermissionMode>().is_err() {
+        let modes: Vec<&str> = PermissionMode::ALL.iter().map(|m| m.as_str()).collect();
         problems.push(format!(
             "{who}: mode {:?} is not a permission mode; use one of {}",
             t.mode,
-            PERMISSION_MODES.join(", ")
+            modes.join(", ")
         ));
     }
     if t.prompt.trim().is_empty() {
@@ -871,8 +863,8 @@ subject = "Count three"
         assert_eq!(r.name, "counter");
         assert_eq!(r.component, m.teammates[0].component);
         assert_eq!(r.cwd, m.teammates[0].cwd);
-        assert_eq!(r.settings.mode.as_deref(), Some("acceptEdits"));
-        assert_eq!(r.settings.allowed_tools, ["Read"]);
+        assert_eq!(r.settings.mode, Some(PermissionMode::AcceptEdits));
+        assert_eq!(r.settings.rules.allowed_texts(), ["Read"]);
         assert!(r.settings.auto_claim);
         let t = m.tasks[1].new_task();
         assert_eq!(t.subject, "Count all");

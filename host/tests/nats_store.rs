@@ -787,7 +787,7 @@ fn child_teammate_processes_reach_a_nats_team_through_the_store_flag() {
         for name in ["ann", "bob"] {
             let req = SpawnRequest {
                 settings: TeammateSettings {
-                    mode: Some("acceptEdits".into()),
+                    mode: Some(teamhost::sandbox::PermissionMode::AcceptEdits),
                     ..Default::default()
                 },
                 ..SpawnRequest::new(name, teamhost_tests::WORKER, "You count words.", &data)

@@ -365,8 +365,10 @@ fn a_killed_teammate_processs_bash_call_dies_with_it() {
         "complete-tasks bash-on-task",
         p.work(),
     );
-    req.settings.mode = Some("acceptEdits".into());
-    req.settings.allowed_tools = vec!["Bash".into()];
+    req.settings.mode = Some(teamhost::sandbox::PermissionMode::AcceptEdits);
+    req.settings.rules =
+        teamhost::sandbox::ToolRules::new(vec!["Bash"], req.settings.rules.disallowed_texts())
+            .unwrap();
     rt.block_on(host.spawn(&p.team, req)).unwrap();
     p.wait_until("p's Bash call running", || p.holding());
 

@@ -322,8 +322,8 @@ fn probe(name: &str, dir: &Path) -> SpawnRequest {
         "complete-tasks bash-on-task",
         dir,
     );
-    req.settings.mode = Some("acceptEdits".into());
-    req.settings.allowed_tools = vec!["Bash".into()];
+    req.settings.mode = Some(teamhost::sandbox::PermissionMode::AcceptEdits);
+    req.settings.rules = teamhost::sandbox::ToolRules::new(["Bash"], [""; 0]).unwrap();
     req
 }
 

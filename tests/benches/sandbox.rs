@@ -189,7 +189,7 @@ fn main() {
         host.create_team("bench", NewTeam::default()).unwrap();
         let req = SpawnRequest {
             settings: TeammateSettings {
-                mode: Some("acceptEdits".into()),
+                mode: Some(teamhost::sandbox::PermissionMode::AcceptEdits),
                 auto_claim: false,
                 ..Default::default()
             },

@@ -172,7 +172,7 @@ impl TeamFixture {
 pub fn probe_request(name: &str, prompt: &str, dir: &Path) -> SpawnRequest {
     let mut req = SpawnRequest::new(name, crate::PROBE, prompt, dir);
     req.settings.auto_claim = false;
-    req.settings.mode = Some("acceptEdits".into());
+    req.settings.mode = Some(teamhost::sandbox::PermissionMode::AcceptEdits);
     req
 }
 

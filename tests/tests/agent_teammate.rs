@@ -17,7 +17,7 @@ use teamhost::model::CassetteMode;
 fn agent(f: &Fixture, name: &str, prompt: &str) -> SpawnRequest {
     let mut req = SpawnRequest::new(name, teamhost_tests::AGENT, prompt, f.dir(name));
     req.settings.auto_claim = false;
-    req.settings.mode = Some("acceptEdits".into());
+    req.settings.mode = Some(teamhost::sandbox::PermissionMode::AcceptEdits);
     req.settings.model_policy = Some(models::policy());
     req
 }
@@ -113,7 +113,7 @@ async fn plan_mode_sends_the_models_plan_and_works_after_approval() {
     let (hub, _) = models::hub(script, CassetteMode::Live, None);
     let f = Fixture::with_options("agent-plan", models::options(hub));
     let mut req = agent(&f, "pat", "write done.txt");
-    req.settings.mode = Some("plan".into());
+    req.settings.mode = Some(teamhost::sandbox::PermissionMode::Plan);
     req.settings.plan_mode_required = true;
     let dir = req.cwd.clone();
     f.host.spawn(&f.name, req).await.unwrap();

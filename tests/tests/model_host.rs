@@ -268,7 +268,7 @@ async fn the_hosts_key_reaches_no_guest_no_command_no_error_and_no_file() {
     let f = Fixture::with_options("keys", models::options(hub));
     let mut req = SpawnRequest::new("spy", teamhost_tests::HOSTILE, "model env", f.dir("spy"));
     req.settings.auto_claim = false;
-    req.settings.mode = Some("bypassPermissions".into());
+    req.settings.mode = Some(teamhost::sandbox::PermissionMode::BypassPermissions);
     req.settings.model_policy = Some(policy());
     f.host.spawn(&f.name, req).await.unwrap();
     let done = |n: usize| {

@@ -287,7 +287,7 @@ pub(crate) fn shared_cache() -> HostOptions {
 async fn spawn(f: &Fixture, name: &str, component: &str, dir: &Path, mode: &str, claims: bool) {
     let req = SpawnRequest {
         settings: TeammateSettings {
-            mode: Some(mode.into()),
+            mode: Some(mode.parse().unwrap()),
             auto_claim: claims,
             ..Default::default()
         },

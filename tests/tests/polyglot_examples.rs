@@ -223,7 +223,7 @@ fn agent_request(
 ) -> SpawnRequest {
     let mut req = SpawnRequest::new(name, component, prompt, dir);
     req.settings.auto_claim = false;
-    req.settings.mode = Some(mode.into());
+    req.settings.mode = Some(mode.parse().unwrap());
     req.settings.model_policy = Some(models::policy());
     req
 }

@@ -81,7 +81,7 @@ async fn two_workers_finish_three_tasks_in_dependency_order_then_shut_down() {
             "ref",
             SpawnRequest {
                 settings: TeammateSettings {
-                    mode: Some("acceptEdits".into()), // it writes its reports itself
+                    mode: Some(teamhost::sandbox::PermissionMode::AcceptEdits), // it writes its reports itself
                     ..Default::default()
                 },
                 ..SpawnRequest::new(

@@ -25,7 +25,7 @@ async fn reading_etc_passwd_is_refused_by_the_preopen_and_by_the_read_tool() {
     let a = Arena::new("passwd").await;
     // No mode asks the lead about a path outside the directory: the answer
     // comes from the sandbox alone, at once.
-    for &mode in teamhost::manifest::PERMISSION_MODES {
+    for mode in teamhost::sandbox::PermissionMode::ALL.map(|m| m.as_str()) {
         let name = format!("reader-{}", mode.to_lowercase());
         let got = a.attack(&name, mode, "read-passwd").await;
         step(&got, "read-passwd/fs")
@@ -163,7 +163,9 @@ async fn a_disallowed_tool_is_denied_even_in_bypass_permissions() {
     let dir = a.dir("reader");
     std::fs::write(dir.join("notes.txt"), "notes of the reader\n").unwrap();
     let mut req = hostile_request("reader", "disallowed", &dir, "bypassPermissions");
-    req.settings.disallowed_tools = vec!["Read".into()];
+    req.settings.rules =
+        teamhost::sandbox::ToolRules::new(req.settings.rules.allowed_texts(), vec!["Read"])
+            .unwrap();
     let name = a.spawn(req).await;
     let got = wait_done(&a.f, &name, "disallowed", 1).await;
 

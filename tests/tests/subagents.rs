@@ -238,7 +238,9 @@ async fn a_sub_agent_asking_for_more_than_its_parent_is_refused() {
     let dir = f.dir("p");
     let mut req = common::probe_request("p", "", &dir);
     // acceptEdits, and Bash denied by a rule.
-    req.settings.disallowed_tools = vec!["Bash".into()];
+    req.settings.rules =
+        teamhost::sandbox::ToolRules::new(req.settings.rules.allowed_texts(), vec!["Bash"])
+            .unwrap();
     f.host.spawn(&f.name, req).await.unwrap();
 
     f.host

@@ -6,13 +6,12 @@
 //! teammate's sub-agent counters ([`Tree::until`]), never on time.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use teamhost::home::Home;
 use teamhost::runtime::subagent_host::{
     Caller, StartRequest, Started, SubagentHost, SubagentStatus,
 };
-use teamhost::runtime::{Identity, Runtime};
+use teamhost::runtime::{Identity, Runtime, SharedParts};
 use teamhost::sandbox::{Limits, PermissionMode, ToolRules};
 use teamhost::store::{NewTeam, Store};
 use teamhost::subagents::{Definitions, Seat, SeatConfig, SubagentLimits, Tree};
@@ -48,7 +47,7 @@ fn parent_with(place: impl FnOnce(&Home, &std::path::Path) -> std::path::PathBuf
         runtime: Runtime::new(None).unwrap(),
         component: teamhost_tests::PROBE.into(),
         home: home.clone(),
-        team,
+        shared: SharedParts::new(team, "team-lead"),
         identity: Identity {
             name: "parent".into(),
             agent_id: "parent@life".into(),
@@ -60,18 +59,11 @@ fn parent_with(place: impl FnOnce(&Home, &std::path::Path) -> std::path::PathBuf
             backend_type: "in-process".into(),
             pane_id: "in-process".into(),
         },
-        lead: "team-lead".into(),
-        limits: Limits::default(),
-        tool_limits: Default::default(),
-        hooks: Default::default(),
-        hidden_dirs: Vec::new(),
         dir: dir.clone(),
         client: teamhost::model::ModelClient::disabled(),
-        poll_interval: Duration::from_millis(500),
         depth: 0,
         limits_sub,
         definitions: Arc::new(Definitions::new()),
-        log: None,
         tree: tree.clone(),
         budget,
     });

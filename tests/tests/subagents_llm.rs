@@ -18,7 +18,7 @@ use teamhost::model::CassetteMode;
 fn agent(f: &Fixture, name: &str, prompt: &str) -> SpawnRequest {
     let mut req = SpawnRequest::new(name, teamhost_tests::AGENT, prompt, f.dir(name));
     req.settings.auto_claim = false;
-    req.settings.mode = Some("acceptEdits".into());
+    req.settings.mode = Some(teamhost::sandbox::PermissionMode::AcceptEdits);
     req.settings.model_policy = Some(models::policy());
     req
 }

@@ -41,7 +41,7 @@ async fn worktrees_with_changes_are_kept_and_clean_ones_removed_on_delete() {
     host.create_team("wt", NewTeam::default()).unwrap();
     let spawn = |name: &str, component: &str, mode: &str| SpawnRequest {
         settings: TeammateSettings {
-            mode: Some(mode.into()),
+            mode: Some(mode.parse().unwrap()),
             auto_claim: false,
             ..Default::default()
         },

@@ -1,10 +1,11 @@
 //! Assembling a component teammate, in one place: checking a request before
-//! anything is written ([`prepare`]), its worktree ([`isolate`]), its tools,
-//! its [`AgentCtx`](crate::runtime::AgentCtx), its sandboxed instance
-//! ([`instantiate`]), and its runner ([`Ready::run`]). The in-process
-//! backend runs these steps in order; `Host::attach` (a `teamhost teammate`
-//! process) runs the last two for a member its lead registered; the process
-//! and tmux backends use the first two before starting their child.
+//! anything is written ([`prepare`]), its worktree ([`isolate`]), its
+//! sandboxed instance ([`instantiate`]: its context and instance config
+//! come from the one [`Assembly`], which sub-agents use too), and its
+//! runner ([`Ready::run`]). The in-process backend runs these steps in
+//! order; `Host::attach` (a `teamhost teammate` process, and resume) runs
+//! the last two for a member its lead registered; the process and tmux
+//! backends use the first two before starting their child.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
@@ -17,10 +18,8 @@ use super::{BackendKind, SpawnEnv, Spawned};
 use crate::error::{Error, Result};
 use crate::runner::{Runner, RunnerConfig, RunnerLinks};
 use crate::runtime::{
-    AgentCtx, Coordination, DirAccess, Fixed, Identity, Instance, InstanceConfig, Permissions,
-    Runtime,
+    Assembled, Assembly, Identity, Instance, Runtime, SharedParts, ToolsUnavailable,
 };
-use crate::sandbox::{PermissionMode, ToolRules};
 use crate::store::{Member, Team};
 use crate::teammate::{Isolation, SpawnRequest, TeammateState};
 
@@ -73,12 +72,11 @@ pub(crate) fn isolate(
 pub(crate) struct Prepared {
     /// The capability directory, canonical.
     pub dir: PathBuf,
-    mode: PermissionMode,
-    rules: ToolRules,
 }
 
-/// Checks `req` (directory, mode, tool rules) and compiles or loads its
-/// component, so that a bad request fails before the team is touched.
+/// Checks `req`'s directory and compiles or loads its component, so that a
+/// bad request fails before the team is touched (its mode and tool rules
+/// are typed: they were parsed where the request was made).
 pub(crate) async fn prepare(runtime: &Runtime, req: &SpawnRequest) -> Result<Prepared> {
     let dir = req.cwd.canonicalize().map_err(|e| {
         Error::Spawn(format!(
@@ -92,19 +90,8 @@ pub(crate) async fn prepare(runtime: &Runtime, req: &SpawnRequest) -> Result<Pre
             dir.display()
         )));
     }
-    let mode: PermissionMode = match &req.settings.mode {
-        None => PermissionMode::Default,
-        Some(m) => m
-            .parse()
-            .map_err(|e: crate::sandbox::ParseModeError| Error::Spawn(e.to_string()))?,
-    };
-    let rules = ToolRules::new(
-        req.settings.allowed_tools.iter(),
-        req.settings.disallowed_tools.iter(),
-    )
-    .map_err(|e| Error::Spawn(e.to_string()))?;
     load!(runtime, req)?;
-    Ok(Prepared { dir, mode, rules })
+    Ok(Prepared { dir })
 }
 
 /// Where the runner says it runs, and where the guest's output goes.
@@ -117,7 +104,7 @@ pub(crate) struct Placement {
     pub log: Option<PathBuf>,
     /// What a resumed teammate takes over from its earlier life; `None`
     /// for a teammate that starts afresh (what an earlier teammate of its
-    /// name left on this machine is then cleared: `store::kept::clear_life`).
+    /// name left on this machine is then cleared: `home::kept::clear_life`).
     pub resumed: Option<crate::teammate::Resumed>,
 }
 
@@ -126,13 +113,14 @@ pub(crate) struct Ready {
     runner: Runner,
     member: Member,
     auto_claim: bool,
-    inject: mpsc::UnboundedSender<String>,
-    kill: watch::Sender<bool>,
+    handles: RunnerHandles,
     stopping: crate::runtime::Stopping,
-    state: watch::Receiver<TeammateState>,
 }
 
-/// Builds the sandboxed instance of the registered `member`.
+/// Builds the sandboxed instance of the registered `member`, in named
+/// steps: what the host keeps for it ([`Kept::open`]), its context
+/// ([`assemble`]), its sub-agents ([`seat_config`]), its instance and its
+/// runner ([`runner`]).
 pub(crate) async fn instantiate(
     env: &SpawnEnv<'_>,
     team: &Team,
@@ -145,148 +133,201 @@ pub(crate) async fn instantiate(
     if place.resumed.is_none() {
         crate::home::kept::clear_life(&env.home, team.name(), &member.name)?;
     }
-    let Prepared { dir, mode, rules } = prepared;
-    let resumed = place.resumed.clone();
-    let journal = crate::home::kept::TurnJournal::of(&env.home, team.name(), &member.name)?;
-    let task_note = crate::home::kept::TaskNote::of(&env.home, team.name(), &member.name)?;
-    let claims = crate::home::kept::ClaimLedger::of(&env.home, team.name(), &member.name)?;
+    let kept = Kept::open(&env.home, team.name(), &member.name)?;
     let pre = load!(env.runtime, req)?;
-    let name = member.name.clone();
-    let color = member.color.clone().unwrap_or_default();
-    let defaults = crate::tools::ToolLimits::default();
-    let tool_limits = crate::tools::ToolLimits {
-        max_output_bytes: req.settings.limits.max_tool_output_bytes,
-        // Bash's process tree gets the teammate's own memory and CPU budget.
-        bash_memory_bytes: req.settings.limits.memory_bytes as u64,
-        bash_cpu: req.settings.limits.cpu_per_turn,
-        // No Bash call outlives the turn's wall-time limit.
-        bash_timeout: defaults.bash_timeout.min(req.settings.limits.wall_per_turn),
-        max_bash_timeout: defaults
-            .max_bash_timeout
-            .min(req.settings.limits.wall_per_turn),
-        ..defaults
-    };
-    let tools = crate::tools::ToolBox::open(&dir, tool_limits).map_err(|e| {
-        Error::Spawn(format!(
-            "cannot open {} for the teammate's tools: {e}",
-            dir.display()
-        ))
-    })?;
-    // The host knows an in-process teammate's state; one in its own process
-    // is followed through `isActive` (`RunnerConfig::active_after`).
-    let in_process = place.backend_type == super::in_process::BACKEND;
-    let registration = env.hub.register(team.name(), &name);
-    let wake = registration.wake.clone();
-    let rules_for_access = rules.clone();
+    let registration = env.hub.register(team.name(), &member.name);
     let stopping = crate::runtime::Stopping::default();
-    let seat = super::model_seat::model_seat(env, team, &name, req, resumed.is_some())?;
-    let tools = Arc::new(tools);
-    // One budget for the teammate and everything it starts.
-    let budget = crate::runtime::TreeBudget::new(&req.settings.limits, tools.clone());
+    let signals = (registration.wake.clone(), stopping.clone());
+    let seat =
+        super::model_seat::model_seat(env, team, &member.name, req, place.resumed.is_some())?;
+    let assembly = assemble(env, team, &member, req, &prepared.dir, &place, lead, &kept)?
+        .signals(signals.0, signals.1)
+        .model(seat);
+    let shared = assembly.shared().clone();
+    let Assembled {
+        mut agent,
+        instance,
+    } = assembly.assemble().map_err(|e| {
+        // Its directory cannot be opened: nothing waits on the wake.
+        env.hub.unregister(team.name(), &member.name);
+        ToolsUnavailable::into_error(e)
+    })?;
     // Over its life: a resumed teammate goes on from what it spent (a fresh
     // one's record went with `clear_life` above).
-    let spent = crate::home::kept::SpentRecord::of(&env.home, team.name(), &member.name)?;
-    if let Some(earlier) = spent.load()? {
+    let budget = agent.fixed.budget.clone();
+    if let Some(earlier) = kept.spent.load()? {
         budget.restore(earlier);
     }
-    budget.keep_in(spent);
-    let mut agent = AgentCtx {
-        fixed: Fixed {
-            team: team.clone(),
-            identity: Identity {
-                name: name.clone(),
-                agent_id: member.agent_id.clone(),
-                team: team.name().to_string(),
-                color: color.clone(),
-                agent_type: req
-                    .settings
-                    .agent_type
-                    .clone()
-                    .unwrap_or_else(|| "general-purpose".into()),
-                model: req.settings.model.clone().unwrap_or_default(),
-                plan_mode_required: req.settings.plan_mode_required,
-                backend_type: place.backend_type,
-                pane_id: place.pane_id,
-            },
-            lead: lead.clone(),
-            limits: req.settings.limits.clone(),
-            wake: wake.clone(),
-            poll_interval: env.poll_interval,
-            stopping: stopping.clone(),
-            auto_approve_plans: env.auto_approve_plans,
-            tools,
-            hooks: env.hooks.clone(),
-            hidden_dirs: hidden_dirs(env, team),
-            subagents: None,
-            budget: budget.clone(),
-            state_saves_turn: Default::default(),
-            saved_state: Some(crate::home::kept::SavedState::of(
-                &env.home,
-                team.name(),
-                &name,
-            )?),
-            claims: Some(claims.clone()),
-        },
-        permissions: Permissions::new(mode, rules, &dir).with_earlier_requests(
-            resumed
-                .as_ref()
-                .map(|r| r.open_requests.clone())
-                .unwrap_or_default(),
-        ),
-        coordination: Coordination {
-            pending_plan: resumed.as_ref().and_then(|r| r.pending_plan.clone()),
-            ..Coordination::default()
-        },
-        model: seat,
-    };
-    // Sub-agents (issue 15): made from this teammate's own fixed part.
-    agent.fixed.subagents = Some(crate::subagents::Seat::new(crate::subagents::SeatConfig {
-        runtime: env.runtime.clone(),
-        component: req.component.clone(),
-        home: env.home.clone(),
-        team: team.clone(),
-        identity: agent.fixed.identity.clone(),
-        lead: lead.clone(),
-        limits: req.settings.limits.clone(),
-        tool_limits: agent.fixed.tools.limits().clone(),
-        hooks: env.hooks.clone(),
-        hidden_dirs: agent.fixed.hidden_dirs.clone(),
-        dir: dir.clone(),
-        client: agent.model.client.clone(),
-        poll_interval: env.poll_interval,
-        depth: 0,
-        limits_sub: Default::default(),
-        definitions: req.settings.agents.clone().unwrap_or_default(),
-        log: place.log.clone(),
-        tree: crate::subagents::Tree::new(&env.home, team.name(), &name, Default::default()),
-        budget,
-    }));
-    let instance_config = InstanceConfig {
-        dir,
-        access: DirAccess::for_teammate(mode, &rules_for_access),
-        limits: req.settings.limits.clone(),
-        log: place.log,
-    };
-    let instance = match Instance::new(env.runtime, &pre, agent, &instance_config).await {
+    budget.keep_in(kept.spent.clone());
+    // Sub-agents (issue 15): made from this teammate's own parts.
+    let seat = seat_config(env, req, &agent, shared, &prepared.dir, budget);
+    agent.fixed.subagents = Some(crate::subagents::Seat::new(seat));
+    // A failure lets go of the wake registration and names the component.
+    let instance = match Instance::new(env.runtime, &pre, agent, &instance).await {
         Ok(i) => i,
         Err(e) => {
-            env.hub.unregister(team.name(), &name);
+            env.hub.unregister(team.name(), &member.name);
             return Err(Error::Component {
                 path: req.component.clone(),
                 message: format!("cannot start it: {e:#}"),
             });
         }
     };
+    let (runner, handles) = runner(env, req, &place, instance, kept, registration);
+    Ok(Ready {
+        runner,
+        member,
+        auto_claim: req.settings.auto_claim,
+        handles,
+        stopping,
+    })
+}
+
+/// What the host keeps on this machine for one teammate's life, opened at
+/// its start.
+struct Kept {
+    journal: crate::home::kept::TurnJournal,
+    task_note: crate::home::kept::TaskNote,
+    claims: crate::home::kept::ClaimLedger,
+    saved_state: crate::home::kept::SavedState,
+    spent: crate::home::kept::SpentRecord,
+}
+
+impl Kept {
+    fn open(home: &crate::home::Home, team: &str, name: &str) -> Result<Kept> {
+        Ok(Kept {
+            journal: crate::home::kept::TurnJournal::of(home, team, name)?,
+            task_note: crate::home::kept::TaskNote::of(home, team, name)?,
+            claims: crate::home::kept::ClaimLedger::of(home, team, name)?,
+            saved_state: crate::home::kept::SavedState::of(home, team, name)?,
+            spent: crate::home::kept::SpentRecord::of(home, team, name)?,
+        })
+    }
+}
+
+/// The teammate's [`Assembly`]: its identity (the member's name, id and
+/// colour; role, model and plan approval from its settings; where it
+/// runs), its settings, its directory, the host's parts, what the host
+/// keeps for it, and what a resumed one takes over.
+#[allow(clippy::too_many_arguments)]
+fn assemble(
+    env: &SpawnEnv<'_>,
+    team: &Team,
+    member: &Member,
+    req: &SpawnRequest,
+    dir: &std::path::Path,
+    place: &Placement,
+    lead: String,
+    kept: &Kept,
+) -> Result<Assembly> {
+    let settings = &req.settings;
+    let identity = Identity {
+        name: member.name.clone(),
+        agent_id: member.agent_id.clone(),
+        team: team.name().to_string(),
+        color: member.color.clone().unwrap_or_default(),
+        agent_type: settings
+            .agent_type
+            .clone()
+            .unwrap_or_else(|| "general-purpose".into()),
+        model: settings.model.clone().unwrap_or_default(),
+        plan_mode_required: settings.plan_mode_required,
+        backend_type: place.backend_type.clone(),
+        pane_id: place.pane_id.clone(),
+    };
+    let shared = SharedParts {
+        limits: settings.limits.clone(),
+        tool_limits: tool_limits(&settings.limits),
+        hooks: env.hooks.clone(),
+        hidden_dirs: hidden_dirs(env, team),
+        poll_interval: env.poll_interval,
+        log: place.log.clone(),
+        ..SharedParts::new(team.clone(), lead)
+    };
+    let resumed = place.resumed.as_ref();
+    Ok(Assembly::new(shared, identity, dir)
+        .permissions(settings.permission_mode(), settings.rules.clone())
+        .auto_approve_plans(env.auto_approve_plans)
+        .kept(kept.saved_state.clone(), kept.claims.clone())
+        .earlier_life(
+            resumed.map(|r| r.open_requests.clone()).unwrap_or_default(),
+            resumed.and_then(|r| r.pending_plan.clone()),
+        ))
+}
+
+/// The tools' limits from the teammate's: Bash's process tree gets its own
+/// memory and CPU budget, and no Bash call outlives a turn's wall time.
+fn tool_limits(limits: &crate::sandbox::Limits) -> crate::tools::ToolLimits {
+    let defaults = crate::tools::ToolLimits::default();
+    crate::tools::ToolLimits {
+        max_output_bytes: limits.max_tool_output_bytes,
+        bash_memory_bytes: limits.memory_bytes as u64,
+        bash_cpu: limits.cpu_per_turn,
+        bash_timeout: defaults.bash_timeout.min(limits.wall_per_turn),
+        max_bash_timeout: defaults.max_bash_timeout.min(limits.wall_per_turn),
+        ..defaults
+    }
+}
+
+/// What the teammate's sub-agents are made from: its own parts, its
+/// component, directory and model client, and the tree's budget.
+fn seat_config(
+    env: &SpawnEnv<'_>,
+    req: &SpawnRequest,
+    agent: &crate::runtime::AgentCtx,
+    shared: SharedParts,
+    dir: &std::path::Path,
+    budget: Arc<crate::runtime::TreeBudget>,
+) -> crate::subagents::SeatConfig {
+    let identity = agent.fixed.identity.clone();
+    let tree = crate::subagents::Tree::new(
+        &env.home,
+        shared.team.name(),
+        &identity.name,
+        Default::default(),
+    );
+    crate::subagents::SeatConfig {
+        runtime: env.runtime.clone(),
+        component: req.component.clone(),
+        home: env.home.clone(),
+        shared,
+        identity,
+        dir: dir.to_path_buf(),
+        client: agent.model.client.clone(),
+        depth: 0,
+        limits_sub: Default::default(),
+        definitions: req.settings.agents.clone().unwrap_or_default(),
+        tree,
+        budget,
+    }
+}
+
+/// The ends of a runner's channels its host keeps.
+struct RunnerHandles {
+    inject: mpsc::UnboundedSender<String>,
+    kill: watch::Sender<bool>,
+    state: watch::Receiver<TeammateState>,
+}
+
+/// The teammate's runner over its instance (which holds its identity), and
+/// the handles its host keeps.
+fn runner(
+    env: &SpawnEnv<'_>,
+    req: &SpawnRequest,
+    place: &Placement,
+    instance: Instance,
+    kept: Kept,
+    registration: crate::runner::wake::Registration,
+) -> (Runner, RunnerHandles) {
+    // The host knows an in-process teammate's state; one in its own process
+    // is followed through `isActive` (`RunnerConfig::active_after`).
+    let in_process = place.backend_type == BackendKind::InProcess.as_str();
     let (inject_tx, inject_rx) = mpsc::unbounded_channel();
     let (kill_tx, kill_rx) = watch::channel(false);
     let (state_tx, state_rx) = watch::channel(TeammateState::Starting);
+    let resumed = place.resumed.clone();
     let runner = Runner {
         instance,
-        team: team.clone(),
-        name,
-        agent_id: member.agent_id.clone(),
-        color,
-        lead,
         config: RunnerConfig {
             auto_claim: req.settings.auto_claim,
             poll_interval: env.fallback_poll(),
@@ -301,12 +342,12 @@ pub(crate) async fn instantiate(
         recorded_active: in_process.then_some(false),
         resumed: resumed.is_some(),
         handed_back: resumed.and_then(|r| r.task),
-        journal: Some(journal),
-        task_note: Some(task_note),
+        journal: Some(kept.journal),
+        task_note: Some(kept.task_note),
         note_open: false,
-        claims: Some(claims),
+        claims: Some(kept.claims),
         links: RunnerLinks {
-            wake,
+            wake: registration.wake,
             listening: registration.listening,
             injected: inject_rx,
             kill: kill_rx,
@@ -317,15 +358,12 @@ pub(crate) async fn instantiate(
             pending_injections: Arc::new(AtomicUsize::new(0)),
         },
     };
-    Ok(Ready {
-        runner,
-        member,
-        auto_claim: req.settings.auto_claim,
+    let handles = RunnerHandles {
         inject: inject_tx,
         kill: kill_tx,
-        stopping,
         state: state_rx,
-    })
+    };
+    (runner, handles)
 }
 
 impl Ready {
@@ -335,16 +373,19 @@ impl Ready {
             runner,
             member,
             auto_claim,
-            inject,
-            kill,
+            handles:
+                RunnerHandles {
+                    inject,
+                    kill,
+                    state,
+                },
             stopping,
-            state,
         } = self;
         let turns = runner.links.turns.clone();
         let busy = runner.links.busy.clone();
         let pending_injections = runner.links.pending_injections.clone();
         let hub = env.hub.clone();
-        let (team_name, name) = (runner.team.name().to_string(), member.name.clone());
+        let (team_name, name) = (runner.team().name().to_string(), member.name.clone());
         let join = tokio::spawn(async move {
             let end = runner.run().await;
             hub.unregister(&team_name, &name);

@@ -8,9 +8,9 @@ use clap::{ArgAction, Args};
 use crate::cli::model_args::ModelPolicyArgs;
 use crate::model::ModelPolicy;
 use crate::runner::NotificationLevel;
-use crate::sandbox::Limits;
+use crate::sandbox::{Limits, PermissionMode, ToolRules};
 use crate::store::Member;
-use crate::teammate::TeammateSettings;
+use crate::teammate::{member_mode, TeammateSettings};
 
 /// How the teammate runs (the reference's flags, then teamhost's).
 #[derive(Debug, Clone, Args)]
@@ -70,32 +70,19 @@ impl SettingsArgs {
     /// model policy) comes from the flags alone. Fails on malformed
     /// `--limits` or model flags, saying which.
     pub fn over(&self, member: &Member) -> anyhow::Result<TeammateSettings> {
-        let base = TeammateSettings::from_member(member);
-        let rules = |flags: &[String], recorded: Vec<String>| {
-            if flags.is_empty() {
-                recorded
-            } else {
-                split_rules(flags)
-            }
-        };
-        let model = self.model.clone().or(base.model);
+        let model = self.model.clone().or(member.model.clone());
         let limits = match &self.limits {
             None => Limits::default(),
             Some(json) => serde_json::from_str(json)
                 .map_err(|e| anyhow::anyhow!("--limits is not a limits object: {e}"))?,
         };
         Ok(TeammateSettings {
-            agent_type: self.agent_type.clone().or(base.agent_type),
+            agent_type: self.agent_type.clone().or(member.agent_type.clone()),
             model_policy: self.policy(model.as_deref())?,
             model,
-            mode: if self.dangerously_skip_permissions {
-                Some("bypassPermissions".into())
-            } else {
-                self.permission_mode.clone().or(base.mode)
-            },
-            plan_mode_required: self.plan_mode_required || base.plan_mode_required,
-            allowed_tools: rules(&self.allowed_tools, base.allowed_tools),
-            disallowed_tools: rules(&self.disallowed_tools, base.disallowed_tools),
+            mode: self.mode(member)?,
+            plan_mode_required: self.plan_mode_required || member.plan_mode_required == Some(true),
+            rules: self.rules(member)?,
             auto_claim: !self.no_auto_claim,
             limits,
             notifications: Some(self.notifications),
@@ -106,6 +93,36 @@ impl SettingsArgs {
                 )?)),
             },
         })
+    }
+
+    /// The mode: `--dangerously-skip-permissions`, else `--permission-mode`,
+    /// else the member entry's; parsed here, once.
+    fn mode(&self, member: &Member) -> anyhow::Result<Option<PermissionMode>> {
+        if self.dangerously_skip_permissions {
+            return Ok(Some(PermissionMode::BypassPermissions));
+        }
+        match &self.permission_mode {
+            Some(flag) => Ok(Some(flag.parse().map_err(
+                |e: crate::sandbox::ParseModeError| anyhow::anyhow!("--permission-mode: {e}"),
+            )?)),
+            None => Ok(member_mode(member)?),
+        }
+    }
+
+    /// The tool rules: each list from its flags when given, else the member
+    /// entry's; parsed here, once (a list the flags replace is not read).
+    fn rules(&self, member: &Member) -> anyhow::Result<ToolRules> {
+        let list = |flags: &[String], recorded: &Option<Vec<String>>| {
+            if flags.is_empty() {
+                recorded.clone().unwrap_or_default()
+            } else {
+                split_rules(flags)
+            }
+        };
+        Ok(ToolRules::new(
+            list(&self.allowed_tools, &member.allowed_tools),
+            list(&self.disallowed_tools, &member.disallowed_tools),
+        )?)
     }
 }
 
@@ -178,10 +195,9 @@ mod tests {
         let settings = TeammateSettings {
             agent_type: Some("reviewer".into()),
             model: Some("sonnet".into()),
-            mode: Some("acceptEdits".into()),
+            mode: Some(PermissionMode::AcceptEdits),
             plan_mode_required: true,
-            allowed_tools: vec!["Read".into(), "Bash(git log:*)".into()],
-            disallowed_tools: vec!["Write".into()],
+            rules: ToolRules::new(["Read", "Bash(git log:*)"], ["Write"]).unwrap(),
             auto_claim: false,
             limits: Limits {
                 memory_bytes: (3 << 20) + 12_345,
@@ -229,7 +245,7 @@ mod tests {
         };
         assert_eq!(round_trip(&defaults), defaults);
         let bypass = TeammateSettings {
-            mode: Some("bypassPermissions".into()),
+            mode: Some(PermissionMode::BypassPermissions),
             ..defaults
         };
         assert_eq!(round_trip(&bypass), bypass);
@@ -243,8 +259,8 @@ mod tests {
         let parse =
             |args: &[&str]| Only::try_parse_from(std::iter::once(&"teammate").chain(args)).unwrap();
         let recorded = parse(&[]).s.over(&m).unwrap();
-        assert_eq!(recorded.mode.as_deref(), Some("plan"));
-        assert_eq!(recorded.allowed_tools, ["Read"]);
+        assert_eq!(recorded.mode, Some(PermissionMode::Plan));
+        assert_eq!(recorded.rules.allowed_texts(), ["Read"]);
         let flagged = parse(&[
             "--permission-mode",
             "dontAsk",
@@ -254,8 +270,8 @@ mod tests {
         .s
         .over(&m)
         .unwrap();
-        assert_eq!(flagged.mode.as_deref(), Some("dontAsk"));
-        assert_eq!(flagged.allowed_tools, ["Glob", "Grep"]);
+        assert_eq!(flagged.mode, Some(PermissionMode::DontAsk));
+        assert_eq!(flagged.rules.allowed_texts(), ["Glob", "Grep"]);
         let err = parse(&["--limits", "{\"memory_byts\": 1}"])
             .s
             .over(&m)

@@ -521,11 +521,11 @@ async fn join(
             name,
             member.color.as_deref().unwrap_or("-"),
             req.component.display(),
-            req.settings.mode.as_deref().unwrap_or("default"),
+            req.settings.permission_mode().as_str(),
             req.cwd.display(),
             home.root().display()
         ),
-        json!({"team": team.name(), "name": name, "backendType": how.backend_type, "paneId": how.pane_id, "mode": req.settings.mode.as_deref().unwrap_or("default")}),
+        json!({"team": team.name(), "name": name, "backendType": how.backend_type, "paneId": how.pane_id, "mode": req.settings.permission_mode().as_str()}),
     );
     Ok((host, events, log))
 }

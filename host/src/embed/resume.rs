@@ -283,7 +283,7 @@ impl Host {
         let (t, name) = (team.clone(), record.name.clone());
         // The recorded mode wins over one granted in the earlier life, and
         // the teammate now runs here.
-        let mode = req.settings.mode.clone();
+        let mode = req.settings.mode.map(|m| m.as_str().to_string());
         let member = tokio::task::spawn_blocking(move || {
             t.update_member(&name, |m| {
                 m.mode = mode.clone();

@@ -158,7 +158,7 @@ mod tests {
         let comp = tmp.path().join("w.wasm");
         std::fs::write(&comp, b"component v1").unwrap();
         let mut req = SpawnRequest::new("alice", &comp, "go", tmp.path());
-        req.settings.mode = Some("acceptEdits".into());
+        req.settings.mode = Some(crate::sandbox::PermissionMode::AcceptEdits);
         req.settings.limits.max_pending_requests = 3;
         let rec = SpawnRecord::new(&req, "in-process", sha256_of(&comp).unwrap()).unwrap();
         record(&home, "t", &rec).unwrap();

@@ -14,12 +14,12 @@ impl Runner {
     /// The guest approved `request_id`: `shutdown_approved` to the lead, then
     /// leave the team.
     pub(super) async fn stop_approved(&mut self, request_id: String) -> TeammateState {
-        let approved = ShutdownApproved::new(request_id, &self.name).with_pane(
+        let approved = ShutdownApproved::new(request_id, self.name()).with_pane(
             self.instance.agent().fixed.identity.pane_id.clone(),
             self.instance.agent().fixed.identity.backend_type.clone(),
         );
-        let msg =
-            OutgoingMessage::new(&self.name, approved.to_text()).color(Some(self.color.clone()));
+        let msg = OutgoingMessage::new(self.name(), approved.to_text())
+            .color(Some(self.color().to_string()));
         self.tell_lead(msg).await;
         self.leave(false, None).await;
         TeammateState::Completed
@@ -27,8 +27,8 @@ impl Runner {
 
     /// The guest trapped or broke a limit.
     pub(super) async fn stop_failed(&mut self, reason: String) -> TeammateState {
-        tracing::warn!(teammate = %self.name, %reason, "teammate failed");
-        self.leave(true, Some(format!("{} failed: {reason}", self.name)))
+        tracing::warn!(teammate = %self.name(), %reason, "teammate failed");
+        self.leave(true, Some(format!("{} failed: {reason}", self.name())))
             .await;
         TeammateState::Failed(reason)
     }
@@ -42,7 +42,11 @@ impl Runner {
     /// Unassigns the teammate's tasks, removes it from the config and tells
     /// the lead (`why` first, when given).
     async fn leave(&mut self, terminated: bool, why: Option<String>) {
-        let (team, name, id) = (self.team.clone(), self.name.clone(), self.agent_id.clone());
+        let (team, name, id) = (
+            self.team().clone(),
+            self.name().to_string(),
+            self.agent_id().to_string(),
+        );
         let result = tokio::task::spawn_blocking(move || {
             let unassigned = team.unassign_agent(&name, &id, terminated)?;
             match team.remove_member(&name) {
@@ -56,11 +60,11 @@ impl Runner {
             Ok(Ok(n)) => n,
             Ok(Err(e)) => format!(
                 "{} stopped, but its tasks or membership could not be updated: {e}",
-                self.name
+                self.name()
             ),
             Err(e) => format!(
                 "{} stopped, but cleaning up after it failed: {e}",
-                self.name
+                self.name()
             ),
         };
         let text = match why {

@@ -83,12 +83,9 @@ pub(crate) struct RunnerLinks {
 
 /// One teammate's loop. Built by the backend at spawn, consumed by [`run`](Runner::run).
 pub(crate) struct Runner {
+    /// The teammate's instance, which holds who it is ([`Runner::name`] and
+    /// the rest read it there: the runner keeps no copy).
     pub instance: Instance,
-    pub team: Team,
-    pub name: String,
-    pub agent_id: String,
-    pub color: String,
-    pub lead: String,
     pub config: RunnerConfig,
     pub links: RunnerLinks,
     /// What this runner last wrote to `isActive` (`None`: nothing yet).
@@ -115,6 +112,31 @@ pub(crate) struct Runner {
 }
 
 impl Runner {
+    /// The team it belongs to.
+    pub fn team(&self) -> &Team {
+        &self.instance.fixed().team
+    }
+
+    /// Its member name.
+    pub fn name(&self) -> &str {
+        &self.instance.fixed().identity.name
+    }
+
+    /// Its agent id (`name@team`).
+    pub fn agent_id(&self) -> &str {
+        &self.instance.fixed().identity.agent_id
+    }
+
+    /// Its display colour.
+    pub fn color(&self) -> &str {
+        &self.instance.fixed().identity.color
+    }
+
+    /// The lead's member name.
+    pub fn lead(&self) -> &str {
+        &self.instance.fixed().lead
+    }
+
     /// Runs until the teammate approves a shutdown, fails, or is killed, and
     /// returns its final state.
     pub fn run(self) -> impl std::future::Future<Output = TeammateState> + Send {
@@ -187,8 +209,8 @@ impl Runner {
         if let Some(entry) = found.take {
             // Noted and consumed beside the turn, finished before it ends.
             self.instance.agent().coordination.pending_take = Some(PendingTake::start(
-                self.team.clone(),
-                self.name.clone(),
+                self.team().clone(),
+                self.name().to_string(),
                 entry,
                 self.journal.clone(),
             ));
@@ -211,8 +233,8 @@ impl Runner {
         // `active_after`: a short turn costs no config write at all.
         let active_mark = self.start_active_mark();
         let _ = self.links.events.send(Event::TurnStarted {
-            team: self.team.name().into(),
-            name: self.name.clone(),
+            team: self.team().name().into(),
+            name: self.name().to_string(),
             kind: kind_name(&turn.kind).into(),
         });
         self.links.turns.fetch_add(1, Ordering::Relaxed);
@@ -222,7 +244,7 @@ impl Runner {
         if let Some(journal) = self.journal.clone().filter(|_| journaled) {
             let closed = tokio::task::spawn_blocking(move || journal.close()).await;
             if !matches!(closed, Ok(Ok(()))) {
-                tracing::warn!(teammate = %self.name, "the turn's note was not cleared; a resume may deliver its message again");
+                tracing::warn!(teammate = %self.name(), "the turn's note was not cleared; a resume may deliver its message again");
             }
         }
         let record = std::mem::take(&mut self.instance.agent().coordination.turn);
@@ -264,7 +286,11 @@ impl Runner {
             if injected.is_some() {
                 self.links.pending_injections.fetch_sub(1, Ordering::SeqCst);
             }
-            let (team, me, lead) = (self.team.clone(), self.name.clone(), self.lead.clone());
+            let (team, me, lead) = (
+                self.team().clone(),
+                self.name().to_string(),
+                self.lead().to_string(),
+            );
             let first = self.links.turns.load(Ordering::Relaxed) == 0 && !self.resumed;
             // A task handed back comes before any new claim.
             let auto_claim = self.config.auto_claim && self.handed_back.is_none();
@@ -319,10 +345,10 @@ impl Runner {
                     }
                 }
                 Ok(Err(e)) => {
-                    tracing::warn!(teammate = %self.name, error = %e, "polling for work failed; will retry")
+                    tracing::warn!(teammate = %self.name(), error = %e, "polling for work failed; will retry")
                 }
                 Err(e) => {
-                    tracing::error!(teammate = %self.name, error = %e, "poll task panicked; will retry")
+                    tracing::error!(teammate = %self.name(), error = %e, "poll task panicked; will retry")
                 }
             }
             // Clear `busy` before announcing Idle, so a waiter woken by the
@@ -357,8 +383,8 @@ impl Runner {
             return;
         };
         let pending = self.instance.agent().coordination.pending_plan.clone();
-        if msg.from != self.lead || pending.as_deref() != Some(answer.request_id.as_str()) {
-            tracing::warn!(teammate = %self.name, from = %msg.from, request = %answer.request_id,
+        if msg.from != self.lead() || pending.as_deref() != Some(answer.request_id.as_str()) {
+            tracing::warn!(teammate = %self.name(), from = %msg.from, request = %answer.request_id,
                 "ignoring a plan answer: only the lead answers this teammate's pending plan");
             return;
         }
@@ -366,10 +392,10 @@ impl Runner {
         if let PlanResponse::Approve(mode) = answer.response {
             let mode = crate::runtime::mode_from_wit(mode);
             self.instance.agent().permissions.enter_approved_mode(mode);
-            let (team, me) = (self.team.clone(), self.name.clone());
+            let (team, me) = (self.team().clone(), self.name().to_string());
             let r = tokio::task::spawn_blocking(move || team.set_mode(&me, mode.as_str())).await;
             if let Ok(Err(e)) = r {
-                tracing::warn!(teammate = %self.name, error = %e, "could not record the new mode");
+                tracing::warn!(teammate = %self.name(), error = %e, "could not record the new mode");
             }
         }
     }
@@ -381,8 +407,8 @@ impl Runner {
     async fn idle_hooks(&mut self, blocks: &mut u32) -> Option<String> {
         let hooks = self.instance.agent().fixed.hooks.clone();
         let event = HookEvent::TeammateIdle {
-            teammate_name: self.name.clone(),
-            team_name: self.team.name().to_string(),
+            teammate_name: self.name().to_string(),
+            team_name: self.team().name().to_string(),
         };
         if !hooks.wants(&event) {
             return None;
@@ -406,9 +432,9 @@ impl Runner {
         let hooks = self.instance.agent().fixed.hooks.clone();
         let event = HookEvent::Lifecycle {
             started,
-            teammate_name: self.name.clone(),
-            team_name: self.team.name().to_string(),
-            agent_id: self.agent_id.clone(),
+            teammate_name: self.name().to_string(),
+            team_name: self.team().name().to_string(),
+            agent_id: self.agent_id().to_string(),
             agent_type: self.instance.agent().fixed.identity.agent_type.clone(),
         };
         if hooks.wants(&event) {
@@ -432,8 +458,8 @@ impl Runner {
         first: bool,
     ) {
         let mut idle = match &outcome {
-            Ok(_) => IdleNotification::new(&self.name, IdleReason::Available),
-            Err(reason) => IdleNotification::new(&self.name, IdleReason::Failed)
+            Ok(_) => IdleNotification::new(self.name(), IdleReason::Available),
+            Err(reason) => IdleNotification::new(self.name(), IdleReason::Failed)
                 .with_failure_reason(reason.clone()),
         };
         if let Some((to, summary)) = record.peer_dms.last() {
@@ -452,7 +478,8 @@ impl Runner {
             }
         }
         let deliver = self.config.notifications.delivers(&idle, first);
-        let msg = OutgoingMessage::new(&self.name, idle.to_text()).color(Some(self.color.clone()));
+        let msg =
+            OutgoingMessage::new(self.name(), idle.to_text()).color(Some(self.color().to_string()));
         // The lead learns how the turn on a noted task ended with this
         // notification: the note is cleared once it is stored, in the same
         // blocking task (a crash between the two makes resume look for the
@@ -460,7 +487,11 @@ impl Runner {
         let note = std::mem::take(&mut self.note_open)
             .then(|| self.task_note.clone())
             .flatten();
-        let (team, lead, name) = (self.team.clone(), self.lead.clone(), self.name.clone());
+        let (team, lead, name) = (
+            self.team().clone(),
+            self.lead().to_string(),
+            self.name().to_string(),
+        );
         let stored = tokio::task::spawn_blocking(move || {
             if deliver {
                 team.deliver(&lead, msg)?;
@@ -477,15 +508,15 @@ impl Runner {
         .await;
         match stored {
             Ok(Ok(())) if !deliver => {
-                tracing::debug!(teammate = %self.name, level = %self.config.notifications,
+                tracing::debug!(teammate = %self.name(), level = %self.config.notifications,
                     "idle notification recorded in the lead's history only")
             }
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
-                tracing::error!(teammate = %self.name, error = %e, "idle notification for the lead lost")
+                tracing::error!(teammate = %self.name(), error = %e, "idle notification for the lead lost")
             }
             Err(e) => {
-                tracing::error!(teammate = %self.name, error = %e, "idle notification for the lead lost")
+                tracing::error!(teammate = %self.name(), error = %e, "idle notification for the lead lost")
             }
         }
     }
@@ -503,8 +534,8 @@ impl Runner {
     fn start_active_mark(&self) -> ActiveMark {
         let (cancel, cancelled) = tokio::sync::oneshot::channel::<()>();
         let (team, me, after) = (
-            self.team.clone(),
-            self.name.clone(),
+            self.team().clone(),
+            self.name().to_string(),
             self.config.active_after,
         );
         let task = tokio::spawn(async move {
@@ -527,7 +558,7 @@ impl Runner {
             Ok(Some(write)) => self.log_active_write(write),
             Ok(None) => false,
             Err(e) => {
-                tracing::warn!(teammate = %self.name, error = %e, "could not record isActive");
+                tracing::warn!(teammate = %self.name(), error = %e, "could not record isActive");
                 false
             }
         };
@@ -538,7 +569,7 @@ impl Runner {
     }
 
     fn spawn_active_write(&self, active: bool) -> tokio::task::JoinHandle<crate::Result<()>> {
-        let (team, me) = (self.team.clone(), self.name.clone());
+        let (team, me) = (self.team().clone(), self.name().to_string());
         tokio::task::spawn_blocking(move || team.set_active(&me, active))
     }
 
@@ -555,11 +586,11 @@ impl Runner {
         match done {
             Ok(Ok(())) => true,
             Ok(Err(e)) => {
-                tracing::warn!(teammate = %self.name, error = %e, "could not record isActive");
+                tracing::warn!(teammate = %self.name(), error = %e, "could not record isActive");
                 false
             }
             Err(e) => {
-                tracing::warn!(teammate = %self.name, error = %e, "could not record isActive");
+                tracing::warn!(teammate = %self.name(), error = %e, "could not record isActive");
                 false
             }
         }
@@ -567,14 +598,14 @@ impl Runner {
 
     /// Delivers to the lead's inbox; a failure is logged, never fatal.
     async fn tell_lead(&mut self, msg: OutgoingMessage) {
-        let (team, lead) = (self.team.clone(), self.lead.clone());
+        let (team, lead) = (self.team().clone(), self.lead().to_string());
         match tokio::task::spawn_blocking(move || team.deliver(&lead, msg)).await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {
-                tracing::error!(teammate = %self.name, error = %e, "message to the lead lost")
+                tracing::error!(teammate = %self.name(), error = %e, "message to the lead lost")
             }
             Err(e) => {
-                tracing::error!(teammate = %self.name, error = %e, "message to the lead lost")
+                tracing::error!(teammate = %self.name(), error = %e, "message to the lead lost")
             }
         }
     }
@@ -590,8 +621,8 @@ impl Runner {
         });
         if changed {
             let _ = self.links.events.send(Event::StateChanged {
-                team: self.team.name().into(),
-                name: self.name.clone(),
+                team: self.team().name().into(),
+                name: self.name().to_string(),
                 state,
             });
         }

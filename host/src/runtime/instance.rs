@@ -230,6 +230,11 @@ impl Instance {
         }
     }
 
+    /// What the teammate was given at spawn (its identity, team, lead).
+    pub fn fixed(&self) -> &crate::runtime::Fixed {
+        &self.store.data().agent.fixed
+    }
+
     /// The interface state (identity, turn record, pending requests).
     pub fn agent(&mut self) -> &mut AgentCtx {
         &mut self.store.data_mut().agent

@@ -9,6 +9,7 @@
 //! | `cache.rs` | compile once per content hash; precompiled artifacts on disk |
 //! | `open_guard.rs` | the guest's own opens: never a FIFO, socket or device, never a set-id file to write |
 //! | `state.rs` | what one teammate's `Store` holds: [`AgentCtx`] in parts (fixed, permissions, coordination, model seat) |
+//! | `assembly.rs` | [`Assembly`]: the one constructor of an agent's context and instance config, for teammates, sub-agents and tests ([`AgentCtx::builder`]) |
 //! | `permissions.rs` | [`Permissions`]: mode and rules, changed only by the lead's answers |
 //! | `stopping.rs` | [`Stopping`]: the host's word that the teammate is being stopped, which ends its waits for the lead |
 //! | `instance.rs` | building a teammate's store and instance, calling its turn handler; `instance/limiter.rs`: its memory, drawn from the tree's pool |
@@ -19,6 +20,7 @@
 //! | `interfaces/*.rs` | one file per teamhost interface (+ the toolbox's formats, the ask round trip) |
 //! | `subagent_host.rs` | the seam to the sub-agent lifecycle ([`crate::subagents`]) |
 
+mod assembly;
 pub mod bindings;
 mod budget;
 mod cache;
@@ -37,6 +39,7 @@ mod wasi_writes;
 pub mod subagent_host;
 
 pub use crate::sandbox::DirAccess;
+pub use assembly::{AgentCtxBuilder, Assembled, Assembly, SharedParts, ToolsUnavailable};
 pub use bindings::GuestError;
 pub use budget::TreeBudget;
 pub use cache::ComponentCache;
@@ -47,8 +50,5 @@ pub(crate) use interfaces::{from_wit_status, mode_from_wit, to_wit_message, to_w
 pub use interfaces::{CoordinationGlue, ModelGlue, ReadGlue, SubagentGlue, ToolGlue};
 pub use pending_take::PendingTake;
 pub use permissions::Permissions;
-pub use state::{
-    AgentCtx, AgentCtxBuilder, Coordination, Fixed, Identity, ModelSeat, ShutdownDecision,
-    TurnRecord,
-};
+pub use state::{AgentCtx, Coordination, Fixed, Identity, ModelSeat, ShutdownDecision, TurnRecord};
 pub use stopping::Stopping;

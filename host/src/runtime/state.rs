@@ -2,7 +2,8 @@
 //! directory, nothing else), its resource limits, and the [`AgentCtx`]
 //! the teamhost interfaces are implemented on, in parts (fixed at spawn,
 //! permissions, coordination records, model seat) that the glue views hand
-//! out one interface at a time.
+//! out one interface at a time. They are put together in one place:
+//! [`Assembly`](super::Assembly).
 
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -15,7 +16,7 @@ use tokio::sync::Notify;
 
 use super::budget::TreeBudget;
 use super::permissions::Permissions;
-use crate::sandbox::{Limits, PermissionMode, TeamAct, TeamActs, ToolRules};
+use crate::sandbox::{Limits, TeamAct, TeamActs};
 use crate::store::Team;
 
 /// The data of a teammate's `Store`.
@@ -225,134 +226,4 @@ pub struct ModelSeat {
     /// Run once when the teammate ends, before its final state is
     /// published (the usage record's last write).
     pub at_end: Option<crate::model::AtEnd>,
-}
-
-impl AgentCtx {
-    /// A builder for the state of teammate `name` of `team`, working in
-    /// `dir`: for glue tests and embedders that drive the interfaces
-    /// without a component. `name` must be a member of the team.
-    pub fn builder(team: Team, name: &str, dir: impl Into<std::path::PathBuf>) -> AgentCtxBuilder {
-        AgentCtxBuilder {
-            team,
-            name: name.to_string(),
-            dir: dir.into(),
-            mode: PermissionMode::Default,
-            rules: ToolRules::default(),
-            limits: Limits::default(),
-            auto_approve_plans: false,
-            hooks: Default::default(),
-        }
-    }
-}
-
-/// Builds an [`AgentCtx`] with the defaults a spawned teammate gets: mode
-/// `default`, no tool rules, default limits, no hooks, no model (every
-/// call `denied`), plans waiting for the lead.
-pub struct AgentCtxBuilder {
-    team: Team,
-    name: String,
-    dir: std::path::PathBuf,
-    mode: PermissionMode,
-    rules: ToolRules,
-    limits: Limits,
-    auto_approve_plans: bool,
-    hooks: Arc<crate::hooks::Hooks>,
-}
-
-impl AgentCtxBuilder {
-    /// The permission mode.
-    pub fn mode(mut self, mode: PermissionMode) -> Self {
-        self.mode = mode;
-        self
-    }
-
-    /// The allowed and denied tool rules.
-    pub fn rules(mut self, rules: ToolRules) -> Self {
-        self.rules = rules;
-        self
-    }
-
-    /// The resource and coordination limits.
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Approve submitted plans at once (the reference's behaviour).
-    pub fn auto_approve_plans(mut self, yes: bool) -> Self {
-        self.auto_approve_plans = yes;
-        self
-    }
-
-    /// The lead's hooks.
-    pub fn hooks(mut self, hooks: Arc<crate::hooks::Hooks>) -> Self {
-        self.hooks = hooks;
-        self
-    }
-
-    /// Reads the member's entry and the lead's name from the team and opens
-    /// the tools on the directory. Fails when the team or the member does
-    /// not exist, or the directory cannot be opened.
-    pub fn build(self) -> crate::Result<AgentCtx> {
-        let config = self.team.config()?;
-        let member =
-            config
-                .member(&self.name)
-                .cloned()
-                .ok_or_else(|| crate::Error::MemberNotFound {
-                    team: self.team.name().to_string(),
-                    name: self.name.clone(),
-                    members: config.member_names(),
-                })?;
-        let tools = crate::tools::ToolBox::open(&self.dir, crate::tools::ToolLimits::default())
-            .map_err(|e| {
-                crate::Error::Spawn(format!(
-                    "cannot open {} for the teammate's tools: {e}",
-                    self.dir.display()
-                ))
-            })?;
-        let tools = Arc::new(tools);
-        let budget = TreeBudget::new(&self.limits, tools.clone());
-        Ok(AgentCtx {
-            fixed: Fixed {
-                identity: Identity {
-                    name: member.name.clone(),
-                    agent_id: member.agent_id.clone(),
-                    team: self.team.name().to_string(),
-                    color: member.color.clone().unwrap_or_default(),
-                    agent_type: member
-                        .agent_type
-                        .clone()
-                        .unwrap_or_else(|| "general-purpose".into()),
-                    model: member.model.clone().unwrap_or_default(),
-                    plan_mode_required: member.plan_mode_required.unwrap_or(false),
-                    backend_type: "in-process".into(),
-                    pane_id: "in-process".into(),
-                },
-                lead: config.lead_name().to_string(),
-                team: self.team,
-                limits: self.limits,
-                wake: Arc::new(Notify::new()),
-                poll_interval: Duration::from_millis(500),
-                stopping: Default::default(),
-                auto_approve_plans: self.auto_approve_plans,
-                tools,
-                hooks: self.hooks,
-                hidden_dirs: Vec::new(),
-                saved_state: None,
-                claims: None,
-                subagents: None,
-                budget,
-                state_saves_turn: AtomicU32::new(0),
-            },
-            permissions: Permissions::new(self.mode, self.rules, &self.dir),
-            coordination: Coordination::default(),
-            model: ModelSeat {
-                client: crate::model::ModelClient::disabled(),
-                sink: None,
-                clock: Default::default(),
-                at_end: None,
-            },
-        })
-    }
 }

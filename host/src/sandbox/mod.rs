@@ -119,8 +119,8 @@ pub use policy::{
     Suggestion, SuggestionError,
 };
 pub use rules::{
-    OnDisk, PathBase, PathPattern, ResolvedPath, Rule, RuleError, RuleList, RuleProblem, RuleTool,
-    Specifier, ToolRules,
+    OnDisk, PathBase, PathPattern, ResolvePath, ResolvedPath, Rule, RuleError, RuleList,
+    RuleProblem, RuleTool, Specifier, ToolRules,
 };
 
 use serde::{Deserialize, Serialize};

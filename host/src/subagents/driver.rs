@@ -8,22 +8,14 @@ use std::time::Instant;
 
 use tokio::sync::mpsc;
 
-use super::seat::{Child, Seat};
+use super::child::{lock, Child, Command};
+use super::seat::Seat;
 use crate::home::Home;
 use crate::runtime::bindings::handler::{Turn, TurnKind};
 use crate::runtime::bindings::mailbox::Message;
 use crate::runtime::subagent_host::SubagentStatus;
 use crate::runtime::Instance;
 use crate::toolbox::agent_format::{self, AgentReport};
-
-/// What the parent (or the host) tells a sub-agent's task.
-#[derive(Debug)]
-pub(crate) enum Command {
-    /// More instructions: the next turn's message.
-    Message(String),
-    /// Stop now. `parent_gone`: the parent ended, nobody to notify.
-    Kill { parent_gone: bool },
-}
 
 /// Everything a sub-agent's task holds.
 pub(crate) struct Drive {
@@ -215,10 +207,6 @@ async fn revive(child: &Arc<Child>, parent: &Weak<Seat>) -> Result<(Instance, Ar
         .instantiate(child)
         .await
         .map_err(|e| format!("it could not be resumed: {e}"))
-}
-
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn set_running(child: &Child) {

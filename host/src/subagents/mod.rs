@@ -4,8 +4,12 @@
 //! | file | owns |
 //! |---|---|
 //! | [`narrow`] | what a sub-agent may have: at most its parent's (pure) |
-//! | [`seat`] | [`Seat`]: one agent's sub-agents, their registry and limits; the [`SubagentHost`](crate::runtime::subagent_host::SubagentHost) the glue calls |
+//! | `child.rs` | `Child`: one sub-agent as its seats and its task share it; the `Command`s its task takes |
+//! | [`seat`] | [`Seat`]: one agent's sub-agents, what they are made from ([`SeatConfig`]), their registry, a sub-agent's instance (through [`crate::runtime::Assembly`]) |
 //! | [`driver`] | one sub-agent's task: its instance, its turns, its end |
+//! | `start.rs` | starting a sub-agent in named steps (checks, at most the parent, counts, worktree, instance, task), and the [`SubagentHost`](crate::runtime::subagent_host::SubagentHost) the glue calls |
+//!
+//! Imports go one way: `start` → `driver` → `seat` → `child`.
 //! | [`tree`] | a teammate's sub-agent counts (running, started, deepest), recorded for the view and `status` |
 //!
 //! # Lifecycle (seed 003's state machine)
@@ -32,9 +36,11 @@
 //! removed when its sub-agent's task ends with the worktree clean, and kept
 //! (with a log line) when it holds changes.
 
+mod child;
 pub mod driver;
 pub mod narrow;
 pub mod seat;
+mod start;
 pub mod tree;
 
 pub use crate::teammate::agent_definitions::{Definition, Definitions};

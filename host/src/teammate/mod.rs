@@ -8,7 +8,7 @@
 //! | file | owns |
 //! |---|---|
 //! | `spawn.rs` | [`SpawnRequest`], [`Isolation`] |
-//! | `settings.rs` | [`TeammateSettings`]: how a teammate runs, and its one conversion to and from each of manifest, member entry and child command line |
+//! | `settings.rs` | [`TeammateSettings`]: how a teammate runs (mode and tool rules typed, parsed once at each edge), and its one conversion to and from each of manifest, member entry, spawn record and child command line |
 //! | `events.rs` | [`TeammateState`], [`TeammateInfo`], [`Event`] |
 //! | `notifications.rs` | [`NotificationLevel`]: which idle notifications reach the lead |
 //! | `model_access.rs` | [`ModelAccess`]: the broker and what child teammates are told |
@@ -28,5 +28,5 @@ pub use events::{Event, TeammateInfo, TeammateState};
 pub use model_access::ModelAccess;
 pub use notifications::NotificationLevel;
 pub use resumed::Resumed;
-pub use settings::TeammateSettings;
+pub use settings::{member_mode, SettingsError, TeammateSettings};
 pub use spawn::{Isolation, SpawnRequest};

@@ -2,6 +2,10 @@
 //! mode and rules, plan approval, auto-claim, limits, notifications, model
 //! policy — as one type, whatever it comes from and wherever it goes.
 //!
+//! The mode and the tool rules are typed ([`PermissionMode`],
+//! [`ToolRules`]): each source parses them once, where it is read, and the
+//! error names the key or flag and what is accepted.
+//!
 //! Every source and destination converts here, once:
 //!
 //! | from / to | function |
@@ -9,10 +13,11 @@
 //! | a manifest's `[[teammate]]` | `TeammateSpec::settings` (in [`crate::manifest`]) |
 //! | an embedder | [`SpawnRequest::settings`](super::SpawnRequest) |
 //! | the team's member entry (reference schema) | [`TeammateSettings::from_member`], [`TeammateSettings::new_member`] |
+//! | a spawn record (the host's machine-local copy) | serde: the mode as its spelling, the rules as `allowedTools`/`disallowedTools`, refused on read when they do not parse |
 //! | a child `teamhost teammate`'s command line | [`TeammateSettings::child_args`]; the CLI parses them back (`cli/settings_args.rs`), a round trip its tests check |
 
 use crate::model::ModelPolicy;
-use crate::sandbox::Limits;
+use crate::sandbox::{Limits, ParseModeError, PermissionMode, RuleError, ToolRules};
 use crate::store::{Member, NewMember};
 
 use super::NotificationLevel;
@@ -30,15 +35,17 @@ pub struct TeammateSettings {
     pub agent_type: Option<String>,
     /// Model id recorded in the config.
     pub model: Option<String>,
-    /// Permission mode (`default`, `acceptEdits`, `bypassPermissions`, `plan`,
-    /// `dontAsk`, `delegate`). `plan` preopens the directory read-only.
-    pub mode: Option<String>,
+    /// Permission mode; `None`: not recorded in the member entry, and the
+    /// teammate runs in [`PermissionMode::Default`] ([`Self::permission_mode`]).
+    /// `plan` preopens the directory read-only.
+    pub mode: Option<PermissionMode>,
     /// Whether the teammate must get its plan approved first.
     pub plan_mode_required: bool,
-    /// Tool rules allowed without asking (recorded; enforced by the sandbox).
-    pub allowed_tools: Vec<String>,
-    /// Tool rules always denied (recorded; enforced by the sandbox).
-    pub disallowed_tools: Vec<String>,
+    /// Tool rules: allowed without asking, and always denied (recorded as
+    /// the member's `allowedTools` and `disallowedTools`; enforced by the
+    /// sandbox). Serialised as those two lists.
+    #[serde(flatten)]
+    pub rules: ToolRules,
     /// Whether the teammate claims open tasks by itself when idle (the
     /// reference's behaviour). Default `true`.
     pub auto_claim: bool,
@@ -66,8 +73,7 @@ impl Default for TeammateSettings {
             model: None,
             mode: None,
             plan_mode_required: false,
-            allowed_tools: Vec::new(),
-            disallowed_tools: Vec::new(),
+            rules: ToolRules::default(),
             auto_claim: true,
             limits: Limits::default(),
             notifications: None,
@@ -78,19 +84,28 @@ impl Default for TeammateSettings {
 }
 
 impl TeammateSettings {
+    /// The mode the teammate runs in: [`Self::mode`], else `default`.
+    pub fn permission_mode(&self) -> PermissionMode {
+        self.mode.unwrap_or_default()
+    }
+
     /// What a member entry records (written by teamhost or by Claude Code):
     /// role, model, mode, plan approval and tool rules; the rest (which the
-    /// reference does not record) at its default.
-    pub fn from_member(member: &Member) -> Self {
-        TeammateSettings {
+    /// reference does not record) at its default. Fails when its mode or
+    /// one of its rules does not parse (the error names the mode, or the
+    /// rule and its list).
+    pub fn from_member(member: &Member) -> Result<Self, SettingsError> {
+        Ok(TeammateSettings {
             agent_type: member.agent_type.clone(),
             model: member.model.clone(),
-            mode: member.mode.clone(),
+            mode: member_mode(member)?,
             plan_mode_required: member.plan_mode_required == Some(true),
-            allowed_tools: member.allowed_tools.clone().unwrap_or_default(),
-            disallowed_tools: member.disallowed_tools.clone().unwrap_or_default(),
+            rules: ToolRules::new(
+                member.allowed_tools.iter().flatten(),
+                member.disallowed_tools.iter().flatten(),
+            )?,
             ..TeammateSettings::default()
-        }
+        })
     }
 
     /// The member entry to register for teammate `name` (in `color`, or the
@@ -115,9 +130,9 @@ impl TeammateSettings {
             cwd: Some(cwd.to_string()),
             backend_type: Some(backend.to_string()),
             tmux_pane_id: Some(backend.to_string()),
-            mode: self.mode.clone(),
-            allowed_tools: self.allowed_tools.clone(),
-            disallowed_tools: self.disallowed_tools.clone(),
+            mode: self.mode.map(|m| m.as_str().to_string()),
+            allowed_tools: self.rules.allowed_texts(),
+            disallowed_tools: self.rules.disallowed_texts(),
             is_active: None,
         }
     }
@@ -143,24 +158,26 @@ impl TeammateSettings {
         if let Some(model) = &self.model {
             flag("--model", model);
         }
-        match self.mode.as_deref() {
-            Some("bypassPermissions") => a.push("--dangerously-skip-permissions".into()),
+        match self.mode {
+            Some(PermissionMode::BypassPermissions) => {
+                a.push("--dangerously-skip-permissions".into())
+            }
             Some(mode) => {
                 a.push("--permission-mode".into());
-                a.push(mode.into());
+                a.push(mode.as_str().into());
             }
             None => {}
         }
         if self.plan_mode_required {
             a.push("--plan-mode-required".into());
         }
-        if !self.allowed_tools.is_empty() {
+        if !self.rules.allowed().is_empty() {
             a.push("--allowedTools".into());
-            a.push(self.allowed_tools.join(","));
+            a.push(self.rules.allowed_texts().join(","));
         }
-        if !self.disallowed_tools.is_empty() {
+        if !self.rules.disallowed().is_empty() {
             a.push("--disallowedTools".into());
-            a.push(self.disallowed_tools.join(","));
+            a.push(self.rules.disallowed_texts().join(","));
         }
         if !self.auto_claim {
             a.push("--no-auto-claim".into());
@@ -180,5 +197,29 @@ impl TeammateSettings {
             a.push(serde_json::to_string(agents.as_ref()).expect("definitions serialise"));
         }
         a
+    }
+}
+
+/// A member entry's mode, parsed (`None` when it records none).
+pub fn member_mode(member: &Member) -> Result<Option<PermissionMode>, ParseModeError> {
+    member.mode.as_deref().map(str::parse).transpose()
+}
+
+/// Why recorded settings do not parse: the mode, or one of the tool rules.
+/// The message is the parser's (it names the accepted modes, or the rule
+/// and its list).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingsError {
+    /// Not one of the six permission modes.
+    #[error(transparent)]
+    Mode(#[from] ParseModeError),
+    /// A tool rule that does not parse.
+    #[error(transparent)]
+    Rules(#[from] RuleError),
+}
+
+impl From<SettingsError> for crate::Error {
+    fn from(e: SettingsError) -> Self {
+        crate::Error::Spawn(e.to_string())
     }
 }

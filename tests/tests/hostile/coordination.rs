@@ -21,7 +21,8 @@ use crate::sandbox_support::{hostile_request, small_limits, step, wait_done, Are
 fn denied_request(a: &Arena, name: &str, prompt: &str, disallowed: &[&str]) -> SpawnRequest {
     let dir = a.dir(name);
     let mut req = hostile_request(name, prompt, &dir, "bypassPermissions");
-    req.settings.disallowed_tools = disallowed.iter().map(|s| s.to_string()).collect();
+    req.settings.rules =
+        teamhost::sandbox::ToolRules::new(req.settings.rules.allowed_texts(), disallowed).unwrap();
     req
 }
 
@@ -147,7 +148,9 @@ async fn a_task_update_deny_rule_leaves_the_task_file_byte_identical() {
         format!("coord update {id} hijacked\ncoord touch-task {id}\ncoord read-tasks {id}");
     let dir = a.dir("meddler");
     let mut req = hostile_request("meddler", &prompt, &dir, "default");
-    req.settings.disallowed_tools = vec!["TaskUpdate".into()];
+    req.settings.rules =
+        teamhost::sandbox::ToolRules::new(req.settings.rules.allowed_texts(), vec!["TaskUpdate"])
+            .unwrap();
     let name = a.spawn(req).await;
     let got = wait_done(&a.f, &name, "coord", 3).await;
     for call in ["coord/update", "coord/add-dependency", "coord/delete"] {

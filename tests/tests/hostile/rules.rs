@@ -143,10 +143,18 @@ async fn a_link_the_guest_makes_cannot_walk_a_deny_rule_around_or_an_allow_rule_
                   read-file src/fine.txt";
     let mut req = hostile_request("linker", prompt, &dir, "dontAsk");
     // `ln` is allowed: making a link is not the attack, using it is.
-    req.settings.allowed_tools = ["Read", "Edit(src/**)", "Bash(ln:*)"]
-        .map(String::from)
-        .to_vec();
-    req.settings.disallowed_tools = vec!["Read(secrets/**)".into()];
+    req.settings.rules = teamhost::sandbox::ToolRules::new(
+        ["Read", "Edit(src/**)", "Bash(ln:*)"]
+            .map(String::from)
+            .to_vec(),
+        req.settings.rules.disallowed_texts(),
+    )
+    .unwrap();
+    req.settings.rules = teamhost::sandbox::ToolRules::new(
+        req.settings.rules.allowed_texts(),
+        vec!["Read(secrets/**)"],
+    )
+    .unwrap();
     let name = a.spawn(req).await;
     let got = wait_done(&a.f, &name, "read-file", 3).await;
 
@@ -199,7 +207,9 @@ async fn in_dont_ask_mode_a_git_prefix_rule_does_not_cover_commands_that_run_oth
     prompt.push("bash-run git pwn".into());
     prompt.push("bash-run git log --oneline".into());
     let mut req = hostile_request("smuggler", &prompt.join("\n"), &dir, "dontAsk");
-    req.settings.allowed_tools = bash_rules();
+    req.settings.rules =
+        teamhost::sandbox::ToolRules::new(bash_rules(), req.settings.rules.disallowed_texts())
+            .unwrap();
     let name = a.spawn(req).await;
     let got = wait_done(&a.f, &name, "bash-run", SMUGGLERS.len() + 3).await;
 
@@ -238,7 +248,9 @@ async fn in_default_mode_a_command_that_runs_other_programs_asks_the_lead_and_a_
     let mut prompt = bash_lines(&SMUGGLERS);
     prompt.push("bash-run git status".into());
     let mut req = hostile_request("asker", &prompt.join("\n"), &dir, "default");
-    req.settings.allowed_tools = bash_rules();
+    req.settings.rules =
+        teamhost::sandbox::ToolRules::new(bash_rules(), req.settings.rules.disallowed_texts())
+            .unwrap();
     let name = a.spawn(req).await;
 
     for (n, s) in SMUGGLERS.iter().enumerate() {
@@ -276,7 +288,9 @@ async fn the_smuggled_programs_are_real_where_bash_is_allowed_outright() {
     let real: Vec<&Smuggler> = SMUGGLERS.iter().filter(|s| s.runs_unasked).collect();
     let prompt = bash_lines(real.iter().copied());
     let mut req = hostile_request("control", &prompt.join("\n"), &dir, "bypassPermissions");
-    req.settings.allowed_tools = bash_rules();
+    req.settings.rules =
+        teamhost::sandbox::ToolRules::new(bash_rules(), req.settings.rules.disallowed_texts())
+            .unwrap();
     let name = a.spawn(req).await;
     let got = wait_done(&a.f, &name, "bash-run", real.len()).await;
     for s in real {

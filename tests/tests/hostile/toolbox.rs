@@ -54,7 +54,8 @@ async fn the_tools_a_model_is_given_follow_the_mode_and_the_deny_rules() {
     ];
     for (name, mode, deny, expected) in cases {
         let mut req = hostile_request(name, "model tools", &a.dir(name), mode);
-        req.settings.disallowed_tools = deny.iter().map(|s| s.to_string()).collect();
+        req.settings.rules =
+            teamhost::sandbox::ToolRules::new(req.settings.rules.allowed_texts(), deny).unwrap();
         let name = a.spawn(req).await;
         let got = wait_done(&a.f, &name, "model", 1).await;
         assert_eq!(
@@ -216,7 +217,9 @@ async fn hostile_model_output_is_an_error_result_and_reaches_nothing_outside() {
     let name = "tbh";
     let dir = a.dir(name);
     let mut req = hostile_request(name, "model tools", &dir, "bypassPermissions");
-    req.settings.disallowed_tools = vec!["Bash(curl:*)".into()];
+    req.settings.rules =
+        teamhost::sandbox::ToolRules::new(req.settings.rules.allowed_texts(), vec!["Bash(curl:*)"])
+            .unwrap();
     let name = a.spawn(req).await;
     wait_done(&a.f, &name, "model", 1).await;
     let attempts = [

@@ -209,7 +209,7 @@ pub fn small_limits() -> Limits {
 pub fn hostile_request(name: &str, prompt: &str, dir: &Path, mode: &str) -> SpawnRequest {
     let mut req = SpawnRequest::new(name, teamhost_tests::HOSTILE, prompt, dir);
     req.settings.auto_claim = false;
-    req.settings.mode = Some(mode.into());
+    req.settings.mode = Some(mode.parse().unwrap());
     req.settings.limits = small_limits();
     req
 }

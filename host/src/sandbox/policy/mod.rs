@@ -21,7 +21,8 @@ use serde_json::Value;
 
 use super::mode::PermissionMode;
 use super::rules::{
-    follow, runs_programs, Anchor, Command, OnDisk, ResolvedPath, RunsPrograms, Subject, ToolRules,
+    follow, runs_programs, Anchor, Command, OnDisk, ResolvePath, ResolvedPath, RunsPrograms,
+    Subject, ToolRules,
 };
 use super::{CoordinationKind, ToolCall, ToolClass, ToolName};
 
@@ -103,6 +104,12 @@ impl PolicyContext {
 
     fn cap_display(&self) -> String {
         self.capability_dir.display().to_string()
+    }
+}
+
+impl ResolvePath for PolicyContext {
+    fn resolve(&self, path: &str) -> ResolvedPath {
+        PolicyContext::resolve(self, path)
     }
 }
 

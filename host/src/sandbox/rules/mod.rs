@@ -119,6 +119,7 @@
 mod command;
 mod glob;
 mod links;
+mod lists;
 mod paths;
 mod runs_programs;
 #[cfg(test)]
@@ -126,7 +127,6 @@ mod tests;
 
 use std::fmt;
 
-use super::policy::PolicyContext;
 use super::ToolName;
 
 pub(crate) use command::{quote_word, Command};
@@ -556,7 +556,7 @@ impl ToolRules {
     /// Glob and Grep are allowed on their search root, and must skip each
     /// file this names (`via` is the tool, `file` absolute or relative to the
     /// capability directory).
-    pub fn denies_file(&self, via: ToolName, file: &str, ctx: &PolicyContext) -> Option<&Rule> {
+    pub fn denies_file(&self, via: ToolName, file: &str, ctx: &impl ResolvePath) -> Option<&Rule> {
         let path = ctx.resolve(file);
         self.first_deny(&Subject::Path {
             tool: via,
@@ -617,6 +617,15 @@ impl ToolRules {
             .map(Vec::as_slice)
             .collect()
     }
+}
+
+/// What places a call's path against the capability directory: the
+/// policy's `PolicyContext` implements it. A trait here so the rules need
+/// nothing from the policy engine above them (which uses the rules).
+pub trait ResolvePath {
+    /// A call's path (absolute, or relative to the capability directory),
+    /// normalised lexically.
+    fn resolve(&self, path: &str) -> ResolvedPath;
 }
 
 /// What rules are matched against: one view of a classified tool call.

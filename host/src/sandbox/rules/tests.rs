@@ -3,6 +3,9 @@
 //! files. Globs, paths and Bash commands test themselves in their own files.
 
 use super::*;
+// The policy's context is the one the engine hands the rules (a test
+// fixture only: the rules themselves do not use the policy).
+use crate::sandbox::PolicyContext;
 
 /// The context the rule tests resolve paths in.
 pub(super) fn ctx() -> PolicyContext {
