@@ -15,10 +15,9 @@ use super::engine::{Runtime, EPOCH_TICK};
 use super::state::{AgentCtx, TeammateState};
 use crate::sandbox::{DirAccess, Limits};
 use capped_log::CappedLog;
-pub(crate) use limiter::TreeLimiter;
+use super::limiter::TreeLimiter;
 
 mod capped_log;
-mod limiter;
 
 /// How to build a teammate's sandbox.
 #[derive(Debug, Clone)]

@@ -12,7 +12,8 @@
 //! | `assembly.rs` | [`Assembly`]: the one constructor of an agent's context and instance config, for teammates, sub-agents and tests ([`AgentCtx::builder`]) |
 //! | `permissions.rs` | [`Permissions`]: mode and rules, changed only by the lead's answers |
 //! | `stopping.rs` | [`Stopping`]: the host's word that the teammate is being stopped, which ends its waits for the lead |
-//! | `instance.rs` | building a teammate's store and instance, calling its turn handler; `instance/limiter.rs`: its memory, drawn from the tree's pool |
+//! | `instance.rs` | building a teammate's store and instance, calling its turn handler |
+//! | `limiter.rs` | an instance's memory, drawn from the tree's pool (the store's `ResourceLimiter`) |
 //! | `budget.rs` | [`TreeBudget`]: the budgets a teammate shares with every sub-agent of its tree |
 //! | `disk_meter.rs` | [`DiskMeter`]: the tree's disk budget, counted as the guest writes, measured when a write would pass it |
 //! | `wasi_writes.rs` | the guest's own WASI file writes, counted against the disk meter before they happen (shadows four `wasi:filesystem` functions) |
@@ -27,6 +28,7 @@ mod cache;
 mod disk_meter;
 mod engine;
 mod instance;
+mod limiter;
 mod interfaces;
 mod open_guard;
 mod pending_take;

@@ -28,7 +28,7 @@ pub struct TeammateState {
     pub(crate) table: ResourceTable,
     /// Memory: each linear memory at most `memory_bytes`, all of them drawn
     /// from the tree's pool.
-    pub(crate) limiter: super::instance::TreeLimiter,
+    pub(crate) limiter: super::limiter::TreeLimiter,
     /// Epoch ticks the current turn has run; reset at each turn.
     pub(crate) cpu_ticks: u64,
     /// Ticks a turn may run ([`Limits::cpu_per_turn`] / the tick).
