@@ -182,6 +182,12 @@ pub struct TeammateSpec {
     /// Tool rules always denied. Default none.
     #[serde(default)]
     pub disallowed_tools: Vec<String>,
+    /// `mode` and the two rule lists as [`Manifest::validate`] parsed them,
+    /// once: [`settings`](Self::settings) hands these on and never parses
+    /// again. `None` until the spec has been validated (or when they did
+    /// not parse, which validation reports).
+    #[serde(skip)]
+    typed: Option<(PermissionMode, ToolRules)>,
     /// Claim open tasks by itself when idle. Default `true`.
     #[serde(default = "yes")]
     pub auto_claim: bool,
@@ -457,8 +463,10 @@ impl Manifest {
     }
 
     /// Every rule of the module docs' table, all checked at once: one line
-    /// per problem, naming the key and how to fix it.
-    pub fn validate(&self) -> Result<(), Vec<String>> {
+    /// per problem, naming the key and how to fix it. Each teammate's mode
+    /// and tool rules are parsed here, once, and kept for
+    /// [`TeammateSpec::settings`].
+    pub fn validate(&mut self) -> Result<(), Vec<String>> {
         let mut problems = Vec::new();
         if self.team.name.trim().is_empty() {
             problems.push(
@@ -472,7 +480,7 @@ impl Manifest {
                 .push("no [[teammate]]; add at least one with name, component and prompt".into());
         }
         let mut seen = BTreeSet::new();
-        for (i, t) in self.teammates.iter().enumerate() {
+        for (i, t) in self.teammates.iter_mut().enumerate() {
             check_teammate(i, t, &mut seen, &mut problems);
         }
         for (i, t) in self.tasks.iter().enumerate() {
@@ -494,16 +502,28 @@ impl Manifest {
 }
 
 impl TeammateSpec {
-    /// How this teammate runs. Its mode, rules and model policy must be
-    /// valid ([`Manifest::validate`] checked them).
+    /// How this teammate runs: the mode and tool rules
+    /// [`Manifest::validate`] parsed (a manifest from [`Manifest::load`] or
+    /// [`Manifest::parse`] has been validated).
+    ///
+    /// # Panics
+    ///
+    /// When the spec was not validated, or its mode or rules did not parse
+    /// (validation refused the manifest then): a spec is never run on a
+    /// mode or rules guessed here.
     pub fn settings(&self) -> TeammateSettings {
+        let (mode, rules) = self.typed.clone().unwrap_or_else(|| {
+            panic!(
+                "teammate {:?}: settings() of a spec Manifest::validate did not accept",
+                self.name
+            )
+        });
         TeammateSettings {
             agent_type: self.agent_type.clone(),
             model: self.model.clone(),
-            mode: Some(self.mode.parse().unwrap_or_default()),
+            mode: Some(mode),
             plan_mode_required: self.plan_mode_required,
-            rules: ToolRules::new(self.allowed_tools.iter(), self.disallowed_tools.iter())
-                .unwrap_or_default(),
+            rules,
             auto_claim: self.auto_claim,
             limits: self.limits.to_limits(),
             notifications: None,
@@ -569,7 +589,7 @@ fn format_error(e: &toml::de::Error) -> String {
 
 fn check_teammate(
     i: usize,
-    t: &TeammateSpec,
+    t: &mut TeammateSpec,
     seen: &mut BTreeSet<String>,
     problems: &mut Vec<String>,
 ) {
@@ -606,9 +626,8 @@ fn check_teammate(
             if t.component.exists() { "is not a file" } else { "does not exist" },
         ));
     }
-    if let Err(e) = ToolRules::new(t.allowed_tools.iter(), t.disallowed_tools.iter()) {
-        problems.push(format!("{who}: {e}"));
-    }
+    let rules = ToolRules::new(t.allowed_tools.iter(), t.disallowed_tools.iter())
+        .map_err(|e| problems.push(format!("{who}: {e}")));
     let l = &t.limits;
     for (key, zero) in [
         ("memory_mb", l.memory_mb == Some(0)),
@@ -648,14 +667,15 @@ fn check_teammate(
             t.cwd.display()
         ));
     }
-    if t.mode.parse::<PermissionMode>().is_err() {
+    let mode = t.mode.parse::<PermissionMode>().map_err(|_| {
         let modes: Vec<&str> = PermissionMode::ALL.iter().map(|m| m.as_str()).collect();
         problems.push(format!(
             "{who}: mode {:?} is not a permission mode; use one of {}",
             t.mode,
             modes.join(", ")
         ));
-    }
+    });
+    t.typed = mode.ok().zip(rules.ok());
     if t.prompt.trim().is_empty() {
         problems.push(format!(
             "{who}: prompt is empty; say what the teammate is for"

@@ -12,10 +12,10 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 use super::bindings::handler::{Turn, TurnOutcome};
 use super::bindings::{Teammate, TeammatePre};
 use super::engine::{Runtime, EPOCH_TICK};
+use super::limiter::TreeLimiter;
 use super::state::{AgentCtx, TeammateState};
 use crate::sandbox::{DirAccess, Limits};
 use capped_log::CappedLog;
-use super::limiter::TreeLimiter;
 
 mod capped_log;
 
