@@ -6,8 +6,9 @@
 use crate::backend_common;
 
 use backend_common::*;
-use teamhost::backends::{started, TeammateMode};
+use teamhost::backends::TeammateMode;
 use teamhost::embed::TeammateState;
+use teamhost::home::started;
 use teamhost::home::Home;
 use teamhost::runner::HOST_SENDER;
 use teamhost::store::{NewTask, TaskStatus};

@@ -12,8 +12,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use backend_common::*;
-use teamhost::backends::{started, TeammateMode};
+use teamhost::backends::TeammateMode;
 use teamhost::embed::TeammateState;
+use teamhost::home::started;
 use teamhost::home::Home;
 use teamhost::protocol::{Parsed, ProtocolMessage};
 use tmux_server::TmuxServer as Tmux;
@@ -335,7 +336,7 @@ fn name_a_dead_host(home: &Home, team: &str) {
     // Named by pid and start time: a pid used again is another process.
     let mut ended = Command::new("sleep").arg("30").spawn().unwrap();
     let dead = ended.id();
-    let since = started::start_time_of(dead);
+    let since = teamhost::home::process::start_time(dead);
     assert!(since.is_some());
     ended.kill().unwrap();
     ended.wait().unwrap();

@@ -4,7 +4,7 @@
 use std::process::Command;
 
 use serde_json::Value;
-use teamhost::backends::started::{self, Started};
+use teamhost::home::started::{self, Started};
 use teamhost::home::Home;
 use teamhost::protocol::{PermissionRequest, PermissionResponse, WireMessage};
 use teamhost::store::{NewMember, NewTask, NewTeam, OutgoingMessage, Store, TaskUpdate};

@@ -13,8 +13,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::run_common::{shown, wait_on_files};
-use teamhost::backends::{started, BackendOptions, TeammateMode};
+use teamhost::backends::{BackendOptions, TeammateMode};
 use teamhost::embed::{Host, HostOptions, SpawnRequest};
+use teamhost::home::started;
 use teamhost::home::Home;
 use teamhost::store::{NewTask, NewTeam};
 

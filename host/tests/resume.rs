@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use crate::run_common::{shown, teamhost, wait_on_files, LIMIT};
 use serde_json::Value;
-use teamhost::backends::{started, BackendOptions, TeammateMode};
+use teamhost::backends::{BackendOptions, TeammateMode};
 use teamhost::embed::{Host, HostOptions, SpawnRequest};
+use teamhost::home::started;
 use teamhost::home::Home;
 use teamhost::store::{NewTask, NewTeam, TaskStatus};
 

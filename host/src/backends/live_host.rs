@@ -32,13 +32,10 @@
 //! and a host on another machine sharing a NATS store (its records are in
 //! its own home).
 
-use super::started;
 use crate::error::{Error, Result};
 use crate::home::process::{runs, runs_elsewhere, start_time};
 use crate::home::{run_claim, spawn_record, Home};
 use crate::store::Team;
-
-pub use crate::home::run_claim::{claim, HostRecord};
 
 /// A live host running a team, as [`find`] found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,7 +118,7 @@ pub fn find(home: &Home, team: &Team) -> Result<Option<LiveHost>> {
             hosts.push((r.host_pid, Some(r.name)));
         }
     }
-    for r in started::list(home, name)? {
+    for r in crate::home::started::list(home, name)? {
         if counts(&r.name) && alive(r.host_pid, r.host_start_time) {
             hosts.push((r.host_pid, Some(r.name)));
         }
@@ -236,6 +233,7 @@ fn command_of(pid: u32) -> Option<String> {
 mod tests {
     use super::*;
     use crate::durable::write_json;
+    use crate::home::run_claim::{claim, HostRecord};
     use crate::store::{NewTeam, Store};
 
     #[test]

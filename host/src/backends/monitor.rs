@@ -302,7 +302,7 @@ impl Watch {
             if let Some((socket, pane)) = pane {
                 kill_pane_if_ours(socket.as_deref(), &pane, pid);
             }
-            if let Err(e) = started::remove(&home, team.name(), &name) {
+            if let Err(e) = crate::home::started::remove(&home, team.name(), &name) {
                 tracing::warn!(teammate = %name, error = %e, "could not remove the process record");
             }
             let config = match team.config() {
@@ -401,7 +401,7 @@ pub(crate) fn adopt(
     team: &Team,
     member: Member,
     req: &SpawnRequest,
-    rec: &started::Started,
+    rec: &crate::home::started::Started,
 ) -> Option<Spawned> {
     let fd = rec.open_if_running()?;
     let (proc, kind) = match &rec.pane_id {
@@ -418,7 +418,7 @@ pub(crate) fn adopt(
     };
     let mut ours = rec.clone();
     ours.host_pid = std::process::id();
-    if let Err(e) = started::record(&env.home, team.name(), &ours) {
+    if let Err(e) = crate::home::started::record(&env.home, team.name(), &ours) {
         tracing::warn!(teammate = %rec.name, error = %e, "could not record the adopted process");
     }
     Some(monitor(env, team, member, req, proc, kind))

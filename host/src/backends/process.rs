@@ -16,9 +16,9 @@ use std::process::Stdio;
 
 use super::child::{checked_exe, child_store, log_path, registered, teammate_args, undo_if_fresh};
 use super::monitor::{monitor, Proc};
-use super::started::{self, Started};
 use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned};
 use crate::error::{Error, Result};
+use crate::home::started::Started;
 use crate::store::{Member, Team};
 use crate::teammate::SpawnRequest;
 
@@ -95,7 +95,7 @@ async fn start(
         )))
     })?;
     let pid = child.id().unwrap_or_default();
-    if let Err(e) = started::record(
+    if let Err(e) = crate::home::started::record(
         &env.home,
         team.name(),
         &Started::new(&member.name, "process", pid),

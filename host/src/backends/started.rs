@@ -15,11 +15,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::home::process::start_time;
 use crate::home::Home;
 
 pub(crate) use crate::home::process::pidfd_open;
-pub use crate::home::started::{dir, list, record, remove, Started};
+use crate::home::started::{list, remove};
 
 /// What [`stop_all`] did, by member name.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -113,15 +112,10 @@ pub(crate) fn wait_exit(fd: &OwnedFd, timeout: Option<Duration>) -> io::Result<b
     }
 }
 
-/// The start time of process `pid` (`/proc/{pid}/stat` field 22), when it
-/// can be read: with the pid it names one process for good.
-pub fn start_time_of(pid: u32) -> Option<u64> {
-    start_time(pid)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::home::started::Started;
 
     #[test]
     fn a_process_is_named_by_pid_and_start_time() {

@@ -22,9 +22,10 @@ use std::path::Path;
 use super::child::{checked_exe, child_store, log_path, registered, teammate_args, undo_if_fresh};
 use super::monitor::{monitor, Proc};
 use super::panes::{is_ours, kill_pane_if_ours, run, tmux};
-use super::started::{self, Started};
+use super::started;
 use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned, TmuxOptions};
 use crate::error::{Error, Result};
+use crate::home::started::Started;
 use crate::store::{Member, Team};
 use crate::teammate::SpawnRequest;
 
@@ -113,7 +114,7 @@ async fn start(
     let mut rec = Started::new(&member.name, "tmux", pid);
     rec.pane_id = Some(pane.clone());
     rec.tmux_socket = socket.clone();
-    if let Err(e) = started::record(&env.home, team.name(), &rec) {
+    if let Err(e) = crate::home::started::record(&env.home, team.name(), &rec) {
         tracing::warn!(teammate = %member.name, error = %e, "could not record the teammate's pane");
     }
     let pane_for_config = pane.clone();
@@ -165,7 +166,7 @@ fn place(
     let out = match split_from {
         Some(lead_pane) => {
             // Beside the lead for the first teammate, below the last one after.
-            let last = started::list(home, team.name())?
+            let last = crate::home::started::list(home, team.name())?
                 .into_iter()
                 .filter(|r| r.name != name && r.backend == "tmux")
                 .filter_map(|r| {

@@ -544,7 +544,7 @@ fn report_start_failure(
 ) -> crate::Result<()> {
     let lead = team.config()?.lead_name().to_string();
     let me = std::process::id();
-    let another_runs = crate::backends::started::list(home, team.name())
+    let another_runs = crate::home::started::list(home, team.name())
         .unwrap_or_default()
         .iter()
         .any(|p| p.name == member.name && p.pid != me && p.open_if_running().is_some());

@@ -689,7 +689,7 @@ impl Host {
         }
         crate::tools::bash::kill_in_flight();
         for team in teams {
-            for rec in backends::started::list(&self.inner.home, &team).unwrap_or_default() {
+            for rec in crate::home::started::list(&self.inner.home, &team).unwrap_or_default() {
                 if rec.host_pid == me && rec.open_if_running().is_some() {
                     backends::started::signal(rec.pid, libc::SIGTERM);
                 }

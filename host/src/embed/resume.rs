@@ -33,9 +33,9 @@
 use std::collections::BTreeMap;
 
 use super::{Attach, Host};
-use crate::backends::started::{self, Started};
 use crate::error::{Error, Result};
 use crate::home::spawn_record::{self, SpawnRecord};
+use crate::home::started::Started;
 use crate::protocol::HOST_SENDER;
 use crate::store::{OutgoingMessage, TaskStatus, Team};
 use crate::teammate::Resumed;
@@ -149,7 +149,7 @@ impl Host {
             Ok::<_, Error>((
                 t.config()?,
                 spawn_record::list(&home, &name)?,
-                started::list(&home, &name)?,
+                crate::home::started::list(&home, &name)?,
             ))
         })
         .await
@@ -258,7 +258,7 @@ impl Host {
         if let Some(r) = record {
             let mut ours = r.clone();
             ours.host_pid = std::process::id();
-            ours.host_start_time = crate::backends::started::start_time_of(std::process::id());
+            ours.host_start_time = crate::home::process::start_time(std::process::id());
             if let Err(e) = spawn_record::record(&self.inner.home, team.name(), &ours) {
                 tracing::warn!(teammate = %r.name, error = %e, "could not record the adoption");
             }
@@ -336,7 +336,7 @@ impl Host {
         // This host runs it now: a later resume must see this host alive.
         let mut ours = record.clone();
         ours.host_pid = std::process::id();
-        ours.host_start_time = crate::backends::started::start_time_of(std::process::id());
+        ours.host_start_time = crate::home::process::start_time(std::process::id());
         ours.backend = kind.as_str().into();
         let (home, tn) = (self.inner.home.clone(), team.name().to_string());
         tokio::task::spawn_blocking(move || spawn_record::record(&home, &tn, &ours))
@@ -528,7 +528,7 @@ fn clean_up_after(home: &crate::home::Home, team: &Team, proc: &Started) {
     if let Some(pane) = &proc.pane_id {
         crate::backends::panes::kill_pane_if_ours(proc.tmux_socket.as_deref(), pane, proc.pid);
     }
-    if let Err(e) = started::remove(home, team.name(), &proc.name) {
+    if let Err(e) = crate::home::started::remove(home, team.name(), &proc.name) {
         tracing::warn!(teammate = %proc.name, error = %e, "could not remove a process record");
     }
 }

@@ -45,7 +45,7 @@ pub mod tree;
 
 pub use crate::teammate::agent_definitions::{Definition, Definitions};
 pub use seat::{Seat, SeatConfig};
-pub use tree::{Tree, TreeRecord};
+pub use tree::Tree;
 
 /// Recursion protection. [`SubagentLimits::default`] gives the defaults
 /// in brackets.

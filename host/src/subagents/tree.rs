@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use super::SubagentLimits;
 use crate::home::Home;
 
-pub use crate::home::subagent_counts::{path, read, TreeRecord};
+use crate::home::subagent_counts::{path, TreeRecord};
 
 /// One teammate's counters, shared by every seat of its tree.
 #[derive(Debug)]

@@ -113,13 +113,13 @@ pub(super) async fn existing_team(
     Ok(())
 }
 
-/// Records this process as the team's host ([`live_host::claim`]), so that
+/// Records this process as the team's host ([`crate::home::run_claim::claim`]), so that
 /// another run, `--replace`, `--resume` or `teamhost team delete` refuses
 /// while it runs, from before its first teammate is spawned. A claim that
 /// cannot be written is logged: the spawn records still name this host once
 /// teammates run.
 pub(super) fn claim(home: &Home, team: &Team) {
-    if let Err(e) = live_host::claim(home, team.name()) {
+    if let Err(e) = crate::home::run_claim::claim(home, team.name()) {
         tracing::warn!(team = %team.name(), error = %e, "could not record this run as the team's host");
     }
 }
