@@ -11,7 +11,7 @@ use std::time::Duration;
 use teamhost::embed::{Event, Host, HostOptions, SpawnRequest};
 use teamhost::home::Home;
 use teamhost::protocol::{Parsed, ProtocolMessage};
-use teamhost::store::{InboxMessage, NewMember, NewTeam, Store, Team};
+use teamhost::store::{InboxMessage, NewMember, NewTask, NewTeam, Store, TaskUpdate, Team};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 /// The default safety bound of every wait: far above what any step takes
@@ -152,6 +152,32 @@ impl TeamFixture {
             idle_count(&self.lead_inbox(), name) >= n
         })
         .await
+    }
+
+    /// Creates a task with `subject` and `description` and, as the lead,
+    /// makes `owner` its owner (which sends `owner` a task_assignment).
+    /// Returns its id.
+    pub fn assign(&self, subject: &str, description: &str, owner: &str) -> String {
+        let id = self
+            .team
+            .create_task(NewTask {
+                subject: subject.into(),
+                description: description.into(),
+                ..Default::default()
+            })
+            .unwrap()
+            .id;
+        self.team
+            .update_task(
+                &id,
+                TaskUpdate {
+                    owner: Some(Some(owner.into())),
+                    ..Default::default()
+                },
+                LEAD,
+            )
+            .unwrap();
+        id
     }
 
     /// The log file of teammate `name` (empty when there is none yet).

@@ -20,7 +20,7 @@ use std::time::Duration;
 use common::Fixture;
 use teamhost::embed::{Event, HostOptions, SpawnRequest, TeammateSettings};
 use teamhost::protocol::{Parsed, ProtocolMessage};
-use teamhost::store::{NewTask, TaskStatus, TaskUpdate};
+use teamhost::store::{NewTask, TaskStatus};
 use tokio::sync::broadcast::error::RecvError;
 
 /// Text of the file outside every teammate's directory; it must never reach
@@ -300,26 +300,7 @@ async fn spawn(f: &Fixture, name: &str, component: &str, dir: &Path, mode: &str,
 /// Creates a task counting `files` and makes `owner` its owner, which sends
 /// `owner` a task_assignment. Returns its id.
 fn assign(f: &Fixture, subject: &str, files: &str, owner: &str) -> String {
-    let id = f
-        .team
-        .create_task(NewTask {
-            subject: subject.into(),
-            description: format!("{files}\n"),
-            ..Default::default()
-        })
-        .unwrap()
-        .id;
-    f.team
-        .update_task(
-            &id,
-            TaskUpdate {
-                owner: Some(Some(owner.into())),
-                ..Default::default()
-            },
-            "team-lead",
-        )
-        .unwrap();
-    id
+    f.assign(subject, &format!("{files}\n"), owner)
 }
 
 /// Waits for the plain message from `from` to the lead that starts with

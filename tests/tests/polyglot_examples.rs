@@ -26,7 +26,7 @@ use common::{models, Fixture};
 use teamhost::embed::{HostOptions, SpawnRequest};
 use teamhost::model::CassetteMode;
 use teamhost::protocol::{Parsed, ProtocolMessage};
-use teamhost::store::{NewTask, TaskStatus, TaskUpdate};
+use teamhost::store::TaskStatus;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_echo_answers_the_lead_and_approves_shutdown() {
@@ -258,26 +258,7 @@ fn tool_result(cassettes: &Path, team: &str, teammate: &str, id: &str) -> (Strin
 /// Creates a task and makes `owner` its owner, which sends `owner` a
 /// task_assignment. Returns its id.
 fn assign(f: &Fixture, subject: &str, owner: &str) -> String {
-    let id = f
-        .team
-        .create_task(NewTask {
-            subject: subject.into(),
-            description: format!("{subject}.\n"),
-            ..Default::default()
-        })
-        .unwrap()
-        .id;
-    f.team
-        .update_task(
-            &id,
-            TaskUpdate {
-                owner: Some(Some(owner.into())),
-                ..Default::default()
-            },
-            "team-lead",
-        )
-        .unwrap();
-    id
+    f.assign(subject, &format!("{subject}.\n"), owner)
 }
 
 /// Shuts the team down and checks that exactly `names` approved and stopped.
