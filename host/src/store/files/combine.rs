@@ -131,7 +131,7 @@ impl<D: Clone + PartialEq> Combiners<D> {
             })
             .clone();
         let result = combiner.update(path, changes, change, lead);
-        self.forget_if_unused(path, &combiner);
+        self.forget_if_unused(path, combiner);
         result
     }
 
@@ -143,16 +143,23 @@ impl<D: Clone + PartialEq> Combiners<D> {
             .map_or(0, |c| lock(&c.state).waiting)
     }
 
-    fn forget_if_unused(&self, path: &Path, combiner: &Arc<Combiner<D>>) {
+    /// Drops this thread's handle on `combiner`, and the table's too when
+    /// nobody else holds one and nothing is pending. The handle is dropped
+    /// under the table's lock: the last thread to get here then sees every
+    /// other thread's handle gone (threads still inside `update` hold theirs,
+    /// so the count says whether anyone is), and forgets the combiner.
+    fn forget_if_unused(&self, path: &Path, combiner: Arc<Combiner<D>>) {
         let mut by_path = lock(&self.by_path);
         let idle = {
             let s = lock(&combiner.state);
             !s.leading && s.waiting == 0 && s.written.is_empty()
         };
         // New users clone the combiner under the table's lock, held here.
-        if idle && Arc::strong_count(combiner) == 2 {
+        if idle && Arc::strong_count(&combiner) == 2 {
             by_path.remove(path);
         }
+        drop(combiner);
+        drop(by_path);
     }
 }
 

@@ -12,7 +12,9 @@ use std::time::Instant;
 
 /// The turn of one thread at one path; dropping it hands the lock on.
 pub(super) struct Turn {
-    gate: Arc<Gate>,
+    /// Always `Some` until `drop` takes it (to let it go under the table's
+    /// lock, see `forget_if_unused`).
+    gate: Option<Arc<Gate>>,
     path: PathBuf,
 }
 
@@ -60,7 +62,7 @@ pub(super) fn enter(path: &Path, what: &'static str, deadline: Instant) -> Resul
         })
         .clone();
     let turn = |gate| Turn {
-        gate,
+        gate: Some(gate),
         path: path.to_path_buf(),
     };
     let mut s = lock(&gate.state);
@@ -89,7 +91,7 @@ pub(super) fn enter(path: &Path, what: &'static str, deadline: Instant) -> Resul
             let held = format!("{}, for {:.1?} so far", s.holder, s.since.elapsed());
             drop(s);
             // Never ours: nothing to hand on.
-            forget_if_unused(&gate, path);
+            forget_if_unused(gate, path);
             return Err(held);
         }
     }
@@ -97,7 +99,10 @@ pub(super) fn enter(path: &Path, what: &'static str, deadline: Instant) -> Resul
 
 impl Drop for Turn {
     fn drop(&mut self) {
-        let mut s = lock(&self.gate.state);
+        let Some(gate) = self.gate.take() else {
+            return;
+        };
+        let mut s = lock(&gate.state);
         match s.queue.pop_front() {
             Some((next, thread)) => {
                 s.owner = Some(next);
@@ -107,22 +112,28 @@ impl Drop for Turn {
             None => s.owner = None,
         }
         drop(s);
-        forget_if_unused(&self.gate, &self.path);
+        forget_if_unused(gate, &self.path);
     }
 }
 
-/// Drops the table's entry for `path` when nobody holds, waits for or is
-/// about to use it (its only other reference is the caller's).
-fn forget_if_unused(gate: &Arc<Gate>, path: &Path) {
+/// Drops the caller's handle on `gate`, and the table's entry for `path`
+/// when nobody holds, waits for or is about to use it (its only other
+/// reference is the caller's). The handle goes under the table's lock, so
+/// the last thread through here sees every other handle gone and forgets
+/// the gate; letting it go after the lock could leave each of two threads
+/// counting the other's handle, and the entry behind.
+fn forget_if_unused(gate: Arc<Gate>, path: &Path) {
     let mut table = lock(gates());
     let free = {
         let s = lock(&gate.state);
         s.owner.is_none() && s.queue.is_empty()
     };
     // New users clone the gate under the table's lock, which is held here.
-    if free && Arc::strong_count(gate) == 2 {
+    if free && Arc::strong_count(&gate) == 2 {
         table.remove(path);
     }
+    drop(gate);
+    drop(table);
 }
 
 /// Whether `path` has a gate now (for tests: unused ones are forgotten).
