@@ -1,6 +1,8 @@
 //! [`NatsServer`]: a `nats-server` with JetStream for one test, on
-//! 127.0.0.1 with a free port and a fresh store directory, killed when
-//! dropped. Real server, no mocks.
+//! 127.0.0.1 with a port the server picks itself (`-p -1`, read back from
+//! its log, so no other test can take it between a probe and the server's
+//! bind) and a fresh store directory, killed when dropped. Real server, no
+//! mocks.
 //!
 //! The binary is `$NATS_SERVER` when set, else `nats-server` on `PATH`,
 //! else `/usr/sbin/nats-server` (Debian's package), else the one
@@ -9,7 +11,6 @@
 //! none — unless `$CI` is set, where a missing server fails the test
 //! (`scripts/test` installs one).
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -65,16 +66,15 @@ impl NatsServer {
         }
     }
 
-    /// Starts `binary` with JetStream on a free loopback port and a fresh
-    /// store directory; returns once it accepts connections.
+    /// Starts `binary` with JetStream on a loopback port of its choosing and
+    /// a fresh store directory; returns once it accepts connections.
     pub fn start_with(binary: &Path) -> NatsServer {
         let dir =
             std::env::temp_dir().join(format!("teamhost-nats-{}-{}", std::process::id(), unique()));
         std::fs::create_dir_all(&dir).expect("make the store directory");
-        let port = free_port();
         let mut s = NatsServer {
             child: None,
-            port,
+            port: 0, // the server picks one; `spawn` reads it back
             binary: binary.to_path_buf(),
             store_dir: dir.join("js"),
             _tmp: TempDir(dir),
@@ -105,30 +105,32 @@ impl NatsServer {
         }
     }
 
-    /// Starts it again on the same port and store directory.
+    /// Starts it again on the same port and store directory (a client given
+    /// the old URL reconnects to it).
     pub fn restart(&mut self) {
         self.stop();
         self.spawn();
     }
 
+    /// Starts the server on `self.port`, or when it is 0 on a port the
+    /// server picks, which is then kept in `self.port`.
     fn spawn(&mut self) {
+        let port = match self.port {
+            0 => "-1".to_string(), // nats-server's "any free port"
+            p => p.to_string(),
+        };
         let mut child = Command::new(&self.binary)
-            .args([
-                "-a",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-js",
-                "-sd",
-            ])
+            .args(["-a", "127.0.0.1", "-p", &port, "-js", "-sd"])
             .arg(&self.store_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", self.binary.display()));
-        // Ready when it says so; its log is drained until it exits.
+        // Ready when it says so; its log is drained until it exits. The
+        // port comes from the line that says where it listens.
         let (tx, rx) = std::sync::mpsc::channel();
+        let (port_tx, port_rx) = std::sync::mpsc::channel();
         let stderr = child.stderr.take().expect("piped stderr");
         std::thread::spawn(move || {
             use std::io::BufRead;
@@ -137,6 +139,13 @@ impl NatsServer {
                 .lines()
                 .map_while(Result::ok)
             {
+                if let Some(at) = line.split("Listening for client connections on ").nth(1) {
+                    let port = at
+                        .rsplit(':')
+                        .next()
+                        .and_then(|p| p.trim().parse::<u16>().ok());
+                    let _ = port_tx.send(port);
+                }
                 if line.contains("Server is ready") {
                     let _ = tx.send(Ok(()));
                 } else if log.len() < 50 {
@@ -153,6 +162,11 @@ impl NatsServer {
                 self.port
             ),
         }
+        match port_rx.try_recv() {
+            Ok(Some(port)) => self.port = port,
+            _ if self.port != 0 => {}
+            _ => panic!("nats-server is ready but never said which port it listens on"),
+        }
         self.child = Some(child);
     }
 }
@@ -161,13 +175,6 @@ impl Drop for NatsServer {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
 }
 
 fn unique() -> u64 {
