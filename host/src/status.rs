@@ -64,6 +64,20 @@ pub fn describe_model_usage(u: &crate::store::ModelUsage) -> String {
         u.cache_read_tokens + u.cache_write_tokens,
         u.cost_microdollars as f64 / 1e6
     );
+    if u.estimated_calls > 0 {
+        s.push_str(&format!(
+            " ({} estimated: the provider reported no usage)",
+            if u.estimated_calls == u.calls {
+                "all".to_string()
+            } else {
+                format!(
+                    "{} call{}",
+                    u.estimated_calls,
+                    if u.estimated_calls == 1 { "" } else { "s" }
+                )
+            }
+        ));
+    }
     if let Some(left) = u.tokens_left {
         s.push_str(&format!(", {left} tokens left"));
     }

@@ -15,6 +15,12 @@
 //! # }
 //! ```
 //!
+//! [`Quirks`] make the OpenAI side behave as llama.cpp's server
+//! (`llama-cpp-python[server]`) was seen to (shared/research/local-model.md):
+//! the full tool name in every streamed chunk, no usage in a stream, a 500
+//! for an assistant message whose `content` is null, tools ignored without
+//! a `tool_choice`.
+//!
 //! Replies are used in order, one per request; when they run out the last
 //! one repeats ([`FakeProvider::always`] starts with one). An answer is
 //! streamed (SSE, chunked) when the request asked for `stream: true`, and
@@ -137,6 +143,33 @@ impl Reply {
     }
 }
 
+/// Ways a real OpenAI-compatible server departs from OpenAI's own, each
+/// seen in llama.cpp's server ([`Quirks::LLAMA_CPP`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Quirks {
+    /// A streamed tool call repeats its whole name in every chunk (OpenAI
+    /// sends it once).
+    pub name_in_every_chunk: bool,
+    /// A stream carries no usage, whatever `stream_options` asks.
+    pub no_usage_in_stream: bool,
+    /// An assistant message with `"content": null` is answered with a 500
+    /// (a validation error, the same every time).
+    pub null_content_is_500: bool,
+    /// Without a `tool_choice` the tools are dropped: a tool call scripted
+    /// for the request comes back as text instead.
+    pub tools_need_choice: bool,
+}
+
+impl Quirks {
+    /// All of them, as llama-cpp-python 0.3.36's server behaves.
+    pub const LLAMA_CPP: Quirks = Quirks {
+        name_in_every_chunk: true,
+        no_usage_in_stream: true,
+        null_content_is_500: true,
+        tools_need_choice: true,
+    };
+}
+
 /// A request the server received.
 #[derive(Debug, Clone)]
 pub struct Received {
@@ -162,6 +195,7 @@ impl Received {
 
 struct Shared {
     api: Api,
+    quirks: Quirks,
     replies: Mutex<(Vec<Reply>, usize)>,
     received: Mutex<Vec<Received>>,
     closed: Notify,
@@ -186,6 +220,11 @@ impl FakeProvider {
     /// Starts a server on 127.0.0.1 answering with `replies` in order (the
     /// last repeats).
     pub async fn start(api: Api, replies: Vec<Reply>) -> FakeProvider {
+        FakeProvider::start_with(api, Quirks::default(), replies).await
+    }
+
+    /// [`FakeProvider::start`] with `quirks` (OpenAI side only).
+    pub async fn start_with(api: Api, quirks: Quirks, replies: Vec<Reply>) -> FakeProvider {
         assert!(
             !replies.is_empty(),
             "a fake provider needs at least one reply"
@@ -196,6 +235,7 @@ impl FakeProvider {
         let port = listener.local_addr().unwrap().port();
         let shared = Arc::new(Shared {
             api,
+            quirks,
             replies: Mutex::new((replies, 0)),
             received: Mutex::default(),
             closed: Notify::new(),
@@ -334,10 +374,43 @@ async fn serve(shared: Arc<Shared>, mut socket: TcpStream) {
             ),
             other => other,
         };
+        let reply = quirky(&shared, reply, &shared.received.lock().unwrap()[n - 1].body);
         let keep = respond(&shared, &mut socket, reply, stream, &model, n).await;
         if !keep {
             return;
         }
+    }
+}
+
+/// What the [`Quirks`] make of `reply` for a request with `body`.
+fn quirky(shared: &Shared, reply: Reply, body: &Value) -> Reply {
+    let q = shared.quirks;
+    if shared.api != Api::OpenAi {
+        return reply;
+    }
+    let null_content = body["messages"].as_array().is_some_and(|m| {
+        m.iter()
+            .any(|m| m["role"] == "assistant" && m.get("content").is_some_and(Value::is_null))
+    });
+    if q.null_content_is_500 && null_content {
+        return Reply::status(
+            500,
+            r#"{"error":{"message":"7 validation errors for CreateChatCompletionRequest: messages.2.content: Input should be a valid string","type":"internal_server_error"}}"#,
+        );
+    }
+    let no_choice = body.get("tools").is_some() && body.get("tool_choice").is_none();
+    match reply {
+        Reply::Answer { blocks, usage } if q.tools_need_choice && no_choice => Reply::Answer {
+            blocks: blocks
+                .into_iter()
+                .map(|b| match b {
+                    Block::ToolUse { .. } => Block::Text("Best regards".into()),
+                    other => other,
+                })
+                .collect(),
+            usage,
+        },
+        other => other,
     }
 }
 
@@ -425,7 +498,7 @@ async fn respond(
         Reply::Answer { blocks, usage } => {
             let events = match shared.api {
                 Api::Anthropic => anthropic_events(&blocks, usage, model, n),
-                Api::OpenAi => openai_events(&blocks, usage, model, n),
+                Api::OpenAi => openai_events(&blocks, usage, model, n, shared.quirks),
             };
             sse(socket, &events, events.len()).await
         }
@@ -438,7 +511,13 @@ async fn respond(
                 Api::Anthropic => {
                     anthropic_events(&[Block::Text("cut short".into())], (1, 1), model, n)
                 }
-                Api::OpenAi => openai_events(&[Block::Text("cut short".into())], (1, 1), model, n),
+                Api::OpenAi => openai_events(
+                    &[Block::Text("cut short".into())],
+                    (1, 1),
+                    model,
+                    n,
+                    shared.quirks,
+                ),
             };
             sse(socket, &events, events.len() / 2).await;
             false
@@ -607,6 +686,7 @@ fn openai_events(
     (input, output): (u64, u64),
     model: &str,
     n: usize,
+    quirks: Quirks,
 ) -> Vec<(String, String)> {
     let id = format!("chatcmpl-fake-{n}");
     let chunk = |delta: Value, finish: Value| {
@@ -628,14 +708,16 @@ fn openai_events(
                 let s = input.to_string();
                 let (a, z) = s.split_at(s.len() / 2);
                 e.push(chunk(json!({"tool_calls": [{"index": call, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}), Value::Null));
-                e.push(chunk(
-                    json!({"tool_calls": [{"index": call, "function": {"arguments": a}}]}),
-                    Value::Null,
-                ));
-                e.push(chunk(
-                    json!({"tool_calls": [{"index": call, "function": {"arguments": z}}]}),
-                    Value::Null,
-                ));
+                for part in [a, z] {
+                    let mut function = json!({"arguments": part});
+                    if quirks.name_in_every_chunk {
+                        function["name"] = json!(name);
+                    }
+                    e.push(chunk(
+                        json!({"tool_calls": [{"index": call, "function": function}]}),
+                        Value::Null,
+                    ));
+                }
                 call += 1;
             }
             Block::Thinking { .. } => {}
@@ -645,10 +727,12 @@ fn openai_events(
         json!({}),
         json!(if stop(blocks) { "tool_calls" } else { "stop" }),
     ));
-    e.push((
+    if !quirks.no_usage_in_stream {
+        e.push((
         String::new(),
         json!({"id": id, "object": "chat.completion.chunk", "model": model, "choices": [], "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output, "prompt_tokens_details": {"cached_tokens": 0}}}).to_string(),
     ));
+    }
     e.push((String::new(), "[DONE]".into()));
     e
 }

@@ -440,3 +440,61 @@ async fn a_kept_conversation_is_given_to_the_next_life_with_lost_results_marked(
     r2.messages = back;
     assert!(life2.complete(r2).await.is_ok());
 }
+
+/// A run refused a call by its meter (here `calls_per_turn`) replays that
+/// refusal, not "not recorded": in replay, the meter decides before the
+/// cassette, as it does before a live call.
+#[tokio::test]
+async fn a_replayed_run_is_refused_by_the_meter_where_the_live_run_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassettes = dir.path().join("cassettes");
+    let script = script_file(dir.path());
+    let mut p = policy();
+    p.calls_per_turn = Some(1);
+    let mut outcomes = Vec::new();
+    for (mode, script) in [
+        (CassetteMode::Record, Some(script.as_path())),
+        (CassetteMode::Replay, None),
+    ] {
+        let hub = ModelHub::new(config(script), mode, Some(cassettes.clone())).unwrap();
+        let client = hub.client("team", "w", Some(p.clone())).unwrap();
+        let r1 = first_request("w");
+        let a1 = client.complete(r1.clone()).await.unwrap();
+        let refused = client
+            .complete(second_request(&r1, &a1, "hello"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&refused, ModelError::Denied(t) if t.contains("calls_per_turn")),
+            "{mode:?}: {refused}"
+        );
+        outcomes.push((a1, refused, client.spent()));
+    }
+    assert_eq!(outcomes[0], outcomes[1], "the replay is the live run");
+}
+
+/// A provider that reports no usage (llama.cpp's server in a stream; here
+/// a script that says zero) is charged the host's estimate, never zero, and the spend says how many
+/// calls were estimated; a token budget goes down with each.
+#[tokio::test]
+async fn an_answer_without_usage_is_charged_an_estimate_and_says_so() {
+    const NO_USAGE: &str = r#"{"agents":[{"name":"w","match":["You are w"],"after_last":"repeat-last","turns":[
+      {"text":"an answer of about forty bytes, give or take","usage":{"input_tokens":0,"output_tokens":0}}]}]}"#;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, NO_USAGE).unwrap();
+    let hub = ModelHub::new(config(Some(&script)), CassetteMode::Live, None).unwrap();
+    let mut p = policy();
+    p.budget_tokens = Some(10_000);
+    let client = hub.client("team", "w", Some(p)).unwrap();
+    let answer = client.complete(first_request("w")).await.unwrap();
+    assert!(
+        answer.usage.input_tokens > 0 && answer.usage.output_tokens > 0,
+        "{answer:?}"
+    );
+    let spent = client.spent();
+    assert_eq!(spent.estimated_calls, 1);
+    assert_eq!(spent.usage, answer.usage, "charged what the guest was told");
+    assert!(spent.tokens_left.unwrap() < 10_000);
+    assert!(spent.cost_microdollars > 0);
+}

@@ -3,7 +3,9 @@
 //! dialects: the mapping of requests and answers, streamed and whole;
 //! retries honouring `retry-after`; errors that are not retried; malformed,
 //! truncated and stalled answers; cancellation; and the key, which goes in
-//! its header and nowhere else.
+//! its header and nowhere else. The `llama_cpp_*` tests run the OpenAI
+//! dialect against a fake with the quirks llama.cpp's server showed
+//! (`Quirks::LLAMA_CPP`): each failed before the provider was fixed.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +18,7 @@ use teamhost::model::{
     ContentBlock, Message, Request, Response, Role, StopReason, Thinking, ToolDefinition,
     ToolResult, ToolUse,
 };
-use teamhost_tests::model_server::{Api, Block, FakeProvider, Reply};
+use teamhost_tests::model_server::{Api, Block, FakeProvider, Quirks, Reply};
 
 const KEY: &str = "sk-test-SECRET-1234";
 const BOTH: [(Api, Dialect); 2] = [
@@ -418,4 +420,137 @@ async fn a_base_url_that_is_not_http_is_refused_when_the_provider_is_built() {
     let s = ProviderSettings::new(Dialect::Openai, "file:///etc/passwd", None);
     let err = provider::build(s).err().expect("refused").to_string();
     assert!(err.contains("http://"), "{err}");
+}
+
+/// A server that sends a streamed tool call's whole name in every chunk
+/// (llama.cpp's) gives the name once, not `ReadReadRead`.
+#[tokio::test]
+async fn llama_cpp_a_streamed_tool_name_repeated_in_every_chunk_is_read_once() {
+    let server = FakeProvider::start_with(
+        Api::OpenAi,
+        Quirks::LLAMA_CPP,
+        vec![Reply::tool_use(
+            "call__0_Read",
+            "Read",
+            json!({"file_path": "a.txt"}),
+        )],
+    )
+    .await;
+    let p = provider(settings(Dialect::Openai, &server, true));
+    let answer = complete(&*p, &hello()).await.unwrap();
+    let ContentBlock::ToolUse(call) = &answer.content[0] else {
+        panic!("no tool call: {answer:?}")
+    };
+    assert_eq!(call.name, "Read");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&call.input).unwrap(),
+        json!({"file_path": "a.txt"})
+    );
+}
+
+/// Tools with no `tool_choice` go out with `"auto"` (OpenAI's default, said
+/// out loud): a server that defaults to nothing would drop them silently.
+#[tokio::test]
+async fn llama_cpp_tools_go_out_with_tool_choice_auto_so_the_server_keeps_them() {
+    for stream in [true, false] {
+        let server = FakeProvider::start_with(
+            Api::OpenAi,
+            Quirks::LLAMA_CPP,
+            vec![Reply::tool_use("c1", "Read", json!({"file_path": "a.txt"}))],
+        )
+        .await;
+        let p = provider(settings(Dialect::Openai, &server, stream));
+        let answer = complete(&*p, &hello()).await.unwrap();
+        assert_eq!(server.requests()[0].body["tool_choice"], "auto");
+        assert_eq!(
+            answer.stop_reason,
+            StopReason::ToolUse,
+            "stream={stream}: {answer:?}"
+        );
+    }
+    // No tools, no tool_choice.
+    let server = FakeProvider::always(Api::OpenAi, Reply::text("hi")).await;
+    let p = provider(settings(Dialect::Openai, &server, false));
+    let mut r = hello();
+    r.tools.clear();
+    complete(&*p, &r).await.unwrap();
+    assert!(server.requests()[0].body.get("tool_choice").is_none());
+}
+
+/// An assistant turn that only calls tools goes out with `content: ""`,
+/// which OpenAI and llama.cpp's server both take (`null` is a 500 there).
+#[tokio::test]
+async fn llama_cpp_an_assistant_turn_with_only_tool_calls_is_sent_with_empty_content() {
+    let server = FakeProvider::start_with(
+        Api::OpenAi,
+        Quirks::LLAMA_CPP,
+        vec![
+            Reply::tool_use("c1", "Read", json!({"file_path": "a.txt"})),
+            Reply::text("done"),
+        ],
+    )
+    .await;
+    let p = provider(settings(Dialect::Openai, &server, false));
+    let mut r = hello();
+    let first = complete(&*p, &r).await.unwrap();
+    r.messages.push(Message {
+        role: Role::Assistant,
+        content: first.content.clone(),
+    });
+    r.messages.push(Message {
+        role: Role::User,
+        content: vec![ContentBlock::ToolResult(ToolResult {
+            tool_use_id: "c1".into(),
+            content: "one line".into(),
+            is_error: false,
+        })],
+    });
+    let second = complete(&*p, &r).await.unwrap();
+    assert_eq!(second.content, vec![ContentBlock::Text("done".into())]);
+    let body = &server.requests()[1].body;
+    assert_eq!(body["messages"][2]["role"], "assistant");
+    assert_eq!(body["messages"][2]["content"], "");
+}
+
+/// A 500 that comes back word for word is the server's answer, not a
+/// passing fault: asked once more, then reported, saying so. A 500 that
+/// changes is retried as before.
+#[tokio::test]
+async fn a_500_repeated_word_for_word_is_not_retried_again() {
+    let same = Reply::status(500, r#"{"error":{"message":"7 validation errors"}}"#);
+    let server = FakeProvider::always(Api::OpenAi, same).await;
+    let mut s = settings(Dialect::Openai, &server, false);
+    s.max_retries = 4;
+    let p = provider(s);
+    let e = complete(&*p, &hello()).await.unwrap_err();
+    assert_eq!(server.requests().len(), 2, "one try, one retry: {e}");
+    assert!(e.to_string().contains("the same error twice"), "{e}");
+
+    let server = FakeProvider::start(
+        Api::OpenAi,
+        vec![
+            Reply::status(500, r#"{"error":{"message":"worker 1 died"}}"#),
+            Reply::status(500, r#"{"error":{"message":"worker 2 died"}}"#),
+            Reply::text("ok"),
+        ],
+    )
+    .await;
+    let p = provider(settings(Dialect::Openai, &server, false));
+    complete(&*p, &hello()).await.unwrap();
+    assert_eq!(server.requests().len(), 3);
+}
+
+/// A stream with no usage (llama.cpp's never has any) reaches the broker
+/// with zero tokens; `stream_options.include_usage` asks for it.
+#[tokio::test]
+async fn llama_cpp_a_stream_without_usage_says_zero_and_usage_was_asked_for() {
+    let server =
+        FakeProvider::start_with(Api::OpenAi, Quirks::LLAMA_CPP, vec![Reply::text("hi")]).await;
+    let p = provider(settings(Dialect::Openai, &server, true));
+    let answer = complete(&*p, &hello()).await.unwrap();
+    assert_eq!(answer.usage.total(), 0);
+    assert_eq!(
+        server.requests()[0].body["stream_options"]["include_usage"],
+        true
+    );
 }

@@ -147,6 +147,7 @@ fn record_call(u: &mut ModelUsage, call: &ModelCallEvent) {
     u.cache_read_tokens = spend.usage.cache_read_tokens;
     u.cache_write_tokens = spend.usage.cache_write_tokens;
     u.cost_microdollars = spend.cost_microdollars;
+    u.estimated_calls = spend.estimated_calls;
     u.tokens_left = spend.tokens_left;
     u.cost_left_microdollars = spend.cost_left_microdollars;
     u.updated_at = now;

@@ -287,11 +287,37 @@ struct Held<'a> {
 }
 
 impl Held<'_> {
-    fn settle(mut self, response: &Response, entry: &ModelEntry) {
+    fn settle(mut self, response: &Response, entry: &ModelEntry, estimated: bool) {
         if let Some(r) = self.reservation.take() {
-            self.meter.settle(r, &response.usage, entry.price.as_ref());
+            self.meter
+                .settle_as(r, &response.usage, entry.price.as_ref(), estimated);
         }
     }
+}
+
+/// `response` with the usage it is charged: its own, or when the provider
+/// reported none (llama.cpp's server never does in a stream) the host's
+/// estimate, about four bytes a token of the request and of the answer,
+/// at least one each: a budget must go down with every call. The second
+/// value says whether it is an estimate. The guest gets the same figures
+/// it is charged.
+fn billed(mut response: Response, input_estimate: u64) -> (Response, bool) {
+    if response.usage.total() > 0 {
+        return (response, false);
+    }
+    let answer: usize = response
+        .content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::Text(t) => t.len(),
+            ContentBlock::ToolUse(u) => u.name.len() + u.input.len(),
+            ContentBlock::Thinking(t) => t.text.len(),
+            _ => 0,
+        })
+        .sum();
+    response.usage.input_tokens = input_estimate.max(1);
+    response.usage.output_tokens = (answer as u64).div_ceil(4).max(1);
+    (response, true)
 }
 
 impl Drop for Held<'_> {
@@ -515,9 +541,16 @@ impl ClientInner {
         let input_estimate = (size as u64).div_ceil(4);
         let started = Instant::now();
 
-        // From the cassette, when the mode replays.
+        // From the cassette, when the mode replays. The meter decides
+        // first, as it does before a live call: a run that was refused a
+        // call (budget, calls per turn) replays that refusal, not a missing
+        // recording. No rate limit here: a replay waits on nothing.
         let mut drifted = None;
         if let Some(cassette) = self.cassette.as_ref().filter(|_| self.hub.mode.replays()) {
+            let price = entry.price.as_ref();
+            let reservation = self
+                .meter
+                .reserve(input_estimate, max_tokens, price, false)?;
             let served = match cassette.lookup(request) {
                 Lookup::Hit(r) => Some(r),
                 Lookup::Drift {
@@ -532,22 +565,30 @@ impl ClientInner {
                         drifted = Some(difference);
                         None
                     }
-                    _ => return Err(ModelError::NotRecorded(difference)),
+                    _ => {
+                        self.meter.release(reservation);
+                        return Err(ModelError::NotRecorded(difference));
+                    }
                 },
                 Lookup::Miss(text) if self.hub.mode == CassetteMode::ReplayOrRecord => {
                     drifted = Some(text);
                     None
                 }
-                Lookup::Miss(text) => return Err(ModelError::NotRecorded(text)),
+                Lookup::Miss(text) => {
+                    self.meter.release(reservation);
+                    return Err(ModelError::NotRecorded(text));
+                }
             };
-            if let Some(response) = served {
-                let price = entry.price.as_ref();
-                let r = self
-                    .meter
-                    .reserve(input_estimate, max_tokens, price, false)?;
-                self.meter.settle(r, &response.usage, price);
-                self.log(&alias, &response, started, "cassette");
-                return Ok(response);
+            match served {
+                Some(response) => {
+                    let (response, estimated) = billed(response, input_estimate);
+                    self.meter
+                        .settle_as(reservation, &response.usage, price, estimated);
+                    self.log(&alias, &response, started, "cassette");
+                    return Ok(response);
+                }
+                // To the provider, which reserves again (rate-limited).
+                None => self.meter.unreserve(reservation),
             }
         }
         if let Some(why) = drifted {
@@ -576,7 +617,8 @@ impl ClientInner {
                 tracing::debug!(team = %self.team, teammate = %self.teammate, alias = %alias, error = %e, "model call failed");
                 ModelError::from(e)
             })?;
-        held.settle(&response, entry);
+        let (response, estimated) = billed(response, input_estimate);
+        held.settle(&response, entry, estimated);
         if let Some(cassette) = self.cassette.as_ref().filter(|_| {
             matches!(
                 self.hub.mode,

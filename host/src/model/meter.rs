@@ -49,6 +49,7 @@ struct State {
     reserved_tokens: u64,
     reserved_cost: u64,
     calls_this_turn: u32,
+    estimated_calls: u64,
     bucket: f64,
     refilled: Instant,
     budget_notice: Notice,
@@ -82,6 +83,7 @@ impl Meter {
                 reserved_tokens: 0,
                 reserved_cost: 0,
                 calls_this_turn: 0,
+                estimated_calls: 0,
                 bucket,
                 refilled: Instant::now(),
                 budget_notice: Notice::None,
@@ -175,7 +177,17 @@ impl Meter {
 
     /// Replaces a reservation by what the call used.
     pub fn settle(&self, r: Reservation, usage: &Usage, price: Option<&Price>) {
+        self.settle_as(r, usage, price, false);
+    }
+
+    /// [`Meter::settle`], where `estimated` says the usage is the host's
+    /// estimate (the provider reported none); counted in
+    /// [`Spend::estimated_calls`].
+    pub fn settle_as(&self, r: Reservation, usage: &Usage, price: Option<&Price>, estimated: bool) {
         let mut s = self.lock();
+        if estimated {
+            s.estimated_calls += 1;
+        }
         release(&mut s, &r);
         s.calls += 1;
         s.usage.add(usage);
@@ -196,6 +208,16 @@ impl Meter {
     /// Gives a reservation back (the call failed or was cancelled).
     pub fn release(&self, r: Reservation) {
         release(&mut self.lock(), &r);
+    }
+
+    /// Gives a reservation back as if it had never been made, its call not
+    /// counted in this turn either: the broker took it to replay a call
+    /// from a cassette and goes to the provider instead
+    /// (`replay-or-record`), which reserves again.
+    pub fn unreserve(&self, r: Reservation) {
+        let mut s = self.lock();
+        release(&mut s, &r);
+        s.calls_this_turn = s.calls_this_turn.saturating_sub(1);
     }
 
     /// A new turn: calls per turn start again.
@@ -222,6 +244,7 @@ impl Meter {
                 .policy
                 .calls_per_turn
                 .map(|c| c.saturating_sub(s.calls_this_turn)),
+            estimated_calls: s.estimated_calls,
         }
     }
 

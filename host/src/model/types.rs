@@ -238,4 +238,8 @@ pub struct Spend {
     pub tokens_left: Option<u64>,
     pub cost_left_microdollars: Option<u64>,
     pub calls_left_this_turn: Option<u32>,
+    /// Calls whose provider reported no usage, charged the host's estimate
+    /// instead (never zero: a budget must go down with every call).
+    #[serde(default)]
+    pub estimated_calls: u64,
 }

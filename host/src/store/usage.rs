@@ -33,6 +33,10 @@ pub struct ModelUsage {
     pub cache_write_tokens: u64,
     /// Cost at the host's prices, in millionths of a US dollar.
     pub cost_microdollars: u64,
+    /// Calls whose provider reported no usage, counted at the host's
+    /// estimate instead (the figures above include them).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub estimated_calls: u64,
     /// Tokens left in its budget, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_left: Option<u64>,
@@ -47,6 +51,10 @@ pub struct ModelUsage {
     pub last_error: Option<String>,
     /// When this record was written (ISO 8601).
     pub updated_at: String,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ModelUsage {

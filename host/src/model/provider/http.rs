@@ -14,7 +14,11 @@
 //! longer than `max_retry_wait` is not waited: the call fails at once as
 //! `rate-limited` with that wait, for the guest to decide. A 429 that says
 //! the account's quota or spending limit is reached is never retried.
-//! 400, 401, 403, 404, 413 and 422 are never retried.
+//! 400, 401, 403, 404, 413 and 422 are never retried. A 500 that comes
+//! back word for word the same as the attempt before is not retried
+//! again: servers that answer a request they cannot take with a 500
+//! (llama.cpp's does, for a validation error) would otherwise be asked
+//! the same question `max_retries` times.
 //!
 //! # Timeouts
 //!
@@ -75,8 +79,24 @@ enum Failure {
         error: ProviderError,
         after: Option<Duration>,
     },
+    /// A 500: worth one more attempt, but not when the next answer is
+    /// the same error word for word (then the server means it).
+    ServerError {
+        error: ProviderError,
+        after: Option<Duration>,
+    },
     /// Final.
     Fatal(ProviderError),
+}
+
+/// A 500 that came back unchanged on a second attempt: final, saying so.
+fn repeated(error: ProviderError) -> ProviderError {
+    match error {
+        ProviderError::Unavailable(text) => ProviderError::Unavailable(format!(
+            "{text} (the same error twice in a row: not retried again)"
+        )),
+        other => other,
+    }
 }
 
 /// One provider's HTTP client.
@@ -142,6 +162,8 @@ impl Client {
             .map_err(|e| ProviderError::Invalid(format!("cannot encode the request: {e}")))?;
         let headers = wire.headers(self.settings.api_key.as_ref())?;
         let mut attempt = 0u32;
+        // The text of the last attempt's 500, to tell a lasting one.
+        let mut last_500: Option<String> = None;
         loop {
             let failure = match tokio::time::timeout(
                 self.settings.request_timeout,
@@ -161,7 +183,18 @@ impl Client {
             };
             let (error, after) = match failure {
                 Failure::Fatal(e) => return Err(self.scrub(e)),
-                Failure::Retry { error, after } => (error, after),
+                Failure::Retry { error, after } => {
+                    last_500 = None;
+                    (error, after)
+                }
+                Failure::ServerError { error, after } => {
+                    let text = error.to_string();
+                    if last_500.as_deref() == Some(text.as_str()) {
+                        return Err(self.scrub(repeated(error)));
+                    }
+                    last_500 = Some(text);
+                    (error, after)
+                }
             };
             if let Some(after) = after.filter(|a| *a > self.settings.max_retry_wait) {
                 return Err(self.scrub(rate_limited(error, after)));
@@ -227,7 +260,11 @@ impl Client {
                 400 | 404 | 413 | 422 => {
                     Failure::Fatal(ProviderError::Invalid(format!("{status}: {message}")))
                 }
-                500 | 502 | 503 | 504 | 529 => Failure::Retry {
+                500 => Failure::ServerError {
+                    error: ProviderError::Unavailable(format!("{status}: {message}")),
+                    after,
+                },
+                502 | 503 | 504 | 529 => Failure::Retry {
                     error: ProviderError::Unavailable(format!("{status}: {message}")),
                     after,
                 },

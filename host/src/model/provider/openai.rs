@@ -114,14 +114,10 @@ impl Wire for OpenAiWire {
                         .collect();
                     let mut msg = Map::new();
                     msg.insert("role".into(), json!("assistant"));
-                    msg.insert(
-                        "content".into(),
-                        if text.is_empty() {
-                            Value::Null
-                        } else {
-                            json!(text)
-                        },
-                    );
+                    // A string even when empty: OpenAI takes `""` beside tool
+                    // calls, and llama.cpp's server refuses `null` (a 500)
+                    // and a missing `content` alike.
+                    msg.insert("content".into(), json!(text));
                     if !calls.is_empty() {
                         msg.insert("tool_calls".into(), Value::Array(calls));
                     }
@@ -144,7 +140,14 @@ impl Wire for OpenAiWire {
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
         }
-        if let Some(choice) = &r.tool_choice {
+        // With tools and no choice, "auto" is said out loud: it is OpenAI's
+        // default, but a server that does not default to it (llama.cpp's)
+        // drops the tools without a word.
+        let choice = r
+            .tool_choice
+            .clone()
+            .or_else(|| (!r.tools.is_empty()).then_some(ToolChoice::Auto));
+        if let Some(choice) = &choice {
             body.insert(
                 "tool_choice".into(),
                 match choice {
@@ -314,8 +317,11 @@ impl Decoder for Stream {
                 if let Some(id) = c["id"].as_str() {
                     call.id = id.into();
                 }
-                if let Some(name) = c["function"]["name"].as_str() {
-                    call.name.push_str(name);
+                // The name comes whole: OpenAI sends it in the call's first
+                // chunk, llama.cpp's server in every chunk. Assigned, not
+                // appended (appending made `BashBashBash…`).
+                if let Some(name) = c["function"]["name"].as_str().filter(|n| !n.is_empty()) {
+                    call.name = name.into();
                 }
                 if let Some(args) = c["function"]["arguments"].as_str() {
                     call.arguments.push_str(args);
