@@ -160,18 +160,23 @@ fn teammates(home: &Home, team: &str) -> crate::error::Result<Vec<Teammate>> {
     Ok(out)
 }
 
-/// The start time a record of `team` gives host `pid`, else the one it has
-/// now (it was just found alive by its record).
+/// The start time of host `pid` as the record that found it alive gives
+/// it: of the records naming `pid`, the one whose start time is the
+/// process's now (`None` when those records have none).
 fn recorded_start(home: &Home, team: &str, pid: u32) -> Option<u64> {
+    let now = start_time(pid)?;
+    let mut recorded = Vec::new();
     if let Ok(Some(r)) = run_claim::read(home, team) {
-        if r.host_pid == pid && r.host_start_time.is_some() {
-            return r.host_start_time;
-        }
+        recorded.push((r.host_pid, r.host_start_time));
     }
-    spawn_record::list(home, team)
-        .unwrap_or_default()
+    for r in spawn_record::list(home, team).unwrap_or_default() {
+        recorded.push((r.host_pid, r.host_start_time));
+    }
+    for r in started::list(home, team).unwrap_or_default() {
+        recorded.push((r.host_pid, r.host_start_time));
+    }
+    recorded
         .into_iter()
-        .find(|r| r.host_pid == pid && r.host_start_time.is_some())
-        .and_then(|r| r.host_start_time)
-        .or_else(|| start_time(pid))
+        .find(|&(p, s)| p == pid && s == Some(now))
+        .and_then(|(_, s)| s)
 }
