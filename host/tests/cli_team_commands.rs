@@ -289,3 +289,65 @@ fn logs_follow_prints_new_lines_until_the_host_ends() {
     std::io::Read::read_to_string(&mut follow.stderr.take().unwrap(), &mut err).unwrap();
     assert!(err.contains("has ended"), "{err}");
 }
+
+/// A real `teamhost run` whose probe waits for the lead's answer to a
+/// permission request: `ps` shows it, `stop` ends it through the run's
+/// own stop (the teammate shut down, the team deleted) and says so.
+#[test]
+fn stop_ends_a_real_run_through_its_own_shutdown_and_ps_showed_it_before() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let home = root.join("home");
+    std::fs::create_dir_all(root.join("work/p")).unwrap();
+    let manifest = root.join("team.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[team]\nname = \"live\"\n[[teammate]]\nname = \"p\"\ncomponent = {:?}\nprompt = \"complete-tasks bash-on-task\"\ncwd = \"work/p\"\nmode = \"acceptEdits\"\n[[task]]\nsubject = \"Step 1\"\n",
+            teamhost_tests::PROBE
+        ),
+    )
+    .unwrap();
+    let run = crate::run_common::teamhost()
+        .arg("--home")
+        .arg(&home)
+        .arg("run")
+        .arg(&manifest)
+        .args(["--lines", "--teammate-mode", "in-process", "--timeout", "100"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let team = Store::new(Home::new(&home)).team("live").unwrap();
+    crate::run_common::wait_on_files(&[&home, root], "p's permission request", || {
+        !teamhost::approvals::pending(&team)
+            .unwrap_or_default()
+            .is_empty()
+    });
+
+    let ps = json(&teamhost(&home, &["ps", "--json"]));
+    assert_eq!(ps[0]["team"], "live", "{ps}");
+    assert_eq!(ps[0]["host"]["pid"], run.id(), "{ps}");
+    assert_eq!(ps[0]["host"]["alive"], true, "{ps}");
+    assert_eq!(ps[0]["teammates"][0]["name"], "p", "{ps}");
+    assert_eq!(ps[0]["teammates"][0]["backend"], "in-process", "{ps}");
+
+    let out = teamhost(&home, &["stop", "live"]);
+    assert!(out.status.success(), "{}", shown(&out));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("stopped team live: host {} shut p down", run.id())),
+        "{}",
+        shown(&out)
+    );
+    // `stop` returned once the run had ended.
+    let ran = run.wait_with_output().unwrap();
+    let output = shown(&ran);
+    assert!(output.contains("stopping: interrupted (SIGTERM)"), "{output}");
+    assert!(
+        !root.join("work/p/bash.log").exists(),
+        "the call waiting for the lead was never run"
+    );
+    let list = json(&teamhost(&home, &["team", "list", "--json"]));
+    assert_eq!(list, serde_json::json!([]), "the run deleted its team: {list}");
+}
