@@ -13,6 +13,8 @@ mod backend_tmux;
 mod cli_commands;
 mod cli_run;
 mod cli_status;
+mod cli_team_commands;
+mod cli_tooling;
 mod cli_watch;
 mod foreign_readers;
 mod golden;

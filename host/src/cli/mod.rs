@@ -2,17 +2,26 @@
 //! lives in its own file; all of them print human text, or JSON with `--json`.
 
 mod approve;
+mod check;
+mod doctor;
+mod examples;
+mod logs;
 mod message;
 pub mod model_args;
 mod output;
+mod ps;
+mod reference;
 mod run;
+mod schema;
 mod settings_args;
 mod shutdown;
 mod status;
+mod stop_team;
 mod store_cmd;
 pub mod store_select;
 mod task;
 mod team;
+mod team_state;
 mod teammate;
 mod watch;
 
@@ -27,7 +36,14 @@ pub use output::Output;
 /// Run AI-agent teammates as WebAssembly components, on Claude Code's
 /// agent-teams protocol.
 #[derive(Debug, Parser)]
-#[command(name = "teamhost", version, about, propagate_version = true)]
+#[command(
+    name = "teamhost",
+    version,
+    about,
+    propagate_version = true,
+    after_help = examples::TOP,
+    mut_subcommands = examples::attach
+)]
 pub struct Cli {
     /// Home directory (default: $TEAMHOST_HOME, else ~/.teamhost). Point it at
     /// ~/.claude to work on Claude Code's teams.
@@ -95,6 +111,27 @@ pub enum Command {
     /// Copy a team between a NATS store (--store) and the file layout.
     #[command(subcommand)]
     Store(store_cmd::StoreCommand),
+    /// The teams this machine runs: their hosts and teammate processes,
+    /// each alive or dead.
+    Ps(ps::PsArgs),
+    /// Print the teammates' logs (strip of escape sequences); -f follows
+    /// them until the team's run ends.
+    Logs(logs::LogsArgs),
+    /// Stop a whole team: its host shuts every teammate down (the shutdown
+    /// protocol), then ends; teammate processes left by a dead host are
+    /// stopped too.
+    Stop(stop_team::StopArgs),
+    /// Validate a manifest and compile every component it names (warming
+    /// the compile cache), creating nothing.
+    Check(check::CheckArgs),
+    /// What confinement this machine gives teammates, and what is missing.
+    Doctor(doctor::DoctorArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(reference::CompletionsArgs),
+    /// Print the manual page (roff), e.g. `teamhost man | man -l -`.
+    Man,
+    /// Print the JSON Schema of the team manifest, for editors.
+    Schema,
 }
 
 /// The team a command acts on: `--team`, else `$TEAMHOST_TEAM`.
@@ -116,12 +153,27 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             a,
         );
     }
+    // Commands that need no home.
+    match &cli.command {
+        Command::Completions(a) => return reference::completions(a),
+        Command::Man => return reference::man(),
+        Command::Schema => return schema::print(),
+        _ => {}
+    }
     let home = Home::resolve(cli.home.as_deref())?;
+    if let Command::Doctor(a) = cli.command {
+        // Reports an unusable home itself, among the other checks.
+        return doctor::doctor(&home, &Output::new(cli.json), a);
+    }
     home.check_usable()?;
     let out = Output::new(cli.json);
     if let Command::Run(a) = cli.command {
         // The manifest may name the store too.
         return run::run(&home, cli.store.as_deref(), &out, a);
+    }
+    if let Command::Check(a) = cli.command {
+        // Reads the manifest only: no store is opened.
+        return check::check(&home, &out, a);
     }
     let store = store_select::open(&home, cli.store.as_deref())?;
     match cli.command {
@@ -136,6 +188,15 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Plan(a) => approve::plan(&store, &out, a),
         Command::Shutdown(a) => shutdown::shutdown(&store, &out, a),
         Command::Store(c) => store_cmd::run(&store, &out, c),
-        Command::Run(_) | Command::Teammate(_) => unreachable!("handled above"),
+        Command::Ps(a) => ps::ps(&home, &store, &out, a),
+        Command::Logs(a) => logs::logs(&home, &store, &out, a),
+        Command::Stop(a) => stop_team::stop(&home, &store, &out, a),
+        Command::Run(_)
+        | Command::Teammate(_)
+        | Command::Check(_)
+        | Command::Doctor(_)
+        | Command::Completions(_)
+        | Command::Man
+        | Command::Schema => unreachable!("handled above"),
     }
 }

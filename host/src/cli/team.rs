@@ -3,6 +3,8 @@
 use clap::Subcommand;
 use serde_json::json;
 
+use super::output::push_line;
+use super::team_state::TeamState;
 use super::Output;
 use crate::home::Home;
 use crate::store::config::session_team_name;
@@ -44,7 +46,8 @@ pub enum TeamCommand {
         #[arg(long, value_name = "SECS", default_value_t = 10)]
         timeout: u64,
     },
-    /// List the teams under the home directory.
+    /// List the teams with their state (running, idle, stopped), members
+    /// and host.
     List,
     /// Register a member (what a spawn does before starting the teammate).
     AddMember {
@@ -178,13 +181,32 @@ pub(super) fn run(
             out.print(&m, || format!("removed {}", m.agent_id))
         }
         TeamCommand::List => {
-            let names = store.list_teams()?;
-            out.print(&names, || {
-                if names.is_empty() {
-                    format!("no teams in {}", super::store_select::describe(home, store))
-                } else {
-                    names.join("\n")
+            let mut rows = Vec::new();
+            for name in store.list_teams()? {
+                rows.push(TeamState::of(home, &store.team(&name)?)?);
+            }
+            out.print(&rows, || {
+                if rows.is_empty() {
+                    return format!("no teams in {}", super::store_select::describe(home, store));
                 }
+                let mut s = String::new();
+                push_line(
+                    &mut s,
+                    format!("{:<24} {:<8} {:>7}  HOST", "TEAM", "STATE", "MEMBERS"),
+                );
+                for r in &rows {
+                    let host = r.host.as_ref().map_or("-".into(), |h| h.describe());
+                    push_line(
+                        &mut s,
+                        format!(
+                            "{:<24} {:<8} {:>7}  {host}",
+                            r.team,
+                            r.state.name(),
+                            r.members
+                        ),
+                    );
+                }
+                s
             })
         }
         TeamCommand::Show { name } => {
