@@ -2,14 +2,25 @@
 //! priorities rather than by cutting words: a state gets a short word chosen
 //! to fit ([`state_word`]), less important columns go first, the keys bar
 //! drops its least used keys but always keeps `? help` and `q quit`
-//! ([`key_bar`]), and subjects wrap onto more lines ([`wrap`]). Pure
-//! functions of widths, so each rule has its own test.
+//! ([`key_bar`]), and subjects wrap onto more lines ([`wrap`]); and what
+//! moves on a busy board (the [`SPINNER`], a turn's [`elapsed`] time at a
+//! [`Moment`]). Pure functions, so each rule has its own test.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use ratatui::text::Line;
 
 use super::board::MateState;
+
+/// The moment a frame is drawn: the time (for a turn's elapsed time) and
+/// the spinner's frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Moment {
+    /// Now.
+    pub now: SystemTime,
+    /// Counts redraws; picks the spinner's frame.
+    pub tick: usize,
+}
 
 /// The spinner's frames, one per redraw while a teammate compiles, runs a
 /// turn or waits on the model.

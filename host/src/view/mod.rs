@@ -22,8 +22,9 @@
 //! | `detail.rs` | [`Detail`]: one teammate's recent turns, tool calls and log tail |
 //! | `keys.rs` | [`Ui`]: the keys of each screen as a state machine, and the [`Action`]s they ask for (the help lists them) |
 //! | `render.rs` | drawing a board with ratatui |
-//! | `fit.rs` | what gives way on a small terminal: short state words, columns, keys, wrapped subjects |
+//! | `fit.rs` | what gives way on a small terminal (short state words, columns, keys, wrapped subjects); the spinner and elapsed time at a [`Moment`] |
 //! | `overlay.rs` | the screens over the board: a request, a typed line, a teammate's detail, the help |
+//! | `style.rs` | colours of states and teammates |
 //! | `lead.rs` | [`Seat`]: where the board comes from and how answers are written |
 //! | `changes.rs` | the store's change feed and host events → [`Input::Changed`] |
 //! | `tui.rs` | the terminal: raw mode, the key thread, the redraw loop |
@@ -40,6 +41,7 @@ mod lines;
 mod overlay;
 mod render;
 mod stderr;
+mod style;
 mod tui;
 
 use std::io::IsTerminal;
@@ -56,10 +58,11 @@ use crate::store::Team;
 pub use board::{clock, Board, MateRow, MateState, TaskRow, FEED_LEN};
 pub use changes::Changes;
 pub use detail::Detail;
+pub use fit::Moment;
 pub use keys::{Action, Focus, Screen, Ui, DEFAULT_REASON, HELP};
 pub use lead::Seat;
 pub use lines::{changes as line_changes, opening as opening_lines};
-pub use render::{draw, Moment};
+pub use render::draw;
 pub use stderr::StderrUnlessViewing;
 pub use tui::Ended;
 

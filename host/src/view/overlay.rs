@@ -11,9 +11,9 @@ use ratatui::Frame;
 
 use super::board::{Board, MateRow, MateState};
 use super::detail::Detail;
-use super::fit::{self, key_bar, state_word, wrap, Key, SPINNER};
+use super::fit::{self, key_bar, state_word, wrap, Key, Moment, SPINNER};
 use super::keys::HELP;
-use super::render::{state_style, Moment};
+use super::style::state_style;
 use crate::protocol::describe::printable_line;
 
 /// A block with `title` on top and `keys` fitted on its bottom border.

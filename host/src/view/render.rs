@@ -7,8 +7,6 @@
 //! priority (`fit.rs`): columns go, state words shorten, subjects wrap.
 //! Pure: the same board, UI and [`Moment`] draw the same screen.
 
-use std::time::SystemTime;
-
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -17,20 +15,11 @@ use ratatui::Frame;
 
 use super::board::{clock, Board, MateRow, MateState};
 use super::detail::Detail;
-use super::fit::{self, key_bar, state_width, state_word, width, wrap, Key, SPINNER};
+use super::fit::{self, key_bar, state_width, state_word, width, wrap, Key, Moment, SPINNER};
 use super::keys::{Focus, Screen, Ui};
 use super::overlay;
+use super::style::{color, state_style};
 use crate::protocol::describe::{one_line, printable_line};
-
-/// The moment a frame is drawn: the time (for a turn's elapsed time) and
-/// the spinner's frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Moment {
-    /// Now.
-    pub now: SystemTime,
-    /// Counts redraws; picks the spinner's frame.
-    pub tick: usize,
-}
 
 /// Below this width teammates and tasks stack; from it they sit side by side.
 const SIDE_BY_SIDE: u16 = 150;
@@ -577,37 +566,9 @@ fn draw_footer(frame: &mut Frame, area: Rect, board: &Board, ui: &Ui) {
     );
 }
 
-pub(super) fn state_style(state: &MateState) -> Style {
-    let s = Style::default();
-    match state {
-        MateState::Running => s.fg(Color::Green),
-        MateState::AwaitingApproval => s.fg(Color::Yellow).add_modifier(Modifier::BOLD),
-        MateState::Stopping => s.fg(Color::Magenta),
-        MateState::Failed(_) | MateState::Dead => s.fg(Color::Red),
-        MateState::Idle | MateState::Done => s.add_modifier(Modifier::DIM),
-        MateState::Compiling => s.fg(Color::Cyan),
-        MateState::Starting | MateState::Unknown => s,
-    }
-}
-
-/// The reference's teammate colour names as terminal colours.
-pub(super) fn color(name: Option<&str>) -> Color {
-    match name.unwrap_or("") {
-        "red" => Color::Red,
-        "blue" => Color::Blue,
-        "green" => Color::Green,
-        "yellow" => Color::Yellow,
-        "purple" => Color::Magenta,
-        "orange" => Color::LightRed,
-        "pink" => Color::LightMagenta,
-        "cyan" => Color::Cyan,
-        _ => Color::Reset,
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
+    use std::time::{Duration, SystemTime};
 
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;

@@ -21,9 +21,10 @@ use ratatui::widgets::Paragraph;
 
 use super::board::{Board, MateState};
 use super::detail::Detail;
+use super::fit::Moment;
 use super::keys::{Action, Screen, Ui};
 use super::lead::Seat;
-use super::render::{draw, Moment};
+use super::render::draw;
 use super::Input;
 use crate::protocol::describe::printable_line;
 
