@@ -468,4 +468,33 @@ mod tests {
         assert_eq!(board.teammates[0].task, Some(("2".into(), "Review".into())));
         assert_eq!((board.completed, board.progress()), (1, 0.5));
     }
+
+    #[test]
+    fn a_turn_in_progress_shows_when_it_started_and_keeps_the_row_moving() {
+        let (tmp, team) = test_team(&["alice", "bob"]);
+        let home = Home::new(tmp.path().join("home"));
+        let read = || {
+            Board::read_cached(&team, Some(&home), &[], &mut HistoryCache::new())
+                .unwrap()
+                .teammates
+        };
+        assert!(read().iter().all(|m| m.turn_started.is_none() && !m.busy()));
+        let journal = crate::home::kept::TurnJournal::of(&home, team.name(), "alice").unwrap();
+        journal
+            .open(
+                &serde_json::from_str(
+                    r#"{"from":"team-lead","text":"go","timestamp":"","read":true}"#,
+                )
+                .unwrap(),
+            )
+            .unwrap();
+        let rows = read();
+        let alice = rows.iter().find(|m| m.name == "alice").unwrap();
+        let since = alice.turn_started.expect("the journal's time");
+        assert!(since.elapsed().unwrap() < std::time::Duration::from_secs(60));
+        assert!(alice.busy(), "a turn in progress turns the spinner");
+        assert!(!rows.iter().find(|m| m.name == "bob").unwrap().busy());
+        journal.close().unwrap();
+        assert!(read().iter().all(|m| m.turn_started.is_none()));
+    }
 }

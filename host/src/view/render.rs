@@ -10,7 +10,9 @@
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Gauge, List, ListItem, Paragraph, Row, Table};
+use ratatui::widgets::{
+    Block, Borders, Cell, Gauge, List, ListItem, ListState, Paragraph, Row, Table,
+};
 use ratatui::Frame;
 
 use super::board::{clock, Board, MateRow, MateState};
@@ -504,7 +506,9 @@ fn draw_pending(frame: &mut Frame, area: Rect, board: &Board, ui: &Ui) {
                 Style::default().fg(Color::Yellow)
             }),
     );
-    frame.render_widget(list, area);
+    // The list scrolls to keep the chosen request in sight.
+    let mut state = ListState::default().with_selected(Some(ui.selected));
+    frame.render_stateful_widget(list, area, &mut state);
 }
 
 fn draw_feed(frame: &mut Frame, area: Rect, board: &Board) {
@@ -894,6 +898,24 @@ mod tests {
         let s = screen(&b, &ui);
         assert!(s.contains("of 100"), "{s}");
         assert!(s.contains("mate-050") && !s.contains("mate-049"), "{s}");
+    }
+
+    #[test]
+    fn the_chosen_request_is_scrolled_into_sight_on_a_short_terminal() {
+        let mut b = board();
+        b.pending = (0..6)
+            .map(|i| PendingView {
+                request_id: format!("perm-{i}"),
+                what: format!("Write file-{i}"),
+                ..b.pending[0].clone()
+            })
+            .collect();
+        let ui = Ui {
+            selected: 5,
+            ..Ui::default()
+        };
+        let s = screen_at(80, 24, &b, &ui, None);
+        assert!(s.contains("▶ alice plan asks: Write file-5"), "{s}");
     }
 
     #[test]
