@@ -25,7 +25,7 @@ use teamhost::protocol::{IdleNotification, IdleReason, PermissionRequest, WireMe
 use teamhost::store::{
     HistoryCache, NewMember, NewTask, NewTeam, OutgoingMessage, Store, TaskStatus, TaskUpdate, Team,
 };
-use teamhost::view::{draw, Board, Changes, Input, Seat, Ui};
+use teamhost::view::{draw, Board, Changes, Input, Moment, Seat, Ui};
 
 const TEAMMATES: usize = 100;
 const TASKS: usize = 200;
@@ -56,10 +56,16 @@ fn main() {
 
     let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
     let ui = Ui::default();
+    let moment = Moment {
+        now: std::time::SystemTime::now(),
+        tick: 0,
+    };
     let mut times = Vec::new();
     for _ in 0..200 {
         let t = Instant::now();
-        terminal.draw(|f| draw(f, &board, &ui, "bench")).unwrap();
+        terminal
+            .draw(|f| draw(f, &board, &ui, "bench", &moment, None))
+            .unwrap();
         times.push(t.elapsed());
     }
     row("draw it (200×60)", &mut times);

@@ -20,6 +20,7 @@ mod foreign_readers;
 mod golden;
 mod hooks_external;
 mod live_view;
+mod live_view_fit;
 mod nats_store;
 mod orphans;
 mod processes;

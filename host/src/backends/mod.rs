@@ -195,16 +195,19 @@ impl BackendOptions {
     }
 }
 
-/// Where tmux panes go. `TmuxOptions::default()`: the server and pane this
-/// process runs in when inside tmux (`$TMUX`, `$TMUX_PANE`: split that pane's
-/// window, as the reference does), else tmux's default server and a new window
-/// of the detached session `teamhost-{team}`.
+/// Where tmux panes go. `TmuxOptions::default()`: the server this process
+/// runs in when inside tmux (`$TMUX`, `$TMUX_PANE`: the teammates get a
+/// window of their own in its session, so this pane keeps its width), else
+/// tmux's default server and a new window of the detached session
+/// `teamhost-{team}`. Set [`TmuxOptions::split_from`] for the reference's
+/// layout (teammates beside the lead's pane).
 #[derive(Debug, Clone, Default)]
 pub struct TmuxOptions {
     /// The server's socket (`tmux -S`). `None`: `$TMUX`'s, else tmux's default.
     pub socket: Option<PathBuf>,
-    /// The pane whose window teammates split. `None`: `$TMUX_PANE` when inside
-    /// tmux; outside tmux teammates get windows of `teamhost-{team}` instead.
+    /// The pane whose window teammates split. `None`: inside tmux they get a
+    /// window of their own in `$TMUX_PANE`'s session; outside tmux windows of
+    /// `teamhost-{team}`.
     pub split_from: Option<String>,
 }
 

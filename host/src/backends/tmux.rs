@@ -4,7 +4,8 @@
 //!
 //! | where the host runs | where a teammate's pane goes |
 //! |---|---|
-//! | inside tmux (`$TMUX_PANE`), or [`TmuxOptions::split_from`] set | the first teammate splits that pane's window side by side (`split-window -h`), later ones split the previous teammate's pane (`-v`), as the reference does |
+//! | [`TmuxOptions::split_from`] set | the first teammate splits that pane's window side by side (`split-window -h`), later ones split the previous teammate's pane (`-v`), as the reference does |
+//! | inside tmux (`$TMUX_PANE`) | a window of their own, `teamhost-{team}`, in the host's session, made with the first teammate (`new-window -d`: the person stays where they are); later ones split it, tiled. The host's pane keeps its whole width for the live view (`prefix n` shows the teammates) |
 //! | outside tmux | a new window of the detached session `teamhost-{team}`, created with the first one |
 //!
 //! The pane id goes into the member's `tmuxPaneId`. The pane keeps its
@@ -155,25 +156,37 @@ fn place(
     log: &Path,
 ) -> Result<(String, u32)> {
     let socket = opts.socket.as_deref();
-    let split_from = opts.split_from.clone().or_else(|| {
-        if opts.socket.is_none() && super::detect::inside_tmux() {
-            std::env::var("TMUX_PANE").ok().filter(|p| !p.is_empty())
-        } else {
-            None
-        }
-    });
+    let host_pane = if opts.socket.is_none() && super::detect::inside_tmux() {
+        std::env::var("TMUX_PANE").ok().filter(|p| !p.is_empty())
+    } else {
+        None
+    };
     let env_args = forwarded_env();
-    let out = match split_from {
-        Some(lead_pane) => {
+    // The team's last teammate pane still running its process, if any.
+    let last = || -> Result<Option<String>> {
+        Ok(crate::home::started::list(home, team.name())?
+            .into_iter()
+            .filter(|r| r.name != name && r.backend == "tmux")
+            .filter_map(|r| {
+                let p = r.pane_id?;
+                is_ours(socket, &p, r.pid).then_some(p)
+            })
+            .next_back())
+    };
+    let out = match (opts.split_from.clone(), host_pane) {
+        (None, Some(host_pane)) => own_window(
+            socket,
+            team,
+            name,
+            &host_pane,
+            last()?,
+            dir,
+            &env_args,
+            line,
+        )?,
+        (Some(lead_pane), _) => {
             // Beside the lead for the first teammate, below the last one after.
-            let last = crate::home::started::list(home, team.name())?
-                .into_iter()
-                .filter(|r| r.name != name && r.backend == "tmux")
-                .filter_map(|r| {
-                    let p = r.pane_id?;
-                    is_ours(socket, &p, r.pid).then_some(p)
-                })
-                .next_back();
+            let last = last()?;
             let (dir_flag, target) = match &last {
                 Some(p) => ("-v", p.clone()),
                 None => ("-h", lead_pane),
@@ -186,7 +199,7 @@ fn place(
                 .arg(line);
             run(c, &format!("split pane {target} for teammate {name}"))?
         }
-        None => {
+        (None, None) => {
             let session = format!("teamhost-{}", team.name());
             let exists = tmux(socket)
                 .args(["has-session", "-t", &format!("={session}")])
@@ -252,6 +265,49 @@ fn place(
         tracing::debug!(error = %e, "no log file for the pane");
     }
     Ok((pane, pid))
+}
+
+/// Opens `name`'s pane in the team's own window of the host's session:
+/// the window (`teamhost-{team}`, made detached, so the person's view stays
+/// in front) for the first teammate, a split of the `last` teammate's pane,
+/// tiled, after. Answers `pane_id pane_pid`.
+#[allow(clippy::too_many_arguments)]
+fn own_window(
+    socket: Option<&Path>,
+    team: &Team,
+    name: &str,
+    host_pane: &str,
+    last: Option<String>,
+    dir: &str,
+    env_args: &[String],
+    line: &str,
+) -> Result<String> {
+    if let Some(last) = last {
+        let mut c = tmux(socket);
+        c.args(["split-window", "-d", "-v", "-t", &last, "-P", "-F"])
+            .arg("#{pane_id} #{pane_pid}")
+            .args(["-c", dir])
+            .args(env_args)
+            .arg(line);
+        let out = run(c, &format!("split pane {last} for teammate {name}"))?;
+        let mut c = tmux(socket);
+        c.args(["select-layout", "-t", &last, "tiled"]);
+        if let Err(e) = run(c, "tile the teammates' window") {
+            tracing::debug!(error = %e, "the teammates' window is not tiled");
+        }
+        return Ok(out);
+    }
+    let mut c = tmux(socket);
+    c.args(["display-message", "-p", "-t", host_pane, "#{session_id}"]);
+    let session = run(c, &format!("find the session of pane {host_pane}"))?;
+    let mut c = tmux(socket);
+    c.args(["new-window", "-d", "-t", &format!("{}:", session.trim())])
+        .args(["-n", &format!("teamhost-{}", team.name()), "-P", "-F"])
+        .arg("#{pane_id} #{pane_pid}")
+        .args(["-c", dir])
+        .args(env_args)
+        .arg(line);
+    run(c, &format!("open the team's window for teammate {name}"))
 }
 
 /// `-e VAR=value` for the variables a teammate needs from the host's

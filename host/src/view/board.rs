@@ -8,12 +8,13 @@
 //! input) keep their newlines.
 
 use std::collections::BTreeMap;
+use std::time::SystemTime;
 
 use chrono::{DateTime, Local, Utc};
 
 use crate::embed::{TeammateInfo, TeammateState};
 use crate::error::Result;
-use crate::home::Home;
+use crate::home::{Home, Kept};
 use crate::protocol::describe::{printable, printable_line};
 use crate::status::{self, FeedItem, PendingView};
 use crate::store::tasks::open_blockers;
@@ -119,6 +120,22 @@ pub struct MateRow {
     pub subagents: Option<String>,
     /// When it last did something the files show (ISO 8601).
     pub last_activity: Option<String>,
+    /// When its turn in progress started (the home's turn journal, written
+    /// when a turn takes its message); `None` between turns or without a
+    /// home.
+    pub turn_started: Option<SystemTime>,
+    /// Whether it waits on the model now.
+    pub thinking: bool,
+}
+
+impl MateRow {
+    /// Whether its row moves (a spinner) until the next redraw: it compiles,
+    /// runs a turn or waits on the model.
+    pub fn busy(&self) -> bool {
+        self.thinking
+            || matches!(self.state, MateState::Compiling)
+            || (self.turn_started.is_some() && !self.state.finished())
+    }
 }
 
 /// One task's row.
@@ -197,10 +214,10 @@ impl Board {
                 if !state.finished() && snap.pending_requests.iter().any(|p| p.from == t.name) {
                     state = MateState::AwaitingApproval;
                 }
+                let state_finished = state.finished();
                 MateRow {
                     name: shown_line(&t.name),
                     color: t.color.as_deref().map(shown_line),
-                    state,
                     backend: t.backend.as_deref().map(shown_line),
                     task: t.current_task.as_ref().map(|id| {
                         let what = doing.get(id.as_str()).unwrap_or(&"");
@@ -209,6 +226,11 @@ impl Board {
                     last_activity: t.last_message.clone(),
                     model: t.model.as_ref().map(model_note),
                     subagents: t.subagents.as_ref().map(|r| r.short()),
+                    turn_started: (!state_finished)
+                        .then(|| home.and_then(|h| turn_started(h, team.name(), &t.name)))
+                        .flatten(),
+                    thinking: t.model.as_ref().is_some_and(|u| u.waiting_since.is_some()),
+                    state,
                 }
             })
             .collect();
@@ -225,6 +247,8 @@ impl Board {
                     last_activity: None,
                     model: None,
                     subagents: None,
+                    turn_started: None,
+                    thinking: false,
                 });
             }
         }
@@ -283,6 +307,13 @@ fn task_row(t: &Task, all: &[Task]) -> TaskRow {
         },
         subject: shown_line(&t.subject),
     }
+}
+
+/// When `name`'s turn in progress started: the time its turn journal was
+/// written (it is removed when the turn ends).
+fn turn_started(home: &Home, team: &str, name: &str) -> Option<SystemTime> {
+    let path = home.kept(team, name, Kept::Turn).ok()?;
+    std::fs::metadata(path).ok()?.modified().ok()
 }
 
 /// Text a teammate may have written, made safe for the terminal.
@@ -436,5 +467,34 @@ mod tests {
         let board = Board::read(&team, &[]).unwrap();
         assert_eq!(board.teammates[0].task, Some(("2".into(), "Review".into())));
         assert_eq!((board.completed, board.progress()), (1, 0.5));
+    }
+
+    #[test]
+    fn a_turn_in_progress_shows_when_it_started_and_keeps_the_row_moving() {
+        let (tmp, team) = test_team(&["alice", "bob"]);
+        let home = Home::new(tmp.path().join("home"));
+        let read = || {
+            Board::read_cached(&team, Some(&home), &[], &mut HistoryCache::new())
+                .unwrap()
+                .teammates
+        };
+        assert!(read().iter().all(|m| m.turn_started.is_none() && !m.busy()));
+        let journal = crate::home::kept::TurnJournal::of(&home, team.name(), "alice").unwrap();
+        journal
+            .open(
+                &serde_json::from_str(
+                    r#"{"from":"team-lead","text":"go","timestamp":"","read":true}"#,
+                )
+                .unwrap(),
+            )
+            .unwrap();
+        let rows = read();
+        let alice = rows.iter().find(|m| m.name == "alice").unwrap();
+        let since = alice.turn_started.expect("the journal's time");
+        assert!(since.elapsed().unwrap() < std::time::Duration::from_secs(60));
+        assert!(alice.busy(), "a turn in progress turns the spinner");
+        assert!(!rows.iter().find(|m| m.name == "bob").unwrap().busy());
+        journal.close().unwrap();
+        assert!(read().iter().all(|m| m.turn_started.is_none()));
     }
 }

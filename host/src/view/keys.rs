@@ -4,12 +4,15 @@
 //!
 //! | screen | keys |
 //! |---|---|
-//! | board | `↑`/`↓` (`k`/`j`) pick a pending request · `Enter`/`v` view it in full · `a` approve · `A` approve and remember (a permission's suggested rule or mode) · `d` deny (asks a reason) · `m` message a teammate · `PgUp`/`PgDn` scroll teammates · `q` quit |
+//! | board | `↑`/`↓` (`k`/`j`) move in the focused list (the requests while one waits, else the teammates) · `Shift-↑`/`Shift-↓` pick a teammate (focus on teammates) · `Tab` switch focus · `Enter` open the focused one (a request, or the teammate's detail) · `v` view the request · `a` approve · `A` approve and remember (a permission's suggested rule or mode) · `d` deny (asks a reason) · `m` message a teammate · `PgUp`/`PgDn` scroll teammates · `?` help · `q` quit |
 //! | request | `a` approve · `A` approve and remember · `d` deny · `Esc`/`q` back |
 //! | reason | type the reason · `Enter` deny with it · `Esc` cancel |
 //! | message | `Tab`/`↑`/`↓` pick the teammate · type · `Enter` send · `Esc` cancel |
+//! | teammate detail | `m` message it · `Esc`/`q`/`Enter` back |
+//! | help | any key back |
 //!
-//! `Ctrl-C` quits from every screen (raw mode turns it into a key).
+//! `Ctrl-C` quits from every screen (raw mode turns it into a key). [`HELP`]
+//! is this table as the help screen shows it.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -61,7 +64,68 @@ pub enum Screen {
     Reason(String, String),
     /// Typing a message: recipient index into the teammates, text.
     Message(usize, String),
+    /// One teammate (by name) in detail: recent turns, tool calls, log.
+    Detail(String),
+    /// The help: every key.
+    Help,
 }
+
+/// Which list of the board `↑`/`↓` and `Enter` act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Focus {
+    /// The requests waiting for the lead (when one waits).
+    #[default]
+    Requests,
+    /// The teammates.
+    Teammates,
+}
+
+/// Every key of every screen, as the help screen lists them: (screen,
+/// keys, what they do).
+pub const HELP: &[(&str, &str, &str)] = &[
+    (
+        "board",
+        "↑ ↓  k j",
+        "move in the requests (teammates when none waits)",
+    ),
+    ("board", "Shift-↑ Shift-↓", "pick a teammate"),
+    ("board", "Tab", "focus requests / teammates"),
+    (
+        "board",
+        "Enter",
+        "open the request, or the teammate's detail",
+    ),
+    ("board", "v", "view the selected request in full"),
+    (
+        "board",
+        "a  A",
+        "approve · approve and remember its suggestion",
+    ),
+    ("board", "d", "deny (type a reason)"),
+    ("board", "m", "message a teammate"),
+    ("board", "PgUp PgDn", "scroll the teammates"),
+    ("board", "?", "this help"),
+    ("board", "q  Ctrl-C", "quit"),
+    (
+        "request",
+        "a  A  d",
+        "approve · approve and remember · deny",
+    ),
+    ("request", "Esc  q", "back"),
+    (
+        "reason",
+        "Enter  Esc",
+        "deny with the typed reason · cancel",
+    ),
+    (
+        "message",
+        "Tab ↑ ↓",
+        "pick the teammate (Enter send · Esc cancel)",
+    ),
+    ("teammate", "m", "message this teammate"),
+    ("teammate", "Esc  q  Enter", "back"),
+    ("help", "any key", "back"),
+];
 
 /// What the keyboard has chosen so far.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +136,10 @@ pub struct Ui {
     pub selected: usize,
     /// First teammate row shown (scrolling).
     pub mates_offset: usize,
+    /// Index of the chosen teammate.
+    pub mate: usize,
+    /// Which list `↑`/`↓` and `Enter` act on.
+    pub focus: Focus,
     /// The result of the last action, shown in the footer.
     pub note: Option<String>,
 }
@@ -82,6 +150,8 @@ impl Default for Ui {
             screen: Screen::Board,
             selected: 0,
             mates_offset: 0,
+            mate: 0,
+            focus: Focus::Requests,
             note: None,
         }
     }
@@ -96,6 +166,7 @@ impl Ui {
     /// closes, so a key never answers a request other than the one shown.
     pub fn clamp(&mut self, board: &Board) {
         self.selected = self.selected.min(board.pending.len().saturating_sub(1));
+        self.mate = self.mate.min(board.teammates.len().saturating_sub(1));
         self.mates_offset = self
             .mates_offset
             .min(board.teammates.len().saturating_sub(1));
@@ -166,20 +237,76 @@ impl Ui {
                 self.screen = Screen::Message(to, text);
                 Action::None
             }
+            Screen::Detail(name) => match key.code {
+                KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter => Action::None,
+                KeyCode::Char('m') => {
+                    let to = board.teammates.iter().position(|m| m.name == name);
+                    self.screen = match to {
+                        Some(to) => Screen::Message(to, String::new()),
+                        None => Screen::Detail(name),
+                    };
+                    Action::None
+                }
+                _ => {
+                    self.screen = Screen::Detail(name);
+                    Action::None
+                }
+            },
+            // Any key closes the help.
+            Screen::Help => Action::None,
         }
     }
 
+    /// Whether `↑`/`↓` and `Enter` act on the requests now: focus is there
+    /// and one waits.
+    fn on_requests(&self, board: &Board) -> bool {
+        self.focus == Focus::Requests && !board.pending.is_empty()
+    }
+
+    /// Moves the teammate selection by `down` rows (negative: up).
+    fn move_mate(&mut self, board: &Board, down: isize) {
+        let last = board.teammates.len().saturating_sub(1);
+        self.mate = self.mate.saturating_add_signed(down).min(last);
+        self.focus = Focus::Teammates;
+    }
+
     fn on_board(&mut self, key: KeyEvent, board: &Board) -> Action {
+        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
         match key.code {
             KeyCode::Char('q') => return Action::Quit,
+            KeyCode::Char('?') => self.screen = Screen::Help,
+            KeyCode::Up if shift => self.move_mate(board, -1),
+            KeyCode::Down if shift => self.move_mate(board, 1),
+            KeyCode::Tab | KeyCode::BackTab => {
+                self.focus = match self.focus {
+                    Focus::Requests => Focus::Teammates,
+                    Focus::Teammates => Focus::Requests,
+                }
+            }
+            KeyCode::Up | KeyCode::Char('k') if !self.on_requests(board) => {
+                self.move_mate(board, -1)
+            }
+            KeyCode::Down | KeyCode::Char('j') if !self.on_requests(board) => {
+                self.move_mate(board, 1)
+            }
             KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
             KeyCode::Down | KeyCode::Char('j') => {
                 self.selected = (self.selected + 1).min(board.pending.len().saturating_sub(1))
             }
-            KeyCode::PageUp => self.mates_offset = self.mates_offset.saturating_sub(10),
+            KeyCode::Enter if !self.on_requests(board) => {
+                if let Some(m) = board.teammates.get(self.mate) {
+                    self.screen = Screen::Detail(m.name.clone())
+                }
+            }
+            // Scrolling carries the chosen teammate along, so it stays in sight.
+            KeyCode::PageUp => {
+                self.mates_offset = self.mates_offset.saturating_sub(10);
+                self.mate = self.mate.saturating_sub(10);
+            }
             KeyCode::PageDown => {
-                self.mates_offset =
-                    (self.mates_offset + 10).min(board.teammates.len().saturating_sub(1))
+                let last = board.teammates.len().saturating_sub(1);
+                self.mates_offset = (self.mates_offset + 10).min(last);
+                self.mate = (self.mate + 10).min(last);
             }
             KeyCode::Enter | KeyCode::Char('v') => {
                 if let Some(p) = board.pending.get(self.selected) {
@@ -196,7 +323,11 @@ impl Ui {
                 }
             }
             KeyCode::Char('m') if !board.teammates.is_empty() => {
-                self.screen = Screen::Message(0, String::new())
+                let to = match self.focus {
+                    Focus::Teammates => self.mate.min(board.teammates.len() - 1),
+                    Focus::Requests => 0,
+                };
+                self.screen = Screen::Message(to, String::new())
             }
             _ => {}
         }
@@ -247,6 +378,8 @@ mod tests {
                     last_activity: None,
                     model: None,
                     subagents: None,
+                    turn_started: None,
+                    thinking: false,
                 },
                 super::super::board::MateRow {
                     name: "bob".into(),
@@ -257,6 +390,8 @@ mod tests {
                     last_activity: None,
                     model: None,
                     subagents: None,
+                    turn_started: None,
+                    thinking: false,
                 },
             ],
             tasks: vec![],
@@ -391,5 +526,74 @@ mod tests {
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
         ui.screen = Screen::Message(0, String::new());
         assert_eq!(ui.on_key(ctrl_c, &b), Action::Quit);
+    }
+
+    #[test]
+    fn shift_down_picks_a_teammate_enter_opens_its_detail_and_esc_goes_back() {
+        let b = board(1);
+        let mut ui = Ui::default();
+        let shift_down = KeyEvent::new(KeyCode::Down, KeyModifiers::SHIFT);
+        assert_eq!(ui.on_key(shift_down, &b), Action::None);
+        assert_eq!((ui.mate, ui.focus), (1, Focus::Teammates));
+        ui.on_key(key(KeyCode::Enter), &b);
+        assert_eq!(ui.screen, Screen::Detail("bob".into()));
+        ui.on_key(key(KeyCode::Char('a')), &b);
+        assert_eq!(
+            ui.screen,
+            Screen::Detail("bob".into()),
+            "a key of the board does nothing here"
+        );
+        ui.on_key(key(KeyCode::Esc), &b);
+        assert_eq!(ui.screen, Screen::Board);
+        // Tab gives the focus back to the request, which Enter opens.
+        ui.on_key(key(KeyCode::Tab), &b);
+        ui.on_key(key(KeyCode::Enter), &b);
+        assert_eq!(ui.screen, Screen::Request("perm-0".into()));
+    }
+
+    #[test]
+    fn with_nothing_pending_arrows_and_jk_move_between_teammates() {
+        let b = board(0);
+        let mut ui = Ui::default();
+        ui.on_key(key(KeyCode::Char('j')), &b);
+        assert_eq!(ui.mate, 1);
+        ui.on_key(key(KeyCode::Down), &b);
+        assert_eq!(ui.mate, 1, "stays on the last teammate");
+        ui.on_key(key(KeyCode::Up), &b);
+        assert_eq!(ui.mate, 0);
+        ui.on_key(key(KeyCode::Char('m')), &b);
+        assert_eq!(ui.screen, Screen::Message(0, String::new()));
+    }
+
+    #[test]
+    fn question_mark_opens_the_help_and_any_key_closes_it() {
+        let b = board(1);
+        let mut ui = Ui::default();
+        ui.on_key(key(KeyCode::Char('?')), &b);
+        assert_eq!(ui.screen, Screen::Help);
+        assert_eq!(
+            ui.on_key(key(KeyCode::Char('a')), &b),
+            Action::None,
+            "a does not approve behind the help"
+        );
+        assert_eq!(ui.screen, Screen::Board);
+    }
+
+    #[test]
+    fn the_help_names_every_key_of_the_board() {
+        for k in [
+            "Shift-↑",
+            "Enter",
+            "?",
+            "q",
+            "a  A",
+            "d",
+            "m",
+            "v",
+            "Tab",
+            "PgUp",
+        ] {
+            assert!(HELP.iter().any(|(_, keys, _)| keys.contains(k)), "{k}");
+        }
     }
 }

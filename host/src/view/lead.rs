@@ -13,6 +13,7 @@ use crate::home::Home;
 use crate::store::{HistoryCache, OutgoingMessage, Team};
 
 use super::board::Board;
+use super::detail::Detail;
 use super::keys::Action;
 
 /// The team the view shows and acts on.
@@ -89,6 +90,12 @@ impl Seat {
         };
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         Board::read_cached(&self.team, self.home.as_ref(), &live, &mut cache)
+    }
+
+    /// Reads what is recorded of teammate `name` now (its detail screen).
+    pub fn detail(&self, name: &str) -> Detail {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        Detail::read(&self.team, self.home.as_ref(), name, &mut cache)
     }
 
     /// Carries out what the person chose; answers what was done, for the

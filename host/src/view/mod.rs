@@ -7,8 +7,11 @@
 //! included: nothing is written unless the person answers or sends).
 //!
 //! It redraws when something changes (the store's change feed, and the
-//! host's events inside `run`), reading the board once per burst of changes,
-//! never on a timer.
+//! host's events inside `run`), reading the board once per burst of changes;
+//! a timer only turns the spinner (and the turns' elapsed time) while a
+//! teammate compiles, runs a turn or waits on the model. When it ends it
+//! leaves its last frame on the terminal, with every failed teammate's
+//! whole reason under it.
 //!
 //! # Layout
 //!
@@ -16,8 +19,12 @@
 //! |---|---|
 //! | `mod.rs` | [`Input`], [`LiveView`] (the view on its own thread, for `run`), [`watch`] |
 //! | `board.rs` | [`Board`]: what is shown, read from the files plus the host's states |
-//! | `keys.rs` | [`Ui`]: the keys of each screen as a state machine, and the [`Action`]s they ask for |
+//! | `detail.rs` | [`Detail`]: one teammate's recent turns, tool calls and log tail |
+//! | `keys.rs` | [`Ui`]: the keys of each screen as a state machine, and the [`Action`]s they ask for (the help lists them) |
 //! | `render.rs` | drawing a board with ratatui |
+//! | `fit.rs` | what gives way on a small terminal (short state words, columns, keys, wrapped subjects); the spinner and elapsed time at a [`Moment`] |
+//! | `overlay.rs` | the screens over the board: a request, a typed line, a teammate's detail, the help |
+//! | `style.rs` | colours of states and teammates |
 //! | `lead.rs` | [`Seat`]: where the board comes from and how answers are written |
 //! | `changes.rs` | the store's change feed and host events → [`Input::Changed`] |
 //! | `tui.rs` | the terminal: raw mode, the key thread, the redraw loop |
@@ -26,11 +33,15 @@
 
 mod board;
 mod changes;
+mod detail;
+mod fit;
 mod keys;
 mod lead;
 mod lines;
+mod overlay;
 mod render;
 mod stderr;
+mod style;
 mod tui;
 
 use std::io::IsTerminal;
@@ -46,7 +57,9 @@ use crate::store::Team;
 
 pub use board::{clock, Board, MateRow, MateState, TaskRow, FEED_LEN};
 pub use changes::Changes;
-pub use keys::{Action, Screen, Ui, DEFAULT_REASON};
+pub use detail::Detail;
+pub use fit::Moment;
+pub use keys::{Action, Focus, Screen, Ui, DEFAULT_REASON, HELP};
 pub use lead::Seat;
 pub use lines::{changes as line_changes, opening as opening_lines};
 pub use render::draw;

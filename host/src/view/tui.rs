@@ -2,7 +2,10 @@
 //! (restored on every way out, a panic included), a thread that turns key
 //! presses and resizes into [`Input`]s, and the loop that reads the board
 //! again after each burst of changes, redraws, and carries out what the
-//! person chose.
+//! person chose. While a teammate is busy it also redraws every
+//! [`SPIN`] for the spinner. Once the alternate screen is gone it prints the
+//! last frame as plain text, and every failed teammate's whole reason, so
+//! the end of a run stays on the terminal.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,15 +19,21 @@ use ratatui::crossterm::event::{
 };
 use ratatui::widgets::Paragraph;
 
-use super::board::Board;
-use super::keys::{Action, Ui};
+use super::board::{Board, MateState};
+use super::detail::Detail;
+use super::fit::Moment;
+use super::keys::{Action, Screen, Ui};
 use super::lead::Seat;
 use super::render::draw;
 use super::Input;
+use crate::protocol::describe::printable_line;
 
 /// How often the key thread looks up from waiting for a key to see whether
 /// the view has ended (it cannot be interrupted while it reads).
 const KEY_POLL: Duration = Duration::from_millis(100);
+
+/// How often the spinner turns while a teammate is busy.
+const SPIN: Duration = Duration::from_millis(200);
 
 /// Why the loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,12 +51,61 @@ pub fn run(seat: &Seat, title: &str, tx: Sender<Input>, rx: Receiver<Input>) -> 
     let mut terminal = ratatui::try_init()?;
     super::stderr::hold(true);
     let keys = KeyThread::start(tx);
-    let ended = event_loop(&mut terminal, seat, title, &rx);
+    let mut last = LastFrame::default();
+    let ended = event_loop(&mut terminal, seat, title, &rx, &mut last);
     keys.stop();
     let restored = ratatui::try_restore();
+    if restored.is_ok() {
+        last.print(&mut io::stdout().lock())?;
+    }
     super::stderr::hold(false);
     restored?;
     ended
+}
+
+/// What the view showed last, kept to be printed once the alternate screen
+/// is gone.
+#[derive(Debug, Default)]
+struct LastFrame {
+    /// The frame's lines, trailing blanks trimmed.
+    lines: Vec<String>,
+    /// Every failed teammate's whole reason (`name failed: why`).
+    reasons: Vec<String>,
+}
+
+impl LastFrame {
+    fn keep(&mut self, buffer: &ratatui::buffer::Buffer, board: Option<&Board>) {
+        self.lines = (0..buffer.area.height)
+            .map(|y| {
+                let line: String = (0..buffer.area.width)
+                    .map(|x| buffer[(x, y)].symbol())
+                    .collect();
+                line.trim_end().to_string()
+            })
+            .collect();
+        while self.lines.last().is_some_and(|l| l.is_empty()) {
+            self.lines.pop();
+        }
+        self.reasons = board
+            .into_iter()
+            .flat_map(|b| &b.teammates)
+            .filter_map(|m| match &m.state {
+                MateState::Failed(why) => {
+                    Some(format!("{} failed: {}", m.name, printable_line(why)))
+                }
+                _ => None,
+            })
+            .collect();
+    }
+
+    /// Prints the frame, then the reasons. The frame holds only what the
+    /// board made printable.
+    fn print(&self, out: &mut impl io::Write) -> io::Result<()> {
+        for l in self.lines.iter().chain(&self.reasons) {
+            writeln!(out, "{l}")?;
+        }
+        out.flush()
+    }
 }
 
 fn event_loop(
@@ -55,26 +113,51 @@ fn event_loop(
     seat: &Seat,
     title: &str,
     rx: &Receiver<Input>,
+    last: &mut LastFrame,
 ) -> io::Result<Ended> {
     let mut ui = Ui::default();
     let mut board = read(seat, None, &mut ui);
+    let mut detail: Option<Detail> = None;
+    let mut tick = 0usize;
     loop {
         match &board {
             Some(b) => {
                 ui.clamp(b);
-                terminal.draw(|f| draw(f, b, &ui, title))?;
+                let moment = Moment {
+                    now: std::time::SystemTime::now(),
+                    tick,
+                };
+                let frame = terminal.draw(|f| draw(f, b, &ui, title, &moment, detail.as_ref()))?;
+                last.keep(frame.buffer, Some(b));
             }
             None => {
                 let text = format!(
                     "{}\n\n(q quits)",
                     ui.note.as_deref().unwrap_or("reading the team…")
                 );
-                terminal.draw(|f| f.render_widget(Paragraph::new(text), f.area()))?;
+                let frame = terminal.draw(|f| f.render_widget(Paragraph::new(text), f.area()))?;
+                last.keep(frame.buffer, None);
             }
         }
-        let Ok(first) = rx.recv() else {
-            return Ok(Ended::Stopped);
+        let busy = board
+            .as_ref()
+            .is_some_and(|b| b.teammates.iter().any(|m| m.busy()));
+        let first = if busy {
+            match rx.recv_timeout(SPIN) {
+                Ok(input) => input,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    tick = tick.wrapping_add(1);
+                    continue;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Ok(Ended::Stopped),
+            }
+        } else {
+            match rx.recv() {
+                Ok(input) => input,
+                Err(_) => return Ok(Ended::Stopped),
+            }
         };
+        tick = tick.wrapping_add(1);
         // A burst of inputs is handled before the board is read again.
         let mut changed = false;
         for input in std::iter::once(first).chain(rx.try_iter()) {
@@ -110,9 +193,19 @@ fn event_loop(
                 }
             }
         }
+        let opened = match (&ui.screen, &detail) {
+            (Screen::Detail(name), Some(d)) => &d.name != name,
+            (Screen::Detail(_), None) => true,
+            _ => false,
+        };
         if changed {
             board = read(seat, board, &mut ui);
         }
+        detail = match &ui.screen {
+            Screen::Detail(name) if changed || opened => Some(seat.detail(name)),
+            Screen::Detail(_) => detail,
+            _ => None,
+        };
     }
 }
 

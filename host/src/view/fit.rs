@@ -1,0 +1,243 @@
+//! Fitting the live view into the terminal it has (80×24 and up), by
+//! priorities rather than by cutting words: a state gets a short word chosen
+//! to fit ([`state_word`]), less important columns go first, the keys bar
+//! drops its least used keys but always keeps `? help` and `q quit`
+//! ([`key_bar`]), and subjects wrap onto more lines ([`wrap`]); and what
+//! moves on a busy board (the [`SPINNER`], a turn's [`elapsed`] time at a
+//! [`Moment`]). Pure functions, so each rule has its own test.
+
+use std::time::{Duration, SystemTime};
+
+use ratatui::text::Line;
+
+use super::board::MateState;
+
+/// The moment a frame is drawn: the time (for a turn's elapsed time) and
+/// the spinner's frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Moment {
+    /// Now.
+    pub now: SystemTime,
+    /// Counts redraws; picks the spinner's frame.
+    pub tick: usize,
+}
+
+/// The spinner's frames, one per redraw while a teammate compiles, runs a
+/// turn or waits on the model.
+pub const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// How wide `text` is on a terminal (wide characters count two).
+pub fn width(text: &str) -> usize {
+    Line::raw(text).width()
+}
+
+/// The word shown for `state`: its full label ([`MateState::label`]) when
+/// `short` is false, else a word of at most 9 columns that still says the
+/// same thing (`awaiting approval` → `asks you`).
+pub fn state_word(state: &MateState, short: bool) -> &'static str {
+    match (state, short) {
+        (MateState::AwaitingApproval, true) => "asks you",
+        _ => state.label(),
+    }
+}
+
+/// The widest word [`state_word`] gives with `short`.
+pub fn state_width(short: bool) -> usize {
+    if short {
+        9
+    } else {
+        width(MateState::AwaitingApproval.label())
+    }
+}
+
+/// A turn's elapsed time in at most 6 columns: `9s`, `1m02s`, `12m30s`,
+/// `1h03m`.
+pub fn elapsed(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// One key of the keys bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    /// The key as shown (`a`, `⇧↑↓`, `Enter`).
+    pub key: &'static str,
+    /// What it does, in a word or two.
+    pub what: &'static str,
+    /// Lower is kept longer; `0` is always kept.
+    pub rank: u8,
+}
+
+impl Key {
+    /// `key what`.
+    pub const fn new(key: &'static str, what: &'static str, rank: u8) -> Key {
+        Key { key, what, rank }
+    }
+
+    fn text(&self) -> String {
+        format!("{} {}", self.key, self.what)
+    }
+}
+
+/// The separator between two keys of the bar.
+const SEP: &str = " · ";
+
+/// The keys bar for `width` columns: `keys` in their given order, leaving out
+/// the highest ranks first until the bar fits. Keys of rank 0 stay whatever
+/// the width (the bar is then as wide as they need).
+pub fn key_bar(keys: &[Key], width: usize) -> String {
+    let mut kept: Vec<bool> = vec![true; keys.len()];
+    let bar = |kept: &[bool]| {
+        keys.iter()
+            .zip(kept)
+            .filter(|(_, k)| **k)
+            .map(|(k, _)| k.text())
+            .collect::<Vec<_>>()
+            .join(SEP)
+    };
+    let mut by_rank: Vec<usize> = (0..keys.len()).filter(|&i| keys[i].rank > 0).collect();
+    // Highest rank first; among equals, the later key goes first.
+    by_rank.sort_by_key(|&i| (std::cmp::Reverse(keys[i].rank), std::cmp::Reverse(i)));
+    for i in by_rank {
+        if self::width(&bar(&kept)) <= width {
+            break;
+        }
+        kept[i] = false;
+    }
+    bar(&kept)
+}
+
+/// `text` wrapped at word boundaries into lines of at most `width` columns
+/// (a word longer than a line is broken), at most `max_lines` lines; when
+/// it needs more, the last line ends with `…`. Never empty.
+pub fn wrap(text: &str, width: usize, max_lines: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let mut word = word.to_string();
+        loop {
+            let room = if line.is_empty() {
+                width
+            } else {
+                width.saturating_sub(self::width(&line) + 1)
+            };
+            if self::width(&word) <= room {
+                if !line.is_empty() {
+                    line.push(' ');
+                }
+                line.push_str(&word);
+                break;
+            }
+            if !line.is_empty() {
+                lines.push(std::mem::take(&mut line));
+                continue;
+            }
+            // A word longer than a whole line: break it.
+            let (head, tail) = split_at_width(&word, width);
+            lines.push(head);
+            word = tail;
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    if lines.len() > max_lines.max(1) {
+        lines.truncate(max_lines.max(1));
+        let last = lines.last_mut().expect("at least one line");
+        while self::width(last) + 2 > width && last.pop().is_some() {}
+        last.push_str(if last.is_empty() { "…" } else { " …" });
+    }
+    lines
+}
+
+/// The longest head of `word` that fits `width` columns (at least one
+/// character), and the rest.
+fn split_at_width(word: &str, width: usize) -> (String, String) {
+    let mut head = String::new();
+    for (i, c) in word.char_indices() {
+        let mut next = head.clone();
+        next.push(c);
+        if self::width(&next) > width && !head.is_empty() {
+            return (head, word[i..].to_string());
+        }
+        head = next;
+    }
+    (head, String::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEYS: [Key; 5] = [
+        Key::new("?", "help", 0),
+        Key::new("a", "approve", 1),
+        Key::new("m", "message", 3),
+        Key::new("PgUp/PgDn", "scroll", 4),
+        Key::new("q", "quit", 0),
+    ];
+
+    #[test]
+    fn the_keys_bar_drops_the_least_used_keys_first_and_keeps_help_and_quit() {
+        assert_eq!(
+            key_bar(&KEYS, 200),
+            "? help · a approve · m message · PgUp/PgDn scroll · q quit"
+        );
+        assert_eq!(
+            key_bar(&KEYS, 40),
+            "? help · a approve · m message · q quit"
+        );
+        assert_eq!(key_bar(&KEYS, 27), "? help · a approve · q quit");
+        assert_eq!(key_bar(&KEYS, 26), "? help · q quit");
+        assert_eq!(key_bar(&KEYS, 3), "? help · q quit", "rank 0 always stays");
+    }
+
+    #[test]
+    fn a_short_state_word_fits_nine_columns_and_a_long_one_is_whole() {
+        assert_eq!(
+            state_word(&MateState::AwaitingApproval, false),
+            "awaiting approval"
+        );
+        for s in [
+            MateState::Compiling,
+            MateState::Starting,
+            MateState::Running,
+            MateState::Idle,
+            MateState::Stopping,
+            MateState::AwaitingApproval,
+            MateState::Failed("x".into()),
+            MateState::Dead,
+            MateState::Done,
+            MateState::Unknown,
+        ] {
+            assert!(width(state_word(&s, true)) <= state_width(true), "{s:?}");
+            assert!(width(state_word(&s, false)) <= state_width(false), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn subjects_wrap_at_words_and_say_when_they_go_on() {
+        assert_eq!(
+            wrap("Write down the river story", 12, 3),
+            ["Write down", "the river", "story"]
+        );
+        assert_eq!(
+            wrap("Write down the river story", 12, 2),
+            ["Write down", "the river …"]
+        );
+        assert_eq!(wrap("abcdefghij", 4, 5), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("", 4, 2), [""]);
+    }
+
+    #[test]
+    fn elapsed_time_stays_short() {
+        assert_eq!(elapsed(Duration::from_secs(9)), "9s");
+        assert_eq!(elapsed(Duration::from_secs(62)), "1m02s");
+        assert_eq!(elapsed(Duration::from_secs(3780)), "1h03m");
+    }
+}
