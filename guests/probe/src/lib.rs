@@ -36,6 +36,7 @@
 //! | `bash-on-task`    | on `task-claimed`, before completing the task, runs with `tools::bash`: `touch holding-ID`, then waits until a file `release` exists in its directory, then appends ID to `bash.log` (a tool call a test can hold open, and one that asks the lead unless Bash is allowed) |
 //! | `hold-after-complete` | on `task-claimed`, after the task's update succeeded (and `completed.log` has its ID), runs the held call with ID `done-ID` before the turn ends: a turn a test can cut between a completion and its report |
 //! | message `hold`    | runs the same held `tools::bash` call as `bash-on-task`, with ID `msg` (a message turn a test can hold open) |
+//! | message `panic TEXT` | panics with the message TEXT (a crash whose last words the host must show) |
 //!
 //! The spawn prompt is saved with `state.save`, and a probe whose first turn
 //! is not `initial` (one brought back by `teamhost run --resume`) loads its
@@ -156,6 +157,9 @@ impl Guest for Probe {
                 Ok(TurnOutcome { task: None })
             }
             TurnKind::Message => {
+                if let Some(words) = turn.messages.iter().find_map(|m| m.text.strip_prefix("panic ")) {
+                    panic!("{words}");
+                }
                 if directives.trap_on_message && text.contains("trap") {
                     core::arch::wasm32::unreachable();
                 }

@@ -9,7 +9,6 @@ use std::time::Instant;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::embed::{Event, Host, TeammateState};
-pub(super) use crate::protocol::describe::one_line;
 use crate::protocol::describe::{describe, printable_line};
 use crate::protocol::{Parsed, ProtocolMessage};
 use crate::store::{InboxMessage, Team};
@@ -162,9 +161,9 @@ impl ReportState {
                     // `compile_all`'s lines say what compiles, for whom,
                     // and when it is ready.
                     TeammateState::Active | TeammateState::Compiling | TeammateState::Starting => {}
-                    TeammateState::Failed(why) => {
-                        self.log.line(&name, format!("failed: {}", one_line(&why)))
-                    }
+                    TeammateState::Failed(why) => self
+                        .log
+                        .line(&name, format!("failed: {}", reason_line(&why))),
                     s => self.log.line(&name, s.as_str()),
                 }
             }
@@ -218,6 +217,21 @@ impl ReportState {
                 .log
                 .line("run", format!("cannot read {lead}'s inbox: {e}")),
         }
+    }
+}
+
+/// The longest failure reason [`reason_line`] prints, in characters.
+pub(super) const REASON_MAX: usize = 1000;
+
+/// A teammate's failure reason on one line, made inert like [`one_line`]
+/// but cut later ([`REASON_MAX`]): a crash reason carries the guest's last
+/// words and its log file, which a cut at [`one_line`]'s length would lose.
+pub(super) fn reason_line(why: &str) -> String {
+    let flat = why.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = printable_line(&flat).into_owned();
+    match flat.char_indices().nth(REASON_MAX) {
+        Some((cut, _)) => format!("{} …", &flat[..cut]),
+        None => flat,
     }
 }
 
