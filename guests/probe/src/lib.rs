@@ -26,6 +26,7 @@
 //! |-------------------|-------------------------------------------------------------|
 //! | `reject-shutdown` | rejects shutdown requests ("probe was told to reject") instead of approving |
 //! | `trap-on-task`    | traps on a `task-claimed` turn (instead of completing the task) |
+//! | `panic-on-task`   | panics on a `task-claimed` turn: `cannot do task #ID: SUBJECT` |
 //! | `trap-on-message` | traps on a `message` turn whose TEXT contains `trap`        |
 //! | `spin-on-message` | loops for ever on a `message` turn whose TEXT contains `spin` |
 //! | `complete-tasks`  | the default: on `task-claimed`, sets the task `completed` and reports it resolved |
@@ -77,6 +78,7 @@ const LOG: &str = "turns.log";
 struct Directives {
     reject_shutdown: bool,
     trap_on_task: bool,
+    panic_on_task: bool,
     trap_on_message: bool,
     spin_on_message: bool,
     bash_on_task: bool,
@@ -92,6 +94,7 @@ impl Directives {
             match word {
                 "reject-shutdown" => d.reject_shutdown = true,
                 "trap-on-task" => d.trap_on_task = true,
+                "panic-on-task" => d.panic_on_task = true,
                 "trap-on-message" => d.trap_on_message = true,
                 "spin-on-message" => d.spin_on_message = true,
                 "complete-tasks" => {} // the default
@@ -214,6 +217,9 @@ impl Guest for Probe {
             TurnKind::TaskClaimed(task) => {
                 if directives.trap_on_task {
                     core::arch::wasm32::unreachable();
+                }
+                if directives.panic_on_task {
+                    panic!("cannot do task #{}: {}", task.id, task.subject);
                 }
                 if directives.bash_on_task {
                     if let Err(reason) = hold(&task.id) {

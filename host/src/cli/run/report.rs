@@ -4,7 +4,7 @@
 //! lead's messages.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use tokio::sync::{broadcast, mpsc};
 
@@ -65,14 +65,17 @@ impl Reporter {
     pub(super) fn start(host: &Host, team: &Team, lead: Option<&str>, log: Log) -> Reporter {
         let events = host.events();
         let (cmds, rx) = mpsc::unbounded_channel();
+        let (items, stamped) = mpsc::unbounded_channel();
         let state = ReportState {
             team: team.clone(),
             lead: lead.map(str::to_string),
             log,
             tasks: BTreeMap::new(),
             turns: BTreeMap::new(),
+            held: Vec::new(),
         };
-        let join = tokio::spawn(state.run(events, rx));
+        tokio::spawn(stamp(events, rx, items));
+        let join = tokio::spawn(state.run(stamped));
         Reporter { cmds, join }
     }
 
@@ -91,6 +94,49 @@ impl Reporter {
     }
 }
 
+/// What the reporter prints, in order.
+enum Item {
+    /// An event and when it was received.
+    Event(SystemTime, Event),
+    Lagged(u64),
+    Cmd(Cmd),
+}
+
+/// Receives the host's events as they are sent, and stamps each with the
+/// time (a task that does nothing else, so the stamp is the time of the
+/// event); a line of the run's own follows every event already sent.
+async fn stamp(
+    mut events: broadcast::Receiver<Event>,
+    mut cmds: mpsc::UnboundedReceiver<Cmd>,
+    items: mpsc::UnboundedSender<Item>,
+) {
+    loop {
+        let item = tokio::select! {
+            biased;
+            e = events.recv() => match e {
+                Ok(e) => Item::Event(SystemTime::now(), e),
+                Err(broadcast::error::RecvError::Lagged(n)) => Item::Lagged(n),
+                Err(broadcast::error::RecvError::Closed) => Item::Cmd(Cmd::Stop),
+            },
+            cmd = cmds.recv() => {
+                loop {
+                    let item = match events.try_recv() {
+                        Ok(e) => Item::Event(SystemTime::now(), e),
+                        Err(broadcast::error::TryRecvError::Lagged(n)) => Item::Lagged(n),
+                        Err(_) => break,
+                    };
+                    let _ = items.send(item);
+                }
+                Item::Cmd(cmd.unwrap_or(Cmd::Stop))
+            }
+        };
+        let last = matches!(item, Item::Cmd(Cmd::Stop));
+        if items.send(item).is_err() || last {
+            return;
+        }
+    }
+}
+
 /// The reporter's memory. Its store reads are small files; it reads them on
 /// the runtime thread it runs on.
 struct ReportState {
@@ -101,44 +147,32 @@ struct ReportState {
     /// Last seen `(status, owner)` of every task.
     tasks: BTreeMap<String, (String, Option<String>)>,
     turns: BTreeMap<String, u64>,
+    /// The lead's messages taken but written after the event being printed
+    /// (the inbox is read when its event is printed, and may by then hold
+    /// what a later turn wrote): each waits for the first event received
+    /// after it was written, so it never prints before the turn that wrote it.
+    held: Vec<(SystemTime, InboxMessage)>,
 }
 
 impl ReportState {
-    async fn run(
-        mut self,
-        mut events: broadcast::Receiver<Event>,
-        mut cmds: mpsc::UnboundedReceiver<Cmd>,
-    ) {
+    async fn run(mut self, mut items: mpsc::UnboundedReceiver<Item>) {
         self.tasks_changed(true);
-        loop {
-            tokio::select! {
-                biased;
-                cmd = cmds.recv() => {
-                    self.catch_up(&mut events);
-                    match cmd {
-                        Some(Cmd::Line(who, what)) => self.log.line(&who, what),
-                        Some(Cmd::Stop) | None => break,
-                    }
+        while let Some(item) = items.recv().await {
+            match item {
+                Item::Event(at, e) => {
+                    self.release(at);
+                    self.handle(e, at);
                 }
-                e = events.recv() => match e {
-                    Ok(e) => self.handle(e),
-                    Err(broadcast::error::RecvError::Lagged(n)) => self.lagged(n),
-                    Err(broadcast::error::RecvError::Closed) => break,
-                },
+                Item::Lagged(n) => self.lagged(n),
+                Item::Cmd(Cmd::Line(who, what)) => {
+                    self.release(SystemTime::now());
+                    self.log.line(&who, what)
+                }
+                Item::Cmd(Cmd::Stop) => break,
             }
         }
-        self.lead_messages();
-    }
-
-    /// Handles every event already in the channel.
-    fn catch_up(&mut self, events: &mut broadcast::Receiver<Event>) {
-        loop {
-            match events.try_recv() {
-                Ok(e) => self.handle(e),
-                Err(broadcast::error::TryRecvError::Lagged(n)) => self.lagged(n),
-                Err(_) => return,
-            }
-        }
+        self.take_lead_messages();
+        self.release(SystemTime::now() + std::time::Duration::from_secs(3600));
     }
 
     fn lagged(&self, n: u64) {
@@ -148,7 +182,7 @@ impl ReportState {
         );
     }
 
-    fn handle(&mut self, event: Event) {
+    fn handle(&mut self, event: Event, at: SystemTime) {
         match event {
             Event::TurnStarted { team, name, kind } if team == self.team.name() => {
                 let n = self.turns.entry(name.clone()).or_default();
@@ -171,7 +205,8 @@ impl ReportState {
             Event::InboxChanged { team, agent }
                 if team == self.team.name() && self.lead.as_ref() == Some(&agent) =>
             {
-                self.lead_messages()
+                self.take_lead_messages();
+                self.release(at);
             }
             _ => {}
         }
@@ -202,15 +237,17 @@ impl ReportState {
         }
     }
 
-    /// Consumes the lead's unread messages (they move to its history) and
-    /// prints one line each.
-    fn lead_messages(&mut self) {
+    /// Consumes the lead's unread messages (they move to its history) into
+    /// [`ReportState::held`], each with its time of writing (a message
+    /// without a readable one counts as written long ago).
+    fn take_lead_messages(&mut self) {
         let Some(lead) = &self.lead else { return };
         match self.team.take_unread(lead) {
             Ok(messages) => {
                 for m in messages {
-                    self.log
-                        .line(&m.from, format!("→ {lead}: {}", readable(&m)));
+                    let at = chrono::DateTime::parse_from_rfc3339(&m.timestamp)
+                        .map_or(SystemTime::UNIX_EPOCH, SystemTime::from);
+                    self.held.push((at, m));
                 }
             }
             Err(e) => self
@@ -218,14 +255,28 @@ impl ReportState {
                 .line("run", format!("cannot read {lead}'s inbox: {e}")),
         }
     }
+
+    /// Prints the held messages written by `at`, oldest first.
+    fn release(&mut self, at: SystemTime) {
+        let Some(lead) = self.lead.clone() else {
+            return;
+        };
+        self.held.sort_by_key(|(written, _)| *written);
+        let due = self.held.partition_point(|(written, _)| *written <= at);
+        for (_, m) in self.held.drain(..due).collect::<Vec<_>>() {
+            self.log
+                .line(&m.from, format!("→ {lead}: {}", readable(&m)));
+        }
+    }
 }
 
 /// The longest failure reason [`reason_line`] prints, in characters.
 pub(super) const REASON_MAX: usize = 1000;
 
-/// A teammate's failure reason on one line, made inert like [`one_line`]
-/// but cut later ([`REASON_MAX`]): a crash reason carries the guest's last
-/// words and its log file, which a cut at [`one_line`]'s length would lose.
+/// A teammate's failure reason on one line, made inert like
+/// [`crate::protocol::describe::one_line`] but cut later ([`REASON_MAX`]):
+/// a crash reason carries the guest's last words and its log file, which a
+/// cut at `one_line`'s length would lose.
 pub(super) fn reason_line(why: &str) -> String {
     let flat = why.split_whitespace().collect::<Vec<_>>().join(" ");
     let flat = printable_line(&flat).into_owned();
