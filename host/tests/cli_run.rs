@@ -55,7 +55,9 @@ fn project(name: &str, extra: &str) -> (tempfile::TempDir, PathBuf) {
 
 /// The event lines of `stdout` (before the summary) are one ordered stream
 /// of events only: each a `+  T.TTTs  WHO  WHAT` line, times never going
-/// back, no diagnostic (tracing) line among them; each teammate's end
+/// back, no diagnostic (tracing) line among them; each teammate's messages
+/// to the lead after its first turn, its approval after its shutdown
+/// turn; each teammate's end
 /// (`stopped`, a teammate's state, never `completed`, a task's status)
 /// after its shutdown turn, whose line comes before the state it causes.
 fn stream_is_in_order(stdout: &str, out: &Output) {
@@ -63,6 +65,7 @@ fn stream_is_in_order(stdout: &str, out: &Output) {
     assert!(!events.is_empty(), "{}", shown(out));
     let mut last = 0.0;
     let mut shutdown_turn: std::collections::HashMap<&str, usize> = Default::default();
+    let mut first_turn: std::collections::HashMap<&str, usize> = Default::default();
     for (i, line) in events.iter().enumerate() {
         let fields: Vec<&str> = line.trim_start_matches('+').split_whitespace().collect();
         assert!(
@@ -86,6 +89,26 @@ fn stream_is_in_order(stdout: &str, out: &Output) {
         let (who, what) = (fields[1], fields[2..].join(" "));
         if what.starts_with("turn ") && what.ends_with(": shutdown-request") {
             shutdown_turn.insert(who, i);
+        }
+        if what.starts_with("turn ") {
+            first_turn.entry(who).or_insert(i);
+        }
+        // A message to the lead prints after the turn that wrote it.
+        if what.starts_with("→ team-lead:") && who != "teamhost" {
+            let turn = first_turn.get(who).copied();
+            assert!(
+                turn.is_some_and(|t| t < i),
+                "{who}'s message before its turn: {line:?}\n{}",
+                shown(out)
+            );
+        }
+        if what == "→ team-lead: approves the shutdown" {
+            let turn = shutdown_turn.get(who).copied();
+            assert!(
+                turn.is_some_and(|t| t < i),
+                "{who}'s approval before its shutdown turn\n{}",
+                shown(out)
+            );
         }
         if what == "shutdown-requested" {
             let turn = shutdown_turn.get(who).copied();

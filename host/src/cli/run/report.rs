@@ -55,7 +55,8 @@ pub(super) struct Reporter {
 }
 
 enum Cmd {
-    Line(String, String),
+    /// A line of the run's own, and when it was asked for.
+    Line(SystemTime, String, String),
     Stop,
 }
 
@@ -81,7 +82,9 @@ impl Reporter {
 
     /// Prints a line of the run itself once the events sent so far are printed.
     pub(super) fn line(&self, who: &str, what: impl Into<String>) {
-        let _ = self.cmds.send(Cmd::Line(who.into(), what.into()));
+        let _ = self
+            .cmds
+            .send(Cmd::Line(SystemTime::now(), who.into(), what.into()));
     }
 
     /// Handles the events already sent, takes what is left in the lead's
@@ -164,8 +167,8 @@ impl ReportState {
                     self.handle(e, at);
                 }
                 Item::Lagged(n) => self.lagged(n),
-                Item::Cmd(Cmd::Line(who, what)) => {
-                    self.release(SystemTime::now());
+                Item::Cmd(Cmd::Line(at, who, what)) => {
+                    self.release(at);
                     self.log.line(&who, what)
                 }
                 Item::Cmd(Cmd::Stop) => break,
