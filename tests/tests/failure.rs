@@ -203,7 +203,7 @@ async fn a_rust_panic_is_recorded_with_its_message_and_the_log_file() {
     // file itself; the frames named from the name section (the probe's own
     // code is inlined into its export), never `<wasm function N>`.
     assert!(
-        why.starts_with("the guest crashed (wasm `unreachable`"),
+        why.starts_with("the guest crashed (wasm trap: wasm `unreachable`"),
         "{why}"
     );
     assert!(why.contains("its stderr said: «"), "{why}");
