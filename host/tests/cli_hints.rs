@@ -152,3 +152,43 @@ fn every_limit_message_names_a_key_the_manifest_accepts() {
         assert!(parsed.is_ok(), "{key}: {:?}", parsed.err());
     }
 }
+
+#[test]
+fn the_hints_for_a_team_that_already_exists_resume_or_replace_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir(tmp.path().join("data")).unwrap();
+    std::fs::write(tmp.path().join("data/a.txt"), "one two").unwrap();
+    let manifest = tmp.path().join("team.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[team]\nname = \"again\"\n[[teammate]]\nname = \"ann\"\ncomponent = {:?}\nprompt = \"Count.\"\ncwd = \"data\"\nmode = \"acceptEdits\"\n[[task]]\nsubject = \"Count a\"\ndescription = \"- a.txt\"\n",
+            teamhost_tests::WORKER
+        ),
+    )
+    .unwrap();
+    let made = teamhost(Some(&home), &["team", "create", "again"]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    let out = teamhost(Some(&home), &["run", manifest.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    let hints = suggested(&text);
+    let replace = hints
+        .iter()
+        .find(|h| h.starts_with("teamhost run --replace "))
+        .unwrap_or_else(|| panic!("no --replace hint: {text}"));
+    assert!(
+        hints
+            .iter()
+            .any(|h| h.starts_with("teamhost run --resume ")),
+        "{text}"
+    );
+    let done = run_suggested(&home, replace);
+    assert!(
+        done.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&done.stdout),
+        stderr(&done)
+    );
+}
