@@ -621,7 +621,7 @@ fn check_teammate(
     }
     if !t.component.is_file() {
         problems.push(format!(
-            "{who}: component {} {}; fix the path (relative paths start at the manifest's directory) or build the guests (`cargo build --release` inside guests/; `scripts/demo` does it)",
+            "{who}: component {} {}; fix the path (relative paths start at the manifest's directory) or build the teammate first: `cargo build --release --target wasm32-wasip2` in its Rust crate, `scripts/build-polyglot` in a teamhost clone for the Python and JS examples (docs/guides/teammate-template.md)",
             t.component.display(),
             if t.component.exists() { "is not a file" } else { "does not exist" },
         ));
@@ -964,7 +964,11 @@ subject = "Count three"
         let p = one_problem(&text);
         assert!(p.starts_with("teammate \"a\""), "{p}");
         assert!(p.contains("nope.wasm does not exist"), "{p}");
-        assert!(p.contains("cargo build --release"), "{p}");
+        assert!(
+            p.contains("--target wasm32-wasip2` in its Rust crate"),
+            "{p}"
+        );
+        assert!(!p.contains("inside guests/"), "{p}");
     }
 
     #[test]

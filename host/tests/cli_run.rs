@@ -53,6 +53,95 @@ fn project(name: &str, extra: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, manifest)
 }
 
+/// The event lines of `stdout` (before the summary) are one ordered stream
+/// of events only: each a `+  T.TTTs  WHO  WHAT` line, times never going
+/// back, no diagnostic (tracing) line among them; each teammate's messages
+/// to the lead after its first turn, its approval after its shutdown
+/// turn; each teammate's end
+/// (`stopped`, a teammate's state, never `completed`, a task's status)
+/// after its shutdown turn, whose line comes before the state it causes.
+fn stream_is_in_order(stdout: &str, out: &Output) {
+    let events: Vec<&str> = stdout.lines().take_while(|l| !l.is_empty()).collect();
+    assert!(!events.is_empty(), "{}", shown(out));
+    let mut last = 0.0;
+    let mut shutdown_turn: std::collections::HashMap<&str, usize> = Default::default();
+    let mut first_turn: std::collections::HashMap<&str, usize> = Default::default();
+    for (i, line) in events.iter().enumerate() {
+        let fields: Vec<&str> = line.trim_start_matches('+').split_whitespace().collect();
+        assert!(
+            line.starts_with('+') && fields.len() >= 3,
+            "not an event line: {line:?}\n{}",
+            shown(out)
+        );
+        for noise in ["WARN", "ERROR", "INFO", "DEBUG"] {
+            assert!(
+                !line.contains(noise),
+                "a diagnostic in the stream: {line:?}"
+            );
+        }
+        let t: f64 = fields[0]
+            .trim_start_matches('+')
+            .trim_end_matches('s')
+            .parse()
+            .unwrap();
+        assert!(t >= last, "time went back at {line:?}\n{}", shown(out));
+        last = t;
+        let (who, what) = (fields[1], fields[2..].join(" "));
+        if what.starts_with("turn ") && what.ends_with(": shutdown-request") {
+            shutdown_turn.insert(who, i);
+        }
+        if what.starts_with("turn ") {
+            first_turn.entry(who).or_insert(i);
+        }
+        // A message to the lead prints after the turn that wrote it.
+        if what.starts_with("→ team-lead:") && who != "teamhost" {
+            let turn = first_turn.get(who).copied();
+            assert!(
+                turn.is_some_and(|t| t < i),
+                "{who}'s message before its turn: {line:?}\n{}",
+                shown(out)
+            );
+        }
+        if what == "→ team-lead: approves the shutdown" {
+            let turn = shutdown_turn.get(who).copied();
+            assert!(
+                turn.is_some_and(|t| t < i),
+                "{who}'s approval before its shutdown turn\n{}",
+                shown(out)
+            );
+        }
+        if what == "shutdown-requested" {
+            let turn = shutdown_turn.get(who).copied();
+            assert!(
+                turn.is_some_and(|t| t < i),
+                "{who}'s state before its turn\n{}",
+                shown(out)
+            );
+        }
+        if what == "stopped" {
+            let turn = shutdown_turn.get(who).copied();
+            assert!(
+                turn.is_some_and(|t| t < i),
+                "{who} stopped before its shutdown turn\n{}",
+                shown(out)
+            );
+        }
+        assert!(
+            what != "completed",
+            "a teammate state reads like a task status: {line:?}"
+        );
+    }
+    for who in ["ann", "bob"] {
+        assert!(
+            events
+                .iter()
+                .any(|l| l.split_whitespace().nth(2) == Some(who) && l.ends_with(" stopped")),
+            "no end of {who}\n{}",
+            shown(out)
+        );
+    }
+}
+
 #[test]
 fn runs_a_team_to_completion_and_names_each_tasks_owner() {
     let (dir, manifest) = project("words", "");
@@ -63,6 +152,7 @@ fn runs_a_team_to_completion_and_names_each_tasks_owner() {
     assert!(!home.join("teams/words").exists());
     assert!(!home.join("kept/words").exists());
     let stdout = String::from_utf8_lossy(&out.stdout);
+    stream_is_in_order(&stdout, &out);
     let summary = stdout
         .split_once("\ntasks\n")
         .map(|(_, s)| s)
@@ -133,7 +223,7 @@ fn json_prints_one_summary_with_every_task_completed() {
     assert_eq!(mates.len(), 2);
     let mut done: Vec<String> = Vec::new();
     for m in mates {
-        assert_eq!(m["state"], "completed", "{m}");
+        assert_eq!(m["state"], "stopped", "{m}");
         assert!(m["turns"].as_u64().unwrap() >= 2, "{m}");
         for id in m["completedTasks"].as_array().unwrap() {
             done.push(id.as_str().unwrap().to_string());
@@ -361,7 +451,7 @@ fn the_polyglot_example_of_a_rust_a_python_and_a_js_worker_counts_its_corpus() {
         .unwrap()
         .iter()
         .map(|m| {
-            assert_eq!(m["state"], "completed", "{m}");
+            assert_eq!(m["state"], "stopped", "{m}");
             assert!(m["turns"].as_u64().unwrap() >= 2, "{m}");
             m["name"].as_str().unwrap()
         })
@@ -392,4 +482,46 @@ fn the_polyglot_example_of_a_rust_a_python_and_a_js_worker_counts_its_corpus() {
         "{}",
         shown(&out)
     );
+}
+
+#[test]
+fn a_crash_shows_its_reason_in_the_stream_and_diagnostics_stay_out_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(dir.path().join("work")).unwrap();
+    let toml = format!(
+        "[team]\nname = \"crash\"\n[[teammate]]\nname = \"fragile\"\ncomponent = {:?}\nprompt = \"panic-on-task\"\ncwd = \"work\"\nmode = \"acceptEdits\"\n[[task]]\nsubject = \"Boom now\"\ndescription = \"d\"\n",
+        teamhost_tests::PROBE
+    );
+    let manifest = dir.path().join("team.toml");
+    std::fs::write(&manifest, toml).unwrap();
+    let out = teamhost(&home, &["run", manifest.to_str().unwrap()]);
+    assert!(!out.status.success(), "{}", shown(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let log = home.join("logs/crash/fragile.log");
+    let failed = stdout
+        .lines()
+        .find(|l| l.split_whitespace().nth(2) == Some("fragile") && l.contains(" failed: "))
+        .unwrap_or_else(|| panic!("no failure line\n{}", shown(&out)));
+    assert!(
+        failed.contains("its stderr said: «")
+            && failed.contains("cannot do task #1: Boom now»")
+            && failed.contains(&format!("log: {}", log.display())),
+        "{failed}"
+    );
+    // The summary says the same.
+    assert!(
+        stdout.contains("fragile failed: the guest crashed")
+            || stderr.contains("fragile failed: the guest crashed"),
+        "{}",
+        shown(&out)
+    );
+    // The host's warning about it is a diagnostic: in the home's log, not
+    // among the lines a person reads.
+    for text in [&stdout, &stderr] {
+        assert!(!text.contains("WARN"), "{}", shown(&out));
+    }
+    let diagnostics = std::fs::read_to_string(home.join("logs/teamhost.log")).unwrap();
+    assert!(diagnostics.contains("teammate failed"), "{diagnostics}");
 }

@@ -253,7 +253,7 @@ fn two_processes_with_their_own_homes_run_one_team_on_one_nats_store() {
         .collect();
     assert_eq!(
         states.iter().copied().collect::<BTreeSet<_>>(),
-        BTreeSet::from([("bob", "completed"), ("cat", "completed")]),
+        BTreeSet::from([("bob", "stopped"), ("cat", "stopped")]),
         "{join_shown}"
     );
     assert_eq!(join_summary["shutdown"]["killed"], serde_json::json!([]));

@@ -176,3 +176,47 @@ async fn a_teammate_that_traps_on_a_message_fails_while_its_peer_keeps_answering
     assert!(notice.text.starts_with("fragile failed: "), "{notice:?}");
     assert_eq!(f.members(), ["team-lead", "steady"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rust_panic_is_recorded_with_its_message_and_the_log_file() {
+    let f = Fixture::new("panic");
+    f.probe("fragile", "steady").await;
+    f.settle().await;
+
+    let mut events = f.host.events();
+    f.host
+        .send_as_lead("panic", "fragile", "panic out of cheese \u{1b}[2J", None)
+        .unwrap();
+    let failed = next_event(&mut events, "fragile to fail", |e| {
+        matches!(e, Event::StateChanged { name, state, .. } if name == "fragile" && state.is_finished())
+    })
+    .await;
+    let Event::StateChanged {
+        state: TeammateState::Failed(why),
+        ..
+    } = failed
+    else {
+        panic!("{failed:?}")
+    };
+    let log = f.home.join("logs/panic/fragile.log");
+    // The panic's words, labelled as the guest's and made inert; the log
+    // file itself; the frames named from the name section (the probe's own
+    // code is inlined into its export), never `<wasm function N>`.
+    assert!(
+        why.starts_with("the guest crashed (wasm trap: wasm `unreachable`"),
+        "{why}"
+    );
+    assert!(why.contains("its stderr said: «"), "{why}");
+    assert!(why.contains("out of cheese [2J»"), "{why}");
+    assert!(why.contains(&format!("log: {}", log.display())), "{why}");
+    assert!(why.contains("; in teamhost:agent/handler@"), "{why}");
+    assert!(!why.contains("<wasm function"), "{why}");
+    assert!(f.log("fragile").contains("out of cheese"));
+    // The lead is told the same.
+    let notice = f
+        .lead_inbox()
+        .into_iter()
+        .find(|m| m.from == teamhost::runner::HOST_SENDER)
+        .expect("a notice from the host");
+    assert!(notice.text.contains("out of cheese"), "{notice:?}");
+}

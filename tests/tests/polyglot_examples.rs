@@ -50,6 +50,27 @@ async fn the_javascript_echo_on_quickjs_answers_the_lead_and_approves_shutdown()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncaught_python_exception_is_recorded_with_its_traceback() {
+    if let Some(component) = teamhost_tests::polyglot::component(teamhost_tests::ECHO_PY) {
+        crash_shows_its_last_words("py", component, "RuntimeError: crash: out of cheese").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncaught_javascript_error_is_recorded_with_the_engines_words() {
+    if let Some(component) = teamhost_tests::polyglot::component(teamhost_tests::ECHO_JS) {
+        // StarlingMonkey does not print the Error: its own words, and the
+        // stack that names the handler, are what the guest said.
+        crash_shows_its_last_words(
+            "js",
+            component,
+            "expected a string, received [object] | Stack: | ",
+        )
+        .await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_agent_does_its_task_with_tools_and_is_denied_what_its_mode_forbids() {
     if let Some(component) = teamhost_tests::polyglot::component(teamhost_tests::AGENT_PY) {
         agent_does_its_task("py", component).await;
@@ -102,6 +123,45 @@ async fn echo_answers_and_approves_shutdown(lang: &str, component: &str) {
     );
 
     shuts_down_approving(&f, &[&echo]).await;
+}
+
+/// The echo guest crashes on a message `crash: out of cheese` (an
+/// uncaught exception): its recorded failure reason carries `words` from
+/// its stderr, labelled as the guest's, and names its log file.
+async fn crash_shows_its_last_words(lang: &str, component: &str, words: &str) {
+    let f = Fixture::with_options(&format!("crash-{lang}"), shared_cache());
+    let _logs = ShowGuestLogs(f.home.join("logs").join(&f.name));
+    let echo = format!("{lang}-echo");
+    let mut req = SpawnRequest::new(&echo, component, "hello", f.dir(&echo));
+    req.settings.auto_claim = false;
+    f.host.spawn(&f.name, req).await.unwrap();
+    f.settle().await;
+    let mut events = f.host.events();
+    f.host
+        .send_as_lead(&f.name, &echo, "crash: out of cheese", None)
+        .unwrap();
+    let why = loop {
+        let event = tokio::time::timeout(Duration::from_secs(60), events.recv())
+            .await
+            .expect("the echo to crash")
+            .expect("host events");
+        if let teamhost::embed::Event::StateChanged { name, state, .. } = event {
+            if name == echo && state.is_finished() {
+                match state {
+                    teamhost::embed::TeammateState::Failed(why) => break why,
+                    other => panic!("{echo} ended {other:?}"),
+                }
+            }
+        }
+    };
+    let log = f
+        .home
+        .join("logs")
+        .join(&f.name)
+        .join(format!("{echo}.log"));
+    assert!(why.contains("its stderr said: «"), "{why}");
+    assert!(why.contains(words), "{why}");
+    assert!(why.contains(&format!("log: {}", log.display())), "{why}");
 }
 
 /// The agent guest's whole life for one foreign `component`, with a scripted

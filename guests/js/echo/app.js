@@ -8,6 +8,7 @@
 // | initial, message   | sends each plain message back to its sender; skips protocol messages |
 // | shutdown-request   | approves                                                  |
 // | task-claimed       | does no work: reports the task failed so the lead reassigns it |
+// | message `crash: …` | throws an Error with that text past the wrapper below: on StarlingMonkey the teammate crashes (QuickJS turns it into a failed turn) |
 //
 // It runs on both JS engines scripts/build-polyglot builds it with
 // (echo-js.wasm: StarlingMonkey, echo-qjs.wasm: QuickJS).
@@ -27,7 +28,7 @@ import { getStderr } from "wasi:cli/stderr@0.2.12";
  * turn; throwing fails it (the teammate keeps running).
  * @type {typeof import("teamhost:agent/handler@0.1.0")}
  */
-export const handler = { handleTurn: failsAsText(handleTurn) };
+export const handler = { handleTurn: crashesOnRequest(failsAsText(handleTurn)) };
 
 /**
  * One turn: what woke the teammate is in `turn.kind`.
@@ -112,6 +113,20 @@ function log(line) {
   if (console) return console.error(line);
   const utf8 = unescape(encodeURIComponent(line + "\n"));
   getStderr().blockingWriteAndFlush(Uint8Array.from(utf8, (c) => c.charCodeAt(0)));
+}
+
+/**
+ * Wraps the export so that a message `crash: …` throws an uncaught Error
+ * (not text): the crash a test shows the host reporting.
+ * @param {(turn: Turn) => TurnOutcome} handle
+ * @returns {(turn: Turn) => TurnOutcome}
+ */
+function crashesOnRequest(handle) {
+  return (turn) => {
+    const crash = turn.messages.find((m) => m.text.startsWith("crash: "));
+    if (crash) throw new Error(crash.text);
+    return handle(turn);
+  };
 }
 
 /**

@@ -26,6 +26,7 @@
 //! |-------------------|-------------------------------------------------------------|
 //! | `reject-shutdown` | rejects shutdown requests ("probe was told to reject") instead of approving |
 //! | `trap-on-task`    | traps on a `task-claimed` turn (instead of completing the task) |
+//! | `panic-on-task`   | panics on a `task-claimed` turn: `cannot do task #ID: SUBJECT` |
 //! | `trap-on-message` | traps on a `message` turn whose TEXT contains `trap`        |
 //! | `spin-on-message` | loops for ever on a `message` turn whose TEXT contains `spin` |
 //! | `complete-tasks`  | the default: on `task-claimed`, sets the task `completed` and reports it resolved |
@@ -36,6 +37,7 @@
 //! | `bash-on-task`    | on `task-claimed`, before completing the task, runs with `tools::bash`: `touch holding-ID`, then waits until a file `release` exists in its directory, then appends ID to `bash.log` (a tool call a test can hold open, and one that asks the lead unless Bash is allowed) |
 //! | `hold-after-complete` | on `task-claimed`, after the task's update succeeded (and `completed.log` has its ID), runs the held call with ID `done-ID` before the turn ends: a turn a test can cut between a completion and its report |
 //! | message `hold`    | runs the same held `tools::bash` call as `bash-on-task`, with ID `msg` (a message turn a test can hold open) |
+//! | message `panic TEXT` | panics with the message TEXT (a crash whose last words the host must show) |
 //!
 //! The spawn prompt is saved with `state.save`, and a probe whose first turn
 //! is not `initial` (one brought back by `teamhost run --resume`) loads its
@@ -76,6 +78,7 @@ const LOG: &str = "turns.log";
 struct Directives {
     reject_shutdown: bool,
     trap_on_task: bool,
+    panic_on_task: bool,
     trap_on_message: bool,
     spin_on_message: bool,
     bash_on_task: bool,
@@ -91,6 +94,7 @@ impl Directives {
             match word {
                 "reject-shutdown" => d.reject_shutdown = true,
                 "trap-on-task" => d.trap_on_task = true,
+                "panic-on-task" => d.panic_on_task = true,
                 "trap-on-message" => d.trap_on_message = true,
                 "spin-on-message" => d.spin_on_message = true,
                 "complete-tasks" => {} // the default
@@ -156,6 +160,9 @@ impl Guest for Probe {
                 Ok(TurnOutcome { task: None })
             }
             TurnKind::Message => {
+                if let Some(words) = turn.messages.iter().find_map(|m| m.text.strip_prefix("panic ")) {
+                    panic!("{words}");
+                }
                 if directives.trap_on_message && text.contains("trap") {
                     core::arch::wasm32::unreachable();
                 }
@@ -210,6 +217,9 @@ impl Guest for Probe {
             TurnKind::TaskClaimed(task) => {
                 if directives.trap_on_task {
                     core::arch::wasm32::unreachable();
+                }
+                if directives.panic_on_task {
+                    panic!("cannot do task #{}: {}", task.id, task.subject);
                 }
                 if directives.bash_on_task {
                     if let Err(reason) = hold(&task.id) {

@@ -7,6 +7,7 @@ like the Rust guests/echo.
 | initial, message   | sends each plain message back to its sender; skips protocol messages |
 | shutdown-request   | approves                                                  |
 | task-claimed       | does no work: reports the task failed so the lead reassigns it |
+| message `crash: …` | raises an uncaught RuntimeError with that text: the teammate crashes (tests show its traceback reaches the failure reason) |
 
 Build: scripts/build-polyglot (componentize-py generates the `wit_world`
 package from teamhost's wit/ while it builds; see docs/guides/teammate-python.md).
@@ -37,6 +38,8 @@ class Handler(exports.Handler):
                     # A turn with only a prompt (a spawn without an inbox message).
                     reply(turn.from_, turn.prompt, None)
                 for message in turn.messages:
+                    if message.text.startswith("crash: "):
+                        crash(message.text)
                     # Protocol messages (task assignments, idle notifications,
                     # ...) are for the host and the lead: never echo them.
                     if message.protocol is None:
@@ -52,6 +55,12 @@ class Handler(exports.Handler):
             case TurnKind_TaskClaimed(task):
                 reason = "echo only answers messages; it does no task work"
                 return TurnOutcome(task=TaskReport(task.id, CompletedStatus.FAILED, reason))
+
+
+def crash(text: str) -> None:
+    """Raise what the handler does not catch: not an `Err`, so the turn does
+    not fail quietly; the guest traps and its traceback goes to stderr."""
+    raise RuntimeError(text)
 
 
 def reply(to: str, text: str, summary: str | None) -> None:

@@ -31,7 +31,7 @@ use clap::{Parser, Subcommand};
 
 use crate::home::Home;
 
-pub use output::Output;
+pub use output::{error_text, Output};
 
 /// Run AI-agent teammates as WebAssembly components, on Claude Code's
 /// agent-teams protocol.

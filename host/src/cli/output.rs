@@ -80,3 +80,49 @@ pub fn write_stdout(text: &str) -> anyhow::Result<()> {
         Err(e) => Err(anyhow::anyhow!("cannot write to stdout: {e}")),
     }
 }
+
+/// How the binary prints a command's error: the message and its causes,
+/// `: `-separated like anyhow's `{:#}`, but a cause whose text the message
+/// before it already ends with is left out (an error type that writes its
+/// source into its own message and also returns it as `source()` would
+/// otherwise print it twice: `read x: No such file (os error 2): No such
+/// file (os error 2)`). Made inert with [`printable`]: an error may quote
+/// what a teammate wrote.
+pub fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if text.ends_with(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    printable(&text).into_owned()
+}
+
+#[cfg(test)]
+mod error_text_tests {
+    use super::*;
+
+    #[test]
+    fn an_os_error_in_the_message_and_the_source_is_written_once() {
+        let io = std::io::Error::from_raw_os_error(2);
+        let e = anyhow::Error::from(crate::Error::io("read", "/nowhere/x", io))
+            .context("cannot load the manifest");
+        let text = error_text(&e);
+        assert_eq!(text.matches("os error 2").count(), 1, "{text}");
+        assert!(
+            text.starts_with("cannot load the manifest: read /nowhere/x: "),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn distinct_causes_are_all_kept_and_escapes_made_inert() {
+        let e = anyhow::anyhow!("inner \u{1b}[2J").context("outer");
+        assert_eq!(error_text(&e), "outer: inner \\u{1b}[2J");
+    }
+}

@@ -65,13 +65,14 @@ impl Home {
     }
 
     /// Fails when the home cannot be a directory: a part of its path that
-    /// exists is a file (`--home /tmp/somefile/home`). Naming that part, not
+    /// exists is a file (`--home /tmp/somefile/home`), or the home (or the
+    /// nearest part of its path that exists) cannot be written to. Naming that part, not
     /// whatever later read or write of a team would fail on. A home that
     /// does not exist yet is fine (it is made on the first write).
     pub fn check_usable(&self) -> Result<()> {
         for part in self.root.ancestors().filter(|p| !p.as_os_str().is_empty()) {
             match std::fs::metadata(part) {
-                Ok(m) if m.is_dir() => return Ok(()),
+                Ok(m) if m.is_dir() => return self.check_writable(part),
                 Ok(_) => {
                     return Err(Error::Home(format!(
                         "the home {} cannot be used: {} is a file, not a directory (every existing part of the home's path must be a directory; pass --home DIR or set {HOME_ENV})",
@@ -86,9 +87,51 @@ impl Home {
         Ok(())
     }
 
+    /// Fails when the home cannot be written to: `existing` (the home, or
+    /// the nearest part of its path that exists) is on a read-only file
+    /// system or someone else's, or the home cannot be made under it (a
+    /// probe: the missing directories are made and removed again). Names
+    /// the home and how to choose another.
+    fn check_writable(&self, existing: &Path) -> Result<()> {
+        let refused = if existing == self.root {
+            writable(existing).err()
+        } else {
+            match std::fs::create_dir_all(&self.root) {
+                Ok(()) => {
+                    // Leave nothing behind: the home is made on its first write.
+                    for made in self.root.ancestors().take_while(|p| *p != existing) {
+                        let _ = std::fs::remove_dir(made);
+                    }
+                    None
+                }
+                Err(e) => Some(e),
+            }
+        };
+        match refused {
+            None => Ok(()),
+            Some(why) => Err(Error::Home(format!(
+                "the home {} cannot be used: it cannot be written to ({why}); pass --home DIR or set {HOME_ENV} to a directory you can write",
+                self.root.display()
+            ))),
+        }
+    }
+
     /// The home directory itself.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+}
+
+/// Whether this process may write into the directory `dir`.
+fn writable(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_dir = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: `c_dir` is a valid NUL-terminated path for the call's
+    // duration; `access` reads it and keeps nothing.
+    match unsafe { libc::access(c_dir.as_ptr(), libc::W_OK | libc::X_OK) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
     }
 }
 

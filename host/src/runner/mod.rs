@@ -215,6 +215,13 @@ impl Runner {
                 self.journal.clone(),
             ));
         }
+        // The turn is announced before anything it causes (its state, a plan
+        // answer applied), so whoever prints events shows them in order.
+        let _ = self.links.events.send(Event::TurnStarted {
+            team: self.team().name().into(),
+            name: self.name().to_string(),
+            kind: kind_name(&turn.kind).into(),
+        });
         if let Some(first) = turn.messages.first() {
             self.apply_plan_answer(first).await;
         }
@@ -232,11 +239,6 @@ impl Runner {
         // (nothing waits for it), and only once the turn has lasted
         // `active_after`: a short turn costs no config write at all.
         let active_mark = self.start_active_mark();
-        let _ = self.links.events.send(Event::TurnStarted {
-            team: self.team().name().into(),
-            name: self.name().to_string(),
-            kind: kind_name(&turn.kind).into(),
-        });
         self.links.turns.fetch_add(1, Ordering::Relaxed);
         let result = Box::pin(self.instance.handle_turn(&turn)).await;
         // The message is consumed before anything follows the turn.

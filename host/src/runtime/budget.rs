@@ -143,7 +143,7 @@ impl TreeBudget {
                 let mib = |b: usize| b as f64 / f64::from(1 << 20);
                 format!(
                     "memory limit: {:.1} MiB more would bring the memory of this teammate and \
-                     its sub-agents to {:.1} MiB, more than {:.1} MiB (memory_total_bytes)",
+                     its sub-agents to {:.1} MiB, more than {:.1} MiB ([teammate.limits] memory_total_mb)",
                     mib(bytes),
                     mib(held.saturating_add(bytes)),
                     mib(total)
@@ -245,7 +245,7 @@ mod tests {
         b.take_memory(6 << 20).unwrap();
         let e = b.take_memory(5 << 20).unwrap_err();
         assert!(
-            e.starts_with("memory limit: ") && e.contains("(memory_total_bytes)"),
+            e.starts_with("memory limit: ") && e.contains("([teammate.limits] memory_total_mb)"),
             "{e}"
         );
         assert_eq!(b.memory_held(), 6 << 20, "a refusal takes nothing");

@@ -143,7 +143,7 @@ impl DiskMeter {
         let c = *lock(&self.count);
         format!(
             "disk limit: {growth} more bytes would put the teammate's directories over {} bytes \
-             (disk_bytes); they hold {}",
+             ([teammate.limits] disk_mb); they hold {}",
             self.budget.bytes,
             c.measured.saturating_add(c.since)
         )
@@ -238,7 +238,7 @@ mod tests {
         let e = m.grow(600).await.unwrap_err();
         assert_eq!(m.walks(), 2);
         assert!(
-            e.starts_with("disk limit: ") && e.contains("disk_bytes"),
+            e.starts_with("disk limit: ") && e.contains("[teammate.limits] disk_mb"),
             "{e}"
         );
         assert_eq!(m.room(), 100);

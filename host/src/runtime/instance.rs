@@ -16,8 +16,10 @@ use super::limiter::TreeLimiter;
 use super::state::{AgentCtx, TeammateState};
 use crate::sandbox::{DirAccess, Limits};
 use capped_log::CappedLog;
+use last_words::{crash_reason, Stderr, StderrTail};
 
 mod capped_log;
+pub mod last_words;
 
 /// How to build a teammate's sandbox.
 #[derive(Debug, Clone)]
@@ -43,6 +45,10 @@ pub struct Instance {
     memory: usize,
     /// Where the store's fiber stack is: trimmed after every call.
     stack: std::sync::Arc<super::stacks::StackSlot>,
+    /// The last lines the guest wrote to stderr: its last words in a crash.
+    stderr_tail: StderrTail,
+    /// Its log file, named in a crash (`None`: output discarded).
+    log: Option<PathBuf>,
 }
 
 impl Instance {
@@ -69,11 +75,19 @@ impl Instance {
         wasi.allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
-        if let Some(log) = &config.log {
-            let log = CappedLog::open(log, config.limits.max_log_bytes)?;
+        let stderr_tail = StderrTail::default();
+        let log = match &config.log {
+            Some(log) => Some(CappedLog::open(log, config.limits.max_log_bytes)?),
+            None => None,
+        };
+        if let Some(log) = &log {
             wasi.stdout(log.clone());
-            wasi.stderr(log);
         }
+        // Kept even without a log: a crash still says what the guest said.
+        wasi.stderr(Stderr {
+            log,
+            tail: stderr_tail.clone(),
+        });
         let mut table = ResourceTable::new();
         table.set_max_capacity(config.limits.max_open_resources);
         let model_clock = agent.model.clock.clone();
@@ -97,7 +111,7 @@ impl Instance {
             state.cpu_ticks += 1;
             if state.cpu_ticks > state.cpu_budget {
                 return Err(wasmtime::Error::msg(format!(
-                    "CPU limit: the turn ran for more than {} ms of CPU (cpu_per_turn)",
+                    "CPU limit: the turn ran for more than {} ms of CPU ([teammate.limits] cpu_per_turn_secs)",
                     state.cpu_budget * EPOCH_TICK.as_millis() as u64
                 )));
             }
@@ -115,6 +129,14 @@ impl Instance {
                     let line = text[at..].lines().next().unwrap_or_default();
                     anyhow::bail!("{line}");
                 }
+                if is_trap(&e) {
+                    // The guest crashed while it started (a Python or JS
+                    // module that raises at import).
+                    anyhow::bail!(
+                        "{}",
+                        crash_reason(&e, &stderr_tail.text(), config.log.as_deref())
+                    );
+                }
                 return Err(anyhow::Error::from(e));
             }
         };
@@ -126,6 +148,8 @@ impl Instance {
             model_clock,
             memory,
             stack,
+            stderr_tail,
+            log: config.log.clone(),
         })
     }
 
@@ -169,7 +193,7 @@ impl Instance {
         self.stack.park();
         match ended {
             Err(_) => anyhow::bail!(
-                "wall-time limit: the turn took longer than {:?} (wall_per_turn), not counting {:?} waiting on the model",
+                "wall-time limit: the turn took longer than {:?} ([teammate.limits] wall_per_turn_secs), not counting {:?} waiting on the model",
                 wall,
                 clock.waited()
             ),
@@ -191,14 +215,20 @@ impl Instance {
                 if text.contains("resource table has no free keys") {
                     anyhow::bail!(
                         "descriptor limit: the guest held more than {} WASI resources (open \
-                         files, streams, pollables) at once (max_open_resources)",
+                         files, streams, pollables) at once (max_open_resources, a fixed limit)",
                         self.store.data().table.max_capacity()
                     );
                 }
                 if text.contains("growing memory") || text.contains("memory.grow") {
                     anyhow::bail!(
-                        "memory limit: the guest tried to grow its memory past {} MiB (memory_bytes)",
+                        "memory limit: the guest tried to grow its memory past {} MiB ([teammate.limits] memory_mb)",
                         self.memory >> 20
+                    );
+                }
+                if is_trap(&trap) {
+                    anyhow::bail!(
+                        "{}",
+                        crash_reason(&trap, &self.stderr_tail.text(), self.log.as_deref())
                     );
                 }
                 Err(anyhow::Error::from(trap))
@@ -238,6 +268,13 @@ impl Instance {
     pub fn agent(&mut self) -> &mut AgentCtx {
         &mut self.store.data_mut().agent
     }
+}
+
+/// Whether `e` is the guest's crash (a trap, with or without the wasm
+/// backtrace wasmtime attaches), not a host error that stopped it.
+fn is_trap(e: &wasmtime::Error) -> bool {
+    e.downcast_ref::<wasmtime::Trap>().is_some()
+        || e.downcast_ref::<wasmtime::WasmBacktrace>().is_some()
 }
 
 /// Runs `call` until it ends or `wall` has passed, not counting the time

@@ -52,7 +52,7 @@ impl ResourceLimiter for TreeLimiter {
     ) -> wasmtime::Result<bool> {
         if desired > self.per_memory {
             return Err(wasmtime::Error::msg(format!(
-                "memory limit: the guest tried to grow its memory past {} MiB (memory_bytes)",
+                "memory limit: the guest tried to grow its memory past {} MiB ([teammate.limits] memory_mb)",
                 self.per_memory >> 20
             )));
         }

@@ -16,7 +16,7 @@
 //! | limit | default | scope | breach |
 //! |---|---|---|---|
 //! | `memory_bytes` | 64 MiB | each linear memory | trap: the agent fails, "memory limit" |
-//! | `memory_total_bytes` | 256 MiB | tree | the linear memory of every instance of the tree together: a growth past it traps ("memory limit … (memory_total_bytes)"); a sub-agent whose instance does not fit is refused (`unavailable`, naming the limit) |
+//! | `memory_total_bytes` | 256 MiB | tree | the linear memory of every instance of the tree together: a growth past it traps ("memory limit … ([teammate.limits] memory_total_mb)"); a sub-agent whose instance does not fit is refused (`unavailable`, naming the limit) |
 //! | `cpu_per_turn` | 60 s | turn | trap: "CPU limit" |
 //! | `wall_per_turn` | 10 min | turn | the turn is abandoned, the teammate fails: "wall-time limit" (time waiting on the model is not counted: the model policy bounds that) |
 //! | `max_message_bytes` | 1 MiB | each call | typed `invalid` error; nothing is sent |
@@ -247,7 +247,7 @@ impl Limits {
             return Err(format!(
                 "team-bytes limit: {what} ({bytes} bytes) would bring what this teammate and its \
                  sub-agents wrote to the team to {after} bytes, more than {} \
-                 (max_team_bytes_total); the teammate is stopped",
+                 ([teammate.limits] team_total_mb); the teammate is stopped",
                 self.max_team_bytes_total
             ));
         }
@@ -381,7 +381,7 @@ mod tests {
         let e = l.count_team_bytes("a message", 1, &mut spent).unwrap_err();
         assert!(e.starts_with("team-bytes limit: "), "{e}");
         assert!(
-            e.contains("max_team_bytes_total") && e.contains("101"),
+            e.contains("[teammate.limits] team_total_mb") && e.contains("101"),
             "{e}"
         );
         assert_eq!(spent, 100);

@@ -18,7 +18,8 @@ pub enum TeammateState {
     AwaitingPlanApproval,
     /// Handling a shutdown request.
     ShutdownRequested,
-    /// Approved a shutdown and stopped.
+    /// Approved a shutdown and stopped. Shown `stopped`: `completed` is a
+    /// task's status, and a teammate's state never reads like one.
     Completed,
     /// Trapped or broke a limit; the reason says which.
     Failed(String),
@@ -44,7 +45,7 @@ impl TeammateState {
             TeammateState::Idle => "idle",
             TeammateState::AwaitingPlanApproval => "awaiting-plan-approval",
             TeammateState::ShutdownRequested => "shutdown-requested",
-            TeammateState::Completed => "completed",
+            TeammateState::Completed => "stopped",
             TeammateState::Failed(_) => "failed",
             TeammateState::Killed => "killed",
         }

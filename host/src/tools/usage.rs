@@ -45,12 +45,12 @@ impl DiskBudget {
     pub fn breach(&self, usage: &DiskUsage) -> Option<String> {
         if usage.incomplete {
             Some(format!(
-                "disk limit: the teammate's directory has more than {} entries (disk_walk_entries)",
+                "disk limit: the teammate's directory has more than {} entries ([teammate.limits] disk_entries)",
                 self.entries
             ))
         } else if usage.bytes > self.bytes {
             Some(format!(
-                "disk limit: the teammate's directory holds {} bytes, more than {} (disk_bytes)",
+                "disk limit: the teammate's directory holds {} bytes, more than {} ([teammate.limits] disk_mb)",
                 usage.bytes, self.bytes
             ))
         } else {

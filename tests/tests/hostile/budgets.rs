@@ -47,7 +47,10 @@ async fn sub_agents_at_depth_draw_from_their_teammates_one_memory_pool() {
         ),
         "the bottom sub-agent should have been stopped by the tree's pool: {nest:?}"
     );
-    assert!(nest.detail.contains("(memory_total_bytes)"), "{nest:?}");
+    assert!(
+        nest.detail.contains("([teammate.limits] memory_total_mb)"),
+        "{nest:?}"
+    );
     // The same chain with room in the pool reaches the bottom.
     let roomy = a.spawn(spawn("roomy", 128)).await;
     let got = wait_done(&a.f, &roomy, "budget", 1).await;
@@ -119,7 +122,7 @@ async fn messages_of_1_mib_turn_after_turn_are_stopped_by_the_team_bytes_budget(
     }
     let reason = a.failure(&mut events, &name).await;
     assert!(
-        reason.contains("team-bytes limit") && reason.contains("(max_team_bytes_total)"),
+        reason.contains("team-bytes limit") && reason.contains("([teammate.limits] team_total_mb)"),
         "{reason}"
     );
     let sent: usize =
@@ -222,7 +225,7 @@ async fn a_wasi_write_loop_far_past_the_disk_budget_is_refused_while_the_turn_ru
             .iter()
             .any(|n| n.starts_with(&format!("{name}: a write"))
                 && n.contains("disk limit")
-                && n.contains("(disk_bytes)")),
+                && n.contains("([teammate.limits] disk_mb)")),
         "{notices:?}"
     );
     // The teammate was refused, not broken: it still answers.
@@ -265,7 +268,7 @@ async fn a_bash_write_loop_past_the_disk_budget_is_stopped_while_the_call_runs()
     let reason = a.failure(&mut events, &name).await;
     assert!(
         reason.contains("disk limit")
-            && reason.contains("(disk_bytes)")
+            && reason.contains("([teammate.limits] disk_mb)")
             && reason.contains("stopped while it ran"),
         "{reason}"
     );

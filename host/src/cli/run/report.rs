@@ -4,12 +4,11 @@
 //! lead's messages.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use tokio::sync::{broadcast, mpsc};
 
 use crate::embed::{Event, Host, TeammateState};
-pub(super) use crate::protocol::describe::one_line;
 use crate::protocol::describe::{describe, printable_line};
 use crate::protocol::{Parsed, ProtocolMessage};
 use crate::store::{InboxMessage, Team};
@@ -56,7 +55,8 @@ pub(super) struct Reporter {
 }
 
 enum Cmd {
-    Line(String, String),
+    /// A line of the run's own, and when it was asked for.
+    Line(SystemTime, String, String),
     Stop,
 }
 
@@ -66,20 +66,25 @@ impl Reporter {
     pub(super) fn start(host: &Host, team: &Team, lead: Option<&str>, log: Log) -> Reporter {
         let events = host.events();
         let (cmds, rx) = mpsc::unbounded_channel();
+        let (items, stamped) = mpsc::unbounded_channel();
         let state = ReportState {
             team: team.clone(),
             lead: lead.map(str::to_string),
             log,
             tasks: BTreeMap::new(),
             turns: BTreeMap::new(),
+            held: Vec::new(),
         };
-        let join = tokio::spawn(state.run(events, rx));
+        tokio::spawn(stamp(events, rx, items));
+        let join = tokio::spawn(state.run(stamped));
         Reporter { cmds, join }
     }
 
     /// Prints a line of the run itself once the events sent so far are printed.
     pub(super) fn line(&self, who: &str, what: impl Into<String>) {
-        let _ = self.cmds.send(Cmd::Line(who.into(), what.into()));
+        let _ = self
+            .cmds
+            .send(Cmd::Line(SystemTime::now(), who.into(), what.into()));
     }
 
     /// Handles the events already sent, takes what is left in the lead's
@@ -88,6 +93,49 @@ impl Reporter {
         let _ = self.cmds.send(Cmd::Stop);
         if let Err(e) = self.join.await {
             tracing::error!(error = %e, "the event reporter panicked");
+        }
+    }
+}
+
+/// What the reporter prints, in order.
+enum Item {
+    /// An event and when it was received.
+    Event(SystemTime, Event),
+    Lagged(u64),
+    Cmd(Cmd),
+}
+
+/// Receives the host's events as they are sent, and stamps each with the
+/// time (a task that does nothing else, so the stamp is the time of the
+/// event); a line of the run's own follows every event already sent.
+async fn stamp(
+    mut events: broadcast::Receiver<Event>,
+    mut cmds: mpsc::UnboundedReceiver<Cmd>,
+    items: mpsc::UnboundedSender<Item>,
+) {
+    loop {
+        let item = tokio::select! {
+            biased;
+            e = events.recv() => match e {
+                Ok(e) => Item::Event(SystemTime::now(), e),
+                Err(broadcast::error::RecvError::Lagged(n)) => Item::Lagged(n),
+                Err(broadcast::error::RecvError::Closed) => Item::Cmd(Cmd::Stop),
+            },
+            cmd = cmds.recv() => {
+                loop {
+                    let item = match events.try_recv() {
+                        Ok(e) => Item::Event(SystemTime::now(), e),
+                        Err(broadcast::error::TryRecvError::Lagged(n)) => Item::Lagged(n),
+                        Err(_) => break,
+                    };
+                    let _ = items.send(item);
+                }
+                Item::Cmd(cmd.unwrap_or(Cmd::Stop))
+            }
+        };
+        let last = matches!(item, Item::Cmd(Cmd::Stop));
+        if items.send(item).is_err() || last {
+            return;
         }
     }
 }
@@ -102,44 +150,32 @@ struct ReportState {
     /// Last seen `(status, owner)` of every task.
     tasks: BTreeMap<String, (String, Option<String>)>,
     turns: BTreeMap<String, u64>,
+    /// The lead's messages taken but written after the event being printed
+    /// (the inbox is read when its event is printed, and may by then hold
+    /// what a later turn wrote): each waits for the first event received
+    /// after it was written, so it never prints before the turn that wrote it.
+    held: Vec<(SystemTime, InboxMessage)>,
 }
 
 impl ReportState {
-    async fn run(
-        mut self,
-        mut events: broadcast::Receiver<Event>,
-        mut cmds: mpsc::UnboundedReceiver<Cmd>,
-    ) {
+    async fn run(mut self, mut items: mpsc::UnboundedReceiver<Item>) {
         self.tasks_changed(true);
-        loop {
-            tokio::select! {
-                biased;
-                cmd = cmds.recv() => {
-                    self.catch_up(&mut events);
-                    match cmd {
-                        Some(Cmd::Line(who, what)) => self.log.line(&who, what),
-                        Some(Cmd::Stop) | None => break,
-                    }
+        while let Some(item) = items.recv().await {
+            match item {
+                Item::Event(at, e) => {
+                    self.release(at);
+                    self.handle(e, at);
                 }
-                e = events.recv() => match e {
-                    Ok(e) => self.handle(e),
-                    Err(broadcast::error::RecvError::Lagged(n)) => self.lagged(n),
-                    Err(broadcast::error::RecvError::Closed) => break,
-                },
+                Item::Lagged(n) => self.lagged(n),
+                Item::Cmd(Cmd::Line(at, who, what)) => {
+                    self.release(at);
+                    self.log.line(&who, what)
+                }
+                Item::Cmd(Cmd::Stop) => break,
             }
         }
-        self.lead_messages();
-    }
-
-    /// Handles every event already in the channel.
-    fn catch_up(&mut self, events: &mut broadcast::Receiver<Event>) {
-        loop {
-            match events.try_recv() {
-                Ok(e) => self.handle(e),
-                Err(broadcast::error::TryRecvError::Lagged(n)) => self.lagged(n),
-                Err(_) => return,
-            }
-        }
+        self.take_lead_messages();
+        self.release(SystemTime::now() + std::time::Duration::from_secs(3600));
     }
 
     fn lagged(&self, n: u64) {
@@ -149,7 +185,7 @@ impl ReportState {
         );
     }
 
-    fn handle(&mut self, event: Event) {
+    fn handle(&mut self, event: Event, at: SystemTime) {
         match event {
             Event::TurnStarted { team, name, kind } if team == self.team.name() => {
                 let n = self.turns.entry(name.clone()).or_default();
@@ -162,9 +198,9 @@ impl ReportState {
                     // `compile_all`'s lines say what compiles, for whom,
                     // and when it is ready.
                     TeammateState::Active | TeammateState::Compiling | TeammateState::Starting => {}
-                    TeammateState::Failed(why) => {
-                        self.log.line(&name, format!("failed: {}", one_line(&why)))
-                    }
+                    TeammateState::Failed(why) => self
+                        .log
+                        .line(&name, format!("failed: {}", reason_line(&why))),
                     s => self.log.line(&name, s.as_str()),
                 }
             }
@@ -172,7 +208,8 @@ impl ReportState {
             Event::InboxChanged { team, agent }
                 if team == self.team.name() && self.lead.as_ref() == Some(&agent) =>
             {
-                self.lead_messages()
+                self.take_lead_messages();
+                self.release(at);
             }
             _ => {}
         }
@@ -203,21 +240,52 @@ impl ReportState {
         }
     }
 
-    /// Consumes the lead's unread messages (they move to its history) and
-    /// prints one line each.
-    fn lead_messages(&mut self) {
+    /// Consumes the lead's unread messages (they move to its history) into
+    /// [`ReportState::held`], each with its time of writing (a message
+    /// without a readable one counts as written long ago).
+    fn take_lead_messages(&mut self) {
         let Some(lead) = &self.lead else { return };
         match self.team.take_unread(lead) {
             Ok(messages) => {
                 for m in messages {
-                    self.log
-                        .line(&m.from, format!("→ {lead}: {}", readable(&m)));
+                    let at = chrono::DateTime::parse_from_rfc3339(&m.timestamp)
+                        .map_or(SystemTime::UNIX_EPOCH, SystemTime::from);
+                    self.held.push((at, m));
                 }
             }
             Err(e) => self
                 .log
                 .line("run", format!("cannot read {lead}'s inbox: {e}")),
         }
+    }
+
+    /// Prints the held messages written by `at`, oldest first.
+    fn release(&mut self, at: SystemTime) {
+        let Some(lead) = self.lead.clone() else {
+            return;
+        };
+        self.held.sort_by_key(|(written, _)| *written);
+        let due = self.held.partition_point(|(written, _)| *written <= at);
+        for (_, m) in self.held.drain(..due).collect::<Vec<_>>() {
+            self.log
+                .line(&m.from, format!("→ {lead}: {}", readable(&m)));
+        }
+    }
+}
+
+/// The longest failure reason [`reason_line`] prints, in characters.
+pub(super) const REASON_MAX: usize = 1000;
+
+/// A teammate's failure reason on one line, made inert like
+/// [`crate::protocol::describe::one_line`] but cut later ([`REASON_MAX`]):
+/// a crash reason carries the guest's last words and its log file, which a
+/// cut at `one_line`'s length would lose.
+pub(super) fn reason_line(why: &str) -> String {
+    let flat = why.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = printable_line(&flat).into_owned();
+    match flat.char_indices().nth(REASON_MAX) {
+        Some((cut, _)) => format!("{} …", &flat[..cut]),
+        None => flat,
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::report::one_line;
+use super::report::reason_line;
 use super::wait::Outcome;
 use super::SHUTDOWN_TIMEOUT;
 use crate::cli::output::push_line;
@@ -204,7 +204,7 @@ impl Summary {
             .filter(|_| !matches!(outcome, Outcome::AllStopped(_)));
         for t in failed {
             if let Some(why) = &t.failure {
-                problems.push(format!("teammate {} failed: {}", t.name, one_line(why)));
+                problems.push(format!("teammate {} failed: {}", t.name, reason_line(why)));
             }
         }
         if !shutdown.killed.is_empty() {
@@ -297,7 +297,7 @@ impl Summary {
             let failure = t
                 .failure
                 .as_deref()
-                .map(|f| format!(": {}", one_line(f)))
+                .map(|f| format!(": {}", reason_line(f)))
                 .unwrap_or_default();
             let line = format!(
                 "  {:<w$}  {:>3} turn(s)  {:<10} {tasks}{failure}",

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::report::one_line;
+use super::report::reason_line;
 use super::stop::Signals;
 use crate::embed::{Host, TeammateInfo, TeammateState};
 use crate::store::{Task, TaskStatus, Team};
@@ -168,7 +168,7 @@ fn describe_open(tasks: &[Task]) -> String {
 /// `NAME STATE`, with the reason of a failure.
 pub(super) fn describe_state(t: &TeammateInfo) -> String {
     match &t.state {
-        TeammateState::Failed(why) => format!("{} failed: {}", t.name, one_line(why)),
+        TeammateState::Failed(why) => format!("{} failed: {}", t.name, reason_line(why)),
         s => format!("{} {}", t.name, s.as_str()),
     }
 }

@@ -78,7 +78,7 @@ impl CappedLog {
     /// Writes what fits of `buf` under the cap; the rest is dropped (with
     /// the note, the first time). Errors of the file are dropped too: the log
     /// is a courtesy, never a reason to fail the guest.
-    fn take(&self, buf: &[u8]) {
+    pub(super) fn take(&self, buf: &[u8]) {
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         if inner.cut {
             return;
