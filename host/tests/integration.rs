@@ -11,6 +11,7 @@ mod backend_process;
 mod backend_teammate;
 mod backend_tmux;
 mod cli_commands;
+mod cli_new;
 mod cli_run;
 mod cli_status;
 mod cli_watch;

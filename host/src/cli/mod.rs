@@ -4,6 +4,7 @@
 mod approve;
 mod message;
 pub mod model_args;
+mod new;
 mod output;
 mod run;
 mod settings_args;
@@ -95,6 +96,9 @@ pub enum Command {
     /// Copy a team between a NATS store (--store) and the file layout.
     #[command(subcommand)]
     Store(store_cmd::StoreCommand),
+    /// Create a teammate project (Rust, Python or JS) from a template
+    /// shipped in teamhost, with its test team and the WIT contract.
+    New(new::NewArgs),
 }
 
 /// The team a command acts on: `--team`, else `$TEAMHOST_TEAM`.
@@ -116,6 +120,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             a,
         );
     }
+    if let Command::New(a) = cli.command {
+        // Needs no home: it only writes the new project.
+        return new::new(&Output::new(cli.json), a);
+    }
     let home = Home::resolve(cli.home.as_deref())?;
     home.check_usable()?;
     let out = Output::new(cli.json);
@@ -136,6 +144,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Plan(a) => approve::plan(&store, &out, a),
         Command::Shutdown(a) => shutdown::shutdown(&store, &out, a),
         Command::Store(c) => store_cmd::run(&store, &out, c),
-        Command::Run(_) | Command::Teammate(_) => unreachable!("handled above"),
+        Command::Run(_) | Command::Teammate(_) | Command::New(_) => unreachable!("handled above"),
     }
 }
