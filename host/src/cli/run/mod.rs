@@ -572,13 +572,46 @@ async fn compile_all(
             (file, path, r)
         });
     }
-    while let Some(done) = loading.join_next().await {
-        let (file, path, r) = done.map_err(|e| anyhow::anyhow!("compiling panicked: {e}"))?;
-        let took = r.with_context(|| format!("cannot load component {}", path.display()))?;
-        reporter.line("run", format!("{file} ready in {:.2}s", took.as_secs_f64()));
+    // A slow compile (a Python or JS component: tens of seconds the first
+    // time) says it is still going, every few seconds.
+    let started = tokio::time::Instant::now();
+    let mut pending: Vec<String> = Vec::new();
+    let mut progress = tokio::time::interval_at(started + PROGRESS_AFTER, PROGRESS_EVERY);
+    for t in &m.teammates {
+        let file = t
+            .component
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy();
+        if !pending.iter().any(|f| *f == file) {
+            pending.push(file.to_string());
+        }
+    }
+    loop {
+        tokio::select! {
+            done = loading.join_next() => {
+                let Some(done) = done else { break };
+                let (file, path, r) = done.map_err(|e| anyhow::anyhow!("compiling panicked: {e}"))?;
+                let took = r.with_context(|| format!("cannot load component {}", path.display()))?;
+                pending.retain(|f| *f != file);
+                reporter.line("run", format!("{file} ready in {:.2}s", took.as_secs_f64()));
+            }
+            _ = progress.tick() => {
+                let secs = started.elapsed().as_secs();
+                for file in &pending {
+                    reporter.line("run", format!("compiling {file} … {secs} s"));
+                }
+            }
+        }
     }
     Ok(())
 }
+
+/// How long a compile runs before `run` says it is still compiling.
+const PROGRESS_AFTER: Duration = Duration::from_secs(2);
+
+/// How often it says so again.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
 /// `a, b and c`; past three names, `a, b, c and N more`.
 fn some_names(names: &[String]) -> String {
