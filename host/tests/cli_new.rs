@@ -286,3 +286,36 @@ fn a_build_that_would_run_in_a_teammate_directory_is_refused() {
     assert!(e.contains("a teammate can write"), "{e}");
     assert!(!dir.path().join("target").exists(), "no build ran");
 }
+
+#[test]
+fn a_python_syntax_error_stops_the_build_in_run_naming_file_and_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let out = teamhost_in(tmp.path(), &home, &["new", "--lang", "python", "scribe"]);
+    assert!(out.status.success(), "{}", shown(&out));
+    let dir = tmp.path().join("scribe");
+    std::fs::write(dir.join("oops.py"), "x = 1\ndef broken(:\n    pass\n").unwrap();
+    // The check needs only a python3, not the componentize-py toolchain.
+    let out = teamhost()
+        .current_dir(&dir)
+        .env("TEAMHOST_POLYGLOT", tmp.path().join("no-toolchain"))
+        .arg("--home")
+        .arg(&home)
+        .arg("run")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", shown(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("building scribe.wasm for scribe (not built yet): ./build"),
+        "{e}"
+    );
+    assert!(e.contains("./oops.py:2:"), "{e}");
+    assert!(e.contains("SyntaxError"), "{e}");
+    assert!(e.contains("fix the syntax error above"), "{e}");
+    assert!(
+        !e.contains("componentize-py not found"),
+        "checked before the tools: {e}"
+    );
+    assert!(!home.join("teams/scribe").exists());
+}
