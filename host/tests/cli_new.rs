@@ -80,7 +80,10 @@ fn new_writes_the_template_and_the_wit_contract_personalised() {
     let toml = std::fs::read_to_string(dir.join("team.toml")).unwrap();
     assert!(toml.contains("name = \"my-bot\""), "{toml}");
     assert!(toml.contains("release/my_bot.wasm\""), "{toml}");
-    assert!(toml.contains("command = \"cargo build --release\""), "{toml}");
+    assert!(
+        toml.contains("command = \"cargo build --release\""),
+        "{toml}"
+    );
     let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
     assert!(cargo.contains("name = \"my-bot\""), "{cargo}");
     // Nothing in the home: `new` needs none.
