@@ -12,7 +12,8 @@
 //! | `team.notifications` | `all` | `all`, `state-changes` or `none` (when parsed) |
 //! | `team.store` | the files under the home | a `nats://HOST:PORT[/PREFIX]` URL (when the run starts); `--store` wins |
 //! | `teammate.name` | required | valid agent name, unique, not `team-lead`/`teamhost`, no `@` |
-//! | `teammate.component` | required | the file exists |
+//! | `teammate.component` | required | the file exists (or `build` makes it) |
+//! | `teammate.build` | none | see `manifest/build_spec.rs`: a command, its `workdir` not in a teammate's directory |
 //! | `teammate.cwd` | `work/{name}` beside the manifest, made at start | the directory exists (unless left out) |
 //! | `teammate.mode` | `default` | one of [`PermissionMode::ALL`](crate::sandbox::PermissionMode::ALL) |
 //! | `teammate.allowed_tools`, `disallowed_tools` | `[]` | each rule parses (`Read`, `Bash(git:*)`, `Edit(src/**)`) |
@@ -36,9 +37,11 @@
 //! [`Manifest`] always holds absolute paths.
 
 mod agent_spec;
+mod build_spec;
 mod model_spec;
 
 pub use agent_spec::AgentSpec;
+pub use build_spec::{BuildSpec, BuildTable};
 pub use model_spec::{teammate_policy, ModelPolicySpec, ModelSpec};
 
 use std::collections::BTreeSet;
@@ -211,6 +214,11 @@ pub struct TeammateSpec {
     /// Overrides of the default limits.
     #[serde(default)]
     pub limits: LimitsSpec,
+    /// How the person builds the component: `teamhost run` runs it when the
+    /// component is missing or older than its sources. Default: none (a
+    /// stale component is only warned about).
+    #[serde(default)]
+    pub build: Option<BuildSpec>,
 }
 
 /// `teammate.isolation`.
@@ -427,6 +435,9 @@ impl Manifest {
         }
         for t in &mut self.teammates {
             t.component = base.join(&t.component);
+            if let Some(b) = &mut t.build {
+                b.resolve_paths(base);
+            }
             t.cwd_is_default = t.cwd.as_os_str().is_empty();
             t.cwd = if t.cwd_is_default && t.isolation == IsolationSpec::Worktree {
                 // The repository its worktree comes from; it works elsewhere.
@@ -482,6 +493,18 @@ impl Manifest {
         let mut seen = BTreeSet::new();
         for (i, t) in self.teammates.iter_mut().enumerate() {
             check_teammate(i, t, &mut seen, &mut problems);
+        }
+        let dirs: Vec<&Path> = self
+            .teammates
+            .iter()
+            .filter(|t| t.isolation == IsolationSpec::None)
+            .map(|t| t.cwd.as_path())
+            .collect();
+        for (i, t) in self.teammates.iter().enumerate() {
+            if let Some(b) = &t.build {
+                let who = format!("teammate {:?} ([[teammate]] #{})", t.name, i + 1);
+                b.check(&who, &dirs, &mut problems);
+            }
         }
         for (i, t) in self.tasks.iter().enumerate() {
             check_task(i, t, self.tasks.len(), &mut problems);
@@ -619,7 +642,7 @@ fn check_teammate(
             format!("{}-2", t.name)
         ));
     }
-    if !t.component.is_file() {
+    if t.build.is_none() && !t.component.is_file() {
         problems.push(format!(
             "{who}: component {} {}; fix the path (relative paths start at the manifest's directory) or build the teammate first: `cargo build --release --target wasm32-wasip2` in its Rust crate, `scripts/build-polyglot` in a teamhost clone for the Python and JS examples (docs/guides/teammate-template.md)",
             t.component.display(),

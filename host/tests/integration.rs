@@ -12,6 +12,7 @@ mod backend_teammate;
 mod backend_tmux;
 mod cli_commands;
 mod cli_hints;
+mod cli_new;
 mod cli_run;
 mod cli_status;
 mod cli_team_commands;

@@ -8,6 +8,7 @@ mod examples;
 mod logs;
 mod message;
 pub mod model_args;
+mod new;
 mod output;
 mod ps;
 mod reference;
@@ -132,6 +133,9 @@ pub enum Command {
     Man,
     /// Print the JSON Schema of the team manifest, for editors.
     Schema,
+    /// Create a teammate project (Rust, Python or JS) from a template
+    /// shipped in teamhost, with its test team and the WIT contract.
+    New(new::NewArgs),
 }
 
 /// The team a command acts on: `--team`, else `$TEAMHOST_TEAM`.
@@ -159,6 +163,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Man => return reference::man(),
         Command::Schema => return schema::print(),
         _ => {}
+    }
+    if let Command::New(a) = cli.command {
+        // Needs no home: it only writes the new project.
+        return new::new(&Output::new(cli.json), a);
     }
     let home = Home::resolve(cli.home.as_deref())?;
     if let Command::Doctor(a) = cli.command {
@@ -197,6 +205,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         | Command::Doctor(_)
         | Command::Completions(_)
         | Command::Man
-        | Command::Schema => unreachable!("handled above"),
+        | Command::Schema
+        | Command::New(_) => unreachable!("handled above"),
     }
 }

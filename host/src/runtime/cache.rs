@@ -231,7 +231,7 @@ fn digest_path(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -38,7 +38,8 @@ struct RuntimeInner {
 impl Runtime {
     /// Builds the engine (component model, async, epoch interruption), the
     /// linker (WASI p2 + every teamhost interface) and a component cache that
-    /// stores precompiled artifacts in `cache_dir` (none when `None`).
+    /// stores precompiled artifacts in `cache_dir` (none when `None`), with
+    /// Cranelift's function cache in `{cache_dir}/functions`.
     /// Starts the epoch ticker thread, which stops when the engine is dropped.
     pub fn new(cache_dir: Option<std::path::PathBuf>) -> anyhow::Result<Self> {
         let mut config = Config::new();
@@ -46,6 +47,11 @@ impl Runtime {
         config.epoch_interruption(true);
         // Fiber stacks whose pages go back to the kernel between turns.
         config.with_host_stack(Arc::new(super::stacks::TrimmingStacks));
+        if let Some(dir) = &cache_dir {
+            // Functions compiled before are not compiled again.
+            let functions = super::function_cache::FunctionCache::new(dir.join("functions"));
+            config.enable_incremental_compilation(Arc::new(functions))?;
+        }
         let engine = Engine::new(&config)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;

@@ -7,6 +7,7 @@
 //! | `bindings/guest_error.rs` | [`GuestError`]: a failed import as the WIT `error` or a trap, built with `?` from the crate's errors |
 //! | `engine.rs` | engine configuration and the epoch ticker |
 //! | `cache.rs` | compile once per content hash; precompiled artifacts on disk |
+//! | `function_cache.rs` | Cranelift's incremental cache on disk: a function compiled once is not compiled again |
 //! | `open_guard.rs` | the guest's own opens: never a FIFO, socket or device, never a set-id file to write |
 //! | `state.rs` | what one teammate's `Store` holds: [`AgentCtx`] in parts (fixed, permissions, coordination, model seat) |
 //! | `assembly.rs` | [`Assembly`]: the one constructor of an agent's context and instance config, for teammates, sub-agents and tests ([`AgentCtx::builder`]) |
@@ -27,6 +28,7 @@ mod budget;
 mod cache;
 mod disk_meter;
 mod engine;
+mod function_cache;
 mod instance;
 mod interfaces;
 mod limiter;

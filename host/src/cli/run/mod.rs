@@ -1,4 +1,5 @@
-//! `teamhost run TEAM.toml`: the main job. Creates the team a manifest
+//! `teamhost run [TEAM.toml]`: the main job (without a manifest, the
+//! `team.toml` of the current directory, see `find.rs`). Creates the team a manifest
 //! describes, seeds its tasks, spawns its component teammates and shows the
 //! run until every task is completed and every teammate is idle: the live view
 //! on a terminal (where the person answers permission and plan requests with
@@ -7,7 +8,8 @@
 //! time taken (one JSON document with `--json`, the event lines then going to
 //! stderr).
 //!
-//! Before anything starts, the layout is checked ([`crate::layout`]): no
+//! Before anything starts, a component missing or older than its sources is
+//! built with its teammate's `build` command (`build.rs`); then the layout is checked ([`crate::layout`]): no
 //! teammate's directory may hold the manifest, a component, the home or the
 //! component cache, nor lie inside the home; a refused layout creates
 //! nothing. Then the default directories (`work/{name}` beside the manifest,
@@ -41,6 +43,8 @@
 //! | file | owns |
 //! |---|---|
 //! | `mod.rs` | the arguments and the run itself: check the layout, create, seed, spawn, wait, shut down, summarise |
+//! | `find.rs` | which manifest: the argument, else `./team.toml` |
+//! | `build.rs` | a component missing or older than its sources: the manifest's `build` command, or a warning |
 //! | `guard.rs` | a team that exists: refused while a live host runs it, else resumed, replaced or pointed to `--resume` |
 //! | `stop.rs` | the signals that stop the run, and the forced stop |
 //! | `join.rs` | `--join`: wait for the lead's team, spawn into it, run until the lead shuts the teammates down |
@@ -49,7 +53,9 @@
 //! | `report.rs` | the live event lines: `Log`, and the `Reporter` that follows the host's events |
 //! | `summary.rs` | the final summary, as text or JSON, and the message counts in it |
 
+mod build;
 mod display;
+mod find;
 mod guard;
 mod join;
 mod report;
@@ -92,8 +98,12 @@ const MANIFEST_HELP: &str = concat!(
 #[derive(Debug, Args)]
 #[command(after_long_help = MANIFEST_HELP)]
 pub struct RunArgs {
-    /// The team manifest (TOML; `--help` shows the format).
+    /// The team manifest (TOML; `--help` shows the format). Default:
+    /// team.toml in the current directory.
     #[arg(value_name = "TEAM.toml")]
+    manifest_arg: Option<PathBuf>,
+    /// The manifest this run reads: the argument, else `./team.toml`.
+    #[arg(skip)]
     manifest: PathBuf,
     /// If the team already exists, delete it first (default: refuse). Never
     /// while a live host on this machine runs it: stop that one first.
@@ -145,9 +155,14 @@ pub(super) fn run(
     home: &Home,
     store: Option<&str>,
     out: &Output,
-    a: RunArgs,
+    mut a: RunArgs,
 ) -> anyhow::Result<()> {
+    a.manifest = match a.manifest_arg.take() {
+        Some(file) => file,
+        None => find::manifest_here()?,
+    };
     let manifest = Manifest::load(&a.manifest)?;
+    build::build_stale(&a.manifest, &manifest, home.root())?;
     let store = crate::cli::store_select::open(home, store.or(manifest.team.store.as_deref()))?;
     let models =
         crate::cli::model_args::model_access(home.root(), &a.model, Some(&manifest.model))?;
@@ -557,13 +572,46 @@ async fn compile_all(
             (file, path, r)
         });
     }
-    while let Some(done) = loading.join_next().await {
-        let (file, path, r) = done.map_err(|e| anyhow::anyhow!("compiling panicked: {e}"))?;
-        let took = r.with_context(|| format!("cannot load component {}", path.display()))?;
-        reporter.line("run", format!("{file} ready in {:.2}s", took.as_secs_f64()));
+    // A slow compile (a Python or JS component: tens of seconds the first
+    // time) says it is still going, every few seconds.
+    let started = tokio::time::Instant::now();
+    let mut pending: Vec<String> = Vec::new();
+    let mut progress = tokio::time::interval_at(started + PROGRESS_AFTER, PROGRESS_EVERY);
+    for t in &m.teammates {
+        let file = t
+            .component
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy();
+        if !pending.iter().any(|f| *f == file) {
+            pending.push(file.to_string());
+        }
+    }
+    loop {
+        tokio::select! {
+            done = loading.join_next() => {
+                let Some(done) = done else { break };
+                let (file, path, r) = done.map_err(|e| anyhow::anyhow!("compiling panicked: {e}"))?;
+                let took = r.with_context(|| format!("cannot load component {}", path.display()))?;
+                pending.retain(|f| *f != file);
+                reporter.line("run", format!("{file} ready in {:.2}s", took.as_secs_f64()));
+            }
+            _ = progress.tick() => {
+                let secs = started.elapsed().as_secs();
+                for file in &pending {
+                    reporter.line("run", format!("compiling {file} … {secs} s"));
+                }
+            }
+        }
     }
     Ok(())
 }
+
+/// How long a compile runs before `run` says it is still compiling.
+const PROGRESS_AFTER: Duration = Duration::from_secs(2);
+
+/// How often it says so again.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
 /// `a, b and c`; past three names, `a, b, c and N more`.
 fn some_names(names: &[String]) -> String {

@@ -1,0 +1,213 @@
+//! Before a run: each teammate's component against its sources. A component
+//! that is missing or older than the newest of its sources is built with
+//! the teammate's `build` command from the manifest (`sh -c`, in its
+//! `workdir`, its output on stderr); without a `build` command, a component
+//! older than its sources is only warned about.
+//!
+//! | teammate has | sources | component missing | component older |
+//! |---|---|---|---|
+//! | `build` | `watch` globs under `workdir`, default every file under it | build | build |
+//! | no `build` | the manifest's directory, when the component lies below it | (refused by the manifest check) | warning |
+//!
+//! Never sources: build output and tool directories ([`SKIPPED`]), the
+//! teammates' own directories (a teammate writes there: its files must not
+//! decide what is built), components, the manifest and the home. A walk stops after
+//! [`MAX_FILES`] files (then the component is taken as up to date).
+//!
+//! The command is the person's own, from the manifest; the teammates'
+//! directories are never its workdir (checked with the manifest), so nothing
+//! a teammate wrote is run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Instant, SystemTime};
+
+use anyhow::Context;
+
+use crate::manifest::{IsolationSpec, Manifest, TeammateSpec};
+
+/// Directories never taken as sources, at any depth.
+const SKIPPED: &[&str] = &[
+    "target",
+    ".git",
+    "node_modules",
+    "__pycache__",
+    "bindings",
+    "types",
+];
+
+/// How many files one source walk looks at, at most.
+const MAX_FILES: usize = 20_000;
+
+/// Builds what is stale, warns about what is stale without a build (one
+/// line each on stderr), for every distinct component of `m`, the manifest
+/// at `file`; nothing under `home` is a source. Fails when a build fails or
+/// leaves no component.
+pub(super) fn build_stale(file: &Path, m: &Manifest, home: &Path) -> anyhow::Result<()> {
+    // Compared with the manifest's paths, which are absolute.
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let (file, home) = (&absolute(file), &absolute(home));
+    let mut done: Vec<&Path> = Vec::new();
+    for t in &m.teammates {
+        if done.contains(&t.component.as_path()) {
+            continue;
+        }
+        done.push(&t.component);
+        match (&t.build, staleness(file, m, t, home)) {
+            (_, Stale::No) => {}
+            (Some(b), why) => run_build(t, &b.0.command, &b.0.workdir, &why)?,
+            (None, Stale::Older(source)) => eprintln!(
+                "warning: {} is older than its source {} (changed after the build): rebuild it, or give teammate {:?} a build command in the manifest (build = \"cargo build --release\") so that `teamhost run` rebuilds it",
+                t.component.display(),
+                source.display(),
+                t.name
+            ),
+            (None, Stale::Missing) => {}
+        }
+    }
+    Ok(())
+}
+
+/// Why a component needs building.
+#[derive(Debug, PartialEq)]
+enum Stale {
+    No,
+    Missing,
+    /// The newest source, changed after the component.
+    Older(PathBuf),
+}
+
+fn staleness(file: &Path, m: &Manifest, t: &TeammateSpec, home: &Path) -> Stale {
+    let Ok(built) = std::fs::metadata(&t.component).and_then(|meta| meta.modified()) else {
+        return Stale::Missing;
+    };
+    let base = file.parent().unwrap_or(Path::new("."));
+    let (root, build) = match &t.build {
+        Some(b) => (b.0.workdir.clone(), Some(b)),
+        // Without a build, the project is the manifest's directory, when
+        // the component is one of its files.
+        None if t.component.starts_with(base) => (base.to_path_buf(), None),
+        None => return Stale::No,
+    };
+    let mut excluded: Vec<&Path> = m
+        .teammates
+        .iter()
+        .filter(|o| o.isolation == IsolationSpec::None)
+        .map(|o| o.cwd.as_path())
+        .collect();
+    excluded.extend(m.teammates.iter().map(|o| o.component.as_path()));
+    excluded.push(file);
+    excluded.push(home);
+    let mut newest: Option<(SystemTime, PathBuf)> = None;
+    let mut budget = MAX_FILES;
+    walk(
+        &root,
+        &root,
+        &excluded,
+        &mut budget,
+        &mut |rel, path, modified| {
+            if build.is_none_or(|b| b.watches(rel))
+                && newest.as_ref().is_none_or(|(t, _)| modified > *t)
+            {
+                newest = Some((modified, path.to_path_buf()));
+            }
+        },
+    );
+    match newest {
+        Some((source, path)) if source > built && budget > 0 => Stale::Older(path),
+        _ => Stale::No,
+    }
+}
+
+/// Calls `seen(relative path, path, modified)` for every file under `dir`
+/// but the excluded and skipped ones, while `budget` lasts.
+fn walk(
+    root: &Path,
+    dir: &Path,
+    excluded: &[&Path],
+    budget: &mut usize,
+    seen: &mut dyn FnMut(&str, &Path, SystemTime),
+) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if *budget == 0 {
+            return;
+        }
+        let path = entry.path();
+        if excluded.iter().any(|e| path == *e) {
+            continue;
+        }
+        // Not followed: a link could lead anywhere, a loop forever.
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            if !SKIPPED.iter().any(|s| entry.file_name() == *s) {
+                walk(root, &path, excluded, budget, seen);
+            }
+        } else if kind.is_file() {
+            *budget -= 1;
+            if let (Ok(meta), Ok(rel)) = (entry.metadata(), path.strip_prefix(root)) {
+                if let Ok(modified) = meta.modified() {
+                    seen(&rel.to_string_lossy(), &path, modified);
+                }
+            }
+        }
+    }
+}
+
+/// Runs teammate `t`'s build `command` in `workdir`, its output on stderr,
+/// saying why and how long it took; fails when it fails or leaves no
+/// component.
+fn run_build(t: &TeammateSpec, command: &str, workdir: &Path, why: &Stale) -> anyhow::Result<()> {
+    let reason = match why {
+        Stale::Older(source) => format!(
+            "older than {}",
+            source.strip_prefix(workdir).unwrap_or(source).display()
+        ),
+        _ => "not built yet".to_string(),
+    };
+    let file = t
+        .component
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy();
+    eprintln!(
+        "building {file} for {} ({reason}): {command}   (in {})",
+        t.name,
+        workdir.display()
+    );
+    let started = Instant::now();
+    // Both streams to stderr: stdout stays the run's own (its --json).
+    let stdout = {
+        use std::os::fd::AsFd;
+        std::io::stderr().as_fd().try_clone_to_owned()
+    }
+    .context("cannot pass stderr to the build")?;
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(workdir)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .status()
+        .with_context(|| format!("cannot start the build of {file} (sh -c {command:?})"))?;
+    if !status.success() {
+        anyhow::bail!(
+            "the build of {file} for teammate {:?} failed ({command:?} in {} ended with {status}); nothing was started: fix the build (its output is above), then run again",
+            t.name,
+            workdir.display()
+        );
+    }
+    if !t.component.is_file() {
+        anyhow::bail!(
+            "the build of {file} for teammate {:?} succeeded but left no {}: make `component` name the file the build writes",
+            t.name,
+            t.component.display()
+        );
+    }
+    eprintln!("built {file} in {:.1}s", started.elapsed().as_secs_f64());
+    Ok(())
+}
