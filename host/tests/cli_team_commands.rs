@@ -313,7 +313,13 @@ fn stop_ends_a_real_run_through_its_own_shutdown_and_ps_showed_it_before() {
         .arg(&home)
         .arg("run")
         .arg(&manifest)
-        .args(["--lines", "--teammate-mode", "in-process", "--timeout", "100"])
+        .args([
+            "--lines",
+            "--teammate-mode",
+            "in-process",
+            "--timeout",
+            "100",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -343,11 +349,18 @@ fn stop_ends_a_real_run_through_its_own_shutdown_and_ps_showed_it_before() {
     // `stop` returned once the run had ended.
     let ran = run.wait_with_output().unwrap();
     let output = shown(&ran);
-    assert!(output.contains("stopping: interrupted (SIGTERM)"), "{output}");
+    assert!(
+        output.contains("stopping: interrupted (SIGTERM)"),
+        "{output}"
+    );
     assert!(
         !root.join("work/p/bash.log").exists(),
         "the call waiting for the lead was never run"
     );
     let list = json(&teamhost(&home, &["team", "list", "--json"]));
-    assert_eq!(list, serde_json::json!([]), "the run deleted its team: {list}");
+    assert_eq!(
+        list,
+        serde_json::json!([]),
+        "the run deleted its team: {list}"
+    );
 }

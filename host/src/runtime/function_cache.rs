@@ -3,7 +3,10 @@
 //! mostly unchanged (a Python or JS teammate after an edit of its script:
 //! the interpreter inside is the same) compiles only what changed. Given to
 //! wasmtime with `Config::enable_incremental_compilation` when the runtime
-//! has a cache directory; entries live in `{cache}/functions/{xx}/{hash}`.
+//! has a cache directory and `TEAMHOST_FUNCTION_CACHE=1` is in the host's
+//! environment (off by default: a home's first compile of a large component
+//! takes about twice as long with it; see `engine.rs`); entries live in
+//! `{cache}/functions/{xx}/{hash}`.
 //!
 //! An entry is compiled machine code, trusted like the precompiled
 //! components beside it (see `cache.rs`): the home's cache lies in no
@@ -99,6 +102,11 @@ mod tests {
     #[test]
     #[ignore = "needs target/guests/polyglot (scripts/build-polyglot); a measurement, ~1 min"]
     fn a_python_edit_recompiles_only_what_changed() {
+        assert_eq!(
+            std::env::var(crate::runtime::FUNCTION_CACHE_ENV).as_deref(),
+            Ok("1"),
+            "run it with TEAMHOST_FUNCTION_CACHE=1 (the cache is off by default)"
+        );
         let polyglot =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/guests/polyglot");
         let tmp = tempfile::tempdir().unwrap();

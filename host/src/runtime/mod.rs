@@ -48,7 +48,7 @@ pub use bindings::GuestError;
 pub use budget::TreeBudget;
 pub use cache::ComponentCache;
 pub use disk_meter::DiskMeter;
-pub use engine::Runtime;
+pub use engine::{Runtime, FUNCTION_CACHE_ENV};
 pub use instance::{Instance, InstanceConfig};
 pub(crate) use interfaces::{from_wit_status, mode_from_wit, to_wit_message, to_wit_task};
 pub use interfaces::{CoordinationGlue, ModelGlue, ReadGlue, SubagentGlue, ToolGlue};
