@@ -192,3 +192,53 @@ fn the_hints_for_a_team_that_already_exists_resume_or_replace_it() {
         stderr(&done)
     );
 }
+
+/// A team left by a run that ended with `--keep`: running it again is
+/// refused with a hint to resume it, and the hinted `run --resume` works.
+#[test]
+fn the_resume_hint_for_a_team_left_behind_resumes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir(tmp.path().join("data")).unwrap();
+    std::fs::write(tmp.path().join("data/a.txt"), "one two").unwrap();
+    let manifest = tmp.path().join("team.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[team]\nname = \"left\"\n[[teammate]]\nname = \"ann\"\ncomponent = {:?}\nprompt = \"Count.\"\ncwd = \"data\"\nmode = \"acceptEdits\"\n[[task]]\nsubject = \"Count a\"\ndescription = \"- a.txt\"\n",
+            teamhost_tests::WORKER
+        ),
+    )
+    .unwrap();
+    let m = manifest.to_str().unwrap();
+    let first = teamhost(Some(&home), &["run", m, "--keep", "--lines"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let again = teamhost(Some(&home), &["run", m, "--lines"]);
+    assert!(!again.status.success());
+    let text = stderr(&again);
+    let resume = suggested(&text)
+        .into_iter()
+        .find(|h| h.starts_with("teamhost run --resume "))
+        .unwrap_or_else(|| panic!("no --resume hint: {text}"));
+    // The hint names the manifest as it was given; run it from its directory.
+    let done = Command::new(env!("CARGO_BIN_EXE_teamhost"))
+        .current_dir(tmp.path())
+        .env_remove("TEAMHOST_HOME")
+        .arg("--home")
+        .arg(&home)
+        .args(resume.split_whitespace().skip(1))
+        .arg("--lines")
+        .output()
+        .unwrap();
+    assert!(
+        done.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&done.stdout),
+        stderr(&done)
+    );
+    assert!(
+        String::from_utf8_lossy(&done.stdout).contains("shutdown"),
+        "the resumed run ran to its end: {}",
+        String::from_utf8_lossy(&done.stdout)
+    );
+}
