@@ -300,7 +300,9 @@ fn a_team_a_live_run_hosts_is_never_deleted_and_its_run_finishes_when_answered()
             "the refusal names the host: {text}"
         );
         assert!(
-            text.contains("running since") && text.contains(&format!("kill {pid}")),
+            text.contains("running since")
+                && text.contains(&format!("kill {pid}"))
+                && text.contains(&format!("`teamhost stop {}`", p.team)),
             "it says since when and how to stop it: {text}"
         );
     }

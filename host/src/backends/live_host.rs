@@ -80,8 +80,8 @@ impl LiveHost {
     /// How to stop it.
     pub fn how_to_stop(&self) -> String {
         format!(
-            "stop that host first: Ctrl-C where it runs, or `kill {}` (either stops its teammates at once and it deletes the team itself, unless it was started with --keep; a second Ctrl-C or kill forces it, leaving the team's files as they are)",
-            self.pid
+            "stop that host first: `teamhost stop {}`, Ctrl-C where it runs, or `kill {}` (each stops its teammates and it deletes the team itself, unless it was started with --keep; a second Ctrl-C or kill forces it, leaving the team's files as they are)",
+            self.team, self.pid
         )
     }
 
