@@ -1,7 +1,9 @@
 //! The process backend with real `teamhost teammate` child processes: a round
 //! trip and a clean shutdown, and liveness: a teammate killed with SIGKILL is
 //! reported dead, its task returns to `pending`, another teammate claims it,
-//! and nothing is left behind (no zombie, no record).
+//! and nothing is left behind (no zombie, no record); a teammate whose guest
+//! crashed in its own process is reported with the guest's words and its log
+//! file.
 
 use crate::backend_common;
 
@@ -169,4 +171,38 @@ async fn a_forced_stop_sends_sigterm_and_the_teammate_leaves_cleanly() {
         .iter()
         .any(|m| m.from == HOST_SENDER && m.text.starts_with("a was terminated")));
     assert!(f.log("a").contains("signal 15"), "{}", f.log("a"));
+}
+
+/// A guest that panics in a `teamhost teammate` process: the host's state
+/// for it carries the reason that process gave (the guest's own words, the
+/// trap) and names its log file, as an in-process teammate's does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_crash_in_its_own_process_is_reported_with_its_words_and_log_file() {
+    let f = fixture("crashp", TeammateMode::Process, |_| {});
+    let dir = f.dir("a");
+    f.host
+        .spawn("crashp", probe("a", "listen", &dir, false))
+        .await
+        .unwrap();
+    f.idle_from("a", 1).await;
+    let mut events = f.host.events();
+    f.host
+        .send_as_lead(
+            "crashp",
+            "a",
+            "panic out of cheese \u{1b}]2;PWNED\u{7}",
+            None,
+        )
+        .unwrap();
+    let state = state_of(&mut events, "a", |s| s.is_finished()).await;
+    let TeammateState::Failed(why) = state else {
+        panic!("a should have failed, not {state:?}");
+    };
+    assert!(why.contains("out of cheese"), "the guest's words: {why}");
+    assert!(why.contains("a.log"), "its log file: {why}");
+    assert!(
+        !why.contains('\u{1b}') && !why.contains('\u{7}'),
+        "made printable: {why:?}"
+    );
+    f.host.shutdown_team("crashp", "done", LIMIT).await.unwrap();
 }

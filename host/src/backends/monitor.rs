@@ -92,6 +92,9 @@ struct Watch {
     team: Team,
     home: crate::home::Home,
     name: String,
+    /// Its log file (`{log_dir}/{team}/{name}.log`), where its own process
+    /// writes why it failed.
+    log: PathBuf,
     agent_id: String,
     pid: u32,
     kind: BackendKind,
@@ -122,6 +125,7 @@ pub(crate) fn monitor(
         team: team.clone(),
         home: env.home.clone(),
         name: member.name.clone(),
+        log: super::child::log_path(&env.log_dir, team, &member.name),
         agent_id: member.agent_id.clone(),
         pid,
         kind,
@@ -352,7 +356,20 @@ impl Watch {
             Ending::Status(s) if s.success() => TeammateState::Completed,
             Ending::Status(s) if s.code().is_some_and(|c| c > 128) => TeammateState::Killed,
             Ending::Status(_) => {
-                TeammateState::Failed(format!("{how}; its log is {}", self.kind_log_hint()))
+                let log = self.log.clone();
+                let name = self.name.clone();
+                let said = tokio::task::spawn_blocking(move || failure_in_log(&log, &name))
+                    .await
+                    .ok()
+                    .flatten();
+                TeammateState::Failed(match said {
+                    Some(why) => format!("{how}: {why}; its log: {}", self.log.display()),
+                    None => format!(
+                        "{how}; its log is {}: {}",
+                        self.kind_log_hint(),
+                        self.log.display()
+                    ),
+                })
             }
             // Its pane died on its own and it had left the team itself, which
             // a teammate does once it has approved its shutdown; tmux marked
@@ -390,6 +407,36 @@ impl Watch {
             });
         }
     }
+}
+
+/// How much of a log's end is read for a failure line.
+const LOG_TAIL_BYTES: u64 = 16 * 1024;
+
+/// Why `teamhost teammate` for `name` said it failed: the text after the
+/// last `error: {name} failed: ` in the last [`LOG_TAIL_BYTES`] of its log
+/// (its own last line on a failed end, with the guest's crash reason in
+/// it). The log holds the guest's output too, which may imitate that line:
+/// only the last one counts, and it is made printable
+/// ([`printable_line`](crate::protocol::describe::printable_line)) and cut at 1,000
+/// characters, as any reason is. `None` when there is none.
+fn failure_in_log(log: &std::path::Path, name: &str) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(log).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(LOG_TAIL_BYTES)))
+        .ok()?;
+    let mut tail = Vec::new();
+    file.take(LOG_TAIL_BYTES).read_to_end(&mut tail).ok()?;
+    let tail = String::from_utf8_lossy(&tail);
+    let marker = format!("error: {name} failed: ");
+    let line = tail.lines().rev().find(|l| l.contains(&marker))?;
+    let why = line[line.rfind(&marker)? + marker.len()..].trim_end_matches('\r');
+    let why = crate::protocol::describe::printable_line(why);
+    Some(if why.chars().count() > 1000 {
+        format!("{}…", why.chars().take(1000).collect::<String>())
+    } else {
+        why.into_owned()
+    })
 }
 
 /// Takes over the process `rec` records, left running by a host that died
