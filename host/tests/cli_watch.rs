@@ -135,7 +135,7 @@ fn watch_prints_a_timestamped_line_per_change_and_ends_with_the_team() {
     w.expect(&["tasks", "#1 created (pending): Write tests"]);
 
     team.set_active("alice", true).unwrap();
-    w.expect(&["alice", "running"]);
+    w.expect(&["alice", "active"]);
 
     team.update_task(
         "1",

@@ -24,14 +24,14 @@ use crate::tmux_server::TmuxServer as Tmux;
 const STATE_WORDS: [&str; 11] = [
     "compiling",
     "starting",
-    "running",
+    "active",
     "idle",
     "stopping",
     "awaiting approval",
     "asks you",
     "failed",
     "dead",
-    "done",
+    "stopped",
     "unknown",
 ];
 

@@ -43,7 +43,8 @@ pub enum MateState {
     Failed(String),
     /// Its process is gone, or the host killed it.
     Dead,
-    /// Approved its shutdown and stopped.
+    /// Approved its shutdown and stopped (shown `stopped`: `done` is a
+    /// task's word on a narrow board).
     Done,
     /// Its files say nothing either way.
     Unknown,
@@ -55,13 +56,13 @@ impl MateState {
         match self {
             MateState::Compiling => "compiling",
             MateState::Starting => "starting",
-            MateState::Running => "running",
+            MateState::Running => "active",
             MateState::Idle => "idle",
             MateState::Stopping => "stopping",
             MateState::AwaitingApproval => "awaiting approval",
             MateState::Failed(_) => "failed",
             MateState::Dead => "dead",
-            MateState::Done => "done",
+            MateState::Done => "stopped",
             MateState::Unknown => "unknown",
         }
     }

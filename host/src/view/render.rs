@@ -819,7 +819,7 @@ mod tests {
         let s = screen_at(80, 24, &busy_board(), &ui, Some(&d));
         for want in [
             "teammate bob",
-            "state: running",
+            "state: active",
             "turn now (10s): 01:02:03 team-lead: count chapter one",
             "01:00:00 team-lead: hello",
             r#"Read {"path":"one.txt"}"#,
