@@ -475,26 +475,37 @@ async fn a_replayed_run_is_refused_by_the_meter_where_the_live_run_was() {
 
 /// A provider that reports no usage (llama.cpp's server in a stream; here
 /// a script that says zero) is charged the host's estimate, never zero, and the spend says how many
-/// calls were estimated; a token budget goes down with each.
+/// calls were estimated; a token budget goes down with each. The cassette
+/// keeps the provider's own answer, so a replay bills the same estimate.
 #[tokio::test]
 async fn an_answer_without_usage_is_charged_an_estimate_and_says_so() {
     const NO_USAGE: &str = r#"{"agents":[{"name":"w","match":["You are w"],"after_last":"repeat-last","turns":[
       {"text":"an answer of about forty bytes, give or take","usage":{"input_tokens":0,"output_tokens":0}}]}]}"#;
     let dir = tempfile::tempdir().unwrap();
+    let cassettes = dir.path().join("cassettes");
     let script = dir.path().join("script.json");
     std::fs::write(&script, NO_USAGE).unwrap();
-    let hub = ModelHub::new(config(Some(&script)), CassetteMode::Live, None).unwrap();
     let mut p = policy();
     p.budget_tokens = Some(10_000);
-    let client = hub.client("team", "w", Some(p)).unwrap();
-    let answer = client.complete(first_request("w")).await.unwrap();
-    assert!(
-        answer.usage.input_tokens > 0 && answer.usage.output_tokens > 0,
-        "{answer:?}"
-    );
-    let spent = client.spent();
-    assert_eq!(spent.estimated_calls, 1);
-    assert_eq!(spent.usage, answer.usage, "charged what the guest was told");
-    assert!(spent.tokens_left.unwrap() < 10_000);
-    assert!(spent.cost_microdollars > 0);
+    let mut runs = Vec::new();
+    // Recorded, then replayed with the provider gone: the same estimate.
+    for (mode, script) in [
+        (CassetteMode::Record, Some(script.as_path())),
+        (CassetteMode::Replay, None),
+    ] {
+        let hub = ModelHub::new(config(script), mode, Some(cassettes.clone())).unwrap();
+        let client = hub.client("team", "w", Some(p.clone())).unwrap();
+        let answer = client.complete(first_request("w")).await.unwrap();
+        assert!(
+            answer.usage.input_tokens > 0 && answer.usage.output_tokens > 0,
+            "{mode:?}: {answer:?}"
+        );
+        let spent = client.spent();
+        assert_eq!(spent.estimated_calls, 1, "{mode:?}");
+        assert_eq!(spent.usage, answer.usage, "charged what the guest was told");
+        assert!(spent.tokens_left.unwrap() < 10_000);
+        assert!(spent.cost_microdollars > 0);
+        runs.push((answer, spent));
+    }
+    assert_eq!(runs[0], runs[1], "the replay is the live run");
 }

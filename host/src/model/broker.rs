@@ -617,7 +617,10 @@ impl ClientInner {
                 tracing::debug!(team = %self.team, teammate = %self.teammate, alias = %alias, error = %e, "model call failed");
                 ModelError::from(e)
             })?;
-        let (response, estimated) = billed(response, input_estimate);
+        // The cassette keeps what the provider said (no usage stays no
+        // usage), so its replay bills the same estimate and counts it as one.
+        let said = response;
+        let (response, estimated) = billed(said.clone(), input_estimate);
         held.settle(&response, entry, estimated);
         if let Some(cassette) = self.cassette.as_ref().filter(|_| {
             matches!(
@@ -626,7 +629,7 @@ impl ClientInner {
             )
         }) {
             let latency = started.elapsed().as_millis() as u64;
-            if let Err(e) = cassette.record(provider.kind(), request, &response, latency) {
+            if let Err(e) = cassette.record(provider.kind(), request, &said, latency) {
                 tracing::error!(team = %self.team, teammate = %self.teammate, error = %e, "the answer was not recorded");
                 return Err(ModelError::Unavailable(format!(
                     "the host could not record the answer: {e}"
