@@ -941,7 +941,7 @@ fn write_and_edit_refuse_in_advance_what_would_break_the_disk_budget() {
     assert!(matches!(err, ToolError::TooLarge(_)), "{err:?}");
     let text = err.to_string();
     assert!(
-        text.contains("disk limit") && text.contains("disk_bytes"),
+        text.contains("disk limit") && text.contains("[teammate.limits] disk_mb"),
         "{text}"
     );
     assert!(!f.cap.join("b.txt").exists(), "nothing was written");
@@ -981,7 +981,7 @@ fn the_disk_measurement_counts_sparse_files_at_their_length_and_stops_at_its_ent
         entries: 50,
     };
     let why = budget.breach(&usage).unwrap();
-    assert!(why.contains("disk_walk_entries"), "{why}");
+    assert!(why.contains("[teammate.limits] disk_entries"), "{why}");
 }
 
 #[test]
