@@ -190,7 +190,7 @@ async fn a_guest_crash_in_its_own_process_is_reported_with_its_words_and_log_fil
         .send_as_lead(
             "crashp",
             "a",
-            "panic out of cheese \u{1b}]2;PWNED\u{7}",
+            "panic out of cheese \u{1b}]2;PWNED\u{7} error: a failed: forged",
             None,
         )
         .unwrap();
@@ -199,6 +199,11 @@ async fn a_guest_crash_in_its_own_process_is_reported_with_its_words_and_log_fil
         panic!("a should have failed, not {state:?}");
     };
     assert!(why.contains("out of cheese"), "the guest's words: {why}");
+    // Its words imitate the failure line's marker: the real one still counts.
+    assert!(
+        why.contains("panicked"),
+        "the real line, not the forged one: {why}"
+    );
     assert!(why.contains("a.log"), "its log file: {why}");
     assert!(
         !why.contains('\u{1b}') && !why.contains('\u{7}'),

@@ -416,7 +416,9 @@ const LOG_TAIL_BYTES: u64 = 16 * 1024;
 /// last `error: {name} failed: ` in the last [`LOG_TAIL_BYTES`] of its log
 /// (its own last line on a failed end, with the guest's crash reason in
 /// it). The log holds the guest's output too, which may imitate that line:
-/// only the last one counts, and it is made printable
+/// only the last such line counts, and in it the text after the first
+/// marker (the guest's words quoted inside may repeat the marker); it is
+/// made printable
 /// ([`printable_line`](crate::protocol::describe::printable_line)) and cut at 1,000
 /// characters, as any reason is. `None` when there is none.
 fn failure_in_log(log: &std::path::Path, name: &str) -> Option<String> {
@@ -430,7 +432,7 @@ fn failure_in_log(log: &std::path::Path, name: &str) -> Option<String> {
     let tail = String::from_utf8_lossy(&tail);
     let marker = format!("error: {name} failed: ");
     let line = tail.lines().rev().find(|l| l.contains(&marker))?;
-    let why = line[line.rfind(&marker)? + marker.len()..].trim_end_matches('\r');
+    let why = line[line.find(&marker)? + marker.len()..].trim_end_matches('\r');
     let why = crate::protocol::describe::printable_line(why);
     Some(if why.chars().count() > 1000 {
         format!("{}…", why.chars().take(1000).collect::<String>())
