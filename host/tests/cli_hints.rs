@@ -28,6 +28,23 @@ fn suggested(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Writes `team.toml` in `dir`: team `team`, one worker counting
+/// `data/a.txt`, one task. Returns the manifest's path.
+fn one_worker_team(dir: &Path, team: &str) -> std::path::PathBuf {
+    std::fs::create_dir(dir.join("data")).unwrap();
+    std::fs::write(dir.join("data/a.txt"), "one two").unwrap();
+    let manifest = dir.join("team.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[team]\nname = {team:?}\n[[teammate]]\nname = \"ann\"\ncomponent = {:?}\nprompt = \"Count.\"\ncwd = \"data\"\nmode = \"acceptEdits\"\n[[task]]\nsubject = \"Count a\"\ndescription = \"- a.txt\"\n",
+            teamhost_tests::WORKER
+        ),
+    )
+    .unwrap();
+    manifest
+}
+
 /// Runs a suggested `teamhost …` command with the real binary in `home`.
 fn run_suggested(home: &Path, command: &str) -> Output {
     let args: Vec<&str> = command.split_whitespace().skip(1).collect();
@@ -157,17 +174,7 @@ fn every_limit_message_names_a_key_the_manifest_accepts() {
 fn the_hints_for_a_team_that_already_exists_resume_or_replace_it() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
-    std::fs::create_dir(tmp.path().join("data")).unwrap();
-    std::fs::write(tmp.path().join("data/a.txt"), "one two").unwrap();
-    let manifest = tmp.path().join("team.toml");
-    std::fs::write(
-        &manifest,
-        format!(
-            "[team]\nname = \"again\"\n[[teammate]]\nname = \"ann\"\ncomponent = {:?}\nprompt = \"Count.\"\ncwd = \"data\"\nmode = \"acceptEdits\"\n[[task]]\nsubject = \"Count a\"\ndescription = \"- a.txt\"\n",
-            teamhost_tests::WORKER
-        ),
-    )
-    .unwrap();
+    let manifest = one_worker_team(tmp.path(), "again");
     let made = teamhost(Some(&home), &["team", "create", "again"]);
     assert!(made.status.success(), "{}", stderr(&made));
     let out = teamhost(Some(&home), &["run", manifest.to_str().unwrap()]);
@@ -199,17 +206,7 @@ fn the_hints_for_a_team_that_already_exists_resume_or_replace_it() {
 fn the_resume_hint_for_a_team_left_behind_resumes_it() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
-    std::fs::create_dir(tmp.path().join("data")).unwrap();
-    std::fs::write(tmp.path().join("data/a.txt"), "one two").unwrap();
-    let manifest = tmp.path().join("team.toml");
-    std::fs::write(
-        &manifest,
-        format!(
-            "[team]\nname = \"left\"\n[[teammate]]\nname = \"ann\"\ncomponent = {:?}\nprompt = \"Count.\"\ncwd = \"data\"\nmode = \"acceptEdits\"\n[[task]]\nsubject = \"Count a\"\ndescription = \"- a.txt\"\n",
-            teamhost_tests::WORKER
-        ),
-    )
-    .unwrap();
+    let manifest = one_worker_team(tmp.path(), "left");
     let m = manifest.to_str().unwrap();
     let first = teamhost(Some(&home), &["run", m, "--keep", "--lines"]);
     assert!(first.status.success(), "{}", stderr(&first));
