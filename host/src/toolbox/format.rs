@@ -255,9 +255,37 @@ pub fn error(text: &str) -> String {
     format!("Error: {text}")
 }
 
+/// The most characters of an error result: enough to say what went wrong,
+/// never a model's own garbage (a path of 100,000 characters) echoed back
+/// at it.
+pub const MAX_ERROR_CHARS: usize = 1_000;
+
+/// `result` when it is at most [`MAX_ERROR_CHARS`] characters; otherwise
+/// its start and a note saying how much was left out.
+pub fn bounded_error(result: String) -> String {
+    let total = result.chars().count();
+    if total <= MAX_ERROR_CHARS {
+        return result;
+    }
+    let kept: String = result.chars().take(MAX_ERROR_CHARS - 60).collect();
+    format!("{kept}… (error cut: {total} characters in all)")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_result_is_bounded_and_says_it_was_cut() {
+        let short = error("no such file");
+        assert_eq!(bounded_error(short.clone()), short);
+        let long = bounded_error(error(&"&lt;".repeat(50_000)));
+        assert!(long.chars().count() <= MAX_ERROR_CHARS, "{}", long.len());
+        assert!(
+            long.ends_with("(error cut: 200007 characters in all)"),
+            "{long}"
+        );
+    }
 
     #[test]
     fn task_lines_follow_the_references_shape() {
