@@ -480,6 +480,28 @@ impl Runner {
             }
         }
         let deliver = self.config.notifications.delivers(&idle, first);
+        // A spent model budget is told to the lead once: by this
+        // notification when the turn failed on it and the notification
+        // reaches the inbox, by `teamhost` otherwise (a teammate that went
+        // on, or a level that keeps the notification out).
+        let told = deliver
+            && idle
+                .failure_reason
+                .as_deref()
+                .is_some_and(|r| r.contains("budget"));
+        let budget_notice = self
+            .instance
+            .agent()
+            .model
+            .client
+            .take_budget_notice()
+            .filter(|_| !told)
+            .map(|text| {
+                OutgoingMessage::new(
+                    crate::protocol::HOST_SENDER,
+                    format!("{}: {text}", self.name()),
+                )
+            });
         let msg =
             OutgoingMessage::new(self.name(), idle.to_text()).color(Some(self.color().to_string()));
         // The lead learns how the turn on a noted task ended with this
@@ -495,6 +517,9 @@ impl Runner {
             self.name().to_string(),
         );
         let stored = tokio::task::spawn_blocking(move || {
+            if let Some(notice) = budget_notice {
+                team.deliver(&lead, notice)?;
+            }
             if deliver {
                 team.deliver(&lead, msg)?;
             } else {

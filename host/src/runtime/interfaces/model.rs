@@ -2,9 +2,9 @@
 //!
 //! The teammate's [`ModelClient`](crate::model::ModelClient) applies its
 //! policy, meter and cassette and calls the provider; this glue converts
-//! the types, reports the call to the host's event channel (the live view
-//! shows the teammate waiting on the model), and tells the lead once when
-//! the teammate's budget runs out. Nothing the provider or the broker
+//! the types and reports the call to the host's event channel (the live view
+//! shows the teammate waiting on the model). The lead hears of a spent
+//! budget once, when the turn ends (the runner's `notify_idle`). Nothing the provider or the broker
 //! returns here can hold a key, a header or a URL: the broker's errors are
 //! built without them.
 
@@ -19,32 +19,11 @@ use crate::model::ModelCallEvent;
 use crate::runtime::bindings::model::{
     Host, Message, ModelError, ModelInfo, Request, Response, Spend,
 };
-use crate::store::OutgoingMessage;
 
 impl ModelGlue<'_> {
     fn model_event(&self, event: ModelCallEvent) {
         if let Some(sink) = &self.model.sink {
             sink(event);
-        }
-    }
-
-    /// Tells the lead, from `teamhost`, that this teammate's model budget is
-    /// spent (once: the client hands the notice out a single time).
-    async fn budget_notice(&mut self) {
-        let Some(text) = self.model.client.take_budget_notice() else {
-            return;
-        };
-        let (team, lead) = (self.fixed.team.clone(), self.fixed.lead.clone());
-        let text = format!("{}: {text}", self.fixed.identity.name);
-        let msg = OutgoingMessage::new(crate::protocol::HOST_SENDER, text);
-        match tokio::task::spawn_blocking(move || team.deliver(&lead, msg)).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => {
-                tracing::error!(teammate = %self.fixed.identity.name, error = %e, "budget notice to the lead lost")
-            }
-            Err(e) => {
-                tracing::error!(teammate = %self.fixed.identity.name, error = %e, "budget notice to the lead lost")
-            }
         }
     }
 }
@@ -84,9 +63,6 @@ impl Host for ModelGlue<'_> {
                     error: e.to_string(),
                     spend,
                 });
-                if matches!(e, crate::model::ModelError::BudgetExhausted(_)) {
-                    self.budget_notice().await;
-                }
                 Ok(Err(error_to_wit(e)))
             }
         }
