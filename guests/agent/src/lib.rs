@@ -164,6 +164,7 @@ impl Agent {
     fn run(&mut self) -> Result<String, String> {
         let tools = toolbox::definitions();
         let (context, max_tokens) = limits();
+        let mut failures = Failures::default();
         for _ in 0..MAX_CALLS_PER_TURN {
             fit(&mut self.conversation, context, max_tokens);
             let request = Request {
@@ -198,6 +199,7 @@ impl Agent {
                 .map(|call| {
                     let mut r = toolbox::invoke(call);
                     r.content = cut(r.content);
+                    failures.count(&r);
                     ContentBlock::ToolResult(ToolResult {
                         tool_use_id: call.id.clone(),
                         content: r.content,
@@ -212,9 +214,9 @@ impl Agent {
         }
         // The last message holds tool results: the model sees them first
         // thing next turn.
-        Err(format!(
+        Err(failures.explain(format!(
             "stopped after {MAX_CALLS_PER_TURN} model calls in one turn without finishing"
-        ))
+        )))
     }
 
     /// Runs the loop and, in plan mode, sends the model's answer as the plan.
@@ -329,6 +331,42 @@ impl Agent {
                 };
                 Ok(TurnOutcome { task })
             }
+        }
+    }
+}
+
+/// The tool calls of one turn that failed, for the message that ends a
+/// turn the model could not finish.
+#[derive(Default)]
+struct Failures {
+    calls: u32,
+    failed: u32,
+    last: Option<String>,
+}
+
+/// The most characters of a tool error quoted to the lead.
+const QUOTED_ERROR_CHARS: usize = 160;
+
+impl Failures {
+    fn count(&mut self, result: &ToolResult) {
+        self.calls += 1;
+        if result.is_error {
+            self.failed += 1;
+            let line = result.content.lines().next().unwrap_or_default();
+            self.last = Some(line.chars().take(QUOTED_ERROR_CHARS).collect());
+        }
+    }
+
+    /// `why`, and when most tool calls failed, which and what to do: a
+    /// model that keeps writing calls that do not work is too weak for
+    /// the work or its instruction.
+    fn explain(&self, why: String) -> String {
+        match &self.last {
+            Some(last) if self.failed * 2 > self.calls => format!(
+                "{why}: {} of its {} tool calls failed (the last: {last}); the model may be too weak for this work: give the teammate a stronger model or a simpler instruction",
+                self.failed, self.calls
+            ),
+            _ => why,
         }
     }
 }
