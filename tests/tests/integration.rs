@@ -32,4 +32,5 @@ mod starvation;
 mod subagents;
 mod subagents_lifecycle;
 mod subagents_llm;
+mod weak_model;
 mod worktree;
