@@ -30,7 +30,11 @@
 //!   request: the first call of a conversation gets `turns[0]`, the call
 //!   after the model's first answer `turns[1]`, and so on. The answer
 //!   depends on the request alone, so a retried or replayed call gets the
-//!   same one and teammates never disturb each other.
+//!   same one and teammates never disturb each other. An agent with
+//!   `"turns_by": "calls"` gets its turns in the order its calls come
+//!   instead, whatever the request holds: for a conversation the agent
+//!   rewrites (compaction summarises or drops old exchanges, so the count
+//!   of assistant messages falls). A retried call then gets the next turn.
 //! - **Past the last turn**: `after_last` says what happens: `"error"`
 //!   (the default: an `invalid` error saying the script has no turn N) or
 //!   `"repeat-last"` (the last turn again, for benchmarks).
@@ -83,6 +87,20 @@ pub struct ScriptAgent {
     /// What happens past the last turn.
     #[serde(default)]
     pub after_last: AfterLast,
+    /// What picks the turn.
+    #[serde(default)]
+    pub turns_by: TurnsBy,
+}
+
+/// What picks a scripted agent's turn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TurnsBy {
+    /// The number of assistant messages in the request.
+    #[default]
+    Conversation,
+    /// The number of calls this agent answered before.
+    Calls,
 }
 
 /// What a scripted agent does once its turns are used up.
@@ -238,12 +256,15 @@ impl ScriptedStats {
 pub struct Scripted {
     script: Script,
     stats: Arc<ScriptedStats>,
+    /// Calls each agent was asked, for [`TurnsBy::Calls`].
+    asked: Vec<AtomicU64>,
 }
 
 impl Scripted {
     /// A provider playing `script`.
     pub fn new(script: Script) -> Self {
         Scripted {
+            asked: script.agents.iter().map(|_| AtomicU64::new(0)).collect(),
             script,
             stats: Arc::default(),
         }
@@ -261,22 +282,26 @@ impl Scripted {
         request: &Request,
     ) -> Result<(Response, u64), ProviderError> {
         let haystack = conversation_head(request);
-        let agent = self
+        let (index, agent) = self
             .script
             .agents
             .iter()
-            .find(|a| a.matches.iter().all(|m| haystack.contains(m.as_str())))
+            .enumerate()
+            .find(|(_, a)| a.matches.iter().all(|m| haystack.contains(m.as_str())))
             .ok_or_else(|| {
                 let head: String = haystack.chars().take(80).collect();
                 ProviderError::Invalid(format!(
                     "no scripted agent matches this conversation (it begins {head:?})"
                 ))
             })?;
-        let pos = request
-            .messages
-            .iter()
-            .filter(|m| m.role == Role::Assistant)
-            .count();
+        let pos = match agent.turns_by {
+            TurnsBy::Conversation => request
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::Assistant)
+                .count(),
+            TurnsBy::Calls => self.asked[index].fetch_add(1, Ordering::SeqCst) as usize,
+        };
         let turn = match agent.turns.get(pos) {
             Some(t) => t,
             None if agent.after_last == AfterLast::RepeatLast => {
@@ -445,6 +470,25 @@ mod tests {
             r.usage.input_tokens > 0,
             "usage is estimated when not scripted"
         );
+    }
+
+    #[test]
+    fn turns_by_calls_follow_the_calls_not_the_conversation() {
+        let script = r#"{"agents":[{"name":"c","turns_by":"calls","turns":[
+          {"text":"one"},{"text":"two"}]}]}"#;
+        let s = Scripted::new(Script::parse(script).unwrap());
+        let texts: Vec<_> = (0..2)
+            .map(|_| s.answer("m", &request("any", 0)).unwrap().0.content)
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                vec![ContentBlock::Text("one".into())],
+                vec![ContentBlock::Text("two".into())]
+            ]
+        );
+        let err = s.answer("m", &request("any", 0)).unwrap_err();
+        assert!(err.to_string().contains("has no turn 2"), "{err}");
     }
 
     #[test]
