@@ -40,18 +40,21 @@
 //! # The context window
 //!
 //! The conversation is kept whole while it fits. Its size is estimated as
-//! characters / 4; above [`CONTEXT_SHARE`] of the model's context window
-//! (less the answer's room), the oldest exchanges after the first message
-//! are dropped, whole (a tool call is never separated from its result), and
-//! a short note takes their place. A single tool result longer than
-//! [`MAX_RESULT_CHARS`] is cut, with a note, before it enters the
-//! conversation.
+//! characters / 4, with the system prompt and the tool definitions; above
+//! [`CONTEXT_SHARE`] of the model's context window (less the answer's
+//! room), the oldest exchanges after the first message are summarised by
+//! the model in one extra, metered call, and the summary takes their place
+//! (dropped, with a note, when that call fails): see [`compaction`]. A
+//! single tool result longer than [`MAX_RESULT_CHARS`] is cut, with a note,
+//! before it enters the conversation.
 
 wit_bindgen::generate!({
     path: "../../wit",
     world: "teamhost:agent/teammate",
     generate_all,
 });
+
+mod compaction;
 
 use std::cell::RefCell;
 
@@ -60,15 +63,14 @@ use teamhost::agent::mailbox::Message as InboxMessage;
 use teamhost::agent::messaging;
 use teamhost::agent::model::{self, ContentBlock, Message, ModelError, Request, Role, ToolResult};
 use teamhost::agent::protocol::{CompletedStatus, PlanResponse, ProtocolMessage, ShutdownResponse};
+use teamhost::agent::subagents;
 use teamhost::agent::tasks::{self, ClaimError, TaskStatus};
 use teamhost::agent::team::{self, PermissionMode};
-use teamhost::agent::subagents;
 use teamhost::agent::toolbox;
 
 /// Model calls in one turn before the agent stops and says so.
 pub const MAX_CALLS_PER_TURN: u32 = 40;
-/// The share of the context window the conversation may fill.
-pub const CONTEXT_SHARE: f64 = 0.75;
+pub use compaction::CONTEXT_SHARE;
 /// The longest tool result kept in the conversation, in characters.
 pub const MAX_RESULT_CHARS: usize = 30_000;
 /// Output tokens asked per call (less when the host allows less).
@@ -164,9 +166,14 @@ impl Agent {
     fn run(&mut self) -> Result<String, String> {
         let tools = toolbox::definitions();
         let (context, max_tokens) = limits();
+        let window = compaction::Window {
+            context,
+            max_tokens,
+        };
+        let room = compaction::room(window, &self.system, &tools);
         let mut failures = Failures::default();
         for _ in 0..MAX_CALLS_PER_TURN {
-            fit(&mut self.conversation, context, max_tokens);
+            compaction::compact(&mut self.conversation, room, window);
             let request = Request {
                 model: String::new(),
                 system: Some(self.system.clone()),
@@ -268,7 +275,9 @@ impl Agent {
                     match &m.protocol {
                         // A background sub-agent ended: the reference shows the
                         // model the notification itself.
-                        None if m.from == "teamhost" && m.text.starts_with("<task-notification>") => {
+                        None if m.from == "teamhost"
+                            && m.text.starts_with("<task-notification>") =>
+                        {
                             self.push_user(m.text.clone());
                             wake = true;
                         }
@@ -420,58 +429,6 @@ fn limits() -> (u32, u32) {
             MAX_TOKENS.min(m.max_output_tokens.max(1)),
         ),
         None => (DEFAULT_CONTEXT, MAX_TOKENS),
-    }
-}
-
-fn chars(m: &Message) -> usize {
-    m.content
-        .iter()
-        .map(|b| match b {
-            ContentBlock::Text(t) => t.len(),
-            ContentBlock::ToolUse(u) => u.name.len() + u.input.len(),
-            ContentBlock::ToolResult(r) => r.content.len(),
-            ContentBlock::Thinking(t) => t.text.len() + t.signature.len(),
-        })
-        .sum()
-}
-
-/// Drops the oldest whole exchanges after the first message until the
-/// conversation's estimate (characters / 4) fits.
-fn fit(conversation: &mut Vec<Message>, context: u32, max_tokens: u32) {
-    let budget =
-        ((f64::from(context) - f64::from(max_tokens)).max(1_000.0) * CONTEXT_SHARE) as usize;
-    let tokens = |c: &[Message]| c.iter().map(chars).sum::<usize>() / 4;
-    if tokens(conversation) <= budget {
-        return;
-    }
-    // A cut point is a user message that starts an exchange (text, not tool
-    // results): everything between the first message and it can go.
-    let starts: Vec<usize> = (2..conversation.len())
-        .filter(|&i| {
-            let m = &conversation[i];
-            m.role == Role::User
-                && !m
-                    .content
-                    .iter()
-                    .any(|b| matches!(b, ContentBlock::ToolResult(_)))
-        })
-        .collect();
-    for &cut in &starts {
-        let mut kept = vec![conversation[0].clone(), note()];
-        kept.extend_from_slice(&conversation[cut..]);
-        if tokens(&kept) <= budget || cut == *starts.last().unwrap() {
-            *conversation = kept;
-            return;
-        }
-    }
-}
-
-fn note() -> Message {
-    Message {
-        role: Role::Assistant,
-        content: vec![ContentBlock::Text(
-            "(Earlier parts of this conversation were dropped to fit the context window.)".into(),
-        )],
     }
 }
 
