@@ -9,6 +9,7 @@ mod sandbox_support;
 
 mod agent_teammate;
 mod cache;
+mod compaction;
 mod compiling;
 mod components;
 mod failure;
