@@ -20,7 +20,9 @@ const READS: usize = 32;
 const FILE_CHARS: usize = 6_000;
 const SUMMARY: &str = "SUMMARY-7Q: cam read big.txt again and again; nothing changed.";
 
-fn script() -> String {
+/// The script: `cam` reads big.txt [`READS`] times, tells the lead and
+/// ends; with `summariser`, an agent answers the summary calls.
+fn script(summariser: bool) -> String {
     let mut turns: Vec<Value> = (0..READS)
         .map(|i| {
             serde_json::json!({"tool_use":[{"id":format!("r{i}"),"name":"Read","input":{"file_path":"big.txt"}}]})
@@ -31,15 +33,22 @@ fn script() -> String {
         "input":{"to":"team-lead","message":"all read","summary":"s"}}]}),
     );
     turns.push(serde_json::json!({"text":"done"}));
-    serde_json::json!({"agents":[
-        {"name":"summariser","match":["You summarise the earlier part"],"after_last":"repeat-last",
-         "turns":[{"text":SUMMARY}]},
-        {"name":"cam","match":["You are cam,"],"turns_by":"calls","turns":turns}]})
-    .to_string()
+    let mut agents = vec![serde_json::json!(
+        {"name":"cam","match":["You are cam,"],"turns_by":"calls","turns":turns})];
+    if summariser {
+        agents.insert(
+            0,
+            serde_json::json!({"name":"summariser","match":["You summarise the earlier part"],
+                "after_last":"repeat-last","turns":[{"text":SUMMARY}]}),
+        );
+    }
+    serde_json::json!({ "agents": agents }).to_string()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_conversation_three_windows_long_is_summarised_and_finishes() {
+/// Runs `cam` on [`script`] in a [`WINDOW`]-token window until it tells
+/// the lead it is done; returns every call in its cassette (request and
+/// response), in order.
+async fn run(team: &str, summariser: bool) -> Vec<Value> {
     let tmp = tempfile::tempdir().unwrap();
     let cassettes = tmp.path().join("cassettes");
     let mut config = models::config();
@@ -49,9 +58,9 @@ async fn a_conversation_three_windows_long_is_summarised_and_finishes() {
     let hub = ModelHub::new(config, CassetteMode::Record, Some(cassettes.clone())).unwrap();
     hub.set_provider(
         "script",
-        Arc::new(Scripted::new(Script::parse(&script()).unwrap())),
+        Arc::new(Scripted::new(Script::parse(&script(summariser)).unwrap())),
     );
-    let f = Fixture::with_options("compact", models::options(hub));
+    let f = Fixture::with_options(team, models::options(hub));
     let mut policy = models::policy();
     policy.calls_per_turn = None;
     let mut req = SpawnRequest::new("cam", teamhost_tests::AGENT, "read big.txt", f.dir("cam"));
@@ -70,19 +79,36 @@ async fn a_conversation_three_windows_long_is_summarised_and_finishes() {
     })
     .await;
     f.settle().await;
-
     let text = std::fs::read_to_string(cassettes.join(&f.name).join("cam.jsonl")).unwrap();
-    let calls: Vec<Value> = text
-        .lines()
+    text.lines()
         .skip(1)
         .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let is_summary = |c: &Value| {
-        c["request"]["system"]
-            .as_str()
-            .unwrap()
-            .starts_with("You summarise the earlier part")
-    };
+        .collect()
+}
+
+fn is_summary(c: &Value) -> bool {
+    c["request"]["system"]
+        .as_str()
+        .unwrap()
+        .starts_with("You summarise the earlier part")
+}
+
+/// Checks that no request, with its answer's room, was larger than the
+/// window (the scripted model counts a request's JSON characters / 4).
+fn inside_the_window(calls: &[Value]) {
+    for (i, c) in calls.iter().enumerate() {
+        let input = c["response"]["usage"]["input-tokens"].as_u64().unwrap();
+        let room = c["request"]["max-tokens"].as_u64().unwrap();
+        assert!(
+            input + room <= WINDOW,
+            "call {i}: {input} tokens in + {room} out > {WINDOW}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_three_windows_long_is_summarised_and_finishes() {
+    let calls = run("compact", true).await;
     let worker: Vec<&Value> = calls.iter().filter(|c| !is_summary(c)).collect();
     assert_eq!(worker.len(), READS + 2, "every scripted turn was played");
 
@@ -95,16 +121,7 @@ async fn a_conversation_three_windows_long_is_summarised_and_finishes() {
         * FILE_CHARS;
     assert!(read / 4 >= 3 * WINDOW as usize, "{read} characters read");
 
-    // No request, with its answer's room, was larger than the window (the
-    // scripted model counts a request's JSON characters / 4).
-    for (i, c) in calls.iter().enumerate() {
-        let input = c["response"]["usage"]["input-tokens"].as_u64().unwrap();
-        let room = c["request"]["max-tokens"].as_u64().unwrap();
-        assert!(
-            input + room <= WINDOW,
-            "call {i}: {input} tokens in + {room} out > {WINDOW}"
-        );
-    }
+    inside_the_window(&calls);
 
     // Summary calls happened, without tools, and each summary is in the
     // next request of the conversation, marked.
@@ -133,4 +150,26 @@ async fn a_conversation_three_windows_long_is_summarised_and_finishes() {
             "call {i}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_summary_call_fails_the_oldest_part_is_dropped_with_a_note() {
+    // No agent of the script answers the summary calls: each one fails.
+    let calls = run("compact-drop", false).await;
+    assert!(
+        calls.iter().all(|c| !is_summary(c)),
+        "failed calls are not recorded"
+    );
+    assert_eq!(calls.len(), READS + 2, "the run finished");
+    inside_the_window(&calls);
+    let noted = calls
+        .iter()
+        .map(|c| c["request"]["messages"].to_string())
+        .find(|m| m.contains("[Earlier parts of this conversation were dropped"))
+        .expect("a request with the note");
+    assert!(noted.contains("summarising them failed"), "{noted}");
+    assert!(
+        noted.contains("no scripted agent matches"),
+        "the note says why: {noted}"
+    );
 }
