@@ -5,6 +5,7 @@
 
 use crate::common;
 
+use std::path::Path;
 use std::sync::Arc;
 
 use common::{models, Fixture};
@@ -51,15 +52,26 @@ fn script(summariser: bool) -> String {
 async fn run(team: &str, summariser: bool) -> Vec<Value> {
     let tmp = tempfile::tempdir().unwrap();
     let cassettes = tmp.path().join("cassettes");
+    let (calls, _) = run_in(team, summariser, CassetteMode::Record, &cassettes).await;
+    calls
+}
+
+/// [`run`] in `mode` with the cassettes in `cassettes`; also returns the
+/// provider calls made.
+async fn run_in(
+    team: &str,
+    summariser: bool,
+    mode: CassetteMode,
+    cassettes: &Path,
+) -> (Vec<Value>, u64) {
     let mut config = models::config();
     let fake = config.models.get_mut("fake").unwrap();
     fake.context_window = WINDOW as u32;
     fake.max_output_tokens = 1_000;
-    let hub = ModelHub::new(config, CassetteMode::Record, Some(cassettes.clone())).unwrap();
-    hub.set_provider(
-        "script",
-        Arc::new(Scripted::new(Script::parse(&script(summariser)).unwrap())),
-    );
+    let hub = ModelHub::new(config, mode, Some(cassettes.to_path_buf())).unwrap();
+    let scripted = Arc::new(Scripted::new(Script::parse(&script(summariser)).unwrap()));
+    let stats = scripted.stats();
+    hub.set_provider("script", scripted);
     let f = Fixture::with_options(team, models::options(hub));
     let mut policy = models::policy();
     policy.calls_per_turn = None;
@@ -80,10 +92,12 @@ async fn run(team: &str, summariser: bool) -> Vec<Value> {
     .await;
     f.settle().await;
     let text = std::fs::read_to_string(cassettes.join(&f.name).join("cam.jsonl")).unwrap();
-    text.lines()
+    let calls = text
+        .lines()
         .skip(1)
         .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+        .collect();
+    (calls, stats.calls())
 }
 
 fn is_summary(c: &Value) -> bool {
@@ -172,4 +186,17 @@ async fn when_the_summary_call_fails_the_oldest_part_is_dropped_with_a_note() {
         noted.contains("no scripted agent matches"),
         "the note says why: {noted}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_summarised_run_replays_with_no_provider() {
+    // After a compaction the conversation holds fewer assistant messages:
+    // cassette keys repeat, and are answered in recorded order.
+    let tmp = tempfile::tempdir().unwrap();
+    let cassettes = tmp.path().join("cassettes");
+    let (recorded, made) = run_in("compact-replay", true, CassetteMode::Record, &cassettes).await;
+    assert!(recorded.iter().any(is_summary) && made > 0);
+    let (replayed, made) = run_in("compact-replay", true, CassetteMode::Replay, &cassettes).await;
+    assert_eq!(made, 0, "the replay needed no provider");
+    assert_eq!(replayed, recorded, "the cassette is as recorded");
 }
