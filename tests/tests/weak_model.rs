@@ -142,6 +142,32 @@ async fn malformed_tool_calls_come_back_to_the_model_as_short_error_results() {
         );
     }
     assert!(!f.dir("wes").join("a.txt").exists(), "no bad call wrote");
+
+    // The names no provider takes back are not sent back to it: the
+    // conversation goes on with the next call.
+    let names: Vec<&str> = requests[1]["messages"][1]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b.get("tool-use"))
+        .map(|u| u["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "Frobnicate",
+            "invalid_tool_name",
+            "invalid_tool_name",
+            "invalid_tool_name",
+            "Read",
+            "Read",
+            "Read",
+            "Bash",
+            "Read",
+            "Read",
+            "Write"
+        ]
+    );
 }
 
 /// A model that answers every call with the same broken tool call.

@@ -196,7 +196,7 @@ impl Agent {
             let text = text_of(&answer.content);
             self.conversation.push(Message {
                 role: Role::Assistant,
-                content: answer.content,
+                content: answer.content.into_iter().map(sendable_name).collect(),
             });
             if calls.is_empty() {
                 return Ok(text);
@@ -443,6 +443,32 @@ fn cut(mut s: String) -> String {
         s.push_str(&format!("\n(cut: {total} characters in all, {at} shown)"));
     }
     s
+}
+
+/// What a tool call's name becomes in the conversation when no provider
+/// would take it back.
+const INVALID_TOOL_NAME: &str = "invalid_tool_name";
+
+/// `block`, with a tool call's name replaced by [`INVALID_TOOL_NAME`] when
+/// it is not 1 to 64 letters, digits, `_` or `-`: providers refuse such a
+/// name in the history they are sent (OpenAI's and Anthropic's pattern),
+/// and one weak model's `"Write:"` would fail every later call of the
+/// conversation. The call itself is run as the model wrote it (and fails,
+/// quoting the name), so the model still learns what was wrong.
+fn sendable_name(block: ContentBlock) -> ContentBlock {
+    match block {
+        ContentBlock::ToolUse(mut u) => {
+            let valid = (1..=64).contains(&u.name.len())
+                && u.name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if !valid {
+                u.name = INVALID_TOOL_NAME.into();
+            }
+            ContentBlock::ToolUse(u)
+        }
+        other => other,
+    }
 }
 
 fn text_of(blocks: &[ContentBlock]) -> String {
