@@ -187,14 +187,27 @@ async fn garbage_run(
     mode: CassetteMode,
     cassettes: Option<&Path>,
 ) -> (Fixture, Vec<String>, Arc<ScriptedStats>) {
+    garbage_run_told(team, name, policy, mode, cassettes, None, " failed: ").await
+}
+
+/// [`garbage_run`] at notification `level`, waiting until the lead heard
+/// `until`.
+async fn garbage_run_told(
+    team: &str,
+    name: &str,
+    policy: teamhost::model::ModelPolicy,
+    mode: CassetteMode,
+    cassettes: Option<&Path>,
+    level: Option<teamhost::runner::NotificationLevel>,
+    until: &str,
+) -> (Fixture, Vec<String>, Arc<ScriptedStats>) {
     let (hub, stats) = models::hub(&garbage(name), mode, cassettes.map(Path::to_path_buf));
     let f = Fixture::with_options(team, models::options(hub));
-    f.host
-        .spawn(&f.name, agent(&f, name, policy))
-        .await
-        .unwrap();
-    f.until("the garbage turn to fail", || {
-        lead_heard(&f, name).iter().any(|h| h.contains(" failed: "))
+    let mut req = agent(&f, name, policy);
+    req.settings.notifications = level;
+    f.host.spawn(&f.name, req).await.unwrap();
+    f.until("the lead to hear of the garbage turn", || {
+        lead_heard(&f, name).iter().any(|h| h.contains(until))
     })
     .await;
     f.settle().await;
@@ -230,6 +243,29 @@ async fn repeated_garbage_stops_at_the_budget_with_one_clear_message() {
     assert_eq!(heard.len(), 1, "one message, not one per call: {heard:#?}");
     assert!(heard[0].contains("budget is spent"), "{}", heard[0]);
     assert!(stats.calls() < 40, "the budget ended it");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spent_budget_is_told_by_teamhost_when_idle_notifications_are_kept_out() {
+    let mut policy = models::policy();
+    policy.calls_per_turn = None;
+    policy.budget_tokens = Some(30_000);
+    let (_f, heard, _) = garbage_run_told(
+        "weak-quiet",
+        "qed",
+        policy,
+        CassetteMode::Live,
+        None,
+        Some(teamhost::runner::NotificationLevel::None),
+        "teamhost: ",
+    )
+    .await;
+    assert_eq!(heard.len(), 1, "{heard:#?}");
+    assert!(
+        heard[0].starts_with("teamhost: qed: model token budget exhausted"),
+        "{}",
+        heard[0]
+    );
 }
 
 /// The conversation the host kept of `name` (tool results included).
