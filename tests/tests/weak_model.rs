@@ -242,6 +242,11 @@ async fn repeated_garbage_stops_at_the_budget_with_one_clear_message() {
         garbage_run("weak-budget", "bea", policy, CassetteMode::Live, None).await;
     assert_eq!(heard.len(), 1, "one message, not one per call: {heard:#?}");
     assert!(heard[0].contains("budget is spent"), "{}", heard[0]);
+    assert!(
+        heard[0].contains("tool calls failed (the last: Error: there is no tool \"Write:\""),
+        "{}",
+        heard[0]
+    );
     assert!(stats.calls() < 40, "the budget ended it");
 }
 

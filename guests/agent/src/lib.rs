@@ -184,7 +184,7 @@ impl Agent {
                 temperature: None,
                 stop_sequences: Vec::new(),
             };
-            let answer = model::complete(&request).map_err(|e| describe(&e))?;
+            let answer = model::complete(&request).map_err(|e| failures.explain(describe(&e)))?;
             let calls: Vec<_> = answer
                 .content
                 .iter()
