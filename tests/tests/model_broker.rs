@@ -441,6 +441,50 @@ async fn a_kept_conversation_is_given_to_the_next_life_with_lost_results_marked(
     assert!(life2.complete(r2).await.is_ok());
 }
 
+/// A side call (`model.complete-aside`, an agent's summary, say) is metered
+/// like any other but does not become the kept conversation: a host that
+/// dies right after it gives the next life the real conversation back.
+#[tokio::test]
+async fn a_side_call_is_metered_but_not_kept_as_the_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(dir.path());
+    let path = dir.path().join("kept/team/w.conversation.json");
+    let hub = ModelHub::new(config(Some(&script)), CassetteMode::Live, None).unwrap();
+    let keeping = || {
+        hub.client_keeping(
+            "team",
+            "w",
+            Some(policy()),
+            Some(teamhost::model::Transcript::at(&path)),
+        )
+        .unwrap()
+    };
+    let life1 = keeping();
+    let r1 = first_request("w");
+    let a1 = life1.complete(r1.clone()).await.unwrap();
+    let calls_before = life1.spent().calls;
+    let aside = Request {
+        system: Some("You summarise the earlier part of a conversation.".into()),
+        max_tokens: Some(100),
+        ..Request::new(vec![Message::user("<conversation>ping</conversation>")])
+    };
+    life1.complete_aside(aside).await.unwrap();
+    assert_eq!(
+        life1.spent().calls,
+        calls_before + 1,
+        "the side call is metered"
+    );
+    drop(life1);
+
+    let back = keeping().history();
+    assert_eq!(&back[..r1.messages.len()], &r1.messages[..], "{back:?}");
+    assert_eq!(back[r1.messages.len()].content, a1.content);
+    assert!(
+        !format!("{back:?}").contains("<conversation>"),
+        "the side call was kept: {back:?}"
+    );
+}
+
 /// A run refused a call by its meter (here `calls_per_turn`) replays that
 /// refusal, not "not recorded": in replay, the meter decides before the
 /// cassette, as it does before a live call.

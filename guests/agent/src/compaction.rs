@@ -10,8 +10,10 @@
 //!    as many as fit in half the room. The part between them starts after
 //!    the first message and ends before a message that does not answer a
 //!    call it leaves out: a tool call never loses its result.
-//! 2. One extra model call, metered like any other (budget, calls per
-//!    turn), with no tools and at most [`SUMMARY_MAX_TOKENS`], is asked to
+//! 2. One extra model call (`model.complete-aside`: metered like any
+//!    other, budget and calls per turn, but not kept by the host as the
+//!    conversation a restart gives back), with no tools and at most
+//!    [`SUMMARY_MAX_TOKENS`], is asked to
 //!    summarise that part (given as text, each block cut to
 //!    [`SUMMARY_BLOCK_CHARS`], the whole cut to what the window holds).
 //! 3. The summary takes the part's place, marked [`SUMMARY_MARK`]: as an
@@ -22,7 +24,10 @@
 //!
 //! When the summary call fails (a spent budget, the calls-per-turn limit,
 //! an unavailable model) or gives no text, the part is dropped instead,
-//! and a note saying so and why takes its place.
+//! and a note saying so and why takes its place. So is a part no larger
+//! than two summaries, beside the earlier summary, which stays (when the
+//! recent exchanges alone fill the room, a summary before every request
+//! would only spend the turn's calls).
 
 use crate::teamhost::agent::model::{self, ContentBlock, Message, Request, Role, ToolDefinition};
 
@@ -127,7 +132,10 @@ pub fn compact(conversation: &mut Vec<Message>, room: usize, window: Window) {
         let (summaries, rest): (Vec<_>, Vec<_>) = first
             .content
             .into_iter()
-            .partition(|b| matches!(b, ContentBlock::Text(t) if t.starts_with(SUMMARY_MARK)));
+            .partition(|b| {
+                matches!(b, ContentBlock::Text(t)
+                    if t.starts_with(SUMMARY_MARK) || t.starts_with(DROPPED_MARK))
+            });
         first.content = rest;
         summaries
     };
@@ -140,12 +148,28 @@ pub fn compact(conversation: &mut Vec<Message>, room: usize, window: Window) {
     }
     part.extend_from_slice(&conversation[1..cut]);
 
-    let text = match summarise(&part, window) {
-        Ok(summary) => format!("{SUMMARY_MARK}\n{summary}"),
-        Err(why) => format!(
-            "{DROPPED_MARK}: {} messages; summarising them failed: {why}]",
-            part.len()
-        ),
+    // A part smaller than a summary of it is dropped, not summarised (an
+    // earlier summary stays): when the recent exchanges alone fill the room,
+    // a summary call before every request would only spend the turn's calls.
+    let new_part = conversation_tokens(&conversation[1..cut]);
+    let text = if new_part <= 2 * SUMMARY_MAX_TOKENS as usize {
+        // The earlier summary stays; an earlier note is replaced by this one.
+        first = conversation[0].clone();
+        first
+            .content
+            .retain(|b| !matches!(b, ContentBlock::Text(t) if t.starts_with(DROPPED_MARK)));
+        format!(
+            "{DROPPED_MARK}: {} messages, too short to be worth a summary]",
+            cut - 1
+        )
+    } else {
+        match summarise(&part, window) {
+            Ok(summary) => format!("{SUMMARY_MARK}\n{summary}"),
+            Err(why) => format!(
+                "{DROPPED_MARK}: {} messages; summarising them failed: {why}]",
+                part.len()
+            ),
+        }
     };
     let mut kept = vec![first];
     if conversation[cut].role == Role::User {
@@ -226,7 +250,9 @@ fn summarise(part: &[Message], window: Window) -> Result<String, String> {
         temperature: None,
         stop_sequences: Vec::new(),
     };
-    let answer = model::complete(&request).map_err(|e| crate::describe(&e))?;
+    // Beside the conversation: the host keeps the conversation of the last
+    // `complete` for a restart, and this call must not take its place.
+    let answer = model::complete_aside(&request).map_err(|e| crate::describe(&e))?;
     let text = crate::text_of(&answer.content);
     if text.trim().is_empty() {
         return Err("the model gave no summary".into());

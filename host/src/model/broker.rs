@@ -468,13 +468,34 @@ impl ModelClient {
 
     /// One completion under the teammate's policy (see the module docs).
     pub async fn complete(&self, request: Request) -> Result<Response, ModelError> {
+        self.complete_keeping(request, Keep::Conversation).await
+    }
+
+    /// [`complete`](Self::complete) for a side call (a summary, say):
+    /// metered, limited and recorded the same, but its exchange is not kept
+    /// as the teammate's conversation, so [`history`](Self::history) still
+    /// gives the conversation of the last `complete`.
+    pub async fn complete_aside(&self, request: Request) -> Result<Response, ModelError> {
+        self.complete_keeping(request, Keep::Nothing).await
+    }
+
+    async fn complete_keeping(&self, request: Request, keep: Keep) -> Result<Response, ModelError> {
         let Some(c) = &self.inner else {
             return Err(ModelError::Denied(
                 "this teammate has no model access: its lead gives it a model policy ([teammate.model_policy] in the manifest, or --model-allow)".into(),
             ));
         };
-        c.complete(request).await
+        c.complete(request, keep).await
     }
+}
+
+/// Whether a call's exchange becomes the kept conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// It does (`model.complete`).
+    Conversation,
+    /// It does not (`model.complete-aside`).
+    Nothing,
 }
 
 impl ClientInner {
@@ -483,8 +504,11 @@ impl ClientInner {
         self.sub.as_deref().unwrap_or(&self.meter.policy().default)
     }
 
-    async fn complete(&self, request: Request) -> Result<Response, ModelError> {
-        let answer = self.complete_kept(request).await;
+    async fn complete(&self, request: Request, keep: Keep) -> Result<Response, ModelError> {
+        let answer = match keep {
+            Keep::Conversation => self.complete_kept(request).await,
+            Keep::Nothing => self.call(&request).await,
+        };
         if let Ok(r) = &answer {
             self.used_tokens
                 .fetch_add(r.usage.total(), std::sync::atomic::Ordering::Relaxed);

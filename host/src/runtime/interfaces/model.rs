@@ -26,27 +26,25 @@ impl ModelGlue<'_> {
             sink(event);
         }
     }
-}
 
-impl Host for ModelGlue<'_> {
-    async fn models(&mut self) -> wasmtime::Result<Vec<ModelInfo>> {
-        Ok(self
-            .model
-            .client
-            .models()
-            .into_iter()
-            .map(model_info_to_wit)
-            .collect())
-    }
-
-    async fn complete(&mut self, req: Request) -> wasmtime::Result<Result<Response, ModelError>> {
+    /// One completion through the broker, reported to the event channel;
+    /// `aside`: not kept as the conversation (`model.complete-aside`).
+    async fn complete_brokered(
+        &mut self,
+        req: Request,
+        aside: bool,
+    ) -> wasmtime::Result<Result<Response, ModelError>> {
         let req = request_from_wit(req);
         self.model_event(ModelCallEvent::Started {
             model: req.model.clone(),
         });
         let started = Instant::now();
         self.model.clock.start();
-        let result = self.model.client.complete(req).await;
+        let result = if aside {
+            self.model.client.complete_aside(req).await
+        } else {
+            self.model.client.complete(req).await
+        };
         self.model.clock.stop();
         let spend = self.model.client.spent();
         match result {
@@ -66,6 +64,29 @@ impl Host for ModelGlue<'_> {
                 Ok(Err(error_to_wit(e)))
             }
         }
+    }
+}
+
+impl Host for ModelGlue<'_> {
+    async fn models(&mut self) -> wasmtime::Result<Vec<ModelInfo>> {
+        Ok(self
+            .model
+            .client
+            .models()
+            .into_iter()
+            .map(model_info_to_wit)
+            .collect())
+    }
+
+    async fn complete(&mut self, req: Request) -> wasmtime::Result<Result<Response, ModelError>> {
+        self.complete_brokered(req, false).await
+    }
+
+    async fn complete_aside(
+        &mut self,
+        req: Request,
+    ) -> wasmtime::Result<Result<Response, ModelError>> {
+        self.complete_brokered(req, true).await
     }
 
     async fn spent(&mut self) -> wasmtime::Result<Spend> {
