@@ -14,6 +14,7 @@ mod compiling;
 mod components;
 mod failure;
 mod hooks;
+mod live_model;
 mod memory_store;
 mod messaging;
 mod model_broker;
