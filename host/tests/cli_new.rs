@@ -264,6 +264,35 @@ fn run_warns_about_a_stale_component_without_a_build_command() {
     assert!(e.contains("build = "), "{e}");
 }
 
+/// A component outside the manifest's directory, named through `..`, is no
+/// file of that project: what changes beside the manifest says nothing of
+/// its age (`proj/../target` lexically starts with `proj`).
+#[test]
+fn run_does_not_judge_a_component_outside_the_project_by_its_files() {
+    let dir = project("outside", None);
+    let proj = dir.path().join("proj");
+    std::fs::create_dir(&proj).unwrap();
+    for f in ["team.toml", "src.txt", "data"] {
+        std::fs::rename(dir.path().join(f), proj.join(f)).unwrap();
+    }
+    let toml = std::fs::read_to_string(proj.join("team.toml")).unwrap();
+    std::fs::write(
+        proj.join("team.toml"),
+        toml.replace("\"target/worker.wasm\"", "\"../target/worker.wasm\""),
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("target")).unwrap();
+    std::fs::copy(
+        teamhost_tests::WORKER,
+        dir.path().join("target/worker.wasm"),
+    )
+    .unwrap();
+    touch(&proj.join("src.txt"), 60);
+    let out = teamhost_in(&proj, &dir.path().join("home"), &["run", "team.toml"]);
+    assert!(out.status.success(), "{}", shown(&out));
+    assert!(!stderr(&out).contains("older than"), "{}", shown(&out));
+}
+
 #[test]
 fn a_failing_build_starts_nothing_and_says_what_to_fix() {
     let dir = project("broken", Some("\"echo the compiler says no >&2; exit 3\""));

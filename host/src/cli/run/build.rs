@@ -86,7 +86,7 @@ fn staleness(file: &Path, m: &Manifest, t: &TeammateSpec, home: &Path) -> Stale 
         Some(b) => (b.0.workdir.clone(), Some(b)),
         // Without a build, the project is the manifest's directory, when
         // the component is one of its files.
-        None if t.component.starts_with(base) => (base.to_path_buf(), None),
+        None if lies_below(&t.component, base) => (base.to_path_buf(), None),
         None => return Stale::No,
     };
     let mut excluded: Vec<&Path> = m
@@ -116,6 +116,20 @@ fn staleness(file: &Path, m: &Manifest, t: &TeammateSpec, home: &Path) -> Stale 
     match newest {
         Some((source, path)) if source > built && budget > 0 => Stale::Older(path),
         _ => Stale::No,
+    }
+}
+
+/// Whether `file` is under `dir`, their real paths compared: a lexical
+/// `starts_with` takes `proj/../target/x.wasm` for a file of `proj`.
+fn lies_below(file: &Path, dir: &Path) -> bool {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    match (std::fs::canonicalize(file), std::fs::canonicalize(dir)) {
+        (Ok(file), Ok(dir)) => file.starts_with(dir),
+        _ => false,
     }
 }
 
