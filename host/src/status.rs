@@ -55,13 +55,14 @@ pub struct Snapshot {
 /// left, and whether it waits on the model now.
 pub fn describe_model_usage(u: &crate::store::ModelUsage) -> String {
     let mut s = format!(
-        "{} call{}, {} tokens ({} in, {} out, {} cached), ${:.4}",
+        "{} call{}, {} tokens ({} in, {} out, {} cache reads, {} cache writes), ${:.4}",
         u.calls,
         if u.calls == 1 { "" } else { "s" },
         u.total_tokens(),
         u.input_tokens,
         u.output_tokens,
-        u.cache_read_tokens + u.cache_write_tokens,
+        u.cache_read_tokens,
+        u.cache_write_tokens,
         u.cost_microdollars as f64 / 1e6
     );
     if u.estimated_calls > 0 {

@@ -22,6 +22,7 @@ mod notifications;
 mod polyglot;
 mod polyglot_examples;
 mod priority;
+mod prompt_caching;
 mod reference_sequence;
 mod reviewer;
 mod sandbox_hostile;

@@ -611,6 +611,7 @@ impl ClientInner {
                 model_id: &entry.id,
                 request,
                 max_tokens,
+                prompt_caching: entry.prompt_caching,
             })
             .await
             .map_err(|e| {
