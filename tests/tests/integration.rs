@@ -16,6 +16,7 @@ mod hooks;
 mod memory_store;
 mod messaging;
 mod model_broker;
+mod model_budgets;
 mod model_host;
 mod model_providers;
 mod notifications;

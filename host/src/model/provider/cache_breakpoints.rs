@@ -90,8 +90,9 @@ fn mark_message(message: &mut Value) -> bool {
         return false;
     };
     let markable = blocks.iter_mut().rev().find(|b| {
-        !matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking"))
-            && !(b["type"] == "text" && b["text"].as_str().is_some_and(str::is_empty))
+        let thinking = matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking"));
+        let empty_text = b["type"] == "text" && b["text"].as_str().is_some_and(str::is_empty);
+        !thinking && !empty_text
     });
     match markable.and_then(Value::as_object_mut) {
         Some(block) => {
