@@ -131,7 +131,8 @@ fn blocks(body: &Value) -> Vec<(String, bool)> {
         push(t, "tool:");
     }
     match &body["system"] {
-        Value::String(s) => push(&Value::String(s.clone()), "system:"),
+        // A plain string counts as the one text block it stands for.
+        Value::String(s) => push(&serde_json::json!({"type": "text", "text": s}), "system:"),
         Value::Array(a) => a.iter().for_each(|b| push(b, "system:")),
         _ => {}
     }
