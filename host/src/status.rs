@@ -55,15 +55,19 @@ pub struct Snapshot {
 /// left, and whether it waits on the model now.
 pub fn describe_model_usage(u: &crate::store::ModelUsage) -> String {
     let mut s = format!(
-        "{} call{}, {} tokens ({} in, {} out, {} cached), ${:.4}",
+        "{} call{}, {} tokens ({} in, {} out, {} cache reads, {} cache writes), ${:.4}",
         u.calls,
         if u.calls == 1 { "" } else { "s" },
         u.total_tokens(),
         u.input_tokens,
         u.output_tokens,
-        u.cache_read_tokens + u.cache_write_tokens,
+        u.cache_read_tokens,
+        u.cache_write_tokens,
         u.cost_microdollars as f64 / 1e6
     );
+    if let Some(budget) = u.cost_budget_microdollars {
+        s.push_str(&format!(" of ${:.4} budget", budget as f64 / 1e6));
+    }
     if u.estimated_calls > 0 {
         s.push_str(&format!(
             " ({} estimated: the provider reported no usage)",
@@ -81,7 +85,7 @@ pub fn describe_model_usage(u: &crate::store::ModelUsage) -> String {
     if let Some(left) = u.tokens_left {
         s.push_str(&format!(", {left} tokens left"));
     }
-    if let Some(left) = u.cost_left_microdollars {
+    if let (Some(left), None) = (u.cost_left_microdollars, u.cost_budget_microdollars) {
         s.push_str(&format!(", ${:.4} left", left as f64 / 1e6));
     }
     if let Some(since) = &u.waiting_since {
@@ -91,6 +95,25 @@ pub fn describe_model_usage(u: &crate::store::ModelUsage) -> String {
         s.push_str(&format!(", last call failed: {e}"));
     }
     s
+}
+
+/// One line about the whole team's model spending (every teammate's
+/// record, members or not any more), with the team's budget when it has
+/// one; `None` when no teammate used a model.
+pub fn describe_team_spending(
+    usage: &std::collections::BTreeMap<String, crate::store::ModelUsage>,
+) -> Option<String> {
+    if usage.is_empty() {
+        return None;
+    }
+    let spent: u64 = usage.values().map(|u| u.cost_microdollars).sum();
+    let budget = usage.values().find_map(|u| u.team_budget_microdollars);
+    let mut s = format!("${:.4}", spent as f64 / 1e6);
+    match budget {
+        Some(b) => s.push_str(&format!(" of ${:.4} team budget", b as f64 / 1e6)),
+        None => s.push_str(" (no team budget)"),
+    }
+    Some(s)
 }
 
 /// One message to the lead, in words.

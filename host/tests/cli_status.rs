@@ -159,3 +159,45 @@ fn status_of_a_missing_team_says_how_to_create_one() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("teamhost team create nope"), "{err}");
 }
+
+#[test]
+fn status_shows_cache_reads_and_writes_and_spending_against_both_budgets() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::new(Home::new(tmp.path()));
+    let team = store.team("board").unwrap();
+    team.create(NewTeam::default()).unwrap();
+    team.add_member(NewMember {
+        name: "coder".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    let usage = |cost, read, write| teamhost::store::ModelUsage {
+        calls: 2,
+        input_tokens: 100,
+        output_tokens: 20,
+        cache_read_tokens: read,
+        cache_write_tokens: write,
+        cost_microdollars: cost,
+        cost_left_microdollars: Some(1_000_000 - cost),
+        cost_budget_microdollars: Some(1_000_000),
+        team_budget_microdollars: Some(3_000_000),
+        updated_at: "2026-01-01T00:00:00.000Z".into(),
+        ..Default::default()
+    };
+    team.write_model_usage("coder", &usage(250_000, 4_000, 1_200))
+        .unwrap();
+    team.write_model_usage("reviewer", &usage(500_000, 0, 0))
+        .unwrap();
+    let out = status(tmp.path(), false);
+    assert!(
+        out.contains(
+            "2 calls, 5320 tokens (100 in, 20 out, 4000 cache reads, 1200 cache writes), $0.2500 of $1.0000 budget"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.lines().any(|l| l.trim_start().starts_with("whole team")
+            && l.ends_with("$0.7500 of $3.0000 team budget")),
+        "{out}"
+    );
+}

@@ -74,6 +74,7 @@ fn hub(provider: Arc<dyn Provider>) -> Arc<ModelHub> {
                 cache_read: None,
                 cache_write: None,
             }),
+            prompt_caching: true,
         },
     );
     let hub = ModelHub::new(config, CassetteMode::Live, None).unwrap();

@@ -47,5 +47,6 @@ pub mod measure;
 pub mod model_server;
 pub mod nats_server;
 pub mod polyglot;
+pub mod prompt_cache;
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));

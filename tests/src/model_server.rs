@@ -21,6 +21,11 @@
 //! for an assistant message whose `content` is null, tools ignored without
 //! a `tool_choice`.
 //!
+//! [`FakeProvider::start_caching`] makes the Anthropic side bill as
+//! Anthropic's prompt cache does ([`crate::prompt_cache`]): its answers'
+//! usage says what was read from and written to the cache, from the
+//! breakpoints each request carries.
+//!
 //! Replies are used in order, one per request; when they run out the last
 //! one repeats ([`FakeProvider::always`] starts with one). An answer is
 //! streamed (SSE, chunked) when the request asked for `stream: true`, and
@@ -33,6 +38,8 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
+
+use crate::prompt_cache::{CacheUsage, PromptCache};
 
 /// Which API the server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,6 +208,7 @@ struct Shared {
     closed: Notify,
     closed_count: Mutex<usize>,
     arrived: Notify,
+    prompt_cache: Option<Mutex<PromptCache>>,
 }
 
 /// A running fake provider; it stops when dropped.
@@ -225,6 +233,24 @@ impl FakeProvider {
 
     /// [`FakeProvider::start`] with `quirks` (OpenAI side only).
     pub async fn start_with(api: Api, quirks: Quirks, replies: Vec<Reply>) -> FakeProvider {
+        FakeProvider::launch(api, quirks, None, replies).await
+    }
+
+    /// An Anthropic server answering with `replies` whose usage follows
+    /// Anthropic's prompt-caching rules for prefixes of at least
+    /// `min_tokens` (the input tokens of each reply are replaced by the
+    /// request's own count, split into cached and not).
+    pub async fn start_caching(min_tokens: u64, replies: Vec<Reply>) -> FakeProvider {
+        let cache = Some(PromptCache::new(min_tokens));
+        FakeProvider::launch(Api::Anthropic, Quirks::default(), cache, replies).await
+    }
+
+    async fn launch(
+        api: Api,
+        quirks: Quirks,
+        prompt_cache: Option<PromptCache>,
+        replies: Vec<Reply>,
+    ) -> FakeProvider {
         assert!(
             !replies.is_empty(),
             "a fake provider needs at least one reply"
@@ -241,6 +267,7 @@ impl FakeProvider {
             closed: Notify::new(),
             closed_count: Mutex::new(0),
             arrived: Notify::new(),
+            prompt_cache: prompt_cache.map(Mutex::new),
         });
         let s = shared.clone();
         let task = tokio::spawn(async move {
@@ -375,10 +402,37 @@ async fn serve(shared: Arc<Shared>, mut socket: TcpStream) {
             other => other,
         };
         let reply = quirky(&shared, reply, &shared.received.lock().unwrap()[n - 1].body);
-        let keep = respond(&shared, &mut socket, reply, stream, &model, n).await;
+        let (reply, cache) = cached(&shared, reply, &shared.received.lock().unwrap()[n - 1].body);
+        let keep = respond(&shared, &mut socket, reply, stream, &model, n, cache).await;
         if !keep {
             return;
         }
+    }
+}
+
+/// With a prompt cache, `reply` as the cache bills `body` (a 400 for a
+/// request breaking its rules) and the cache's share of the input.
+fn cached(shared: &Shared, reply: Reply, body: &Value) -> (Reply, CacheUsage) {
+    let Some(cache) = &shared.prompt_cache else {
+        return (reply, CacheUsage::default());
+    };
+    match (cache.lock().unwrap().bill(body), reply) {
+        (Err(e), _) => (
+            Reply::status(
+                400,
+                &json!({"type": "error", "error": {"type": "invalid_request_error", "message": e}})
+                    .to_string(),
+            ),
+            CacheUsage::default(),
+        ),
+        (Ok(c), Reply::Answer { blocks, usage }) => (
+            Reply::Answer {
+                blocks,
+                usage: (c.input, usage.1),
+            },
+            c,
+        ),
+        (Ok(c), other) => (other, c),
     }
 }
 
@@ -446,6 +500,7 @@ async fn respond(
     stream: bool,
     model: &str,
     n: usize,
+    cache: CacheUsage,
 ) -> bool {
     let mut reply = reply;
     while let Reply::Delayed(d, inner) = reply {
@@ -485,7 +540,7 @@ async fn respond(
         Reply::Malformed if !stream => whole(socket, "{this is not json").await,
         Reply::Answer { blocks, usage } if !stream => {
             let body = match shared.api {
-                Api::Anthropic => anthropic_whole(&blocks, usage, model, n),
+                Api::Anthropic => anthropic_whole(&blocks, usage, cache, model, n),
                 Api::OpenAi => openai_whole(&blocks, usage, model, n),
             };
             whole(socket, &body.to_string()).await
@@ -497,7 +552,7 @@ async fn respond(
         }
         Reply::Answer { blocks, usage } => {
             let events = match shared.api {
-                Api::Anthropic => anthropic_events(&blocks, usage, model, n),
+                Api::Anthropic => anthropic_events(&blocks, usage, cache, model, n),
                 Api::OpenAi => openai_events(&blocks, usage, model, n, shared.quirks),
             };
             sse(socket, &events, events.len()).await
@@ -509,7 +564,8 @@ async fn respond(
         Reply::Truncated => {
             let events = match shared.api {
                 Api::Anthropic => {
-                    anthropic_events(&[Block::Text("cut short".into())], (1, 1), model, n)
+                    let cut = [Block::Text("cut short".into())];
+                    anthropic_events(&cut, (1, 1), CacheUsage::default(), model, n)
                 }
                 Api::OpenAi => openai_events(
                     &[Block::Text("cut short".into())],
@@ -573,7 +629,13 @@ fn stop(blocks: &[Block]) -> bool {
     blocks.iter().any(|b| matches!(b, Block::ToolUse { .. }))
 }
 
-fn anthropic_whole(blocks: &[Block], (input, output): (u64, u64), model: &str, n: usize) -> Value {
+fn anthropic_whole(
+    blocks: &[Block],
+    (input, output): (u64, u64),
+    cache: CacheUsage,
+    model: &str,
+    n: usize,
+) -> Value {
     json!({
         "id": format!("msg_fake_{n}"),
         "type": "message",
@@ -581,19 +643,20 @@ fn anthropic_whole(blocks: &[Block], (input, output): (u64, u64), model: &str, n
         "model": model,
         "content": blocks.iter().map(anthropic_block).collect::<Vec<_>>(),
         "stop_reason": if stop(blocks) { "tool_use" } else { "end_turn" },
-        "usage": {"input_tokens": input, "output_tokens": output, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+        "usage": {"input_tokens": input, "output_tokens": output, "cache_read_input_tokens": cache.read, "cache_creation_input_tokens": cache.written},
     })
 }
 
 fn anthropic_events(
     blocks: &[Block],
     (input, output): (u64, u64),
+    cache: CacheUsage,
     model: &str,
     n: usize,
 ) -> Vec<(String, String)> {
     let mut e = vec![(
         "message_start".to_string(),
-        json!({"type": "message_start", "message": {"id": format!("msg_fake_{n}"), "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "usage": {"input_tokens": input, "output_tokens": 1, "cache_read_input_tokens": 0}}}).to_string(),
+        json!({"type": "message_start", "message": {"id": format!("msg_fake_{n}"), "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "usage": {"input_tokens": input, "output_tokens": 1, "cache_read_input_tokens": cache.read, "cache_creation_input_tokens": cache.written}}}).to_string(),
     )];
     e.push(("ping".into(), json!({"type": "ping"}).to_string()));
     for (i, b) in blocks.iter().enumerate() {

@@ -55,6 +55,7 @@ fn config(script_path: Option<&Path>) -> ModelConfig {
                 cache_read: None,
                 cache_write: None,
             }),
+            prompt_caching: true,
         },
     );
     c

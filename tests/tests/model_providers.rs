@@ -65,6 +65,9 @@ async fn complete(p: &dyn Provider, r: &Request) -> Result<Response, ProviderErr
         model_id: "model-x",
         request: r,
         max_tokens: 100,
+        // The dialects' own shapes; the cache marks are tested in
+        // prompt_caching.rs.
+        prompt_caching: false,
     })
     .await
 }

@@ -54,6 +54,13 @@ pub(crate) fn model_seat(
         team.name(),
         name,
     )?);
+    // The team's purse counts what every teammate spent before (a
+    // resumed team's budget is for its whole life).
+    env.models.hub().open_team_budget(team.name(), || {
+        team.model_usage()
+            .map(|all| all.values().map(|u| u.cost_microdollars).sum())
+            .unwrap_or(0)
+    });
     let client = env.models.hub().client_keeping(
         team.name(),
         name,
@@ -150,6 +157,8 @@ fn record_call(u: &mut ModelUsage, call: &ModelCallEvent) {
     u.estimated_calls = spend.estimated_calls;
     u.tokens_left = spend.tokens_left;
     u.cost_left_microdollars = spend.cost_left_microdollars;
+    u.cost_budget_microdollars = spend.budget_microdollars;
+    u.team_budget_microdollars = spend.team_budget_microdollars;
     u.updated_at = now;
 }
 

@@ -157,6 +157,13 @@ pub fn model_access(
         .with_context(|| "cannot load the host's model config".to_string())?;
     let scripts = config.files();
     let hub = ModelHub::new(config, mode, cassettes.clone())?;
+    hub.set_team_budget(
+        manifest
+            .map(ModelSpec::team_budget)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!(e))?
+            .flatten(),
+    );
     let mut child = Vec::new();
     let mut access = ModelAccess::new(hub);
     // A script file decides what the model answers: a teammate must not

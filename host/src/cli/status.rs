@@ -64,6 +64,9 @@ pub(super) fn status(
                     format!("  {:<20} {}", name, crate::status::describe_model_usage(u)),
                 );
             }
+            if let Some(team) = crate::status::describe_team_spending(&snap.model_usage) {
+                push_line(&mut s, format!("  {:<20} {team}", "whole team"));
+            }
         }
         s.push_str("\ntasks\n");
         for t in &snap.tasks {

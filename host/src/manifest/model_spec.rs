@@ -13,7 +13,7 @@ use crate::model::CassetteMode;
 
 /// `[model]`: how the team's model calls are made. Every key optional;
 /// `--model-mode` and `--cassettes` (or their environment variables) win.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSpec {
     /// `live`, `record`, `replay`, `replay-lenient` or `replay-or-record`.
@@ -23,6 +23,11 @@ pub struct ModelSpec {
     /// to the manifest; absolute once parsed. Needed by every mode but
     /// `live`.
     pub cassettes: Option<PathBuf>,
+    /// US dollars the whole team may spend on models over its life, shared
+    /// by every teammate and sub-agent. Default: none (each teammate still
+    /// has its own budget: `budget_usd`, [`crate::model::policy::DEFAULT_BUDGET_MICRODOLLARS`]
+    /// by default with priced models).
+    pub team_budget_usd: Option<f64>,
 }
 
 impl ModelSpec {
@@ -41,6 +46,13 @@ impl ModelSpec {
                 m.parse::<CassetteMode>()
                     .map_err(|e| format!("[model] mode: {e}"))
             })
+            .transpose()
+    }
+
+    /// The team budget in microdollars (`None` when left out).
+    pub fn team_budget(&self) -> Result<Option<u64>, String> {
+        self.team_budget_usd
+            .map(|usd| usd_to_microdollars(usd).map_err(|e| format!("[model] team_{e}")))
             .transpose()
     }
 }
@@ -146,6 +158,18 @@ mod tests {
         assert_eq!(p.default, "sonnet");
         assert_eq!(p.budget_microdollars, Some(250_000));
         assert_eq!(p.calls_per_turn, Some(3));
+    }
+
+    #[test]
+    fn a_team_budget_is_in_microdollars_and_never_negative() {
+        let spec = |usd| ModelSpec {
+            team_budget_usd: Some(usd),
+            ..ModelSpec::default()
+        };
+        assert_eq!(spec(2.5).team_budget(), Ok(Some(2_500_000)));
+        assert_eq!(ModelSpec::default().team_budget(), Ok(None));
+        let err = spec(-1.0).team_budget().unwrap_err();
+        assert!(err.starts_with("[model] team_budget_usd"), "{err}");
     }
 
     #[test]

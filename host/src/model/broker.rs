@@ -22,9 +22,10 @@ use std::time::Instant;
 use super::cassette::{Cassette, CassetteMode, Lookup};
 use super::config::{ModelConfig, ModelEntry, ProviderSpec};
 use super::meter::{Meter, Reservation};
-use super::policy::ModelPolicy;
+use super::policy::{ModelPolicy, DEFAULT_BUDGET_MICRODOLLARS};
 use super::provider::{self, Provider, ProviderCall};
 use super::scripted::{Script, Scripted};
+use super::team_budget::TeamBudget;
 use super::transcript::Transcript;
 use super::types::{
     ContentBlock, ModelError, ModelInfo, Request, Response, Role, Spend, ToolChoice,
@@ -45,6 +46,10 @@ pub struct ModelHub {
     enabled: bool,
     providers: Mutex<HashMap<String, Built>>,
     open: Mutex<HashMap<(String, String), Arc<Cassette>>>,
+    /// The team-wide cost budget (microdollars) of every team it serves.
+    team_budget: Mutex<Option<u64>>,
+    /// Each team's purse, opened with its first teammate.
+    purses: Mutex<HashMap<String, Arc<TeamBudget>>>,
 }
 
 impl std::fmt::Debug for ModelHub {
@@ -77,6 +82,8 @@ impl ModelHub {
             enabled: true,
             providers: Mutex::default(),
             open: Mutex::default(),
+            team_budget: Mutex::default(),
+            purses: Mutex::default(),
         }))
     }
 
@@ -90,6 +97,8 @@ impl ModelHub {
             enabled: false,
             providers: Mutex::default(),
             open: Mutex::default(),
+            team_budget: Mutex::default(),
+            purses: Mutex::default(),
         })
     }
 
@@ -110,6 +119,36 @@ impl ModelHub {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(name.to_string(), Ok(provider));
+    }
+
+    /// Gives every team this hub serves a cost budget of `microdollars`
+    /// over its life, shared by all its teammates and sub-agents (the
+    /// manifest's `[model] team_budget_usd`); `None`: none. Set it before
+    /// the first client.
+    pub fn set_team_budget(&self, microdollars: Option<u64>) {
+        *self.team_budget.lock().unwrap_or_else(|p| p.into_inner()) = microdollars;
+    }
+
+    /// Opens `team`'s purse, when the hub has a team budget and it is not
+    /// open yet, counting `spent_before` (what the team's usage records
+    /// say it spent: a resumed team's budget is for its whole life).
+    pub fn open_team_budget(&self, team: &str, spent_before: impl FnOnce() -> u64) {
+        let _ = self.team_purse(team, spent_before);
+    }
+
+    fn team_purse(
+        &self,
+        team: &str,
+        spent_before: impl FnOnce() -> u64,
+    ) -> Option<Arc<TeamBudget>> {
+        let budget = (*self.team_budget.lock().unwrap_or_else(|p| p.into_inner()))?;
+        let mut purses = self.purses.lock().unwrap_or_else(|p| p.into_inner());
+        Some(
+            purses
+                .entry(team.to_string())
+                .or_insert_with(|| Arc::new(TeamBudget::new(budget, spent_before())))
+                .clone(),
+        )
     }
 
     /// The client of `teammate` in `team`. Without a policy the client is
@@ -146,6 +185,8 @@ impl ModelHub {
             ));
         }
         policy.validate().map_err(refuse)?;
+        let mut policy = policy;
+        let team_purse = self.team_purse(team, || 0);
         let mut models = HashMap::new();
         for alias in &policy.allow {
             let entry = self.config.resolve(alias).ok_or_else(|| {
@@ -157,6 +198,11 @@ impl ModelHub {
             if policy.budget_microdollars.is_some() && entry.price.is_none() {
                 return Err(refuse(format!(
                     "model {alias:?} has no price in the host's config, so a cost budget (budget_usd) cannot be kept: give it a price or drop budget_usd"
+                )));
+            }
+            if team_purse.is_some() && entry.price.is_none() {
+                return Err(refuse(format!(
+                    "model {alias:?} has no price in the host's config, so the team's cost budget ([model] team_budget_usd) cannot be kept: give it a price or drop team_budget_usd"
                 )));
             }
             // A provider this teammate would call must be usable now (its
@@ -172,6 +218,15 @@ impl ModelHub {
             }
             models.insert(alias.clone(), entry);
         }
+        // A default cost budget where it can be kept and means something.
+        let priced = models.values().all(|e| e.price.is_some());
+        let costly = models
+            .values()
+            .filter_map(|e| e.price.as_ref())
+            .any(|p| p.input > 0.0 || p.output > 0.0);
+        if policy.budget_microdollars.is_none() && priced && costly {
+            policy.budget_microdollars = Some(DEFAULT_BUDGET_MICRODOLLARS);
+        }
         let cassette = match (&self.cassettes, self.mode) {
             (_, CassetteMode::Live) | (None, _) => None,
             (Some(dir), mode) => Some(self.cassette(dir, team, teammate, mode)?),
@@ -182,7 +237,7 @@ impl ModelHub {
                 team: team.to_string(),
                 teammate: teammate.to_string(),
                 models,
-                meter: Arc::new(Meter::new(policy)),
+                meter: Arc::new(Meter::sharing(policy, team_purse)),
                 cassette,
                 sub: None,
                 used_tokens: Default::default(),
@@ -635,6 +690,7 @@ impl ClientInner {
                 model_id: &entry.id,
                 request,
                 max_tokens,
+                prompt_caching: entry.prompt_caching,
             })
             .await
             .map_err(|e| {

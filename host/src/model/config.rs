@@ -24,6 +24,11 @@
 //! prices are defaults for budgeting, not a quote: override them in the
 //! file when they change.
 //!
+//! Prompt caching is on by default: Anthropic-dialect requests carry cache
+//! breakpoints (see `provider/cache_breakpoints.rs`). `prompt_caching =
+//! false` under a provider or a model turns it off for it; the OpenAI
+//! dialect sends nothing for it either way.
+//!
 //! Any provider's raw model id is also usable as `PROVIDER/ID` (for example
 //! `openai/gpt-4o-mini` or `local/qwen2.5-coder`); such a model has no price,
 //! so it costs 0 for budgets (a teammate with a cost budget may only use
@@ -43,6 +48,7 @@
 //! max_retries = 4
 //! retry_base_ms = 500
 //! max_retry_wait_secs = 60
+//! prompt_caching = true          # Anthropic dialect: mark cache breakpoints
 //!
 //! [providers.script]
 //! dialect = "scripted"
@@ -54,6 +60,7 @@
 //! context_window = 32768
 //! max_output_tokens = 8192
 //! price = { input = 0.0, output = 0.0, cache_read = 0.0, cache_write = 0.0 }
+//! prompt_caching = true          # false: never cache this model's prompts
 //! ```
 //!
 //! The file holds no key itself: it names the environment variable that
@@ -99,6 +106,9 @@ pub struct ModelEntry {
     pub max_output_tokens: u32,
     /// USD per million tokens; `None`: unpriced (costs 0).
     pub price: Option<Price>,
+    /// Whether its requests may use prompt caching (the provider's
+    /// `prompt_caching` must allow it too). Default true.
+    pub prompt_caching: bool,
 }
 
 /// Prices in US dollars per million tokens.
@@ -178,6 +188,7 @@ struct FileProvider {
     max_retries: Option<u32>,
     retry_base_ms: Option<u64>,
     max_retry_wait_secs: Option<u64>,
+    prompt_caching: Option<bool>,
     script: Option<PathBuf>,
 }
 
@@ -189,6 +200,7 @@ struct FileModel {
     context_window: Option<u32>,
     max_output_tokens: Option<u32>,
     price: Option<Price>,
+    prompt_caching: Option<bool>,
 }
 
 /// The key in `var`, if set and not empty.
@@ -247,6 +259,7 @@ impl ModelConfig {
                     context_window: 200_000,
                     max_output_tokens: 64_000,
                     price: Some(Price::of(input, output)),
+                    prompt_caching: true,
                 },
             );
         }
@@ -318,6 +331,7 @@ impl ModelConfig {
                     context_window: m.context_window.unwrap_or(128_000),
                     max_output_tokens: m.max_output_tokens.unwrap_or(8_192),
                     price: m.price,
+                    prompt_caching: m.prompt_caching.unwrap_or(true),
                 },
             );
         }
@@ -339,6 +353,7 @@ impl ModelConfig {
             context_window: 128_000,
             max_output_tokens: 8_192,
             price: None,
+            prompt_caching: true,
         })
     }
 
@@ -415,6 +430,9 @@ fn provider_spec(name: &str, p: FileProvider, base: &Path) -> Result<ProviderSpe
     if let Some(v) = p.max_retry_wait_secs {
         settings.max_retry_wait = secs(v);
     }
+    if let Some(v) = p.prompt_caching {
+        settings.prompt_caching = v;
+    }
     Ok(ProviderSpec::Http { settings, key_env })
 }
 
@@ -469,6 +487,22 @@ mod tests {
         );
         let err = load_text("[models.m]\nprovider = \"nope\"\nid = \"i\"\n").unwrap_err();
         assert!(err.contains("not configured"), "{err}");
+    }
+
+    #[test]
+    fn prompt_caching_is_on_unless_a_provider_or_model_turns_it_off() {
+        let c = ModelConfig::from_env();
+        assert!(c.resolve("sonnet").unwrap().prompt_caching);
+        let c = load_text(
+            "[providers.anthropic]\ndialect = \"anthropic\"\nprompt_caching = false\n[models.quick]\nprovider = \"anthropic\"\nid = \"claude-haiku-4-5\"\nprompt_caching = false\n",
+        )
+        .unwrap();
+        assert!(!c.resolve("quick").unwrap().prompt_caching);
+        assert!(c.resolve("sonnet").unwrap().prompt_caching);
+        match &c.providers["anthropic"] {
+            ProviderSpec::Http { settings, .. } => assert!(!settings.prompt_caching),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -23,21 +23,27 @@
 //!   sleeps on a guest's behalf. Answers served from a cassette are not
 //!   rate limited.
 //!
+//! - **The team's budget.** A meter given the team's purse
+//!   ([`super::team_budget`]) reserves and settles each call's cost there
+//!   too: a call the whole team cannot afford is `budget-exhausted`.
+//!
 //! Each teammate has its own meter and its lock is held for a few
 //! arithmetic steps, never across a provider call: teammates never wait on
 //! each other here.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::config::Price;
 use super::policy::ModelPolicy;
+use super::team_budget::TeamBudget;
 use super::types::{ModelError, Spend, Usage};
 
 /// A teammate's meter.
 #[derive(Debug)]
 pub struct Meter {
     policy: ModelPolicy,
+    team: Option<Arc<TeamBudget>>,
     state: Mutex<State>,
 }
 
@@ -73,9 +79,15 @@ pub struct Reservation {
 impl Meter {
     /// A meter enforcing `policy`.
     pub fn new(policy: ModelPolicy) -> Meter {
+        Meter::sharing(policy, None)
+    }
+
+    /// A meter enforcing `policy` and, when given, the team's budget.
+    pub fn sharing(policy: ModelPolicy, team: Option<Arc<TeamBudget>>) -> Meter {
         let bucket = policy.requests_per_minute.map_or(0.0, f64::from);
         Meter {
             policy,
+            team,
             state: Mutex::new(State {
                 calls: 0,
                 usage: Usage::default(),
@@ -142,12 +154,18 @@ impl Meter {
             let committed = s.cost.saturating_add(s.reserved_cost);
             if committed.saturating_add(cost) > budget {
                 let text = format!(
-                    "cost budget exhausted: {} of {} spent{}, and this call may cost up to {}",
+                    "cost budget exhausted: {} of {} spent{}, and this call may cost up to {}; raise budget_usd under [teammate.model_policy] in the manifest to allow more",
                     usd(s.cost),
                     usd(budget),
                     in_flight(s.reserved_cost, "µ$"),
                     usd(cost)
                 );
+                note(&mut s, &text);
+                return Err(ModelError::BudgetExhausted(text));
+            }
+        }
+        if let Some(team) = &self.team {
+            if let Err(text) = team.reserve(cost) {
                 note(&mut s, &text);
                 return Err(ModelError::BudgetExhausted(text));
             }
@@ -160,6 +178,9 @@ impl Meter {
                 s.bucket = (s.bucket + elapsed * per_sec).min(f64::from(rpm));
                 s.refilled = now;
                 if s.bucket < 1.0 {
+                    if let Some(team) = &self.team {
+                        team.release(cost);
+                    }
                     let wait = Duration::from_secs_f64((1.0 - s.bucket) / per_sec);
                     return Err(ModelError::RateLimited {
                         retry_after_ms: wait.as_millis().max(1) as u64,
@@ -189,11 +210,13 @@ impl Meter {
             s.estimated_calls += 1;
         }
         release(&mut s, &r);
+        let cost = price.map_or(0, |p| p.cost_microdollars(usage));
+        if let Some(team) = &self.team {
+            team.settle(r.cost, cost);
+        }
         s.calls += 1;
         s.usage.add(usage);
-        s.cost = s
-            .cost
-            .saturating_add(price.map_or(0, |p| p.cost_microdollars(usage)));
+        s.cost = s.cost.saturating_add(cost);
     }
 
     /// Counts what an earlier life of the teammate spent (a resume): its
@@ -208,6 +231,9 @@ impl Meter {
     /// Gives a reservation back (the call failed or was cancelled).
     pub fn release(&self, r: Reservation) {
         release(&mut self.lock(), &r);
+        if let Some(team) = &self.team {
+            team.release(r.cost);
+        }
     }
 
     /// Gives a reservation back as if it had never been made, its call not
@@ -217,6 +243,9 @@ impl Meter {
     pub fn unreserve(&self, r: Reservation) {
         let mut s = self.lock();
         release(&mut s, &r);
+        if let Some(team) = &self.team {
+            team.release(r.cost);
+        }
         s.calls_this_turn = s.calls_this_turn.saturating_sub(1);
     }
 
@@ -245,6 +274,9 @@ impl Meter {
                 .calls_per_turn
                 .map(|c| c.saturating_sub(s.calls_this_turn)),
             estimated_calls: s.estimated_calls,
+            budget_microdollars: self.policy.budget_microdollars,
+            team_spent_microdollars: self.team.as_ref().map(|t| t.spent()),
+            team_budget_microdollars: self.team.as_ref().map(|t| t.budget()),
         }
     }
 

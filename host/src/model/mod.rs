@@ -26,6 +26,7 @@ pub mod meter;
 pub mod policy;
 pub mod provider;
 pub mod scripted;
+pub mod team_budget;
 pub mod transcript;
 pub mod types;
 

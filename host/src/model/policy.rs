@@ -27,11 +27,18 @@ pub struct ModelPolicy {
     /// [2,000,000]; `None`: unlimited.
     pub budget_tokens: Option<u64>,
     /// Money over its life, in millionths of a US dollar at the host's
-    /// prices [none] (the manifest's `budget_usd` × 1,000,000).
+    /// prices (the manifest's `budget_usd` × 1,000,000). `None`: the
+    /// broker gives [`DEFAULT_BUDGET_MICRODOLLARS`] when every model the
+    /// teammate may use has a price and one of them is not free, and no
+    /// cost budget otherwise.
     pub budget_microdollars: Option<u64>,
     /// Completions per minute [60]; `None`: unlimited.
     pub requests_per_minute: Option<u32>,
 }
+
+/// The cost budget of a teammate whose manifest gives none, using priced
+/// models: US$1.00 over its life (raise it with `budget_usd`).
+pub const DEFAULT_BUDGET_MICRODOLLARS: u64 = 1_000_000;
 
 impl ModelPolicy {
     /// A policy allowing `allow` (the first is the default), with the

@@ -242,4 +242,13 @@ pub struct Spend {
     /// instead (never zero: a budget must go down with every call).
     #[serde(default)]
     pub estimated_calls: u64,
+    /// The teammate's cost budget (microdollars), when it has one.
+    #[serde(default)]
+    pub budget_microdollars: Option<u64>,
+    /// What the whole team spent (microdollars), when it has a budget.
+    #[serde(default)]
+    pub team_spent_microdollars: Option<u64>,
+    /// The team's cost budget (microdollars), when it has one.
+    #[serde(default)]
+    pub team_budget_microdollars: Option<u64>,
 }

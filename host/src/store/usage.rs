@@ -43,6 +43,12 @@ pub struct ModelUsage {
     /// Money left in its budget (microdollars), when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_left_microdollars: Option<u64>,
+    /// Its cost budget (microdollars), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_budget_microdollars: Option<u64>,
+    /// The team's cost budget (microdollars), when the team has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team_budget_microdollars: Option<u64>,
     /// When a call it is waiting on started (ISO 8601), while it waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_since: Option<String>,

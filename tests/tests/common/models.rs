@@ -35,6 +35,7 @@ pub fn config() -> ModelConfig {
                 cache_read: None,
                 cache_write: None,
             }),
+            prompt_caching: true,
         },
     );
     config

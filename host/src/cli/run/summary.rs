@@ -98,6 +98,9 @@ pub(super) struct Summary {
     tasks: Vec<TaskLine>,
     teammates: Vec<MateLine>,
     messages: MessageCounts,
+    /// The whole team's model spending, when a teammate used a model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_spending: Option<String>,
     shutdown: ShutdownLine,
     /// The team's files: kept (`--keep`) or deleted.
     team_files_kept: bool,
@@ -236,6 +239,7 @@ impl Summary {
             tasks,
             teammates,
             messages,
+            model_spending: crate::status::describe_team_spending(&usage),
             shutdown: ShutdownLine {
                 stopped: shutdown.stopped,
                 killed: shutdown.killed,
@@ -314,6 +318,9 @@ impl Summary {
                     ),
                 );
             }
+        }
+        if let Some(team) = &self.model_spending {
+            push_line(&mut s, format!("  {:<w$}  model: {team}", "whole team"));
         }
         let mc = &self.messages;
         let kinds: Vec<String> = mc.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();

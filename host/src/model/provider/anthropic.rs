@@ -5,6 +5,9 @@
 //! holding one whose text is not (a model wrote broken JSON and the agent
 //! sent it back) is refused as `invalid`, naming the block, rather than
 //! sent altered. Empty text blocks, which the API refuses, are left out.
+//!
+//! Prompt caching is on unless the provider's or the model's settings turn
+//! it off: the breakpoints are placed by [`super::cache_breakpoints`].
 
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{json, Map, Value};
@@ -22,12 +25,14 @@ const VERSION: &str = "2023-06-01";
 /// The Anthropic provider.
 pub struct Anthropic {
     client: Client,
+    prompt_caching: bool,
 }
 
 impl Anthropic {
     /// A provider for `settings` (dialect Anthropic).
     pub fn new(settings: ProviderSettings) -> crate::Result<Self> {
         Ok(Anthropic {
+            prompt_caching: settings.prompt_caching,
             client: Client::new(settings, "/v1/messages")?,
         })
     }
@@ -42,11 +47,17 @@ impl Provider for Anthropic {
         &'a self,
         call: ProviderCall<'a>,
     ) -> BoxFuture<'a, Result<Response, ProviderError>> {
-        Box::pin(self.client.complete(&AnthropicWire, call))
+        let wire = AnthropicWire {
+            prompt_caching: self.prompt_caching && call.prompt_caching,
+        };
+        Box::pin(async move { self.client.complete(&wire, call).await })
     }
 }
 
-struct AnthropicWire;
+struct AnthropicWire {
+    /// Mark the request's cache breakpoints.
+    prompt_caching: bool,
+}
 
 fn block(b: &ContentBlock, i: usize) -> Result<Option<Value>, ProviderError> {
     Ok(Some(match b {
@@ -147,6 +158,9 @@ impl Wire for AnthropicWire {
         }
         if stream {
             body.insert("stream".into(), json!(true));
+        }
+        if self.prompt_caching {
+            super::cache_breakpoints::mark(&mut body);
         }
         Ok(Value::Object(body))
     }

@@ -10,6 +10,7 @@
 //! provider's URL.
 
 mod anthropic;
+mod cache_breakpoints;
 mod http;
 pub mod key_scrub;
 mod openai;
@@ -37,6 +38,9 @@ pub struct ProviderCall<'a> {
     pub request: &'a Request,
     /// `max_tokens` to send: the request's, or the policy's per-call maximum.
     pub max_tokens: u32,
+    /// Whether the model's settings allow prompt caching (the provider's
+    /// must too; only the Anthropic dialect marks anything).
+    pub prompt_caching: bool,
 }
 
 /// A model provider. Dropping the future returned by `complete` cancels the
@@ -164,6 +168,10 @@ pub struct ProviderSettings {
     /// The longest `retry-after` the host waits itself; a longer one is
     /// returned to the guest as `rate-limited`. Default 60 s.
     pub max_retry_wait: Duration,
+    /// Mark cache breakpoints in requests (Anthropic dialect only; the
+    /// OpenAI dialect caches by itself and sends nothing for it). Default
+    /// true.
+    pub prompt_caching: bool,
 }
 
 impl ProviderSettings {
@@ -180,6 +188,7 @@ impl ProviderSettings {
             max_retries: 4,
             retry_base: Duration::from_millis(500),
             max_retry_wait: Duration::from_secs(60),
+            prompt_caching: true,
         }
     }
 }
