@@ -124,6 +124,7 @@ fn config(url: &str) -> ModelConfig {
                     cache_read: None,
                     cache_write: None,
                 }),
+                prompt_caching: true,
             },
         );
     }
