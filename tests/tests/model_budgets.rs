@@ -66,10 +66,18 @@ async fn the_team_budget_is_shared_by_every_teammate_and_refuses_once_spent() {
             "{report}"
         );
     }
-    let notices: Vec<String> = said(&f, teamhost::runner::HOST_SENDER)
-        .into_iter()
-        .filter(|t| t.contains("budget"))
-        .collect();
+    // The notices come when each refused turn ends (the runner's idle
+    // notification), after the teammates' own reports.
+    let notices = || -> Vec<String> {
+        said(&f, teamhost::runner::HOST_SENDER)
+            .into_iter()
+            .filter(|t| t.contains("budget"))
+            .collect()
+    };
+    f.until("a budget notice per teammate", || notices().len() >= 2)
+        .await;
+    f.settle().await;
+    let notices = notices();
     assert_eq!(notices.len(), 2, "one per teammate: {notices:#?}");
     assert!(
         notices
