@@ -131,6 +131,15 @@ impl TeamFixture {
         self.team.unread(LEAD).unwrap()
     }
 
+    /// The texts `from` sent the lead that wait in its inbox, oldest first.
+    pub fn said_by(&self, from: &str) -> Vec<String> {
+        self.lead_inbox()
+            .into_iter()
+            .filter(|m| m.from == from)
+            .map(|m| m.text)
+            .collect()
+    }
+
     /// Protocol messages in the lead's inbox.
     pub fn lead_protocol(&self) -> Vec<ProtocolMessage> {
         protocol_of(&self.lead_inbox())

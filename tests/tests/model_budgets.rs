@@ -36,17 +36,10 @@ fn bench(f: &Fixture, name: &str, prompt: &str) -> SpawnRequest {
     req
 }
 
-/// The texts `from` sent the lead.
-fn said(f: &Fixture, from: &str) -> Vec<String> {
-    f.lead_inbox()
-        .into_iter()
-        .filter(|m| m.from == from)
-        .map(|m| m.text)
-        .collect()
-}
-
 fn refused(f: &Fixture, name: &str) -> Option<String> {
-    said(f, name).into_iter().find(|t| t.starts_with("error:"))
+    f.said_by(name)
+        .into_iter()
+        .find(|t| t.starts_with("error:"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -69,7 +62,7 @@ async fn the_team_budget_is_shared_by_every_teammate_and_refuses_once_spent() {
     // The notices come when each refused turn ends (the runner's idle
     // notification), after the teammates' own reports.
     let notices = || -> Vec<String> {
-        said(&f, teamhost::runner::HOST_SENDER)
+        f.said_by(teamhost::runner::HOST_SENDER)
             .into_iter()
             .filter(|t| t.contains("budget"))
             .collect()

@@ -39,15 +39,6 @@ fn bench(f: &Fixture, name: &str, prompt: &str, policy: ModelPolicy) -> SpawnReq
     req
 }
 
-/// The texts `from` sent the lead.
-fn said(f: &Fixture, from: &str) -> Vec<String> {
-    f.lead_inbox()
-        .into_iter()
-        .filter(|m| m.from == from)
-        .map(|m| m.text)
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_teammates_calls_show_in_events_and_in_the_usage_status_reads() {
     let (f, stats) = fixture("usage", QUICK);
@@ -57,7 +48,7 @@ async fn a_teammates_calls_show_in_events_and_in_the_usage_status_reads() {
         .await
         .unwrap();
     f.until("mb to answer", || {
-        said(&f, "mb").iter().any(|t| t == "done 3")
+        f.said_by("mb").iter().any(|t| t == "done 3")
     })
     .await;
     assert_eq!(stats.calls(), 3);
@@ -111,10 +102,11 @@ async fn a_budget_breach_fails_the_call_and_tells_the_lead_once() {
         .await
         .unwrap();
     f.until("mb to report", || {
-        said(&f, "mb").iter().any(|t| t.starts_with("error:"))
+        f.said_by("mb").iter().any(|t| t.starts_with("error:"))
     })
     .await;
-    let report = said(&f, "mb")
+    let report = f
+        .said_by("mb")
         .into_iter()
         .find(|t| t.starts_with("error:"))
         .unwrap();
@@ -125,14 +117,15 @@ async fn a_budget_breach_fails_the_call_and_tells_the_lead_once() {
     // Ask again: the guest is refused again, the lead is not told twice.
     f.host.send_as_lead(&f.name, "mb", "5", None).unwrap();
     f.until("mb to report again", || {
-        said(&f, "mb")
+        f.said_by("mb")
             .iter()
             .filter(|t| t.starts_with("error:"))
             .count()
             == 2
     })
     .await;
-    let notices: Vec<String> = said(&f, teamhost::runner::HOST_SENDER)
+    let notices: Vec<String> = f
+        .said_by(teamhost::runner::HOST_SENDER)
         .into_iter()
         .filter(|t| t.contains("budget"))
         .collect();
@@ -173,7 +166,10 @@ async fn killing_a_teammate_cancels_its_model_call() {
     // waiting on the provider.
     common::bounded("the call to end", stats.until(|s| s.in_flight() == 0)).await;
     assert_eq!(stats.calls(), 1);
-    assert!(said(&f, "mb").is_empty(), "a cancelled call never answered");
+    assert!(
+        f.said_by("mb").is_empty(),
+        "a cancelled call never answered"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -183,10 +179,11 @@ async fn a_teammate_without_a_policy_is_denied_and_a_host_without_models_refuses
     req.settings.model_policy = None;
     f.host.spawn(&f.name, req).await.unwrap();
     f.until("mb to report", || {
-        said(&f, "mb").iter().any(|t| t.starts_with("error:"))
+        f.said_by("mb").iter().any(|t| t.starts_with("error:"))
     })
     .await;
-    let report = said(&f, "mb")
+    let report = f
+        .said_by("mb")
         .into_iter()
         .find(|t| t.starts_with("error:"))
         .unwrap();
