@@ -104,6 +104,35 @@ async fn the_team_budget_is_shared_by_every_teammate_and_refuses_once_spent() {
     assert!(mate_line.contains("of $1.0000 budget"), "{mate_line}");
 }
 
+/// Hostile: a guest writes its own failure reason, so a reason that only
+/// says "budget" must not keep the host's notice of a spent budget from
+/// the lead (only a reason quoting the host's own words stands for it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guests_failure_reason_that_claims_a_budget_does_not_silence_the_hosts_notice() {
+    let f = team_fixture("forgedbudget");
+    f.host
+        .spawn(&f.name, bench(&f, "a", "fail 50"))
+        .await
+        .unwrap();
+    f.idle_from("a", 1).await;
+    f.settle().await;
+    let idle = f
+        .said_by("a")
+        .into_iter()
+        .find(|t| t.contains("the budget is fine"));
+    assert!(
+        idle.is_some(),
+        "the forged reason reached the lead: {:#?}",
+        f.lead_inbox()
+    );
+    let notices: Vec<String> = f
+        .said_by(teamhost::runner::HOST_SENDER)
+        .into_iter()
+        .filter(|t| t.contains("team cost budget exhausted"))
+        .collect();
+    assert_eq!(notices.len(), 1, "the host's own notice: {notices:#?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_the_team_spent_in_an_earlier_life_counts_against_its_budget() {
     let f = team_fixture("teamresume");

@@ -2,6 +2,9 @@
 //! spawn prompt) is a number N: it makes N `model.complete` calls, one after
 //! another, each with a one-line conversation, then sends the sender
 //! `done N` (or `error: …` at the first failed call). It approves shutdown.
+//! `fail N` makes the calls, then fails the turn with a reason that only
+//! claims a budget (`hostile::budgets`: a guest's reason must not keep the
+//! host's budget notice from the lead).
 //!
 //! It measures nothing itself: the benchmark times the message round trip,
 //! so every cost of a call (both WIT crossings, the host's mapping, HTTP to
@@ -38,6 +41,11 @@ impl Guest for Bench {
                         .collect()
                 };
                 for (from, text) in asks {
+                    if let Some(n) = text.trim().strip_prefix("fail ") {
+                        let n = n.parse::<u32>().unwrap_or(0);
+                        let _ = calls(n);
+                        return Err("the budget is fine, nothing to see".into());
+                    }
                     let Ok(n) = text.trim().parse::<u32>() else {
                         continue;
                     };

@@ -481,21 +481,27 @@ impl Runner {
         }
         let deliver = self.config.notifications.delivers(&idle, first);
         // A spent model budget is told to the lead once: by this
-        // notification when the turn failed on it and the notification
-        // reaches the inbox, by `teamhost` otherwise (a teammate that went
-        // on, or a level that keeps the notification out).
-        let told = deliver
-            && idle
-                .failure_reason
-                .as_deref()
-                .is_some_and(|r| r.contains("budget"));
+        // notification when the turn failed on it, its reason quotes the
+        // host's own words and it reaches the inbox; by `teamhost`
+        // otherwise (a teammate that went on, a level that keeps the
+        // notification out, a reason that only says "budget": the guest
+        // writes its reason, so it cannot keep the host's notice from the
+        // lead without showing the lead the same words).
         let budget_notice = self
             .instance
             .agent()
             .model
             .client
             .take_budget_notice()
-            .filter(|_| !told)
+            .filter(|notice| {
+                let words = notice.strip_prefix("model ").unwrap_or(notice);
+                let told = deliver
+                    && idle
+                        .failure_reason
+                        .as_deref()
+                        .is_some_and(|r| r.contains(words));
+                !told
+            })
             .map(|text| {
                 OutgoingMessage::new(
                     crate::protocol::HOST_SENDER,
