@@ -312,3 +312,39 @@ async fn a_replayed_garbage_run_is_the_live_run() {
         "the same conversation and tool results"
     );
 }
+
+/// Only the host's words about a call are bounded: a failing command's own
+/// output (a test run's failures, what the model needs most) comes back
+/// whole, with its exit code, as an error result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_commands_long_output_comes_back_whole() {
+    let script = serde_json::json!({"agents":[{"name":"bo","match":["You are bo,"],"turns":[
+        {"tool_use":[{"id":"b0","name":"Bash","input":{"command":"echo hi; seq 1 2000; exit 3"}}]},
+        {"tool_use":[{"id":"s0","name":"SendMessage","input":{"to":"team-lead","message":"ran it","summary":"s"}}]},
+        {"text":"done"}]}]})
+    .to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let cassettes = tmp.path().join("cassettes");
+    let (hub, _) = models::hub(&script, CassetteMode::Record, Some(cassettes.clone()));
+    let f = Fixture::with_options("weak-bash", models::options(hub));
+    let mut req = agent(&f, "bo", models::policy());
+    req.settings.mode = Some(teamhost::sandbox::PermissionMode::BypassPermissions);
+    f.host.spawn(&f.name, req).await.unwrap();
+    f.until("bo to tell the lead it ran it", || {
+        lead_heard(&f, "bo") == ["bo: ran it"]
+    })
+    .await;
+    f.settle().await;
+    let requests = recorded_requests(&cassettes, &f.name, "bo");
+    let results = last_results(&requests[1]);
+    let (content, is_error) = &results[0];
+    assert!(*is_error, "a failing command is an error result");
+    assert!(
+        content.starts_with("hi\n1\n")
+            && content.contains("\n2000\n")
+            && content.ends_with("Exit code 3"),
+        "{} characters: {}…",
+        content.len(),
+        &content[..content.len().min(200)]
+    );
+}

@@ -194,9 +194,9 @@ pub fn answered(message: &str) -> String {
     json!({"success": true, "message": message}).to_string()
 }
 
-/// SendMessage's failure.
+/// SendMessage's failure; the message bounded like [`error`]'s.
 pub fn send_failed(message: &str) -> String {
-    json!({"success": false, "message": message}).to_string()
+    json!({"success": false, "message": bounded_error(message.to_string())}).to_string()
 }
 
 /// TaskCreate's result.
@@ -251,8 +251,14 @@ pub fn task_updated(id: &str, fields: &[&str]) -> String {
 }
 
 /// A failed call, for the model.
+///
+/// Bounded by [`bounded_error`]: the host's words about a call (a refusal,
+/// an input that does not parse, a file that is not there) never echo a
+/// weak model's garbage back at it at full length. A tool's own output
+/// that marks a failure (a failing Bash command's, a sub-agent's report)
+/// is not this: it has its own limits and is kept whole.
 pub fn error(text: &str) -> String {
-    format!("Error: {text}")
+    bounded_error(format!("Error: {text}"))
 }
 
 /// The most characters of an error result: enough to say what went wrong,
@@ -276,10 +282,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_failing_commands_output_is_not_cut_as_an_error_is() {
+        let output = "FAILED test_x\n".repeat(500);
+        let (text, failed) = bash(&output, "", Some(1), false, false);
+        assert!(failed);
+        assert!(
+            text.len() > 7_000 && text.ends_with("Exit code 1"),
+            "{}",
+            text.len()
+        );
+        let refused = send_failed(&"x".repeat(5_000));
+        let v: serde_json::Value = serde_json::from_str(&refused).unwrap();
+        assert!(v["message"].as_str().unwrap().chars().count() <= MAX_ERROR_CHARS);
+    }
+
+    #[test]
     fn an_error_result_is_bounded_and_says_it_was_cut() {
         let short = error("no such file");
         assert_eq!(bounded_error(short.clone()), short);
-        let long = bounded_error(error(&"&lt;".repeat(50_000)));
+        let long = error(&"&lt;".repeat(50_000));
         assert!(long.chars().count() <= MAX_ERROR_CHARS, "{}", long.len());
         assert!(
             long.ends_with("(error cut: 200007 characters in all)"),

@@ -458,13 +458,6 @@ impl Host for ToolGlue<'_> {
             Ok(parsed) => self.run_call(parsed).await?,
             Err(e) => (format::error(&e), true),
         };
-        // An error answers a model's call: it says what went wrong, it does
-        // not echo a weak model's garbage back at it at full length.
-        let content = if is_error {
-            format::bounded_error(content)
-        } else {
-            content
-        };
         Ok(ToolResult {
             tool_use_id: call.id,
             content,
