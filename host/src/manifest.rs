@@ -796,6 +796,8 @@ mod tests {
         assert_eq!(m.teammates.len(), 1);
         assert_eq!(m.tasks.len(), 1);
         assert!(!m.hooks.to_hooks().teammate_idle.is_empty());
+        // The key a spent team budget's notice tells the lead to raise.
+        assert_eq!(m.model.team_budget(), Ok(Some(5_000_000)));
     }
 
     use super::*;

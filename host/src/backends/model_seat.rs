@@ -59,7 +59,10 @@ pub(crate) fn model_seat(
     env.models.hub().open_team_budget(team.name(), || {
         team.model_usage()
             .map(|all| all.values().map(|u| u.cost_microdollars).sum())
-            .unwrap_or(0)
+            .unwrap_or_else(|e| {
+                tracing::warn!(team = %team.name(), error = %e, "the team's usage records are unreadable: its budget counts nothing spent before");
+                0
+            })
     });
     let client = env.models.hub().client_keeping(
         team.name(),
