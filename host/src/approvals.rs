@@ -218,3 +218,28 @@ fn reply(team: &Team, to: &str, text: String) -> Result<()> {
     let lead = team.config()?.lead_name().to_string();
     team.send(to, OutgoingMessage::new(lead, text)).map(|_| ())
 }
+
+/// Who decides a permission request or a plan (issue 29's approval
+/// routing): the manifest says it per teammate and per tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decider {
+    /// The lead component (a team whose lead is a component).
+    Lead,
+    /// The person: the live view, `teamhost permit` / `plan`, the
+    /// [`Host`](crate::embed::Host) API. Their answer always wins.
+    Person,
+    /// A rule in the manifest, answered by the host at once.
+    Policy,
+}
+
+impl Decider {
+    /// The word shown in the live view and the run summary.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decider::Lead => "lead",
+            Decider::Person => "person",
+            Decider::Policy => "policy",
+        }
+    }
+}

@@ -18,6 +18,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use super::budget::TreeBudget;
+use super::lead_host::LeadHost;
 use super::permissions::Permissions;
 use super::state::{AgentCtx, Coordination, Fixed, Identity, ModelSeat};
 use super::subagent_host::SubagentHost;
@@ -94,6 +95,7 @@ pub struct Assembly {
     saved_state: Option<SavedState>,
     claims: Option<ClaimLedger>,
     subagents: Option<Arc<dyn SubagentHost>>,
+    lead_seat: Option<Arc<dyn LeadHost>>,
     model: ModelSeat,
     earlier_requests: Vec<PermissionRequest>,
     pending_plan: Option<String>,
@@ -134,6 +136,7 @@ impl Assembly {
             saved_state: None,
             claims: None,
             subagents: None,
+            lead_seat: None,
             model: ModelSeat {
                 client: crate::model::ModelClient::disabled(),
                 sink: None,
@@ -191,6 +194,12 @@ impl Assembly {
     /// Its sub-agents.
     pub fn subagents(mut self, host: Arc<dyn SubagentHost>) -> Self {
         self.subagents = Some(host);
+        self
+    }
+
+    /// Its lead's seat: this agent is its team's lead.
+    pub fn lead_seat(mut self, seat: Arc<dyn LeadHost>) -> Self {
+        self.lead_seat = Some(seat);
         self
     }
 
@@ -260,6 +269,7 @@ impl Assembly {
                 saved_state: self.saved_state,
                 claims: self.claims,
                 subagents: self.subagents,
+                lead_seat: self.lead_seat,
                 budget,
                 state_saves_turn: AtomicU32::new(0),
             },

@@ -21,6 +21,7 @@
 //! | `interfaces/views.rs` | the glue views: each interface on the narrowest part of [`AgentCtx`] |
 //! | `interfaces/*.rs` | one file per teamhost interface (+ the toolbox's formats, the ask round trip) |
 //! | `subagent_host.rs` | the seam to the sub-agent lifecycle ([`crate::subagents`]) |
+//! | `lead_host.rs` | the seam to a team lead's seat ([`crate::embed`]): catalogue, spawn, answers, team create/delete |
 
 mod assembly;
 pub mod bindings;
@@ -40,6 +41,7 @@ mod state;
 mod stopping;
 mod wasi_writes;
 // Sub-agents (issue 15).
+pub mod lead_host;
 pub mod subagent_host;
 
 pub use crate::sandbox::DirAccess;

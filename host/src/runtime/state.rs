@@ -135,6 +135,9 @@ pub struct Fixed {
     pub claims: Option<crate::home::kept::ClaimLedger>,
     /// Its sub-agents (`None`: it may start none).
     pub subagents: Option<Arc<dyn super::subagent_host::SubagentHost>>,
+    /// Its lead's seat (`None`: not a team's lead; every `leading` call and
+    /// lead tool is `denied`).
+    pub lead_seat: Option<Arc<dyn super::lead_host::LeadHost>>,
     /// The budgets it shares with its whole tree (the root teammate's;
     /// a sub-agent gets its parent's).
     pub budget: Arc<TreeBudget>,
