@@ -6,7 +6,7 @@
 //! component that is not a lead calling `leading`.
 
 use teamhost::embed::{CatalogueEntry, TeammateState};
-use teamhost::model::ModelPolicy;
+use teamhost::model::{CassetteMode, ModelPolicy};
 use teamhost::sandbox::{PermissionMode, ToolRules};
 use teamhost::store::NewTeam;
 
@@ -27,7 +27,9 @@ fn refused(log: &str, nth: usize, kind: &str, names: &[&str]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lead_gives_no_more_than_its_catalogue_and_its_own_grant_and_touches_no_other_team() {
-    let led = Led::new();
+    // One model, `fake`, exists; no call is ever made.
+    let (hub, _) = crate::common::models::hub(r#"{"agents":[]}"#, CassetteMode::Live, None);
+    let led = Led::with_options(crate::common::models::options(hub));
     // A second team on the same host, with a teammate of its own.
     led.host
         .create_team("bystander", NewTeam::default())
@@ -81,14 +83,14 @@ delete"
     spec.settings.mode = Some(PermissionMode::Default);
     spec.settings.plan_mode_required = true;
     spec.settings.rules = ToolRules::new(["Read"], ["Bash(rm:*)"]).unwrap();
-    let mut policy = ModelPolicy::new(vec!["fast".into()]);
+    let mut policy = ModelPolicy::new(vec!["fake".into()]);
     policy.budget_microdollars = Some(1_000_000);
     spec.settings.model_policy = Some(policy);
     spec.max_teammates = 2;
     spec.catalogue = vec![CatalogueEntry {
         max_mode: PermissionMode::AcceptEdits,
         rules: ToolRules::new(["Read", "Edit"], Vec::<String>::new()).unwrap(),
-        models: vec!["fast".into(), "smart".into()],
+        models: vec!["fake".into(), "smart".into()],
         budget_usd: Some(2.0),
         auto_claim: false,
         ..CatalogueEntry::new("worker", teamhost_tests::ECHO)

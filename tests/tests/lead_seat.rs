@@ -23,9 +23,14 @@ pub struct Led {
 
 impl Led {
     pub fn new() -> Led {
+        Led::with_options(HostOptions::default())
+    }
+
+    /// A host with `opts`.
+    pub fn with_options(opts: HostOptions) -> Led {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("home");
-        let host = Host::with_options(Home::new(&home), HostOptions::default()).unwrap();
+        let host = Host::with_options(Home::new(&home), opts).unwrap();
         Led { tmp, home, host }
     }
 
