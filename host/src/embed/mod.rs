@@ -16,8 +16,11 @@
 //! ```
 
 mod api;
+mod approval_desk;
 mod attach;
 mod compile;
+mod decide;
+mod lead_grant;
 mod resume;
 mod spawn;
 
@@ -26,5 +29,7 @@ pub use crate::teammate::{
     TeammateState,
 };
 pub use api::{Host, HostOptions, ShutdownReport};
+pub use approval_desk::ApprovalDesk;
 pub use attach::Attach;
+pub use decide::{decide, member_cwd, routes_of, Answerer, DecideError};
 pub use resume::ResumeReport;
