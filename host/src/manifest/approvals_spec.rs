@@ -144,6 +144,12 @@ mod tests {
 
     const BASE: &str = "[team]\nname = \"t\"\n[[teammate]]\nname = \"fixer\"\ncomponent = \"x.wasm\"\nprompt = \"p\"\n";
 
+    /// The format layer only (the component need not exist).
+    fn format(extra: &str) -> Manifest {
+        toml::from_str(&format!("{BASE}{extra}")).unwrap()
+    }
+
+    /// All three layers: `Err` lists every problem.
     fn parse(extra: &str) -> Result<Manifest, String> {
         Manifest::parse(
             &format!("{BASE}{extra}"),
@@ -154,10 +160,9 @@ mod tests {
 
     #[test]
     fn a_full_approvals_section_becomes_routes() {
-        let m = parse(
+        let m = format(
             "[approvals]\ndefault = \"policy\"\n[approvals.policy]\nallow = [\"Bash(cargo test:*)\"]\ndeny = [\"Bash(rm:*)\"]\nplans = \"approve\"\n[[approvals.route]]\nteammate = \"fixer\"\ntool = \"plan\"\ndecider = \"person\"\n",
-        )
-        .unwrap();
+        );
         let routes = m.approvals.routes(true).unwrap();
         assert_eq!(routes.default_decider(), Decider::Policy);
         assert_eq!(routes.routes()[0].decider, Decider::Person);
@@ -166,7 +171,7 @@ mod tests {
 
     #[test]
     fn the_default_is_the_lead_with_a_lead_component_else_the_person() {
-        let m = parse("").unwrap();
+        let m = format("");
         assert_eq!(
             m.approvals.routes(true).unwrap().default_decider(),
             Decider::Lead
