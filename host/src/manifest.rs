@@ -25,6 +25,7 @@
 //! | `agent.name`, `agent.description` | required | a word; not empty |
 //! | `agent.permission_mode`, `agent.tools`, `agent.isolation`, `agent.component` | the parent's / all / `none` / the parent's | a mode; known tools; `none` or `worktree`; the file exists |
 //! | `.claude/agents/*.md` beside the manifest | none | parses; not inside a teammate's directory |
+//! | `approvals.*` | see `manifest/approvals_spec.rs` | deciders, rules, `plans` |
 //! | `task.subject` | required | not empty |
 //! | `task.blocked_by` | `[]` | each in `1..=tasks`, not itself, listed once, no cycles |
 //!
@@ -37,11 +38,13 @@
 //! [`Manifest`] always holds absolute paths.
 
 mod agent_spec;
+mod approvals_spec;
 mod build_spec;
 mod lead_spec;
 mod model_spec;
 
 pub use agent_spec::AgentSpec;
+pub use approvals_spec::{ApprovalsSpec, PolicySpec, RouteSpec};
 pub use build_spec::{BuildSpec, BuildTable};
 pub use lead_spec::{CatalogueSpec, LeadTable};
 pub use model_spec::{teammate_policy, ModelPolicySpec, ModelSpec};
@@ -88,6 +91,10 @@ pub struct Manifest {
     /// `[[catalogue]]`: the components a lead may spawn.
     #[serde(rename = "catalogue", default)]
     pub catalogue: Vec<CatalogueSpec>,
+    /// `[approvals]`: who decides permission requests and plans (see
+    /// `manifest/approvals_spec.rs`).
+    #[serde(default)]
+    pub approvals: ApprovalsSpec,
 }
 
 /// `[hooks]`: shell commands run at points of a teammate's life; see
@@ -544,6 +551,7 @@ impl Manifest {
         if let Err(e) = self.model.parsed_mode() {
             problems.push(e);
         }
+        self.approvals.check(&mut problems);
         if problems.is_empty() {
             Ok(())
         } else {

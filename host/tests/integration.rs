@@ -10,6 +10,7 @@ mod tmux_server;
 mod backend_process;
 mod backend_teammate;
 mod backend_tmux;
+mod cli_approval_routing;
 mod cli_commands;
 mod cli_hints;
 mod cli_new;

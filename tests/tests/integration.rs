@@ -8,6 +8,7 @@ mod hostile;
 mod sandbox_support;
 
 mod agent_teammate;
+mod approval_routing;
 mod cache;
 mod compaction;
 mod compiling;

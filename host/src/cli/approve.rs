@@ -1,11 +1,15 @@
-//! `teamhost permit` and `teamhost plan`: the lead answers a teammate's
-//! permission request or plan, from any terminal (see [`crate::approvals`]).
+//! `teamhost permit` and `teamhost plan`: the person answers a teammate's
+//! permission request or plan, from any terminal, through the one approval
+//! path ([`crate::embed::decide`]: the person's answer wins whatever the
+//! route; the decision is recorded in the home).
 
 use clap::Args;
 use serde_json::json;
 
 use super::{Output, TeamArg};
-use crate::approvals::{self, PermitAnswer, PlanAnswer};
+use crate::approvals::{self, Answer, PermitAnswer, PlanAnswer};
+use crate::embed::{decide, Answerer};
+use crate::home::Home;
 use crate::store::Store;
 
 /// Arguments of `teamhost permit`.
@@ -54,7 +58,12 @@ pub struct PlanArgs {
     feedback: String,
 }
 
-pub(super) fn permit(store: &Store, out: &Output, a: PermitArgs) -> anyhow::Result<()> {
+pub(super) fn permit(
+    home: &Home,
+    store: &Store,
+    out: &Output,
+    a: PermitArgs,
+) -> anyhow::Result<()> {
     let team = store.team(&a.team.team)?;
     let answer = if a.allow {
         let updated_input = match a.input {
@@ -78,7 +87,13 @@ pub(super) fn permit(store: &Store, out: &Output, a: PermitArgs) -> anyhow::Resu
         PermitAnswer::Deny { reason: a.reason }
     };
     let allowed = matches!(answer, PermitAnswer::Allow { .. });
-    approvals::answer_permission(&team, &a.request_id, answer)?;
+    decide(
+        home,
+        &team,
+        &Answerer::Person,
+        &a.request_id,
+        Answer::Permit(answer),
+    )?;
     out.print(
         &json!({"request_id": a.request_id, "allowed": allowed}),
         || {
@@ -91,7 +106,7 @@ pub(super) fn permit(store: &Store, out: &Output, a: PermitArgs) -> anyhow::Resu
     )
 }
 
-pub(super) fn plan(store: &Store, out: &Output, a: PlanArgs) -> anyhow::Result<()> {
+pub(super) fn plan(home: &Home, store: &Store, out: &Output, a: PlanArgs) -> anyhow::Result<()> {
     let team = store.team(&a.team.team)?;
     let answer = if a.approve {
         PlanAnswer::Approve { mode: Some(a.mode) }
@@ -101,7 +116,13 @@ pub(super) fn plan(store: &Store, out: &Output, a: PlanArgs) -> anyhow::Result<(
         }
     };
     let approved = matches!(answer, PlanAnswer::Approve { .. });
-    approvals::answer_plan(&team, &a.request_id, answer)?;
+    decide(
+        home,
+        &team,
+        &Answerer::Person,
+        &a.request_id,
+        Answer::Plan(answer),
+    )?;
     out.print(
         &json!({"request_id": a.request_id, "approved": approved}),
         || {

@@ -65,6 +65,15 @@ mod tests {
             ("[team]\n{KEY}", "/properties/team"),
             ("[model]\n{KEY}", "/properties/model"),
             ("[hooks]\n{KEY}", "/properties/hooks"),
+            ("[approvals]\n{KEY}", "/properties/approvals"),
+            (
+                "[approvals.policy]\n{KEY}",
+                "/properties/approvals/properties/policy",
+            ),
+            (
+                "[[approvals.route]]\n{KEY}",
+                "/properties/approvals/properties/route/items",
+            ),
             ("[[teammate]]\n{KEY}", "/$defs/teammate"),
             ("[[teammate]]\n[teammate.limits]\n{KEY}", "/$defs/limits"),
             (

@@ -314,27 +314,6 @@ impl Host {
         Ok(())
     }
 
-    /// Answers a teammate's permission request as the lead (see
-    /// [`approvals`](crate::approvals)); the waiting tool call resumes.
-    pub fn permit(
-        &self,
-        team: &str,
-        request_id: &str,
-        answer: crate::approvals::PermitAnswer,
-    ) -> Result<()> {
-        crate::approvals::answer_permission(&self.team(team)?, request_id, answer)
-    }
-
-    /// Approves or rejects a teammate's plan as the lead.
-    pub fn answer_plan(
-        &self,
-        team: &str,
-        request_id: &str,
-        answer: crate::approvals::PlanAnswer,
-    ) -> Result<()> {
-        crate::approvals::answer_plan(&self.team(team)?, request_id, answer)
-    }
-
     /// Permission and plan requests in the lead's mail, oldest first,
     /// answered ones included ([`Host::pending_requests`] leaves them out).
     pub fn requests(&self, team: &str) -> Result<Vec<crate::approvals::Request>> {

@@ -22,11 +22,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use super::api::Inner;
+use super::decide::{decide, member_cwd, routes_of, Answerer, DecideError};
 use super::lead_grant::{self, LeadGrant};
 use super::lead_spec::{CatalogueEntry, LeadSpec};
 use super::{Host, SpawnRequest, TeammateSettings};
-use crate::approvals::{self, Decider, PermitAnswer, PlanAnswer, Request};
+use crate::approvals::{self, Answer, Decider, Decision, PermitAnswer, PlanAnswer, Request};
 use crate::error::Error;
+use crate::home::decisions;
 use crate::protocol::{ShutdownRequest, WireMessage};
 use crate::runtime::lead_host::{
     BoxFuture, Caller, CatalogueView, LeadError, LeadHost, LeadSpawn, PendingKind, PendingView,
@@ -142,10 +144,14 @@ impl LeadSeat {
             )));
         };
         if request.from() == self.lead_name() {
-            return Err(LeadError::Denied(format!(
+            let why = format!(
                 "{id} is the lead's own request: a lead never answers its own requests; \
                  escalated to the person"
-            )));
+            );
+            if let Ok(host) = self.host() {
+                record_escalation(&host, &self.team, &request, &why);
+            }
+            return Err(LeadError::Denied(why));
         }
         let waiting = approvals::pending(&self.team).map_err(unavailable)?;
         if !waiting.iter().any(|r| r.id() == id) {
@@ -286,18 +292,46 @@ impl LeadSeat {
     }
 }
 
-/// The one place a lead's answer reaches the host: today
-/// [`Host::permit`] / [`Host::answer_plan`]; the approval routing's
-/// `Host::decide` takes its place (decision 3: one approval path).
+/// The one place a lead's answer reaches the host: [`decide`] as
+/// [`Answerer::Lead`] with the lead's grant at the moment of the call, the
+/// same path the person's seat and the policy take (decision 3: one
+/// approval path). A refusal there is recorded as an escalation and the
+/// request stays waiting for the person.
 pub(crate) fn answer_through_host(
     host: &Host,
-    team: &str,
+    team: &Team,
+    caller: Caller,
     request_id: &str,
     answer: SeatAnswer,
-) -> crate::Result<()> {
-    match answer {
-        SeatAnswer::Permission(a) => host.permit(team, request_id, a),
-        SeatAnswer::Plan(a) => host.answer_plan(team, request_id, a),
+) -> Result<(), LeadError> {
+    let answer = match answer {
+        SeatAnswer::Permission(a) => Answer::Permit(a),
+        SeatAnswer::Plan(a) => Answer::Plan(a),
+    };
+    decide(
+        host.home(),
+        team,
+        &Answerer::Lead(caller),
+        request_id,
+        answer,
+    )
+    .map(|_| ())
+    .map_err(|e| match e {
+        DecideError::NotFound(m) => LeadError::NotFound(m),
+        DecideError::AlreadyAnswered { message, .. } => LeadError::Conflict(message),
+        DecideError::Escalated(m) => LeadError::Denied(m),
+        DecideError::Invalid(m) => LeadError::Invalid(m),
+        DecideError::Failed(e) => unavailable(e),
+    })
+}
+
+/// Records that the lead was refused `request` before it reached
+/// [`decide`] (its own request, a plan mode wider than its entry), so the
+/// person sees it escalated like every other refusal.
+fn record_escalation(host: &Host, team: &Team, request: &Request, why: &str) {
+    let escalation = Decision::escalated(request, Decider::Lead, why);
+    if let Err(e) = decisions::escalate(host.home(), team.name(), &escalation) {
+        tracing::warn!("{}: escalation not recorded: {e}", request.id());
     }
 }
 
@@ -402,7 +436,7 @@ impl LeadHost for LeadSeat {
 
     fn answer_permission(
         &self,
-        _caller: Caller,
+        caller: Caller,
         request_id: String,
         answer: PermitAnswer,
     ) -> BoxFuture<'_, Result<(), LeadError>> {
@@ -416,11 +450,11 @@ impl LeadHost for LeadSeat {
             let host = self.host()?;
             answer_through_host(
                 &host,
-                self.team.name(),
+                &self.team,
+                caller,
                 &request_id,
                 SeatAnswer::Permission(answer),
             )
-            .map_err(unavailable)
         })
     }
 
@@ -443,16 +477,21 @@ impl LeadHost for LeadSeat {
                     .unwrap_or("default")
                     .parse()
                     .map_err(|e| LeadError::Invalid(format!("{e}")))?;
-                self.check_plan_mode(&caller, &plan.from, mode)?;
+                if let Err(refused) = self.check_plan_mode(&caller, &plan.from, mode) {
+                    if let Ok(host) = self.host() {
+                        record_escalation(&host, &self.team, &request, &refused.to_string());
+                    }
+                    return Err(refused);
+                }
             }
             let host = self.host()?;
             answer_through_host(
                 &host,
-                self.team.name(),
+                &self.team,
+                caller,
                 &request_id,
                 SeatAnswer::Plan(answer),
             )
-            .map_err(unavailable)
         })
     }
 
@@ -482,15 +521,14 @@ impl LeadHost for LeadSeat {
 
     fn pending(&self) -> Result<Vec<PendingView>, LeadError> {
         let waiting = approvals::pending(&self.team).map_err(unavailable)?;
+        let host = self.host()?;
+        let routes = routes_of(host.home(), self.team.name());
         Ok(waiting
             .into_iter()
             .map(|r| {
                 let from = r.from().to_string();
-                let decider = if from == self.lead_name() {
-                    Decider::Person
-                } else {
-                    Decider::Lead
-                };
+                let decider =
+                    routes.decider_for(&r, self.lead_name(), &member_cwd(&self.team, &from));
                 let (kind, detail) = match &r {
                     Request::Permission(p) => (
                         PendingKind::Permission(p.tool_name.clone()),

@@ -15,9 +15,12 @@
 //! # Ok(()) }
 //! ```
 
+mod answer_grant;
 mod api;
+mod approval_desk;
 mod attach;
 mod compile;
+mod decide;
 pub mod lead_grant;
 mod lead_seat;
 mod lead_spec;
@@ -30,7 +33,9 @@ pub use crate::teammate::{
     TeammateState,
 };
 pub use api::{Host, HostOptions, ShutdownReport};
+pub use approval_desk::ApprovalDesk;
 pub use attach::Attach;
+pub use decide::{decide, member_cwd, routes_of, Answerer, DecideError};
 pub use lead_seat::LeadSeat;
 pub use lead_spec::{CatalogueEntry, LeadSpec, DEFAULT_MAX_TEAMMATES};
 pub use resume::ResumeReport;

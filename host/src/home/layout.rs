@@ -103,6 +103,13 @@ impl Home {
         Ok(self.started_dir(team).join(format!("{stem}.json")))
     }
 
+    /// `{home}/decisions/{team}`: who decided the team's permission
+    /// requests and plans (`home::decisions`); kept after the team is
+    /// deleted, as a record.
+    pub fn decisions_dir(&self, team: &str) -> PathBuf {
+        self.root().join("decisions").join(team)
+    }
+
     /// `{home}/subagents/{team}`: the team's sub-agent counts.
     pub fn subagents_dir(&self, team: &str) -> PathBuf {
         self.root().join("subagents").join(team)

@@ -14,11 +14,13 @@
 //! | `started.rs` | process records: every teammate process teamhost started (`started/{team}/`) |
 //! | `run_claim.rs` | the run's claim on a team (`kept/{team}/host.json`) |
 //! | `subagent_counts.rs` | a teammate's sub-agent counts (`subagents/{team}/`), for status and the view |
+//! | `decisions.rs` | who decided each permission request and plan, escalations, and the team's approval routes (`decisions/{team}/`) |
 //! | `kept.rs` | what a team keeps to be resumed: turn journal, task note, claims, life-long spending, saved state; forgetting a teammate's life, a team's |
 //!
 //! Writes go through [`crate::durable`]. The home uses the store only for
 //! names (a member's file stem) and the message type a turn journal keeps.
 
+pub mod decisions;
 pub mod kept;
 mod layout;
 pub mod process;

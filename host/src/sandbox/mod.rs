@@ -115,8 +115,8 @@ pub use confinement::{Confinement, DirAccess};
 pub use limits::{Limits, TeamAct, TeamActs};
 pub use mode::{ParseModeError, PermissionMode};
 pub use policy::{
-    decide, decide_on_disk, Decision, Destination, PolicyContext, RuleBehavior, RuleValue,
-    Suggestion, SuggestionError,
+    decide, decide_on_disk, rules_verdict, Decision, Destination, PolicyContext, RuleBehavior,
+    RuleValue, RuleVerdict, Suggestion, SuggestionError,
 };
 pub use rules::{
     OnDisk, PathBase, PathPattern, ResolvePath, ResolvedPath, Rule, RuleError, RuleList,

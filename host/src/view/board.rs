@@ -174,6 +174,8 @@ pub struct Board {
     pub pending: Vec<PendingView>,
     /// The lead's latest messages, newest first.
     pub feed: Vec<FeedItem>,
+    /// Who each waiting request waits for, and the latest decision.
+    pub routing: super::routing::Routing,
 }
 
 impl Board {
@@ -193,6 +195,15 @@ impl Board {
         cache: &mut HistoryCache,
     ) -> Result<Board> {
         let snap = status::snapshot_cached(team, home, FEED_LEN, cache)?;
+        let waiting: Vec<_> = if home.is_some() && !snap.pending_requests.is_empty() {
+            crate::approvals::requests_cached(team, cache)?
+                .into_iter()
+                .filter(|r| snap.pending_requests.iter().any(|p| p.request_id == r.id()))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let routing = super::routing::read(team, home, &waiting);
         // What a teammate is doing, as the reference shows it: the task's
         // `activeForm` ("Counting the river story"), else its subject.
         let doing: BTreeMap<&str, &str> = snap
@@ -283,6 +294,7 @@ impl Board {
                     ..m
                 })
                 .collect(),
+            routing,
         })
     }
 

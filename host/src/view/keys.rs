@@ -406,6 +406,7 @@ mod tests {
                 })
                 .collect(),
             feed: vec![],
+            routing: Default::default(),
         }
     }
 

@@ -4,9 +4,9 @@
 //! lead's unread messages (they move to its history, as `run`'s line mode
 //! does) and knows the states the host keeps in memory.
 
-use crate::approvals::{self, PermitAnswer, PlanAnswer};
-use crate::embed::Host;
-use crate::error::Result;
+use crate::approvals::{self, Answer, PermitAnswer, PlanAnswer};
+use crate::embed::{decide, Answerer, Host};
+use crate::error::{Error, Result};
 use std::sync::{Arc, Mutex};
 
 use crate::home::Home;
@@ -98,6 +98,17 @@ impl Seat {
         Detail::read(&self.team, self.home.as_ref(), name, &mut cache)
     }
 
+    /// Answers `id` as the person, through the one approval path.
+    fn answer(&self, id: &str, answer: Answer) -> Result<()> {
+        let home = self.home.as_ref().ok_or_else(|| {
+            Error::Approval(
+                "this view has no home to record the decision in; answer with `teamhost permit` or `teamhost plan`".into(),
+            )
+        })?;
+        decide(home, &self.team, &Answerer::Person, id, answer)?;
+        Ok(())
+    }
+
     /// Carries out what the person chose; answers what was done, for the
     /// footer. Approving a plan grants the `default` mode; approving a
     /// permission with `remember` applies the request's own suggestions.
@@ -108,7 +119,7 @@ impl Seat {
             Action::Approve {
                 id, kind: "plan", ..
             } => {
-                approvals::answer_plan(team, id, PlanAnswer::Approve { mode: None })?;
+                self.answer(id, Answer::Plan(PlanAnswer::Approve { mode: None }))?;
                 format!("approved plan {id}")
             }
             Action::Approve { id, remember, .. } => {
@@ -118,13 +129,12 @@ impl Seat {
                     Vec::new()
                 };
                 let remembered = permission_updates.len();
-                approvals::answer_permission(
-                    team,
+                self.answer(
                     id,
-                    PermitAnswer::Allow {
+                    Answer::Permit(PermitAnswer::Allow {
                         updated_input: None,
                         permission_updates,
-                    },
+                    }),
                 )?;
                 match remembered {
                     0 => format!("allowed {id}"),
@@ -136,22 +146,20 @@ impl Seat {
                 kind: "plan",
                 reason,
             } => {
-                approvals::answer_plan(
-                    team,
+                self.answer(
                     id,
-                    PlanAnswer::Reject {
+                    Answer::Plan(PlanAnswer::Reject {
                         feedback: reason.clone(),
-                    },
+                    }),
                 )?;
                 format!("rejected plan {id}: {reason}")
             }
             Action::Deny { id, reason, .. } => {
-                approvals::answer_permission(
-                    team,
+                self.answer(
                     id,
-                    PermitAnswer::Deny {
+                    Answer::Permit(PermitAnswer::Deny {
                         reason: reason.clone(),
-                    },
+                    }),
                 )?;
                 format!("denied {id}: {reason}")
             }
@@ -187,7 +195,8 @@ mod tests {
         )
         .unwrap();
 
-        let seat = Seat::watching(team.clone());
+        let home = tempfile::tempdir().unwrap();
+        let seat = Seat::watching(team.clone()).with_home(Home::new(home.path()));
         let note = seat
             .act(&Action::Approve {
                 id: request.request_id.clone(),
@@ -211,5 +220,13 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(seat.board().unwrap().pending.is_empty());
+        let recorded =
+            crate::home::decisions::list(&Home::new(home.path()), team.name(), 0).unwrap();
+        assert_eq!(
+            recorded.len(),
+            1,
+            "the person's answer is recorded: {recorded:?}"
+        );
+        assert_eq!(recorded[0].decider, crate::approvals::Decider::Person);
     }
 }

@@ -25,7 +25,8 @@
 //! | `fit.rs` | what gives way on a small terminal (short state words, columns, keys, wrapped subjects); the spinner and elapsed time at a [`Moment`] |
 //! | `overlay.rs` | the screens over the board: a request, a typed line, a teammate's detail, the help |
 //! | `style.rs` | colours of states and teammates |
-//! | `lead.rs` | [`Seat`]: where the board comes from and how answers are written |
+//! | `lead.rs` | [`Seat`]: where the board comes from and how answers are written (through the one approval path, `embed::decide`) |
+//! | `routing.rs` | who each waiting request waits for (the person, escalated, the lead, the policy) and the latest decision |
 //! | `changes.rs` | the store's change feed and host events → [`Input::Changed`] |
 //! | `tui.rs` | the terminal: raw mode, the key thread, the redraw loop |
 //! | `lines.rs` | the plain-line mode |
@@ -40,6 +41,7 @@ mod lead;
 mod lines;
 mod overlay;
 mod render;
+mod routing;
 mod stderr;
 mod style;
 mod tui;

@@ -486,7 +486,16 @@ fn draw_pending(frame: &mut Frame, area: Rect, board: &Board, ui: &Ui) {
             .enumerate()
             .map(|(i, p)| {
                 let marker = if i == ui.selected { "▶ " } else { "  " };
-                let line = format!("{marker}{} {} asks: {}", p.from, p.kind, p.what);
+                let line = match board.routing.waits_for.get(&p.request_id) {
+                    Some(w) => format!(
+                        "{marker}{} {} asks: {}  [{}]",
+                        p.from,
+                        p.kind,
+                        p.what,
+                        w.mark()
+                    ),
+                    None => format!("{marker}{} {} asks: {}", p.from, p.kind, p.what),
+                };
                 let style = if i == ui.selected {
                     Style::default().add_modifier(Modifier::REVERSED)
                 } else {
@@ -499,7 +508,10 @@ fn draw_pending(frame: &mut Frame, area: Rect, board: &Board, ui: &Ui) {
     let list = List::new(items).block(
         Block::default()
             .borders(Borders::ALL)
-            .title("waiting for you")
+            .title(match &board.routing.last_decision {
+                Some(last) => format!("waiting for you · last: {last}"),
+                None => "waiting for you".to_string(),
+            })
             .border_style(if board.pending.is_empty() {
                 Style::default()
             } else {
@@ -661,6 +673,7 @@ mod tests {
                 timestamp: "2026-11-22T01:02:03.000Z".into(),
                 text: "idle (available)".into(),
             }],
+            routing: Default::default(),
         }
     }
 
@@ -743,6 +756,33 @@ mod tests {
         for key in ["? help", "q quit", "a approve", "d deny"] {
             assert!(screen.contains(key), "the keys bar lost {key:?}:\n{screen}");
         }
+    }
+
+    #[test]
+    fn each_request_shows_whom_it_waits_for_and_the_title_the_last_decision() {
+        use super::super::routing::WaitsFor;
+        let mut b = board();
+        b.routing.waits_for.insert(
+            "plan_approval-1@alice@demo".into(),
+            WaitsFor::Escalated {
+                by: crate::approvals::Decider::Lead,
+            },
+        );
+        b.routing.last_decision = Some("Bash from bob: denied by the policy".into());
+        let s = screen(&b, &Ui::default());
+        assert!(
+            s.contains("[escalated by the lead: waiting for you]"),
+            "{s}"
+        );
+        assert!(
+            s.contains("last: Bash from bob: denied by the policy"),
+            "{s}"
+        );
+        b.routing
+            .waits_for
+            .insert("plan_approval-1@alice@demo".into(), WaitsFor::Lead);
+        let s = screen(&b, &Ui::default());
+        assert!(s.contains("[for the lead (you may answer)]"), "{s}");
     }
 
     #[test]

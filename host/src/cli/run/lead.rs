@@ -61,6 +61,8 @@ struct LeadSummary {
     error: Option<String>,
     /// How long the run took, in seconds.
     seconds: f64,
+    /// Who decided the team's requests: the lead, the person, the policy.
+    decisions: super::decisions::Decisions,
 }
 
 /// Runs the led team to its end. See the module docs.
@@ -74,6 +76,9 @@ pub(super) async fn run_led(
     signals: &mut Signals,
 ) -> anyhow::Result<()> {
     let start = Instant::now();
+    let run_began_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
     let goal = a
         .goal
         .clone()
@@ -119,6 +124,13 @@ pub(super) async fn run_led(
         .await
         .with_context(|| format!("cannot start the lead of team {:?}", team.name()))?;
     guard::claim(&home_dir, &team);
+    // Who decides requests (the lead by default); the policy's are answered
+    // from here on.
+    let routes = m
+        .approvals
+        .routes(true)
+        .map_err(|problems| anyhow::anyhow!("[approvals]: {}", problems.join("; ")))?;
+    let _approval_desk = host.serve_approvals(team.name(), routes)?;
     let display = if a.lines || out.is_json() || !crate::view::terminal_available() {
         Display::Lines(Reporter::start(host, &team, Some(LEAD_NAME), log))
     } else {
@@ -182,6 +194,10 @@ pub(super) async fn run_led(
         outcome,
         error,
         seconds: start.elapsed().as_secs_f64(),
+        decisions: super::decisions::Decisions::new(
+            host.decisions(team.name(), run_began_ms)
+                .unwrap_or_default(),
+        ),
     };
     out.print(&summary, || {
         let mut text = format!(
@@ -191,6 +207,7 @@ pub(super) async fn run_led(
         if let Some(e) = &summary.error {
             text.push_str(&format!("error: {e}\n"));
         }
+        summary.decisions.human(&mut text);
         text
     })?;
     match summary.error {

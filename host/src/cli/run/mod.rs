@@ -53,8 +53,10 @@
 //! | `display.rs` | the live view or the event lines, behind one `Display` |
 //! | `report.rs` | the live event lines: `Log`, and the `Reporter` that follows the host's events |
 //! | `summary.rs` | the final summary, as text or JSON, and the message counts in it |
+//! | `decisions.rs` | the summary's decisions: who decided which request (issue 29) |
 
 mod build;
+mod decisions;
 mod display;
 mod find;
 mod guard;
@@ -300,6 +302,18 @@ async fn run_team(
         config
     };
     let lead = config.lead_name().to_string();
+    // Issue 29: who decides requests; the policy's are answered from here on.
+    // A team led by a component runs in `lead.rs`: here the lead is the person.
+    let has_lead_component = false;
+    let routes = m
+        .approvals
+        .routes(has_lead_component)
+        .map_err(|problems| anyhow::anyhow!("[approvals]: {}", problems.join("; ")))?;
+    let _approval_desk = host.serve_approvals(team.name(), routes)?;
+    let run_began_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+        .saturating_sub(start.elapsed().as_millis() as u64);
 
     let reporter = if a.lines || out.is_json() || !crate::view::terminal_available() {
         Display::Lines(Reporter::start(&host, &team, Some(&lead), log))
@@ -416,6 +430,10 @@ async fn run_team(
     // Before the files go: the summary reads the teammates' usage records.
     let summary = Summary::new(
         &team, m, &outcome, &tasks, &teammates, shutdown, messages, timings, home, kept,
+    )
+    .with_decisions(
+        host.decisions(team.name(), run_began_ms)
+            .unwrap_or_default(),
     );
     if !kept {
         host.delete_team(team.name()).await?;

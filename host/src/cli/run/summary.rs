@@ -98,6 +98,8 @@ pub(super) struct Summary {
     tasks: Vec<TaskLine>,
     teammates: Vec<MateLine>,
     messages: MessageCounts,
+    /// Who decided the permission requests and plans of this run.
+    decisions: super::decisions::Decisions,
     /// The whole team's model spending, when a teammate used a model.
     #[serde(skip_serializing_if = "Option::is_none")]
     model_spending: Option<String>,
@@ -239,6 +241,7 @@ impl Summary {
             tasks,
             teammates,
             messages,
+            decisions: Default::default(),
             model_spending: crate::status::describe_team_spending(&usage),
             shutdown: ShutdownLine {
                 stopped: shutdown.stopped,
@@ -249,6 +252,12 @@ impl Summary {
             home: home.to_path_buf(),
             logs: crate::home::Home::new(home).team_logs(team.name()),
         }
+    }
+
+    /// Adds this run's decisions (the home's record since the run began).
+    pub(super) fn with_decisions(mut self, items: Vec<crate::approvals::Decision>) -> Summary {
+        self.decisions = super::decisions::Decisions::new(items);
+        self
     }
 
     pub(super) fn human(&self) -> String {
@@ -338,6 +347,7 @@ impl Summary {
             kinds.join(", ")
         ),
         );
+        self.decisions.human(&mut s);
         s += &format!(
             "shutdown: {} stopped, {} killed\n",
             self.shutdown.stopped.len(),

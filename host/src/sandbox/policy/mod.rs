@@ -9,11 +9,13 @@
 //! |---|---|
 //! | `mod.rs` | [`decide`], [`PolicyContext`], [`Decision`]; how a call is classified and described |
 //! | `suggestions.rs` | [`Suggestion`], [`RuleValue`], [`RuleBehavior`], [`Destination`]: which ones an ask carries, and their JSON |
+//! | `verdict.rs` | [`rules_verdict`]: what rules alone say of a call (allowed, denied, neither), for the approval policy |
 //! | `tests.rs` | the engine's tests, mode by mode |
 
 mod suggestions;
 #[cfg(test)]
 mod tests;
+mod verdict;
 
 use std::path::{Path, PathBuf};
 
@@ -27,6 +29,7 @@ use super::rules::{
 use super::{CoordinationKind, ToolCall, ToolClass, ToolName};
 
 pub use suggestions::{Destination, RuleBehavior, RuleValue, Suggestion, SuggestionError};
+pub use verdict::{rules_verdict, RuleVerdict};
 
 /// What the engine knows about the teammate besides its mode and rules.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,6 +7,21 @@
 //! API alike. An answer always comes from the lead's name: the runner accepts
 //! permission and plan answers from the lead only, so a teammate cannot
 //! approve itself.
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | [`Request`], [`PermitAnswer`], [`PlanAnswer`], [`Decider`]: finding requests, answering them in the requester's inbox |
+//! | `route.rs` | [`Routes`]: who decides a request (issue 29's routing), what the policy answers |
+//! | `decision.rs` | [`Decision`], [`Answer`]: one decision or escalation, as kept and shown |
+//!
+//! Who may answer what, and the one path every answer takes, is
+//! `embed::Host::decide` (above the home, which keeps the decisions).
+
+mod decision;
+pub mod route;
+
+pub use decision::{by_whom, Answer, Decision, Outcome, SUMMARY_CHARS};
+pub use route::{PlanPolicy, Policy, PolicyVerdict, Route, Routes};
 
 use serde_json::Value;
 
@@ -155,6 +170,12 @@ pub fn suggestions(team: &Team, request_id: &str) -> Result<Vec<Value>> {
             "{request_id} is a plan approval request: it has no permission suggestions"
         ))),
     }
+}
+
+/// The permission or plan request `request_id` in the lead's mail
+/// (answered or not); `Error::Approval` when there is none.
+pub fn find_request(team: &Team, request_id: &str) -> Result<Request> {
+    find(team, request_id)
 }
 
 fn find(team: &Team, request_id: &str) -> Result<Request> {

@@ -1,0 +1,288 @@
+//! Who decides a request (issue 29's approval routing), and what the
+//! policy answers. Pure: the manifest's `[approvals]` becomes [`Routes`]
+//! (`manifest/approvals_spec.rs`), and the host asks it per request.
+//!
+//! | step | rule |
+//! |---|---|
+//! | 1 | a request of the lead itself: always [`Decider::Person`] (a lead never approves its own request) |
+//! | 2 | the first [`Route`] whose `teammate` (a name or `*`) and `tool` match, in the manifest's order |
+//! | 3 | else [`Routes::default`] |
+//!
+//! A route's `tool` is `*` (every request), `plan` (a plan), a tool name
+//! (`Bash`, also one teamhost has no tool for) or a rule in the reference's
+//! syntax (`Bash(git push:*)`, `Edit(src/**)`), matched like an allow rule
+//! against the call. The policy ([`Policy`]) answers with its own allow and
+//! deny rules ([`crate::sandbox::rules_verdict`]): deny wins, a call
+//! neither names is escalated to the person, and a plan is approved only
+//! when `plans = "approve"`.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Decider, Request};
+use crate::protocol::PermissionRequest;
+use crate::sandbox::{
+    rules_verdict, BashInput, EditInput, GlobInput, GrepInput, PolicyContext, ReadInput, Rule,
+    RuleVerdict, ToolCall, ToolRules, WriteInput,
+};
+
+/// What a route's `tool` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolMatch {
+    /// `*`: every request.
+    Any,
+    /// `plan`: plan approval requests.
+    Plan,
+    /// A rule (`Bash`, `Bash(git push:*)`), matched against permission
+    /// requests' calls. A bare name teamhost has no tool for matches a
+    /// request for that tool name.
+    Rule(String),
+}
+
+/// One `[[approvals.route]]`: who decides `teammate`'s requests for `tool`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    /// A member name, or `*` for every teammate.
+    pub teammate: String,
+    /// `*`, `plan`, a tool name or a rule.
+    pub tool: String,
+    /// Who decides.
+    pub decider: Decider,
+}
+
+/// What the policy does with a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlanPolicy {
+    /// Escalate it to the person (the default: no rule reads a plan).
+    #[default]
+    Person,
+    /// Approve it (the teammate leaves plan mode for `default`).
+    Approve,
+}
+
+/// `[approvals.policy]`: the rules the host answers with.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// Calls it allows (reference syntax).
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Calls it denies; wins over `allow`.
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// What it does with a plan.
+    #[serde(default)]
+    pub plans: PlanPolicy,
+}
+
+/// The policy's answer to one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicyVerdict {
+    /// Allow the call / approve the plan; why.
+    Allow(String),
+    /// Deny the call; why (given to the teammate).
+    Deny(String),
+    /// Neither: the person decides; why.
+    Escalate(String),
+}
+
+/// A team's approval routes. Built by [`Routes::new`] (which checks every
+/// rule), kept in the home as JSON (see `home::decisions`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RoutesText", into = "RoutesText")]
+pub struct Routes {
+    text: RoutesText,
+    policy_rules: ToolRules,
+}
+
+/// The serialised form: what the manifest said.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RoutesText {
+    default: Decider,
+    #[serde(default)]
+    routes: Vec<Route>,
+    #[serde(default)]
+    policy: Policy,
+}
+
+impl TryFrom<RoutesText> for Routes {
+    type Error = String;
+    fn try_from(t: RoutesText) -> Result<Routes, String> {
+        Routes::new(t.default, t.routes, t.policy)
+    }
+}
+
+impl From<Routes> for RoutesText {
+    fn from(r: Routes) -> RoutesText {
+        r.text
+    }
+}
+
+impl Routes {
+    /// Routes with `default` for what no route names, checked: each route's
+    /// `tool` is `*`, `plan` or a rule that parses, and each policy rule
+    /// parses. `Err` names the bad item and how to write it.
+    pub fn new(default: Decider, routes: Vec<Route>, policy: Policy) -> Result<Routes, String> {
+        for (i, r) in routes.iter().enumerate() {
+            if r.teammate.trim().is_empty() {
+                return Err(format!(
+                    "[[approvals.route]] #{}: teammate is empty; name a member or \"*\"",
+                    i + 1
+                ));
+            }
+            if let ToolMatch::Rule(rule) = tool_match(&r.tool) {
+                Rule::parse(&rule).map_err(|e| {
+                    format!(
+                        "[[approvals.route]] #{} tool {:?}: {e}; write \"*\", \"plan\", a tool \
+                         name (\"Bash\") or a rule (\"Bash(git push:*)\")",
+                        i + 1,
+                        r.tool
+                    )
+                })?;
+            }
+        }
+        let policy_rules = ToolRules::new(&policy.allow, &policy.deny)
+            .map_err(|e| format!("[approvals.policy]: {e}"))?;
+        Ok(Routes {
+            text: RoutesText {
+                default,
+                routes,
+                policy,
+            },
+            policy_rules,
+        })
+    }
+
+    /// Everything to `decider`, no routes, an empty policy.
+    pub fn all_to(decider: Decider) -> Routes {
+        Routes::new(decider, Vec::new(), Policy::default()).expect("no rules to parse")
+    }
+
+    /// Who decides what no route names.
+    pub fn default_decider(&self) -> Decider {
+        self.text.default
+    }
+
+    /// The routes, in order.
+    pub fn routes(&self) -> &[Route] {
+        &self.text.routes
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.text.policy
+    }
+
+    /// Who decides `request` in a team whose lead is `lead_name`; `cwd` is
+    /// the requester's directory (path rules are read against it). A
+    /// request of the lead itself always goes to the person.
+    pub fn decider_for(&self, request: &Request, lead_name: &str, cwd: &Path) -> Decider {
+        if request.from() == lead_name {
+            return Decider::Person;
+        }
+        self.text
+            .routes
+            .iter()
+            .find(|r| {
+                (r.teammate == "*" || r.teammate == request.from())
+                    && tool_matches(&r.tool, request, cwd)
+            })
+            .map_or(self.text.default, |r| r.decider)
+    }
+
+    /// The policy's answer to `request` (`cwd`: the requester's directory).
+    pub fn policy_verdict(&self, request: &Request, cwd: &Path) -> PolicyVerdict {
+        match request {
+            Request::Plan(_) => match self.text.policy.plans {
+                PlanPolicy::Approve => {
+                    PolicyVerdict::Allow("the approval policy approves every plan".into())
+                }
+                PlanPolicy::Person => PolicyVerdict::Escalate(
+                    "the approval policy leaves plans to the person (plans = \"person\")".into(),
+                ),
+            },
+            Request::Permission(p) => match verdict(&self.policy_rules, p, cwd) {
+                RuleVerdict::Denied(rule) => {
+                    PolicyVerdict::Deny(format!("denied by the approval policy's rule `{rule}`"))
+                }
+                RuleVerdict::Allowed(rules) => PolicyVerdict::Allow(format!(
+                    "allowed by the approval policy's rule `{}`",
+                    rules.join("`, `")
+                )),
+                RuleVerdict::Neither => PolicyVerdict::Escalate(format!(
+                    "no rule of the approval policy names this {} call",
+                    p.tool_name
+                )),
+            },
+        }
+    }
+}
+
+fn tool_match(tool: &str) -> ToolMatch {
+    match tool.trim() {
+        "*" => ToolMatch::Any,
+        "plan" => ToolMatch::Plan,
+        other => ToolMatch::Rule(other.to_string()),
+    }
+}
+
+fn tool_matches(tool: &str, request: &Request, cwd: &Path) -> bool {
+    match (tool_match(tool), request) {
+        (ToolMatch::Any, _) => true,
+        (ToolMatch::Plan, Request::Plan(_)) => true,
+        (ToolMatch::Plan, Request::Permission(_)) | (ToolMatch::Rule(_), Request::Plan(_)) => false,
+        (ToolMatch::Rule(rule), Request::Permission(p)) => {
+            match ToolRules::new([rule.as_str()], [] as [&str; 0]) {
+                Ok(rules) => matches!(verdict(&rules, p, cwd), RuleVerdict::Allowed(_)),
+                Err(_) => false,
+            }
+        }
+    }
+}
+
+/// The rules' verdict on a permission request's call. A tool teamhost runs
+/// (Read, Write, Edit, Glob, Grep, Bash) is matched like the sandbox does;
+/// any other tool name (a coordination call, one teamhost has no tool for)
+/// only by a bare rule naming it exactly. An input that does not parse as
+/// the tool's matches no rule.
+fn verdict(rules: &ToolRules, p: &PermissionRequest, cwd: &Path) -> RuleVerdict {
+    let Some(call) = tool_call(&p.tool_name, &p.input) else {
+        let named = |list: &[Rule]| {
+            list.iter()
+                .find(|r| r.specifier().is_none() && r.text() == p.tool_name)
+                .map(|r| r.to_string())
+        };
+        if let Some(rule) = named(rules.disallowed()) {
+            return RuleVerdict::Denied(rule);
+        }
+        return match named(rules.allowed()) {
+            Some(rule) => RuleVerdict::Allowed(vec![rule]),
+            None => RuleVerdict::Neither,
+        };
+    };
+    rules_verdict(rules, &call, &PolicyContext::new(cwd))
+}
+
+/// A permission request's call as the sandbox classifies it, with `input`
+/// (the request's, or a replacement): `None` for a tool teamhost does not
+/// run itself, or an input that does not parse as the tool's.
+pub fn tool_call(tool: &str, input: &Value) -> Option<ToolCall> {
+    let input = input.clone();
+    Some(match tool {
+        "Read" => ToolCall::Read(serde_json::from_value::<ReadInput>(input).ok()?),
+        "Write" => ToolCall::Write(serde_json::from_value::<WriteInput>(input).ok()?),
+        "Edit" => ToolCall::Edit(serde_json::from_value::<EditInput>(input).ok()?),
+        "Glob" => ToolCall::Glob(serde_json::from_value::<GlobInput>(input).ok()?),
+        "Grep" => ToolCall::Grep(serde_json::from_value::<GrepInput>(input).ok()?),
+        "Bash" => ToolCall::Bash(serde_json::from_value::<BashInput>(input).ok()?),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests;

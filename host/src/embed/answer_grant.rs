@@ -1,0 +1,166 @@
+//! Whether an answer of the lead component stays within the lead's own
+//! grant (issue 29: a lead can never give a teammate more than it has).
+//! Pure: the lead's mode and rules ([`Caller`]) against what the answer
+//! lets run.
+//!
+//! | answer | within the grant when |
+//! |---|---|
+//! | deny a call, reject a plan | always (refusing never widens anything) |
+//! | allow a call | the lead's own mode and rules would run that call (input as answered) in the requester's directory without asking; `delegate` counts as `default` here: it takes the file tools out of the lead's own hands, not out of what it may grant |
+//! | allow with `permission_updates` | each update is an `addRules` with `"behavior": "deny"` (a lead may narrow a teammate, never widen its rules or mode) |
+//! | approve a plan into a mode | that mode has no power the lead's lacks |
+
+use std::path::Path;
+
+use crate::approvals::{route::tool_call, Answer, PermitAnswer, PlanAnswer, Request};
+use crate::runtime::lead_host::Caller;
+use crate::sandbox::{decide_on_disk, PermissionMode, PolicyContext};
+use crate::subagents::narrow::mode_at_most;
+
+/// `Some(why)` when `answer` to `request` gives more than `lead` has;
+/// `cwd` is the requester's directory.
+pub fn beyond_grant(
+    lead: &Caller,
+    request: &Request,
+    answer: &Answer,
+    cwd: &Path,
+) -> Option<String> {
+    let lead_mode = match lead.mode {
+        PermissionMode::Delegate => PermissionMode::Default,
+        other => other,
+    };
+    match (request, answer) {
+        (_, Answer::Permit(PermitAnswer::Deny { .. }))
+        | (_, Answer::Plan(PlanAnswer::Reject { .. })) => None,
+        (
+            Request::Permission(p),
+            Answer::Permit(PermitAnswer::Allow {
+                updated_input,
+                permission_updates,
+            }),
+        ) => {
+            if let Some(update) = permission_updates.iter().find(|u| !narrows(u)) {
+                return Some(format!(
+                    "the permission update {update} would widen the teammate's rules or mode; \
+                     a lead may only add deny rules"
+                ));
+            }
+            let input = updated_input.as_ref().unwrap_or(&p.input);
+            let Some(call) = tool_call(&p.tool_name, input) else {
+                return Some(format!(
+                    "a {} call is not one the host can hold to the lead's own grant",
+                    p.tool_name
+                ));
+            };
+            let ctx = PolicyContext::new(cwd);
+            let own = decide_on_disk(lead_mode, &lead.rules, &call, &ctx, &ctx.look(&call));
+            (!own.is_allow()).then(|| {
+                format!(
+                    "allowing it is more than the lead's own grant ({lead_mode} mode and its \
+                     rules would not run it: {})",
+                    own.reason()
+                )
+            })
+        }
+        (Request::Plan(_), Answer::Plan(PlanAnswer::Approve { mode })) => {
+            let asked = mode.as_deref().unwrap_or("default");
+            match asked.parse::<PermissionMode>() {
+                Ok(m) if mode_at_most(m, lead_mode) => None,
+                Ok(m) => Some(format!(
+                    "approving the plan into {m} mode is more than the lead's own {lead_mode}"
+                )),
+                // A bad mode is refused by the answer itself, with its own message.
+                Err(_) => None,
+            }
+        }
+        // The wrong kind of answer is refused by the answer itself.
+        (Request::Permission(_), Answer::Plan(_)) | (Request::Plan(_), Answer::Permit(_)) => None,
+    }
+}
+
+fn narrows(update: &serde_json::Value) -> bool {
+    update.get("type").and_then(|t| t.as_str()) == Some("addRules")
+        && update.get("behavior").and_then(|b| b.as_str()) == Some("deny")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::protocol::{PermissionRequest, PlanApprovalRequest};
+    use crate::sandbox::ToolRules;
+
+    fn lead(mode: PermissionMode, allow: &[&str]) -> Caller {
+        Caller {
+            mode,
+            rules: ToolRules::new(allow.iter().copied(), [] as [&str; 0]).unwrap(),
+        }
+    }
+
+    fn allow(updates: Vec<serde_json::Value>) -> Answer {
+        Answer::Permit(PermitAnswer::Allow {
+            updated_input: None,
+            permission_updates: updates,
+        })
+    }
+
+    fn bash(command: &str) -> Request {
+        Request::Permission(PermissionRequest::new(
+            "fixer",
+            "Bash",
+            "t",
+            "d",
+            json!({ "command": command }),
+        ))
+    }
+
+    const CWD: &str = "/nonexistent/work/fixer";
+
+    #[test]
+    fn a_delegate_lead_may_allow_what_its_rules_allow_and_nothing_more() {
+        let l = lead(PermissionMode::Delegate, &["Bash(cargo test:*)"]);
+        let cwd = Path::new(CWD);
+        assert_eq!(
+            beyond_grant(&l, &bash("cargo test"), &allow(vec![]), cwd),
+            None
+        );
+        let why = beyond_grant(&l, &bash("git push"), &allow(vec![]), cwd).unwrap();
+        assert!(why.contains("more than the lead's own grant"), "{why}");
+        let deny = Answer::Permit(PermitAnswer::Deny {
+            reason: "no".into(),
+        });
+        assert_eq!(beyond_grant(&l, &bash("git push"), &deny, cwd), None);
+    }
+
+    #[test]
+    fn a_lead_may_add_deny_rules_but_not_allow_rules_or_modes() {
+        let l = lead(PermissionMode::Default, &["Bash(cargo test:*)"]);
+        let cwd = Path::new(CWD);
+        let deny_rule = json!({"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "rm:*"}], "behavior": "deny", "destination": "session"});
+        let allow_rule = json!({"type": "addRules", "rules": [{"toolName": "Bash"}], "behavior": "allow", "destination": "session"});
+        let set_mode =
+            json!({"type": "setMode", "mode": "bypassPermissions", "destination": "session"});
+        assert_eq!(
+            beyond_grant(&l, &bash("cargo test"), &allow(vec![deny_rule]), cwd),
+            None
+        );
+        assert!(beyond_grant(&l, &bash("cargo test"), &allow(vec![allow_rule]), cwd).is_some());
+        assert!(beyond_grant(&l, &bash("cargo test"), &allow(vec![set_mode]), cwd).is_some());
+    }
+
+    #[test]
+    fn a_lead_approves_a_plan_into_at_most_its_own_mode() {
+        let plan = Request::Plan(PlanApprovalRequest::new("fixer", "t", "p.md", "x"));
+        let l = lead(PermissionMode::Delegate, &[]);
+        let into = |m: &str| {
+            Answer::Plan(PlanAnswer::Approve {
+                mode: Some(m.into()),
+            })
+        };
+        let cwd = Path::new(CWD);
+        assert_eq!(beyond_grant(&l, &plan, &into("default"), cwd), None);
+        let why = beyond_grant(&l, &plan, &into("acceptEdits"), cwd).unwrap();
+        assert!(why.contains("acceptEdits"), "{why}");
+    }
+}

@@ -1,0 +1,156 @@
+//! The policy desk: a task of the host that answers, as they arrive in the
+//! lead's inbox, the requests the team's routes give to the policy, through
+//! the one approval path ([`super::decide`]); what no policy rule names is
+//! recorded as escalated and waits for the person. Started by
+//! [`Host::serve_approvals`] (`teamhost run` starts it); it stops when its
+//! [`ApprovalDesk`] is stopped or dropped, or the team is deleted.
+//!
+//! It wakes on the store's change feed (writes by other processes) and on
+//! the host's own events (writes by its teammates), never on a timer. A
+//! failed pass is logged and the desk goes on: it never takes the host
+//! down.
+
+use std::sync::Arc;
+
+use tokio::sync::{oneshot, Notify};
+
+use super::decide::{decide, member_cwd, Answerer, DecideError};
+use super::{Event, Host};
+use crate::approvals::{
+    self, Answer, Decider, Decision, PermitAnswer, PlanAnswer, PolicyVerdict, Request, Routes,
+};
+use crate::error::Result;
+use crate::home::{decisions, Home};
+use crate::store::{StoreEvent, StoreObserver, Team};
+
+/// A running policy desk; dropping it stops it.
+#[derive(Debug)]
+pub struct ApprovalDesk {
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl ApprovalDesk {
+    /// Stops the desk and waits for its task to end.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for ApprovalDesk {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+struct Poke(Arc<Notify>);
+
+impl StoreObserver for Poke {
+    fn changed(&self, _: &StoreEvent) {
+        self.0.notify_one();
+    }
+}
+
+impl Host {
+    /// Keeps `routes` as `team`'s approval routes (in the home, where every
+    /// process answering the team's requests reads them) and starts the
+    /// policy desk. Needs a tokio runtime.
+    pub fn serve_approvals(&self, team: &str, routes: Routes) -> Result<ApprovalDesk> {
+        let team = self.team(team)?;
+        decisions::write_routes(self.home(), team.name(), &routes)?;
+        let wake = Arc::new(Notify::new());
+        let feed = team.watch(Arc::new(Poke(wake.clone())))?;
+        let mut events = self.events();
+        let (stop_tx, mut stop_rx) = oneshot::channel();
+        let home = self.home().clone();
+        let routes = Arc::new(routes);
+        let task = tokio::spawn(async move {
+            let _feed = feed;
+            loop {
+                let (h, t, r) = (home.clone(), team.clone(), routes.clone());
+                match tokio::task::spawn_blocking(move || pass(&h, &t, &r)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => {
+                        tracing::warn!(cause = %e, "team {}: the policy desk's pass failed", team.name())
+                    }
+                    Err(e) => {
+                        tracing::error!(cause = %e, "team {}: the policy desk's pass panicked", team.name())
+                    }
+                }
+                if !team.exists() {
+                    return;
+                }
+                loop {
+                    tokio::select! {
+                        _ = &mut stop_rx => return,
+                        _ = wake.notified() => break,
+                        event = events.recv() => match event {
+                            Ok(Event::InboxChanged { team: t, .. }) if t == team.name() => break,
+                            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                                // The host is gone: the feed still wakes us.
+                                let _ = wake.notified().await;
+                                break;
+                            }
+                            Ok(_) => {}
+                        },
+                    }
+                }
+            }
+        });
+        Ok(ApprovalDesk {
+            stop: Some(stop_tx),
+            task: Some(task),
+        })
+    }
+}
+
+/// One look at the waiting requests: answers the policy's, escalates what
+/// it cannot answer (once per request).
+pub(super) fn pass(home: &Home, team: &Team, routes: &Routes) -> Result<()> {
+    if !team.exists() {
+        return Ok(());
+    }
+    let lead = team.config()?.lead_name().to_string();
+    for request in approvals::pending(team)? {
+        let cwd = member_cwd(team, request.from());
+        if routes.decider_for(&request, &lead, &cwd) != Decider::Policy {
+            continue;
+        }
+        let answer = match routes.policy_verdict(&request, &cwd) {
+            PolicyVerdict::Allow(_) => allow(&request),
+            PolicyVerdict::Deny(reason) => Answer::Permit(PermitAnswer::Deny { reason }),
+            PolicyVerdict::Escalate(why) => {
+                if decisions::escalation(home, team.name(), request.id())?.is_none() {
+                    let e = Decision::escalated(&request, Decider::Policy, &why);
+                    decisions::escalate(home, team.name(), &e)?;
+                }
+                continue;
+            }
+        };
+        match decide(home, team, &Answerer::Policy, request.id(), answer) {
+            Ok(_) | Err(DecideError::AlreadyAnswered { .. }) => {}
+            Err(e) => {
+                tracing::warn!(cause = %e, "team {}: the policy could not answer {}", team.name(), request.id())
+            }
+        }
+    }
+    Ok(())
+}
+
+fn allow(request: &Request) -> Answer {
+    match request {
+        Request::Permission(_) => Answer::Permit(PermitAnswer::Allow {
+            updated_input: None,
+            permission_updates: Vec::new(),
+        }),
+        Request::Plan(_) => Answer::Plan(PlanAnswer::Approve { mode: None }),
+    }
+}
