@@ -5,6 +5,7 @@
 
 mod ask;
 mod convert;
+mod lead_tools;
 mod mailbox;
 mod messaging;
 mod model;
