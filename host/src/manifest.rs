@@ -38,10 +38,12 @@
 
 mod agent_spec;
 mod build_spec;
+mod lead_spec;
 mod model_spec;
 
 pub use agent_spec::AgentSpec;
 pub use build_spec::{BuildSpec, BuildTable};
+pub use lead_spec::{CatalogueSpec, LeadTable};
 pub use model_spec::{teammate_policy, ModelPolicySpec, ModelSpec};
 
 use std::collections::BTreeSet;
@@ -78,6 +80,14 @@ pub struct Manifest {
     /// `.claude/agents`, see `manifest/agent_spec.rs`).
     #[serde(rename = "agent", default)]
     pub agents: Vec<AgentSpec>,
+    /// `[lead]`: the team's lead component (issue 29; see
+    /// `manifest/lead_spec.rs`). With it `teamhost run` starts the lead
+    /// instead of `[[teammate]]` entries.
+    #[serde(default)]
+    pub lead: Option<LeadTable>,
+    /// `[[catalogue]]`: the components a lead may spawn.
+    #[serde(rename = "catalogue", default)]
+    pub catalogue: Vec<CatalogueSpec>,
 }
 
 /// `[hooks]`: shell commands run at points of a teammate's life; see
@@ -428,6 +438,7 @@ impl Manifest {
     /// for a teammate in a worktree (the repository its worktree comes from).
     pub fn resolve_paths(&mut self, base: &Path) {
         self.model.resolve_paths(base);
+        lead_spec::resolve_paths(self.lead.as_mut(), &mut self.catalogue, base);
         for a in &mut self.agents {
             if let Some(c) = &mut a.component {
                 *c = base.join(&*c);
@@ -465,6 +476,17 @@ impl Manifest {
             all.push(Protected::new(Kind::Cassettes, c));
         }
         all.extend(
+            self.catalogue
+                .iter()
+                .map(|c| Protected::new(Kind::Component, &c.component))
+                .chain(
+                    self.lead
+                        .iter()
+                        .filter(|l| !l.component.as_os_str().is_empty())
+                        .map(|l| Protected::new(Kind::Component, &l.component)),
+                ),
+        );
+        all.extend(
             self.agents
                 .iter()
                 .filter_map(|a| a.component.as_ref())
@@ -486,7 +508,7 @@ impl Manifest {
         } else if let Err(e) = sanitize_team_name(&self.team.name) {
             problems.push(format!("[team] name: {e}"));
         }
-        if self.teammates.is_empty() {
+        if self.teammates.is_empty() && self.lead.is_none() && self.catalogue.is_empty() {
             problems
                 .push("no [[teammate]]; add at least one with name, component and prompt".into());
         }
@@ -509,6 +531,12 @@ impl Manifest {
         for (i, t) in self.tasks.iter().enumerate() {
             check_task(i, t, self.tasks.len(), &mut problems);
         }
+        lead_spec::check(
+            self.lead.as_ref(),
+            &self.catalogue,
+            self.teammates.len(),
+            &mut problems,
+        );
         problems.extend(cycles(&self.tasks));
         for (i, a) in self.agents.iter().enumerate() {
             a.check(i, &mut problems);

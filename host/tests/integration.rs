@@ -14,6 +14,7 @@ mod cli_commands;
 mod cli_hints;
 mod cli_new;
 mod cli_run;
+mod cli_run_lead;
 mod cli_status;
 mod cli_team_commands;
 mod cli_tooling;

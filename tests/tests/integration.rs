@@ -14,6 +14,8 @@ mod compiling;
 mod components;
 mod failure;
 mod hooks;
+mod lead_hostile;
+mod lead_seat;
 mod live_model;
 mod memory_store;
 mod messaging;

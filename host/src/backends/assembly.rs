@@ -140,9 +140,12 @@ pub(crate) async fn instantiate(
     let signals = (registration.wake.clone(), stopping.clone());
     let seat =
         super::model_seat::model_seat(env, team, &member.name, req, place.resumed.is_some())?;
-    let assembly = assemble(env, team, &member, req, &prepared.dir, &place, lead, &kept)?
+    let mut assembly = assemble(env, team, &member, req, &prepared.dir, &place, lead, &kept)?
         .signals(signals.0, signals.1)
         .model(seat);
+    if let Some(lead_seat) = env.lead_seat.clone() {
+        assembly = assembly.lead_seat(lead_seat);
+    }
     let shared = assembly.shared().clone();
     let Assembled {
         mut agent,

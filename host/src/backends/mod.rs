@@ -260,6 +260,9 @@ pub(crate) struct SpawnEnv<'a> {
     /// left a member that `status` showed idle and resume could not bring
     /// back. The hook does its own error handling.
     pub before_start: Option<&'a (dyn Fn(&Member) + Send + Sync)>,
+    /// The lead's seat, for the member `Host::start_lead` runs as its
+    /// team's lead (`None` for every teammate).
+    pub lead_seat: Option<Arc<dyn crate::runtime::lead_host::LeadHost>>,
 }
 
 /// With a change feed, a runner still polls this many times less often than

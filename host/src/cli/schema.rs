@@ -73,6 +73,8 @@ mod tests {
             ),
             ("[[agent]]\n{KEY}", "/$defs/agent"),
             ("[[task]]\n{KEY}", "/$defs/task"),
+            ("[lead]\n{KEY}", "/properties/lead"),
+            ("[[catalogue]]\n{KEY}", "/$defs/catalogue"),
         ];
         for (template, pointer) in tables {
             let parser = accepted(template);

@@ -138,6 +138,7 @@ impl Host {
             watched: inner.opts.watch_files,
             models: &inner.opts.models,
             before_start: None,
+            lead_seat: None,
         })
     }
 
@@ -170,4 +171,14 @@ impl Host {
             .insert((team.name().to_string(), info.name.clone()), spawned);
         info
     }
+}
+
+/// A spawn environment that seats its member as the team's lead
+/// ([`Host::start_lead`]).
+pub(super) fn lead_env(
+    mut env: SpawnEnv<'_>,
+    seat: std::sync::Arc<dyn crate::runtime::lead_host::LeadHost>,
+) -> SpawnEnv<'_> {
+    env.lead_seat = Some(seat);
+    env
 }

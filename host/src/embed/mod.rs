@@ -18,6 +18,10 @@
 mod api;
 mod attach;
 mod compile;
+pub mod lead_grant;
+mod lead_seat;
+mod lead_spec;
+mod lead_start;
 mod resume;
 mod spawn;
 
@@ -27,4 +31,6 @@ pub use crate::teammate::{
 };
 pub use api::{Host, HostOptions, ShutdownReport};
 pub use attach::Attach;
+pub use lead_seat::LeadSeat;
+pub use lead_spec::{CatalogueEntry, LeadSpec, DEFAULT_MAX_TEAMMATES};
 pub use resume::ResumeReport;

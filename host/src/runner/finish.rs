@@ -42,6 +42,12 @@ impl Runner {
     /// Unassigns the teammate's tasks, removes it from the config and tells
     /// the lead (`why` first, when given).
     async fn leave(&mut self, terminated: bool, why: Option<String>) {
+        // A lead component stays its team's lead member (the team is its
+        // config): its end is logged, nothing is removed or told to itself.
+        if self.is_lead() {
+            tracing::info!(team = %self.team().name(), why = ?why, "the team's lead component stopped");
+            return;
+        }
         let (team, name, id) = (
             self.team().clone(),
             self.name().to_string(),

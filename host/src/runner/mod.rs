@@ -137,6 +137,21 @@ impl Runner {
         &self.instance.fixed().lead
     }
 
+    /// Whether this runner runs its team's lead component
+    /// ([`Host::start_lead`](crate::embed::Host::start_lead)).
+    pub fn is_lead(&self) -> bool {
+        self.instance.fixed().lead_seat.is_some() && self.name() == self.lead()
+    }
+
+    /// Whether this lead deleted its team (its runner then ends).
+    fn lead_ended(&self) -> bool {
+        self.instance
+            .fixed()
+            .lead_seat
+            .as_ref()
+            .is_some_and(|seat| seat.ended())
+    }
+
     /// Runs until the teammate approves a shutdown, fails, or is killed, and
     /// returns its final state.
     pub fn run(self) -> impl std::future::Future<Output = TeammateState> + Send {
@@ -250,6 +265,11 @@ impl Runner {
             }
         }
         let record = std::mem::take(&mut self.instance.agent().coordination.turn);
+        // A lead that deleted its team ends here: nothing of the team is
+        // left to write to (decision 1 of issue 29).
+        if self.lead_ended() {
+            return Some(TeammateState::Completed);
+        }
         // The `true` write, if it began, must land before anything later
         // (`false`, or the member's removal) so the config ends right.
         let marked_active = self.finish_active_mark(active_mark).await;
@@ -459,6 +479,10 @@ impl Runner {
         outcome: Result<TurnOutcome, String>,
         first: bool,
     ) {
+        // A lead component is the notifications' reader, not their writer.
+        if self.is_lead() {
+            return;
+        }
         let mut idle = match &outcome {
             Ok(_) => IdleNotification::new(self.name(), IdleReason::Available),
             Err(reason) => IdleNotification::new(self.name(), IdleReason::Failed)

@@ -153,4 +153,9 @@ pub trait LeadHost: Send + Sync {
     fn pending(&self) -> Result<Vec<PendingView>, LeadError>;
     /// The team's teammates.
     fn teammates(&self) -> Result<Vec<TeammateView>, LeadError>;
+    /// Whether the lead deleted its team: its runner ends once the turn
+    /// that did returns (added by the seat; `false` by default).
+    fn ended(&self) -> bool {
+        false
+    }
 }

@@ -53,7 +53,7 @@ pub use disk_meter::DiskMeter;
 pub use engine::{Runtime, FUNCTION_CACHE_ENV};
 pub use instance::{Instance, InstanceConfig};
 pub(crate) use interfaces::{from_wit_status, mode_from_wit, to_wit_message, to_wit_task};
-pub use interfaces::{CoordinationGlue, ModelGlue, ReadGlue, SubagentGlue, ToolGlue};
+pub use interfaces::{CoordinationGlue, LeadGlue, ModelGlue, ReadGlue, SubagentGlue, ToolGlue};
 pub use pending_take::PendingTake;
 pub use permissions::Permissions;
 pub use state::{AgentCtx, Coordination, Fixed, Identity, ModelSeat, ShutdownDecision, TurnRecord};

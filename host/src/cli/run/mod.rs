@@ -48,6 +48,7 @@
 //! | `guard.rs` | a team that exists: refused while a live host runs it, else resumed, replaced or pointed to `--resume` |
 //! | `stop.rs` | the signals that stop the run, and the forced stop |
 //! | `join.rs` | `--join`: wait for the lead's team, spawn into it, run until the lead shuts the teammates down |
+//! | `lead.rs` | `--goal`/`--lead`/`[lead]`: a team led by a component, run until the lead deletes it |
 //! | `wait.rs` | waiting for the work, and how the work phase ended (`Outcome`) |
 //! | `display.rs` | the live view or the event lines, behind one `Display` |
 //! | `report.rs` | the live event lines: `Log`, and the `Reporter` that follows the host's events |
@@ -58,6 +59,7 @@ mod display;
 mod find;
 mod guard;
 mod join;
+mod lead;
 mod report;
 mod stop;
 mod summary;
@@ -143,6 +145,14 @@ pub struct RunArgs {
     /// (the default without a terminal, and with --json).
     #[arg(long)]
     lines: bool,
+    /// Run a team whose lead is a component (issue 29): the goal is its
+    /// first message; it spawns teammates from the manifest's
+    /// [[catalogue]] and the run ends when it deletes the team.
+    #[arg(long, value_name = "TEXT", conflicts_with_all = ["join", "resume"])]
+    goal: Option<String>,
+    /// The lead component (the `lead` world); wins over [lead] component.
+    #[arg(long, value_name = "COMPONENT", conflicts_with_all = ["join", "resume"])]
+    lead: Option<PathBuf>,
     /// Model calls: live, recorded or replayed (see `teamhost run --help`
     /// and docs/guides/agent-teammate.md).
     #[command(flatten)]
@@ -210,6 +220,7 @@ fn prepare_dirs(
             checker.check(&t.name, &t.cwd).map_err(anyhow::Error::msg)?;
         }
     }
+    lead::check_dirs(&checker, m)?;
     for t in m.teammates.iter().filter(|t| t.cwd_is_default) {
         std::fs::create_dir_all(&t.cwd).with_context(|| {
             format!(
@@ -258,6 +269,9 @@ async fn run_team(
     let mut signals = Signals::install().context("cannot catch Ctrl-C and SIGTERM")?;
     if a.join {
         return join::run_joined(home, &host, out, a, m, log, &mut signals).await;
+    }
+    if lead::is_led(a, m) {
+        return lead::run_led(home, &host, out, a, m, log, &mut signals).await;
     }
     let team = host.team(&m.team.name)?;
     let home_dir = Home::new(home);

@@ -15,11 +15,13 @@
 //! | [`crate::Error`] | guest error | [`store_error_to_wit`]: names and ids `invalid` / `not-found` / `conflict`; the host's own failures `unavailable`, logged, without paths |
 //! | [`ToolError`] | guest error | the case of the same kind |
 //! | [`SubagentError`] | guest error | the case of the same kind |
+//! | [`LeadError`] | guest error | the case of the same kind |
 //! | [`wasmtime::Error`] | trap | a host bug or a breached limit |
 
 use std::fmt;
 
 use crate::runtime::bindings::types::Error as WitError;
+use crate::runtime::lead_host::LeadError;
 use crate::runtime::subagent_host::SubagentError;
 use crate::tools::ToolError;
 use crate::Error;
@@ -135,6 +137,19 @@ impl From<SubagentError> for GuestError {
             SubagentError::NotFound(m) => WitError::NotFound(m),
             SubagentError::Invalid(m) => WitError::Invalid(m),
             SubagentError::Unavailable(m) => WitError::Unavailable(m),
+        }
+        .into()
+    }
+}
+
+impl From<LeadError> for GuestError {
+    fn from(e: LeadError) -> Self {
+        match e {
+            LeadError::Denied(m) => WitError::Denied(m),
+            LeadError::NotFound(m) => WitError::NotFound(m),
+            LeadError::Conflict(m) => WitError::Conflict(m),
+            LeadError::Invalid(m) => WitError::Invalid(m),
+            LeadError::Unavailable(m) => WitError::Unavailable(m),
         }
         .into()
     }

@@ -1,5 +1,8 @@
 //! Host bindings generated from `wit/` (package `teamhost:agent@0.1.0`, world
-//! `teammate`). WASI interfaces reuse wasmtime-wasi's own bindings; every
+//! `lead`: the `teammate` world plus `leading`, so one linker serves both; a
+//! component importing only the teammate interfaces instantiates against it
+//! as before, and `leading` answers `denied` to any caller that is not a
+//! team's lead). WASI interfaces reuse wasmtime-wasi's own bindings; every
 //! teamhost import is async and trappable. A function whose result is
 //! `result<T, error>` returns `Result<T, GuestError>`
 //! ([`GuestError`], declared with `trappable_error_type`; `guest_error.rs`,
@@ -15,7 +18,7 @@ pub use guest_error::GuestError;
 
 wasmtime::component::bindgen!({
     path: "../wit",
-    world: "teamhost:agent/teammate",
+    world: "teamhost:agent/lead",
     imports: { default: async | trappable },
     exports: { default: async },
     trappable_error_type: {
@@ -26,5 +29,13 @@ wasmtime::component::bindgen!({
 
 pub use self::exports::teamhost::agent::handler;
 pub use self::teamhost::agent::{
-    mailbox, messaging, model, protocol, state, subagents, tasks, team, toolbox, tools, types,
+    leading, mailbox, messaging, model, protocol, state, subagents, tasks, team, toolbox, tools,
+    types,
 };
+
+/// Every component instantiates against the `lead` world (a superset of
+/// `teammate`, with the same export), under the name the runtime has always
+/// used.
+pub type Teammate = Lead;
+/// The pre-instantiated form of [`Teammate`].
+pub type TeammatePre<T> = LeadPre<T>;

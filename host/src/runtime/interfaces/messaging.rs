@@ -187,10 +187,15 @@ impl Host for CoordinationGlue<'_> {
     async fn request_shutdown(
         &mut self,
         to: String,
-        _reason: Option<String>,
+        reason: Option<String>,
     ) -> Result<ShutdownRequestDelivery, GuestError> {
         self.permissions
             .authorize_coordination(gate(MessagingCall::RequestShutdown))?;
+        if let Some(through_seat) =
+            super::leading::messaging_shutdown(self.fixed, to.clone(), reason).await
+        {
+            return through_seat;
+        }
         Err(WitError::Denied(format!(
             "only the lead can ask {to} to shut down; {} is a teammate",
             self.fixed.identity.name
@@ -293,8 +298,8 @@ impl Host for CoordinationGlue<'_> {
     async fn respond_plan_approval(
         &mut self,
         to: String,
-        _request_id: String,
-        _response: PlanResponse,
+        request_id: String,
+        response: PlanResponse,
     ) -> Result<(), GuestError> {
         self.permissions
             .authorize_coordination(gate(MessagingCall::RespondPlanApproval))?;
@@ -304,6 +309,16 @@ impl Host for CoordinationGlue<'_> {
                 self.fixed.identity.name
             ))
             .into());
+        }
+        if let Some(through_seat) = super::leading::messaging_plan_answer(
+            self.fixed,
+            self.permissions,
+            request_id,
+            response,
+        )
+        .await
+        {
+            return through_seat;
         }
         Err(WitError::Unavailable(
             "plan answers from a lead component are not supported yet".into(),

@@ -6,6 +6,7 @@
 mod ask;
 mod convert;
 mod lead_tools;
+mod leading;
 mod mailbox;
 mod messaging;
 mod model;
@@ -26,6 +27,8 @@ use super::GuestError;
 
 pub(crate) use convert::{from_wit_status, mode_from_wit, to_wit_message, to_wit_task};
 
+pub(crate) use leading::LeadData;
+pub use leading::LeadGlue;
 pub(crate) use views::{CoordinationData, ModelData, ReadData, SubagentData, ToolData};
 pub use views::{CoordinationGlue, ModelGlue, ReadGlue, SubagentGlue, ToolGlue};
 
@@ -67,6 +70,19 @@ pub(crate) async fn blocking_tool<T: Send + 'static>(
         Ok(r) => Ok(r?),
         Err(e) => Err(GuestError::trap(wasmtime::Error::msg(format!(
             "host tool call failed: {e}"
+        )))),
+    }
+}
+
+/// Runs a blocking lead-seat call off the executor (the seat reads the
+/// team's files), mapping its error to the WIT error of the same kind.
+pub(crate) async fn blocking_lead<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, crate::runtime::lead_host::LeadError> + Send + 'static,
+) -> Result<T, GuestError> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => Ok(r?),
+        Err(e) => Err(GuestError::trap(wasmtime::Error::msg(format!(
+            "host lead-seat call failed: {e}"
         )))),
     }
 }

@@ -1,0 +1,354 @@
+//! `leadscript`: a scripted (non-LLM) lead for teamhost's tests of the
+//! lead's seat (`teamhost:agent/lead`). Its goal is a script, one command
+//! per line; it runs them in order through `leading`, `tasks` and
+//! `messaging`, and prints each result to stdout (the host's guest log,
+//! `logs/{team}/team-lead.log`) as one line `CMD\tOK|ERR\tDETAIL`, newlines
+//! and tabs in DETAIL turned into spaces. A WIT error reads `denied: …`,
+//! `not-found: …`, `conflict: …`, `invalid: …` or `unavailable: …`.
+//!
+//! | command | does |
+//! |---|---|
+//! | `create NAME [DESCRIPTION…]` | `leading.create-team` |
+//! | `catalogue` | prints the entries' names |
+//! | `spawn ENTRY NAME [mode=M] [tools=A,B] [model=X] [budget=USD] [plan] PROMPT…` | `leading.spawn` |
+//! | `task SUBJECT…` | `tasks.create` |
+//! | `wait-request plan\|permission` | waits (ends the turn, looks again next turn) for a waiting request of that kind from a teammate; remembers its id |
+//! | `answer-plan approve [MODE]` / `answer-plan reject FEEDBACK…` | answers the remembered plan |
+//! | `answer-permission allow\|deny [REASON…]` | answers the remembered permission request |
+//! | `answer-plan-id ID approve [MODE]` / `answer-permission-id ID allow\|deny` | answers an id given in the script |
+//! | `own-plan` | submits a plan itself (`messaging.request-plan-approval`, the lead in plan mode); remembers its id |
+//! | `raw-plan NAME approve [MODE]` | answers the remembered plan through `messaging.respond-plan-approval` (the seat's path too) |
+//! | `shutdown NAME` / `raw-shutdown NAME` | `leading.shutdown` / `messaging.request-shutdown` |
+//! | `wait-gone NAME` | waits until NAME is no longer a teammate |
+//! | `wait-idle NAME` | waits until NAME is idle |
+//! | `teammates` / `pending` | prints them |
+//! | `delete` | `leading.delete-team` |
+//! | `echo TEXT…` | prints TEXT |
+//! | `say NAME TEXT…` | `messaging.send` |
+//!
+//! A shutdown request (when it runs as a teammate) is approved.
+//!
+//! ` ;; ` separates commands too (a script in a one-line spawn prompt).
+//! After the last command the script is done: later turns do nothing. The
+//! script is kept in memory (one instance serves the lead's whole run).
+
+wit_bindgen::generate!({
+    path: "../../wit",
+    world: "teamhost:agent/lead",
+    generate_all,
+});
+
+use std::cell::RefCell;
+
+use exports::teamhost::agent::handler::{Guest, Turn, TurnKind, TurnOutcome};
+use teamhost::agent::leading::{self, PermissionAnswer, PlanAnswer, RequestKind, SpawnRequest};
+use teamhost::agent::protocol::ShutdownResponse;
+use teamhost::agent::team::PermissionMode;
+use teamhost::agent::types::Error;
+use teamhost::agent::{messaging, tasks};
+
+struct Script {
+    lines: Vec<String>,
+    next: usize,
+    plan: Option<String>,
+    permission: Option<String>,
+}
+
+thread_local! {
+    static SCRIPT: RefCell<Option<Script>> = const { RefCell::new(None) };
+}
+
+struct LeadScript;
+
+impl Guest for LeadScript {
+    fn handle_turn(turn: Turn) -> Result<TurnOutcome, String> {
+        if let TurnKind::ShutdownRequest(r) = &turn.kind {
+            // Spawned as a teammate (a test of a non-lead calling
+            // `leading`): it goes when asked.
+            let approved = messaging::respond_shutdown(&r.request_id, &ShutdownResponse::Approve);
+            report("shutdown-request", approved, |()| r.from.clone());
+            return Ok(TurnOutcome { task: None });
+        }
+        SCRIPT.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            if slot.is_none() {
+                let goal = if turn.prompt.is_empty() {
+                    turn.messages
+                        .first()
+                        .map(|m| m.text.clone())
+                        .unwrap_or_default()
+                } else {
+                    turn.prompt.clone()
+                };
+                *slot = Some(Script {
+                    lines: goal
+                        .replace(" ;; ", "\n")
+                        .lines()
+                        .map(str::trim)
+                        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                        .map(str::to_string)
+                        .collect(),
+                    next: 0,
+                    plan: None,
+                    permission: None,
+                });
+            }
+            let script = slot.as_mut().expect("set above");
+            while script.next < script.lines.len() {
+                let line = script.lines[script.next].clone();
+                if !run(script, &line) {
+                    // A wait not satisfied yet: look again next turn.
+                    return;
+                }
+                script.next += 1;
+            }
+        });
+        Ok(TurnOutcome { task: None })
+    }
+}
+
+/// Runs one command; `false` when it waits.
+fn run(script: &mut Script, line: &str) -> bool {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let (cmd, args) = (words[0], &words[1..]);
+    let rest = |from: usize| args.get(from..).unwrap_or_default().join(" ");
+    match cmd {
+        "create" => {
+            let description = (args.len() > 1).then(|| rest(1));
+            let name = args.first().copied().unwrap_or("");
+            report(
+                cmd,
+                leading::create_team(name, description.as_deref()),
+                |s| s,
+            );
+        }
+        "catalogue" => {
+            let names: Vec<String> = leading::catalogue().into_iter().map(|e| e.name).collect();
+            print(cmd, true, &names.join(","));
+        }
+        "spawn" => spawn(args),
+        "task" => {
+            let r = tasks::create(&tasks::NewTask {
+                subject: rest(0),
+                description: rest(0),
+                active_form: None,
+                metadata: None,
+            });
+            report(cmd, r, |t| format!("#{}", t.id));
+        }
+        "wait-request" => {
+            let want_plan = args.first() == Some(&"plan");
+            let found = match leading::pending() {
+                Ok(list) => list.into_iter().find(|p| {
+                    p.from != "team-lead"
+                        && matches!(
+                            (&p.kind, want_plan),
+                            (RequestKind::Plan, true) | (RequestKind::Permission(_), false)
+                        )
+                }),
+                Err(e) => {
+                    print(cmd, false, &describe(&e));
+                    return true;
+                }
+            };
+            let Some(found) = found else { return false };
+            print(cmd, true, &format!("{} from {}", found.id, found.from));
+            if want_plan {
+                script.plan = Some(found.id);
+            } else {
+                script.permission = Some(found.id);
+            }
+        }
+        "answer-plan" => {
+            let id = script.plan.clone().unwrap_or_default();
+            answer_plan(cmd, &id, args);
+        }
+        "answer-plan-id" => answer_plan(
+            cmd,
+            args.first().copied().unwrap_or(""),
+            &args[1.min(args.len())..],
+        ),
+        "answer-permission" => {
+            let id = script.permission.clone().unwrap_or_default();
+            answer_permission(cmd, &id, args);
+        }
+        "answer-permission-id" => answer_permission(
+            cmd,
+            args.first().copied().unwrap_or(""),
+            &args[1.min(args.len())..],
+        ),
+        "own-plan" => {
+            let r = messaging::request_plan_approval("# the lead's own plan");
+            if let Ok(id) = &r {
+                script.plan = Some(id.clone());
+            }
+            report(cmd, r, |id| id);
+        }
+        "raw-plan" => {
+            let id = script.plan.clone().unwrap_or_default();
+            let to = args.first().copied().unwrap_or("");
+            let response = match args.get(1) {
+                Some(&"approve") => teamhost::agent::protocol::PlanResponse::Approve(
+                    args.get(2)
+                        .map(|m| mode(m))
+                        .unwrap_or(PermissionMode::Default),
+                ),
+                _ => teamhost::agent::protocol::PlanResponse::Reject(rest(2)),
+            };
+            report(
+                cmd,
+                messaging::respond_plan_approval(to, &id, &response),
+                |()| id.clone(),
+            );
+        }
+        "shutdown" => {
+            let name = args.first().copied().unwrap_or("");
+            report(
+                cmd,
+                leading::shutdown(name, Some("the script is done")),
+                |id| id,
+            );
+        }
+        "raw-shutdown" => {
+            let name = args.first().copied().unwrap_or("");
+            report(cmd, messaging::request_shutdown(name, None), |d| {
+                d.request_id
+            });
+        }
+        "wait-gone" | "wait-idle" => {
+            let name = args.first().copied().unwrap_or("");
+            let list = match leading::teammates() {
+                Ok(l) => l,
+                Err(e) => {
+                    print(cmd, false, &describe(&e));
+                    return true;
+                }
+            };
+            let me = list.iter().find(|t| t.name == name);
+            let done = match cmd {
+                "wait-gone" => me.is_none(),
+                _ => me.is_some_and(|t| t.state == "idle"),
+            };
+            if !done {
+                return false;
+            }
+            print(cmd, true, name);
+        }
+        "teammates" => {
+            let r = leading::teammates();
+            report(cmd, r, |l| {
+                l.iter()
+                    .map(|t| {
+                        format!(
+                            "{}:{}:{}",
+                            t.name,
+                            t.entry.clone().unwrap_or_default(),
+                            t.state
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",")
+            });
+        }
+        "pending" => {
+            let r = leading::pending();
+            report(cmd, r, |l| {
+                l.iter()
+                    .map(|p| format!("{}:{}:{:?}", p.id, p.from, p.decider))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            });
+        }
+        "delete" => report(cmd, leading::delete_team(), |()| String::new()),
+        "echo" => print(cmd, true, &rest(0)),
+        "say" => {
+            let to = args.first().copied().unwrap_or("");
+            report(cmd, messaging::send(to, &rest(1), None), |d| d.message);
+        }
+        other => print(other, false, "unknown command"),
+    }
+    true
+}
+
+fn spawn(args: &[&str]) {
+    let (entry, name) = (
+        args.first().copied().unwrap_or(""),
+        args.get(1).copied().unwrap_or(""),
+    );
+    let mut req = SpawnRequest {
+        entry: entry.into(),
+        name: name.into(),
+        prompt: String::new(),
+        mode: None,
+        tools: None,
+        model: None,
+        budget_usd: None,
+        plan_mode_required: false,
+    };
+    let mut prompt = Vec::new();
+    for word in args.iter().skip(2) {
+        match word.split_once('=') {
+            Some(("mode", m)) => req.mode = Some(mode(m)),
+            Some(("tools", t)) => req.tools = Some(t.split(',').map(str::to_string).collect()),
+            Some(("model", m)) => req.model = Some(m.into()),
+            Some(("budget", b)) => req.budget_usd = b.parse().ok(),
+            _ if *word == "plan" && prompt.is_empty() => req.plan_mode_required = true,
+            _ => prompt.push(*word),
+        }
+    }
+    req.prompt = prompt.join(" ");
+    report("spawn", leading::spawn(&req), |id| id);
+}
+
+fn answer_plan(cmd: &str, id: &str, args: &[&str]) {
+    let answer = match args.first() {
+        Some(&"approve") => PlanAnswer::Approve(args.get(1).map(|m| mode(m))),
+        _ => PlanAnswer::Reject(args.get(1..).unwrap_or_default().join(" ")),
+    };
+    report(cmd, leading::answer_plan(id, &answer), |()| id.to_string());
+}
+
+fn answer_permission(cmd: &str, id: &str, args: &[&str]) {
+    let answer = match args.first() {
+        Some(&"allow") => PermissionAnswer::Allow(None),
+        _ => PermissionAnswer::Deny(args.get(1..).unwrap_or_default().join(" ")),
+    };
+    report(cmd, leading::answer_permission(id, &answer), |()| {
+        id.to_string()
+    });
+}
+
+fn mode(text: &str) -> PermissionMode {
+    match text {
+        "acceptEdits" => PermissionMode::AcceptEdits,
+        "bypassPermissions" => PermissionMode::BypassPermissions,
+        "plan" => PermissionMode::Plan,
+        "dontAsk" => PermissionMode::DontAsk,
+        "delegate" => PermissionMode::Delegate,
+        _ => PermissionMode::Default,
+    }
+}
+
+fn report<T>(cmd: &str, r: Result<T, Error>, ok: impl FnOnce(T) -> String) {
+    match r {
+        Ok(v) => print(cmd, true, &ok(v)),
+        Err(e) => print(cmd, false, &describe(&e)),
+    }
+}
+
+fn print(cmd: &str, ok: bool, detail: &str) {
+    let detail = detail.replace(['\n', '\r', '\t'], " ");
+    println!("{cmd}\t{}\t{detail}", if ok { "OK" } else { "ERR" });
+}
+
+fn describe(error: &Error) -> String {
+    match error {
+        Error::Denied(s) => format!("denied: {s}"),
+        Error::NotFound(s) => format!("not-found: {s}"),
+        Error::Conflict(s) => format!("conflict: {s}"),
+        Error::Invalid(s) => format!("invalid: {s}"),
+        Error::Unavailable(s) => format!("unavailable: {s}"),
+    }
+}
+
+export!(LeadScript);

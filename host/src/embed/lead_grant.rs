@@ -1,0 +1,327 @@
+//! What a lead may give a teammate it spawns: at most its catalogue entry's
+//! limits **and** at most the lead's own grant. Pure functions, tested on
+//! their own; a wider ask is refused with what was wider and what the most
+//! is, never narrowed silently (only what the lead leaves unasked is
+//! narrowed, as `leading.wit` documents).
+//!
+//! | what | the entry's most | the lead's own grant | unasked |
+//! |---|---|---|---|
+//! | mode | `max_mode` | the lead's mode now (order: [`mode_at_most`]), except a `delegate` lead: see below | the entry's `max_mode`, narrowed to the lead's |
+//! | allow rules | the entry's allow rules (same text) | the lead's allow rules (same text), except a `delegate` or `bypassPermissions` lead | the entry's, narrowed to the lead's |
+//! | deny rules | always the entry's | always the lead's | both |
+//! | model | one of `models` | one of the lead's model policy's | the entry's first |
+//! | budget (US$) | `budget_usd` | what is left of the lead's model budget after the budgets it gave | the entry's |
+//!
+//! **A `delegate` lead** may not use a file tool itself, yet exists to hand
+//! work out: its mode and allow rules are no ceiling, and what it may give
+//! is the catalogue's (the person's grant, written in the manifest). Its
+//! deny rules, models and budget still bound every spawn. A
+//! `bypassPermissions` lead runs every tool unasked, so its allow rules are
+//! no ceiling either.
+
+use crate::runtime::lead_host::LeadSpawn;
+use crate::sandbox::{PermissionMode, ToolRules};
+pub use crate::subagents::narrow::mode_at_most;
+
+use super::lead_spec::CatalogueEntry;
+
+/// The lead's own grant at the moment of a spawn.
+#[derive(Debug, Clone)]
+pub struct LeadGrant {
+    /// Its mode now.
+    pub mode: PermissionMode,
+    /// Its tool rules now.
+    pub rules: ToolRules,
+    /// The model aliases it may use.
+    pub models: Vec<String>,
+    /// What is left of its model budget to give, in US dollars (`None`: it
+    /// has no budget of its own, so none bounds a spawn).
+    pub budget_left_usd: Option<f64>,
+}
+
+/// What a spawned teammate gets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Granted {
+    /// Its mode.
+    pub mode: PermissionMode,
+    /// Its tool rules: the granted allow rules, the entry's and the lead's
+    /// deny rules.
+    pub rules: ToolRules,
+    /// Its model alias.
+    pub model: Option<String>,
+    /// Its model budget in US dollars.
+    pub budget_usd: Option<f64>,
+}
+
+/// The grant for `ask` from `entry` by `lead`, or why it is wider.
+pub fn grant(entry: &CatalogueEntry, lead: &LeadGrant, ask: &LeadSpawn) -> Result<Granted, String> {
+    Ok(Granted {
+        mode: mode(entry, lead, ask.mode)?,
+        rules: rules(entry, lead, ask.tools.as_deref())?,
+        model: model(entry, lead, ask.model.as_deref())?,
+        budget_usd: budget(entry, lead, ask.budget_usd)?,
+    })
+}
+
+/// The lead's mode as a ceiling (`None`: a delegate lead, whose ceiling is
+/// the catalogue's).
+fn lead_ceiling(lead: &LeadGrant) -> Option<PermissionMode> {
+    (lead.mode != PermissionMode::Delegate).then_some(lead.mode)
+}
+
+fn mode(
+    entry: &CatalogueEntry,
+    lead: &LeadGrant,
+    asked: Option<PermissionMode>,
+) -> Result<PermissionMode, String> {
+    let ceiling = lead_ceiling(lead);
+    let Some(mode) = asked else {
+        return Ok(match ceiling {
+            Some(c) if !mode_at_most(entry.max_mode, c) => c,
+            _ => entry.max_mode,
+        });
+    };
+    if !mode_at_most(mode, entry.max_mode) {
+        return Err(format!(
+            "mode {mode} is wider than catalogue entry {:?} allows: at most {}",
+            entry.name, entry.max_mode
+        ));
+    }
+    if let Some(c) = ceiling.filter(|c| !mode_at_most(mode, *c)) {
+        return Err(format!(
+            "mode {mode} is wider than the lead's own mode: at most {c}"
+        ));
+    }
+    Ok(mode)
+}
+
+/// Whether the lead's allow rules bound what it gives.
+fn lead_rules_bound(lead: &LeadGrant) -> bool {
+    !matches!(
+        lead.mode,
+        PermissionMode::Delegate | PermissionMode::BypassPermissions
+    )
+}
+
+fn rules(
+    entry: &CatalogueEntry,
+    lead: &LeadGrant,
+    asked: Option<&[String]>,
+) -> Result<ToolRules, String> {
+    let entry_allowed = entry.rules.allowed_texts();
+    let lead_allowed = lead.rules.allowed_texts();
+    let bound = lead_rules_bound(lead);
+    let allowed: Vec<String> = match asked {
+        None => entry_allowed
+            .iter()
+            .filter(|r| !bound || lead_allowed.contains(r))
+            .cloned()
+            .collect(),
+        Some(list) => {
+            for rule in list {
+                if !entry_allowed.contains(rule) {
+                    return Err(format!(
+                        "tool rule {rule:?} is wider than catalogue entry {:?} allows: at most [{}]",
+                        entry.name,
+                        entry_allowed.join(", ")
+                    ));
+                }
+                if bound && !lead_allowed.contains(rule) {
+                    return Err(format!(
+                        "tool rule {rule:?} is wider than the lead's own rules: at most [{}]",
+                        lead_allowed.join(", ")
+                    ));
+                }
+            }
+            list.to_vec()
+        }
+    };
+    let mut denied = entry.rules.disallowed_texts();
+    for rule in lead.rules.disallowed_texts() {
+        if !denied.contains(&rule) {
+            denied.push(rule);
+        }
+    }
+    ToolRules::new(&allowed, &denied).map_err(|e| format!("tool rules: {e}"))
+}
+
+fn model(
+    entry: &CatalogueEntry,
+    lead: &LeadGrant,
+    asked: Option<&str>,
+) -> Result<Option<String>, String> {
+    let Some(model) = asked.or(entry.models.first().map(String::as_str)) else {
+        return Ok(None);
+    };
+    if !entry.models.iter().any(|m| m == model) {
+        return Err(format!(
+            "model {model:?} is not one catalogue entry {:?} may use: [{}]",
+            entry.name,
+            entry.models.join(", ")
+        ));
+    }
+    if !lead.models.iter().any(|m| m == model) {
+        return Err(format!(
+            "model {model:?} is not one the lead may use itself: [{}]",
+            lead.models.join(", ")
+        ));
+    }
+    Ok(Some(model.to_string()))
+}
+
+fn budget(
+    entry: &CatalogueEntry,
+    lead: &LeadGrant,
+    asked: Option<f64>,
+) -> Result<Option<f64>, String> {
+    let Some(usd) = asked.or(entry.budget_usd) else {
+        return Ok(None);
+    };
+    if !usd.is_finite() || usd < 0.0 {
+        return Err(format!(
+            "budget {usd} is not an amount of US dollars (0 or more)"
+        ));
+    }
+    if let Some(most) = entry.budget_usd.filter(|most| usd > *most) {
+        return Err(format!(
+            "budget US${usd} is more than catalogue entry {:?} allows: at most US${most}",
+            entry.name
+        ));
+    }
+    if let Some(left) = lead.budget_left_usd.filter(|left| usd > *left) {
+        return Err(format!(
+            "budget US${usd} is more than the lead has left to give: at most US${left}"
+        ));
+    }
+    Ok(Some(usd))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use PermissionMode::*;
+
+    fn entry() -> CatalogueEntry {
+        CatalogueEntry {
+            max_mode: AcceptEdits,
+            rules: ToolRules::new(["Read", "Edit", "Bash(cargo test:*)"], ["WebFetch"]).unwrap(),
+            models: vec!["fast".into(), "smart".into()],
+            budget_usd: Some(2.0),
+            ..CatalogueEntry::new("worker", "worker.wasm")
+        }
+    }
+
+    fn lead(mode: PermissionMode) -> LeadGrant {
+        LeadGrant {
+            mode,
+            rules: ToolRules::new(["Read", "Edit"], ["Bash(rm:*)"]).unwrap(),
+            models: vec!["fast".into()],
+            budget_left_usd: Some(1.5),
+        }
+    }
+
+    fn ask() -> LeadSpawn {
+        LeadSpawn {
+            entry: "worker".into(),
+            name: "w".into(),
+            prompt: "go".into(),
+            ..LeadSpawn::default()
+        }
+    }
+
+    #[test]
+    fn unasked_values_are_the_entrys_narrowed_to_the_lead() {
+        let mut l = lead(Default);
+        l.budget_left_usd = Some(5.0);
+        let g = grant(&entry(), &l, &ask()).unwrap();
+        assert_eq!(g.mode, Default);
+        assert_eq!(g.rules.allowed_texts(), ["Read", "Edit"]);
+        assert_eq!(g.rules.disallowed_texts(), ["WebFetch", "Bash(rm:*)"]);
+        assert_eq!(g.model.as_deref(), Some("fast"));
+        assert_eq!(g.budget_usd, Some(2.0));
+        // The entry's budget is more than the lead has left: refused, not cut.
+        let e = grant(&entry(), &lead(Default), &ask()).unwrap_err();
+        assert!(e.contains("left to give"), "{e}");
+    }
+
+    #[test]
+    fn a_delegate_lead_gives_what_the_catalogue_allows() {
+        let mut l = lead(Delegate);
+        l.budget_left_usd = None;
+        let g = grant(&entry(), &l, &ask()).unwrap();
+        assert_eq!(g.mode, AcceptEdits);
+        assert_eq!(
+            g.rules.allowed_texts(),
+            ["Read", "Edit", "Bash(cargo test:*)"]
+        );
+        // Its deny rules still bind.
+        assert!(g
+            .rules
+            .disallowed_texts()
+            .contains(&"Bash(rm:*)".to_string()));
+    }
+
+    #[test]
+    fn a_mode_wider_than_the_entry_or_the_lead_is_refused_naming_the_most() {
+        let mut a = ask();
+        a.mode = Some(BypassPermissions);
+        let e = grant(&entry(), &lead(Delegate), &a).unwrap_err();
+        assert!(
+            e.contains("wider than catalogue entry") && e.contains("acceptEdits"),
+            "{e}"
+        );
+        a.mode = Some(AcceptEdits);
+        let e = grant(&entry(), &lead(Default), &a).unwrap_err();
+        assert!(
+            e.contains("lead's own mode") && e.contains("at most default"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn more_tools_than_the_entry_or_the_lead_are_refused() {
+        let mut a = ask();
+        a.tools = Some(vec!["Write".into()]);
+        let e = grant(&entry(), &lead(Delegate), &a).unwrap_err();
+        assert!(
+            e.contains("\"Write\"") && e.contains("catalogue entry"),
+            "{e}"
+        );
+        a.tools = Some(vec!["Bash(cargo test:*)".into()]);
+        let e = grant(&entry(), &lead(Default), &a).unwrap_err();
+        assert!(e.contains("lead's own rules"), "{e}");
+    }
+
+    #[test]
+    fn a_model_the_entry_or_the_lead_lacks_is_refused() {
+        let mut a = ask();
+        a.model = Some("huge".into());
+        assert!(grant(&entry(), &lead(Default), &a)
+            .unwrap_err()
+            .contains("catalogue entry"));
+        a.model = Some("smart".into());
+        assert!(grant(&entry(), &lead(Default), &a)
+            .unwrap_err()
+            .contains("the lead may use itself"));
+    }
+
+    #[test]
+    fn a_bigger_budget_than_the_entry_or_what_the_lead_has_left_is_refused() {
+        let mut a = ask();
+        a.budget_usd = Some(3.0);
+        assert!(grant(&entry(), &lead(Default), &a)
+            .unwrap_err()
+            .contains("at most US$2"));
+        a.budget_usd = Some(1.75);
+        assert!(grant(&entry(), &lead(Default), &a)
+            .unwrap_err()
+            .contains("left to give: at most US$1.5"));
+        a.budget_usd = Some(f64::NAN);
+        assert!(grant(&entry(), &lead(Default), &a).is_err());
+        a.budget_usd = Some(1.0);
+        assert_eq!(
+            grant(&entry(), &lead(Default), &a).unwrap().budget_usd,
+            Some(1.0)
+        );
+    }
+}

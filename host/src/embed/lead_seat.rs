@@ -1,0 +1,589 @@
+//! [`LeadSeat`]: a lead component's seat, the [`LeadHost`] the runtime's
+//! `leading` glue (and the toolbox's lead tools) call.
+//!
+//! A seat acts on the one team it was started for
+//! ([`Host::start_lead`](super::Host::start_lead)): it never takes a team
+//! name from the guest. What it does, and what it refuses:
+//!
+//! | call | does | refuses |
+//! |---|---|---|
+//! | `create_team` | forms the team (its description) | `conflict` when formed; a different name is ignored and said so |
+//! | `spawn` | [`Host::spawn`](super::Host::spawn) with the entry's component, granted by [`lead_grant`](super::lead_grant) | `conflict` before `create_team` or for a taken name; `not-found` outside the catalogue; `denied` wider than the entry or the lead, or past `max_teammates` at once |
+//! | `answer_*` | [`answer_through_host`] | `not-found` for an id not in this team; `denied` for the lead's own request (the person answers it) or a plan mode wider than the lead's; `conflict` once answered |
+//! | `shutdown` | a `shutdown_request` from the lead | `not-found` for a non-member |
+//! | `delete_team` | [`Host::delete_team`](super::Host::delete_team), then ends the lead's run | `conflict` while a teammate is a member |
+//!
+//! The guest's text reaches files and the person's screen only as data: a
+//! description, a name or a reason is stored as JSON and the live view
+//! escapes what it shows.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use super::api::Inner;
+use super::lead_grant::{self, LeadGrant};
+use super::lead_spec::{CatalogueEntry, LeadSpec};
+use super::{Host, SpawnRequest, TeammateSettings};
+use crate::approvals::{self, Decider, PermitAnswer, PlanAnswer, Request};
+use crate::error::Error;
+use crate::protocol::{ShutdownRequest, WireMessage};
+use crate::runtime::lead_host::{
+    BoxFuture, Caller, CatalogueView, LeadError, LeadHost, LeadSpawn, PendingKind, PendingView,
+    TeammateView,
+};
+use crate::sandbox::PermissionMode;
+use crate::store::{OutgoingMessage, Team};
+use crate::teammate::TeammateState;
+
+/// The most of a request's input or plan text [`LeadHost::pending`] shows.
+const DETAIL_CHARS: usize = 2_000;
+
+/// A lead component's seat in one team. Built by
+/// [`Host::start_lead`](super::Host::start_lead).
+pub struct LeadSeat {
+    host: Weak<Inner>,
+    team: Team,
+    spec: LeadSpec,
+    /// `create_team` was called (and `delete_team` not yet).
+    formed: AtomicBool,
+    /// `delete_team` succeeded: the lead's runner ends after this turn.
+    ended: AtomicBool,
+    /// What it spawned: member name → catalogue entry.
+    spawned: Mutex<HashMap<String, String>>,
+    /// The model budgets it gave, in US dollars.
+    given_usd: Mutex<f64>,
+}
+
+impl LeadSeat {
+    pub(super) fn new(host: &Host, team: Team, spec: LeadSpec) -> LeadSeat {
+        LeadSeat {
+            host: Arc::downgrade(&host.inner),
+            team,
+            spec,
+            formed: AtomicBool::new(false),
+            ended: AtomicBool::new(false),
+            spawned: Mutex::new(HashMap::new()),
+            given_usd: Mutex::new(0.0),
+        }
+    }
+
+    fn host(&self) -> Result<Host, LeadError> {
+        self.host
+            .upgrade()
+            .map(|inner| Host { inner })
+            .ok_or_else(|| LeadError::Unavailable("the host has stopped".into()))
+    }
+
+    fn lead_name(&self) -> &'static str {
+        crate::store::config::LEAD_NAME
+    }
+
+    fn entry(&self, name: &str) -> Result<&CatalogueEntry, LeadError> {
+        self.spec
+            .catalogue
+            .iter()
+            .find(|e| e.name == name)
+            .ok_or_else(|| {
+                LeadError::NotFound(format!(
+                    "no catalogue entry {name:?}: the lead may spawn only [{}]",
+                    self.spec
+                        .catalogue
+                        .iter()
+                        .map(|e| e.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+    }
+
+    fn require_formed(&self) -> Result<(), LeadError> {
+        if self.formed.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err(LeadError::Conflict(
+                "the team is not formed yet: create the team first with TeamCreate".into(),
+            ))
+        }
+    }
+
+    /// The lead's own grant now.
+    fn lead_grant(&self, caller: &Caller) -> LeadGrant {
+        let policy = self.spec.settings.model_policy.as_ref();
+        let given = *self.given_usd.lock().expect("given lock");
+        LeadGrant {
+            mode: caller.mode,
+            rules: caller.rules.clone(),
+            models: policy.map(|p| p.allow.clone()).unwrap_or_default(),
+            budget_left_usd: policy
+                .and_then(|p| p.budget_microdollars)
+                .map(|micro| (micro as f64 / 1_000_000.0 - given).max(0.0)),
+        }
+    }
+
+    /// The teammates now: the config's members but the lead.
+    fn members(&self) -> Result<Vec<crate::store::Member>, LeadError> {
+        let config = self.team.config().map_err(unavailable)?;
+        Ok(config
+            .members
+            .iter()
+            .filter(|m| m.name != self.lead_name())
+            .map(|m| (**m).clone())
+            .collect())
+    }
+
+    /// Finds `id` among this team's requests; refuses the lead's own and
+    /// answered ones.
+    fn answerable(&self, id: &str) -> Result<Request, LeadError> {
+        let all = approvals::requests(&self.team).map_err(unavailable)?;
+        let Some(request) = all.into_iter().find(|r| r.id() == id) else {
+            return Err(LeadError::NotFound(format!(
+                "no permission or plan request {id:?} in the lead's team"
+            )));
+        };
+        if request.from() == self.lead_name() {
+            return Err(LeadError::Denied(format!(
+                "{id} is the lead's own request: a lead never answers its own requests; \
+                 escalated to the person"
+            )));
+        }
+        let waiting = approvals::pending(&self.team).map_err(unavailable)?;
+        if !waiting.iter().any(|r| r.id() == id) {
+            return Err(LeadError::Conflict(format!(
+                "{id} was already answered (or its teammate left)"
+            )));
+        }
+        Ok(request)
+    }
+
+    /// Whether `delete_team` ended the lead's run.
+    pub fn ended(&self) -> bool {
+        self.ended.load(Ordering::SeqCst)
+    }
+
+    async fn spawn_now(&self, caller: Caller, req: LeadSpawn) -> Result<String, LeadError> {
+        self.require_formed()?;
+        let entry = self.entry(&req.entry)?.clone();
+        if req.name.trim().is_empty() || req.prompt.trim().is_empty() {
+            return Err(LeadError::Invalid(
+                "a teammate needs a name and a prompt".into(),
+            ));
+        }
+        // A name is a file stem in the team's directory and the teammate's
+        // default directory: nothing path-like.
+        crate::store::names::agent_file_stem(&req.name)
+            .map_err(|e| LeadError::Invalid(format!("teammate name: {e}")))?;
+        if req.name == crate::protocol::HOST_SENDER || req.name.contains('@') {
+            return Err(LeadError::Invalid(format!(
+                "teammate name {:?} is reserved or holds '@'",
+                req.name
+            )));
+        }
+        let members = self.members()?;
+        if req.name == self.lead_name() || members.iter().any(|m| m.name == req.name) {
+            return Err(LeadError::Conflict(format!(
+                "{:?} is already a member of the team: choose another name",
+                req.name
+            )));
+        }
+        if members.len() >= self.spec.max_teammates {
+            return Err(LeadError::Denied(format!(
+                "the lead may have at most {} teammates at once; shut one down first",
+                self.spec.max_teammates
+            )));
+        }
+        let granted = lead_grant::grant(&entry, &self.lead_grant(&caller), &req)
+            .map_err(LeadError::Denied)?;
+        let cwd = match &entry.cwd {
+            Some(dir) => dir.clone(),
+            None => {
+                let dir = self.spec.work_dir.join(&req.name);
+                std::fs::create_dir_all(&dir).map_err(|e| {
+                    LeadError::Unavailable(format!("cannot make the teammate's directory: {e}"))
+                })?;
+                dir
+            }
+        };
+        let model_policy = granted.model.as_ref().map(|m| {
+            let mut p = crate::model::ModelPolicy::new(vec![m.clone()]);
+            p.budget_microdollars = granted.budget_usd.map(|usd| (usd * 1_000_000.0) as u64);
+            p
+        });
+        let settings = TeammateSettings {
+            agent_type: Some(entry.name.clone()),
+            model: granted.model.clone(),
+            mode: Some(granted.mode),
+            plan_mode_required: req.plan_mode_required,
+            rules: granted.rules,
+            auto_claim: entry.auto_claim,
+            limits: entry.limits.clone(),
+            model_policy,
+            ..TeammateSettings::default()
+        };
+        let mut spawn = SpawnRequest::new(&req.name, &entry.component, &req.prompt, cwd);
+        spawn.isolation = entry.isolation;
+        spawn.settings = settings;
+        let budget = granted.budget_usd.unwrap_or(0.0);
+        *self.given_usd.lock().expect("given lock") += budget;
+        let host = self.host()?;
+        match host.spawn(self.team.name(), spawn).await {
+            Ok(info) => {
+                self.spawned
+                    .lock()
+                    .expect("spawned lock")
+                    .insert(info.name.clone(), entry.name.clone());
+                Ok(info.agent_id)
+            }
+            Err(e) => {
+                *self.given_usd.lock().expect("given lock") -= budget;
+                Err(unavailable(e))
+            }
+        }
+    }
+
+    async fn delete_now(&self) -> Result<(), LeadError> {
+        self.require_formed()?;
+        let members = self.members()?;
+        if !members.is_empty() {
+            return Err(LeadError::Conflict(format!(
+                "teammates are still members: [{}]; shut them down first",
+                members
+                    .iter()
+                    .map(|m| m.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let host = self.host()?;
+        // The lead's own runner is inside this call: kept out of the
+        // delete's kills, and ended by `ended` once its turn returns.
+        let key = (self.team.name().to_string(), self.lead_name().to_string());
+        let lead = host
+            .inner
+            .teammates
+            .lock()
+            .expect("teammates lock")
+            .remove(&key);
+        self.ended.store(true, Ordering::SeqCst);
+        let deleted = host.delete_team(self.team.name()).await;
+        if let Some(lead) = lead {
+            host.inner
+                .teammates
+                .lock()
+                .expect("teammates lock")
+                .insert(key, lead);
+        }
+        match deleted {
+            Ok(_) => {
+                self.formed.store(false, Ordering::SeqCst);
+                Ok(())
+            }
+            Err(e) => {
+                self.ended.store(false, Ordering::SeqCst);
+                Err(unavailable(e))
+            }
+        }
+    }
+}
+
+/// The one place a lead's answer reaches the host: today
+/// [`Host::permit`] / [`Host::answer_plan`]; the approval routing's
+/// `Host::decide` takes its place (decision 3: one approval path).
+pub(crate) fn answer_through_host(
+    host: &Host,
+    team: &str,
+    request_id: &str,
+    answer: SeatAnswer,
+) -> crate::Result<()> {
+    match answer {
+        SeatAnswer::Permission(a) => host.permit(team, request_id, a),
+        SeatAnswer::Plan(a) => host.answer_plan(team, request_id, a),
+    }
+}
+
+/// An answer the seat passes on.
+pub(crate) enum SeatAnswer {
+    Permission(PermitAnswer),
+    Plan(PlanAnswer),
+}
+
+fn unavailable(e: Error) -> LeadError {
+    match e {
+        Error::MemberNotFound { .. } | Error::TaskNotFound { .. } => {
+            LeadError::NotFound(e.to_string())
+        }
+        Error::InvalidName { .. } => LeadError::Invalid(e.to_string()),
+        Error::Approval(m) => LeadError::Invalid(m),
+        Error::Spawn(m) => LeadError::Unavailable(m),
+        other => {
+            tracing::warn!(error = %other, "a lead's call failed in the host");
+            LeadError::Unavailable(format!("the host could not do it: {other}"))
+        }
+    }
+}
+
+fn bounded(text: String) -> String {
+    if text.chars().count() <= DETAIL_CHARS {
+        return text;
+    }
+    let mut out: String = text.chars().take(DETAIL_CHARS).collect();
+    out.push('…');
+    out
+}
+
+fn state_word(state: &TeammateState) -> &'static str {
+    match state {
+        TeammateState::Idle | TeammateState::AwaitingPlanApproval => "idle",
+        TeammateState::Completed | TeammateState::Failed(_) | TeammateState::Killed => "stopped",
+        TeammateState::Compiling
+        | TeammateState::Starting
+        | TeammateState::Active
+        | TeammateState::ShutdownRequested => "active",
+    }
+}
+
+impl LeadHost for LeadSeat {
+    fn catalogue(&self) -> Vec<CatalogueView> {
+        self.spec
+            .catalogue
+            .iter()
+            .map(|e| CatalogueView {
+                name: e.name.clone(),
+                description: e.description.clone(),
+                max_mode: e.max_mode,
+                tools: e.rules.allowed_texts(),
+                models: e.models.clone(),
+                budget_usd: e.budget_usd,
+            })
+            .collect()
+    }
+
+    fn create_team(
+        &self,
+        name: String,
+        description: Option<String>,
+    ) -> BoxFuture<'_, Result<String, LeadError>> {
+        Box::pin(async move {
+            if self.formed.swap(true, Ordering::SeqCst) {
+                return Err(LeadError::Conflict(format!(
+                    "team {} is already formed: TeamDelete first",
+                    self.team.name()
+                )));
+            }
+            let team = self.team.clone();
+            let written = tokio::task::spawn_blocking(move || {
+                team.update_config(|c| {
+                    c.description = description.clone();
+                    Ok(())
+                })
+            })
+            .await
+            .map_err(|e| LeadError::Unavailable(format!("writing the team panicked: {e}")));
+            if let Err(e) = written.and_then(|r| r.map_err(unavailable)) {
+                self.formed.store(false, Ordering::SeqCst);
+                return Err(e);
+            }
+            let real = self.team.name().to_string();
+            Ok(if name.is_empty() || name == real {
+                real
+            } else {
+                format!("{real} (the host names the lead's team; {name:?} was ignored)")
+            })
+        })
+    }
+
+    fn delete_team(&self) -> BoxFuture<'_, Result<(), LeadError>> {
+        Box::pin(self.delete_now())
+    }
+
+    fn spawn(&self, caller: Caller, req: LeadSpawn) -> BoxFuture<'_, Result<String, LeadError>> {
+        Box::pin(self.spawn_now(caller, req))
+    }
+
+    fn answer_permission(
+        &self,
+        _caller: Caller,
+        request_id: String,
+        answer: PermitAnswer,
+    ) -> BoxFuture<'_, Result<(), LeadError>> {
+        Box::pin(async move {
+            let request = self.answerable(&request_id)?;
+            if !matches!(request, Request::Permission(_)) {
+                return Err(LeadError::Invalid(format!(
+                    "{request_id} is a plan: answer it with answer-plan"
+                )));
+            }
+            let host = self.host()?;
+            answer_through_host(
+                &host,
+                self.team.name(),
+                &request_id,
+                SeatAnswer::Permission(answer),
+            )
+            .map_err(unavailable)
+        })
+    }
+
+    fn answer_plan(
+        &self,
+        caller: Caller,
+        request_id: String,
+        answer: PlanAnswer,
+    ) -> BoxFuture<'_, Result<(), LeadError>> {
+        Box::pin(async move {
+            let request = self.answerable(&request_id)?;
+            let Request::Plan(plan) = &request else {
+                return Err(LeadError::Invalid(format!(
+                    "{request_id} is a permission request: answer it with answer-permission"
+                )));
+            };
+            if let PlanAnswer::Approve { mode } = &answer {
+                let mode: PermissionMode = mode
+                    .as_deref()
+                    .unwrap_or("default")
+                    .parse()
+                    .map_err(|e| LeadError::Invalid(format!("{e}")))?;
+                self.check_plan_mode(&caller, &plan.from, mode)?;
+            }
+            let host = self.host()?;
+            answer_through_host(
+                &host,
+                self.team.name(),
+                &request_id,
+                SeatAnswer::Plan(answer),
+            )
+            .map_err(unavailable)
+        })
+    }
+
+    fn shutdown(
+        &self,
+        name: String,
+        reason: Option<String>,
+    ) -> BoxFuture<'_, Result<String, LeadError>> {
+        Box::pin(async move {
+            if name == self.lead_name() || !self.members()?.iter().any(|m| m.name == name) {
+                return Err(LeadError::NotFound(format!(
+                    "{name:?} is not a teammate in the lead's team"
+                )));
+            }
+            let request = ShutdownRequest::new(&name, self.lead_name(), reason);
+            let id = request.request_id.clone();
+            let (team, lead) = (self.team.clone(), self.lead_name());
+            tokio::task::spawn_blocking(move || {
+                team.send(&name, OutgoingMessage::new(lead, request.to_text()))
+            })
+            .await
+            .map_err(|e| LeadError::Unavailable(format!("sending panicked: {e}")))?
+            .map_err(unavailable)?;
+            Ok(id)
+        })
+    }
+
+    fn pending(&self) -> Result<Vec<PendingView>, LeadError> {
+        let waiting = approvals::pending(&self.team).map_err(unavailable)?;
+        Ok(waiting
+            .into_iter()
+            .map(|r| {
+                let from = r.from().to_string();
+                let decider = if from == self.lead_name() {
+                    Decider::Person
+                } else {
+                    Decider::Lead
+                };
+                let (kind, detail) = match &r {
+                    Request::Permission(p) => (
+                        PendingKind::Permission(p.tool_name.clone()),
+                        p.input.to_string(),
+                    ),
+                    Request::Plan(p) => (PendingKind::Plan, p.plan_content.clone()),
+                };
+                PendingView {
+                    id: r.id().to_string(),
+                    from,
+                    kind,
+                    detail: bounded(detail),
+                    decider,
+                }
+            })
+            .collect())
+    }
+
+    fn teammates(&self) -> Result<Vec<TeammateView>, LeadError> {
+        self.require_formed()?;
+        let members = self.members()?;
+        let host = self.host()?;
+        let running = host.teammates(self.team.name());
+        let tasks = self.team.list_tasks().map_err(unavailable)?;
+        let spawned = self.spawned.lock().expect("spawned lock").clone();
+        Ok(members
+            .into_iter()
+            .map(|m| {
+                let state = running
+                    .iter()
+                    .find(|t| t.name == m.name)
+                    .map(|t| state_word(&t.state))
+                    .unwrap_or(if m.is_active == Some(true) {
+                        "active"
+                    } else {
+                        "idle"
+                    });
+                let task = tasks
+                    .iter()
+                    .find(|t| {
+                        t.owner.as_deref() == Some(m.name.as_str())
+                            && t.status == crate::store::TaskStatus::InProgress
+                    })
+                    .map(|t| t.id.clone());
+                TeammateView {
+                    entry: spawned.get(&m.name).cloned(),
+                    state: state.to_string(),
+                    mode: crate::teammate::member_mode(&m)
+                        .ok()
+                        .flatten()
+                        .unwrap_or_default(),
+                    task,
+                    name: m.name,
+                }
+            })
+            .collect())
+    }
+
+    fn ended(&self) -> bool {
+        LeadSeat::ended(self)
+    }
+}
+
+impl LeadSeat {
+    /// A plan approval's mode: at most what the teammate's catalogue entry
+    /// allows and at most the lead's own mode (a delegate lead: the
+    /// entry's); a wider one is the person's to give.
+    fn check_plan_mode(
+        &self,
+        caller: &Caller,
+        teammate: &str,
+        mode: PermissionMode,
+    ) -> Result<(), LeadError> {
+        let entry = self
+            .spawned
+            .lock()
+            .expect("spawned lock")
+            .get(teammate)
+            .cloned();
+        let ceiling = match entry.and_then(|e| self.entry(&e).ok().map(|e| e.max_mode)) {
+            Some(max) => max,
+            // Not a teammate this lead spawned: only the lead's own mode.
+            None => caller.mode,
+        };
+        let lead_ok =
+            caller.mode == PermissionMode::Delegate || lead_grant::mode_at_most(mode, caller.mode);
+        if lead_grant::mode_at_most(mode, ceiling) && lead_ok {
+            Ok(())
+        } else {
+            Err(LeadError::Denied(format!(
+                "approving {teammate}'s plan into mode {mode} is more than the lead may give; \
+                 escalated to the person"
+            )))
+        }
+    }
+}

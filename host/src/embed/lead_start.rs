@@ -1,0 +1,132 @@
+//! [`Host::start_lead`]: run a lead component as its team's lead member
+//! (`team-lead`, the config's `leadAgentId`), through the same assembly and
+//! runner as a teammate, with a [`LeadSeat`] in its seat; and
+//! [`Host::wait_lead`], for whoever waits for its end.
+//!
+//! The team's config is written here, with the lead as its only member, so
+//! the lead has an inbox from its first turn; the team is *unformed* until
+//! the lead's `create-team`. The goal is the lead's first message, from
+//! `user`. The lead claims no tasks, sends no idle notification to itself,
+//! and its runner ends after the turn in which it deleted the team.
+
+use std::sync::Arc;
+
+use super::attach::lead_env;
+use super::lead_seat::LeadSeat;
+use super::lead_spec::LeadSpec;
+use super::{Host, SpawnRequest, TeammateInfo, TeammateState};
+use crate::backends::assembly::{self, Placement};
+use crate::error::{Error, Result};
+use crate::store::config::LEAD_NAME;
+use crate::store::{NewTeam, OutgoingMessage};
+
+impl Host {
+    /// Starts `spec`'s lead component as the lead of a new team `team` and
+    /// returns it as a [`TeammateInfo`] (name `team-lead`).
+    ///
+    /// Fails before anything is written for a catalogue with two entries of
+    /// one name, an entry or lead whose component is missing, or
+    /// `max_teammates` 0; with [`Error::TeamExists`] when the team is
+    /// there already; and, the team's config removed again, when the lead's
+    /// component cannot be loaded or instantiated.
+    pub async fn start_lead(&self, team: &str, spec: LeadSpec) -> Result<TeammateInfo> {
+        check_spec(&spec)?;
+        let t = self.team(team)?;
+        std::fs::create_dir_all(&spec.cwd).map_err(|e| {
+            Error::Spawn(format!(
+                "the lead's directory {} cannot be made: {e}",
+                spec.cwd.display()
+            ))
+        })?;
+        let mut req = SpawnRequest::new(LEAD_NAME, &spec.component, &spec.goal, &spec.cwd);
+        req.settings = spec.settings.clone();
+        req.settings.auto_claim = false;
+        req.settings
+            .notifications
+            .get_or_insert(self.inner.opts.notifications);
+        self.check_layout(t.name(), &req)?;
+        let env = self.spawn_env(&t)?;
+        let prepared = assembly::prepare(env.runtime, &req).await?;
+        t.create(NewTeam {
+            lead_model: req.settings.model.clone(),
+            cwd: Some(prepared.dir.display().to_string()),
+            ..NewTeam::default()
+        })?;
+        let undo = |e: Error| {
+            if let Err(e2) = crate::backends::teardown::delete_team(
+                &self.inner.home,
+                &t,
+                true,
+                self.inner.opts.backends.stop_timeout,
+            ) {
+                tracing::error!(team = %t.name(), error = %e2, "could not undo a failed lead start");
+            }
+            e
+        };
+        let mode = req.settings.permission_mode();
+        let member = t
+            .update_member(LEAD_NAME, |m| {
+                m.mode = Some(mode.as_str().to_string());
+                m.clone()
+            })
+            .map_err(undo)?;
+        t.deliver(LEAD_NAME, OutgoingMessage::new("user", spec.goal.clone()))
+            .map_err(undo)?;
+        let seat = Arc::new(LeadSeat::new(self, t.clone(), spec));
+        let env = lead_env(env, seat);
+        let log = env.log_dir.join(t.name()).join(format!("{LEAD_NAME}.log"));
+        let place = Placement {
+            backend_type: "in-process".into(),
+            pane_id: "in-process".into(),
+            log: Some(log),
+            resumed: None,
+        };
+        let ready = assembly::instantiate(&env, &t, member, &req, prepared, place)
+            .await
+            .map_err(undo)?;
+        let spawned = ready.run(&env);
+        Ok(self.keep(&t, spawned))
+    }
+
+    /// Waits until `team`'s lead, started by [`Host::start_lead`] in this
+    /// host, has ended, and returns how: `Completed` after it deleted its
+    /// team, `Failed` with the reason, `Killed`. `None` when this host runs
+    /// no lead of `team`.
+    pub async fn wait_lead(&self, team: &str) -> Option<TeammateState> {
+        let mut rx = self
+            .inner
+            .teammates
+            .lock()
+            .expect("teammates lock")
+            .get(&(team.to_string(), LEAD_NAME.to_string()))
+            .map(|s| s.state.clone())?;
+        let end = rx.wait_for(|s| s.is_finished()).await.ok()?.clone();
+        Some(end)
+    }
+}
+
+/// The checks nothing needs to be written for.
+fn check_spec(spec: &LeadSpec) -> Result<()> {
+    if spec.max_teammates == 0 {
+        return Err(Error::Spawn(
+            "max_teammates is 0: a lead needs at least one teammate".into(),
+        ));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for entry in &spec.catalogue {
+        if !seen.insert(entry.name.as_str()) {
+            return Err(Error::Spawn(format!(
+                "the catalogue names {:?} twice: give each entry its own name",
+                entry.name
+            )));
+        }
+        if !entry.component.is_file() {
+            return Err(Error::Spawn(format!(
+                "catalogue entry {:?}: its component {} is not a file",
+                entry.name,
+                entry.component.display()
+            )));
+        }
+    }
+    Ok(())
+}

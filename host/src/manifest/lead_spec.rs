@@ -1,0 +1,400 @@
+//! A manifest's `[lead]` table and `[[catalogue]]` entries (issue 29): the
+//! component that leads the team, and what it may spawn.
+//!
+//! | key | default | checked |
+//! |---|---|---|
+//! | `lead.component` | required (or `--lead`) | the file exists (or `build` makes it) |
+//! | `lead.goal` | none (`--goal` wins; one of them is needed) | not empty |
+//! | `lead.mode` | `delegate` | a permission mode |
+//! | `lead.allowed_tools`, `disallowed_tools` | `[]` | each rule parses |
+//! | `lead.model`, `lead.model_policy` | no model | as a teammate's |
+//! | `lead.max_teammates` | 8 | positive |
+//! | `lead.cwd` | `work/team-lead` beside the manifest, made at start | a directory when given |
+//! | `lead.limits` | the default limits | positive |
+//! | `catalogue.name` | required | a valid agent name, unique, not `team-lead` |
+//! | `catalogue.description` | empty | |
+//! | `catalogue.component` | required | the file exists (or `build` makes it) |
+//! | `catalogue.cwd` | `work/{member}` per teammate | a directory when given |
+//! | `catalogue.max_mode` | `default` | a permission mode |
+//! | `catalogue.allowed_tools` | `[]` | each rule parses: the most it may be given |
+//! | `catalogue.disallowed_tools` | `[]` | each rule parses: always applied |
+//! | `catalogue.models` | `[]` | the aliases it may use |
+//! | `catalogue.budget_usd` | none | ≥ 0 |
+//! | `catalogue.limits`, `isolation`, `auto_claim` | as a teammate's | as a teammate's |
+//!
+//! A lead never names a path: everything it may spawn is here.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::{BuildSpec, IsolationSpec, LimitsSpec, ModelPolicySpec};
+use crate::embed::{CatalogueEntry, LeadSpec};
+use crate::sandbox::{PermissionMode, ToolRules};
+use crate::store::config::LEAD_NAME;
+use crate::store::names::agent_file_stem;
+use crate::teammate::TeammateSettings;
+
+/// `[lead]`: the team's lead component.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeadTable {
+    /// The lead component (`lead` world). `--lead` wins.
+    #[serde(default)]
+    pub component: PathBuf,
+    /// The goal (its first message). `--goal` wins.
+    #[serde(default)]
+    pub goal: Option<String>,
+    /// Its permission mode. Default `delegate`.
+    #[serde(default = "delegate")]
+    pub mode: String,
+    /// Its allow rules (also the most it may give a teammate unless it is
+    /// in `delegate` or `bypassPermissions`).
+    #[serde(default)]
+    pub allowed_tools: Vec<String>,
+    /// Its deny rules (also applied to every teammate it spawns).
+    #[serde(default)]
+    pub disallowed_tools: Vec<String>,
+    /// Its model alias.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Its models and budgets (the models and money it may give).
+    #[serde(default)]
+    pub model_policy: Option<ModelPolicySpec>,
+    /// The most teammates at once. Default 8.
+    #[serde(default = "eight")]
+    pub max_teammates: usize,
+    /// Its directory. Default `work/team-lead`.
+    #[serde(default)]
+    pub cwd: PathBuf,
+    /// Its limits.
+    #[serde(default)]
+    pub limits: LimitsSpec,
+    /// How to build its component.
+    #[serde(default)]
+    pub build: Option<BuildSpec>,
+}
+
+/// One `[[catalogue]]` entry.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CatalogueSpec {
+    /// The name a spawn names.
+    pub name: String,
+    /// What it is for.
+    #[serde(default)]
+    pub description: String,
+    /// Its component.
+    pub component: PathBuf,
+    /// How to build it.
+    #[serde(default)]
+    pub build: Option<BuildSpec>,
+    /// Its teammates' directory (default: `work/{member}` each).
+    #[serde(default)]
+    pub cwd: PathBuf,
+    /// The widest mode. Default `default`.
+    #[serde(default = "default_mode")]
+    pub max_mode: String,
+    /// The most tools.
+    #[serde(default)]
+    pub allowed_tools: Vec<String>,
+    /// Always denied.
+    #[serde(default)]
+    pub disallowed_tools: Vec<String>,
+    /// The model aliases it may use.
+    #[serde(default)]
+    pub models: Vec<String>,
+    /// The most one teammate may spend, US dollars.
+    #[serde(default)]
+    pub budget_usd: Option<f64>,
+    /// Limits.
+    #[serde(default)]
+    pub limits: LimitsSpec,
+    /// `none` or `worktree`.
+    #[serde(default)]
+    pub isolation: IsolationSpec,
+    /// Claims open tasks when idle. Default true.
+    #[serde(default = "yes")]
+    pub auto_claim: bool,
+}
+
+fn delegate() -> String {
+    "delegate".into()
+}
+fn default_mode() -> String {
+    "default".into()
+}
+fn eight() -> usize {
+    crate::embed::DEFAULT_MAX_TEAMMATES
+}
+fn yes() -> bool {
+    true
+}
+
+/// Joins relative paths to `base`.
+pub(super) fn resolve_paths(
+    lead: Option<&mut LeadTable>,
+    catalogue: &mut [CatalogueSpec],
+    base: &Path,
+) {
+    if let Some(l) = lead {
+        if !l.component.as_os_str().is_empty() {
+            l.component = base.join(&l.component);
+        }
+        l.cwd = if l.cwd.as_os_str().is_empty() {
+            super::default_cwd(base, LEAD_NAME)
+        } else {
+            base.join(&l.cwd)
+        };
+        if let Some(b) = &mut l.build {
+            b.resolve_paths(base);
+        }
+    }
+    for c in catalogue {
+        c.component = base.join(&c.component);
+        if !c.cwd.as_os_str().is_empty() {
+            c.cwd = base.join(&c.cwd);
+        }
+        if let Some(b) = &mut c.build {
+            b.resolve_paths(base);
+        }
+    }
+}
+
+fn mode(text: &str, who: &str, key: &str, problems: &mut Vec<String>) -> Option<PermissionMode> {
+    text.parse::<PermissionMode>()
+        .map_err(|_| {
+            let modes: Vec<&str> = PermissionMode::ALL.iter().map(|m| m.as_str()).collect();
+            problems.push(format!(
+                "{who}: {key} {text:?} is not a permission mode; use one of {}",
+                modes.join(", ")
+            ))
+        })
+        .ok()
+}
+
+/// Every problem of `[lead]` and `[[catalogue]]`, one line each.
+pub(super) fn check(
+    lead: Option<&LeadTable>,
+    catalogue: &[CatalogueSpec],
+    teammates: usize,
+    problems: &mut Vec<String>,
+) {
+    if let Some(l) = lead {
+        let who = "[lead]";
+        if teammates > 0 {
+            problems.push(format!(
+                "{who}: a team with a lead component has no [[teammate]] entries: the lead spawns its teammates from [[catalogue]]; move them there"
+            ));
+        }
+        if catalogue.is_empty() {
+            problems.push(format!(
+                "{who}: no [[catalogue]] entry: add the components the lead may spawn"
+            ));
+        }
+        if l.build.is_none() && !l.component.as_os_str().is_empty() && !l.component.is_file() {
+            problems.push(format!(
+                "{who}: component {} does not exist; fix the path or build it first",
+                l.component.display()
+            ));
+        }
+        if l.goal.as_deref().is_some_and(|g| g.trim().is_empty()) {
+            problems.push(format!(
+                "{who}: goal is empty; say what the team is for, or leave it out and pass --goal"
+            ));
+        }
+        mode(&l.mode, who, "mode", problems);
+        if let Err(e) = ToolRules::new(&l.allowed_tools, &l.disallowed_tools) {
+            problems.push(format!("{who}: {e}"));
+        }
+        if let Err(e) = super::teammate_policy(l.model.as_deref(), l.model_policy.as_ref()) {
+            problems.push(format!("{who}: {e}"));
+        }
+        if l.max_teammates == 0 {
+            problems.push(format!(
+                "{who}: max_teammates is 0; leave it out for 8 or give a positive number"
+            ));
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for (i, c) in catalogue.iter().enumerate() {
+        let who = format!("catalogue entry {:?} ([[catalogue]] #{})", c.name, i + 1);
+        if let Err(e) = agent_file_stem(&c.name) {
+            problems.push(format!("{who}: name: {e}"));
+        } else if c.name == LEAD_NAME || !seen.insert(c.name.clone()) {
+            problems.push(format!(
+                "{who}: name is reserved or used by an earlier entry; give each entry its own name"
+            ));
+        }
+        if c.build.is_none() && !c.component.is_file() {
+            problems.push(format!(
+                "{who}: component {} does not exist; fix the path (relative to the manifest's directory) or build it first",
+                c.component.display()
+            ));
+        }
+        if !c.cwd.as_os_str().is_empty() && !c.cwd.is_dir() {
+            problems.push(format!("{who}: cwd {} is not a directory", c.cwd.display()));
+        }
+        mode(&c.max_mode, &who, "max_mode", problems);
+        if let Err(e) = ToolRules::new(&c.allowed_tools, &c.disallowed_tools) {
+            problems.push(format!("{who}: {e}"));
+        }
+        if c.budget_usd.is_some_and(|b| !b.is_finite() || b < 0.0) {
+            problems.push(format!("{who}: budget_usd must be 0 or more"));
+        }
+    }
+}
+
+impl LeadTable {
+    /// The lead to start: `component` and `goal` are the CLI's when given,
+    /// else the table's. Only for a validated manifest.
+    pub fn lead_spec(
+        &self,
+        base: &Path,
+        component: Option<&Path>,
+        goal: &str,
+        catalogue: &[CatalogueSpec],
+    ) -> Result<LeadSpec, String> {
+        let component = component
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| self.component.clone());
+        if component.as_os_str().is_empty() {
+            return Err(
+                "[lead] has no component: add `component = \"lead.wasm\"` or pass --lead COMPONENT"
+                    .into(),
+            );
+        }
+        let mode: PermissionMode = self.mode.parse().map_err(|e| format!("[lead]: {e}"))?;
+        let rules = ToolRules::new(&self.allowed_tools, &self.disallowed_tools)
+            .map_err(|e| format!("[lead]: {e}"))?;
+        let mut spec = LeadSpec::new(component, goal, &self.cwd, base.join("work"));
+        spec.settings = TeammateSettings {
+            agent_type: Some(LEAD_NAME.into()),
+            model: self.model.clone(),
+            mode: Some(mode),
+            rules,
+            auto_claim: false,
+            limits: self.limits.to_limits(),
+            model_policy: super::teammate_policy(
+                self.model.as_deref(),
+                self.model_policy.as_ref(),
+            )?,
+            ..TeammateSettings::default()
+        };
+        spec.max_teammates = self.max_teammates;
+        spec.catalogue = catalogue
+            .iter()
+            .map(CatalogueSpec::entry)
+            .collect::<Result<_, _>>()?;
+        Ok(spec)
+    }
+
+    /// The table `--lead` stands for when the manifest has none.
+    pub fn from_cli() -> LeadTable {
+        toml::from_str("").expect("every key has a default")
+    }
+}
+
+impl CatalogueSpec {
+    /// The entry as the seat takes it.
+    pub fn entry(&self) -> Result<CatalogueEntry, String> {
+        let who = format!("catalogue entry {:?}", self.name);
+        Ok(CatalogueEntry {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            component: self.component.clone(),
+            cwd: (!self.cwd.as_os_str().is_empty()).then(|| self.cwd.clone()),
+            max_mode: self.max_mode.parse().map_err(|e| format!("{who}: {e}"))?,
+            rules: ToolRules::new(&self.allowed_tools, &self.disallowed_tools)
+                .map_err(|e| format!("{who}: {e}"))?,
+            models: self.models.clone(),
+            budget_usd: self.budget_usd,
+            limits: self.limits.to_limits(),
+            isolation: match self.isolation {
+                IsolationSpec::None => crate::teammate::Isolation::None,
+                IsolationSpec::Worktree => crate::teammate::Isolation::Worktree,
+            },
+            auto_claim: self.auto_claim,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::manifest::Manifest;
+
+    fn dir_with_components() -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["lead.wasm", "worker.wasm"] {
+            std::fs::write(dir.path().join(f), b"").unwrap();
+        }
+        let file = dir.path().join("team.toml");
+        (dir, file)
+    }
+
+    const GOOD: &str = r#"
+[team]
+name = "led"
+[lead]
+component = "lead.wasm"
+goal = "do it"
+[[catalogue]]
+name = "worker"
+component = "worker.wasm"
+max_mode = "acceptEdits"
+allowed_tools = ["Read"]
+"#;
+
+    #[test]
+    fn a_lead_and_its_catalogue_parse_with_their_defaults() {
+        let (_d, file) = dir_with_components();
+        let m = Manifest::parse(GOOD, &file).unwrap();
+        let lead = m.lead.as_ref().unwrap();
+        let spec = lead
+            .lead_spec(file.parent().unwrap(), None, "do it", &m.catalogue)
+            .unwrap();
+        assert_eq!(
+            spec.settings.mode,
+            Some(crate::sandbox::PermissionMode::Delegate)
+        );
+        assert_eq!(spec.max_teammates, 8);
+        assert!(spec.cwd.ends_with("work/team-lead"));
+        assert_eq!(
+            spec.catalogue[0].max_mode,
+            crate::sandbox::PermissionMode::AcceptEdits
+        );
+        assert_eq!(spec.catalogue[0].rules.allowed_texts(), ["Read"]);
+    }
+
+    fn problems(text: &str) -> String {
+        let (_d, file) = dir_with_components();
+        match Manifest::parse(text, &file) {
+            Ok(_) => panic!("accepted: {text}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_bad_catalogue_entry_is_refused_naming_the_key() {
+        let e = problems(&format!("{GOOD}colour = \"red\"\n"));
+        assert!(e.contains("colour"), "{e}");
+        let e = problems(&GOOD.replace("component = \"worker.wasm\"", ""));
+        assert!(e.contains("component"), "{e}");
+        let e = problems(&GOOD.replace("acceptEdits", "godMode"));
+        assert!(e.contains("max_mode") && e.contains("godMode"), "{e}");
+        let e = problems(&GOOD.replace("worker.wasm", "missing.wasm"));
+        assert!(e.contains("missing.wasm"), "{e}");
+    }
+
+    #[test]
+    fn a_lead_with_teammates_or_without_a_catalogue_is_refused() {
+        let e = problems(&format!(
+            "{GOOD}[[teammate]]\nname = \"x\"\ncomponent = \"worker.wasm\"\nprompt = \"p\"\n"
+        ));
+        assert!(e.contains("[[catalogue]]"), "{e}");
+        let no_catalogue = GOOD.split("[[catalogue]]").next().unwrap();
+        let e = problems(no_catalogue);
+        assert!(e.contains("no [[catalogue]] entry"), "{e}");
+    }
+}
