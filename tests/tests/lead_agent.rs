@@ -16,7 +16,6 @@ use teamhost::embed::{CatalogueEntry, Host, LeadSpec, SpawnRequest, TeammateStat
 use teamhost::home::Home;
 use teamhost::model::CassetteMode;
 use teamhost::sandbox::{PermissionMode, ToolRules};
-use teamhost_tests::fixture::bounded_by;
 
 use crate::common::{self, models, Fixture, LIMIT};
 
@@ -40,32 +39,53 @@ fn offered(exchange: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The lead's model: every turn after the first answers whatever request
-/// is newest and tries to close the team, so the run ends however the
-/// teammates' messages are grouped into the lead's turns.
+/// The lead's model. Turn 0 forms the team, creates a task, spawns the
+/// planner and tries Read; turn 1 (woken by the plan) approves it and
+/// spawns the asker; every later turn answers the newest permission
+/// request, and from turn 3 on also shuts both down and tries TeamDelete
+/// (three times),
+/// so the run ends however the teammates' messages are grouped into the
+/// lead's turns (an answer already given, or a teammate already gone, is
+/// an error result the lead shrugs off).
 fn lead_script(team: &str) -> String {
+    let plan_answer = |k: usize| {
+        serde_json::json!({"id": format!("p{k}"), "name": "SendMessage", "input": {"to": "p1", "message":
+            {"type": "plan_approval_response", "request_id": "{{requestId}}", "approve": true}}})
+    };
+    let permission_answer = |k: usize| {
+        serde_json::json!({"id": format!("q{k}"), "name": "SendMessage", "input": {"to": "a1", "message":
+            {"type": "permission_response", "request_id": "{{request_id}}", "approve": true}}})
+    };
     let first = serde_json::json!({"tool_use": [
         {"id": "c0", "name": "TeamCreate", "input": {"team_name": "anything", "description": "words"}},
         {"id": "c1", "name": "TaskCreate", "input": {"subject": "Write x.txt", "description": "x.txt says hello"}},
         {"id": "c2", "name": "Agent", "input": {"description": "plan first", "prompt": "plan",
             "subagent_type": "planner", "name": "p1", "team_name": team, "mode": "plan",
             "plan_mode_required": true}},
-        {"id": "c3", "name": "Agent", "input": {"description": "write x", "prompt": "write-file x.txt hello",
-            "subagent_type": "asker", "name": "a1", "team_name": team}},
         {"id": "c4", "name": "Read", "input": {"file_path": "x.txt"}}
     ]});
-    let mut turns = vec![first, serde_json::json!({"text": "Waiting for the team."})];
-    for k in 1..=12 {
-        turns.push(serde_json::json!({"tool_use": [
-            {"id": format!("p{k}"), "name": "SendMessage", "input": {"to": "p1", "message":
-                {"type": "plan_approval_response", "request_id": "{{requestId}}", "approve": true}}},
-            {"id": format!("q{k}"), "name": "SendMessage", "input": {"to": "a1", "message":
-                {"type": "permission_response", "request_id": "{{request_id}}", "approve": true}}},
+    let wait = serde_json::json!({"text": "Waiting for the team."});
+    let mut turns = vec![first, wait.clone()];
+    turns.push(serde_json::json!({"tool_use": [plan_answer(1),
+        {"id": "c3", "name": "Agent", "input": {"description": "write x", "prompt": "write-file x.txt hello",
+            "subagent_type": "asker", "name": "a1", "team_name": team}}]}));
+    turns.push(wait.clone());
+    turns.push(serde_json::json!({"tool_use": [plan_answer(2), permission_answer(2)]}));
+    turns.push(wait.clone());
+    for k in 3..=14 {
+        turns.push(serde_json::json!({"tool_use": [plan_answer(k), permission_answer(k),
             {"id": format!("s{k}"), "name": "SendMessage", "input": {"to": "a1", "message": {"type": "shutdown_request"}}},
             {"id": format!("t{k}"), "name": "SendMessage", "input": {"to": "p1", "message": {"type": "shutdown_request"}}},
             {"id": format!("d{k}"), "name": "TeamDelete", "input": {}}
         ]}));
-        turns.push(serde_json::json!({"text": "Waiting."}));
+        // Tries TeamDelete again, as a model would after `unavailable`
+        // (the seat's delete can race a teammate's last inbox write:
+        // "Directory not empty"); after a success it is a harmless error.
+        for retry in 0..2 {
+            turns.push(serde_json::json!({"tool_use": [
+                {"id": format!("r{k}-{retry}"), "name": "TeamDelete", "input": {}}]}));
+        }
+        turns.push(wait.clone());
     }
     serde_json::json!({"agents": [{"name": "lead", "match": ["You are team-lead, the lead"], "turns": turns}]})
         .to_string()
@@ -105,11 +125,17 @@ async fn an_llm_lead_forms_spawns_answers_shuts_down_and_deletes_its_team() {
         e
     }];
     host.start_lead(team, spec).await.unwrap();
-    let end = bounded_by(LIMIT * 2, "the LLM lead's run", host.wait_lead(team))
-        .await
-        .expect("the lead runs in this host");
+    let end = tokio::time::timeout(LIMIT * 2, host.wait_lead(team)).await;
     let lead = exchanges(&cassettes, team, "team-lead");
     let all = serde_json::to_string(&lead).unwrap();
+    let Ok(Some(end)) = end else {
+        let last = lead.last().map(|l| l["request"]["messages"].to_string());
+        panic!(
+            "the LLM lead's run did not end ({} model calls); its last request's messages: {}",
+            lead.len(),
+            last.unwrap_or_default()
+        );
+    };
     assert_eq!(end, TeammateState::Completed, "{all}");
 
     // Delegate mode: exactly the coordination set, the Agent tool listing
@@ -139,7 +165,7 @@ async fn an_llm_lead_forms_spawns_answers_shuts_down_and_deletes_its_team() {
     assert!(agent_tool.contains("- planner:") && agent_tool.contains("- asker:"));
 
     // The first turn's results: formed (under the host's name), a task,
-    // two teammates, and Read refused by delegate mode.
+    // a teammate, and Read refused by delegate mode.
     let second = lead[1]["request"].to_string();
     assert!(
         second.contains(r#"\"lead_agent_id\":\"team-lead@llm-led\""#),
@@ -151,14 +177,11 @@ async fn an_llm_lead_forms_spawns_answers_shuts_down_and_deletes_its_team() {
         "{second}"
     );
     assert!(
-        second.contains(r#"\"teammate_id\":\"a1@llm-led\""#),
-        "{second}"
-    );
-    assert!(
         second.contains("delegate mode allows only coordination"),
         "{second}"
     );
 
+    assert!(all.contains(r#"\"teammate_id\":\"a1@llm-led\""#), "{all}");
     // The answers went through the seat and reached the teammates.
     assert!(all.contains("Plan approved"), "{all}");
     assert!(all.contains("Permission granted"), "{all}");

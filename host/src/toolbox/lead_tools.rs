@@ -319,9 +319,16 @@ fn object(properties: Value, required: &[&str]) -> Value {
 }
 
 /// TeamCreate's result (the reference's `data`, without the file path: a
-/// lead never sees paths).
-pub fn team_created(team: &str) -> String {
-    json!({"team_name": team, "lead_agent_id": format!("team-lead@{team}")}).to_string()
+/// lead never sees paths). `said` is the seat's answer: the team's name,
+/// perhaps followed by a note (that the host named it); the note comes
+/// back as `note`.
+pub fn team_created(team: &str, said: &str) -> String {
+    let mut data = json!({"team_name": team, "lead_agent_id": format!("team-lead@{team}")});
+    let note = said.strip_prefix(team).unwrap_or(said).trim();
+    if !note.is_empty() {
+        data["note"] = json!(note.trim_start_matches('(').trim_end_matches(')'));
+    }
+    data.to_string()
 }
 
 /// TeamDelete's result.
@@ -552,8 +559,13 @@ mod tests {
 
     #[test]
     fn results_are_in_the_references_shapes() {
-        let created: Value = serde_json::from_str(&team_created("fixers")).unwrap();
+        let created: Value = serde_json::from_str(&team_created("fixers", "fixers")).unwrap();
         assert_eq!(created["lead_agent_id"], "team-lead@fixers");
+        assert!(created.get("note").is_none());
+        let renamed = team_created("fixers", "fixers (the host names the team)");
+        let renamed: Value = serde_json::from_str(&renamed).unwrap();
+        assert_eq!(renamed["team_name"], "fixers");
+        assert_eq!(renamed["note"], "the host names the team");
         let call = SpawnCall {
             entry: "coder".into(),
             name: "alice".into(),

@@ -83,7 +83,7 @@ impl ToolGlue<'_> {
             } => seat
                 .create_team(team_name, description)
                 .await
-                .map(|team| lead_tools::team_created(&team)),
+                .map(|said| lead_tools::team_created(&self.fixed.identity.team, &said)),
             LeadCall::TeamDelete => seat
                 .delete_team()
                 .await
