@@ -294,11 +294,17 @@ fn one_line(s: &str, max: usize) -> String {
 
 fn agent_schema(catalogue: &[CatalogueLine]) -> Value {
     let entries: Vec<&str> = catalogue.iter().map(|c| c.name.as_str()).collect();
+    // An empty `enum` is a schema no value satisfies, which providers refuse.
+    let entry = if entries.is_empty() {
+        json!({"type": "string", "description": "The catalogue entry to spawn (the catalogue is empty)"})
+    } else {
+        json!({"type": "string", "enum": entries, "description": "The catalogue entry to spawn"})
+    };
     object(
         json!({
             "description": {"type": "string", "description": "A short (3-5 word) description of the task"},
             "prompt": {"type": "string", "description": "The teammate's first message: the work to do"},
-            "subagent_type": {"type": "string", "enum": entries, "description": "The catalogue entry to spawn"},
+            "subagent_type": entry,
             "name": {"type": "string", "description": "Name for the spawned agent"},
             "team_name": {"type": "string", "description": "Team name for spawning"},
             "mode": {"type": "string", "enum": ["default", "acceptEdits", "bypassPermissions", "plan", "dontAsk", "delegate"], "description": "Its permission mode (at most the entry's and yours)"},
@@ -555,6 +561,8 @@ mod tests {
         assert!(definitions(&catalogue, true)[2]
             .description
             .contains("sub-agent"));
+        let empty: Value = serde_json::from_str(&definitions(&[], false)[2].input_schema).unwrap();
+        assert!(empty["properties"]["subagent_type"].get("enum").is_none());
     }
 
     #[test]
