@@ -15,6 +15,7 @@ mod compiling;
 mod components;
 mod failure;
 mod hooks;
+mod lead_agent;
 mod lead_hostile;
 mod lead_seat;
 mod live_model;

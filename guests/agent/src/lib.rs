@@ -37,6 +37,14 @@
 //!   the lead): a spent budget, a denied model, a rate limit the host could
 //!   not wait out, a replay that no longer matches its cassette.
 //!
+//! # As the lead (`guests/lead`)
+//!
+//! `guests/lead` builds this same source with the `lead` feature: the
+//! `lead` world, the coordination prompt of [`lead`] (form the team, split
+//! the goal into tasks, spawn from the catalogue, answer plans and
+//! permissions, shut everyone down and delete the team), and every protocol
+//! message shown to the model. The lead's tools come from the toolbox.
+//!
 //! # The context window
 //!
 //! The conversation is kept whole while it fits. Its size is estimated as
@@ -48,13 +56,24 @@
 //! single tool result longer than [`MAX_RESULT_CHARS`] is cut, with a note,
 //! before it enters the conversation.
 
+#[cfg(not(feature = "lead"))]
 wit_bindgen::generate!({
     path: "../../wit",
     world: "teamhost:agent/teammate",
     generate_all,
 });
 
+// Built as `guests/lead`: the same loop in the `lead` world.
+#[cfg(feature = "lead")]
+wit_bindgen::generate!({
+    path: "../../wit",
+    world: "teamhost:agent/lead",
+    generate_all,
+});
+
 mod compaction;
+#[cfg(feature = "lead")]
+mod lead;
 
 use std::cell::RefCell;
 
@@ -118,10 +137,14 @@ impl Agent {
                 sub_agent: true,
             };
         }
+        #[cfg(not(feature = "lead"))]
         let lead = team::roster()
             .ok()
             .and_then(|r| r.into_iter().find(|m| m.is_lead).map(|m| m.name))
             .unwrap_or_else(|| "team-lead".into());
+        #[cfg(feature = "lead")]
+        let system = lead::system_prompt(&me.name, &me.team_name);
+        #[cfg(not(feature = "lead"))]
         let system = format!(
             "You are {name}, a teammate in the team \"{team}\". Your lead is {lead}. \
              You work in a sandbox on the files of your working directory; there is no network.\n\
@@ -316,6 +339,14 @@ impl Agent {
                                     format!("The lead rejected your plan: {feedback}\nRevise it.")
                                 }
                             });
+                            wake = true;
+                        }
+                        // A lead thinks about every protocol message (plans,
+                        // permission requests, idle notifications, shutdown
+                        // answers): its model sees the message's text, as the
+                        // reference's lead does.
+                        Some(_) if cfg!(feature = "lead") => {
+                            self.push_user(teammate_message(m));
                             wake = true;
                         }
                         // Idle notifications, permission answers, …: nothing

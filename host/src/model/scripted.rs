@@ -48,6 +48,12 @@
 //!   `cache_write_tokens`; by default input ≈ the request's characters / 4
 //!   and output ≈ the answer's characters / 4, so budgets can be tested),
 //!   `delay_ms` (optional: the simulated provider time before answering).
+//! - **Request ids**: in a tool call's input, `{{requestId}}` and
+//!   `{{request_id}}` become the newest value of that JSON key in the
+//!   request's user text (a plan approval request's `requestId`, a
+//!   permission request's `request_id`), so a scripted lead can answer
+//!   requests whose ids the host makes at run time. Left as written when
+//!   the conversation has none.
 //! - Unknown fields are refused, so a typo in a script is an error naming
 //!   it rather than a silently different answer.
 //!
@@ -331,6 +337,7 @@ impl Scripted {
                 serde_json::Value::Null => "{}".to_string(),
                 v => v.to_string(),
             };
+            let input = fill_request_ids(&input, request);
             content.push(ContentBlock::ToolUse(ToolUse {
                 id: call
                     .id
@@ -423,6 +430,36 @@ impl Provider for Scripted {
     }
 }
 
+/// `input` with `{{requestId}}` and `{{request_id}}` replaced by the newest
+/// value of that key in `request`'s user text (see the module docs).
+fn fill_request_ids(input: &str, request: &Request) -> String {
+    let mut out = input.to_string();
+    for key in ["requestId", "request_id"] {
+        let placeholder = format!("{{{{{key}}}}}");
+        if !out.contains(&placeholder) {
+            continue;
+        }
+        let needle = format!("\"{key}\":\"");
+        let newest = request
+            .messages
+            .iter()
+            .rev()
+            .filter(|m| m.role == Role::User)
+            .flat_map(|m| m.content.iter().rev())
+            .find_map(|b| match b {
+                ContentBlock::Text(t) => t.rfind(&needle).map(|at| {
+                    let rest = &t[at + needle.len()..];
+                    rest[..rest.find('"').unwrap_or(rest.len())].to_string()
+                }),
+                _ => None,
+            });
+        if let Some(id) = newest {
+            out = out.replace(&placeholder, &id);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -459,6 +496,32 @@ mod tests {
         assert_eq!(second.usage.input_tokens, 7);
         let err = s.answer("m", &request("you are alpha", 2)).unwrap_err();
         assert!(err.to_string().contains("has no turn 2"), "{err}");
+    }
+
+    #[test]
+    fn request_id_placeholders_take_the_newest_id_in_the_users_text() {
+        let script = r#"{"agents":[{"name":"l","turns":[{"tool_use":[{"id":"a","name":"SendMessage",
+          "input":{"plan":"{{requestId}}","perm":"{{request_id}}"}}]}]}]}"#;
+        let s = Scripted::new(Script::parse(script).unwrap());
+        let mut req = request("lead", 0);
+        req.messages = vec![
+            Message::user(r#"{"type":"permission_request","request_id":"perm-1-old"}"#),
+            Message::user(
+                r#"{"type":"plan_approval_request","requestId":"plan_approval-2@p@t"} {"type":"permission_request","request_id":"perm-3-new"}"#,
+            ),
+        ];
+        let (r, _) = s.answer("m", &req).unwrap();
+        assert!(
+            matches!(&r.content[0], ContentBlock::ToolUse(t)
+            if t.input == r#"{"plan":"plan_approval-2@p@t","perm":"perm-3-new"}"#),
+            "{:?}",
+            r.content
+        );
+        // Without one in the conversation the placeholder stays.
+        let (r, _) = s.answer("m", &request("lead", 0)).unwrap();
+        assert!(
+            matches!(&r.content[0], ContentBlock::ToolUse(t) if t.input.contains("{{requestId}}"))
+        );
     }
 
     #[test]

@@ -85,7 +85,10 @@
 //!   count as pre-approved, as in `default`; so `dontAsk` plus an
 //!   `allowedTools` list is how to give a teammate a fixed tool set.
 //! - **`delegate`** allows coordination only (seeds 001, 002 §4.9:
-//!   TeamCreate, TeamDelete, SendMessage, TaskCreate/Get/Update/List).
+//!   TeamCreate, TeamDelete, SendMessage, TaskCreate/Get/Update/List), and
+//!   no sub-agents (a delegating lead spawns teammates through its seat).
+//!   This is the one source of the delegate tool set: the toolbox shows a
+//!   tool only when this policy does not deny it.
 //!   The reference's Task tool maps a *teammate's* `mode: "delegate"` to
 //!   `acceptEdits` at spawn (002 §9.4); that mapping belongs to whoever spawns,
 //!   not here.

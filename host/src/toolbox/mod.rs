@@ -20,6 +20,7 @@ pub mod agent_format;
 pub mod definitions;
 pub mod format;
 pub mod input;
+pub mod lead_tools;
 
 pub use definitions::{definition, ToolSpec, TOOLS};
 pub use input::{parse, Call};

@@ -5,6 +5,7 @@
 
 mod ask;
 mod convert;
+mod lead_tools;
 mod leading;
 mod mailbox;
 mod messaging;

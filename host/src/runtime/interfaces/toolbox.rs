@@ -27,7 +27,7 @@ use crate::sandbox::{CoordinationKind, Decision, MessagingCall, TasksCall, ToolC
 use crate::toolbox::agent_format::{self, AgentReport};
 use crate::toolbox::format::{self, TaskView};
 use crate::toolbox::input::{self, AgentCall, Call, SendCall, TaskUpdateCall, UpdateStatus};
-use crate::toolbox::{definition, TOOLS};
+use crate::toolbox::{definition, lead_tools, TOOLS};
 
 /// A call's outcome: the text, and whether it is an error.
 type Outcome = (String, bool);
@@ -435,7 +435,7 @@ impl ToolGlue<'_> {
 
 impl Host for ToolGlue<'_> {
     async fn definitions(&mut self) -> wasmtime::Result<Vec<ToolDefinition>> {
-        Ok(TOOLS
+        let mut tools: Vec<_> = TOOLS
             .iter()
             .filter(|spec| {
                 !matches!(
@@ -445,13 +445,35 @@ impl Host for ToolGlue<'_> {
             })
             // `Agent` only for an agent with a sub-agent seat.
             .filter(|spec| spec.tool != ToolName::Agent || self.fixed.subagents.is_some())
-            .map(|spec| tool_definition_to_wit(definition(spec)))
-            .collect())
+            .map(definition)
+            .collect();
+        // A lead's `Agent` tool spawns teammates too (and only them in
+        // delegate mode, where the sandbox denies sub-agents).
+        let sub_agents = tools.iter().any(|d| d.name == "Agent");
+        let lead = self.lead_definitions(sub_agents);
+        if !lead.is_empty() {
+            tools.retain(|d| d.name != "Agent");
+            tools.extend(lead);
+        }
+        Ok(tools.into_iter().map(tool_definition_to_wit).collect())
     }
 
     async fn invoke(&mut self, call: ToolUse) -> wasmtime::Result<ToolResult> {
         if let Some(h) = &self.fixed.subagents {
             h.count_tool_use();
+        }
+        // A lead's calls go to its seat (or are refused to a non-lead)
+        // before anything reads them as a teammate's.
+        if let Some(lead_call) = lead_tools::parse(&call.name, &call.input) {
+            let (content, is_error) = match lead_call {
+                Ok(c) => self.run_lead(c).await,
+                Err(e) => (format::error(&e), true),
+            };
+            return Ok(ToolResult {
+                tool_use_id: call.id,
+                content,
+                is_error,
+            });
         }
         let (content, is_error) = match input::parse(&call.name, &call.input) {
             Ok(Call::Agent(agent)) => self.run_agent(agent, Some(call.id.clone())).await?,

@@ -262,6 +262,19 @@ pub fn decide_on_disk(
     // 3. Modes that take tools away, whatever the rules say.
     match mode {
         PermissionMode::Delegate => match class {
+            // The coordination set of seed 001 has no sub-agents: a lead in
+            // delegate mode spawns teammates (the lead's seat), never helpers
+            // that could read or run what delegate mode takes away.
+            ToolClass::Coordination
+                if matches!(call, ToolCall::Coordination(CoordinationKind::Subagents)) =>
+            {
+                return deny(
+                    "delegate mode allows only coordination (team, tasks, messaging): \
+                     sub-agents are not available; spawn a teammate instead (the Agent \
+                     tool with team_name and name)"
+                        .to_string(),
+                );
+            }
             ToolClass::Coordination => {}
             ToolClass::Read | ToolClass::Edit | ToolClass::Bash => {
                 return deny(format!(

@@ -488,6 +488,16 @@ fn delegate_allows_only_coordination_even_with_allow_rules() {
     assert!(d(PermissionMode::Delegate, &r, send()).is_allow());
 }
 
+#[test]
+fn delegate_denies_sub_agents_even_with_an_agent_allow_rule() {
+    let r = rules(&["Agent"], &[]);
+    let sub = ToolCall::Coordination(CoordinationKind::Subagents);
+    let decision = d(PermissionMode::Delegate, &r, sub.clone());
+    assert!(decision.is_deny());
+    assert!(decision.reason().contains("sub-agents are not available"));
+    assert!(d(PermissionMode::Default, &r, sub).is_allow());
+}
+
 // --- coordination -------------------------------------------------------
 
 #[test]
