@@ -417,12 +417,10 @@ impl LeadHost for LeadSeat {
                 self.formed.store(false, Ordering::SeqCst);
                 return Err(e);
             }
-            let real = self.team.name().to_string();
-            Ok(if name.is_empty() || name == real {
-                real
-            } else {
-                format!("{real} (the host names the lead's team; {name:?} was ignored)")
-            })
+            // The WIT contract: the team's real name, whatever `name` said
+            // (the host names the lead's team; the toolbox tells a model).
+            let _ = name;
+            Ok(self.team.name().to_string())
         })
     }
 

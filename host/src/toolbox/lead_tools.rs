@@ -325,14 +325,25 @@ fn object(properties: Value, required: &[&str]) -> Value {
 }
 
 /// TeamCreate's result (the reference's `data`, without the file path: a
-/// lead never sees paths). `said` is the seat's answer: the team's name,
-/// perhaps followed by a note (that the host named it); the note comes
-/// back as `note`.
-pub fn team_created(team: &str, said: &str) -> String {
+/// lead never sees paths). `asked` is the `team_name` the model wrote: when
+/// it is not the team's real name (after the reference's sanitising), a
+/// `note` says the host named the team.
+pub fn team_created(team: &str, asked: &str) -> String {
     let mut data = json!({"team_name": team, "lead_agent_id": format!("team-lead@{team}")});
-    let note = said.strip_prefix(team).unwrap_or(said).trim();
-    if !note.is_empty() {
-        data["note"] = json!(note.trim_start_matches('(').trim_end_matches(')'));
+    let sanitised: String = asked
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if !asked.is_empty() && sanitised != team {
+        data["note"] = json!(format!(
+            "the host names the lead's team: it is {team:?}, not {asked:?}; use that name"
+        ));
     }
     data.to_string()
 }
@@ -570,10 +581,18 @@ mod tests {
         let created: Value = serde_json::from_str(&team_created("fixers", "fixers")).unwrap();
         assert_eq!(created["lead_agent_id"], "team-lead@fixers");
         assert!(created.get("note").is_none());
-        let renamed = team_created("fixers", "fixers (the host names the team)");
+        let sanitised: Value = serde_json::from_str(&team_created("my-team", "My Team")).unwrap();
+        assert!(sanitised.get("note").is_none(), "{sanitised}");
+        let renamed = team_created("fixers", "Bug Squad");
         let renamed: Value = serde_json::from_str(&renamed).unwrap();
         assert_eq!(renamed["team_name"], "fixers");
-        assert_eq!(renamed["note"], "the host names the team");
+        assert!(
+            renamed["note"]
+                .as_str()
+                .unwrap()
+                .contains("\"fixers\", not \"Bug Squad\""),
+            "{renamed}"
+        );
         let call = SpawnCall {
             entry: "coder".into(),
             name: "alice".into(),

@@ -81,9 +81,9 @@ impl ToolGlue<'_> {
                 team_name,
                 description,
             } => seat
-                .create_team(team_name, description)
+                .create_team(team_name.clone(), description)
                 .await
-                .map(|said| lead_tools::team_created(&self.fixed.identity.team, &said)),
+                .map(|real| lead_tools::team_created(&real, &team_name)),
             LeadCall::TeamDelete => seat
                 .delete_team()
                 .await

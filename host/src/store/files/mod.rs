@@ -97,12 +97,23 @@ impl FileStore {
     }
 }
 
+/// Removes `dir` and everything in it. A file made inside it while it is
+/// being removed (a teammate's last inbox write or lock racing a team's
+/// deletion) makes `remove_dir_all` fail with "directory not empty": the
+/// removal is tried again, a few times, before that is an error.
 fn remove_dir_all_if_there(dir: &std::path::Path) -> Result<()> {
-    match std::fs::remove_dir_all(dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io("remove", dir, e)),
+    const ATTEMPTS: u32 = 5;
+    for attempt in 1..=ATTEMPTS {
+        match std::fs::remove_dir_all(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty && attempt < ATTEMPTS => {
+                continue
+            }
+            Err(e) => return Err(Error::io("remove", dir, e)),
+        }
     }
+    unreachable!("the last attempt returns")
 }
 
 /// File stems of `dir`'s files ending in `.{ext}` (none when `dir` is absent).
