@@ -104,7 +104,7 @@ pub(super) async fn run_led(
     let lead_component = a
         .lead
         .as_ref()
-        .map(|p| std::path::absolute(p))
+        .map(std::path::absolute)
         .transpose()?;
     let mut spec = table
         .lead_spec(&base, lead_component.as_deref(), &goal, &m.catalogue)
