@@ -45,7 +45,7 @@ fn run_with_a_goal_and_a_lead_component_runs_until_the_lead_deletes_its_team() {
     let file = manifest(dir.path(), "cli-led", "");
     // An escape sequence in the goal reaches the lead as data and never the
     // person's terminal.
-    let goal = "create x \u{1b}[2Jdescription\nspawn echoer e1 hello\nwait-idle e1\nshutdown e1\nwait-gone e1\ndelete";
+    let goal = "create x \u{1b}[2Jdescription\nspawn echoer e1 hello\nwait-message e1 hello\nshutdown e1\nwait-gone e1\ndelete";
     let out = teamhost(
         &home,
         &[

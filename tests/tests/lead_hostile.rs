@@ -144,7 +144,7 @@ delete"
         "{own}"
     );
     assert!(
-        result(&log, "pending", 0).contains(":team-lead:Person"),
+        result(&log, "pending", 0).contains(":team-lead:Decider::Person"),
         "{log}"
     );
     // Requests of another team, or none at all, do not exist for it.
@@ -188,7 +188,7 @@ delete"
 async fn a_component_that_is_not_the_lead_is_denied_every_leading_call() {
     let led = Led::new();
     let mut spec = led.spec(
-        "create t\nspawn sub s1 create other ;; spawn sub zz hi ;; teammates ;; pending ;; delete ;; echo sub done\nwait-idle s1\nshutdown s1\nwait-gone s1\ndelete",
+        "create t\nspawn sub s1 create other ;; spawn sub zz hi ;; teammates ;; pending ;; delete ;; echo sub done ;; say team-lead sub done\nwait-message s1 sub done\nshutdown s1\nwait-gone s1\ndelete",
     );
     let mut sub = CatalogueEntry::new("sub", teamhost_tests::LEADSCRIPT);
     sub.auto_claim = false;

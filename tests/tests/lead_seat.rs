@@ -10,8 +10,6 @@ use teamhost::embed::{CatalogueEntry, Host, HostOptions, LeadSpec, TeammateState
 use teamhost::home::Home;
 use teamhost::sandbox::{PermissionMode, ToolRules};
 
-use teamhost_tests::fixture::bounded_by;
-
 use crate::common::LIMIT;
 
 /// A host in a temporary home and where its lead and teammates work.
@@ -63,9 +61,14 @@ impl Led {
     /// Starts the lead and waits for its end.
     pub async fn run(&self, team: &str, spec: LeadSpec) -> TeammateState {
         self.host.start_lead(team, spec).await.unwrap();
-        bounded_by(LIMIT * 2, "the lead's run", self.host.wait_lead(team))
-            .await
-            .expect("the lead runs in this host")
+        match tokio::time::timeout(LIMIT * 2, self.host.wait_lead(team)).await {
+            Ok(end) => end.expect("the lead runs in this host"),
+            Err(_) => panic!(
+                "the lead did not finish within {:?}; its log:\n{}",
+                LIMIT * 2,
+                self.log(team, "team-lead")
+            ),
+        }
     }
 }
 
@@ -100,6 +103,7 @@ spawn planner p1 mode=plan plan
 spawn asker a1 write-file x.txt hello
 wait-request plan
 answer-plan approve acceptEdits
+wait-message p1 plan/write-after
 wait-request permission
 answer-permission allow
 teammates
@@ -108,7 +112,7 @@ shutdown a1
 wait-gone p1
 wait-gone a1
 delete
-echo done";
+teammates";
     let mut spec = led.spec(script);
     spec.catalogue = vec![hostile_entry("planner"), {
         let mut e = hostile_entry("asker");
@@ -147,8 +151,11 @@ echo done";
         "{log}"
     );
     assert_eq!(result(&log, "delete", 0), "delete\tOK\t");
-    // Nothing after the deleting turn: the lead's run ended with it.
-    assert!(!log.contains("echo\t"), "{log}");
+    // Within the deleting turn the team is no more; the run ends with it.
+    assert!(
+        result(&log, "teammates", 1).starts_with("teammates\tERR\tconflict: "),
+        "{log}"
+    );
     // The answers reached the teammates: the plan's approval let p1 write,
     // the permission let a1's write run.
     assert_eq!(read(&led.dir("p1").join("done.txt")), "done");

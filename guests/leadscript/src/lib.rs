@@ -10,7 +10,7 @@
 //! |---|---|
 //! | `create NAME [DESCRIPTION…]` | `leading.create-team` |
 //! | `catalogue` | prints the entries' names |
-//! | `spawn ENTRY NAME [mode=M] [tools=A,B] [model=X] [budget=USD] [plan] PROMPT…` | `leading.spawn` |
+//! | `spawn ENTRY NAME [mode=M] [tools=A,B] [model=X] [budget=USD] [plan-required=yes] PROMPT…` | `leading.spawn` |
 //! | `task SUBJECT…` | `tasks.create` |
 //! | `wait-request plan\|permission` | waits (ends the turn, looks again next turn) for a waiting request of that kind from a teammate; remembers its id |
 //! | `answer-plan approve [MODE]` / `answer-plan reject FEEDBACK…` | answers the remembered plan |
@@ -20,7 +20,7 @@
 //! | `raw-plan NAME approve [MODE]` | answers the remembered plan through `messaging.respond-plan-approval` (the seat's path too) |
 //! | `shutdown NAME` / `raw-shutdown NAME` | `leading.shutdown` / `messaging.request-shutdown` |
 //! | `wait-gone NAME` | waits until NAME is no longer a teammate |
-//! | `wait-idle NAME` | waits until NAME is idle |
+//! | `wait-message NAME TEXT…` | waits until a plain message from NAME containing TEXT has come |
 //! | `teammates` / `pending` | prints them |
 //! | `delete` | `leading.delete-team` |
 //! | `echo TEXT…` | prints TEXT |
@@ -28,7 +28,7 @@
 //!
 //! A shutdown request (when it runs as a teammate) is approved.
 //!
-//! ` ;; ` separates commands too (a script in a one-line spawn prompt).
+//! A one-line script (say, a spawn prompt) separates its commands with ` ;; `.
 //! After the last command the script is done: later turns do nothing. The
 //! script is kept in memory (one instance serves the lead's whole run).
 
@@ -52,6 +52,8 @@ struct Script {
     next: usize,
     plan: Option<String>,
     permission: Option<String>,
+    /// Every plain message the lead got, `(from, text)`, for `wait-message`.
+    seen: Vec<(String, String)>,
 }
 
 thread_local! {
@@ -81,19 +83,28 @@ impl Guest for LeadScript {
                     turn.prompt.clone()
                 };
                 *slot = Some(Script {
-                    lines: goal
-                        .replace(" ;; ", "\n")
-                        .lines()
-                        .map(str::trim)
-                        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                        .map(str::to_string)
-                        .collect(),
+                    // A one-line script (a spawn prompt) separates its
+                    // commands with ` ;; `; a longer one is read by lines.
+                    lines: if goal.contains('\n') {
+                        goal.clone()
+                    } else {
+                        goal.replace(" ;; ", "\n")
+                    }
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                    .map(str::to_string)
+                    .collect(),
                     next: 0,
                     plan: None,
                     permission: None,
+                    seen: Vec::new(),
                 });
             }
             let script = slot.as_mut().expect("set above");
+            for m in turn.messages.iter().filter(|m| m.protocol.is_none()) {
+                script.seen.push((m.from.clone(), m.text.clone()));
+            }
             while script.next < script.lines.len() {
                 let line = script.lines[script.next].clone();
                 if !run(script, &line) {
@@ -215,7 +226,19 @@ fn run(script: &mut Script, line: &str) -> bool {
                 d.request_id
             });
         }
-        "wait-gone" | "wait-idle" => {
+        "wait-message" => {
+            let from = args.first().copied().unwrap_or("");
+            let text = rest(1);
+            if !script
+                .seen
+                .iter()
+                .any(|(f, t)| f == from && t.contains(&text))
+            {
+                return false;
+            }
+            print(cmd, true, from);
+        }
+        "wait-gone" => {
             let name = args.first().copied().unwrap_or("");
             let list = match leading::teammates() {
                 Ok(l) => l,
@@ -224,12 +247,7 @@ fn run(script: &mut Script, line: &str) -> bool {
                     return true;
                 }
             };
-            let me = list.iter().find(|t| t.name == name);
-            let done = match cmd {
-                "wait-gone" => me.is_none(),
-                _ => me.is_some_and(|t| t.state == "idle"),
-            };
-            if !done {
+            if list.iter().any(|t| t.name == name) {
                 return false;
             }
             print(cmd, true, name);
@@ -292,7 +310,7 @@ fn spawn(args: &[&str]) {
             Some(("tools", t)) => req.tools = Some(t.split(',').map(str::to_string).collect()),
             Some(("model", m)) => req.model = Some(m.into()),
             Some(("budget", b)) => req.budget_usd = b.parse().ok(),
-            _ if *word == "plan" && prompt.is_empty() => req.plan_mode_required = true,
+            Some(("plan-required", v)) => req.plan_mode_required = v == "yes",
             _ => prompt.push(*word),
         }
     }

@@ -22,7 +22,9 @@
 //! | `catalogue.budget_usd` | none | ≥ 0 |
 //! | `catalogue.limits`, `isolation`, `auto_claim` | as a teammate's | as a teammate's |
 //!
-//! A lead never names a path: everything it may spawn is here.
+//! A lead never names a path: everything it may spawn is here. The CLI
+//! turns these into `embed::LeadSpec` (`cli/run/lead.rs`): the manifest
+//! sits below `embed`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -30,11 +32,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{BuildSpec, IsolationSpec, LimitsSpec, ModelPolicySpec};
-use crate::embed::{CatalogueEntry, LeadSpec};
 use crate::sandbox::{PermissionMode, ToolRules};
 use crate::store::config::LEAD_NAME;
 use crate::store::names::agent_file_stem;
-use crate::teammate::TeammateSettings;
 
 /// `[lead]`: the team's lead component.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -125,8 +125,9 @@ fn delegate() -> String {
 fn default_mode() -> String {
     "default".into()
 }
+/// `embed::DEFAULT_MAX_TEAMMATES` (the manifest sits below `embed`).
 fn eight() -> usize {
-    crate::embed::DEFAULT_MAX_TEAMMATES
+    8
 }
 fn yes() -> bool {
     true
@@ -247,76 +248,9 @@ pub(super) fn check(
 }
 
 impl LeadTable {
-    /// The lead to start: `component` and `goal` are the CLI's when given,
-    /// else the table's. Only for a validated manifest.
-    pub fn lead_spec(
-        &self,
-        base: &Path,
-        component: Option<&Path>,
-        goal: &str,
-        catalogue: &[CatalogueSpec],
-    ) -> Result<LeadSpec, String> {
-        let component = component
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| self.component.clone());
-        if component.as_os_str().is_empty() {
-            return Err(
-                "[lead] has no component: add `component = \"lead.wasm\"` or pass --lead COMPONENT"
-                    .into(),
-            );
-        }
-        let mode: PermissionMode = self.mode.parse().map_err(|e| format!("[lead]: {e}"))?;
-        let rules = ToolRules::new(&self.allowed_tools, &self.disallowed_tools)
-            .map_err(|e| format!("[lead]: {e}"))?;
-        let mut spec = LeadSpec::new(component, goal, &self.cwd, base.join("work"));
-        spec.settings = TeammateSettings {
-            agent_type: Some(LEAD_NAME.into()),
-            model: self.model.clone(),
-            mode: Some(mode),
-            rules,
-            auto_claim: false,
-            limits: self.limits.to_limits(),
-            model_policy: super::teammate_policy(
-                self.model.as_deref(),
-                self.model_policy.as_ref(),
-            )?,
-            ..TeammateSettings::default()
-        };
-        spec.max_teammates = self.max_teammates;
-        spec.catalogue = catalogue
-            .iter()
-            .map(CatalogueSpec::entry)
-            .collect::<Result<_, _>>()?;
-        Ok(spec)
-    }
-
     /// The table `--lead` stands for when the manifest has none.
     pub fn from_cli() -> LeadTable {
         toml::from_str("").expect("every key has a default")
-    }
-}
-
-impl CatalogueSpec {
-    /// The entry as the seat takes it.
-    pub fn entry(&self) -> Result<CatalogueEntry, String> {
-        let who = format!("catalogue entry {:?}", self.name);
-        Ok(CatalogueEntry {
-            name: self.name.clone(),
-            description: self.description.clone(),
-            component: self.component.clone(),
-            cwd: (!self.cwd.as_os_str().is_empty()).then(|| self.cwd.clone()),
-            max_mode: self.max_mode.parse().map_err(|e| format!("{who}: {e}"))?,
-            rules: ToolRules::new(&self.allowed_tools, &self.disallowed_tools)
-                .map_err(|e| format!("{who}: {e}"))?,
-            models: self.models.clone(),
-            budget_usd: self.budget_usd,
-            limits: self.limits.to_limits(),
-            isolation: match self.isolation {
-                IsolationSpec::None => crate::teammate::Isolation::None,
-                IsolationSpec::Worktree => crate::teammate::Isolation::Worktree,
-            },
-            auto_claim: self.auto_claim,
-        })
     }
 }
 
@@ -351,20 +285,12 @@ allowed_tools = ["Read"]
         let (_d, file) = dir_with_components();
         let m = Manifest::parse(GOOD, &file).unwrap();
         let lead = m.lead.as_ref().unwrap();
-        let spec = lead
-            .lead_spec(file.parent().unwrap(), None, "do it", &m.catalogue)
-            .unwrap();
-        assert_eq!(
-            spec.settings.mode,
-            Some(crate::sandbox::PermissionMode::Delegate)
-        );
-        assert_eq!(spec.max_teammates, 8);
-        assert!(spec.cwd.ends_with("work/team-lead"));
-        assert_eq!(
-            spec.catalogue[0].max_mode,
-            crate::sandbox::PermissionMode::AcceptEdits
-        );
-        assert_eq!(spec.catalogue[0].rules.allowed_texts(), ["Read"]);
+        assert_eq!(lead.mode, "delegate");
+        assert_eq!(lead.max_teammates, 8);
+        assert!(lead.cwd.ends_with("work/team-lead"));
+        assert_eq!(m.catalogue[0].max_mode, "acceptEdits");
+        assert_eq!(m.catalogue[0].allowed_tools, ["Read"]);
+        assert!(m.catalogue[0].component.is_absolute());
     }
 
     fn problems(text: &str) -> String {

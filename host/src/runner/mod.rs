@@ -253,7 +253,9 @@ impl Runner {
         // `isActive: true` is written while the turn runs, not before it
         // (nothing waits for it), and only once the turn has lasted
         // `active_after`: a short turn costs no config write at all.
-        let active_mark = self.start_active_mark();
+        // Not for a lead component: its turn may delete the team, and a
+        // write racing the deletion would leave the team's directory behind.
+        let active_mark = (!self.is_lead()).then(|| self.start_active_mark());
         self.links.turns.fetch_add(1, Ordering::Relaxed);
         let result = Box::pin(self.instance.handle_turn(&turn)).await;
         // The message is consumed before anything follows the turn.
@@ -272,7 +274,10 @@ impl Runner {
         }
         // The `true` write, if it began, must land before anything later
         // (`false`, or the member's removal) so the config ends right.
-        let marked_active = self.finish_active_mark(active_mark).await;
+        let marked_active = match active_mark {
+            Some(mark) => self.finish_active_mark(mark).await,
+            None => false,
+        };
         let outcome = match result {
             Err(trap) => return Some(Box::pin(self.stop_failed(format!("{trap:#}"))).await),
             Ok(outcome) => outcome,

@@ -106,14 +106,15 @@ pub(super) async fn run_led(
         .map(std::path::absolute)
         .transpose()?
         .unwrap_or_default();
-    let lead_component = a
-        .lead
-        .as_ref()
-        .map(|p| std::path::absolute(p))
-        .transpose()?;
-    let mut spec = table
-        .lead_spec(&base, lead_component.as_deref(), &goal, &m.catalogue)
-        .map_err(anyhow::Error::msg)?;
+    let lead_component = a.lead.as_ref().map(std::path::absolute).transpose()?;
+    let mut spec = super::lead_spec::lead_spec(
+        &table,
+        &base,
+        lead_component.as_deref(),
+        &goal,
+        &m.catalogue,
+    )
+    .map_err(anyhow::Error::msg)?;
     if m.lead.is_none() {
         spec.cwd = crate::manifest::default_cwd(&base, LEAD_NAME);
     }

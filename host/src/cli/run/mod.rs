@@ -49,6 +49,7 @@
 //! | `stop.rs` | the signals that stop the run, and the forced stop |
 //! | `join.rs` | `--join`: wait for the lead's team, spawn into it, run until the lead shuts the teammates down |
 //! | `lead.rs` | `--goal`/`--lead`/`[lead]`: a team led by a component, run until the lead deletes it |
+//! | `lead_spec.rs` | the manifest's `[lead]` and `[[catalogue]]` as `embed::LeadSpec` |
 //! | `wait.rs` | waiting for the work, and how the work phase ended (`Outcome`) |
 //! | `display.rs` | the live view or the event lines, behind one `Display` |
 //! | `report.rs` | the live event lines: `Log`, and the `Reporter` that follows the host's events |
@@ -62,6 +63,7 @@ mod find;
 mod guard;
 mod join;
 mod lead;
+mod lead_spec;
 mod report;
 mod stop;
 mod summary;

@@ -9,7 +9,9 @@
 //! [`crate::embed`].
 //!
 //! Implemented on [`LeadGlue`]: the caller's fixed parts and its
-//! permissions, read only.
+//! permissions, read only, and its coordination state for one thing:
+//! `delete-team` first finishes this turn's take of its message (a write in
+//! the team's directory that would race the deletion).
 
 use std::sync::Arc;
 
@@ -25,17 +27,20 @@ use crate::runtime::bindings::leading::{
 use crate::runtime::bindings::types::{self, Error as WitError};
 use crate::runtime::lead_host::{Caller, LeadHost, LeadSpawn, PendingKind};
 use crate::runtime::permissions::Permissions;
-use crate::runtime::state::{AgentCtx, Fixed};
+use crate::runtime::state::{AgentCtx, Coordination, Fixed};
 use crate::runtime::GuestError;
 
 /// View for the `leading` interface: the caller's seat (in its fixed
 /// parts) and its permissions, for the grant a spawn or an answer is held
-/// to. It changes nothing of the caller's.
+/// to; its coordination state only to settle the turn's message take
+/// before `delete-team`.
 pub struct LeadGlue<'a> {
     /// Fixed at spawn (the seat is [`Fixed::lead_seat`]).
     pub fixed: &'a Fixed,
     /// The caller's mode and rules now.
     pub permissions: &'a Permissions,
+    /// The turn's pending message take.
+    pub coordination: &'a mut Coordination,
 }
 
 impl AgentCtx {
@@ -44,6 +49,7 @@ impl AgentCtx {
         LeadGlue {
             fixed: &self.fixed,
             permissions: &self.permissions,
+            coordination: &mut self.coordination,
         }
     }
 }
@@ -144,6 +150,7 @@ impl Host for LeadGlue<'_> {
 
     async fn delete_team(&mut self) -> Result<(), GuestError> {
         let seat = self.seat("delete a team")?;
+        self.coordination.settle_take().await;
         Ok(seat.delete_team().await?)
     }
 

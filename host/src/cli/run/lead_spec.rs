@@ -1,0 +1,102 @@
+//! The manifest's `[lead]` table and `[[catalogue]]` entries as the
+//! [`LeadSpec`] that [`Host::start_lead`](crate::embed::Host::start_lead)
+//! takes (here, above both, because the manifest sits below `embed`).
+
+use std::path::Path;
+
+use crate::embed::{CatalogueEntry, LeadSpec};
+use crate::manifest::{teammate_policy, CatalogueSpec, IsolationSpec, LeadTable};
+use crate::sandbox::{PermissionMode, ToolRules};
+use crate::store::config::LEAD_NAME;
+use crate::teammate::TeammateSettings;
+
+/// The lead to start: `component` and `goal` are the CLI's when given,
+/// else the table's. Only for a validated manifest.
+pub(super) fn lead_spec(
+    table: &LeadTable,
+    base: &Path,
+    component: Option<&Path>,
+    goal: &str,
+    catalogue: &[CatalogueSpec],
+) -> Result<LeadSpec, String> {
+    let component = component
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| table.component.clone());
+    if component.as_os_str().is_empty() {
+        return Err(
+            "[lead] has no component: add `component = \"lead.wasm\"` or pass --lead COMPONENT"
+                .into(),
+        );
+    }
+    let mode: PermissionMode = table.mode.parse().map_err(|e| format!("[lead]: {e}"))?;
+    let rules = ToolRules::new(&table.allowed_tools, &table.disallowed_tools)
+        .map_err(|e| format!("[lead]: {e}"))?;
+    let mut spec = LeadSpec::new(component, goal, &table.cwd, base.join("work"));
+    spec.settings = TeammateSettings {
+        agent_type: Some(LEAD_NAME.into()),
+        model: table.model.clone(),
+        mode: Some(mode),
+        rules,
+        auto_claim: false,
+        limits: table.limits.to_limits(),
+        model_policy: teammate_policy(table.model.as_deref(), table.model_policy.as_ref())?,
+        ..TeammateSettings::default()
+    };
+    spec.max_teammates = table.max_teammates;
+    spec.catalogue = catalogue
+        .iter()
+        .map(catalogue_entry)
+        .collect::<Result<_, _>>()?;
+    Ok(spec)
+}
+
+/// A `[[catalogue]]` entry as the seat takes it.
+pub(super) fn catalogue_entry(c: &CatalogueSpec) -> Result<CatalogueEntry, String> {
+    let who = format!("catalogue entry {:?}", c.name);
+    Ok(CatalogueEntry {
+        name: c.name.clone(),
+        description: c.description.clone(),
+        component: c.component.clone(),
+        cwd: (!c.cwd.as_os_str().is_empty()).then(|| c.cwd.clone()),
+        max_mode: c.max_mode.parse().map_err(|e| format!("{who}: {e}"))?,
+        rules: ToolRules::new(&c.allowed_tools, &c.disallowed_tools)
+            .map_err(|e| format!("{who}: {e}"))?,
+        models: c.models.clone(),
+        budget_usd: c.budget_usd,
+        limits: c.limits.to_limits(),
+        isolation: match c.isolation {
+            IsolationSpec::None => crate::teammate::Isolation::None,
+            IsolationSpec::Worktree => crate::teammate::Isolation::Worktree,
+        },
+        auto_claim: c.auto_claim,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::manifest::Manifest;
+    use crate::sandbox::PermissionMode;
+
+    #[test]
+    fn a_manifest_lead_becomes_the_spec_with_its_defaults_and_the_clis_component_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["lead.wasm", "other.wasm", "worker.wasm"] {
+            std::fs::write(dir.path().join(f), b"").unwrap();
+        }
+        let file = dir.path().join("team.toml");
+        let text = "[team]\nname = \"led\"\n[lead]\ncomponent = \"lead.wasm\"\n\
+                    [[catalogue]]\nname = \"worker\"\ncomponent = \"worker.wasm\"\nmax_mode = \"acceptEdits\"\nallowed_tools = [\"Read\"]\n";
+        let m = Manifest::parse(text, &file).unwrap();
+        let lead = m.lead.as_ref().unwrap();
+        let spec = super::lead_spec(lead, dir.path(), None, "the goal", &m.catalogue).unwrap();
+        assert_eq!(spec.settings.mode, Some(PermissionMode::Delegate));
+        assert_eq!(spec.max_teammates, 8);
+        assert_eq!(spec.goal, "the goal");
+        assert!(spec.cwd.ends_with("work/team-lead"));
+        assert_eq!(spec.catalogue[0].max_mode, PermissionMode::AcceptEdits);
+        assert_eq!(spec.catalogue[0].rules.allowed_texts(), ["Read"]);
+        let other = dir.path().join("other.wasm");
+        let spec = super::lead_spec(lead, dir.path(), Some(&other), "g", &m.catalogue).unwrap();
+        assert_eq!(spec.component, other);
+    }
+}
