@@ -84,10 +84,15 @@ impl ToolGlue<'_> {
                 .create_team(team_name.clone(), description)
                 .await
                 .map(|real| lead_tools::team_created(&real, &team_name)),
-            LeadCall::TeamDelete => seat
-                .delete_team()
-                .await
-                .map(|()| lead_tools::team_deleted(&self.fixed.identity.team)),
+            LeadCall::TeamDelete => {
+                // As the `leading` glue does: the take of the message this
+                // turn handles must finish before the team's files go, or
+                // it races the deletion and leaves the directory behind.
+                self.coordination.settle_take().await;
+                seat.delete_team()
+                    .await
+                    .map(|()| lead_tools::team_deleted(&self.fixed.identity.team))
+            }
             LeadCall::Spawn(s) => self.spawn(seat.as_ref(), s).await,
             LeadCall::AnswerPlan {
                 request_id,
