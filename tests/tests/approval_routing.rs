@@ -59,7 +59,7 @@ fn allow() -> Answer {
 
 fn lead_with(allowed: &[&str]) -> Answerer {
     Answerer::Lead(Caller {
-        mode: PermissionMode::Delegate,
+        mode: PermissionMode::Default,
         rules: ToolRules::new(allowed.iter().copied(), [] as [&str; 0]).unwrap(),
     })
 }

@@ -68,7 +68,7 @@ fn lead_script(team: &str) -> String {
     let mut turns = vec![first, wait.clone()];
     turns.push(serde_json::json!({"tool_use": [plan_answer(1),
         {"id": "c3", "name": "Agent", "input": {"description": "write x", "prompt": "write-file x.txt hello",
-            "subagent_type": "asker", "name": "a1", "team_name": team}}]}));
+            "subagent_type": "asker", "name": "a1", "team_name": team, "mode": "default"}}]}));
     turns.push(wait.clone());
     turns.push(serde_json::json!({"tool_use": [plan_answer(2), permission_answer(2)]}));
     turns.push(wait.clone());
@@ -120,7 +120,9 @@ async fn an_llm_lead_forms_spawns_answers_shuts_down_and_deletes_its_team() {
     );
     spec.settings.model_policy = Some(models::policy());
     spec.catalogue = vec![hostile_entry("planner", PermissionMode::AcceptEdits), {
-        let mut e = hostile_entry("asker", PermissionMode::Default);
+        // At most acceptEdits, so the lead may allow its writes; spawned in
+        // default mode, so it asks for each.
+        let mut e = hostile_entry("asker", PermissionMode::AcceptEdits);
         e.rules = ToolRules::new(["Read"], Vec::<String>::new()).unwrap();
         e
     }];

@@ -100,7 +100,7 @@ async fn a_scripted_lead_forms_spawns_answers_shuts_down_and_deletes_its_team() 
 create ignored-name A team led by a script
 task Count the words
 spawn planner p1 mode=plan plan
-spawn asker a1 write-file x.txt hello
+spawn asker a1 mode=default write-file x.txt hello
 wait-request plan
 answer-plan approve acceptEdits
 wait-message p1 plan/write-after
@@ -115,19 +115,18 @@ delete
 teammates";
     let mut spec = led.spec(script);
     spec.catalogue = vec![hostile_entry("planner"), {
+        // At most acceptEdits, so the lead may allow its writes; spawned in
+        // default mode, so it asks for each.
         let mut e = hostile_entry("asker");
-        e.max_mode = PermissionMode::Default;
         e.rules = ToolRules::new(["Read"], Vec::<String>::new()).unwrap();
         e
     }];
     let end = led.run("scripted", spec).await;
     let log = led.log("scripted", "team-lead");
     assert_eq!(end, TeammateState::Completed, "{log}");
-    // The host names the team: the guest's name is ignored, and said so.
-    assert!(
-        result(&log, "create", 0).starts_with("create\tOK\tscripted (the host names"),
-        "{log}"
-    );
+    // The host names the team: the guest's name is ignored, and the real
+    // one comes back.
+    assert_eq!(result(&log, "create", 0), "create\tOK\tscripted", "{log}");
     assert_eq!(result(&log, "task", 0), "task\tOK\t#1");
     assert_eq!(result(&log, "spawn", 0), "spawn\tOK\tp1@scripted");
     assert_eq!(result(&log, "spawn", 1), "spawn\tOK\ta1@scripted");

@@ -6,9 +6,15 @@
 //! | answer | within the grant when |
 //! |---|---|
 //! | deny a call, reject a plan | always (refusing never widens anything) |
-//! | allow a call | the lead's own mode and rules would run that call (input as answered) in the requester's directory without asking; `delegate` counts as `default` here: it takes the file tools out of the lead's own hands, not out of what it may grant |
+//! | allow a call | the lead's own mode and rules would run that call (input as answered) in the requester's directory without asking |
 //! | allow with `permission_updates` | each update is an `addRules` with `"behavior": "deny"` (a lead may narrow a teammate, never widen its rules or mode) |
 //! | approve a plan into a mode | that mode has no power the lead's lacks |
+//!
+//! A `delegate` lead uses no tool itself: its grant is its catalogue, as for
+//! its spawns (`lead_grant.rs`), so nothing here bounds it; the seat holds
+//! each of its answers to the requester's catalogue entry
+//! (`LeadSeat::check_within_entry`, `check_plan_mode`) and refuses it a
+//! teammate that did not come from its catalogue.
 
 use std::path::Path;
 
@@ -25,26 +31,29 @@ pub fn beyond_grant(
     answer: &Answer,
     cwd: &Path,
 ) -> Option<String> {
-    let lead_mode = match lead.mode {
-        PermissionMode::Delegate => PermissionMode::Default,
-        other => other,
-    };
+    // Whoever answers, a permission update may only narrow.
+    if let Answer::Permit(PermitAnswer::Allow {
+        permission_updates, ..
+    }) = answer
+    {
+        if let Some(update) = permission_updates.iter().find(|u| !narrows(u)) {
+            return Some(format!(
+                "the permission update {update} would widen the teammate's rules or mode; \
+                 a lead may only add deny rules"
+            ));
+        }
+    }
+    // A delegating lead uses no tool itself: its grant is its catalogue, as
+    // for its spawns (`lead_grant.rs`), and the seat holds each answer to
+    // the requester's catalogue entry.
+    if lead.mode == PermissionMode::Delegate {
+        return None;
+    }
+    let lead_mode = lead.mode;
     match (request, answer) {
         (_, Answer::Permit(PermitAnswer::Deny { .. }))
         | (_, Answer::Plan(PlanAnswer::Reject { .. })) => None,
-        (
-            Request::Permission(p),
-            Answer::Permit(PermitAnswer::Allow {
-                updated_input,
-                permission_updates,
-            }),
-        ) => {
-            if let Some(update) = permission_updates.iter().find(|u| !narrows(u)) {
-                return Some(format!(
-                    "the permission update {update} would widen the teammate's rules or mode; \
-                     a lead may only add deny rules"
-                ));
-            }
+        (Request::Permission(p), Answer::Permit(PermitAnswer::Allow { updated_input, .. })) => {
             let input = updated_input.as_ref().unwrap_or(&p.input);
             let Some(call) = tool_call(&p.tool_name, input) else {
                 return Some(format!(
@@ -118,8 +127,14 @@ mod tests {
     const CWD: &str = "/nonexistent/work/fixer";
 
     #[test]
-    fn a_delegate_lead_may_allow_what_its_rules_allow_and_nothing_more() {
-        let l = lead(PermissionMode::Delegate, &["Bash(cargo test:*)"]);
+    fn a_lead_may_allow_what_its_rules_allow_and_nothing_more_and_a_delegate_lead_is_bounded_by_the_seat(
+    ) {
+        let delegate = lead(PermissionMode::Delegate, &[]);
+        assert_eq!(
+            beyond_grant(&delegate, &bash("git push"), &allow(vec![]), Path::new(CWD)),
+            None
+        );
+        let l = lead(PermissionMode::Default, &["Bash(cargo test:*)"]);
         let cwd = Path::new(CWD);
         assert_eq!(
             beyond_grant(&l, &bash("cargo test"), &allow(vec![]), cwd),
@@ -150,9 +165,17 @@ mod tests {
     }
 
     #[test]
-    fn a_lead_approves_a_plan_into_at_most_its_own_mode() {
+    fn a_lead_approves_a_plan_into_at_most_its_own_mode_and_a_delegate_lead_by_its_catalogue() {
         let plan = Request::Plan(PlanApprovalRequest::new("fixer", "t", "p.md", "x"));
-        let l = lead(PermissionMode::Delegate, &[]);
+        let delegate = lead(PermissionMode::Delegate, &[]);
+        let into_edits = Answer::Plan(PlanAnswer::Approve {
+            mode: Some("acceptEdits".into()),
+        });
+        assert_eq!(
+            beyond_grant(&delegate, &plan, &into_edits, Path::new(CWD)),
+            None
+        );
+        let l = lead(PermissionMode::Default, &[]);
         let into = |m: &str| {
             Answer::Plan(PlanAnswer::Approve {
                 mode: Some(m.into()),
@@ -162,5 +185,20 @@ mod tests {
         assert_eq!(beyond_grant(&l, &plan, &into("default"), cwd), None);
         let why = beyond_grant(&l, &plan, &into("acceptEdits"), cwd).unwrap();
         assert!(why.contains("acceptEdits"), "{why}");
+    }
+
+    #[test]
+    fn a_delegate_lead_may_not_widen_through_a_permission_update_either() {
+        let delegate = lead(PermissionMode::Delegate, &[]);
+        let set_mode =
+            json!({"type": "setMode", "mode": "bypassPermissions", "destination": "session"});
+        let why = beyond_grant(
+            &delegate,
+            &bash("cargo test"),
+            &allow(vec![set_mode]),
+            Path::new(CWD),
+        )
+        .unwrap();
+        assert!(why.contains("only add deny rules"), "{why}");
     }
 }

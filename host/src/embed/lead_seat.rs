@@ -446,6 +446,10 @@ impl LeadHost for LeadSeat {
                 )));
             }
             let host = self.host()?;
+            if let Err(refused) = self.check_within_entry(&caller, &request, &answer) {
+                record_escalation(&host, &self.team, &request, &refused.to_string());
+                return Err(refused);
+            }
             answer_through_host(
                 &host,
                 &self.team,
@@ -591,6 +595,59 @@ impl LeadHost for LeadSeat {
 }
 
 impl LeadSeat {
+    /// Allowing a call may give at most what the requester's catalogue
+    /// entry allows (its `max_mode` and allow rules would run the call
+    /// unasked); [`decide`] then holds it to the lead's own grant. A
+    /// delegate lead has no grant of its own beyond its catalogue, so it may
+    /// not allow a call of a teammate it did not spawn.
+    fn check_within_entry(
+        &self,
+        caller: &Caller,
+        request: &Request,
+        answer: &PermitAnswer,
+    ) -> Result<(), LeadError> {
+        if matches!(answer, PermitAnswer::Deny { .. }) {
+            return Ok(());
+        }
+        let from = request.from().to_string();
+        let entry = self
+            .spawned
+            .lock()
+            .expect("spawned lock")
+            .get(&from)
+            .cloned()
+            .and_then(|e| self.entry(&e).ok().cloned());
+        match entry {
+            Some(entry) => {
+                let most = Caller {
+                    mode: entry.max_mode,
+                    rules: entry.rules.clone(),
+                };
+                let answer = Answer::Permit(answer.clone());
+                match super::answer_grant::beyond_grant(
+                    &most,
+                    request,
+                    &answer,
+                    &member_cwd(&self.team, &from),
+                ) {
+                    None => Ok(()),
+                    Some(why) => Err(LeadError::Denied(format!(
+                        "{} asks for more than catalogue entry {:?} allows ({why}); \
+                         escalated to the person",
+                        request.id(),
+                        entry.name
+                    ))),
+                }
+            }
+            None if caller.mode == PermissionMode::Delegate => Err(LeadError::Denied(format!(
+                "{from} was not spawned from this lead's catalogue, and a delegating lead's \
+                 grant is its catalogue: {} is escalated to the person",
+                request.id()
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// A plan approval's mode: at most what the teammate's catalogue entry
     /// allows and at most the lead's own mode (a delegate lead: the
     /// entry's); a wider one is the person's to give.
