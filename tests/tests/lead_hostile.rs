@@ -210,3 +210,56 @@ async fn a_component_that_is_not_the_lead_is_denied_every_leading_call() {
     }
     assert_eq!(result(&log, "echo", 0), "echo\tOK\tsub done");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delegating_lead_may_not_allow_more_than_the_requesters_catalogue_entry() {
+    let led = Led::new();
+    // The entry lets its teammates read and no more; spawned in default
+    // mode, a1 asks to write, and the delegating lead tries to allow it.
+    let script = "\
+create t
+spawn reader a1 mode=default write-file x.txt hello
+wait-request
+answer-permission allow
+answer-permission deny
+wait-message a1
+shutdown a1
+wait-gone a1
+delete";
+    let mut spec = led.spec(script);
+    spec.settings.mode = Some(PermissionMode::Delegate);
+    spec.catalogue = vec![{
+        let mut e = hostile_entry("reader");
+        e.max_mode = PermissionMode::Default;
+        e.rules = ToolRules::new(["Read"], Vec::<String>::new()).unwrap();
+        e
+    }];
+    let end = led.run("narrow", spec).await;
+    let log = led.log("narrow", "team-lead");
+    assert_eq!(end, TeammateState::Completed, "{log}");
+    let allowed = result(&log, "answer-permission", 0);
+    assert!(
+        allowed.starts_with("answer-permission\tERR\tdenied: ")
+            && allowed.contains("more than catalogue entry \"reader\" allows")
+            && allowed.contains("escalated to the person"),
+        "{log}"
+    );
+    // Refusing is always the lead's to do.
+    assert!(
+        result(&log, "answer-permission", 1).starts_with("answer-permission\tOK"),
+        "{log}"
+    );
+    assert!(!led.dir("a1").join("x.txt").exists());
+    // The refusal is on record as an escalation by the lead, the deny as
+    // the lead's decision.
+    let record = led.host.decisions("narrow", 0).unwrap();
+    let words: Vec<String> = record
+        .iter()
+        .map(|d| serde_json::to_value(d).unwrap().to_string())
+        .collect();
+    assert_eq!(record.len(), 2, "{words:?}");
+    assert!(
+        words[0].contains("escalated") && words[1].contains("denied"),
+        "{words:?}"
+    );
+}
