@@ -97,12 +97,22 @@ impl FileStore {
     }
 }
 
+/// Removes `dir` and everything in it; a `dir` already gone is no error.
+/// A writer that adds a file while the tree is walked (a teammate's last
+/// inbox write, the lead's usage record) makes a removal fail with
+/// "Directory not empty": it is tried again, a few times, before that is
+/// an error.
 fn remove_dir_all_if_there(dir: &std::path::Path) -> Result<()> {
-    match std::fs::remove_dir_all(dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io("remove", dir, e)),
+    const TRIES: usize = 5;
+    for attempt in 1.. {
+        match std::fs::remove_dir_all(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty && attempt < TRIES => {}
+            Err(e) => return Err(Error::io("remove", dir, e)),
+        }
     }
+    unreachable!("the loop returns")
 }
 
 /// File stems of `dir`'s files ending in `.{ext}` (none when `dir` is absent).
