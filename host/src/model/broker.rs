@@ -660,6 +660,7 @@ impl ClientInner {
             };
             match served {
                 Some(response) => {
+                    let response = super::replay_ids::rebind(response, request);
                     let (response, estimated) = billed(response, input_estimate);
                     self.meter
                         .settle_as(reservation, &response.usage, price, estimated);

@@ -30,6 +30,10 @@
 //! `not-recorded`, naming the first JSON path that differs; `replay-lenient`
 //! logs a warning and serves the recorded answer.
 //!
+//! A served answer's protocol request ids (a lead answering a plan or a
+//! permission request) are rebound to the ids the live run made:
+//! [`super::replay_ids`].
+//!
 //! # Normalizers
 //!
 //! Before hashing, values that change from run to run whatever the agent

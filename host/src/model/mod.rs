@@ -8,6 +8,7 @@
 //! | [`config`] | the host's model config: providers, credentials, aliases, prices |
 //! | [`meter`] | accounting: budgets, calls per turn, rate limit, cost |
 //! | [`cassette`] | record and replay at the `model` boundary (JSONL per teammate) |
+//! | [`replay_ids`] | a replayed answer's protocol request ids, rebound to the live run |
 //! | [`scripted`] | a provider that answers from a script file (tests, demos) |
 //! | [`transcript`] | the conversation the host keeps per agent, for `model.history` after a crash |
 //! | [`broker`] | [`ModelHub`] (host-wide) and [`ModelClient`] (per teammate) |
@@ -25,6 +26,7 @@ pub mod config;
 pub mod meter;
 pub mod policy;
 pub mod provider;
+pub mod replay_ids;
 pub mod scripted;
 pub mod team_budget;
 pub mod transcript;

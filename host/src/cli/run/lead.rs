@@ -133,7 +133,10 @@ pub(super) async fn run_led(
         .map_err(|problems| anyhow::anyhow!("[approvals]: {}", problems.join("; ")))?;
     let _approval_desk = host.serve_approvals(team.name(), routes)?;
     let display = if a.lines || out.is_json() || !crate::view::terminal_available() {
-        Display::Lines(Reporter::start(host, &team, Some(LEAD_NAME), log))
+        // The lead's inbox is the lead component's: the reporter consumes
+        // none of it (taking it here raced the lead's runner, which then
+        // never saw the messages the reporter took).
+        Display::Lines(Reporter::start(host, &team, None, log))
     } else {
         let seat = crate::view::Seat::running(host.clone(), team.clone());
         Display::Screen(crate::view::LiveView::start(

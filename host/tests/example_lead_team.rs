@@ -1,0 +1,183 @@
+//! `examples/lead-team` replayed from its cassettes by the real binary
+//! (issue 29): the LLM lead forms its team, creates two tasks, spawns
+//! `fixer` and `tester` from the catalogue, approves fixer's plan, the
+//! `[approvals]` policy denies tester's `rm`, the lead shuts both down and
+//! deletes the team, and the repository's tests pass afterwards.
+//!
+//! It lives here rather than in tests/tests because it runs the `teamhost`
+//! binary (`CARGO_BIN_EXE_teamhost`), as `examples/lead-team/run` does.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// The example's directory in the repository.
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/lead-team")
+}
+
+/// Copies the files of `from` (not its directories) into `to`.
+fn copy_files(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+/// Copies the example (manifest with the components made absolute,
+/// `repo/` as `work/`, the cassettes) to `to`, as its `run` script does.
+fn copy_example(to: &Path) -> PathBuf {
+    let manifest = std::fs::read_to_string(example().join("team.toml"))
+        .unwrap()
+        .replace(
+            "../../target/guests/wasm32-wasip2/release/lead.wasm",
+            teamhost_tests::LEAD,
+        )
+        .replace(
+            "../../target/guests/wasm32-wasip2/release/agent.wasm",
+            teamhost_tests::AGENT,
+        );
+    assert!(!manifest.contains("../../target"), "{manifest}");
+    std::fs::write(to.join("team.toml"), manifest).unwrap();
+    copy_files(&example().join("repo"), &to.join("work"));
+    copy_files(
+        &example().join("cassettes/lead-team"),
+        &to.join("cassettes/lead-team"),
+    );
+    to.join("team.toml")
+}
+
+/// The tool results the lead's model was given, in order.
+fn tool_results(conversation: &Value) -> Vec<String> {
+    conversation["messages"]
+        .as_array()
+        .expect("a kept conversation has messages")
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter_map(|b| b["tool-result"]["content"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn the_offline_lead_team_forms_works_decides_and_deletes_itself_from_its_cassettes() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = copy_example(dir.path());
+    let home = dir.path().join("home");
+    let out = Command::new(env!("CARGO_BIN_EXE_teamhost"))
+        .arg("--home")
+        .arg(&home)
+        .args([
+            "run",
+            manifest.to_str().unwrap(),
+            "--json",
+            "--timeout",
+            "60",
+        ])
+        .output()
+        .expect("the teamhost binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let shown = format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{stderr}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(out.status.success(), "{shown}");
+    let summary: Value = serde_json::from_slice(&out.stdout).expect(&shown);
+    assert_eq!(summary["outcome"], "completed", "{shown}");
+
+    // The summary's decisions: the plan by the lead, the `rm` by the policy.
+    let decisions = &summary["decisions"];
+    assert_eq!(decisions["byLead"], 1, "{shown}");
+    assert_eq!(decisions["byPolicy"], 1, "{shown}");
+    assert_eq!(decisions["byPerson"], 0, "{shown}");
+    assert_eq!(decisions["escalated"], 0, "{shown}");
+    let items = decisions["items"].as_array().unwrap();
+    let plan = items
+        .iter()
+        .find(|i| i["tool"].is_null())
+        .expect("a plan decision");
+    assert_eq!(
+        (&plan["from"], &plan["decider"], &plan["outcome"]),
+        (&"fixer".into(), &"lead".into(), &"approved".into()),
+        "{shown}"
+    );
+    let rm = items
+        .iter()
+        .find(|i| i["tool"] == "Bash")
+        .expect("a Bash decision");
+    assert_eq!(
+        (&rm["from"], &rm["decider"], &rm["outcome"]),
+        (&"tester".into(), &"policy".into(), &"denied".into()),
+        "{shown}"
+    );
+    assert!(
+        rm["summary"].as_str().unwrap().starts_with("rm "),
+        "{shown}"
+    );
+    assert!(
+        rm["reason"].as_str().unwrap().contains("Bash(rm:*)"),
+        "{shown}"
+    );
+
+    // Both tasks created by the lead and completed by the teammates it
+    // spawned from the catalogue.
+    for line in [
+        "tasks      #1 pending: Fix the failing test in test_mathutil.py",
+        "tasks      #2 pending: Test textutil.slug",
+        "tasks      #1 completed, owner fixer:",
+        "tasks      #2 completed, owner tester:",
+    ] {
+        assert!(stderr.contains(line), "no {line:?} in\n{shown}");
+    }
+
+    // What the lead's tools answered it, from its kept conversation.
+    let kept = home.join("kept/lead-team/team-lead.conversation.json");
+    let conversation: Value =
+        serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
+    let results = tool_results(&conversation);
+    let said = |what: &str| results.iter().any(|r| r.contains(what));
+    for what in [
+        r#""lead_agent_id":"team-lead@lead-team""#,
+        "Task #1 created successfully",
+        "Task #2 created successfully",
+        r#""teammate_id":"fixer@lead-team","agent_id":"fixer@lead-team","agent_type":"fixer""#,
+        r#""teammate_id":"tester@lead-team","agent_id":"tester@lead-team","agent_type":"tester""#,
+        "Plan approved",
+        "Shutdown request sent to fixer",
+        "Shutdown request sent to tester",
+    ] {
+        assert!(said(what), "no tool result with {what}: {results:#?}");
+    }
+    // The first TeamDelete succeeded: the team is gone.
+    let deleted = results
+        .iter()
+        .position(|r| r.contains("Cleaned up"))
+        .expect("a TeamDelete that succeeded");
+    assert!(
+        !results[..deleted]
+            .iter()
+            .any(|r| r.contains("still members")),
+        "{results:#?}"
+    );
+    let team = home.join("teams/lead-team");
+    assert!(!team.join("config.json").exists());
+    assert!(!team.join("inboxes").exists());
+
+    // The repository's tests pass, the new one included.
+    let work = dir.path().join("work");
+    assert!(work.join("test_textutil.py").is_file());
+    let tests = Command::new("python3")
+        .args(["-m", "unittest", "-q", "test_mathutil", "test_textutil"])
+        .current_dir(&work)
+        .output()
+        .unwrap();
+    assert!(
+        tests.status.success(),
+        "{}",
+        String::from_utf8_lossy(&tests.stderr)
+    );
+}
