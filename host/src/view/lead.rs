@@ -25,6 +25,10 @@ pub struct Seat {
     home: Option<Home>,
     /// Histories read so far: each look parses only what is new.
     cache: Arc<Mutex<HistoryCache>>,
+    /// This process is the lead (`run` without a lead component): each
+    /// board read takes the lead's unread messages. Never when a lead
+    /// component's runner reads them ([`Seat::beside_lead`]).
+    takes_lead_mail: bool,
 }
 
 impl std::fmt::Debug for Seat {
@@ -45,6 +49,7 @@ impl Seat {
             host: None,
             home: None,
             cache: Default::default(),
+            takes_lead_mail: false,
         }
     }
 
@@ -63,6 +68,17 @@ impl Seat {
             home: Some(host.home().clone()),
             host: Some(host),
             cache: Default::default(),
+            takes_lead_mail: true,
+        }
+    }
+
+    /// The view of a team `host` runs whose lead is a component (issue 29):
+    /// the host's teammate states, as [`Seat::running`], but the lead's
+    /// messages are the lead component's to take, never the view's.
+    pub fn beside_lead(host: Host, team: Team) -> Seat {
+        Seat {
+            takes_lead_mail: false,
+            ..Seat::running(host, team)
         }
     }
 
@@ -80,8 +96,10 @@ impl Seat {
     pub fn board(&self) -> Result<Board> {
         let live = match &self.host {
             Some(host) => {
-                let lead = self.team.config()?.lead_name().to_string();
-                self.team.take_unread(&lead)?;
+                if self.takes_lead_mail {
+                    let lead = self.team.config()?.lead_name().to_string();
+                    self.team.take_unread(&lead)?;
+                }
                 let mut live = host.teammates(self.team.name());
                 live.extend(host.joining(self.team.name()));
                 live
@@ -228,5 +246,26 @@ mod tests {
             "the person's answer is recorded: {recorded:?}"
         );
         assert_eq!(recorded[0].decider, crate::approvals::Decider::Person);
+    }
+
+    #[tokio::test]
+    async fn beside_a_lead_component_the_view_leaves_the_leads_mail_to_it() {
+        let home = tempfile::tempdir().unwrap();
+        let host = Host::new(Home::new(home.path())).unwrap();
+        host.create_team("led", crate::store::NewTeam::default())
+            .unwrap();
+        let team = host.team("led").unwrap();
+        team.send("team-lead", OutgoingMessage::new("alice", "done"))
+            .unwrap();
+        Seat::beside_lead(host.clone(), team.clone())
+            .board()
+            .unwrap();
+        assert_eq!(
+            team.read_inbox("team-lead").unwrap().len(),
+            1,
+            "the lead component's runner takes its mail, not the view"
+        );
+        Seat::running(host, team.clone()).board().unwrap();
+        assert!(team.read_inbox("team-lead").unwrap().is_empty());
     }
 }

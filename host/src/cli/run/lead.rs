@@ -138,7 +138,7 @@ pub(super) async fn run_led(
         // never saw the messages the reporter took).
         Display::Lines(Reporter::start(host, &team, None, log))
     } else {
-        let seat = crate::view::Seat::running(host.clone(), team.clone());
+        let seat = crate::view::Seat::beside_lead(host.clone(), team.clone());
         Display::Screen(crate::view::LiveView::start(
             seat,
             Some(host),
