@@ -38,6 +38,9 @@ use crate::sandbox::PermissionMode;
 use crate::store::{OutgoingMessage, Team};
 use crate::teammate::TeammateState;
 
+/// How long a TeamDelete waits for teammates the lead asked to shut down.
+const STOPPING_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// The most of a request's input or plan text [`LeadHost::pending`] shows.
 const DETAIL_CHARS: usize = 2_000;
 
@@ -53,6 +56,8 @@ pub struct LeadSeat {
     ended: AtomicBool,
     /// What it spawned: member name → catalogue entry.
     spawned: Mutex<HashMap<String, String>>,
+    /// Teammates this lead asked to shut down (a delete waits for them).
+    asked_to_stop: Mutex<std::collections::HashSet<String>>,
     /// The model budgets it gave, in US dollars.
     given_usd: Mutex<f64>,
 }
@@ -66,6 +71,7 @@ impl LeadSeat {
             formed: AtomicBool::new(false),
             ended: AtomicBool::new(false),
             spawned: Mutex::new(HashMap::new()),
+            asked_to_stop: Mutex::new(Default::default()),
             given_usd: Mutex::new(0.0),
         }
     }
@@ -247,9 +253,35 @@ impl LeadSeat {
         }
     }
 
+    /// The members left once those this lead asked to shut down have gone:
+    /// waits (on the host's events, at most [`STOPPING_WAIT`]) while every
+    /// member left is one it asked, so a TeamDelete right after the
+    /// shutdown requests is not refused for teammates already on their way
+    /// out (nothing would wake the lead to try again once they are gone).
+    async fn members_once_stopped(&self) -> Result<Vec<crate::store::Member>, LeadError> {
+        let mut events = self.host()?.events();
+        let deadline = tokio::time::Instant::now() + STOPPING_WAIT;
+        loop {
+            let members = self.members()?;
+            let all_stopping = {
+                let asked = self.asked_to_stop.lock().expect("asked lock");
+                members.iter().all(|m| asked.contains(&m.name))
+            };
+            if members.is_empty() || !all_stopping {
+                return Ok(members);
+            }
+            match tokio::time::timeout_at(deadline, events.recv()).await {
+                Err(_elapsed) => return Ok(members),
+                Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) => return Ok(members),
+                // An event or a lag: look again.
+                Ok(_) => {}
+            }
+        }
+    }
+
     async fn delete_now(&self) -> Result<(), LeadError> {
         self.require_formed()?;
-        let members = self.members()?;
+        let members = self.members_once_stopped().await?;
         if !members.is_empty() {
             return Err(LeadError::Conflict(format!(
                 "teammates are still members: [{}]; shut them down first",
@@ -510,6 +542,10 @@ impl LeadHost for LeadSeat {
             }
             let request = ShutdownRequest::new(&name, self.lead_name(), reason);
             let id = request.request_id.clone();
+            self.asked_to_stop
+                .lock()
+                .expect("asked lock")
+                .insert(name.clone());
             let (team, lead) = (self.team.clone(), self.lead_name());
             tokio::task::spawn_blocking(move || {
                 team.send(&name, OutgoingMessage::new(lead, request.to_text()))

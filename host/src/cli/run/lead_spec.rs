@@ -38,7 +38,7 @@ pub(super) fn lead_spec(
         mode: Some(mode),
         rules,
         auto_claim: false,
-        limits: table.limits.to_limits(),
+        limits: lead_limits(&table.limits),
         model_policy: teammate_policy(table.model.as_deref(), table.model_policy.as_ref())?,
         ..TeammateSettings::default()
     };
@@ -72,6 +72,18 @@ pub(super) fn catalogue_entry(c: &CatalogueSpec) -> Result<CatalogueEntry, Strin
     })
 }
 
+/// The lead's limits: a teammate's, except that a lead breaks a goal into
+/// tasks, so unless `[lead.limits]` says otherwise it may create as many in
+/// one turn as over its life (a teammate's 100 per turn would trap a lead
+/// whose plan has 101).
+fn lead_limits(table: &crate::manifest::LimitsSpec) -> crate::sandbox::Limits {
+    let mut limits = table.to_limits();
+    if table.max_tasks_per_turn.is_none() {
+        limits.max_tasks_per_turn = limits.max_tasks_total;
+    }
+    limits
+}
+
 #[cfg(test)]
 mod tests {
     use crate::manifest::Manifest;
@@ -95,6 +107,11 @@ mod tests {
         assert!(spec.cwd.ends_with("work/team-lead"));
         assert_eq!(spec.catalogue[0].max_mode, PermissionMode::AcceptEdits);
         assert_eq!(spec.catalogue[0].rules.allowed_texts(), ["Read"]);
+        // A lead may create as many tasks in one turn as over its life.
+        assert_eq!(
+            spec.settings.limits.max_tasks_per_turn,
+            spec.settings.limits.max_tasks_total
+        );
         let other = dir.path().join("other.wasm");
         let spec = super::lead_spec(lead, dir.path(), Some(&other), "g", &m.catalogue).unwrap();
         assert_eq!(spec.component, other);
