@@ -20,7 +20,7 @@ use teamhost::home::Home;
 use teamhost::model::config::{ModelConfig, ModelEntry, ProviderSpec};
 use teamhost::model::{CassetteMode, ModelHub, ModelPolicy};
 use teamhost::sandbox::PermissionMode;
-use teamhost_tests::lead_model::{Decision, LeadModel, ENTRY};
+use teamhost_tests::lead_model::{Decision, LeadModel, BATCH, ENTRY};
 use teamhost_tests::measure::fmt;
 
 /// The most the run may take before it is reported as stuck.
@@ -148,24 +148,24 @@ async fn main() {
     );
 
     // A decision's time outside the model: from its answer leaving the
-    // model to the lead's next request.
-    let mut by_kind: BTreeMap<Decision, Vec<Duration>> = BTreeMap::new();
+    // model to the lead's next request, divided by the answer's tool calls
+    // (the last answer, the TeamDelete that ended the run, has no next
+    // request and is left out).
+    let mut by_kind: BTreeMap<Decision, (usize, Vec<Duration>)> = BTreeMap::new();
     for pair in calls.windows(2) {
         if pair[0].decision != Decision::EndTurn {
-            by_kind
-                .entry(pair[0].decision)
-                .or_default()
-                .push(pair[1].asked - pair[0].answered);
+            let kind = by_kind.entry(pair[0].decision).or_default();
+            kind.0 += pair[0].tools;
+            kind.1
+                .push((pair[1].asked - pair[0].answered) / pair[0].tools as u32);
         }
     }
     let model_time: Duration = calls.iter().map(|c| c.answered - c.asked).sum();
     let turns = calls.iter().filter(|c| c.turn_start).count();
-    let mut all: Vec<Duration> = by_kind.values().flatten().copied().collect();
+    let mut all: Vec<Duration> = by_kind.values().flat_map(|k| &k.1).copied().collect();
     all.sort();
-    let decisions = calls
-        .iter()
-        .filter(|c| c.decision != Decision::EndTurn)
-        .count();
+    let decisions: usize = calls.iter().map(|c| c.tools).sum();
+    let answers = calls.iter().filter(|c| c.tools > 0).count();
 
     println!("lead benchmark: the LLM lead (guests/lead) on a scripted model, {teammates} worker teammates, {tasks} tasks, one run\n");
     println!("machine: {}\n", machine());
@@ -179,7 +179,9 @@ async fn main() {
         "| tasks per second | {:.1} |",
         tasks as f64 / wall.as_secs_f64()
     );
+    println!("| worker reports written (tasks done) | {reports} |");
     println!("| lead decisions (tool calls) | {decisions} |");
+    println!("| lead answers calling tools (at most {BATCH} calls each) | {answers} |");
     println!("| lead turns | {turns} |");
     println!("| lead model calls | {} |", calls.len());
     println!(
@@ -187,17 +189,17 @@ async fn main() {
         fmt(model_time)
     );
     println!(
-        "| time outside the model per decision: mean / p50 / p95 | {} / {} / {} |",
+        "| time outside the model per decision (an answer's time / its calls): mean / p50 / p95 | {} / {} / {} |",
         fmt(all.iter().sum::<Duration>() / all.len().max(1) as u32),
         fmt(percentile(&all, 50)),
         fmt(percentile(&all, 95))
     );
-    println!("\n| decision | count | p50 | p95 | max |");
-    println!("|---|---:|---:|---:|---:|");
-    for (kind, mut times) in by_kind {
+    println!("\n| decision | calls | answers | p50 per call | p95 per call | max per call |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (kind, (count, mut times)) in by_kind {
         times.sort();
         println!(
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {count} | {} | {} | {} | {} |",
             kind.label(),
             times.len(),
             fmt(percentile(&times, 50)),
@@ -205,5 +207,5 @@ async fn main() {
             fmt(*times.last().unwrap())
         );
     }
-    println!("\n(the time outside the model: the lead guest reading the answer, the host running the tool through the toolbox and the seat, the guest sending its next request through the host's model capability)");
+    println!("\n(time outside the model: the lead guest reading the answer, the host running each tool through the toolbox and the seat, the guest sending its next request through the host's model capability; the model is in-process and its own time is the line above)");
 }

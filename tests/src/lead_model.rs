@@ -3,7 +3,9 @@
 //! script file because its next move depends on what the lead was shown:
 //! the lead benchmark's model (`benches/lead.rs`).
 //!
-//! One tool call per answer, so every lead decision is timed alone:
+//! The lead guest makes at most 40 model calls in one turn
+//! (`MAX_CALLS_PER_TURN` of `guests/agent`), so like a real model it
+//! batches: an answer calls up to [`BATCH`] tools of one kind.
 //!
 //! 1. **Forming**: `TeamCreate`, then one `TaskCreate` per task (its
 //!    description names `a.txt`, which the `worker` guest counts), then one
@@ -19,10 +21,11 @@
 //!    still stopping).
 //!
 //! Every call is recorded ([`Call`]): when the request came and the answer
-//! left, and which decision the answer made. The time from an answer that
-//! calls a tool to the lead's next request is the time the lead's decision
-//! took outside the model: the guest reading the answer, the host running
-//! the tool (toolbox, seat) and the guest sending the next request.
+//! left, which kind of decision the answer made and how many. The time from
+//! an answer that calls tools to the lead's next request is the time its
+//! decisions took outside the model: the guest reading the answer, the host
+//! running each tool (toolbox, seat) and the guest sending the next request;
+//! divided by the answer's tool calls, the time per decision.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -33,6 +36,12 @@ use teamhost::model::{ContentBlock, Request, Response, Role, StopReason, ToolUse
 
 /// The catalogue entry the lead spawns from.
 pub const ENTRY: &str = "worker";
+
+/// The most tool calls in one answer.
+pub const BATCH: usize = 10;
+
+/// One answer: a kind of decision and its tool calls (name, input).
+type Answer = (Decision, Vec<(&'static str, serde_json::Value)>);
 
 /// What one answer of the model decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -73,6 +82,8 @@ pub struct Call {
     pub answered: Instant,
     /// What the answer decided.
     pub decision: Decision,
+    /// How many tool calls the answer made.
+    pub tools: usize,
     /// Whether the request was the first of a lead turn (its last message
     /// is not a tool result).
     pub turn_start: bool,
@@ -81,9 +92,9 @@ pub struct Call {
 #[derive(Debug)]
 enum Phase {
     /// Answers still to give in order, then the first turn ends.
-    Forming(Vec<(Decision, &'static str, serde_json::Value)>),
+    Forming(Vec<Answer>),
     Waiting,
-    Closing(Vec<(Decision, &'static str, serde_json::Value)>),
+    Closing(Vec<Answer>),
     Deleting,
 }
 
@@ -99,25 +110,31 @@ impl LeadModel {
     pub fn new(team: &str, tasks: usize, teammates: usize) -> Arc<LeadModel> {
         let mut forming = vec![(
             Decision::TeamCreate,
-            "TeamCreate",
-            json!({"team_name": team, "description": "the lead benchmark"}),
+            vec![(
+                "TeamCreate",
+                json!({"team_name": team, "description": "the lead benchmark"}),
+            )],
         )];
-        for i in 1..=tasks {
-            forming.push((
-                Decision::TaskCreate,
-                "TaskCreate",
-                json!({"subject": format!("Count words {i}"), "description": "Count the words.\n- a.txt"}),
-            ));
-        }
-        for i in 1..=teammates {
-            forming.push((
-                Decision::Spawn,
-                "Agent",
-                json!({"description": "count words", "prompt": "Work the task list.",
+        let creates: Vec<_> = (1..=tasks)
+            .map(|i| {
+                (
+                    "TaskCreate",
+                    json!({"subject": format!("Count words {i}"), "description": "Count the words.\n- a.txt"}),
+                )
+            })
+            .collect();
+        forming.extend(batches(Decision::TaskCreate, creates));
+        let spawns: Vec<_> = (1..=teammates)
+            .map(|i| {
+                (
+                    "Agent",
+                    json!({"description": "count words", "prompt": "Work the task list.",
                     "subagent_type": ENTRY, "name": format!("w{i}"), "team_name": team,
                     "mode": "acceptEdits"}),
-            ));
-        }
+                )
+            })
+            .collect();
+        forming.extend(batches(Decision::Spawn, spawns));
         forming.reverse();
         Arc::new(LeadModel {
             tasks,
@@ -130,22 +147,22 @@ impl LeadModel {
         self.state.lock().unwrap().1.clone()
     }
 
-    fn closing(teammates: usize) -> Vec<(Decision, &'static str, serde_json::Value)> {
-        let mut v: Vec<_> = (1..=teammates)
+    fn closing(teammates: usize) -> Vec<Answer> {
+        let requests: Vec<_> = (1..=teammates)
             .map(|i| {
                 (
-                    Decision::Shutdown,
                     "SendMessage",
                     json!({"to": format!("w{i}"), "message": {"type": "shutdown_request"}}),
                 )
             })
             .collect();
+        let mut v = batches(Decision::Shutdown, requests);
         v.reverse();
         v
     }
 
     /// The next answer for `request`.
-    fn decide(&self, request: &Request, phase: &mut Phase) -> (Decision, Option<(String, String)>) {
+    fn decide(&self, request: &Request, phase: &mut Phase) -> (Decision, Vec<(String, String)>) {
         let last = request.messages.last();
         let result = last.and_then(|m| {
             m.content.iter().find_map(|b| match b {
@@ -153,17 +170,23 @@ impl LeadModel {
                 _ => None,
             })
         });
-        let tool = |d: Decision, name: &str, input: serde_json::Value| {
-            (d, Some((name.to_string(), input.to_string())))
+        let answer = |(d, calls): Answer| {
+            let calls = calls
+                .into_iter()
+                .map(|(name, input)| (name.to_string(), input.to_string()))
+                .collect();
+            (d, calls)
+        };
+        let tool = |d: Decision, name: &'static str, input: serde_json::Value| {
+            answer((d, vec![(name, input)]))
         };
         match phase {
             Phase::Forming(queue) | Phase::Closing(queue) if !queue.is_empty() => {
-                let (d, name, input) = queue.pop().unwrap();
-                tool(d, name, input)
+                answer(queue.pop().unwrap())
             }
             Phase::Forming(_) => {
                 *phase = Phase::Waiting;
-                (Decision::EndTurn, None)
+                (Decision::EndTurn, Vec::new())
             }
             Phase::Closing(_) => {
                 *phase = Phase::Deleting;
@@ -174,19 +197,27 @@ impl LeadModel {
                 Some(list) if list.matches("[completed]").count() >= self.tasks => {
                     let spawned = request_spawns(request);
                     let mut queue = LeadModel::closing(spawned);
-                    let (d, name, input) = queue.pop().unwrap();
+                    let first = queue.pop().unwrap();
                     *phase = Phase::Closing(queue);
-                    tool(d, name, input)
+                    answer(first)
                 }
-                Some(_) => (Decision::EndTurn, None),
+                Some(_) => (Decision::EndTurn, Vec::new()),
             },
             Phase::Deleting => match result {
                 // A wake: try again.
                 None => tool(Decision::TeamDelete, "TeamDelete", json!({})),
-                Some(_) => (Decision::EndTurn, None),
+                Some(_) => (Decision::EndTurn, Vec::new()),
             },
         }
     }
+}
+
+/// `calls` as answers of at most [`BATCH`] calls each, in order.
+fn batches(decision: Decision, calls: Vec<(&'static str, serde_json::Value)>) -> Vec<Answer> {
+    calls
+        .chunks(BATCH)
+        .map(|c| (decision, c.to_vec()))
+        .collect()
 }
 
 /// How many teammates the lead spawned, from the `Agent` calls in its
@@ -213,21 +244,27 @@ impl Provider for LeadModel {
         Box::pin(async move {
             let asked = Instant::now();
             let mut state = self.state.lock().unwrap();
-            let (decision, tool) = self.decide(call.request, &mut state.0);
+            let (decision, tools) = self.decide(call.request, &mut state.0);
             let n = state.1.len();
-            let (content, stop_reason) = match tool {
-                Some((name, input)) => (
-                    vec![ContentBlock::ToolUse(ToolUse {
-                        id: format!("toolu_lead_{n}"),
-                        name,
-                        input,
-                    })],
-                    StopReason::ToolUse,
-                ),
-                None => (
+            let count = tools.len();
+            let (content, stop_reason) = if tools.is_empty() {
+                (
                     vec![ContentBlock::Text("Waiting for the team.".into())],
                     StopReason::EndTurn,
-                ),
+                )
+            } else {
+                let blocks = tools
+                    .into_iter()
+                    .enumerate()
+                    .map(|(k, (name, input))| {
+                        ContentBlock::ToolUse(ToolUse {
+                            id: format!("toolu_lead_{n}_{k}"),
+                            name,
+                            input,
+                        })
+                    })
+                    .collect();
+                (blocks, StopReason::ToolUse)
             };
             let turn_start = !matches!(
                 call.request.messages.last().and_then(|m| m.content.first()),
@@ -237,6 +274,7 @@ impl Provider for LeadModel {
                 asked,
                 answered: Instant::now(),
                 decision,
+                tools: count,
                 turn_start,
             });
             Ok(Response {
