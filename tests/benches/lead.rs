@@ -119,6 +119,10 @@ async fn main() {
     policy.requests_per_minute = None;
     spec.settings.model_policy = Some(policy);
     spec.max_teammates = teammates;
+    // The lead creates every task in its first turn: more than the
+    // default 100 per turn (a manifest's `[lead] limits` raises it alike).
+    spec.settings.limits.max_tasks_per_turn =
+        spec.settings.limits.max_tasks_per_turn.max(tasks as u32);
     spec.catalogue = vec![CatalogueEntry {
         description: "counts the words of the files a task names".into(),
         cwd: Some(shared.clone()),

@@ -17,8 +17,8 @@
 //!    every task `[completed]` it goes on to closing, otherwise it ends the
 //!    turn with text.
 //! 3. **Closing**: one `SendMessage` `shutdown_request` per teammate, then
-//!    `TeamDelete`, tried again on the next wake while it fails (teammates
-//!    still stopping).
+//!    `TeamDelete`, tried again at once while it fails (teammates still
+//!    stopping), up to 35 calls in the turn, and on the next wake.
 //!
 //! Every call is recorded ([`Call`]): when the request came and the answer
 //! left, which kind of decision the answer made and how many. The time from
@@ -204,8 +204,12 @@ impl LeadModel {
                 Some(_) => (Decision::EndTurn, Vec::new()),
             },
             Phase::Deleting => match result {
-                // A wake: try again.
+                // A wake, or a refusal while teammates still stop: try
+                // again, within the guest's 40 calls per turn.
                 None => tool(Decision::TeamDelete, "TeamDelete", json!({})),
+                Some(_) if request_calls_this_turn(request) < 35 => {
+                    tool(Decision::TeamDelete, "TeamDelete", json!({}))
+                }
                 Some(_) => (Decision::EndTurn, Vec::new()),
             },
         }
@@ -218,6 +222,22 @@ fn batches(decision: Decision, calls: Vec<(&'static str, serde_json::Value)>) ->
         .chunks(BATCH)
         .map(|c| (decision, c.to_vec()))
         .collect()
+}
+
+/// How many answers the model gave in the lead's current turn: the
+/// assistant messages after the last user message that is not a tool
+/// result.
+fn request_calls_this_turn(request: &Request) -> usize {
+    request
+        .messages
+        .iter()
+        .rev()
+        .take_while(|m| {
+            m.role == Role::Assistant
+                || matches!(m.content.first(), Some(ContentBlock::ToolResult(_)))
+        })
+        .filter(|m| m.role == Role::Assistant)
+        .count()
 }
 
 /// How many teammates the lead spawned, from the `Agent` calls in its
