@@ -44,6 +44,7 @@
 //! missing. The integration tests themselves live in `tests/`.
 
 pub mod fixture;
+pub mod lead_model;
 pub mod measure;
 pub mod model_server;
 pub mod nats_server;
