@@ -56,7 +56,8 @@ pub struct LeadSeat {
     ended: AtomicBool,
     /// What it spawned: member name → catalogue entry.
     spawned: Mutex<HashMap<String, String>>,
-    /// Teammates this lead asked to shut down (a delete waits for them).
+    /// Teammates this lead asked to shut down (a delete waits for those
+    /// that approved).
     asked_to_stop: Mutex<std::collections::HashSet<String>>,
     /// The model budgets it gave, in US dollars.
     given_usd: Mutex<f64>,
@@ -253,19 +254,22 @@ impl LeadSeat {
         }
     }
 
-    /// The members left once those this lead asked to shut down have gone:
+    /// The members left once those that approved their shutdown have gone:
     /// waits (on the host's events, at most [`STOPPING_WAIT`]) while every
-    /// member left is one it asked, so a TeamDelete right after the
-    /// shutdown requests is not refused for teammates already on their way
-    /// out (nothing would wake the lead to try again once they are gone).
+    /// member left has approved a shutdown this lead asked for, so a
+    /// TeamDelete right after the approvals is not refused for teammates on
+    /// their way out (nothing would wake the lead to try again once they are
+    /// gone). A member that has not approved yet (it may be waiting for an
+    /// answer from this very lead) is refused at once.
     async fn members_once_stopped(&self) -> Result<Vec<crate::store::Member>, LeadError> {
         let mut events = self.host()?.events();
         let deadline = tokio::time::Instant::now() + STOPPING_WAIT;
         loop {
             let members = self.members()?;
             let all_stopping = {
-                let asked = self.asked_to_stop.lock().expect("asked lock");
+                let asked = self.asked_to_stop.lock().expect("asked lock").clone();
                 members.iter().all(|m| asked.contains(&m.name))
+                    && self.approved_shutdown(&members)?
             };
             if members.is_empty() || !all_stopping {
                 return Ok(members);
@@ -277,6 +281,26 @@ impl LeadSeat {
                 Ok(_) => {}
             }
         }
+    }
+
+    /// Whether every one of `members` has sent the lead a
+    /// `shutdown_approved` (in its inbox or history).
+    fn approved_shutdown(&self, members: &[crate::store::Member]) -> Result<bool, LeadError> {
+        let lead = self.lead_name();
+        let mut mail = self.team.history(lead).map_err(unavailable)?;
+        mail.extend(self.team.read_inbox(lead).map_err(unavailable)?);
+        Ok(members.iter().all(|m| {
+            mail.iter().any(|msg| {
+                msg.from == m.name
+                    && msg.text.contains("shutdown_approved")
+                    && matches!(
+                        crate::protocol::ProtocolMessage::parse(&msg.text),
+                        crate::protocol::Parsed::Protocol(
+                            crate::protocol::ProtocolMessage::ShutdownApproved(_)
+                        )
+                    )
+            })
+        }))
     }
 
     async fn delete_now(&self) -> Result<(), LeadError> {

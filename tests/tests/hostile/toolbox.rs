@@ -43,7 +43,9 @@ async fn the_tools_a_model_is_given_follow_the_mode_and_the_deny_rules() {
             "d-delegate",
             "delegate",
             &[],
-            "SendMessage,TaskCreate,TaskGet,TaskUpdate,TaskList,Agent,TaskOutput,TaskStop",
+            // Coordination only (seed 001): no sub-agents either; a lead in
+            // delegate mode gets the Agent tool back for teammates alone.
+            "SendMessage,TaskCreate,TaskGet,TaskUpdate,TaskList",
         ),
         (
             "d-nobash",
