@@ -129,13 +129,10 @@ pub fn compact(conversation: &mut Vec<Message>, room: usize, window: Window) {
     // The first message, without the summary an earlier compaction left in it.
     let mut first = conversation[0].clone();
     let earlier: Vec<ContentBlock> = {
-        let (summaries, rest): (Vec<_>, Vec<_>) = first
-            .content
-            .into_iter()
-            .partition(|b| {
-                matches!(b, ContentBlock::Text(t)
+        let (summaries, rest): (Vec<_>, Vec<_>) = first.content.into_iter().partition(|b| {
+            matches!(b, ContentBlock::Text(t)
                     if t.starts_with(SUMMARY_MARK) || t.starts_with(DROPPED_MARK))
-            });
+        });
         first.content = rest;
         summaries
     };

@@ -21,10 +21,9 @@ use teamhost::agent::subagents::{self, Start, Status};
 /// Runs `budget ARGS…`.
 pub fn run(args: &[&str]) {
     match args {
-        ["nest-alloc", mib, depth] => nest_alloc(
-            mib.parse().unwrap_or(16),
-            depth.parse().unwrap_or(0),
-        ),
+        ["nest-alloc", mib, depth] => {
+            nest_alloc(mib.parse().unwrap_or(16), depth.parse().unwrap_or(0))
+        }
         ["spawn-many", n] => {
             let (ok, error) = spawn_many(n.parse().unwrap_or(1));
             done("budget/spawn-many", format!("{ok} of {n} started {error}"));

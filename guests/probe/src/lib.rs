@@ -160,7 +160,11 @@ impl Guest for Probe {
                 Ok(TurnOutcome { task: None })
             }
             TurnKind::Message => {
-                if let Some(words) = turn.messages.iter().find_map(|m| m.text.strip_prefix("panic ")) {
+                if let Some(words) = turn
+                    .messages
+                    .iter()
+                    .find_map(|m| m.text.strip_prefix("panic "))
+                {
                     panic!("{words}");
                 }
                 if directives.trap_on_message && text.contains("trap") {
