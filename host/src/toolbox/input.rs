@@ -148,18 +148,18 @@ pub struct AgentCall {
 }
 
 /// The fields of one call's input, with typed getters whose errors name
-/// the tool and the field.
-struct Fields<'a> {
-    tool: &'a str,
-    map: &'a Map<String, Value>,
+/// the tool and the field (the lead's tools read theirs with it too).
+pub(super) struct Fields<'a> {
+    pub(super) tool: &'a str,
+    pub(super) map: &'a Map<String, Value>,
 }
 
 impl Fields<'_> {
-    fn get(&self, key: &str) -> Option<&Value> {
+    pub(super) fn get(&self, key: &str) -> Option<&Value> {
         self.map.get(key).filter(|v| !v.is_null())
     }
 
-    fn str_opt(&self, key: &str) -> Result<Option<String>, String> {
+    pub(super) fn str_opt(&self, key: &str) -> Result<Option<String>, String> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -171,7 +171,7 @@ impl Fields<'_> {
         }
     }
 
-    fn str_req(&self, key: &str) -> Result<String, String> {
+    pub(super) fn str_req(&self, key: &str) -> Result<String, String> {
         self.str_opt(key)?.ok_or_else(|| {
             format!(
                 "{}: the required field `{key}` (a string) is missing",
@@ -200,7 +200,7 @@ impl Fields<'_> {
         }
     }
 
-    fn bool_opt(&self, key: &str) -> Result<Option<bool>, String> {
+    pub(super) fn bool_opt(&self, key: &str) -> Result<Option<bool>, String> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -211,6 +211,16 @@ impl Fields<'_> {
                 kind(other)
             )),
         }
+    }
+
+    /// An answer must say yes or no: a missing field is not a "no".
+    pub(super) fn bool_req(&self, key: &str) -> Result<bool, String> {
+        self.bool_opt(key)?.ok_or_else(|| {
+            format!(
+                "{}: the required field `{key}` (true or false) is missing",
+                self.tool
+            )
+        })
     }
 
     /// A task id: a string, or a number written without quotes.

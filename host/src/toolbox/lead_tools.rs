@@ -16,6 +16,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::input::Fields;
 use crate::model::ToolDefinition;
 
 /// The tools only a lead has, by the names a model calls them.
@@ -388,53 +389,6 @@ pub fn not_a_lead(call: &LeadCall) -> String {
         _ => "",
     };
     format!("permission denied: only the team's lead may use {what}; you are a teammate{also}")
-}
-
-struct Fields<'a> {
-    tool: &'a str,
-    map: &'a Map<String, Value>,
-}
-
-impl Fields<'_> {
-    fn get(&self, key: &str) -> Option<&Value> {
-        self.map.get(key).filter(|v| !v.is_null())
-    }
-
-    fn str_opt(&self, key: &str) -> Result<Option<String>, String> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(format!("{}: `{key}` must be a string", self.tool)),
-        }
-    }
-
-    fn str_req(&self, key: &str) -> Result<String, String> {
-        self.str_opt(key)?.ok_or_else(|| {
-            format!(
-                "{}: the required field `{key}` (a string) is missing",
-                self.tool
-            )
-        })
-    }
-
-    fn bool_opt(&self, key: &str) -> Result<Option<bool>, String> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(Value::String(s)) if s == "true" || s == "false" => Ok(Some(s == "true")),
-            Some(_) => Err(format!("{}: `{key}` must be true or false", self.tool)),
-        }
-    }
-
-    /// An answer must say yes or no: a missing `approve` is not a "no".
-    fn bool_req(&self, key: &str) -> Result<bool, String> {
-        self.bool_opt(key)?.ok_or_else(|| {
-            format!(
-                "{}: the required field `{key}` (true or false) is missing",
-                self.tool
-            )
-        })
-    }
 }
 
 #[cfg(test)]
