@@ -201,6 +201,18 @@ pub enum Error {
         message: String,
     },
 
+    /// This host's lease on a team was taken over by another host (it was
+    /// paused, cut off, or thought dead): its copies of the teammates stop
+    /// before they write again, and every write it tries is refused with
+    /// this. `by` is the adopting host's id.
+    #[error("team {team}: this host's lease was taken over by host {by}; its teammates were stopped here and run there now")]
+    LeaseLost {
+        /// The team.
+        team: String,
+        /// The host that took the teammates over.
+        by: String,
+    },
+
     /// A component could not be loaded, linked or started.
     #[error("component {path}: {message}")]
     Component {

@@ -25,6 +25,7 @@ pub mod lead_grant;
 mod lead_seat;
 mod lead_spec;
 mod lead_start;
+pub mod lease;
 mod resume;
 mod spawn;
 

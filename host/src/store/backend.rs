@@ -145,6 +145,14 @@ pub trait TeamStore: Send + Sync + std::fmt::Debug + 'static {
     /// process, Claude Code, another host). Reads never report. The feed
     /// runs until the guard is dropped.
     fn watch(&self, team: &str, observer: Arc<dyn StoreObserver>) -> Result<Box<dyn FeedGuard>>;
+
+    /// Host leases, run records and components, when this store is shared
+    /// by several hosts and can hand one host's teammates to another
+    /// ([`super::failover`]). `None` (the default, and the file store's
+    /// answer): failover is not possible here.
+    fn failover(&self) -> Option<&dyn super::failover::Failover> {
+        None
+    }
 }
 
 /// One pass over a team's task list, inside [`TeamStore::update_tasks`].

@@ -29,6 +29,7 @@ pub struct MemoryStore {
 struct Shared {
     state: Mutex<State>,
     feeds: Mutex<Vec<Feed>>,
+    failover: super::failover_memory::MemoryFailover,
 }
 
 impl std::fmt::Debug for Shared {
@@ -128,6 +129,10 @@ impl State {
 }
 
 impl TeamStore for MemoryStore {
+    fn failover(&self) -> Option<&dyn super::failover::Failover> {
+        Some(&self.shared.failover)
+    }
+
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
@@ -188,6 +193,7 @@ impl TeamStore for MemoryStore {
             state.generation += 1;
             state.teams.remove(team).is_some()
         };
+        self.shared.failover.forget_team(team);
         if existed {
             self.report(StoreEvent::ConfigChanged { team: team.into() });
         }

@@ -21,6 +21,8 @@
 
 pub mod backend;
 pub mod config;
+pub mod failover;
+mod failover_memory;
 pub mod files;
 pub mod history_cache;
 pub mod mailbox;
@@ -37,6 +39,8 @@ use std::sync::Arc;
 
 pub use backend::TeamStore;
 pub use config::{Member, NewMember, NewTeam, TeamConfig};
+pub use failover::{Failover, HostLease, LeaseState, Revision, RunRecord};
+pub use failover_memory::MemoryFailover;
 pub use files::{FileStore, LockOptions};
 pub use history_cache::HistoryCache;
 pub use mailbox::{InboxMessage, OutgoingMessage};

@@ -196,5 +196,6 @@ pub(crate) fn store_error_to_wit(e: Error) -> WitError {
         Error::Io { .. } => host_failure("an I/O error"),
         Error::StoreUnavailable { .. } => host_failure("the store's server did not answer"),
         Error::Component { .. } => host_failure("a component error"),
+        Error::LeaseLost { .. } => host_failure("this host no longer runs the teammate"),
     }
 }
