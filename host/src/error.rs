@@ -118,6 +118,12 @@ pub enum Error {
     #[error("{0}")]
     StoreUrl(String),
 
+    /// A NATS store's deployment settings (TLS files, credentials file,
+    /// NKey seed) are unusable. The text names the setting (flag and
+    /// environment variable) and the file, never what is in it.
+    #[error("{0}")]
+    StoreSettings(String),
+
     /// A team's files cannot be watched for changes (the inotify limits).
     #[error("{0}")]
     FileWatch(String),

@@ -74,6 +74,8 @@ pub enum Kind {
     Cassettes,
     /// The host's model config (providers, credentials).
     ModelConfig,
+    /// A NATS store's TLS or credentials file (`--store-ca`, `--store-creds`, …).
+    StoreSettings,
 }
 
 impl std::fmt::Display for Kind {
@@ -85,6 +87,7 @@ impl std::fmt::Display for Kind {
             Kind::Cache => "component cache",
             Kind::Cassettes => "model cassette directory",
             Kind::ModelConfig => "model config file",
+            Kind::StoreSettings => "store TLS or credentials file",
         })
     }
 }

@@ -515,6 +515,14 @@ impl Manifest {
         } else if let Err(e) = sanitize_team_name(&self.team.name) {
             problems.push(format!("[team] name: {e}"));
         }
+        if let Some(url) = &self.team.store {
+            if crate::store::NatsUrl::parse(url).is_ok_and(|u| u.has_credentials()) {
+                problems.push(format!(
+                    "[team] store {}: the URL carries credentials, and a manifest never holds secrets; give the URL with credentials to the host (--store or TEAMHOST_STORE), or use --store-creds / --store-nkey (TEAMHOST_STORE_CREDS / TEAMHOST_STORE_NKEY)",
+                    crate::store::nats::url::redact(url)
+                ));
+            }
+        }
         if self.teammates.is_empty() && self.lead.is_none() && self.catalogue.is_empty() {
             problems
                 .push("no [[teammate]]; add at least one with name, component and prompt".into());
@@ -636,7 +644,19 @@ fn base_dir(file: &Path) -> PathBuf {
 }
 
 fn format_error(e: &toml::de::Error) -> String {
-    let hint = if e.message().starts_with("unknown field") {
+    let setting = e
+        .message()
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split('`').next())
+        .and_then(crate::store::nats::security::setting_named);
+    let store_hint;
+    let hint = if let Some(s) = setting {
+        store_hint = format!(
+            "\nthe store's TLS files and credentials are never read from a manifest (a teammate may be able to write its directory): give the host {} FILE, or set {} in its environment (likewise --store-ca, --store-cert, --store-key, --store-creds, --store-nkey)",
+            s.flag, s.env
+        );
+        store_hint.as_str()
+    } else if e.message().starts_with("unknown field") {
         "\nremove or rename that key: teamhost refuses keys it does not know, so a typo is never ignored (the keys are listed in `teamhost run --help`)"
     } else if e.message().starts_with("missing field") {
         "\nadd that key (see `teamhost run --help` for the format)"
@@ -973,6 +993,39 @@ subject = "Count three"
             assert!(msg.contains(&format!("unknown field `{key}`")), "{msg}");
             assert!(msg.contains("remove or rename that key"), "{msg}");
         }
+    }
+
+    #[test]
+    fn store_settings_in_a_manifest_are_refused_with_the_flag_to_use() {
+        let (_dir, file) = fixture();
+        for (key, flag, env) in [
+            ("store_ca", "--store-ca", "TEAMHOST_STORE_CA"),
+            ("tls-cert", "--store-cert", "TEAMHOST_STORE_CERT"),
+            ("store_key", "--store-key", "TEAMHOST_STORE_KEY"),
+            ("credentials", "--store-creds", "TEAMHOST_STORE_CREDS"),
+            ("nkey_seed", "--store-nkey", "TEAMHOST_STORE_NKEY"),
+        ] {
+            let text = GOOD.replace(
+                "description = \"counts",
+                &format!("{key} = \"/etc/x\"\ndescription = \"counts"),
+            );
+            let msg = Manifest::parse(&text, &file).unwrap_err().to_string();
+            assert!(msg.contains(&format!("unknown field `{key}`")), "{msg}");
+            assert!(msg.contains("never read from a manifest"), "{msg}");
+            assert!(msg.contains(flag) && msg.contains(env), "{key}: {msg}");
+        }
+        let text = GOOD.replace(
+            "description = \"counts",
+            "store = \"nats://alice:s3cret@h:4222/p\"\ndescription = \"counts",
+        );
+        let msg = Manifest::parse(&text, &file).unwrap_err().to_string();
+        assert!(msg.contains("carries credentials"), "{msg}");
+        assert!(!msg.contains("s3cret"), "{msg}");
+        let plain = GOOD.replace(
+            "description = \"counts",
+            "store = \"nats://h:4222/p\"\ndescription = \"counts",
+        );
+        assert!(Manifest::parse(&plain, &file).is_ok());
     }
 
     #[test]

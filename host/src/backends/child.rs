@@ -145,14 +145,36 @@ pub(crate) struct ChildStore {
     /// with them, only in the child's environment (`$TEAMHOST_STORE`), so
     /// they never show in `ps`.
     pub url: Option<crate::store::NatsUrl>,
+    /// The NATS store's TLS files and credentials (paths), passed only in
+    /// the child's environment (`$TEAMHOST_STORE_CA`, …), never on its
+    /// command line.
+    pub security: crate::store::NatsSecurity,
 }
 
 impl ChildStore {
-    /// The environment a child needs besides its arguments: the URL when
-    /// it carries credentials.
-    pub fn env(&self) -> Option<(&'static str, String)> {
+    /// The URL for the child's environment when it carries credentials
+    /// (a tmux pane cannot be given it without showing it).
+    pub fn secret_url(&self) -> Option<(&'static str, String)> {
         let url = self.url.as_ref().filter(|u| u.has_credentials())?;
         Some(("TEAMHOST_STORE", url.to_arg()))
+    }
+
+    /// The environment a child needs besides its arguments: the URL when
+    /// it carries credentials, and every TLS file and credentials file the
+    /// host's store connected with (absolute paths, not their contents).
+    pub fn env(&self) -> Vec<(&'static str, OsString)> {
+        let mut env: Vec<(&'static str, OsString)> = self
+            .secret_url()
+            .into_iter()
+            .map(|(k, v)| (k, v.into()))
+            .collect();
+        env.extend(
+            self.security
+                .child_env()
+                .into_iter()
+                .map(|(k, v)| (k, v.into_os_string())),
+        );
+        env
     }
 }
 
@@ -164,6 +186,7 @@ pub(crate) fn child_store(team: &Team, home: &Path) -> Result<ChildStore> {
         return Ok(ChildStore {
             home: files.root().to_path_buf(),
             url: None,
+            security: Default::default(),
         });
     }
     if let Some(nats) = team
@@ -175,6 +198,7 @@ pub(crate) fn child_store(team: &Team, home: &Path) -> Result<ChildStore> {
         return Ok(ChildStore {
             home: home.to_path_buf(),
             url: Some(nats.url().clone()),
+            security: nats.security().clone(),
         });
     }
     Err(Error::Backend(format!(
@@ -219,6 +243,7 @@ mod tests {
                 &ChildStore {
                     home: tmp.path().to_path_buf(),
                     url: None,
+                    security: Default::default(),
                 },
                 &member,
                 &req,

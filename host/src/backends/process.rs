@@ -84,7 +84,9 @@ async fn start(
     .env_remove("TMUX")
     .env_remove("TMUX_PANE")
     .kill_on_drop(false);
-    if let Some((k, v)) = store.env() {
+    // The URL's credentials and the TLS/credentials files: in the
+    // environment only, never on the command line (`ps` shows that).
+    for (k, v) in store.env() {
         cmd.env(k, v);
     }
     let child = cmd.spawn().map_err(|e| {

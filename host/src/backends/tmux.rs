@@ -69,7 +69,7 @@ async fn start(
     // Before anything is written: a child reaches its team through the
     // files or a NATS server, never through this process's memory.
     let store = child_store(team, env.home.root())?;
-    if store.env().is_some() {
+    if store.secret_url().is_some() {
         // A pane runs a command line; the URL's credentials would show in it.
         return Err(Error::Backend(
             "a NATS store URL with credentials cannot be handed to a tmux pane without showing in its command line; use the process backend (--teammate-mode process) or a URL without credentials".into(),
@@ -99,11 +99,15 @@ async fn start(
     let dir = member.cwd.clone().unwrap_or_else(|| ".".into());
     let log = log_path(&env.log_dir, team, &member.name);
     let (t, name, home) = (team.clone(), member.name.clone(), env.home.clone());
-    let placed =
-        tokio::task::spawn_blocking(move || place(&home, &t, &name, &opts, &dir, &line, &log))
-            .await
-            .map_err(|e| rollback(Error::HostTask(format!("tmux placement panicked: {e}"))))?
-            .map_err(rollback)?;
+    // The store's TLS/credentials files reach the pane's environment with
+    // `-e` (tmux's own arguments), not its command line.
+    let env_args = forwarded_env(&store.env());
+    let placed = tokio::task::spawn_blocking(move || {
+        place(&home, &t, &name, &opts, &dir, &line, &log, &env_args)
+    })
+    .await
+    .map_err(|e| rollback(Error::HostTask(format!("tmux placement panicked: {e}"))))?
+    .map_err(rollback)?;
     let (pane, pid) = placed;
     let fd = started::pidfd_open(pid).map_err(|e| {
         kill_pane_if_ours(socket.as_deref(), &pane, pid);
@@ -146,6 +150,7 @@ async fn start(
 }
 
 /// Creates the pane running `line` and returns its id and its process id.
+#[allow(clippy::too_many_arguments)]
 fn place(
     home: &crate::home::Home,
     team: &Team,
@@ -154,6 +159,7 @@ fn place(
     dir: &str,
     line: &str,
     log: &Path,
+    env_args: &[String],
 ) -> Result<(String, u32)> {
     let socket = opts.socket.as_deref();
     let host_pane = if opts.socket.is_none() && super::detect::inside_tmux() {
@@ -161,7 +167,6 @@ fn place(
     } else {
         None
     };
-    let env_args = forwarded_env();
     // The team's last teammate pane still running its process, if any.
     let last = || -> Result<Option<String>> {
         Ok(crate::home::started::list(home, team.name())?
@@ -181,7 +186,7 @@ fn place(
             &host_pane,
             last()?,
             dir,
-            &env_args,
+            env_args,
             line,
         )?,
         (Some(lead_pane), _) => {
@@ -195,7 +200,7 @@ fn place(
             c.args(["split-window", "-d", dir_flag, "-t", &target, "-P", "-F"])
                 .arg("#{pane_id} #{pane_pid}")
                 .args(["-c", dir])
-                .args(&env_args)
+                .args(env_args)
                 .arg(line);
             run(c, &format!("split pane {target} for teammate {name}"))?
         }
@@ -218,7 +223,7 @@ fn place(
                 ])
                 .arg("#{pane_id} #{pane_pid}")
                 .args(["-c", dir, "-n", name])
-                .args(&env_args)
+                .args(env_args)
                 .arg(line);
                 run(
                     c,
@@ -233,7 +238,7 @@ fn place(
                     .args(["-x", "200", "-y", "50", "-P", "-F"])
                     .arg("#{pane_id} #{pane_pid}")
                     .args(["-c", dir])
-                    .args(&env_args)
+                    .args(env_args)
                     .arg(line);
                 match run(c, &format!("start session {session} for teammate {name}")) {
                     Ok(o) => o,
@@ -311,11 +316,23 @@ fn own_window(
 }
 
 /// `-e VAR=value` for the variables a teammate needs from the host's
-/// environment (a pane gets the tmux server's environment, not ours).
-fn forwarded_env() -> Vec<String> {
-    ["TEAMHOST_LOG", "TEAMHOST_COMPONENT_PATH", "PATH"]
+/// environment (a pane gets the tmux server's environment, not ours), then
+/// `store`'s (the store's TLS and credentials files). Every store setting
+/// variable is given, empty when the host has none, so that one left in
+/// the tmux server's environment is not used instead.
+fn forwarded_env(store: &[(&'static str, std::ffi::OsString)]) -> Vec<String> {
+    let host = ["TEAMHOST_LOG", "TEAMHOST_COMPONENT_PATH", "PATH"]
         .iter()
-        .filter_map(|k| std::env::var(k).ok().map(|v| format!("{k}={v}")))
+        .filter_map(|k| std::env::var(k).ok().map(|v| format!("{k}={v}")));
+    let settings = crate::store::nats::security::SETTINGS.iter().map(|s| {
+        let v = store
+            .iter()
+            .find(|(k, _)| *k == s.env)
+            .map(|(_, v)| v.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        format!("{}={v}", s.env)
+    });
+    host.chain(settings)
         .flat_map(|kv| ["-e".to_string(), kv])
         .collect()
 }

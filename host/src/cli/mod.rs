@@ -64,6 +64,10 @@ pub struct Cli {
     )]
     pub store: Option<String>,
 
+    /// The NATS store's TLS files and credentials (`--store-ca`, …).
+    #[command(flatten)]
+    pub store_security: store_select::SecurityArgs,
+
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
     pub json: bool,
@@ -153,6 +157,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         return teammate::run(
             cli.home.as_deref(),
             cli.store.as_deref(),
+            &cli.store_security.security(),
             &Output::new(cli.json),
             a,
         );
@@ -177,13 +182,19 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     let out = Output::new(cli.json);
     if let Command::Run(a) = cli.command {
         // The manifest may name the store too.
-        return run::run(&home, cli.store.as_deref(), &out, a);
+        return run::run(
+            &home,
+            cli.store.as_deref(),
+            &cli.store_security.security(),
+            &out,
+            a,
+        );
     }
     if let Command::Check(a) = cli.command {
         // Reads the manifest only: no store is opened.
         return check::check(&home, &out, a);
     }
-    let store = store_select::open(&home, cli.store.as_deref())?;
+    let store = store_select::open(&home, cli.store.as_deref(), &cli.store_security.security())?;
     match cli.command {
         Command::Team(c) => team::run(&home, &store, &out, c),
         Command::Task(c) => task::run(&store, &out, c),

@@ -210,16 +210,19 @@ enum End {
 
 /// Runs `teamhost teammate`. `home_flag` is the global `--home`, `store`
 /// the global `--store` (or `$TEAMHOST_STORE`): with a NATS store the team
-/// lives there and the home keeps only this machine's files.
+/// lives there and the home keeps only this machine's files; `security`
+/// its TLS files and credentials (flags or `$TEAMHOST_STORE_*`, which the
+/// host that started this process set).
 pub(super) fn run(
     home_flag: Option<&Path>,
     store: Option<&str>,
+    security: &crate::store::NatsSecurity,
     out: &Output,
     a: TeammateArgs,
 ) -> anyhow::Result<()> {
     let (name, team_name) = identity(&a)?;
     let (home, claude_home) = teammate_home(home_flag)?;
-    let store = super::store_select::open(&home, store)?;
+    let store = super::store_select::open(&home, store, security)?;
     let cache_dir = if claude_home {
         Some(Home::resolve(None)?.component_cache())
     } else {

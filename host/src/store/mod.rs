@@ -46,7 +46,7 @@ pub use history_cache::HistoryCache;
 pub use mailbox::{InboxMessage, OutgoingMessage};
 pub use memory::MemoryStore;
 pub use names::agent_id;
-pub use nats::{NatsStore, NatsUrl};
+pub use nats::{NatsSecurity, NatsStore, NatsUrl};
 pub use tasks::{ClaimOutcome, ClaimRefusal, NewTask, Task, TaskStatus, TaskUpdate, Unassigned};
 pub use usage::ModelUsage;
 

@@ -164,10 +164,13 @@ pub struct RunArgs {
 }
 
 /// Runs `teamhost run`. `store` is `--store` (or `$TEAMHOST_STORE`); it
-/// wins over the manifest's `[team] store`.
+/// wins over the manifest's `[team] store`. `security` (TLS files,
+/// credentials) comes from the flags and environment only, never the
+/// manifest.
 pub(super) fn run(
     home: &Home,
     store: Option<&str>,
+    security: &crate::store::NatsSecurity,
     out: &Output,
     mut a: RunArgs,
 ) -> anyhow::Result<()> {
@@ -177,10 +180,17 @@ pub(super) fn run(
     };
     let manifest = Manifest::load(&a.manifest)?;
     build::build_stale(&a.manifest, &manifest, home.root())?;
-    let store = crate::cli::store_select::open(home, store.or(manifest.team.store.as_deref()))?;
+    let store =
+        crate::cli::store_select::open(home, store.or(manifest.team.store.as_deref()), security)?;
     let models =
         crate::cli::model_args::model_access(home.root(), &a.model, Some(&manifest.model))?;
-    prepare_dirs(home.root(), &a.manifest, &manifest, &models)?;
+    prepare_dirs(
+        home.root(),
+        &a.manifest,
+        &manifest,
+        &models,
+        &security.files(),
+    )?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -207,17 +217,25 @@ pub(super) fn run(
 }
 
 /// Refuses a layout in which a teammate's directory holds the manifest, a
-/// component, the home or the cache (see [`crate::layout`]), then makes the
-/// default directories (`work/{name}`) of those that left `cwd` out.
+/// component, the home, the cache or a store setting's file (`--store-ca`,
+/// `--store-creds`, …: a teammate could read a seed or replace the CA; see
+/// [`crate::layout`]), then makes the default directories (`work/{name}`)
+/// of those that left `cwd` out.
 fn prepare_dirs(
     home: &Path,
     file: &Path,
     m: &Manifest,
     models: &crate::embed::ModelAccess,
+    store_files: &[std::path::PathBuf],
 ) -> anyhow::Result<()> {
     let mut protected = crate::home::Home::new(home).protected_paths(None);
     protected.extend(m.protected_paths(file));
     protected.extend(models.protected().iter().cloned());
+    protected.extend(
+        store_files
+            .iter()
+            .map(|p| crate::layout::Protected::new(crate::layout::Kind::StoreSettings, p)),
+    );
     let checker = crate::layout::Checker::new(&protected);
     for t in &m.teammates {
         if t.isolation == crate::manifest::IsolationSpec::None {

@@ -195,6 +195,7 @@ pub(crate) fn store_error_to_wit(e: Error) -> WitError {
         Error::LockTimeout { .. } => host_failure("a lock wait timed out"),
         Error::Io { .. } => host_failure("an I/O error"),
         Error::StoreUnavailable { .. } => host_failure("the store's server did not answer"),
+        Error::StoreSettings(_) => host_failure("the store's settings"),
         Error::Component { .. } => host_failure("a component error"),
         Error::LeaseLost { .. } => host_failure("this host no longer runs the teammate"),
     }

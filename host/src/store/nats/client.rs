@@ -45,11 +45,13 @@ use async_nats::{HeaderMap, StatusCode};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
+use super::security::NatsSecurity;
 use super::url::NatsUrl;
 use crate::error::{Error, Result};
 
-/// How a NATS store waits. `NatsOptions::default()`: 30 s of retries per
-/// call, 2 s per request, 5 s to connect.
+/// How a NATS store waits, and how it proves who it is.
+/// `NatsOptions::default()`: 30 s of retries per call, 2 s per request, 5 s
+/// to connect, no TLS files or credentials beyond the URL's.
 #[derive(Debug, Clone)]
 pub struct NatsOptions {
     /// How long one store call keeps trying while the server does not answer.
@@ -58,6 +60,9 @@ pub struct NatsOptions {
     pub request_timeout: Duration,
     /// How long the first connection may take.
     pub connect_timeout: Duration,
+    /// TLS files and credentials, from the host's flags and environment
+    /// only (see [`NatsSecurity`]).
+    pub security: NatsSecurity,
 }
 
 impl Default for NatsOptions {
@@ -66,6 +71,7 @@ impl Default for NatsOptions {
             retry_for: Duration::from_secs(30),
             request_timeout: Duration::from_secs(2),
             connect_timeout: Duration::from_secs(5),
+            security: NatsSecurity::default(),
         }
     }
 }
@@ -130,8 +136,11 @@ const STREAM_NOT_FOUND: u64 = 10059;
 
 impl Conn {
     /// Connects to `url` and checks that the server has JetStream. An
-    /// unreachable server is an error naming its address at once.
+    /// unreachable server is an error naming its address at once; unusable
+    /// settings, a TLS failure or refused credentials are errors naming the
+    /// setting to fix.
     pub fn connect(url: &NatsUrl, opts: NatsOptions) -> Result<Conn> {
+        let loaded = opts.security.load(url.is_tls())?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("teamhost-nats")
@@ -141,7 +150,8 @@ impl Conn {
         let handle = rt.handle().clone();
         let (tx, reconnects) = tokio::sync::watch::channel(0u64);
         let shown = url.display();
-        let connect = async_nats::ConnectOptions::new()
+        let connect = loaded
+            .apply(async_nats::ConnectOptions::new())?
             .name("teamhost")
             .connection_timeout(opts.connect_timeout)
             .request_timeout(Some(opts.request_timeout))
@@ -171,13 +181,20 @@ impl Conn {
         let client = spawn_wait(&handle, connect)
             .ok_or_else(|| unavailable(url, "its client stopped while connecting".into()))?
             .map_err(|e| {
+                let detail = scrub(&e.to_string(), &secret);
+                let message = super::security::explain(
+                    e.kind(),
+                    &detail,
+                    &opts.security,
+                    url.has_credentials(),
+                )
+                .unwrap_or_else(|| format!(
+                    "cannot reach the NATS server at {} ({detail}); start it with JetStream (`nats-server -js`) or point --store / TEAMHOST_STORE at a running one",
+                    url.address(),
+                ));
                 Error::StoreUnavailable {
                     store: url.display(),
-                    message: format!(
-                        "cannot reach the NATS server at {} ({}); start it with JetStream (`nats-server -js`) or point --store / TEAMHOST_STORE at a running one",
-                        url.address(),
-                        scrub(&e.to_string(), &secret)
-                    ),
+                    message,
                 }
             })?;
         let conn = Conn {
@@ -210,6 +227,11 @@ impl Conn {
     /// The URL this store connects to.
     pub fn url(&self) -> &NatsUrl {
         &self.url
+    }
+
+    /// The settings it connected with.
+    pub fn security(&self) -> &NatsSecurity {
+        &self.opts.security
     }
 
     /// The runtime's handle, for feeds' tasks.

@@ -12,6 +12,7 @@
 //! | file | owns |
 //! |---|---|
 //! | `url.rs` | [`NatsUrl`]: parsing `nats://…`, the prefix, keeping credentials out of sight |
+//! | `security.rs` | [`NatsSecurity`]: TLS files, credentials file, NKey seed; checked before connecting; the errors that name the setting to fix |
 //! | `client.rs` | [`Conn`](client::Conn): the store's own runtime and client, bounded retries, JetStream's JSON API |
 //! | `naming.rs` | bucket, stream, subject and key names; agent names as subject tokens |
 //! | `setup.rs` | making a team's bucket and mail stream by hand (works on 2.9), listing, deleting |
@@ -38,12 +39,18 @@
 //! environment when it has (so they never show in `ps` or a tmux pane's
 //! command); the guest sees neither, and Bash gets a fixed environment. The
 //! URL is shown everywhere as [`NatsUrl::display`], without credentials.
+//! TLS files, a credentials file or an NKey seed ([`NatsSecurity`]) come
+//! from the host's flags and environment only (never a manifest) and reach
+//! a child only as `$TEAMHOST_STORE_CA`, … in its environment (a tmux
+//! pane's through `tmux -e`); a teammate's directory may hold none of
+//! those files (`teamhost run` refuses the layout).
 
 mod client;
 mod feed;
 mod kv;
 mod mail;
 mod naming;
+pub mod security;
 mod setup;
 mod tasks;
 mod team;
@@ -60,6 +67,7 @@ use std::sync::{Arc, Mutex};
 use self::client::Conn;
 pub use self::client::NatsOptions;
 use self::naming::TeamNames;
+pub use self::security::NatsSecurity;
 use self::setup::Which;
 pub use self::url::NatsUrl;
 use super::backend::{
@@ -102,6 +110,12 @@ impl NatsStore {
     /// Where this store lives.
     pub fn url(&self) -> &NatsUrl {
         self.inner.conn.url()
+    }
+
+    /// The TLS files and credentials it connected with (a child teammate
+    /// connects with the same).
+    pub fn security(&self) -> &NatsSecurity {
+        self.inner.conn.security()
     }
 
     fn conn(&self) -> &Conn {

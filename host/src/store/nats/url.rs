@@ -138,6 +138,11 @@ impl NatsUrl {
         }
     }
 
+    /// Whether the scheme is `tls://` (TLS required).
+    pub fn is_tls(&self) -> bool {
+        self.scheme == "tls"
+    }
+
     /// Whether the URL carries credentials.
     pub fn has_credentials(&self) -> bool {
         self.credentials.is_some()
