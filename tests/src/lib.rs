@@ -47,6 +47,7 @@ pub mod fixture;
 pub mod lead_model;
 pub mod measure;
 pub mod model_server;
+pub mod nats_secure;
 pub mod nats_server;
 pub mod polyglot;
 pub mod prompt_cache;

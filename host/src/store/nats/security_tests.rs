@@ -276,7 +276,10 @@ fn connect_failures_name_the_setting_to_fix() {
     let none = NatsSecurity::default();
     let unknown = "TLS error: invalid peer certificate: UnknownIssuer";
     let m = explain(K::Tls, unknown, &none, false).unwrap();
-    assert!(m.contains("pass --store-ca (TEAMHOST_STORE_CA)"), "{m}");
+    assert!(
+        m.contains("pass --store-ca FILE (or TEAMHOST_STORE_CA)"),
+        "{m}"
+    );
     let with_ca = NatsSecurity {
         ca: Some("/etc/x/ca.pem".into()),
         ..Default::default()
