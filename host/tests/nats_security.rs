@@ -250,6 +250,27 @@ fn an_nkey_user_connects_with_its_seed_file_and_a_stranger_is_refused() {
     )
     .unwrap();
     round_trip(&store, "nkey");
+    // A teammate whose directory holds the seed could read it: refused.
+    let home = tempfile::tempdir().unwrap();
+    let host = Host::with_store(
+        Home::new(home.path()),
+        store.clone(),
+        HostOptions::default(),
+    )
+    .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let req = SpawnRequest::new("w", teamhost_tests::WORKER, "p", dir.path());
+    let e = rt
+        .block_on(host.spawn("nkey", req))
+        .expect_err("the seed's directory is refused")
+        .to_string();
+    assert!(
+        e.contains("store TLS or credentials file") && e.contains("host.nk"),
+        "{e}"
+    );
     let (_, other) = nats_secure::nkey_user();
     let stranger = write(dir.path(), "other.nk", &other);
     let e = refused(

@@ -263,4 +263,44 @@ mod tests {
         assert_eq!(level_of(Some(NotificationLevel::None)), "none");
         assert_eq!(level_of(None), "all");
     }
+
+    #[test]
+    fn store_settings_reach_a_child_in_its_environment_never_its_arguments() {
+        let (tmp, team) = test_team(&["w"]);
+        let member = team.config().unwrap().member("w").unwrap().clone();
+        let req = SpawnRequest::new("w", "w.wasm", "p", tmp.path());
+        let store = ChildStore {
+            home: tmp.path().to_path_buf(),
+            url: Some(crate::store::NatsUrl::parse("tls://u:pw@h:4222/p").unwrap()),
+            security: crate::store::NatsSecurity {
+                ca: Some("/etc/team/ca.pem".into()),
+                creds: Some("/etc/team/team.creds".into()),
+                ..Default::default()
+            },
+        };
+        let args = teammate_args(
+            &team,
+            &store,
+            &member,
+            &req,
+            &Default::default(),
+            &Default::default(),
+        );
+        for a in &args {
+            let a = a.to_string_lossy();
+            assert!(
+                !a.contains("/etc/team") && !a.contains("pw") && !a.starts_with("--store"),
+                "{a} is on the command line"
+            );
+        }
+        let env = store.env();
+        let get = |k: &str| env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone());
+        assert_eq!(get("TEAMHOST_STORE_CA"), Some("/etc/team/ca.pem".into()));
+        assert_eq!(
+            get("TEAMHOST_STORE_CREDS"),
+            Some("/etc/team/team.creds".into())
+        );
+        assert_eq!(get("TEAMHOST_STORE"), Some("tls://u:pw@h:4222/p".into()));
+        assert_eq!(get("TEAMHOST_STORE_NKEY"), None);
+    }
 }

@@ -355,4 +355,28 @@ mod tests {
         assert_eq!(shell_quote(OsStr::new("")), "''");
         assert_eq!(shell_quote(OsStr::new("Bash(git:*)")), "'Bash(git:*)'");
     }
+
+    #[test]
+    fn a_pane_gets_every_store_setting_variable_set_or_emptied() {
+        let args = forwarded_env(&[("TEAMHOST_STORE_NKEY", "/etc/t/host.nk".into())]);
+        let pairs: Vec<&str> = args
+            .chunks(2)
+            .map(|c| {
+                assert_eq!(c[0], "-e");
+                c[1].as_str()
+            })
+            .collect();
+        assert!(
+            pairs.contains(&"TEAMHOST_STORE_NKEY=/etc/t/host.nk"),
+            "{pairs:?}"
+        );
+        for empty in [
+            "TEAMHOST_STORE_CA=",
+            "TEAMHOST_STORE_CERT=",
+            "TEAMHOST_STORE_KEY=",
+            "TEAMHOST_STORE_CREDS=",
+        ] {
+            assert!(pairs.contains(&empty), "{empty} in {pairs:?}");
+        }
+    }
 }

@@ -5,8 +5,8 @@ use crate::teammate::{Isolation, SpawnRequest};
 
 impl super::Host {
     /// Refuses a layout in which `req`'s directory holds something the host
-    /// trusts (see [`crate::layout`]): its component, the home or the
-    /// component cache; or lies inside the home (but for `{home}/worktrees`);
+    /// trusts (see [`crate::layout`]): its component, the home, the
+    /// component cache or a NATS store's TLS or credentials file; or lies inside the home (but for `{home}/worktrees`);
     /// or in which its component lies in the directory of a teammate this
     /// host runs in `team`. A worktree teammate's directory is not checked:
     /// it is a fresh worktree the host makes under `{home}/worktrees`, and
@@ -21,6 +21,16 @@ impl super::Host {
             let mut protected = inner.home.protected_paths(inner.opts.cache_dir.as_deref());
             protected.push(Protected::new(Kind::Component, &req.component));
             protected.extend(inner.opts.models.protected().iter().cloned());
+            let nats = inner
+                .store
+                .backend()
+                .as_any()
+                .downcast_ref::<crate::store::NatsStore>();
+            if let Some(nats) = nats {
+                // A teammate could read a seed or replace the CA it trusts.
+                let files = nats.security().files().into_iter();
+                protected.extend(files.map(|f| Protected::new(Kind::StoreSettings, f)));
+            }
             check(&req.name, &req.cwd, &protected).map_err(invalid)?;
         }
         // Running teammates' directories are recorded canonical (the
