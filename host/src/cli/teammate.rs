@@ -23,6 +23,7 @@
 //! | `--component PATH\|NAME` | no | the `.wasm`; default `$TEAMHOST_COMPONENT`, else a file named after the agent, then its type |
 //! | `--home DIR` | no | default `$CLAUDE_CONFIG_DIR`, else `~/.claude` when started by Claude Code (`CLAUDECODE=1`), else `$TEAMHOST_HOME` / `~/.teamhost` |
 //! | `--store URL` | no | the team on a NATS server (`nats://HOST:PORT[/PREFIX]`, default `$TEAMHOST_STORE`); the home then keeps only this machine's files |
+//! | `--store-ca FILE`, `--store-cert`, `--store-key`, `--store-creds`, `--store-nkey` | no | the NATS store's TLS files and credentials (default `$TEAMHOST_STORE_CA`, …: a host starting this process passes them in its environment, never its arguments) |
 //! | `--no-auto-claim`, `--log FILE` | no | do not claim open tasks; write the guest's output to FILE instead of stderr |
 //! | `--settings FILE\|JSON` | yes | hooks in Claude Code's settings format; default: `{home}/settings.json`; never a file inside its own directory (its `.claude/settings*.json` are skipped with a warning: the teammate can write them) ([`crate::hooks::settings`]) |
 //! | `--notifications LEVEL` | no | which idle notifications reach the lead's inbox: `all` (default), `state-changes`, `none`; default `$TEAMHOST_NOTIFICATIONS` (see [`crate::runner::notify`]) |

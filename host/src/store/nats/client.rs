@@ -170,6 +170,14 @@ impl Conn {
                         async_nats::Event::Disconnected => {
                             tracing::warn!(store = %shown, "lost the NATS server; reconnecting");
                         }
+                        async_nats::Event::ServerError(
+                            async_nats::ServerError::AuthorizationViolation,
+                        ) => {
+                            // After the first connection (its refusal is an
+                            // error of `connect`): credentials revoked or
+                            // expired while running; calls then time out.
+                            tracing::error!(store = %shown, "the NATS server refused this host's credentials on reconnecting (authorization violation); check --store-creds / --store-nkey (TEAMHOST_STORE_CREDS / TEAMHOST_STORE_NKEY) or the URL's user");
+                        }
                         other => {
                             tracing::debug!(store = %shown, event = %other, "NATS client event")
                         }
