@@ -1,8 +1,8 @@
 //! A NATS store's deployment settings against real `nats-server`s
 //! configured for them: mutual TLS with a CA made at test time, an
-//! operator-mode server whose account (with JetStream) is known from
-//! signed JWTs and whose users connect with `.creds` files, and a server
-//! listing NKey users. Each working setup does a round trip (team, message,
+//! operator-mode server whose two accounts (with JetStream, a team each,
+//! isolated) are known from signed JWTs and whose users connect with
+//! `.creds` files, and a server listing NKey users. Each working setup does a round trip (team, message,
 //! claim); each misconfiguration fails at connect with the error naming the
 //! setting to fix. The real `teamhost` binary takes the flags and the
 //! `TEAMHOST_STORE_*` variables, and a child teammate process it starts
@@ -184,7 +184,7 @@ fn each_tls_misconfiguration_is_refused_naming_the_setting_to_fix() {
 }
 
 #[test]
-fn credentials_the_server_does_not_know_or_none_are_refused_naming_the_setting() {
+fn the_creds_file_chooses_an_isolated_account_and_unknown_or_missing_ones_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let op = Operator::new();
     let Some(server) =
@@ -227,6 +227,21 @@ fn credentials_the_server_does_not_know_or_none_are_refused_naming_the_setting()
         e.contains("requires credentials") && e.contains("--store-creds"),
         "{e}"
     );
+    // The credentials file chooses the account, and accounts share
+    // nothing: with the same URL and prefix, the other account's user sees
+    // no team, and makes its own of the same name beside it.
+    let other = write(dir.path(), "b.creds", &op.other_account_creds("b"));
+    let b = connect(
+        &url,
+        &NatsSecurity {
+            creds: Some(other),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(b.list_teams().unwrap().is_empty());
+    round_trip(&b, "creds");
+    assert_eq!(store.list_teams().unwrap(), ["creds"]);
     // Nothing of a seed ever shows.
     assert!(!e.contains("SU"), "{e}");
 }

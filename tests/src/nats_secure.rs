@@ -134,12 +134,14 @@ fn openssl(dir: &Path, args: &[&str]) {
     );
 }
 
-/// A NATS operator with one account that has JetStream: the server trusts
-/// the operator and knows the account (`resolver: MEMORY`); users of the
-/// account connect with `.creds` files.
+/// A NATS operator with two accounts that have JetStream (a team each:
+/// accounts see nothing of each other) and the system account: the server
+/// trusts the operator and knows the accounts (`resolver: MEMORY`); users
+/// of an account connect with `.creds` files.
 pub struct Operator {
     operator: KeyPair,
     account: KeyPair,
+    other: KeyPair,
     system: KeyPair,
 }
 
@@ -155,6 +157,7 @@ impl Operator {
         Operator {
             operator: KeyPair::new_operator(),
             account: KeyPair::new_account(),
+            other: KeyPair::new_account(),
             system: KeyPair::new_account(),
         }
     }
@@ -170,12 +173,13 @@ impl Operator {
             "teamhost-test-operator",
             json!({ "type": "operator", "version": 2 }),
         );
-        let account = self.account.public_key();
-        let account_jwt = jwt(
-            &self.operator,
-            &account,
-            "team",
-            json!({
+        let team_account = |kp: &KeyPair, name: &str| {
+            let public = kp.public_key();
+            let signed = jwt(
+                &self.operator,
+                &public,
+                name,
+                json!({
                 "type": "account",
                 "version": 2,
                 "limits": {
@@ -184,8 +188,10 @@ impl Operator {
                     "mem_storage": -1, "disk_storage": -1, "streams": -1, "consumer": -1,
                 },
                 "default_permissions": { "pub": {}, "sub": {} },
-            }),
-        );
+                }),
+            );
+            format!("  {public}: {signed:?}\n")
+        };
         let system = self.system.public_key();
         let system_jwt = jwt(
             &self.operator,
@@ -194,13 +200,20 @@ impl Operator {
             json!({ "type": "account", "version": 2, "limits": { "conn": -1, "subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1, "wildcards": true, "leaf": -1 } }),
         );
         format!(
-            "operator: {operator_jwt:?}\nsystem_account: {system}\nresolver: MEMORY\nresolver_preload: {{\n  {account}: {account_jwt:?}\n  {system}: {system_jwt:?}\n}}\n"
+            "operator: {operator_jwt:?}\nsystem_account: {system}\nresolver: MEMORY\nresolver_preload: {{\n{}{}  {system}: {system_jwt:?}\n}}\n",
+            team_account(&self.account, "team-a"),
+            team_account(&self.other, "team-b"),
         )
     }
 
-    /// A `.creds` file's text for a new user of this account.
+    /// A `.creds` file's text for a new user of the first account.
     pub fn user_creds(&self, name: &str) -> String {
         creds(&self.account, name)
+    }
+
+    /// A `.creds` file's text for a new user of the second account.
+    pub fn other_account_creds(&self, name: &str) -> String {
+        creds(&self.other, name)
     }
 }
 
