@@ -45,6 +45,7 @@ use async_nats::{HeaderMap, StatusCode};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
+use super::reads::{leader_answer, ReadVia};
 use super::url::NatsUrl;
 use crate::error::{Error, Result};
 
@@ -94,6 +95,8 @@ pub(super) struct Stored {
     pub payload: Bytes,
     /// A KV delete or purge marker.
     pub deleted: bool,
+    /// Its `Nats-Msg-Id`, when it has one.
+    pub id: Option<String>,
 }
 
 /// The store's connection: its runtime, the client, and the bounds.
@@ -104,8 +107,12 @@ pub(super) struct Conn {
     url: NatsUrl,
     opts: NatsOptions,
     reconnects: tokio::sync::watch::Receiver<u64>,
-    /// Streams known to exist (see [`Conn::direct`]).
-    seen: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// How many servers keep a copy of each stream this store makes
+    /// (`setup.rs`).
+    replicas: usize,
+    /// Streams known to exist, and how each is read (see [`Conn::direct`]
+    /// and `reads.rs`).
+    seen: std::sync::Mutex<std::collections::HashMap<String, ReadVia>>,
 }
 
 impl std::fmt::Debug for Conn {
@@ -166,17 +173,16 @@ impl Conn {
                     }
                 }
             })
-            .connect(url.connect_address());
-        let secret = url.connect_address();
+            .connect(url.connect_addresses());
         let client = spawn_wait(&handle, connect)
             .ok_or_else(|| unavailable(url, "its client stopped while connecting".into()))?
             .map_err(|e| {
                 Error::StoreUnavailable {
                     store: url.display(),
                     message: format!(
-                        "cannot reach the NATS server at {} ({}); start it with JetStream (`nats-server -js`) or point --store / TEAMHOST_STORE at a running one",
-                        url.address(),
-                        scrub(&e.to_string(), &secret)
+                        "cannot reach {} ({}); start it with JetStream (`nats-server -js`) or point --store / TEAMHOST_STORE at a running one",
+                        url.servers_phrase(),
+                        scrub(&e.to_string(), url)
                     ),
                 }
             })?;
@@ -187,6 +193,7 @@ impl Conn {
             url: url.clone(),
             opts,
             reconnects,
+            replicas: 1,
             seen: Default::default(),
         };
         let client = conn.client.clone();
@@ -195,12 +202,17 @@ impl Conn {
                 async move { request(&client, format!("{API}.INFO"), None, Bytes::new()).await },
             );
         match info {
-            Ok(_) => Ok(conn),
+            Ok(_) => {
+                let clustered = conn.client.server_info().cluster.is_some();
+                let mut conn = conn;
+                conn.replicas = super::setup::replicas(url.replicas(), clustered);
+                Ok(conn)
+            }
             Err(Fail::NoStream) => Err(unavailable(
                 url,
                 format!(
-                    "the NATS server at {} has no JetStream; start it with `-js` (and a store directory, `-sd DIR`)",
-                    url.address()
+                    "{} has no JetStream; start it with `-js` (and a store directory, `-sd DIR`)",
+                    url.servers_phrase()
                 ),
             )),
             Err(f) => Err(conn.error("check JetStream", f)),
@@ -210,6 +222,13 @@ impl Conn {
     /// The URL this store connects to.
     pub fn url(&self) -> &NatsUrl {
         &self.url
+    }
+
+    /// How many servers keep a copy of each stream this store makes: the
+    /// URL's `?replicas=N`, else 3 on a JetStream cluster and 1 on a lone
+    /// server (`setup::replicas`).
+    pub fn replicas(&self) -> usize {
+        self.replicas
     }
 
     /// The runtime's handle, for feeds' tasks.
@@ -281,9 +300,22 @@ impl Conn {
     /// Whether `stream` exists (asking the server, retrying while it does
     /// not answer).
     pub fn stream_exists(&self, stream: &str) -> Result<bool, Fail> {
+        Ok(self.read_via(stream)?.is_some())
+    }
+
+    /// How `stream` is read (`reads.rs`), from its `STREAM.INFO`; `None`
+    /// when it does not exist. Remembered once known.
+    fn read_via(&self, stream: &str) -> Result<Option<ReadVia>, Fail> {
         match self.api(&format!("STREAM.INFO.{stream}"), Value::Null) {
-            Ok(_) => Ok(true),
-            Err(Fail::NoStream) => Ok(false),
+            Ok(info) => {
+                let via = ReadVia::of(&info);
+                self.lock_seen().insert(stream.to_string(), via);
+                Ok(Some(via))
+            }
+            Err(Fail::NoStream) => {
+                self.lock_seen().remove(stream);
+                Ok(None)
+            }
             Err(f) => Err(f),
         }
     }
@@ -323,27 +355,31 @@ impl Conn {
         self.direct(stream, bodies)
     }
 
-    /// Direct gets, concurrently. A server answers nothing at all to a
-    /// direct get on a stream that does not exist (2.9 lets it time out),
-    /// so a stream is asked about first, once, and again after a timeout.
+    /// Gets, concurrently: direct gets on a stream kept by one server, the
+    /// leader's gets on a replicated one (`reads.rs`). A server answers
+    /// nothing at all to a direct get on a stream that does not exist (2.9
+    /// lets it time out), so a stream is asked about first, once, and
+    /// again after a timeout.
     fn direct(&self, stream: &str, bodies: Vec<Bytes>) -> Result<Vec<Option<Stored>>, Fail> {
         use futures_util::StreamExt;
-        if !self.lock_seen().contains(stream) {
-            if !self.stream_exists(stream)? {
-                return Err(Fail::NoStream);
-            }
-            self.lock_seen().insert(stream.to_string());
-        }
-        let subject = format!("{API}.DIRECT.GET.{stream}");
+        let known = self.lock_seen().get(stream).copied();
+        let mut via = match known {
+            Some(via) => via,
+            None => self.read_via(stream)?.ok_or(Fail::NoStream)?,
+        };
         let deadline = Instant::now() + self.opts.retry_for;
         loop {
-            let (c, subject, bodies2) = (self.client.clone(), subject.clone(), bodies.clone());
+            let subject = via.subject(stream);
+            let (c, bodies2) = (self.client.clone(), bodies.clone());
             let got = self.block(async move {
                 let answers: Vec<Result<Option<Stored>, Fail>> =
                     futures_util::stream::iter(bodies2.into_iter().map(|b| {
                         let (c, subject) = (c.clone(), subject.clone());
                         async move {
                             let m = request(&c, subject, None, b).await?;
+                            if via == ReadVia::Leader {
+                                return leader_answer(&m.payload);
+                            }
                             match m.status {
                                 Some(StatusCode::NOT_FOUND) => Ok(None),
                                 Some(s) if s != StatusCode::OK => Err(Fail::Refused(format!(
@@ -360,19 +396,22 @@ impl Conn {
                 answers.into_iter().collect::<Result<Vec<_>, Fail>>()
             });
             match got {
-                // No answer: the stream is gone, JetStream is still
-                // recovering it, or the server is away.
-                Err(Fail::NoStream | Fail::Transient(_)) if !self.stream_exists(stream)? => {
-                    self.lock_seen().remove(stream);
-                    return Err(Fail::NoStream);
-                }
-                Err(Fail::NoStream | Fail::Transient(_)) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(Fail::Transient(why)) => return Err(Fail::Unavailable(why)),
-                Err(Fail::NoStream) => {
-                    return Err(Fail::Unavailable("nobody answered direct gets".into()))
-                }
+                // No answer: the stream is gone (or was made again another
+                // way), JetStream is still recovering it, its replicas are
+                // electing a leader, or the server is away.
+                Err(Fail::NoStream | Fail::Transient(_)) => match self.read_via(stream)? {
+                    None => return Err(Fail::NoStream),
+                    Some(now) if Instant::now() < deadline => {
+                        via = now;
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    Some(_) => {
+                        return Err(Fail::Unavailable(match got {
+                            Err(Fail::Transient(why)) => why,
+                            _ => "nobody answered gets".into(),
+                        }))
+                    }
+                },
                 other => return other,
             }
         }
@@ -383,7 +422,7 @@ impl Conn {
         self.lock_seen().remove(stream);
     }
 
-    fn lock_seen(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+    fn lock_seen(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, ReadVia>> {
         self.seen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -443,21 +482,10 @@ impl Conn {
         rev: u64,
         id: &str,
     ) -> Result<Option<u64>, Fail> {
-        let subject_key = format!("{API}.DIRECT.GET.{stream}");
-        let body = Bytes::from(json!({ "seq": rev + 1, "next_by_subj": subject }).to_string());
-        let m = self.call(|c| {
-            let (s, b) = (subject_key.clone(), body.clone());
-            async move { request(&c, s, None, b).await }
-        })?;
-        if m.status == Some(StatusCode::NOT_FOUND) {
-            return Ok(None);
-        }
-        let mine = m
-            .headers
-            .as_ref()
-            .and_then(|h| h.get("Nats-Msg-Id"))
-            .is_some_and(|v| v.as_str() == id);
-        Ok(if mine { Some(stored(m)?.seq) } else { None })
+        Ok(self
+            .next(stream, subject, rev + 1)?
+            .filter(|m| m.id.as_deref() == Some(id))
+            .map(|m| m.seq))
     }
 
     /// A crate error for a failed call, naming the server (never its
@@ -465,8 +493,8 @@ impl Conn {
     pub fn error(&self, what: &str, f: Fail) -> Error {
         let message = match f {
             Fail::Unavailable(why) | Fail::Transient(why) => format!(
-                "{what}: the NATS server at {} did not answer for {:?} ({why}); check that nats-server runs there with JetStream (-js), or point --store / TEAMHOST_STORE elsewhere",
-                self.url.address(),
+                "{what}: {} did not answer for {:?} ({why}); check that nats-server runs there with JetStream (-js), or point --store / TEAMHOST_STORE elsewhere",
+                self.url.servers_phrase(),
                 self.opts.retry_for
             ),
             Fail::Refused(why) => format!("{what}: the server refused: {why}"),
@@ -475,7 +503,7 @@ impl Conn {
         };
         Error::StoreUnavailable {
             store: self.url.display(),
-            message: scrub(&message, &self.url.connect_address()),
+            message: scrub(&message, &self.url),
         }
     }
 }
@@ -487,18 +515,12 @@ fn unavailable(url: &NatsUrl, message: String) -> Error {
     }
 }
 
-/// `text` without the connect address's credentials, however it got there.
-fn scrub(text: &str, secret_address: &str) -> String {
-    let redacted = super::url::redact(secret_address);
-    let mut out = text.replace(secret_address, &redacted);
-    if let Some(creds) = secret_address
-        .split_once("://")
-        .and_then(|(_, rest)| rest.rsplit_once('@'))
-        .map(|(c, _)| c)
-    {
-        out = out.replace(creds, "***");
+/// `text` without the URL's credentials, however they got there.
+fn scrub(text: &str, url: &NatsUrl) -> String {
+    match url.credentials() {
+        Some(creds) => text.replace(creds, "***"),
+        None => text.to_string(),
     }
-    out
 }
 
 /// Spawns `fut` on `handle` and waits for its output on this thread;
@@ -605,6 +627,7 @@ fn stored(m: async_nats::Message) -> Result<Stored, Fail> {
         seq,
         payload: m.payload,
         deleted,
+        id: get("Nats-Msg-Id"),
     })
 }
 
@@ -614,10 +637,9 @@ mod tests {
 
     #[test]
     fn credentials_are_scrubbed_from_any_text() {
-        let s = scrub(
-            "failed: nats://bob:pw@h:1 refused bob:pw",
-            "nats://bob:pw@h:1",
-        );
+        let url = NatsUrl::parse("nats://bob:pw@h:1,g:2").unwrap();
+        let s = scrub("failed: nats://bob:pw@g:2 refused bob:pw", &url);
         assert!(!s.contains("pw"), "{s}");
+        assert_eq!(s, "failed: nats://***@g:2 refused ***");
     }
 }

@@ -11,10 +11,11 @@
 //!
 //! | file | owns |
 //! |---|---|
-//! | `url.rs` | [`NatsUrl`]: parsing `nats://…`, the prefix, keeping credentials out of sight |
+//! | `url.rs` | [`NatsUrl`]: parsing `nats://…` (one server or a cluster's seed list, `?replicas=N`), the prefix, keeping credentials out of sight |
 //! | `client.rs` | [`Conn`](client::Conn): the store's own runtime and client, bounded retries, JetStream's JSON API |
 //! | `naming.rs` | bucket, stream, subject and key names; agent names as subject tokens |
-//! | `setup.rs` | making a team's bucket and mail stream by hand (works on 2.9), listing, deleting |
+//! | `setup.rs` | making a team's bucket and mail stream by hand (works on 2.9), how many replicas, listing, deleting |
+//! | `reads.rs` | reading the last write: direct gets on one server, the stream leader's gets on a replicated stream |
 //! | `kv.rs` | keys with revisions: read, compare-and-swap, delete, set aside |
 //! | `team.rs` | config (create, CAS update, a corrupt one set aside), usage records, plans |
 //! | `mail.rs` | inboxes and histories: deliveries, takes as one CAS'd record, cursors |
@@ -44,6 +45,7 @@ mod feed;
 mod kv;
 mod mail;
 mod naming;
+mod reads;
 mod setup;
 mod tasks;
 mod team;

@@ -11,6 +11,18 @@
 //! notice subjects (`P.TEAM.ev.…`), which is what a change feed subscribes
 //! to: a notice is sent only after the message is stored, so a reader woken
 //! by it always finds the write.
+//!
+//! **Replicas.** Both streams are made with `num_replicas` = R ([`replicas`]):
+//! the store URL's `?replicas=N` (1 to 5) when given; else 3 when the server
+//! the store connected to is part of a cluster (its INFO names one:
+//! `cluster` is set on nats-server 2.9.10 as on newer ones), so a team
+//! survives losing one of three nodes; else 1 (a lone server). A cluster
+//! with fewer JetStream servers up than R cannot place the stream; the
+//! server's refusal ("no suitable peers for placement", error 10005) is
+//! turned into a message that says to start more servers or lower
+//! `?replicas=`. A replicated stream is made without `allow_direct` and read
+//! through its leader (`reads.rs`). A stream that exists already keeps the
+//! replicas it was made with: this host's R applies to streams it makes.
 
 use serde_json::{json, Value};
 
@@ -26,8 +38,23 @@ const DUPLICATE_WINDOW_NS: u64 = 120_000_000_000;
 /// expected) even when others wrote the key since.
 const KV_HISTORY: i64 = 64;
 
-/// The bucket's stream config.
-fn kv_config(n: &TeamNames) -> Value {
+/// How many replicas this store gives the streams it makes: `asked`
+/// (the URL's `?replicas=N`), else 3 on a cluster, else 1.
+pub(super) fn replicas(asked: Option<usize>, clustered: bool) -> usize {
+    match (asked, clustered) {
+        (Some(n), _) => n,
+        (None, true) => 3,
+        (None, false) => 1,
+    }
+}
+
+/// JetStream's error code for a stream it cannot place on enough servers.
+const NO_SUITABLE_PEERS: u64 = 10005;
+/// JetStream's error code for "insufficient resources".
+const INSUFFICIENT_RESOURCES: u64 = 10023;
+
+/// The bucket's stream config, with `replicas` replicas.
+fn kv_config(n: &TeamNames, replicas: usize) -> Value {
     json!({
         "name": n.kv_stream,
         "subjects": [n.kv_subjects()],
@@ -40,18 +67,18 @@ fn kv_config(n: &TeamNames) -> Value {
         "max_msg_size": -1,
         "storage": "file",
         "discard": "new",
-        "num_replicas": 1,
+        "num_replicas": replicas,
         "duplicate_window": DUPLICATE_WINDOW_NS,
         "allow_rollup_hdrs": true,
         "deny_delete": true,
         "deny_purge": false,
-        "allow_direct": true,
+        "allow_direct": replicas == 1,
         "republish": { "src": n.kv_subjects(), "dest": n.kv_notices(), "headers_only": true },
     })
 }
 
 /// The mail stream's config: everything kept (the history is the stream).
-fn mail_config(n: &TeamNames) -> Value {
+fn mail_config(n: &TeamNames, replicas: usize) -> Value {
     json!({
         "name": n.mail_stream,
         "subjects": [n.mail_subjects()],
@@ -64,11 +91,11 @@ fn mail_config(n: &TeamNames) -> Value {
         "max_msg_size": -1,
         "storage": "file",
         "discard": "old",
-        "num_replicas": 1,
+        "num_replicas": replicas,
         "duplicate_window": DUPLICATE_WINDOW_NS,
         "deny_delete": true,
         "deny_purge": false,
-        "allow_direct": true,
+        "allow_direct": replicas == 1,
         "republish": { "src": n.mail_subjects(), "dest": n.mail_notices(), "headers_only": true },
     })
 }
@@ -86,15 +113,25 @@ pub(super) enum Which {
 /// that exists is not an error (the config is the same, or someone made it
 /// on purpose).
 pub(super) fn ensure(conn: &Conn, n: &TeamNames, which: Which) -> Result<(), Fail> {
+    let r = conn.replicas();
     let (name, config) = match which {
-        Which::Kv => (&n.kv_stream, kv_config(n)),
-        Which::Mail => (&n.mail_stream, mail_config(n)),
+        Which::Kv => (&n.kv_stream, kv_config(n, r)),
+        Which::Mail => (&n.mail_stream, mail_config(n, r)),
     };
     match conn.api(&format!("STREAM.CREATE.{name}"), config) {
         Ok(_) => Ok(()),
         Err(Fail::Refused(why)) if conn.stream_exists(name)? => {
             tracing::debug!(stream = %name, %why, "the stream exists already");
             Ok(())
+        }
+        Err(Fail::Refused(why))
+            if [NO_SUITABLE_PEERS, INSUFFICIENT_RESOURCES]
+                .iter()
+                .any(|c| why.ends_with(&format!("(JetStream error {c})"))) =>
+        {
+            Err(Fail::Refused(format!(
+                "cannot make stream {name} with {r} replicas: {why}; a stream with R replicas needs R JetStream servers of the cluster up: start more, or give fewer in the store URL (?replicas=N, 1 to 5; without it R is 3 on a cluster and 1 on a lone server)"
+            )))
         }
         Err(f) => Err(f),
     }
@@ -158,5 +195,31 @@ pub(super) fn created(conn: &Conn, stream: &str) -> Result<Option<String>, Fail>
         Ok(info) => Ok(info["created"].as_str().map(str::to_string)),
         Err(Fail::NoStream) => Ok(None),
         Err(f) => Err(f),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replicas_are_asked_or_three_on_a_cluster_or_one() {
+        assert_eq!(replicas(None, false), 1);
+        assert_eq!(replicas(None, true), 3);
+        assert_eq!(replicas(Some(2), true), 2);
+        assert_eq!(replicas(Some(5), false), 5);
+    }
+
+    #[test]
+    fn a_replicated_stream_is_made_without_direct_gets() {
+        let n = TeamNames::new("p", "t");
+        for config in [kv_config(&n, 3), mail_config(&n, 3)] {
+            assert_eq!(config["num_replicas"], 3);
+            assert_eq!(config["allow_direct"], false);
+        }
+        for config in [kv_config(&n, 1), mail_config(&n, 1)] {
+            assert_eq!(config["num_replicas"], 1);
+            assert_eq!(config["allow_direct"], true);
+        }
     }
 }
