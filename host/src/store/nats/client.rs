@@ -130,8 +130,14 @@ impl Drop for Conn {
 }
 
 const API: &str = "$JS.API";
+/// How long a replicated stream seen before must stay "not found" before
+/// the store believes it (see [`Conn::read_via`]).
+const GONE_AFTER: Duration = Duration::from_secs(10);
 /// JetStream's error code for a lost compare-and-swap.
 const WRONG_LAST_SEQUENCE: u64 = 10071;
+/// Newer servers' (2.9.21 on) code for a compare-and-swap refused because
+/// another one on the same subject is still being replicated: lost too.
+const WRONG_LAST_SEQUENCE_IN_FLIGHT: u64 = 10164;
 /// JetStream's error code for a stream that does not exist.
 const STREAM_NOT_FOUND: u64 = 10059;
 
@@ -203,9 +209,14 @@ impl Conn {
             );
         match info {
             Ok(_) => {
-                let clustered = conn.client.server_info().cluster.is_some();
+                let server = conn.client.server_info();
                 let mut conn = conn;
-                conn.replicas = super::setup::replicas(url.replicas(), clustered);
+                conn.replicas = super::setup::replicas(
+                    url.replicas(),
+                    server.cluster.is_some(),
+                    &server.version,
+                )
+                .map_err(|why| unavailable(url, why))?;
                 Ok(conn)
             }
             Err(Fail::NoStream) => Err(unavailable(
@@ -305,18 +316,30 @@ impl Conn {
 
     /// How `stream` is read (`reads.rs`), from its `STREAM.INFO`; `None`
     /// when it does not exist. Remembered once known.
+    ///
+    /// A replicated stream seen before that is suddenly "not found" is
+    /// asked about again for up to [`GONE_AFTER`]: while a node is lost and
+    /// its replicas elect a leader, the cluster may say so of a stream that
+    /// is there (and a publish may find nobody listening).
     fn read_via(&self, stream: &str) -> Result<Option<ReadVia>, Fail> {
-        match self.api(&format!("STREAM.INFO.{stream}"), Value::Null) {
-            Ok(info) => {
-                let via = ReadVia::of(&info);
-                self.lock_seen().insert(stream.to_string(), via);
-                Ok(Some(via))
+        let replicated = self.lock_seen().get(stream) == Some(&ReadVia::Leader);
+        let deadline = Instant::now() + GONE_AFTER;
+        loop {
+            match self.api(&format!("STREAM.INFO.{stream}"), Value::Null) {
+                Ok(info) => {
+                    let via = ReadVia::of(&info);
+                    self.lock_seen().insert(stream.to_string(), via);
+                    return Ok(Some(via));
+                }
+                Err(Fail::NoStream) if replicated && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(Fail::NoStream) => {
+                    self.lock_seen().remove(stream);
+                    return Ok(None);
+                }
+                Err(f) => return Err(f),
             }
-            Err(Fail::NoStream) => {
-                self.lock_seen().remove(stream);
-                Ok(None)
-            }
-            Err(f) => Err(f),
         }
     }
 
@@ -453,11 +476,28 @@ impl Conn {
         }
         let subject = subject.to_string();
         let mut attempts = 0;
-        let got = self.call(|c| {
-            attempts += 1;
-            let (subject, headers, payload) = (subject.clone(), headers.clone(), payload.clone());
-            async move { publish_once(&c, subject, headers, payload).await }
-        });
+        let deadline = Instant::now() + self.opts.retry_for;
+        let got = loop {
+            let got = self.call(|c| {
+                attempts += 1;
+                let (subject, headers, payload) =
+                    (subject.clone(), headers.clone(), payload.clone());
+                async move { publish_once(&c, subject, headers, payload).await }
+            });
+            // Nobody listening: the stream is gone, or (a replicated one)
+            // between leaders. `stream_exists` tells them apart.
+            match got {
+                Err(Fail::NoStream) if self.stream_exists(stream)? => {
+                    if Instant::now() >= deadline {
+                        break Err(Fail::Unavailable(format!(
+                            "nobody stored writes to {stream}"
+                        )));
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                other => break other,
+            }
+        };
         match (got, expect) {
             // A retried swap lost: did an attempt whose answer was lost land?
             // (2.9 answers a retried message id as a duplicate; newer
@@ -596,7 +636,7 @@ async fn publish_once(
     let v: Value = serde_json::from_slice(&answer.payload)
         .map_err(|e| Fail::Refused(format!("an unreadable publish ack: {e}")))?;
     match api_error(&v) {
-        Some((WRONG_LAST_SEQUENCE, _)) => Err(Fail::Conflict),
+        Some((WRONG_LAST_SEQUENCE | WRONG_LAST_SEQUENCE_IN_FLIGHT, _)) => Err(Fail::Conflict),
         Some((_, d)) => Err(Fail::Refused(d)),
         None => v["seq"]
             .as_u64()
