@@ -30,7 +30,8 @@ const TASKS: usize = 64;
 /// 40 messages each to one inbox (taking from it now and then) and race to
 /// claim 64 tasks; the leader of the team's mail stream is SIGKILLed once
 /// a quarter of the messages are sent. Nothing lost, nothing twice, one
-/// winner per task, every task claimed, no writer failed.
+/// winner per task, every task claimed, no writer failed; the node
+/// restarted catches up.
 #[test]
 fn a_node_killed_mid_run_loses_nothing_and_each_claim_has_one_winner() {
     let Some(mut cluster) = NatsCluster::start_or_skip("cluster node killed", 3) else {
@@ -194,6 +195,27 @@ fn a_node_killed_mid_run_loses_nothing_and_each_claim_has_one_winner() {
         new_leader.is_some_and(|l| l != victim),
         "another node leads {mail} now: {new_leader:?}"
     );
+    // The killed node comes back and catches up: every replica current.
+    cluster.restart(victim);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let info = cluster.stream_info(&mail).unwrap_or_default();
+        let replicas = info["cluster"]["replicas"].as_array().cloned();
+        let caught_up = replicas.is_some_and(|r| {
+            r.len() == 2
+                && r.iter()
+                    .all(|p| p["current"] == true && p["offline"] != true)
+        });
+        if caught_up {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "n{victim} did not catch up on {mail} within 20 s: {info}"
+        );
+        // Polling with a deadline: catching up has no event to wait on.
+        std::thread::sleep(Duration::from_millis(100));
+    }
     eprintln!(
         "3 nodes, n{victim} killed: {} messages taken once, {} in the history, {TASKS} claims with one winner each; the writers finished {:.1} s after the kill, {:.1} s in all",
         unique.len(),

@@ -14,7 +14,9 @@
 //! be dropped anywhere.
 //!
 //! **JetStream's JSON API, spoken directly.** Publishing is a request whose
-//! answer is a JSON ack; reads are direct gets (`$JS.API.DIRECT.GET`);
+//! answer is a JSON ack; reads are direct gets (`$JS.API.DIRECT.GET`) on a
+//! stream kept by one server and the stream leader's gets
+//! (`$JS.API.STREAM.MSG.GET`) on a replicated one (`reads.rs` says why);
 //! streams are made with `STREAM.CREATE`. Only the fields the store needs are
 //! read from answers, so a server that omits a field (2.9 and its account
 //! info) cannot break a response type.

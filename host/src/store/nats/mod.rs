@@ -1,7 +1,10 @@
 //! [`NatsStore`]: team state on a NATS JetStream server, so that teammates
 //! on several hosts share one team. Selected with `--store
 //! nats://HOST:PORT[/PREFIX]` (or `$TEAMHOST_STORE`, or `[team] store` in a
-//! manifest); the home then keeps only what belongs to one machine.
+//! manifest); the home then keeps only what belongs to one machine. A
+//! JetStream cluster is named by every node (`nats://H1:P1,H2:P2,H3:P3/PREFIX`);
+//! a team's streams are then replicated (3 by default, `?replicas=N`), so it
+//! survives losing a node (`url.rs`, `setup.rs`, `reads.rs`).
 //!
 //! It keeps every contract of [`TeamStore`] the file store keeps: no lost
 //! updates (compare-and-swap on revisions), no lost messages (a delivery is
