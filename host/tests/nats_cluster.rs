@@ -72,6 +72,17 @@ fn a_node_killed_mid_run_loses_nothing_and_each_claim_has_one_winner() {
         assert_eq!(info["config"]["num_replicas"], 3, "{stream}: {info}");
         assert_eq!(info["config"]["allow_direct"], false, "{stream}: {info}");
     }
+    let nats = NatsStore::connect(&NatsUrl::parse(&url).unwrap()).unwrap();
+    let described = nats.describe().unwrap();
+    assert_eq!(described.replicas, 3);
+    assert!(
+        described.streams.len() == 2
+            && described
+                .streams
+                .iter()
+                .all(|s| s.replicas == 3 && s.leader.is_some()),
+        "{described:?}"
+    );
     let victim = cluster
         .stream_leader(&mail)
         .unwrap_or_else(|| panic!("no node leads {mail}"));
@@ -252,6 +263,22 @@ fn a_cluster_older_than_2_9_21_gets_one_replica_and_asking_for_three_is_refused(
         let info = cluster.stream_info(stream).unwrap();
         assert_eq!(info["config"]["num_replicas"], 1, "{stream}: {info}");
     }
+    // `teamhost store info` says so, naming every server.
+    let home = tempfile::tempdir().unwrap();
+    let shown = std::process::Command::new(env!("CARGO_BIN_EXE_teamhost"))
+        .arg("--home")
+        .arg(home.path())
+        .args(["--store", &cluster.url("old"), "--json", "store", "info"])
+        .env_remove("TEAMHOST_STORE")
+        .output()
+        .unwrap();
+    assert!(shown.status.success(), "{shown:?}");
+    let d: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(d["replicas"], 1, "{d}");
+    assert_eq!(d["servers"].as_array().map(Vec::len), Some(3), "{d}");
+    assert_eq!(d["streams"].as_array().map(Vec::len), Some(2), "{d}");
+    assert!(d["cluster"].is_string(), "{d}");
+
     let asked = format!("{}?replicas=3", cluster.url("old"));
     let err = NatsStore::connect(&NatsUrl::parse(&asked).unwrap())
         .unwrap_err()

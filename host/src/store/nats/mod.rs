@@ -24,6 +24,7 @@
 //! | `mail.rs` | inboxes and histories: deliveries, takes as one CAS'd record, cursors |
 //! | `tasks.rs` | the task list: one key per task, passes committed through an intent key |
 //! | `feed.rs` | the change feed: the streams' republished notices, one subscription |
+//! | `describe.rs` | [`StoreDescription`]: servers, replicas, each stream's leader (`teamhost store info`) |
 //! | `transfer.rs` | export to and import from the file layout |
 //!
 //! **Synchronous over an async client.** The store owns a small tokio
@@ -44,6 +45,7 @@
 //! URL is shown everywhere as [`NatsUrl::display`], without credentials.
 
 mod client;
+mod describe;
 mod feed;
 mod kv;
 mod mail;
@@ -64,6 +66,7 @@ use std::sync::{Arc, Mutex};
 
 use self::client::Conn;
 pub use self::client::NatsOptions;
+pub use self::describe::{StoreDescription, StreamDescription};
 use self::naming::TeamNames;
 use self::setup::Which;
 pub use self::url::NatsUrl;
@@ -152,6 +155,12 @@ impl NatsStore {
     fn lock_ensured(&self) -> std::sync::MutexGuard<'_, HashSet<(String, Which)>> {
         self.inner.ensured.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// What the names of a prefix's team streams start with: the buckets'
+/// (`KV_P_`) and the mail streams' (`P_mail_`).
+fn team_streams_prefixes(prefix: &str) -> [String; 2] {
+    [format!("KV_{prefix}_"), format!("{prefix}_mail_")]
 }
 
 impl TeamStore for NatsStore {

@@ -232,6 +232,15 @@ pub(super) fn subjects(conn: &Conn, stream: &str, filter: &str) -> Result<Vec<St
     }
 }
 
+/// `STREAM.INFO` of `stream`; `None` when it is not there.
+pub(super) fn info(conn: &Conn, stream: &str) -> Result<Option<Value>, Fail> {
+    match conn.api(&format!("STREAM.INFO.{stream}"), Value::Null) {
+        Ok(info) => Ok(Some(info)),
+        Err(Fail::NoStream) => Ok(None),
+        Err(f) => Err(f),
+    }
+}
+
 /// When the stream was created (its `created` time as given): a history
 /// cursor's epoch, so a cursor on a deleted and re-made stream restarts.
 pub(super) fn created(conn: &Conn, stream: &str) -> Result<Option<String>, Fail> {

@@ -161,8 +161,8 @@ impl NatsUrl {
         &self.servers
     }
 
-    /// "the NATS server at H:P", or "the NATS servers at H1:P1, H2:P2 (none
-    /// answered)" for a seed list: how messages name where the store is.
+    /// "the NATS server at H:P", or "the NATS servers at H1:P1, H2:P2" for
+    /// a seed list: how messages name where the store is.
     pub fn servers_phrase(&self) -> String {
         match self.servers.as_slice() {
             [one] => format!("the NATS server at {one}"),
