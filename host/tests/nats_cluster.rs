@@ -145,6 +145,16 @@ fn a_node_killed_mid_run_loses_nothing_and_each_claim_has_one_winner() {
     let at_kill = sent.load(Ordering::SeqCst);
     cluster.kill(victim);
     let killed_at = Instant::now();
+    // How long the team's mail stood still: until a send made after the
+    // kill returns (sends in flight at the kill may return first, so wait
+    // for WRITERS more than were counted).
+    let mut resumed = None;
+    while let Ok(()) = heard.recv_timeout(Duration::from_secs(30)) {
+        if sent.load(Ordering::SeqCst) > at_kill + WRITERS {
+            resumed = Some(killed_at.elapsed());
+            break;
+        }
+    }
     eprintln!("killed n{victim} (leader of {mail}) after {at_kill} of {total} sends");
 
     let mut taken: Vec<String> = Vec::new();
@@ -228,9 +238,10 @@ fn a_node_killed_mid_run_loses_nothing_and_each_claim_has_one_winner() {
         std::thread::sleep(Duration::from_millis(100));
     }
     eprintln!(
-        "3 nodes, n{victim} killed: {} messages taken once, {} in the history, {TASKS} claims with one winner each; the writers finished {:.1} s after the kill, {:.1} s in all",
+        "3 nodes, n{victim} killed: {} messages taken once, {} in the history, {TASKS} claims with one winner each; sends resumed {:.1} s after the kill, the writers finished {:.1} s after it, {:.1} s in all",
         unique.len(),
         history.len(),
+        resumed.map_or(f64::NAN, |d| d.as_secs_f64()),
         carried_on.as_secs_f64(),
         started.elapsed().as_secs_f64()
     );
