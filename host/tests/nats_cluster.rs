@@ -72,6 +72,18 @@ fn a_node_killed_mid_run_loses_nothing_and_each_claim_has_one_winner() {
         assert_eq!(info["config"]["num_replicas"], 3, "{stream}: {info}");
         assert_eq!(info["config"]["allow_direct"], false, "{stream}: {info}");
     }
+    // More replicas than the cluster has servers: a message saying what to do.
+    let five = store(&format!("{}?replicas=5", cluster.url("five")));
+    let err = five
+        .team("five")
+        .unwrap()
+        .create(NewTeam::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("with 5 replicas") && err.contains("start more, or give fewer"),
+        "{err}"
+    );
     let nats = NatsStore::connect(&NatsUrl::parse(&url).unwrap()).unwrap();
     let described = nats.describe().unwrap();
     assert_eq!(described.replicas, 3);
