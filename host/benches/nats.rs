@@ -4,10 +4,18 @@
 //! observer called), and a real `teamhost teammate` process (send → its
 //! turn starts).
 //!
-//! Run with `cargo bench -p teamhost --bench nats` (about a minute). Needs a
-//! `nats-server` (see `teamhost_tests::nats_server`); `$NATS_SERVER` picks
-//! one. Prints Markdown tables. Times are wall-clock microseconds on this
-//! machine, stamped by each process as the event happens.
+//! The same operations and the feed's wake-up run on a three-node JetStream
+//! cluster too (`teamhost_tests::nats_cluster`, all on this machine): once
+//! with the team's streams replicated on all three (R3, read through each
+//! stream's leader: store/nats/reads.rs) and once with `?replicas=1`, so the
+//! cost of replication and of leader reads shows beside one server's.
+//!
+//! Run with `cargo bench -p teamhost --bench nats` (about two minutes). Needs
+//! a `nats-server` (see `teamhost_tests::nats_server`); `$NATS_SERVER` picks
+//! one, `$NATS_SERVER_CLUSTER` the cluster's (2.9.21 or newer for R3; an
+//! older one gets R1 rows only). Prints the machine, then Markdown tables.
+//! Times are wall-clock microseconds on this machine, stamped by each
+//! process as the event happens.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -21,6 +29,7 @@ use teamhost::store::{
     NatsStore, NatsUrl, NewMember, NewTask, NewTeam, OutgoingMessage, Store, StoreEvent,
     StoreObserver, Team,
 };
+use teamhost_tests::nats_cluster::NatsCluster;
 use teamhost_tests::nats_server::NatsServer;
 
 fn now_us() -> u64 {
@@ -252,19 +261,56 @@ fn main() {
     };
     let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let files = tempfile::tempdir_in(base).unwrap();
+    let cluster = NatsCluster::start_or_skip("nats bench cluster", 3);
+    machine(&server, cluster.as_ref());
     let stores = [
         (format!("files:{}", files.path().display()), "files"),
         (server.url("bench"), "nats"),
     ];
+    let mut clustered = Vec::new();
+    if let Some(c) = &cluster {
+        if c.version() >= (2, 9, 21) {
+            clustered.push((c.url("benchr3"), "nats, 3-node cluster, R3"));
+        }
+        clustered.push((
+            format!("{}?replicas=1", c.url("benchr1")),
+            "nats, 3-node cluster, R1",
+        ));
+    }
+    let some: Vec<(String, &str)> = stores.iter().cloned().chain(clustered).collect();
     println!("| operation | store | median | p90 | samples |");
     println!("|---|---|---:|---:|---:|");
-    for (spec, label) in &stores {
+    for (spec, label) in &some {
         operations(spec, label);
     }
-    for (spec, label) in &stores {
+    for (spec, label) in &some {
         feed_wake(spec, label);
     }
     for (spec, label) in &stores {
         turn_wake(spec, label, base);
     }
+}
+
+/// The machine and the servers, for the table's reader.
+fn machine(server: &NatsServer, cluster: Option<&NatsCluster>) {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load = load.split_whitespace().next().unwrap_or("?");
+    println!(
+        "Machine: {cpu}, {cores} cores, load {load}; one server on port {}; cluster: {}",
+        server.port(),
+        match cluster {
+            Some(c) => format!("3 nodes, nats-server {:?}", c.version()),
+            None => "none".into(),
+        }
+    );
 }

@@ -27,6 +27,7 @@ mod hooks_external;
 mod live_view;
 mod live_view_fit;
 mod nats_security;
+mod nats_cluster;
 mod nats_store;
 mod orphans;
 mod processes;

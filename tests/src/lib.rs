@@ -31,6 +31,9 @@
 //! on: a team in a temporary home, alone or run by a host, probe requests and
 //! event-driven waits.
 //!
+//! [`nats_server::NatsServer`] and [`nats_cluster::NatsCluster`] start a real
+//! `nats-server` (one, or a JetStream cluster of several) for a test.
+//!
 //! [`model_server`] is a fake model provider on loopback for the model tests
 //! and benchmark.
 //!
@@ -47,6 +50,7 @@ pub mod fixture;
 pub mod lead_model;
 pub mod measure;
 pub mod model_server;
+pub mod nats_cluster;
 pub mod nats_secure;
 pub mod nats_server;
 pub mod polyglot;

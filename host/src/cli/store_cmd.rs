@@ -1,7 +1,9 @@
 //! `teamhost store export|import`: copy a team between a NATS store and
 //! the reference's file layout, so a team on a server can be read with the
 //! reference's tools (`--to DIR` is a home: `DIR/teams/T/…`, `DIR/tasks/T/…`)
-//! and a file team moved onto a server.
+//! and a file team moved onto a server. `teamhost store info`: the servers,
+//! the one connected to, the replicas new teams get and each team stream's
+//! replicas and leader.
 
 use std::path::PathBuf;
 
@@ -17,6 +19,9 @@ use crate::store::{FileStore, NatsStore, Store};
 /// Store commands (need `--store nats://…`).
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
+    /// Show the servers, the replicas new teams get, and each team stream's
+    /// replicas and leader.
+    Info,
     /// Write a team of the NATS store into the file layout under DIR.
     Export {
         #[command(flatten)]
@@ -43,6 +48,7 @@ pub(super) fn run(store: &Store, out: &Output, c: StoreCommand) -> anyhow::Resul
         .downcast_ref::<NatsStore>()
         .context("`teamhost store` copies between a NATS store and files: give --store nats://HOST:PORT[/PREFIX] (or set TEAMHOST_STORE)")?;
     let (verb, team, dir, done) = match c {
+        StoreCommand::Info => return info(nats, out),
         StoreCommand::Export { team, to } => {
             let t = store.team(&team.team)?;
             let files = FileStore::new(Home::new(&to));
@@ -78,4 +84,35 @@ pub(super) fn run(store: &Store, out: &Output, c: StoreCommand) -> anyhow::Resul
             )
         },
     )
+}
+
+fn info(nats: &NatsStore, out: &Output) -> anyhow::Result<()> {
+    let d = nats.describe()?;
+    out.print(&d, || {
+        let mut s = format!(
+            "store    {}\nservers  {}\nserver   {} (nats-server {}{})\nreplicas {} for the streams of new teams\n",
+            d.store,
+            d.servers.join(", "),
+            d.connected,
+            d.version,
+            d.cluster
+                .as_ref()
+                .map(|c| format!(", cluster {c}"))
+                .unwrap_or_default(),
+            d.replicas
+        );
+        for st in &d.streams {
+            s.push_str(&format!(
+                "stream   {}: {} replica(s){}, {} message(s)\n",
+                st.name,
+                st.replicas,
+                st.leader
+                    .as_ref()
+                    .map(|l| format!(", leader {l}"))
+                    .unwrap_or_default(),
+                st.messages
+            ));
+        }
+        s
+    })
 }

@@ -14,7 +14,9 @@
 //! be dropped anywhere.
 //!
 //! **JetStream's JSON API, spoken directly.** Publishing is a request whose
-//! answer is a JSON ack; reads are direct gets (`$JS.API.DIRECT.GET`);
+//! answer is a JSON ack; reads are direct gets (`$JS.API.DIRECT.GET`) on a
+//! stream kept by one server and the stream leader's gets
+//! (`$JS.API.STREAM.MSG.GET`) on a replicated one (`reads.rs` says why);
 //! streams are made with `STREAM.CREATE`. Only the fields the store needs are
 //! read from answers, so a server that omits a field (2.9 and its account
 //! info) cannot break a response type.
@@ -46,6 +48,7 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use super::security::NatsSecurity;
+use super::reads::{leader_answer, ReadVia};
 use super::url::NatsUrl;
 use crate::error::{Error, Result};
 
@@ -100,6 +103,8 @@ pub(super) struct Stored {
     pub payload: Bytes,
     /// A KV delete or purge marker.
     pub deleted: bool,
+    /// Its `Nats-Msg-Id`, when it has one.
+    pub id: Option<String>,
 }
 
 /// The store's connection: its runtime, the client, and the bounds.
@@ -110,8 +115,12 @@ pub(super) struct Conn {
     url: NatsUrl,
     opts: NatsOptions,
     reconnects: tokio::sync::watch::Receiver<u64>,
-    /// Streams known to exist (see [`Conn::direct`]).
-    seen: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// How many servers keep a copy of each stream this store makes
+    /// (`setup.rs`).
+    replicas: usize,
+    /// Streams known to exist, and how each is read (see [`Conn::direct`]
+    /// and `reads.rs`).
+    seen: std::sync::Mutex<std::collections::HashMap<String, ReadVia>>,
 }
 
 impl std::fmt::Debug for Conn {
@@ -129,8 +138,14 @@ impl Drop for Conn {
 }
 
 const API: &str = "$JS.API";
+/// How long a replicated stream seen before must stay "not found" before
+/// the store believes it (see [`Conn::read_via`]).
+const GONE_AFTER: Duration = Duration::from_secs(10);
 /// JetStream's error code for a lost compare-and-swap.
 const WRONG_LAST_SEQUENCE: u64 = 10071;
+/// Newer servers' (2.9.21 on) code for a compare-and-swap refused because
+/// another one on the same subject is still being replicated: lost too.
+const WRONG_LAST_SEQUENCE_IN_FLIGHT: u64 = 10164;
 /// JetStream's error code for a stream that does not exist.
 const STREAM_NOT_FOUND: u64 = 10059;
 
@@ -184,12 +199,11 @@ impl Conn {
                     }
                 }
             })
-            .connect(url.connect_address());
-        let secret = url.connect_address();
+            .connect(url.connect_addresses());
         let client = spawn_wait(&handle, connect)
             .ok_or_else(|| unavailable(url, "its client stopped while connecting".into()))?
             .map_err(|e| {
-                let detail = scrub(&e.to_string(), &secret);
+                let detail = scrub(&e.to_string(), url);
                 let message = super::security::explain(
                     e.kind(),
                     &detail,
@@ -197,8 +211,8 @@ impl Conn {
                     url.has_credentials(),
                 )
                 .unwrap_or_else(|| format!(
-                    "cannot reach the NATS server at {} ({detail}); start it with JetStream (`nats-server -js`) or point --store / TEAMHOST_STORE at a running one",
-                    url.address(),
+                    "cannot reach {} ({detail}); start it with JetStream (`nats-server -js`) or point --store / TEAMHOST_STORE at a running one",
+                    url.servers_phrase(),
                 ));
                 Error::StoreUnavailable {
                     store: url.display(),
@@ -212,6 +226,7 @@ impl Conn {
             url: url.clone(),
             opts,
             reconnects,
+            replicas: 1,
             seen: Default::default(),
         };
         let client = conn.client.clone();
@@ -220,12 +235,22 @@ impl Conn {
                 async move { request(&client, format!("{API}.INFO"), None, Bytes::new()).await },
             );
         match info {
-            Ok(_) => Ok(conn),
+            Ok(_) => {
+                let server = conn.client.server_info();
+                let mut conn = conn;
+                conn.replicas = super::setup::replicas(
+                    url.replicas(),
+                    server.cluster.is_some(),
+                    &server.version,
+                )
+                .map_err(|why| unavailable(url, why))?;
+                Ok(conn)
+            }
             Err(Fail::NoStream) => Err(unavailable(
                 url,
                 format!(
-                    "the NATS server at {} has no JetStream; start it with `-js` (and a store directory, `-sd DIR`)",
-                    url.address()
+                    "{} has no JetStream; start it with `-js` (and a store directory, `-sd DIR`)",
+                    url.servers_phrase()
                 ),
             )),
             Err(f) => Err(conn.error("check JetStream", f)),
@@ -240,6 +265,13 @@ impl Conn {
     /// The settings it connected with.
     pub fn security(&self) -> &NatsSecurity {
         &self.opts.security
+    }
+
+    /// How many servers keep a copy of each stream this store makes: the
+    /// URL's `?replicas=N`, else 3 on a JetStream cluster and 1 on a lone
+    /// server (`setup::replicas`).
+    pub fn replicas(&self) -> usize {
+        self.replicas
     }
 
     /// The runtime's handle, for feeds' tasks.
@@ -311,10 +343,35 @@ impl Conn {
     /// Whether `stream` exists (asking the server, retrying while it does
     /// not answer).
     pub fn stream_exists(&self, stream: &str) -> Result<bool, Fail> {
-        match self.api(&format!("STREAM.INFO.{stream}"), Value::Null) {
-            Ok(_) => Ok(true),
-            Err(Fail::NoStream) => Ok(false),
-            Err(f) => Err(f),
+        Ok(self.read_via(stream)?.is_some())
+    }
+
+    /// How `stream` is read (`reads.rs`), from its `STREAM.INFO`; `None`
+    /// when it does not exist. Remembered once known.
+    ///
+    /// A replicated stream seen before that is suddenly "not found" is
+    /// asked about again for up to [`GONE_AFTER`]: while a node is lost and
+    /// its replicas elect a leader, the cluster may say so of a stream that
+    /// is there (and a publish may find nobody listening).
+    fn read_via(&self, stream: &str) -> Result<Option<ReadVia>, Fail> {
+        let replicated = self.lock_seen().get(stream) == Some(&ReadVia::Leader);
+        let deadline = Instant::now() + GONE_AFTER;
+        loop {
+            match self.api(&format!("STREAM.INFO.{stream}"), Value::Null) {
+                Ok(info) => {
+                    let via = ReadVia::of(&info);
+                    self.lock_seen().insert(stream.to_string(), via);
+                    return Ok(Some(via));
+                }
+                Err(Fail::NoStream) if replicated && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(Fail::NoStream) => {
+                    self.lock_seen().remove(stream);
+                    return Ok(None);
+                }
+                Err(f) => return Err(f),
+            }
         }
     }
 
@@ -353,27 +410,31 @@ impl Conn {
         self.direct(stream, bodies)
     }
 
-    /// Direct gets, concurrently. A server answers nothing at all to a
-    /// direct get on a stream that does not exist (2.9 lets it time out),
-    /// so a stream is asked about first, once, and again after a timeout.
+    /// Gets, concurrently: direct gets on a stream kept by one server, the
+    /// leader's gets on a replicated one (`reads.rs`). A server answers
+    /// nothing at all to a direct get on a stream that does not exist (2.9
+    /// lets it time out), so a stream is asked about first, once, and
+    /// again after a timeout.
     fn direct(&self, stream: &str, bodies: Vec<Bytes>) -> Result<Vec<Option<Stored>>, Fail> {
         use futures_util::StreamExt;
-        if !self.lock_seen().contains(stream) {
-            if !self.stream_exists(stream)? {
-                return Err(Fail::NoStream);
-            }
-            self.lock_seen().insert(stream.to_string());
-        }
-        let subject = format!("{API}.DIRECT.GET.{stream}");
+        let known = self.lock_seen().get(stream).copied();
+        let mut via = match known {
+            Some(via) => via,
+            None => self.read_via(stream)?.ok_or(Fail::NoStream)?,
+        };
         let deadline = Instant::now() + self.opts.retry_for;
         loop {
-            let (c, subject, bodies2) = (self.client.clone(), subject.clone(), bodies.clone());
+            let subject = via.subject(stream);
+            let (c, bodies2) = (self.client.clone(), bodies.clone());
             let got = self.block(async move {
                 let answers: Vec<Result<Option<Stored>, Fail>> =
                     futures_util::stream::iter(bodies2.into_iter().map(|b| {
                         let (c, subject) = (c.clone(), subject.clone());
                         async move {
                             let m = request(&c, subject, None, b).await?;
+                            if via == ReadVia::Leader {
+                                return leader_answer(&m.payload);
+                            }
                             match m.status {
                                 Some(StatusCode::NOT_FOUND) => Ok(None),
                                 Some(s) if s != StatusCode::OK => Err(Fail::Refused(format!(
@@ -390,19 +451,22 @@ impl Conn {
                 answers.into_iter().collect::<Result<Vec<_>, Fail>>()
             });
             match got {
-                // No answer: the stream is gone, JetStream is still
-                // recovering it, or the server is away.
-                Err(Fail::NoStream | Fail::Transient(_)) if !self.stream_exists(stream)? => {
-                    self.lock_seen().remove(stream);
-                    return Err(Fail::NoStream);
-                }
-                Err(Fail::NoStream | Fail::Transient(_)) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(Fail::Transient(why)) => return Err(Fail::Unavailable(why)),
-                Err(Fail::NoStream) => {
-                    return Err(Fail::Unavailable("nobody answered direct gets".into()))
-                }
+                // No answer: the stream is gone (or was made again another
+                // way), JetStream is still recovering it, its replicas are
+                // electing a leader, or the server is away.
+                Err(Fail::NoStream | Fail::Transient(_)) => match self.read_via(stream)? {
+                    None => return Err(Fail::NoStream),
+                    Some(now) if Instant::now() < deadline => {
+                        via = now;
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    Some(_) => {
+                        return Err(Fail::Unavailable(match got {
+                            Err(Fail::Transient(why)) => why,
+                            _ => "nobody answered gets".into(),
+                        }))
+                    }
+                },
                 other => return other,
             }
         }
@@ -413,7 +477,7 @@ impl Conn {
         self.lock_seen().remove(stream);
     }
 
-    fn lock_seen(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+    fn lock_seen(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, ReadVia>> {
         self.seen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -444,11 +508,28 @@ impl Conn {
         }
         let subject = subject.to_string();
         let mut attempts = 0;
-        let got = self.call(|c| {
-            attempts += 1;
-            let (subject, headers, payload) = (subject.clone(), headers.clone(), payload.clone());
-            async move { publish_once(&c, subject, headers, payload).await }
-        });
+        let deadline = Instant::now() + self.opts.retry_for;
+        let got = loop {
+            let got = self.call(|c| {
+                attempts += 1;
+                let (subject, headers, payload) =
+                    (subject.clone(), headers.clone(), payload.clone());
+                async move { publish_once(&c, subject, headers, payload).await }
+            });
+            // Nobody listening: the stream is gone, or (a replicated one)
+            // between leaders. `stream_exists` tells them apart.
+            match got {
+                Err(Fail::NoStream) if self.stream_exists(stream)? => {
+                    if Instant::now() >= deadline {
+                        break Err(Fail::Unavailable(format!(
+                            "nobody stored writes to {stream}"
+                        )));
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                other => break other,
+            }
+        };
         match (got, expect) {
             // A retried swap lost: did an attempt whose answer was lost land?
             // (2.9 answers a retried message id as a duplicate; newer
@@ -473,21 +554,10 @@ impl Conn {
         rev: u64,
         id: &str,
     ) -> Result<Option<u64>, Fail> {
-        let subject_key = format!("{API}.DIRECT.GET.{stream}");
-        let body = Bytes::from(json!({ "seq": rev + 1, "next_by_subj": subject }).to_string());
-        let m = self.call(|c| {
-            let (s, b) = (subject_key.clone(), body.clone());
-            async move { request(&c, s, None, b).await }
-        })?;
-        if m.status == Some(StatusCode::NOT_FOUND) {
-            return Ok(None);
-        }
-        let mine = m
-            .headers
-            .as_ref()
-            .and_then(|h| h.get("Nats-Msg-Id"))
-            .is_some_and(|v| v.as_str() == id);
-        Ok(if mine { Some(stored(m)?.seq) } else { None })
+        Ok(self
+            .next(stream, subject, rev + 1)?
+            .filter(|m| m.id.as_deref() == Some(id))
+            .map(|m| m.seq))
     }
 
     /// A crate error for a failed call, naming the server (never its
@@ -495,8 +565,8 @@ impl Conn {
     pub fn error(&self, what: &str, f: Fail) -> Error {
         let message = match f {
             Fail::Unavailable(why) | Fail::Transient(why) => format!(
-                "{what}: the NATS server at {} did not answer for {:?} ({why}); check that nats-server runs there with JetStream (-js), or point --store / TEAMHOST_STORE elsewhere",
-                self.url.address(),
+                "{what}: {} did not answer for {:?} ({why}); check that nats-server runs there with JetStream (-js), or point --store / TEAMHOST_STORE elsewhere",
+                self.url.servers_phrase(),
                 self.opts.retry_for
             ),
             Fail::Refused(why) => format!("{what}: the server refused: {why}"),
@@ -505,7 +575,7 @@ impl Conn {
         };
         Error::StoreUnavailable {
             store: self.url.display(),
-            message: scrub(&message, &self.url.connect_address()),
+            message: scrub(&message, &self.url),
         }
     }
 }
@@ -517,18 +587,12 @@ fn unavailable(url: &NatsUrl, message: String) -> Error {
     }
 }
 
-/// `text` without the connect address's credentials, however it got there.
-fn scrub(text: &str, secret_address: &str) -> String {
-    let redacted = super::url::redact(secret_address);
-    let mut out = text.replace(secret_address, &redacted);
-    if let Some(creds) = secret_address
-        .split_once("://")
-        .and_then(|(_, rest)| rest.rsplit_once('@'))
-        .map(|(c, _)| c)
-    {
-        out = out.replace(creds, "***");
+/// `text` without the URL's credentials, however they got there.
+fn scrub(text: &str, url: &NatsUrl) -> String {
+    match url.credentials() {
+        Some(creds) => text.replace(creds, "***"),
+        None => text.to_string(),
     }
-    out
 }
 
 /// Spawns `fut` on `handle` and waits for its output on this thread;
@@ -604,7 +668,7 @@ async fn publish_once(
     let v: Value = serde_json::from_slice(&answer.payload)
         .map_err(|e| Fail::Refused(format!("an unreadable publish ack: {e}")))?;
     match api_error(&v) {
-        Some((WRONG_LAST_SEQUENCE, _)) => Err(Fail::Conflict),
+        Some((WRONG_LAST_SEQUENCE | WRONG_LAST_SEQUENCE_IN_FLIGHT, _)) => Err(Fail::Conflict),
         Some((_, d)) => Err(Fail::Refused(d)),
         None => v["seq"]
             .as_u64()
@@ -635,6 +699,7 @@ fn stored(m: async_nats::Message) -> Result<Stored, Fail> {
         seq,
         payload: m.payload,
         deleted,
+        id: get("Nats-Msg-Id"),
     })
 }
 
@@ -644,10 +709,9 @@ mod tests {
 
     #[test]
     fn credentials_are_scrubbed_from_any_text() {
-        let s = scrub(
-            "failed: nats://bob:pw@h:1 refused bob:pw",
-            "nats://bob:pw@h:1",
-        );
+        let url = NatsUrl::parse("nats://bob:pw@h:1,g:2").unwrap();
+        let s = scrub("failed: nats://bob:pw@g:2 refused bob:pw", &url);
         assert!(!s.contains("pw"), "{s}");
+        assert_eq!(s, "failed: nats://***@g:2 refused ***");
     }
 }

@@ -1,7 +1,10 @@
 //! [`NatsStore`]: team state on a NATS JetStream server, so that teammates
 //! on several hosts share one team. Selected with `--store
 //! nats://HOST:PORT[/PREFIX]` (or `$TEAMHOST_STORE`, or `[team] store` in a
-//! manifest); the home then keeps only what belongs to one machine.
+//! manifest); the home then keeps only what belongs to one machine. A
+//! JetStream cluster is named by every node (`nats://H1:P1,H2:P2,H3:P3/PREFIX`);
+//! a team's streams are then replicated (3 by default, `?replicas=N`), so it
+//! survives losing a node (`url.rs`, `setup.rs`, `reads.rs`).
 //!
 //! It keeps every contract of [`TeamStore`] the file store keeps: no lost
 //! updates (compare-and-swap on revisions), no lost messages (a delivery is
@@ -11,16 +14,18 @@
 //!
 //! | file | owns |
 //! |---|---|
-//! | `url.rs` | [`NatsUrl`]: parsing `nats://…`, the prefix, keeping credentials out of sight |
+//! | `url.rs` | [`NatsUrl`]: parsing `nats://…` (one server or a cluster's seed list, `?replicas=N`), the prefix, keeping credentials out of sight |
 //! | `security.rs` | [`NatsSecurity`]: TLS files, credentials file, NKey seed; checked before connecting; the errors that name the setting to fix |
 //! | `client.rs` | [`Conn`](client::Conn): the store's own runtime and client, bounded retries, JetStream's JSON API |
 //! | `naming.rs` | bucket, stream, subject and key names; agent names as subject tokens |
-//! | `setup.rs` | making a team's bucket and mail stream by hand (works on 2.9), listing, deleting |
+//! | `setup.rs` | making a team's bucket and mail stream by hand (works on 2.9), how many replicas, listing, deleting |
+//! | `reads.rs` | reading the last write: direct gets on one server, the stream leader's gets on a replicated stream |
 //! | `kv.rs` | keys with revisions: read, compare-and-swap, delete, set aside |
 //! | `team.rs` | config (create, CAS update, a corrupt one set aside), usage records, plans |
 //! | `mail.rs` | inboxes and histories: deliveries, takes as one CAS'd record, cursors |
 //! | `tasks.rs` | the task list: one key per task, passes committed through an intent key |
 //! | `feed.rs` | the change feed: the streams' republished notices, one subscription |
+//! | `describe.rs` | [`StoreDescription`]: servers, replicas, each stream's leader (`teamhost store info`) |
 //! | `transfer.rs` | export to and import from the file layout |
 //!
 //! **Synchronous over an async client.** The store owns a small tokio
@@ -46,10 +51,12 @@
 //! those files (`teamhost run` refuses the layout).
 
 mod client;
+mod describe;
 mod feed;
 mod kv;
 mod mail;
 mod naming;
+mod reads;
 pub mod security;
 mod setup;
 mod tasks;
@@ -66,6 +73,7 @@ use std::sync::{Arc, Mutex};
 
 use self::client::Conn;
 pub use self::client::NatsOptions;
+pub use self::describe::{StoreDescription, StreamDescription};
 use self::naming::TeamNames;
 pub use self::security::NatsSecurity;
 use self::setup::Which;
@@ -161,6 +169,12 @@ impl NatsStore {
     fn lock_ensured(&self) -> std::sync::MutexGuard<'_, HashSet<(String, Which)>> {
         self.inner.ensured.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// What the names of a prefix's team streams start with: the buckets'
+/// (`KV_P_`) and the mail streams' (`P_mail_`).
+fn team_streams_prefixes(prefix: &str) -> [String; 2] {
+    [format!("KV_{prefix}_"), format!("{prefix}_mail_")]
 }
 
 impl TeamStore for NatsStore {

@@ -11,6 +11,25 @@
 //! notice subjects (`P.TEAM.ev.…`), which is what a change feed subscribes
 //! to: a notice is sent only after the message is stored, so a reader woken
 //! by it always finds the write.
+//!
+//! **Replicas.** Both streams are made with `num_replicas` = R ([`replicas`]):
+//! the store URL's `?replicas=N` (1 to 5) when given; else 3 when the server
+//! the store connected to is part of a cluster (its INFO names one:
+//! `cluster` is set on nats-server 2.9.10 as on newer ones), so a team
+//! survives losing one of three nodes; else 1 (a lone server). Except on
+//! servers older than 2.9.21: their replicated streams check a
+//! compare-and-swap only against what the leader has applied, so two writes
+//! in flight expecting one revision are both stored (nats-io/nats-server#4320;
+//! our 8-writer test on a 2.9.10 cluster took 14 to 26 messages twice of
+//! 320, with no node killed). The whole store rests on those swaps, so
+//! there R is 1 by default (with a warning) and `?replicas=2..5` is refused
+//! with a message saying to upgrade. A cluster
+//! with fewer JetStream servers up than R cannot place the stream; the
+//! server's refusal ("no suitable peers for placement", error 10005) is
+//! turned into a message that says to start more servers or lower
+//! `?replicas=`. A replicated stream is made without `allow_direct` and read
+//! through its leader (`reads.rs`). A stream that exists already keeps the
+//! replicas it was made with: this host's R applies to streams it makes.
 
 use serde_json::{json, Value};
 
@@ -26,8 +45,60 @@ const DUPLICATE_WINDOW_NS: u64 = 120_000_000_000;
 /// expected) even when others wrote the key since.
 const KV_HISTORY: i64 = 64;
 
-/// The bucket's stream config.
-fn kv_config(n: &TeamNames) -> Value {
+/// The first nats-server whose replicated streams serialise
+/// compare-and-swap (`Nats-Expected-Last-Subject-Sequence`): before it, two
+/// concurrent writes expecting one revision could both be stored on a
+/// clustered stream (nats-io/nats-server#4320, fixed in 2.9.21).
+pub(super) const SAFE_REPLICATED_CAS: (u64, u64, u64) = (2, 9, 21);
+
+/// How many replicas this store gives the streams it makes: `asked` (the
+/// URL's `?replicas=N`), else 3 on a cluster, else 1 — but never more than
+/// 1 on a server older than [`SAFE_REPLICATED_CAS`] (`version` is its
+/// INFO's): asked for, that is an error saying what to do; by default, 1.
+pub(super) fn replicas(
+    asked: Option<usize>,
+    clustered: bool,
+    version: &str,
+) -> Result<usize, String> {
+    let safe = parse_version(version).is_some_and(|v| v >= SAFE_REPLICATED_CAS);
+    let (major, minor, patch) = SAFE_REPLICATED_CAS;
+    match (asked, clustered) {
+        (Some(n), _) if n > 1 && !safe => Err(format!(
+            "the store URL asks for {n} replicas, but nats-server {version} does not serialise compare-and-swap on replicated streams (two claimers could both win a task: nats-io/nats-server#4320, fixed in {major}.{minor}.{patch}); upgrade the servers to {major}.{minor}.{patch} or newer, or use ?replicas=1"
+        )),
+        (Some(n), _) => Ok(n),
+        (None, true) if safe => Ok(3),
+        (None, true) => {
+            tracing::warn!(
+                server = version,
+                "the team's streams get 1 replica, not 3: nats-server {version} does not serialise compare-and-swap on replicated streams (nats-io/nats-server#4320); upgrade the cluster to {major}.{minor}.{patch} or newer so a team survives losing a node"
+            );
+            Ok(1)
+        }
+        (None, false) => Ok(1),
+    }
+}
+
+/// `(major, minor, patch)` of a server version such as `2.9.10` or
+/// `2.11.0-beta.2`.
+fn parse_version(v: &str) -> Option<(u64, u64, u64)> {
+    let mut parts = v.trim_start_matches('v').splitn(3, '.');
+    let mut next = || -> Option<u64> {
+        let p = parts.next()?;
+        p[..p.find(|c: char| !c.is_ascii_digit()).unwrap_or(p.len())]
+            .parse()
+            .ok()
+    };
+    Some((next()?, next()?, next()?))
+}
+
+/// JetStream's error code for a stream it cannot place on enough servers.
+const NO_SUITABLE_PEERS: u64 = 10005;
+/// JetStream's error code for "insufficient resources".
+const INSUFFICIENT_RESOURCES: u64 = 10023;
+
+/// The bucket's stream config, with `replicas` replicas.
+fn kv_config(n: &TeamNames, replicas: usize) -> Value {
     json!({
         "name": n.kv_stream,
         "subjects": [n.kv_subjects()],
@@ -40,18 +111,18 @@ fn kv_config(n: &TeamNames) -> Value {
         "max_msg_size": -1,
         "storage": "file",
         "discard": "new",
-        "num_replicas": 1,
+        "num_replicas": replicas,
         "duplicate_window": DUPLICATE_WINDOW_NS,
         "allow_rollup_hdrs": true,
         "deny_delete": true,
         "deny_purge": false,
-        "allow_direct": true,
+        "allow_direct": replicas == 1,
         "republish": { "src": n.kv_subjects(), "dest": n.kv_notices(), "headers_only": true },
     })
 }
 
 /// The mail stream's config: everything kept (the history is the stream).
-fn mail_config(n: &TeamNames) -> Value {
+fn mail_config(n: &TeamNames, replicas: usize) -> Value {
     json!({
         "name": n.mail_stream,
         "subjects": [n.mail_subjects()],
@@ -64,11 +135,11 @@ fn mail_config(n: &TeamNames) -> Value {
         "max_msg_size": -1,
         "storage": "file",
         "discard": "old",
-        "num_replicas": 1,
+        "num_replicas": replicas,
         "duplicate_window": DUPLICATE_WINDOW_NS,
         "deny_delete": true,
         "deny_purge": false,
-        "allow_direct": true,
+        "allow_direct": replicas == 1,
         "republish": { "src": n.mail_subjects(), "dest": n.mail_notices(), "headers_only": true },
     })
 }
@@ -86,15 +157,25 @@ pub(super) enum Which {
 /// that exists is not an error (the config is the same, or someone made it
 /// on purpose).
 pub(super) fn ensure(conn: &Conn, n: &TeamNames, which: Which) -> Result<(), Fail> {
+    let r = conn.replicas();
     let (name, config) = match which {
-        Which::Kv => (&n.kv_stream, kv_config(n)),
-        Which::Mail => (&n.mail_stream, mail_config(n)),
+        Which::Kv => (&n.kv_stream, kv_config(n, r)),
+        Which::Mail => (&n.mail_stream, mail_config(n, r)),
     };
     match conn.api(&format!("STREAM.CREATE.{name}"), config) {
         Ok(_) => Ok(()),
         Err(Fail::Refused(why)) if conn.stream_exists(name)? => {
             tracing::debug!(stream = %name, %why, "the stream exists already");
             Ok(())
+        }
+        Err(Fail::Refused(why))
+            if [NO_SUITABLE_PEERS, INSUFFICIENT_RESOURCES]
+                .iter()
+                .any(|c| why.ends_with(&format!("(JetStream error {c})"))) =>
+        {
+            Err(Fail::Refused(format!(
+                "cannot make stream {name} with {r} replicas: {why}; a stream with R replicas needs R JetStream servers of the cluster up: start more, or give fewer in the store URL (?replicas=N, 1 to 5; without it R is 3 on a cluster and 1 on a lone server)"
+            )))
         }
         Err(f) => Err(f),
     }
@@ -151,6 +232,15 @@ pub(super) fn subjects(conn: &Conn, stream: &str, filter: &str) -> Result<Vec<St
     }
 }
 
+/// `STREAM.INFO` of `stream`; `None` when it is not there.
+pub(super) fn info(conn: &Conn, stream: &str) -> Result<Option<Value>, Fail> {
+    match conn.api(&format!("STREAM.INFO.{stream}"), Value::Null) {
+        Ok(info) => Ok(Some(info)),
+        Err(Fail::NoStream) => Ok(None),
+        Err(f) => Err(f),
+    }
+}
+
 /// When the stream was created (its `created` time as given): a history
 /// cursor's epoch, so a cursor on a deleted and re-made stream restarts.
 pub(super) fn created(conn: &Conn, stream: &str) -> Result<Option<String>, Fail> {
@@ -158,5 +248,43 @@ pub(super) fn created(conn: &Conn, stream: &str) -> Result<Option<String>, Fail>
         Ok(info) => Ok(info["created"].as_str().map(str::to_string)),
         Err(Fail::NoStream) => Ok(None),
         Err(f) => Err(f),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replicas_are_asked_or_three_on_a_cluster_or_one() {
+        assert_eq!(replicas(None, false, "2.15.1"), Ok(1));
+        assert_eq!(replicas(None, true, "2.15.1"), Ok(3));
+        assert_eq!(replicas(None, true, "2.9.21"), Ok(3));
+        assert_eq!(replicas(Some(2), true, "2.10.0"), Ok(2));
+        assert_eq!(replicas(Some(5), false, "2.11.0-beta.2"), Ok(5));
+    }
+
+    #[test]
+    fn servers_before_2_9_21_get_one_replica_and_asking_for_more_is_an_error() {
+        assert_eq!(replicas(None, true, "2.9.10"), Ok(1));
+        assert_eq!(replicas(Some(1), true, "2.9.10"), Ok(1));
+        let err = replicas(Some(3), true, "2.9.10").unwrap_err();
+        assert!(err.contains("nats-server 2.9.10"), "{err}");
+        assert!(err.contains("2.9.21 or newer, or use ?replicas=1"), "{err}");
+        assert!(replicas(Some(3), true, "garbage").is_err());
+        assert_eq!(parse_version("v2.10.3"), Some((2, 10, 3)));
+    }
+
+    #[test]
+    fn a_replicated_stream_is_made_without_direct_gets() {
+        let n = TeamNames::new("p", "t");
+        for config in [kv_config(&n, 3), mail_config(&n, 3)] {
+            assert_eq!(config["num_replicas"], 3);
+            assert_eq!(config["allow_direct"], false);
+        }
+        for config in [kv_config(&n, 1), mail_config(&n, 1)] {
+            assert_eq!(config["num_replicas"], 1);
+            assert_eq!(config["allow_direct"], true);
+        }
     }
 }
