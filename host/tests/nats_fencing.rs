@@ -270,3 +270,109 @@ fn a_holder_cut_off_past_half_a_lease_refuses_writes_until_a_renewal_succeeds() 
     assert_eq!(texts, ["before", "after"]);
     lease.release().unwrap();
 }
+
+/// `teamhost run --join` with a 1 s lease: once another host takes its
+/// lease over, the run stops its teammate, ends with an error naming the
+/// adopting host, and writes nothing more (the lease record stays the
+/// adopter's write; nothing reaches the lead). Out-of-range leases are
+/// refused before anything runs.
+#[test]
+fn a_joined_run_whose_lease_is_taken_over_ends_naming_the_adopting_host() {
+    let bin = env!("CARGO_BIN_EXE_teamhost");
+    for bad in ["0", "301"] {
+        let out = std::process::Command::new(bin)
+            .args(["run", "--lease", bad, "none.toml"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains("--lease"), "{err}");
+    }
+    let Some(server) = NatsServer::start_or_skip("run --join fenced") else {
+        return;
+    };
+    let url = server.url("clifence");
+    let dir = tempfile::tempdir().unwrap();
+    let store = connect(&url);
+    let team = Store::with_backend(Arc::new(store.clone()))
+        .team("cf")
+        .unwrap();
+    team.create(NewTeam::default()).unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let manifest = dir.path().join("join.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[team]\nname = \"cf\"\nstore = {url:?}\n[[teammate]]\nname = \"echo\"\ncomponent = {:?}\nprompt = \"hi\"\ncwd = {:?}\n",
+            teamhost_tests::ECHO,
+            work
+        ),
+    )
+    .unwrap();
+    let child = std::process::Command::new(bin)
+        .arg("--home")
+        .arg(dir.path().join("home"))
+        .args([
+            "--json",
+            "run",
+            "--join",
+            "--lease",
+            "1",
+            "--timeout",
+            "120",
+        ])
+        .arg(&manifest)
+        .env_remove("TEAMHOST_STORE")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (done_tx, done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(child.wait_with_output());
+    });
+    // Running: echo answered its prompt, and the run's lease is held.
+    let failover = store.failover().unwrap();
+    let up = holds_within(Duration::from_secs(120), || {
+        team.read_inbox("team-lead")
+            .unwrap()
+            .iter()
+            .any(|m| m.from == "echo")
+            && failover
+                .read_leases("cf")
+                .unwrap()
+                .iter()
+                .any(|(l, _)| l.state == LeaseState::Held)
+    });
+    assert!(up, "the joined run starts echo and holds a lease");
+    let lead_mail = team.read_inbox("team-lead").unwrap().len();
+    let taken_at = loop {
+        let (mut l, rev) = failover.read_leases("cf").unwrap().remove(0);
+        l.state = LeaseState::TakenOver {
+            by: "host-b".into(),
+            at: 0,
+        };
+        if let Some(rev) = failover.write_lease("cf", &l, Some(rev)).unwrap() {
+            break rev;
+        }
+    };
+    let out = done
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the run ends within 60 s of the takeover")
+        .unwrap();
+    let shown = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{shown}");
+    assert!(
+        shown.contains("taken over by host host-b"),
+        "the run names the adopting host:\n{shown}"
+    );
+    let leases = failover.read_leases("cf").unwrap();
+    assert_eq!(leases.len(), 1);
+    assert_eq!(leases[0].1, taken_at, "the run wrote its lease no more");
+    assert_eq!(team.read_inbox("team-lead").unwrap().len(), lead_mail);
+}

@@ -10,7 +10,8 @@
 //! | `HostOptions::lease` is `Some` | the host's store is a [`FencedStore`] over the store given, fenced by this table |
 //! | the first spawn into a team whose store has failover | [`TeamLease::take`] on the plain store (the lease's own writes are not fenced) |
 //! | the lease is lost (taken over) | this host's copies of the team's teammates are stopped without writing, [`Event::LeaseLost`] is sent, `wait_idle` answers `Error::LeaseLost` |
-//! | `shutdown_team` leaves none running, `delete_team` | the lease is released (`Released`: nobody takes anything over) |
+//! | `shutdown_team` leaves none running, `delete_team`, `run --join` ends | the lease is released (`Released`: nobody takes anything over) |
+//! | `resume` | the lease is taken before anything is respawned |
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -202,8 +203,12 @@ impl Host {
     }
 
     /// Releases this host's lease on `team` when it holds one and runs none
-    /// of its teammates any more (they shut down, or the team was deleted).
-    pub(super) async fn release_lease_if_done(&self, team: &str) {
+    /// of its teammates any more (they shut down, or the team was deleted):
+    /// marked `Released`, so no host takes anything over. `shutdown_team`
+    /// and `delete_team` call it; a host whose teammates ended otherwise
+    /// (`teamhost run --join`: the lead shut them down) calls it itself. A
+    /// failure is logged: the lease then expires as a dead host's would.
+    pub async fn release_lease_if_done(&self, team: &str) {
         if !self.running(team).is_empty() {
             return;
         }
