@@ -3,8 +3,8 @@
 //! while the host lives, and the fence that keeps a host whose lease was
 //! taken over from writing again.
 //!
-//! CONTRACT (issue 32, written before the parts): the signatures below are
-//! what `embed::adopt` and the CLI build on. Bodies land with the lease part.
+//! The signatures are the contract `embed::adopt` and the CLI build on
+//! (issue 32); `Host` holds one lease per team through `embed::host_lease`.
 //!
 //! **Timing.** The lease is renewed every `lease / 3`. The holder counts it
 //! valid until half a lease after it *sent* its last successful renewal; a
@@ -14,6 +14,20 @@
 //! revision of the lease unchanged for a whole lease on its own clock, so
 //! the holder has stopped writing before anyone may take over. No two
 //! machines' wall clocks are compared.
+//!
+//! **Renewals.** A task on the tokio runtime that took the lease renews it
+//! by compare-and-swap on the revision it last wrote, serialised with the
+//! synchronous renewals of [`TeamLease::check`] (one lock). A lost race is
+//! read back: `TakenOver { by }` makes the lease lost for good (and fires
+//! [`TeamLease::lost`]); the holder's own renewal whose answer was lost but
+//! which landed (told apart by its `renewed_at`, strictly growing per
+//! holder) is taken and renewed over; anything else (a record rewritten or
+//! removed by someone) is counted as lost too, with a warning.
+//!
+//! **An unreachable store** fails renewals (logged); past its validity
+//! `check` answers the store's own error (`StoreUnavailable` on NATS), not
+//! `LeaseLost`: nothing says another host took over, and a renewal that
+//! succeeds later makes writes possible again.
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
