@@ -131,6 +131,20 @@ fn a_host_whose_lease_is_taken_over_stops_its_teammate_and_writes_nothing_more()
         "{waited:?}"
     );
     assert!(waited.unwrap_err().to_string().contains("host-b"));
+    // Then (after the event that says why) the copy stops.
+    rt.block_on(async {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                if let Ok(Event::StateChanged { name, state, .. }) = events.recv().await {
+                    if name == "echo" && state == TeammateState::Killed {
+                        return;
+                    }
+                }
+            }
+        })
+        .await
+        .expect("echo is stopped after the LeaseLost event")
+    });
     assert_eq!(host.teammates("f")[0].state, TeammateState::Killed);
     assert!(host.team_lease("f").is_none());
 
@@ -370,6 +384,10 @@ fn a_joined_run_whose_lease_is_taken_over_ends_naming_the_adopting_host() {
     assert!(
         shown.contains("taken over by host host-b"),
         "the run names the adopting host:\n{shown}"
+    );
+    assert!(
+        shown.contains("this host's lease was taken over by host host-b: echo stopped here"),
+        "the run's log says what stopped:\n{shown}"
     );
     let leases = failover.read_leases("cf").unwrap();
     assert_eq!(leases.len(), 1);

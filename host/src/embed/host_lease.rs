@@ -90,20 +90,35 @@ impl Host {
         lock(&leases.lost).insert(team.to_string(), by.to_string());
         lock(&leases.held).remove(team);
         let reason = format!("the lease on team {team} was taken over by host {by}");
-        let mut stopped = Vec::new();
+        // Fenced from here on (above). The event goes first: whoever sees
+        // these teammates stopped has been sent why.
+        let running: Vec<String> = self
+            .inner
+            .teammates
+            .lock()
+            .expect("teammates lock")
+            .iter()
+            .filter(|((t, _), s)| t == team && !s.state.borrow().is_finished())
+            .map(|((_, name), _)| name.clone())
+            .collect();
+        tracing::warn!(team, by, stopped = ?running, "this host's lease was taken over: its teammates are stopped here without writing");
+        let _ = self.inner.events.send(Event::LeaseLost {
+            team: team.to_string(),
+            by: by.to_string(),
+            stopped: running.clone(),
+        });
         let mut processes = false;
         {
             let mut map = self.inner.teammates.lock().expect("teammates lock");
-            for ((t, name), s) in map.iter_mut() {
-                if t != team || s.state.borrow().is_finished() {
+            for name in &running {
+                let Some(s) = map.get_mut(&(team.to_string(), name.clone())) else {
                     continue;
-                }
+                };
                 s.stopping.stop(&reason);
                 let _ = s.kill.send(true);
                 s.join.abort();
                 processes |= s.backend != BackendKind::InProcess;
                 s.state = tokio::sync::watch::channel(TeammateState::Killed).1;
-                stopped.push(name.clone());
             }
         }
         if processes {
@@ -114,8 +129,7 @@ impl Host {
                 }
             }
         }
-        tracing::warn!(team, by, stopped = ?stopped, "this host's lease was taken over: its teammates were stopped here without writing");
-        for name in &stopped {
+        for name in &running {
             self.inner.hub.unregister(team, name);
             let _ = self.inner.events.send(Event::StateChanged {
                 team: team.to_string(),
@@ -123,11 +137,6 @@ impl Host {
                 state: TeammateState::Killed,
             });
         }
-        let _ = self.inner.events.send(Event::LeaseLost {
-            team: team.to_string(),
-            by: by.to_string(),
-            stopped,
-        });
     }
 
     /// Releases this host's lease on `team` when it holds one and runs none
