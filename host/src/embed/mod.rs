@@ -21,11 +21,13 @@ mod approval_desk;
 mod attach;
 mod compile;
 mod decide;
+mod host_lease;
 pub mod lead_grant;
 mod lead_seat;
 mod lead_spec;
 mod lead_start;
 pub mod lease;
+mod lease_table;
 mod resume;
 mod spawn;
 

@@ -87,6 +87,11 @@ pub(super) async fn run_joined(
         }
     };
     let work = start.elapsed();
+    if matches!(outcome, Outcome::ShutDown) {
+        // Every teammate here approved the lead's shutdown: nothing to
+        // take over, so the lease is given up rather than left to expire.
+        host.release_lease_if_done(team.name()).await;
+    }
     let stopping = Instant::now();
     let mut shutdown = ShutdownReport::default();
     for t in host.teammates(team.name()) {
@@ -169,6 +174,9 @@ async fn all_stopped(host: &Host, team: &str) {
 /// How a joined run ended once every teammate stopped: all through the
 /// lead's shutdown, or some otherwise.
 fn ended(host: &Host, team: &str) -> Outcome {
+    if let Err(lost) = host.check_lease(team) {
+        return Outcome::HostError(lost.to_string());
+    }
     let mates = host.teammates(team);
     if mates.iter().all(|t| t.state == TeammateState::Completed) {
         return Outcome::ShutDown;

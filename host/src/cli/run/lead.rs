@@ -160,6 +160,12 @@ pub(super) async fn run_led(
             "the lead did not finish within {}s; raise --timeout or read its log", a.timeout
         )),
     };
+    if let Err(lost) = host.check_lease(team.name()) {
+        // Another host runs the teammates now: nothing more is written here.
+        display.line("run", format!("stopping: {lost}"));
+        display.stop().await;
+        return Err(lost.into());
+    }
     let (outcome, error) = match ended {
         Ok(TeammateState::Completed) => ("completed".to_string(), None),
         Ok(TeammateState::Failed(why)) => (
