@@ -178,7 +178,7 @@ impl Host {
             }
             let record = records.get(&name);
             if let Some(proc) = processes.get(&name) {
-                if self.adopt(&team, member, record, proc)? {
+                if self.adopt_process(&team, member, record, proc)? {
                     report.adopted.push(name);
                     continue;
                 }
@@ -234,7 +234,7 @@ impl Host {
     }
 
     /// Adopts `member`'s recorded process if it still runs.
-    fn adopt(
+    fn adopt_process(
         &self,
         team: &Team,
         member: &crate::store::Member,
@@ -304,7 +304,9 @@ impl Host {
         }
         let redelivered = self.redeliver_interrupted(team, &record.name).await?;
         let reported = self.report_cut_completion(team, &member).await?;
-        let gathered = self.gather_resumed(team, &record.name).await?;
+        let gathered = self
+            .gather_resumed(team, &record.name, ClaimEvidence::Ledger)
+            .await?;
         if kind == crate::backends::BackendKind::InProcess {
             let log = self
                 .inner
@@ -453,9 +455,18 @@ impl Host {
     /// progress (when its claim ledger says it claimed it; others in
     /// progress under its name go to [`Resumed::unclaimed`]), its plan and
     /// permission requests still waiting for the lead.
-    pub(super) async fn gather_resumed(&self, team: &Team, name: &str) -> Result<Resumed> {
+    pub(super) async fn gather_resumed(
+        &self,
+        team: &Team,
+        name: &str,
+        evidence: ClaimEvidence,
+    ) -> Result<Resumed> {
         let (t, me) = (team.clone(), name.to_string());
-        let claims = crate::home::kept::ClaimLedger::of(&self.inner.home, team.name(), name)?;
+        let ledger = crate::home::kept::ClaimLedger::of(&self.inner.home, team.name(), name)?;
+        let claims = move |id: &str| match evidence {
+            ClaimEvidence::Ledger => ledger.holds(id),
+            ClaimEvidence::TaskList => Ok(true),
+        };
         tokio::task::spawn_blocking(move || {
             let mut resumed = Resumed::default();
             for task in t.list_tasks()? {
@@ -464,9 +475,9 @@ impl Host {
                 {
                     continue;
                 }
-                if resumed.task.is_none() && claims.holds(&task.id)? {
+                if resumed.task.is_none() && claims(&task.id)? {
                     resumed.task = Some(task.id);
-                } else if !claims.holds(&task.id)? {
+                } else if !claims(&task.id)? {
                     resumed.unclaimed.push(task.id);
                 }
             }
@@ -512,6 +523,19 @@ impl Host {
         .await
         .map_err(|e| Error::HostTask(format!("returning tasks panicked: {e}")))?
     }
+}
+
+/// What counts as a teammate's own claim of a task in progress under its
+/// name, when its earlier life's work is handed back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ClaimEvidence {
+    /// The claim ledger this machine's host kept ([`Host::resume`]).
+    Ledger,
+    /// The task list alone: the earlier life ran on another machine, whose
+    /// ledger is out of reach ([`Host::adopt`]). Any member may write the
+    /// task list, so a task a peer put in progress under the teammate's
+    /// name is handed back too.
+    TaskList,
 }
 
 /// What one respawn brought back.
