@@ -41,7 +41,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::resume::ClaimEvidence;
+use super::attach::ClaimEvidence;
 use super::{Attach, Host};
 use crate::error::{Error, Result};
 use crate::protocol::HOST_SENDER;
@@ -393,7 +393,10 @@ impl Host {
             };
             std::fs::create_dir_all(&shelf).map_err(|e| Error::io("create", &shelf, e))?;
             let path = shelf.join(format!("{sha}.wasm"));
-            crate::durable::write_atomic(&path, &bytes)?;
+            // Whole or not at all: written aside, then renamed.
+            let aside = shelf.join(format!("{sha}.wasm.{}", std::process::id()));
+            std::fs::write(&aside, &bytes).map_err(|e| Error::io("write", &aside, e))?;
+            std::fs::rename(&aside, &path).map_err(|e| Error::io("rename", &path, e))?;
             Ok(Some(path))
         })
         .await?;

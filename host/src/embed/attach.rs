@@ -50,6 +50,19 @@ impl Default for Attach {
     }
 }
 
+/// What counts as a teammate's own claim of a task in progress under its
+/// name, when its earlier life's work is handed back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ClaimEvidence {
+    /// The claim ledger this machine's host kept ([`Host::resume`](super::Host::resume)).
+    Ledger,
+    /// The task list alone: the earlier life ran on another machine, whose
+    /// ledger is out of reach ([`Host::adopt`](super::Host::adopt)). Any member may write the
+    /// task list, so a task a peer put in progress under the teammate's
+    /// name is handed back too.
+    TaskList,
+}
+
 impl Host {
     /// Runs `req.name`, a member its lead already registered in `team`, in
     /// this host: instantiates `req.component` in a sandbox holding only
@@ -111,7 +124,7 @@ impl Host {
                 tracing::info!(teammate = %member.name, task = %id, "reported a completion its earlier life made as it was cut");
             }
             Some(
-                self.gather_resumed(&team, &member.name, super::resume::ClaimEvidence::Ledger)
+                self.gather_resumed(&team, &member.name, ClaimEvidence::Ledger)
                     .await?,
             )
         } else {

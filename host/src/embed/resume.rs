@@ -32,6 +32,7 @@
 
 use std::collections::BTreeMap;
 
+use super::attach::ClaimEvidence;
 use super::{Attach, Host};
 use crate::error::{Error, Result};
 use crate::home::spawn_record::{self, SpawnRecord};
@@ -523,19 +524,6 @@ impl Host {
         .await
         .map_err(|e| Error::HostTask(format!("returning tasks panicked: {e}")))?
     }
-}
-
-/// What counts as a teammate's own claim of a task in progress under its
-/// name, when its earlier life's work is handed back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ClaimEvidence {
-    /// The claim ledger this machine's host kept ([`Host::resume`]).
-    Ledger,
-    /// The task list alone: the earlier life ran on another machine, whose
-    /// ledger is out of reach ([`Host::adopt`]). Any member may write the
-    /// task list, so a task a peer put in progress under the teammate's
-    /// name is handed back too.
-    TaskList,
 }
 
 /// What one respawn brought back.
