@@ -16,6 +16,7 @@
 //! | `tasks.rs` | the shared task list and its rules (ids, dependencies, claims) |
 //! | `usage.rs` | per-teammate model usage records |
 //! | `files/` | [`FileStore`]: the reference CLI's files under a home directory (the default) |
+//! | `fenced.rs` | [`FencedStore`]: a store whose writes first ask a [`fenced::Fence`] (a host's lease) |
 //! | `memory.rs` | [`MemoryStore`]: everything in memory, for fast tests |
 //! | `nats/` | [`NatsStore`]: teams on a NATS JetStream server, shared across hosts |
 
@@ -23,6 +24,7 @@ pub mod backend;
 pub mod config;
 pub mod failover;
 mod failover_memory;
+pub mod fenced;
 pub mod files;
 pub mod history_cache;
 pub mod mailbox;
@@ -41,6 +43,7 @@ pub use backend::TeamStore;
 pub use config::{Member, NewMember, NewTeam, TeamConfig};
 pub use failover::{Failover, HostLease, LeaseState, Revision, RunRecord};
 pub use failover_memory::MemoryFailover;
+pub use fenced::{Fence, FencedStore};
 pub use files::{FileStore, LockOptions};
 pub use history_cache::HistoryCache;
 pub use mailbox::{InboxMessage, OutgoingMessage};
