@@ -7,6 +7,7 @@ mod backend_common;
 mod run_common;
 mod tmux_server;
 
+mod adopt;
 mod backend_process;
 mod backend_teammate;
 mod backend_tmux;
