@@ -116,7 +116,7 @@ async fn a_host_takes_over_an_expired_lease_and_hands_the_task_back() {
     let began = Instant::now();
     let reports = loop {
         let r = host
-            .adopt("ft", &[probe.clone()], &mut watch)
+            .adopt("ft", std::slice::from_ref(&probe), &mut watch)
             .await
             .unwrap();
         if !r.is_empty() {
