@@ -63,6 +63,16 @@ pub struct HostOptions {
     /// (providers, credentials, aliases, record/replay). Default: none
     /// configured, so every call is `denied`.
     pub models: super::ModelAccess,
+    /// Host leases (issue 32): `Some(length)` makes this host take a lease
+    /// on each team it spawns into on a store with failover (NATS), renewed
+    /// every `length / 3`, and fences its store with it (see
+    /// `embed::host_lease`). `None` (the default): no lease, no fence.
+    /// `teamhost run` sets `Some(--lease)` on a store with failover.
+    pub lease: Option<Duration>,
+    /// Who this host is in leases and run records. `None` (the default):
+    /// [`HostIdentity::this_process`](super::lease::HostIdentity::this_process).
+    /// Set it only to play several hosts in one process (tests).
+    pub identity: Option<super::lease::HostIdentity>,
 }
 
 impl Default for HostOptions {
@@ -78,6 +88,8 @@ impl Default for HostOptions {
             hooks: Default::default(),
             notifications: NotificationLevel::All,
             models: super::ModelAccess::default(),
+            lease: None,
+            identity: None,
         }
     }
 }
@@ -118,6 +130,8 @@ pub(super) struct Inner {
     pub(super) joining: Mutex<BTreeMap<(String, String), TeammateState>>,
     /// File watches of the teams this host runs teammates of.
     pub(super) watches: Mutex<HashMap<String, TeamWatch>>,
+    /// The leases this host holds, and the fence of its store.
+    pub(super) leases: Arc<super::host_lease::HostLeases>,
 }
 
 impl Host {
@@ -154,6 +168,11 @@ impl Host {
         })?;
         let (events, _) = broadcast::channel(opts.event_capacity);
         let hub = Arc::new(WakeHub::new(events.clone()));
+        let me = opts
+            .identity
+            .clone()
+            .unwrap_or_else(|| super::lease::HostIdentity::this_process().clone());
+        let (leases, store) = super::host_lease::HostLeases::new(me, opts.lease, store);
         let store = store.with_observer(hub.clone());
         Ok(Host {
             inner: Arc::new(Inner {
@@ -166,6 +185,7 @@ impl Host {
                 teammates: Mutex::new(BTreeMap::new()),
                 joining: Mutex::new(BTreeMap::new()),
                 watches: Mutex::new(HashMap::new()),
+                leases,
             }),
         })
     }
@@ -212,6 +232,7 @@ impl Host {
 
     async fn spawn_into(&self, team: &Team, mut req: SpawnRequest) -> Result<TeammateInfo> {
         self.check_layout(team.name(), &req)?;
+        self.ensure_lease(team.name()).await?;
         req.settings
             .notifications
             .get_or_insert(self.inner.opts.notifications);
@@ -378,6 +399,7 @@ impl Host {
         let team = self.team(team)?;
         let mut events = self.events();
         loop {
+            self.check_lease(team.name())?;
             if self.is_settled(&team)? {
                 return Ok(());
             }
@@ -514,6 +536,7 @@ impl Host {
             }
         }
         tracing::debug!(team = %team.name(), took = ?started.elapsed(), "every teammate stopped");
+        self.release_lease_if_done(team.name()).await;
         Ok(report)
     }
 
@@ -655,6 +678,7 @@ impl Host {
         })
         .await
         .map_err(|e| Error::HostTask(format!("deleting the team panicked: {e}")))??;
+        self.release_lease_if_done(team).await;
         Ok(done.worktrees)
     }
 

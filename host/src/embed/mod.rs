@@ -22,6 +22,7 @@ mod approval_desk;
 mod attach;
 mod compile;
 mod decide;
+mod host_lease;
 pub mod lead_grant;
 mod lead_seat;
 mod lead_spec;

@@ -115,4 +115,15 @@ pub enum Event {
         /// What happened.
         call: crate::model::ModelCallEvent,
     },
+    /// This host's lease on `team` was taken over by host `by` (issue 32):
+    /// its copies of `stopped` were stopped here without writing; they run
+    /// on `by` now.
+    LeaseLost {
+        /// Team.
+        team: String,
+        /// The adopting host's id.
+        by: String,
+        /// The teammates this host stopped.
+        stopped: Vec<String>,
+    },
 }

@@ -64,7 +64,8 @@ pub fn forward_host_events(
                 | Ok(Event::TurnStarted { team: t, .. })
                 | Ok(Event::TasksChanged { team: t })
                 | Ok(Event::InboxChanged { team: t, .. })
-                | Ok(Event::Model { team: t, .. }) => t == team,
+                | Ok(Event::Model { team: t, .. })
+                | Ok(Event::LeaseLost { team: t, .. }) => t == team,
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => true,
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             };

@@ -169,6 +169,9 @@ async fn all_stopped(host: &Host, team: &str) {
 /// How a joined run ended once every teammate stopped: all through the
 /// lead's shutdown, or some otherwise.
 fn ended(host: &Host, team: &str) -> Outcome {
+    if let Err(lost) = host.check_lease(team) {
+        return Outcome::HostError(lost.to_string());
+    }
     let mates = host.teammates(team);
     if mates.iter().all(|t| t.state == TeammateState::Completed) {
         return Outcome::ShutDown;

@@ -170,6 +170,13 @@ pub struct RunArgs {
     /// The lead component (the `lead` world); wins over [lead] component.
     #[arg(long, value_name = "COMPONENT", conflicts_with_all = ["join", "resume"])]
     lead: Option<PathBuf>,
+    /// On a store shared by several hosts (NATS): this host's lease on the
+    /// team lasts this many seconds without renewal (renewed every third of
+    /// it). Another host may take its teammates over once it has seen the
+    /// lease unrenewed this long; this host stops writing after half of it.
+    #[arg(long, value_name = "SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=300))]
+    lease: u64,
     /// Model calls: live, recorded or replayed (see `teamhost run --help`
     /// and docs/guides/agent-teammate.md).
     #[command(flatten)]
@@ -270,10 +277,17 @@ async fn run_team(
         interactive: crate::backends::detect::interactive_terminal(),
         ..Default::default()
     };
+    // Decision 6 of issue 32: the lease comes from this flag only.
+    let lease = store
+        .backend()
+        .failover()
+        .is_some()
+        .then(|| Duration::from_secs(a.lease));
     let host = Host::with_store(
         Home::new(home),
         store,
         crate::embed::HostOptions {
+            lease,
             backends,
             hooks: std::sync::Arc::new(m.hooks.to_hooks()),
             notifications: m.team.notifications,
@@ -386,6 +400,13 @@ async fn run_team(
         .unwrap_or_else(|e| Outcome::HostError(format!("{e:#}"))),
     };
     let work = start.elapsed();
+    if let Err(lost) = host.check_lease(team.name()) {
+        // Another host runs the teammates now: nothing more is written here
+        // (no shutdown requests, no deletion); the team is theirs.
+        reporter.line("run", format!("stopping: {lost}"));
+        reporter.stop().await;
+        return Err(lost.into());
+    }
     let tasks = team.list_tasks()?;
     match &outcome {
         Outcome::Completed => reporter.line(

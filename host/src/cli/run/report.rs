@@ -205,6 +205,13 @@ impl ReportState {
                 }
             }
             Event::TasksChanged { team } if team == self.team.name() => self.tasks_changed(false),
+            Event::LeaseLost { team, by, stopped } if team == self.team.name() => self.log.line(
+                "run",
+                format!(
+                    "this host's lease was taken over by host {by}: {} stopped here without writing",
+                    if stopped.is_empty() { "no teammate".to_string() } else { stopped.join(", ") }
+                ),
+            ),
             Event::InboxChanged { team, agent }
                 if team == self.team.name() && self.lead.as_ref() == Some(&agent) =>
             {
