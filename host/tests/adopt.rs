@@ -109,7 +109,10 @@ async fn a_host_takes_over_an_expired_lease_and_hands_the_task_back() {
     let host = Host::with_store(
         Home::new(dir.path().join("home-b")),
         store.clone(),
-        HostOptions::default(),
+        HostOptions {
+            lease: Some(Duration::from_secs(2)),
+            ..Default::default()
+        },
     )
     .unwrap();
     let mut watch = LeaseWatch::new();
@@ -149,6 +152,8 @@ async fn a_host_takes_over_an_expired_lease_and_hands_the_task_back() {
         matches!(&a.0.state, LeaseState::TakenOver { by, .. } if *by == me),
         "{a:?}"
     );
+    let b = leases.iter().find(|(l, _)| l.host == me).unwrap();
+    assert_eq!(b.0.state, LeaseState::Held, "this host holds its own lease");
     let runs = f.read_runs("ft").unwrap();
     let p = runs.iter().find(|(r, _)| r.name == "p").unwrap();
     assert_eq!(

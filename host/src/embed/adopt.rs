@@ -164,6 +164,21 @@ impl AdoptReport {
 }
 
 impl Host {
+    /// Takes this host's lease on `team` now, before any teammate runs here
+    /// (a standby host: `teamhost run --adopt`), when leases are on
+    /// ([`HostOptions::lease`](super::HostOptions::lease)) and the store has
+    /// failover; nothing otherwise. [`Host::adopt`] takes it too.
+    pub async fn hold_team_lease(&self, team: &str) -> Result<()> {
+        self.ensure_lease(team).await
+    }
+
+    /// Releases this host's lease on `team` (`Released`: nobody takes
+    /// anything over) when none of its teammates runs here any more: a
+    /// standby host that ends cleanly.
+    pub async fn release_team_lease(&self, team: &str) {
+        self.release_lease_if_done(team).await
+    }
+
     /// One look at `team`'s leases (call it every [`LEASE_POLL`] with the
     /// same `watch`): takes over the teammates of every other host whose
     /// `Held` lease has expired on this host's clock (see the module docs).
@@ -178,6 +193,10 @@ impl Host {
         watch: &mut LeaseWatch,
     ) -> Result<Vec<AdoptReport>> {
         let team = self.team(team)?;
+        // Held before anything is taken: the takeover's writes and the
+        // adopted teammates' are fenced by it, and a host adopting from this
+        // one later finds its lease.
+        self.ensure_lease(team.name()).await?;
         let backend = self.inner.store.backend().clone();
         let t = team.name().to_string();
         let leases = blocking("reading the leases", move || {

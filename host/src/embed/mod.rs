@@ -28,7 +28,6 @@ mod lead_seat;
 mod lead_spec;
 mod lead_start;
 pub mod lease;
-mod lease_pending;
 mod resume;
 mod run_record;
 mod spawn;

@@ -112,6 +112,10 @@ pub(super) async fn run_adopting(
             shutdown.stopped.push(t.name);
         }
     }
+    if host.check_lease(team.name()).is_ok() {
+        // Ended cleanly here: nobody is to take anything over from this host.
+        host.release_team_lease(team.name()).await;
+    }
     let timings = Timings {
         start,
         spawn,
@@ -172,13 +176,8 @@ async fn watch(
     let mut failing: Option<String> = None;
     loop {
         tick.tick().await;
-        if let Some(lost) = host
-            .team_lease(team)
-            .and_then(|l| l.lost().borrow().clone())
-        {
-            return Outcome::HostError(format!(
-                "this host's lease on team {team} was taken over by host {lost}: its teammates run there now"
-            ));
+        if let Err(lost) = host.check_lease(team) {
+            return Outcome::HostError(lost.to_string());
         }
         let Ok(t) = host.team(team) else {
             return Outcome::HostError(format!("team {team} cannot be opened"));
@@ -227,6 +226,9 @@ async fn watch(
 /// How a standby run ended once its adopted teammates stopped (or the team
 /// went): all through the lead's shutdown, or some otherwise.
 fn ended(host: &Host, team: &str, adopted: &[String]) -> Outcome {
+    if let Err(lost) = host.check_lease(team) {
+        return Outcome::HostError(lost.to_string());
+    }
     let mates = host.teammates(team);
     if mates.iter().all(|t| t.state == TeammateState::Completed) {
         return Outcome::ShutDown;
