@@ -7,6 +7,7 @@
 //! | `ev.kv.config` | `ConfigChanged` (a deletion too: the team is gone) |
 //! | `ev.kv.txn` | `TasksChanged` (a pass committed) |
 //! | `ev.mail.in.AGENT`, `ev.mail.out.AGENT` | `InboxAppended { agent }` (a take is reported too) |
+//! | anything else (`ev.kv.task.ID`, `ev.kv.lease.…`, `ev.kv.run.…`, usage, plans) | nothing: a lease renewal every few seconds wakes no teammate |
 //!
 //! A notice leaves only after the message is stored, so a reader woken by
 //! it finds the write; nobody polls. This is JetStream's republish rather
@@ -209,6 +210,9 @@ mod tests {
             })
         );
         assert_eq!(ev("p.t.ev.kv.task.3"), None);
+        // Lease renewals and run records wake nobody.
+        assert_eq!(ev("p.t.ev.kv.lease.host-1-0a0b0c0d"), None);
+        assert_eq!(ev("p.t.ev.kv.run.worker"), None);
         assert_eq!(ev("p.other.ev.kv.config"), None);
     }
 }

@@ -20,6 +20,8 @@
 //! | `mail.rs` | inboxes and histories: deliveries, takes as one CAS'd record, cursors |
 //! | `tasks.rs` | the task list: one key per task, passes committed through an intent key |
 //! | `feed.rs` | the change feed: the streams' republished notices, one subscription |
+//! | `failover.rs` | [`Failover`](super::Failover): host leases and run records as CAS'd keys of the team's bucket |
+//! | `shelf.rs` | the component shelf: components by SHA-256, chunked, one stream per prefix |
 //! | `transfer.rs` | export to and import from the file layout |
 //!
 //! **Synchronous over an async client.** The store owns a small tokio
@@ -40,16 +42,20 @@
 //! URL is shown everywhere as [`NatsUrl::display`], without credentials.
 
 mod client;
+mod failover;
 mod feed;
 mod kv;
 mod mail;
 mod naming;
 mod setup;
+mod shelf;
 mod tasks;
 mod team;
 pub mod transfer;
 pub mod url;
 
+#[cfg(test)]
+mod failover_tests;
 #[cfg(test)]
 mod tests;
 
@@ -79,6 +85,8 @@ struct Inner {
     conn: Conn,
     /// Streams known to exist, so they are not created on every call.
     ensured: Mutex<HashSet<(String, Which)>>,
+    /// The component shelf's stream is known to exist.
+    shelf_ready: std::sync::atomic::AtomicBool,
 }
 
 impl NatsStore {
@@ -95,6 +103,7 @@ impl NatsStore {
             inner: Arc::new(Inner {
                 conn: Conn::connect(url, opts)?,
                 ensured: Mutex::new(HashSet::new()),
+                shelf_ready: Default::default(),
             }),
         })
     }
@@ -238,5 +247,9 @@ impl TeamStore for NatsStore {
 
     fn watch(&self, team: &str, observer: Arc<dyn StoreObserver>) -> Result<Box<dyn FeedGuard>> {
         feed::start(self, team, observer)
+    }
+
+    fn failover(&self) -> Option<&dyn super::failover::Failover> {
+        Some(self)
     }
 }
