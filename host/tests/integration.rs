@@ -22,6 +22,7 @@ mod cli_team_commands;
 mod cli_tooling;
 mod cli_watch;
 mod example_lead_team;
+mod failover;
 mod foreign_readers;
 mod golden;
 mod hooks_external;
