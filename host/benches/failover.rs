@@ -88,7 +88,14 @@ fn once(server: &NatsServer, root: &Path, lease: u64, rep: usize) -> (u64, u64) 
     })
     .unwrap();
     let lease_s = lease.to_string();
-    let common = ["--json", "run", "--lease", lease_s.as_str(), "--timeout", "300"];
+    let common = [
+        "--json",
+        "run",
+        "--lease",
+        lease_s.as_str(),
+        "--timeout",
+        "300",
+    ];
     let b_log = root.join(format!("{prefix}-b.log"));
     let mut b = start(
         &root.join("home-b"),
@@ -105,9 +112,11 @@ fn once(server: &NatsServer, root: &Path, lease: u64, rep: usize) -> (u64, u64) 
         &[&common[..], &["--join", a_toml.to_str().unwrap()]].concat(),
         &root.join(format!("{prefix}-a.log")),
     );
-    wait("A's teammate holding its task", Duration::from_millis(20), || {
-        work.join("holding-1").exists()
-    });
+    wait(
+        "A's teammate holding its task",
+        Duration::from_millis(20),
+        || work.join("holding-1").exists(),
+    );
     let turns = || {
         std::fs::read_to_string(work.join("turns.log"))
             .unwrap_or_default()
@@ -118,9 +127,11 @@ fn once(server: &NatsServer, root: &Path, lease: u64, rep: usize) -> (u64, u64) 
     let died = now_ms();
     a.kill().unwrap();
     a.wait().unwrap();
-    wait("the adopted teammate's first turn", Duration::from_millis(2), || {
-        turns() > before
-    });
+    wait(
+        "the adopted teammate's first turn",
+        Duration::from_millis(2),
+        || turns() > before,
+    );
     let first_turn = now_ms() - died;
     let f = store.backend().failover().unwrap();
     let taken_at = f

@@ -2,8 +2,9 @@
 //! lease and run records are written as it would have left them (its
 //! renewals stopped), and a real host takes its teammates over with the
 //! real `probe` component: the lease taken, the record rewritten, the task
-//! in progress handed back and completed once, a component whose hash
-//! matches nothing refused (naming both hashes), a released lease left
+//! in progress handed back and completed once, its component fetched from
+//! the store's shelf by hash, a component whose hash matches nothing
+//! refused (naming both hashes), a released lease left
 //! alone, the lead told once. The end-to-end failover with real processes
 //! and a real server is in `failover.rs`.
 
@@ -117,9 +118,17 @@ async fn a_host_takes_over_an_expired_lease_and_hands_the_task_back() {
     .unwrap();
     let mut watch = LeaseWatch::new();
     let began = Instant::now();
+    // This host names only the worker's file: p's component comes from the
+    // store's shelf (put there by its host at spawn), checked by hash.
+    let worker = PathBuf::from(teamhost_tests::WORKER);
+    let worker_sha = content_hash(&std::fs::read(&worker).unwrap());
+    assert_eq!(
+        f.put_component(&std::fs::read(&probe).unwrap()).unwrap(),
+        sha
+    );
     let reports = loop {
         let r = host
-            .adopt("ft", std::slice::from_ref(&probe), &mut watch)
+            .adopt("ft", std::slice::from_ref(&worker), &mut watch)
             .await
             .unwrap();
         if !r.is_empty() {
@@ -141,7 +150,13 @@ async fn a_host_takes_over_an_expired_lease_and_hands_the_task_back() {
     assert_eq!(report.refused.len(), 1, "{report:?}");
     assert_eq!(report.refused[0].0, "q");
     let why = &report.refused[0].1;
-    assert!(why.contains(&other) && why.contains(&sha), "{why}");
+    assert!(why.contains(&other) && why.contains(&worker_sha), "{why}");
+    assert!(
+        dir.path()
+            .join(format!("home-b/cache/components/shelf/{sha}.wasm"))
+            .is_file(),
+        "p ran from the shelf's copy"
+    );
 
     // The records: A's lease taken over by this host, p's record names
     // this host at generation 2, q's still names A, r's is C's.
@@ -205,7 +220,7 @@ async fn a_host_takes_over_an_expired_lease_and_hands_the_task_back() {
 
     // Looking again takes nothing more: A's lease is taken, C's released.
     tokio::time::sleep(Duration::from_millis(600)).await;
-    let again = host.adopt("ft", &[probe], &mut watch).await.unwrap();
+    let again = host.adopt("ft", &[worker], &mut watch).await.unwrap();
     assert!(again.is_empty(), "{again:?}");
     host.shutdown_team("ft", "done", Duration::from_secs(10))
         .await

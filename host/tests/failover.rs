@@ -301,6 +301,15 @@ fn a_killed_hosts_teammates_are_adopted_after_the_lease_and_finish_every_task_on
         &completions(&[s.dir("p1"), s.dir("p2")]),
         "completed.log at the end",
     );
+    // B removed the run records of the teammates that ended on it, and
+    // released its lease as it ended: nothing is left to take over.
+    let there = store(&s.url);
+    let f = there.backend().failover().unwrap();
+    let runs = f.read_runs(TEAM).unwrap();
+    assert!(runs.is_empty(), "run records left: {runs:?}");
+    let leases = f.read_leases(TEAM).unwrap();
+    let mine = leases.iter().find(|(l, _)| l.host == by).unwrap();
+    assert_eq!(mine.0.state, LeaseState::Released, "{leases:?}");
 }
 
 #[test]
