@@ -350,3 +350,42 @@ fn a_paused_host_whose_lease_was_taken_stops_without_writing_and_names_the_adopt
     each_once(&s.reports(), "completion reports after A ran again");
     s.shut_down_and_finish(b);
 }
+
+#[test]
+fn adopt_is_refused_on_the_file_store_and_with_tasks_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("team.toml");
+    let mate = format!(
+        "[[teammate]]\nname = \"p\"\ncomponent = {:?}\nprompt = \"standby\"\ncwd = \"work\"\n",
+        teamhost_tests::PROBE
+    );
+    std::fs::create_dir(dir.path().join("work")).unwrap();
+    let home = dir.path().join("home");
+    let run = |toml: &str| {
+        std::fs::write(&manifest, toml).unwrap();
+        std::process::Command::new(env!("CARGO_BIN_EXE_teamhost"))
+            .arg("--home")
+            .arg(&home)
+            .args(["run", "--adopt", manifest.to_str().unwrap()])
+            .env_remove("TEAMHOST_STORE")
+            .output()
+            .unwrap()
+    };
+    let files = run(&format!("[team]\nname = \"local\"\n{mate}"));
+    assert!(!files.status.success(), "{}", shown(&files));
+    let err = String::from_utf8_lossy(&files.stderr);
+    assert!(
+        err.contains("--adopt") && err.contains("--store nats://"),
+        "{err}"
+    );
+    let tasks = run(&format!(
+        "[team]\nname = \"local\"\n{mate}[[task]]\nsubject = \"x\"\n"
+    ));
+    assert!(!tasks.status.success(), "{}", shown(&tasks));
+    assert!(
+        String::from_utf8_lossy(&tasks.stderr).contains("--adopt seeds no tasks"),
+        "{}",
+        shown(&tasks)
+    );
+    assert!(!home.join("teams/local").exists(), "nothing was created");
+}

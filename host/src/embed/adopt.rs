@@ -379,6 +379,14 @@ impl Host {
     /// else the shelf's copy written under the component cache. An error
     /// naming both hashes when nothing matches.
     async fn component_for(&self, run: &RunRecord, components: &[PathBuf]) -> Result<PathBuf> {
+        // It names a file below: a SHA-256 in hex and nothing else.
+        let sha = &run.component_sha256;
+        if sha.len() != 64 || !sha.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return Err(Error::Spawn(format!(
+                "{}'s run record names the component hash {sha:?}, which is no SHA-256 (64 lower-case hex digits): refused",
+                run.name
+            )));
+        }
         let runtime = self.inner.runtime.clone();
         let mut seen = Vec::new();
         for path in components {
