@@ -28,6 +28,7 @@ mod golden;
 mod hooks_external;
 mod live_view;
 mod live_view_fit;
+mod nats_fencing;
 mod nats_store;
 mod orphans;
 mod processes;

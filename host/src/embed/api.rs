@@ -131,7 +131,7 @@ pub(super) struct Inner {
     /// File watches of the teams this host runs teammates of.
     pub(super) watches: Mutex<HashMap<String, TeamWatch>>,
     /// The leases this host holds, and the fence of its store.
-    pub(super) leases: Arc<super::host_lease::HostLeases>,
+    pub(super) leases: Arc<super::lease_table::HostLeases>,
 }
 
 impl Host {
@@ -172,7 +172,7 @@ impl Host {
             .identity
             .clone()
             .unwrap_or_else(|| super::lease::HostIdentity::this_process().clone());
-        let (leases, store) = super::host_lease::HostLeases::new(me, opts.lease, store);
+        let (leases, store) = super::lease_table::HostLeases::new(me, opts.lease, store);
         let store = store.with_observer(hub.clone());
         Ok(Host {
             inner: Arc::new(Inner {

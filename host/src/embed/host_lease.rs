@@ -1,7 +1,5 @@
-//! The host's leases (issue 32, decision 4): [`HostLeases`], the table of
-//! the leases this host holds, one per team it runs teammates of on a store
-//! with failover, and the [`Fence`] its store asks before each write; and
-//! the `Host` methods around it — taking a lease at the first spawn into a
+//! The host's leases (issue 32, decision 4): the `Host` methods around its
+//! table of leases (`lease_table.rs`) — taking a lease at the first spawn into a
 //! team, stopping this host's copies when a lease is lost, releasing it when
 //! the host ends cleanly.
 //!
@@ -10,85 +8,16 @@
 //! | `HostOptions::lease` is `Some` | the host's store is a [`FencedStore`] over the store given, fenced by this table |
 //! | the first spawn into a team whose store has failover | [`TeamLease::take`] on the plain store (the lease's own writes are not fenced) |
 //! | the lease is lost (taken over) | this host's copies of the team's teammates are stopped without writing, [`Event::LeaseLost`] is sent, `wait_idle` answers `Error::LeaseLost` |
-//! | `shutdown_team` leaves none running, `delete_team` | the lease is released (`Released`: nobody takes anything over) |
+//! | `shutdown_team` leaves none running, `delete_team`, `run --join` ends | the lease is released (`Released`: nobody takes anything over) |
+//! | `resume` | the lease is taken before anything is respawned |
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::Duration;
 
 use super::api::Host;
 use super::lease::{HostIdentity, TeamLease};
 use super::{Event, TeammateState};
 use crate::backends::BackendKind;
 use crate::error::{Error, Result};
-use crate::store::{Fence, FencedStore, Store, TeamStore};
-
-/// The leases one host holds, by team, and the teams it lost.
-pub(crate) struct HostLeases {
-    me: HostIdentity,
-    /// `HostOptions::lease`.
-    length: Option<Duration>,
-    /// The store underneath the fence: where leases are taken and renewed.
-    plain: Arc<dyn TeamStore>,
-    held: Mutex<HashMap<String, Arc<TeamLease>>>,
-    /// Teams whose lease was taken over, and by whom: fenced for good.
-    lost: Mutex<HashMap<String, String>>,
-    /// Serialises takes, so two spawns into one team take one lease.
-    taking: tokio::sync::Mutex<()>,
-}
-
-impl HostLeases {
-    /// The table of a host over `store`; with `length` set, the store the
-    /// host should use instead (fenced by the table).
-    pub(crate) fn new(
-        me: HostIdentity,
-        length: Option<Duration>,
-        store: Store,
-    ) -> (Arc<HostLeases>, Store) {
-        let plain = Arc::clone(store.backend());
-        let leases = Arc::new(HostLeases {
-            me,
-            length,
-            plain: Arc::clone(&plain),
-            held: Mutex::new(HashMap::new()),
-            lost: Mutex::new(HashMap::new()),
-            taking: tokio::sync::Mutex::new(()),
-        });
-        let store = match length {
-            Some(_) => Store::with_backend(Arc::new(FencedStore::new(plain, leases.clone()))),
-            None => store,
-        };
-        (leases, store)
-    }
-
-    pub(crate) fn identity(&self) -> &HostIdentity {
-        &self.me
-    }
-
-    pub(crate) fn get(&self, team: &str) -> Option<Arc<TeamLease>> {
-        lock(&self.held).get(team).cloned()
-    }
-
-    /// Who took `team`'s lease over, once one did.
-    pub(crate) fn lost_to(&self, team: &str) -> Option<String> {
-        lock(&self.lost).get(team).cloned()
-    }
-}
-
-impl Fence for HostLeases {
-    fn check(&self, team: &str) -> Result<()> {
-        if let Some(by) = self.lost_to(team) {
-            return Err(Error::LeaseLost {
-                team: team.to_string(),
-                by,
-            });
-        }
-        match self.get(team) {
-            Some(lease) => lease.check(),
-            None => Ok(()),
-        }
-    }
-}
 
 impl Host {
     /// This host's lease on `team`, while it holds one: taken on the first
@@ -202,8 +131,12 @@ impl Host {
     }
 
     /// Releases this host's lease on `team` when it holds one and runs none
-    /// of its teammates any more (they shut down, or the team was deleted).
-    pub(super) async fn release_lease_if_done(&self, team: &str) {
+    /// of its teammates any more (they shut down, or the team was deleted):
+    /// marked `Released`, so no host takes anything over. `shutdown_team`
+    /// and `delete_team` call it; a host whose teammates ended otherwise
+    /// (`teamhost run --join`: the lead shut them down) calls it itself. A
+    /// failure is logged: the lease then expires as a dead host's would.
+    pub async fn release_lease_if_done(&self, team: &str) {
         if !self.running(team).is_empty() {
             return;
         }

@@ -129,6 +129,13 @@ struct State {
     valid_until: Instant,
     /// Released by this host: no more renewals; writes are not fenced.
     released: bool,
+    /// The `renewed_at` of the last record written (strictly growing, so
+    /// each write of this holder is told apart by it).
+    last_stamp: u64,
+    /// The `renewed_at` of renewals that failed without an answer: one may
+    /// have landed all the same (the server stored it, the answer was lost),
+    /// which the next renewal's lost race must not take for a rewrite.
+    unanswered: Vec<u64>,
 }
 
 impl TeamLease {
@@ -166,6 +173,8 @@ impl TeamLease {
                 revision,
                 valid_until: sent + lease / 2,
                 released: false,
+                last_stamp: 0,
+                unanswered: Vec::new(),
             }),
             lost,
             renewer: Mutex::new(None),
@@ -282,28 +291,60 @@ impl TeamLease {
     }
 
     /// One renewal, with the renewal lock held: CAS on the revision held.
-    /// A lost race means someone else wrote the record: lost for good.
+    /// A lost race means someone else wrote the record — lost for good —
+    /// unless the record there is one of this holder's own unanswered
+    /// renewals (it landed, its answer did not): then its revision is taken
+    /// and the renewal tried once more.
     fn renew_locked(&self, state: &mut State) -> Result<()> {
         if state.released {
             return Ok(());
         }
-        let sent = Instant::now();
-        let record = self.record(LeaseState::Held);
-        match self
-            .failover()?
-            .write_lease(&self.team, &record, Some(state.revision))?
-        {
-            Some(revision) => {
-                state.revision = revision;
-                state.valid_until = state.valid_until.max(sent + self.length / 2);
-                Ok(())
-            }
-            None => {
-                let by = self.judge_lost_race(state.revision)?;
-                self.lost.send_replace(Some(by.clone()));
-                Err(self.lost_error(by))
+        for _ in 0..2 {
+            let sent = Instant::now();
+            let mut record = self.record(LeaseState::Held);
+            record.renewed_at = record.renewed_at.max(state.last_stamp + 1);
+            state.last_stamp = record.renewed_at;
+            let written = self
+                .failover()?
+                .write_lease(&self.team, &record, Some(state.revision));
+            match written {
+                Ok(Some(revision)) => {
+                    state.revision = revision;
+                    state.valid_until = state.valid_until.max(sent + self.length / 2);
+                    state.unanswered.clear();
+                    return Ok(());
+                }
+                Ok(None) => {
+                    if let Some(revision) = self.own_unanswered(state)? {
+                        state.revision = revision;
+                        state.unanswered.clear();
+                        continue;
+                    }
+                    break;
+                }
+                Err(e) => {
+                    state.unanswered.push(record.renewed_at);
+                    return Err(e);
+                }
             }
         }
+        let by = self.judge_lost_race(state.revision)?;
+        self.lost.send_replace(Some(by.clone()));
+        Err(self.lost_error(by))
+    }
+
+    /// The revision of the record in the store when it is one of this
+    /// holder's unanswered renewals.
+    fn own_unanswered(&self, state: &State) -> Result<Option<Revision>> {
+        if state.unanswered.is_empty() {
+            return Ok(None);
+        }
+        Ok(self.current()?.and_then(|(l, rev)| {
+            let mine = l.state == LeaseState::Held
+                && l.pid == self.me.pid
+                && state.unanswered.contains(&l.renewed_at);
+            mine.then_some(rev)
+        }))
     }
 
     /// Who has the lease, after a renewal lost its compare-and-swap.
@@ -327,6 +368,18 @@ impl TeamLease {
                 "(nobody: the lease record was removed)".to_string()
             }
         })
+    }
+}
+
+/// One lease as the fence of a store: writes for its team are checked,
+/// others pass (a host with several teams uses its table of leases).
+impl crate::store::Fence for TeamLease {
+    fn check(&self, team: &str) -> Result<()> {
+        if team == self.team {
+            TeamLease::check(self)
+        } else {
+            Ok(())
+        }
     }
 }
 

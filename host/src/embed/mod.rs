@@ -28,6 +28,7 @@ mod lead_seat;
 mod lead_spec;
 mod lead_start;
 pub mod lease;
+mod lease_table;
 mod resume;
 mod run_record;
 mod spawn;

@@ -165,6 +165,9 @@ impl Host {
         })
         .await
         .map_err(|e| Error::HostTask(format!("looking for the team's host panicked: {e}")))??;
+        // Before anything is respawned or handed back: this host's lease
+        // (issue 32), when leases are on and the store is shared.
+        self.ensure_lease(team.name()).await?;
         let records: BTreeMap<String, SpawnRecord> =
             records.into_iter().map(|r| (r.name.clone(), r)).collect();
         let processes: BTreeMap<String, Started> =

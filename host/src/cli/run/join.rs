@@ -87,6 +87,11 @@ pub(super) async fn run_joined(
         }
     };
     let work = start.elapsed();
+    if matches!(outcome, Outcome::ShutDown) {
+        // Every teammate here approved the lead's shutdown: nothing to
+        // take over, so the lease is given up rather than left to expire.
+        host.release_lease_if_done(team.name()).await;
+    }
     let stopping = Instant::now();
     let mut shutdown = ShutdownReport::default();
     for t in host.teammates(team.name()) {
