@@ -172,13 +172,6 @@ impl Host {
         self.ensure_lease(team).await
     }
 
-    /// Releases this host's lease on `team` (`Released`: nobody takes
-    /// anything over) when none of its teammates runs here any more: a
-    /// standby host that ends cleanly.
-    pub async fn release_team_lease(&self, team: &str) {
-        self.release_lease_if_done(team).await
-    }
-
     /// One look at `team`'s leases (call it every [`LEASE_POLL`] with the
     /// same `watch`): takes over the teammates of every other host whose
     /// `Held` lease has expired on this host's clock (see the module docs).

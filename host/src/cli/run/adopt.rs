@@ -114,7 +114,7 @@ pub(super) async fn run_adopting(
     }
     if host.check_lease(team.name()).is_ok() {
         // Ended cleanly here: nobody is to take anything over from this host.
-        host.release_team_lease(team.name()).await;
+        host.release_lease_if_done(team.name()).await;
     }
     let timings = Timings {
         start,
