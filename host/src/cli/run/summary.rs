@@ -358,6 +358,12 @@ impl Summary {
             self.shutdown.stopped.len(),
             self.shutdown.killed.len()
         );
+        if !self.adopted.is_empty() {
+            s += &format!(
+                "adopted from hosts whose lease expired: {}\n",
+                self.adopted.join(", ")
+            );
+        }
         s += &if self.joined {
             "the team is its lead's: left as it is\n".to_string()
         } else if self.team_files_kept {
