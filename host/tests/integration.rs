@@ -7,6 +7,7 @@ mod backend_common;
 mod run_common;
 mod tmux_server;
 
+mod adopt;
 mod backend_process;
 mod backend_teammate;
 mod backend_tmux;
@@ -21,6 +22,7 @@ mod cli_team_commands;
 mod cli_tooling;
 mod cli_watch;
 mod example_lead_team;
+mod failover;
 mod foreign_readers;
 mod golden;
 mod hooks_external;

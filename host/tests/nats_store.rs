@@ -21,13 +21,13 @@ use teamhost::store::{
 };
 use teamhost_tests::nats_server::NatsServer;
 
-fn store(url: &str) -> Store {
+pub(crate) fn store(url: &str) -> Store {
     Store::with_backend(Arc::new(
         NatsStore::connect(&NatsUrl::parse(url).unwrap()).unwrap(),
     ))
 }
 
-fn teamhost(home: &Path, store: &str, args: &[&str]) -> Output {
+pub(crate) fn teamhost(home: &Path, store: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_teamhost"))
         .arg("--home")
         .arg(home)
@@ -40,15 +40,15 @@ fn teamhost(home: &Path, store: &str, args: &[&str]) -> Output {
 
 /// A `teamhost` process under way: its stderr lines arrive on a channel as
 /// they are written (to wait on), its stdout is collected.
-struct Running {
-    child: std::process::Child,
+pub(crate) struct Running {
+    pub(crate) child: std::process::Child,
     lines: std::sync::mpsc::Receiver<String>,
     seen: Vec<String>,
     stdout: std::thread::JoinHandle<String>,
 }
 
 impl Running {
-    fn start(home: &Path, args: &[&str]) -> Running {
+    pub(crate) fn start(home: &Path, args: &[&str]) -> Running {
         let mut child = Command::new(env!("CARGO_BIN_EXE_teamhost"))
             .arg("--home")
             .arg(home)
@@ -86,7 +86,7 @@ impl Running {
 
     /// Reads its stderr until a line contains `what` (panics, showing what
     /// it printed, when it ends first or says nothing for two minutes).
-    fn wait_for_line(&mut self, what: &str) {
+    pub(crate) fn wait_for_line(&mut self, what: &str) {
         loop {
             match self.lines.recv_timeout(Duration::from_secs(120)) {
                 Ok(line) => {
@@ -106,7 +106,7 @@ impl Running {
 
     /// Waits for it to exit: its status, its stdout parsed as the JSON
     /// summary, and everything it printed (for messages).
-    fn finish(mut self) -> (std::process::ExitStatus, serde_json::Value, String) {
+    pub(crate) fn finish(mut self) -> (std::process::ExitStatus, serde_json::Value, String) {
         let status = self.child.wait().unwrap();
         let stdout = self.stdout.join().unwrap();
         self.seen.extend(self.lines.iter());

@@ -257,6 +257,10 @@ impl Host {
         // the cache that just loaded it (no second read). A record that
         // cannot be written costs only that, so the spawn stands.
         let recorded = std::sync::Mutex::new(None::<String>);
+        // When this host holds a lease on the team, the run record goes to
+        // the store beside it (`run_record.rs`): its revision, to remove it
+        // when the teammate ends.
+        let run_written = std::sync::Mutex::new(None::<crate::store::Revision>);
         let (home, runtime) = (self.inner.home.clone(), self.inner.runtime.clone());
         let record_it = |member: &crate::store::Member| {
             let written = runtime
@@ -270,10 +274,19 @@ impl Host {
                     let mut record =
                         crate::home::spawn_record::SpawnRecord::new(&req, kind.as_str(), hash)?;
                     record.name = member.name.clone();
-                    crate::home::spawn_record::record(&home, team.name(), &record)
+                    crate::home::spawn_record::record(&home, team.name(), &record)?;
+                    Ok(record)
                 });
             match written {
-                Ok(()) => *recorded.lock().expect("record lock") = Some(member.name.clone()),
+                Ok(record) => {
+                    *recorded.lock().expect("record lock") = Some(member.name.clone());
+                    match self.record_run(team, &record) {
+                        Ok(rev) => *run_written.lock().expect("record lock") = rev,
+                        Err(error) => {
+                            tracing::warn!(teammate = %member.name, %error, "no run record written: another host will not take this teammate over")
+                        }
+                    }
+                }
                 Err(error) => {
                     tracing::warn!(teammate = %member.name, %error, "no spawn record written: a resume will not bring this teammate back")
                 }
@@ -293,7 +306,11 @@ impl Host {
                 return Err(e);
             }
         };
-        Ok(self.keep(team, spawned))
+        let info = self.keep(team, spawned);
+        if let Some(rev) = run_written.lock().expect("record lock").take() {
+            self.forget_run_when_done(team, &info.name, rev);
+        }
+        Ok(info)
     }
 
     /// Sends `text` from the lead to a member's inbox.
@@ -709,7 +726,7 @@ impl Host {
         }
     }
 
-    fn state_receiver(
+    pub(super) fn state_receiver(
         &self,
         team: &str,
         name: &str,

@@ -50,17 +50,37 @@ impl Default for Attach {
     }
 }
 
+/// What counts as a teammate's own claim of a task in progress under its
+/// name, when its earlier life's work is handed back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ClaimEvidence {
+    /// The claim ledger this machine's host kept ([`Host::resume`](super::Host::resume)).
+    Ledger,
+    /// The task list alone: the earlier life ran on another machine, whose
+    /// ledger is out of reach ([`Host::adopt`](super::Host::adopt)). Any member may write the
+    /// task list, so a task a peer put in progress under the teammate's
+    /// name is handed back too.
+    TaskList,
+}
+
 impl Host {
     /// Runs `req.name`, a member its lead already registered in `team`, in
     /// this host: instantiates `req.component` in a sandbox holding only
     /// `req.cwd` and starts its runner, which takes the spawn prompt from the
     /// inbox. `req.prompt` is not used. Fails when the member is not in the
     /// team's config or already runs in this host.
-    pub async fn attach(
+    pub async fn attach(&self, team: &str, req: SpawnRequest, how: Attach) -> Result<TeammateInfo> {
+        self.attach_with(team, req, how, None).await
+    }
+
+    /// [`Host::attach`], with what its earlier life left in flight already
+    /// gathered when `gathered` is given (an adoption: `embed/adopt.rs`).
+    pub(super) async fn attach_with(
         &self,
         team: &str,
         mut req: SpawnRequest,
         how: Attach,
+        gathered: Option<crate::teammate::Resumed>,
     ) -> Result<TeammateInfo> {
         req.settings
             .notifications
@@ -94,14 +114,19 @@ impl Host {
         }
         let env = self.spawn_env(&team)?;
         let prepared = assembly::prepare(env.runtime, &req).await?;
-        let resumed = if how.resumed {
+        let resumed = if gathered.is_some() {
+            gathered
+        } else if how.resumed {
             // A lead that restarts the teammate itself (`teamhost teammate
             // --resumed`): a completion its cut turn made reaches the lead
             // here (after `Host::resume` the note is already taken).
             if let Some(id) = self.report_cut_completion(&team, &member).await? {
                 tracing::info!(teammate = %member.name, task = %id, "reported a completion its earlier life made as it was cut");
             }
-            Some(self.gather_resumed(&team, &member.name).await?)
+            Some(
+                self.gather_resumed(&team, &member.name, ClaimEvidence::Ledger)
+                    .await?,
+            )
         } else {
             None
         };

@@ -15,6 +15,7 @@
 //! # Ok(()) }
 //! ```
 
+mod adopt;
 mod answer_grant;
 mod api;
 mod approval_desk;
@@ -29,12 +30,14 @@ mod lead_start;
 pub mod lease;
 mod lease_table;
 mod resume;
+mod run_record;
 mod spawn;
 
 pub use crate::teammate::{
     Event, Isolation, ModelAccess, Resumed, SpawnRequest, TeammateInfo, TeammateSettings,
     TeammateState,
 };
+pub use adopt::{AdoptReport, LeaseWatch, LEASE_POLL};
 pub use api::{Host, HostOptions, ShutdownReport};
 pub use approval_desk::ApprovalDesk;
 pub use attach::Attach;

@@ -32,6 +32,7 @@
 
 use std::collections::BTreeMap;
 
+use super::attach::ClaimEvidence;
 use super::{Attach, Host};
 use crate::error::{Error, Result};
 use crate::home::spawn_record::{self, SpawnRecord};
@@ -181,7 +182,7 @@ impl Host {
             }
             let record = records.get(&name);
             if let Some(proc) = processes.get(&name) {
-                if self.adopt(&team, member, record, proc)? {
+                if self.adopt_process(&team, member, record, proc)? {
                     report.adopted.push(name);
                     continue;
                 }
@@ -237,7 +238,7 @@ impl Host {
     }
 
     /// Adopts `member`'s recorded process if it still runs.
-    fn adopt(
+    fn adopt_process(
         &self,
         team: &Team,
         member: &crate::store::Member,
@@ -307,7 +308,9 @@ impl Host {
         }
         let redelivered = self.redeliver_interrupted(team, &record.name).await?;
         let reported = self.report_cut_completion(team, &member).await?;
-        let gathered = self.gather_resumed(team, &record.name).await?;
+        let gathered = self
+            .gather_resumed(team, &record.name, ClaimEvidence::Ledger)
+            .await?;
         if kind == crate::backends::BackendKind::InProcess {
             let log = self
                 .inner
@@ -456,9 +459,18 @@ impl Host {
     /// progress (when its claim ledger says it claimed it; others in
     /// progress under its name go to [`Resumed::unclaimed`]), its plan and
     /// permission requests still waiting for the lead.
-    pub(super) async fn gather_resumed(&self, team: &Team, name: &str) -> Result<Resumed> {
+    pub(super) async fn gather_resumed(
+        &self,
+        team: &Team,
+        name: &str,
+        evidence: ClaimEvidence,
+    ) -> Result<Resumed> {
         let (t, me) = (team.clone(), name.to_string());
-        let claims = crate::home::kept::ClaimLedger::of(&self.inner.home, team.name(), name)?;
+        let ledger = crate::home::kept::ClaimLedger::of(&self.inner.home, team.name(), name)?;
+        let claims = move |id: &str| match evidence {
+            ClaimEvidence::Ledger => ledger.holds(id),
+            ClaimEvidence::TaskList => Ok(true),
+        };
         tokio::task::spawn_blocking(move || {
             let mut resumed = Resumed::default();
             for task in t.list_tasks()? {
@@ -467,9 +479,9 @@ impl Host {
                 {
                     continue;
                 }
-                if resumed.task.is_none() && claims.holds(&task.id)? {
+                if resumed.task.is_none() && claims(&task.id)? {
                     resumed.task = Some(task.id);
-                } else if !claims.holds(&task.id)? {
+                } else if !claims(&task.id)? {
                     resumed.unclaimed.push(task.id);
                 }
             }

@@ -134,7 +134,7 @@ pub(super) async fn run_joined(
 }
 
 /// Returns once `team` exists, woken by the store's change feed.
-async fn team_made(team: &Team, reporter: &Display) -> anyhow::Result<()> {
+pub(super) async fn team_made(team: &Team, reporter: &Display) -> anyhow::Result<()> {
     let heard = Arc::new(Notify::new());
     // Started before the first look: a creation after it leaves a permit.
     let _feed = team.watch(Arc::new(Heard(heard.clone())))?;

@@ -19,6 +19,8 @@
 //! elsewhere, on a store both reach (`join.rs`): a second host of one team.
 //! With `--resume`, the team a host left behind when it died is brought
 //! back ([`Host::resume`]) instead of created, and run to the end.
+//! With `--adopt`, this host stands by for a team on a shared store and
+//! takes over the teammates of a host whose lease expired (`adopt.rs`).
 //!
 //! A team that exists already is never touched while a live host on this
 //! machine runs it (`guard.rs`, [`crate::backends::live_host`]): not by a
@@ -48,6 +50,7 @@
 //! | `guard.rs` | a team that exists: refused while a live host runs it, else resumed, replaced or pointed to `--resume` |
 //! | `stop.rs` | the signals that stop the run, and the forced stop |
 //! | `join.rs` | `--join`: wait for the lead's team, spawn into it, run until the lead shuts the teammates down |
+//! | `adopt.rs` | `--adopt`: stand by for a team, take over the teammates of a host whose lease expired, run until the lead shuts them down |
 //! | `lead.rs` | `--goal`/`--lead`/`[lead]`: a team led by a component, run until the lead deletes it |
 //! | `lead_spec.rs` | the manifest's `[lead]` and `[[catalogue]]` as `embed::LeadSpec` |
 //! | `wait.rs` | waiting for the work, and how the work phase ended (`Outcome`) |
@@ -56,6 +59,7 @@
 //! | `summary.rs` | the final summary, as text or JSON, and the message counts in it |
 //! | `decisions.rs` | the summary's decisions: who decided which request (issue 29) |
 
+mod adopt;
 mod build;
 mod decisions;
 mod display;
@@ -132,6 +136,15 @@ pub struct RunArgs {
     /// docs/guides/resume.md.
     #[arg(long, conflicts_with_all = ["replace", "join"])]
     resume: bool,
+    /// Stand by for the manifest's team on a shared store (--store
+    /// nats://…) and take over the teammates of any host whose lease
+    /// expires (it died or lost the network): their tasks in progress
+    /// handed back, their waiting requests still answerable, the lead told.
+    /// Runs until the lead has shut every adopted teammate down, the team
+    /// is deleted, or --timeout. The manifest names the components this
+    /// host may run (checked by SHA-256) and may hold no tasks.
+    #[arg(long, conflicts_with_all = ["replace", "keep", "join", "resume", "goal", "lead"])]
+    adopt: bool,
     /// Give up when the work is not done after this many seconds.
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     timeout: u64,
@@ -305,6 +318,9 @@ async fn run_team(
     let mut signals = Signals::install().context("cannot catch Ctrl-C and SIGTERM")?;
     if a.join {
         return join::run_joined(home, &host, out, a, m, log, &mut signals).await;
+    }
+    if a.adopt {
+        return adopt::run_adopting(home, &host, out, a, m, log, &mut signals).await;
     }
     if lead::is_led(a, m) {
         return lead::run_led(home, &host, out, a, m, log, &mut signals).await;

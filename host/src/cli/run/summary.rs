@@ -109,6 +109,10 @@ pub(super) struct Summary {
     /// `--join`: this process joined a team its lead runs elsewhere (and
     /// left the team as it was).
     pub(super) joined: bool,
+    /// `--adopt`: the teammates this process took over from hosts whose
+    /// lease expired.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(super) adopted: Vec<String>,
     home: PathBuf,
     /// Where the guests' stdout and stderr went.
     logs: PathBuf,
@@ -249,6 +253,7 @@ impl Summary {
             },
             team_files_kept: kept,
             joined: false,
+            adopted: Vec::new(),
             home: home.to_path_buf(),
             logs: crate::home::Home::new(home).team_logs(team.name()),
         }
@@ -353,6 +358,12 @@ impl Summary {
             self.shutdown.stopped.len(),
             self.shutdown.killed.len()
         );
+        if !self.adopted.is_empty() {
+            s += &format!(
+                "adopted from hosts whose lease expired: {}\n",
+                self.adopted.join(", ")
+            );
+        }
         s += &if self.joined {
             "the team is its lead's: left as it is\n".to_string()
         } else if self.team_files_kept {
