@@ -41,10 +41,11 @@ fn run(name: &str, host: &str, sha: &str, cwd: &std::path::Path) -> RunRecord {
         component_name: "probe.wasm".into(),
         cwd: cwd.to_path_buf(),
         worktree: false,
-        settings: TeammateSettings {
+        settings: serde_json::to_value(TeammateSettings {
             mode: Some(PermissionMode::AcceptEdits),
             ..Default::default()
-        },
+        })
+        .unwrap(),
         started_at: 0,
         adopted_from: None,
     }

@@ -48,7 +48,7 @@ use crate::protocol::HOST_SENDER;
 use crate::store::{
     Failover, HostLease, LeaseState, OutgoingMessage, Revision, RunRecord, Team, TeamStore,
 };
-use crate::teammate::{Isolation, SpawnRequest};
+use crate::teammate::{Isolation, SpawnRequest, TeammateSettings};
 
 /// How often an adopting host reads a team's leases.
 pub const LEASE_POLL: Duration = Duration::from_millis(250);
@@ -285,6 +285,8 @@ impl Host {
         run_rev: Revision,
         components: &[PathBuf],
     ) -> std::result::Result<Option<String>, String> {
+        let settings: TeammateSettings = serde_json::from_value(run.settings.clone())
+            .map_err(|e| format!("its run record's settings do not parse ({e}): refused"))?;
         let component = self
             .component_for(&run, components)
             .await
@@ -305,7 +307,7 @@ impl Host {
         let Some(new_rev) = written else {
             return Err("another host rewrote its run record first: it runs it".into());
         };
-        let spawned = self.spawn_adopted(team, &run, &component).await;
+        let spawned = self.spawn_adopted(team, &run, settings, &component).await;
         match spawned {
             Ok(task) => {
                 self.forget_run_when_done(team, &run.name, new_rev);
@@ -322,10 +324,11 @@ impl Host {
         &self,
         team: &Team,
         run: &RunRecord,
+        settings: TeammateSettings,
         component: &Path,
     ) -> Result<Option<String>> {
         let kind = crate::backends::BackendKind::InProcess;
-        let mode = run.settings.mode.map(|m| m.as_str().to_string());
+        let mode = settings.mode.map(|m| m.as_str().to_string());
         let (t, name) = (team.clone(), run.name.clone());
         let member = blocking("updating the member", move || {
             t.update_member(&name, |m| {
@@ -338,7 +341,7 @@ impl Host {
         })
         .await?;
         let mut req = SpawnRequest::new(&run.name, component, "", &run.cwd);
-        req.settings = run.settings.clone();
+        req.settings = settings;
         req.isolation = Isolation::None;
         if run.worktree {
             if let Some(wt) = member.worktree_path.clone() {

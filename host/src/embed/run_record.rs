@@ -37,7 +37,7 @@ pub(super) fn run_record_of(spawn: &SpawnRecord, me: &HostIdentity) -> RunRecord
             .unwrap_or_default(),
         cwd: spawn.cwd.clone(),
         worktree: spawn.worktree,
-        settings: spawn.settings.clone(),
+        settings: serde_json::to_value(&spawn.settings).unwrap_or_default(),
         started_at: crate::protocol::time::now_ms(),
         adopted_from: None,
     }

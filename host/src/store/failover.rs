@@ -31,7 +31,6 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::teammate::TeammateSettings;
 
 /// A record's revision: grows with every write of that record; a
 /// compare-and-swap names the revision it read.
@@ -97,8 +96,11 @@ pub struct RunRecord {
     pub cwd: PathBuf,
     /// Whether it works in its own git worktree.
     pub worktree: bool,
-    /// How it runs, as spawned.
-    pub settings: TeammateSettings,
+    /// How it runs, as spawned: the teammate's `TeammateSettings` as JSON.
+    /// The store keeps it without reading it (the store is below the layer
+    /// that defines them); the adopting host parses it, and refuses the
+    /// teammate when it does not parse.
+    pub settings: serde_json::Value,
     /// Unix milliseconds of the spawn (or the takeover that wrote this).
     pub started_at: u64,
     /// The host it was taken over from, when it was.

@@ -47,8 +47,8 @@ use async_nats::{HeaderMap, StatusCode};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use super::security::NatsSecurity;
 use super::reads::{leader_answer, ReadVia};
+use super::security::NatsSecurity;
 use super::url::NatsUrl;
 use crate::error::{Error, Result};
 

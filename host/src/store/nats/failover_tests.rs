@@ -37,7 +37,7 @@ fn run(name: &str, host: &str) -> RunRecord {
         component_name: "x.wasm".into(),
         cwd: "/tmp".into(),
         worktree: false,
-        settings: Default::default(),
+        settings: serde_json::Value::Null,
         started_at: 1,
         adopted_from: None,
     }

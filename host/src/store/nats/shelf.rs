@@ -111,11 +111,13 @@ fn ensure(store: &NatsStore, n: &ShelfNames) -> Result<()> {
         "max_msg_size": -1,
         "storage": "file",
         "discard": "new",
-        "num_replicas": 1,
+        // As many copies as the team streams: a lost node must not take
+        // the only copy of a component another host may need to adopt.
+        "num_replicas": conn.replicas(),
         "duplicate_window": DUPLICATE_WINDOW_NS,
         "deny_delete": true,
         "deny_purge": false,
-        "allow_direct": true,
+        "allow_direct": conn.replicas() == 1,
     });
     let what = "make the component shelf";
     match conn.api(&format!("STREAM.CREATE.{}", n.stream), config) {
