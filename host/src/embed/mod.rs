@@ -30,6 +30,7 @@ mod lead_start;
 pub mod lease;
 mod lease_table;
 mod resume;
+mod resume_claim;
 mod run_record;
 mod spawn;
 

@@ -16,6 +16,12 @@
 //! | an LLM teammate's conversation, a teammate's saved state | `{home}/kept/{team}/` | `model.history`, `state.load` |
 //! | the dead host's Bash calls | nothing: their processes died with it (`tools::confine`, "When the host dies") | their leftover control groups removed (`tools::cgroup::sweep_dead_hosts`), with any process still in one |
 //!
+//! On a store shared by several hosts (issue 32), who runs each teammate is
+//! settled in the store first (`resume_claim.rs`): the dead host's lease is
+//! taken over, a teammate an adopting host already took over is left to it
+//! ([`ResumeReport::adopted_elsewhere`]), and every teammate respawned here
+//! has a run record naming this host before it starts.
+//!
 //! Members without a spawn record here (a Claude Code lead's own
 //! teammates, teammates of another machine) are left as they are; a task in
 //! progress whose owner is no longer a member is returned to `pending` with
@@ -33,6 +39,7 @@
 use std::collections::BTreeMap;
 
 use super::attach::ClaimEvidence;
+use super::resume_claim::Claim;
 use super::{Attach, Host};
 use crate::error::{Error, Result};
 use crate::home::spawn_record::{self, SpawnRecord};
@@ -68,6 +75,15 @@ pub struct ResumeReport {
     pub withdrawn_shutdowns: Vec<String>,
     /// Members this machine's teamhost did not spawn, left as they are.
     pub left_alone: Vec<String>,
+    /// Teammates another host runs now (on a shared store: an adopting
+    /// host took them over, or a live host runs them), as `(teammate,
+    /// host id)`: not respawned here, their tasks and mail left alone
+    /// (`embed/resume_claim.rs`).
+    pub adopted_elsewhere: Vec<(String, String)>,
+    /// Hosts of this machine that died holding a lease on the team (on a
+    /// shared store), whose leases this resume took over before
+    /// respawning their teammates: no adopting host takes them any more.
+    pub leases_taken: Vec<String>,
     /// Teammates that could not be brought back, and why (the rest of the
     /// team is resumed all the same; the lead is told).
     pub failed: Vec<(String, String)>,
@@ -80,8 +96,18 @@ impl ResumeReport {
         let mut parts = vec![format!(
             "teamhost resumed team {team} after its host stopped"
         )];
+        for host in &self.leases_taken {
+            parts.push(format!(
+                "took over the lease of host {host} (this machine's host that died)"
+            ));
+        }
         if !self.respawned.is_empty() {
             parts.push(format!("respawned {}", list(&self.respawned)));
+        }
+        for (name, host) in &self.adopted_elsewhere {
+            parts.push(format!(
+                "left {name} to host {host}, which took it over (not respawned here)"
+            ));
         }
         if !self.adopted.is_empty() {
             parts.push(format!(
@@ -170,19 +196,51 @@ impl Host {
         self.ensure_lease(team.name()).await?;
         let records: BTreeMap<String, SpawnRecord> =
             records.into_iter().map(|r| (r.name.clone(), r)).collect();
+        // On a shared store: who runs each teammate, settled before any
+        // respawn (an adopting host may have taken some over).
+        let claims = self.claim_dead_leases(team.name(), &records).await?;
         let processes: BTreeMap<String, Started> =
             processes.into_iter().map(|r| (r.name.clone(), r)).collect();
         let lead = config.lead_name().to_string();
         let running = self.running(team.name());
-        let mut report = ResumeReport::default();
+        let mut report = ResumeReport {
+            leases_taken: claims.as_ref().map(|c| c.taken.clone()).unwrap_or_default(),
+            ..Default::default()
+        };
         for member in config.members.iter().filter(|m| m.name != lead) {
             let name = member.name.clone();
             if running.contains(&name) {
                 continue;
             }
             let record = records.get(&name);
+            let claim = match (&claims, record) {
+                (Some(claims), Some(r)) => match self.claim_member(team.name(), claims, r).await {
+                    Ok(Claim::Here(rev)) => Some(rev),
+                    Ok(Claim::Elsewhere(host)) => {
+                        // Its process, if the dead host left one running,
+                        // is the other host's duplicate: closed.
+                        if let Some(proc) = processes.get(&name) {
+                            let (home, t, p) =
+                                (self.inner.home.clone(), team.clone(), proc.clone());
+                            let _ =
+                                tokio::task::spawn_blocking(move || clean_up_after(&home, &t, &p))
+                                    .await;
+                        }
+                        report.adopted_elsewhere.push((name, host));
+                        continue;
+                    }
+                    Err(e) => {
+                        report.failed.push((name, e.to_string()));
+                        continue;
+                    }
+                },
+                _ => None,
+            };
             if let Some(proc) = processes.get(&name) {
                 if self.adopt_process(&team, member, record, proc)? {
+                    if let Some(rev) = claim {
+                        self.forget_run_when_done(&team, &name, rev);
+                    }
                     report.adopted.push(name);
                     continue;
                 }
@@ -215,9 +273,17 @@ impl Host {
                     if let Some(task) = outcome.reported {
                         report.reported.push((task, name.clone()));
                     }
+                    if let Some(rev) = claim {
+                        self.forget_run_when_done(&team, &name, rev);
+                    }
                     report.respawned.push(name);
                 }
-                Err(e) => report.failed.push((name, e.to_string())),
+                Err(e) => {
+                    if let Some(rev) = claim {
+                        self.unclaim_member(team.name(), &name, rev).await;
+                    }
+                    report.failed.push((name, e.to_string()));
+                }
             }
         }
         // Records of teammates that left the team meanwhile are stale.
