@@ -49,6 +49,7 @@
 //! | `build.rs` | a component missing or older than its sources: the manifest's `build` command, or a warning |
 //! | `guard.rs` | a team that exists: refused while a live host runs it, else resumed, replaced or pointed to `--resume` |
 //! | `stop.rs` | the signals that stop the run, and the forced stop |
+//! | `elsewhere.rs` | after `--resume`: the shutdown requests to teammates another host took over |
 //! | `join.rs` | `--join`: wait for the lead's team, spawn into it, run until the lead shuts the teammates down |
 //! | `adopt.rs` | `--adopt`: stand by for a team, take over the teammates of a host whose lease expired, run until the lead shuts them down |
 //! | `lead.rs` | `--goal`/`--lead`/`[lead]`: a team led by a component, run until the lead deletes it |
@@ -63,6 +64,7 @@ mod adopt;
 mod build;
 mod decisions;
 mod display;
+mod elsewhere;
 mod find;
 mod guard;
 mod join;
@@ -376,6 +378,9 @@ async fn run_team(
         )?)
     };
     let spawning = Instant::now();
+    // Resumed teammates another host took over (issue 32): they work there,
+    // the lead's run waits for them and asks them to stop at the end.
+    let mut elsewhere: Vec<(String, String)> = Vec::new();
     let spawned = if a.resume {
         // A refused resume (its host still runs) leaves the team exactly as
         // it is: no shutdown, no deletion.
@@ -390,6 +395,7 @@ async fn run_team(
         };
         guard::claim(&home_dir, &team);
         reporter.line("run", report.describe(team.name()));
+        elsewhere = report.adopted_elsewhere.clone();
         tokio::select! {
             r = join_missing(&host, &team, m, &config, &report, &reporter) => {
                 r.map_err(|e| Outcome::SpawnFailed(format!("{e:#}")))
@@ -410,6 +416,7 @@ async fn run_team(
         Ok(()) => wait_for_work(
             &host,
             &team,
+            !elsewhere.is_empty(),
             a.timeout,
             &mut signals,
             reporter.quit_requested(),
@@ -465,6 +472,9 @@ async fn run_team(
         ),
     }
     let stopping = Instant::now();
+    if !elsewhere.is_empty() {
+        elsewhere::ask_to_stop(&team, &lead, &elsewhere, &reason, &reporter)?;
+    }
     // A signal now forces the stop: the team is left as it is.
     let shutdown = tokio::select! {
         r = host.shutdown_team(team.name(), &reason, SHUTDOWN_TIMEOUT) => r?,
@@ -483,7 +493,9 @@ async fn run_team(
     let tasks = team.list_tasks()?;
     let teammates = host.teammates(team.name());
     let messages = count_messages(&team, &lead)?;
-    let kept = a.keep;
+    // Teammates running on another host still read the team: it is not
+    // deleted under them.
+    let kept = a.keep || !elsewhere.is_empty();
     // Before the files go: the summary reads the teammates' usage records.
     let summary = Summary::new(
         &team, m, &outcome, &tasks, &teammates, shutdown, messages, timings, home, kept,

@@ -63,9 +63,13 @@ impl Outcome {
 /// Waits until the work is done, the team can make no more progress, the
 /// timeout passes, a signal stops the run or `quit` resolves (the person
 /// quit the live view).
+/// `elsewhere`: some of the team's teammates run on another host (a resume
+/// left them to the host that took them over); their work is waited for in
+/// the task list even when none runs here.
 pub(super) async fn wait_for_work(
     host: &Host,
     team: &Team,
+    elsewhere: bool,
     timeout: u64,
     signals: &mut Signals,
     quit: impl std::future::Future<Output = ()>,
@@ -78,6 +82,13 @@ pub(super) async fn wait_for_work(
                 return Ok(Outcome::Completed);
             }
             let mates = host.teammates(team.name());
+            if elsewhere {
+                // Their progress shows in the task list only, and their
+                // host decides when they are stuck: read again (the
+                // timeout bounds the wait).
+                tokio::time::sleep(SETTLE).await;
+                continue;
+            }
             if mates.iter().all(|t| t.state.is_finished()) {
                 let states: Vec<String> = mates.iter().map(describe_state).collect();
                 return Ok(Outcome::AllStopped(format!(
