@@ -37,6 +37,12 @@ struct Setup {
 
 impl Setup {
     fn new(url: String) -> Setup {
+        Setup::new_with(url, true)
+    }
+
+    /// The manifests; the team created and seeded through the store when
+    /// `make_team` (the test is the lead), else left to host A's run.
+    fn new_with(url: String, make_team: bool) -> Setup {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
         let team_section = format!("[team]\nname = {TEAM:?}\nstore = {url:?}\n");
@@ -59,13 +65,15 @@ impl Setup {
         )
         .unwrap();
         let team = store(&url).team(TEAM).unwrap();
-        team.create(NewTeam::default()).unwrap();
-        for i in 1..=TASKS {
-            team.create_task(NewTask {
-                subject: format!("Step {i}"),
-                ..Default::default()
-            })
-            .unwrap();
+        if make_team {
+            team.create(NewTeam::default()).unwrap();
+            for i in 1..=TASKS {
+                team.create_task(NewTask {
+                    subject: format!("Step {i}"),
+                    ..Default::default()
+                })
+                .unwrap();
+            }
         }
         Setup {
             _dir: dir,
@@ -83,11 +91,29 @@ impl Setup {
         self.root.join("work").join(name)
     }
 
+    /// A team led by host A's own `teamhost run` (issue 32, resume): the
+    /// same as [`Setup::new`], but the team is not made here: `a.toml`
+    /// seeds the [`TASKS`] tasks and its run creates the team.
+    fn led(url: String) -> Setup {
+        let s = Setup::new_with(url, false);
+        let tasks: String = (1..=TASKS)
+            .map(|i| format!("[[task]]\nsubject = \"Step {i}\"\n"))
+            .collect();
+        let a = std::fs::read_to_string(s.root.join("a.toml")).unwrap() + &tasks;
+        std::fs::write(s.root.join("a.toml"), a).unwrap();
+        s
+    }
+
     fn start(&self, which: &str, args: &[&str]) -> Running {
+        self.start_leased(which, args, "2")
+    }
+
+    /// [`Setup::start`] with a lease of `lease` seconds.
+    fn start_leased(&self, which: &str, args: &[&str], lease: &str) -> Running {
         let manifest = self.root.join(format!("{which}.toml"));
         let mut all = vec!["--json", "run"];
         all.extend_from_slice(args);
-        all.extend(["--lease", "2", "--timeout", "120"]);
+        all.extend(["--lease", lease, "--timeout", "120"]);
         all.push(manifest.to_str().unwrap());
         Running::start(&self.home(which), &all)
     }
@@ -191,6 +217,22 @@ impl Setup {
         adopted.sort();
         assert_eq!(adopted, ["p1", "p2"], "{shown}");
         summary
+    }
+
+    /// B, whose adopted teammates a resumed lead's run asked to shut down,
+    /// ends cleanly: the teammates it adopted, sorted.
+    fn shut_down_and_finish_asked(&self, b: Running) -> Vec<String> {
+        let (status, summary, shown) = b.finish();
+        assert!(status.success(), "{shown}");
+        assert_eq!(summary["outcome"], "shut-down", "{shown}");
+        let mut adopted: Vec<String> = summary["adopted"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no adopted list: {shown}"))
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect();
+        adopted.sort();
+        adopted
     }
 
     /// The id of the host that took A's lease over, from the store.
@@ -388,4 +430,151 @@ fn adopt_is_refused_on_the_file_store_and_with_tasks_of_its_own() {
         shown(&tasks)
     );
     assert!(!home.join("teams/local").exists(), "nothing was created");
+}
+
+/// Every task completed (read in the store) and noted in `completed.log`:
+/// the counts of the log by task id. For a team led by a `teamhost run`,
+/// whose reporter reads the lead's mail.
+fn wait_tasks_done(s: &Setup) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    s.wait_until("every task completed", || {
+        counts = completions(&[s.dir("p1"), s.dir("p2")]);
+        let tasks = s.team.list_tasks().unwrap();
+        tasks.iter().all(|t| t.status == TaskStatus::Completed)
+            && counts.values().sum::<usize>() >= TASKS
+    });
+    counts
+}
+
+/// The hosts the store's run records name, by teammate.
+fn run_hosts(s: &Setup) -> BTreeMap<String, String> {
+    let there = store(&s.url);
+    let f = there.backend().failover().expect("NATS keeps run records");
+    f.read_runs(TEAM)
+        .unwrap()
+        .into_iter()
+        .map(|(r, _)| (r.name, r.host))
+        .collect()
+}
+
+/// Host A (the lead's own `teamhost run`) is killed; standby B adopts p1
+/// and p2 after A's lease; then `run --resume` with A's manifest and home
+/// respawns neither (their run records name B): it says they are on B,
+/// waits for their work, and asks them to shut down at the end. Every task
+/// is completed once.
+#[test]
+fn a_resume_leaves_the_teammates_an_adopting_host_took_over_to_it() {
+    let Some(server) = NatsServer::start_or_skip("failover") else {
+        return;
+    };
+    let s = Setup::led(server.url("fr"));
+    let mut b = s.start("b", &["--adopt"]);
+    let mut a = s.start("a", &[]);
+    b.wait_for_line("standing by for team fo");
+    s.wait_both_holding();
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    b.wait_for_line("adopted p1, p2 from host");
+    let by = s.adopter();
+    let on_b: BTreeMap<String, String> = [("p1", &by), ("p2", &by)]
+        .into_iter()
+        .map(|(n, h)| (n.to_string(), h.clone()))
+        .collect();
+    s.wait_until("the run records name B", || run_hosts(&s) == on_b);
+
+    let resumed = s.start("a", &["--resume"]);
+    let done = wait_tasks_done(&s);
+    each_once(&done, "completed.log");
+    // The dead host's held calls end now: they complete nothing more.
+    release(&s.dir("p1"));
+    release(&s.dir("p2"));
+    let (status, summary, shown) = resumed.finish();
+    assert!(status.success(), "{shown}");
+    assert_eq!(summary["outcome"], "completed", "{shown}");
+    for name in ["p1", "p2"] {
+        assert!(
+            shown.contains(&format!("left {name} to host {by}, which took it over")),
+            "the resume names where {name} went: {shown}"
+        );
+    }
+    assert!(!shown.contains("respawned p"), "nothing respawned: {shown}");
+    // The resumed run asked B's copies to shut down; B ends cleanly.
+    let adopted = s.shut_down_and_finish_asked(b);
+    assert_eq!(adopted, ["p1", "p2"]);
+    each_once(
+        &completions(&[s.dir("p1"), s.dir("p2")]),
+        "completed.log at the end",
+    );
+}
+
+/// Host A (lease 20 s) is killed and resumed at once, before its lease
+/// expires: the resume takes A's lease over itself, rewrites p1's and p2's
+/// run records naming the resumed host and respawns them; standby B never
+/// adopts anything. Every task is completed once.
+#[test]
+fn a_resume_before_the_lease_expires_takes_the_dead_hosts_lease_and_no_standby_adopts() {
+    let Some(server) = NatsServer::start_or_skip("failover") else {
+        return;
+    };
+    let s = Setup::led(server.url("fq"));
+    let mut b = s.start("b", &["--adopt"]);
+    let mut a = s.start_leased("a", &[], "20");
+    b.wait_for_line("standing by for team fo");
+    s.wait_both_holding();
+    let a_pid = a.child.id();
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    // The resumed copies hold in their Bash calls too: let them through.
+    release(&s.dir("p1"));
+    release(&s.dir("p2"));
+
+    let mut resumed = s.start("a", &["--resume"]);
+    resumed.wait_for_line("took over the lease of host");
+    let me = format!("-{}-", resumed.child.id());
+    let there = store(&s.url);
+    let f = there.backend().failover().unwrap();
+    let leases = f.read_leases(TEAM).unwrap();
+    let dead = leases
+        .iter()
+        .find(|(l, _)| l.pid == a_pid)
+        .unwrap_or_else(|| panic!("no lease of A: {leases:?}"));
+    assert!(
+        matches!(&dead.0.state, LeaseState::TakenOver { by, .. } if by.contains(&me)),
+        "A's lease taken over by the resumed host ({me}): {leases:?}"
+    );
+    for (name, (run, _)) in f
+        .read_runs(TEAM)
+        .unwrap()
+        .into_iter()
+        .map(|(r, rev)| (r.name.clone(), (r, rev)))
+    {
+        assert!(run.host.contains(&me), "{name}'s record: {run:?}");
+        assert_eq!(run.generation, 2, "{run:?}");
+        assert!(run.adopted_from.is_some(), "{run:?}");
+    }
+    let done = wait_tasks_done(&s);
+    each_once(&done, "completed.log");
+    let (status, summary, shown) = resumed.finish();
+    assert!(status.success(), "{shown}");
+    assert_eq!(summary["outcome"], "completed", "{shown}");
+    assert!(
+        shown.contains("respawned p1, p2") || shown.contains("respawned p2, p1"),
+        "both respawned: {shown}"
+    );
+    for needle in ["handed back to p1", "handed back to p2"] {
+        assert!(shown.contains(needle), "{needle:?}: {shown}");
+    }
+    // The resumed run deleted the team as it ended: B stops standing by,
+    // having adopted nothing.
+    let (_, b_summary, b_shown) = b.finish();
+    assert!(
+        !b_shown.contains("adopted p"),
+        "B adopted something: {b_shown}"
+    );
+    let adopted = b_summary["adopted"].as_array().cloned().unwrap_or_default();
+    assert!(adopted.is_empty(), "{b_shown}");
+    each_once(
+        &completions(&[s.dir("p1"), s.dir("p2")]),
+        "completed.log at the end",
+    );
 }
