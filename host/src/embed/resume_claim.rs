@@ -220,3 +220,89 @@ async fn blocking<T: Send + 'static>(
         .await
         .map_err(|e| Error::HostTask(format!("{what} panicked: {e}")))?
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::MemoryFailover;
+
+    fn lease(host: &HostIdentity, state: LeaseState) -> HostLease {
+        HostLease {
+            host: host.id.clone(),
+            hostname: host.hostname.clone(),
+            pid: host.pid,
+            lease_ms: 10_000,
+            renewed_at: 0,
+            state,
+        }
+    }
+
+    fn run(name: &str, host: &HostIdentity) -> RunRecord {
+        RunRecord {
+            name: name.into(),
+            host: host.id.clone(),
+            generation: 1,
+            component_sha256: "0".repeat(64),
+            component_name: "probe.wasm".into(),
+            cwd: ".".into(),
+            worktree: false,
+            settings: serde_json::Value::Null,
+            started_at: 0,
+            adopted_from: None,
+        }
+    }
+
+    #[test]
+    fn a_dead_local_hosts_held_lease_is_taken_and_others_are_left_to_their_owners() {
+        let f = MemoryFailover::default();
+        let me = HostIdentity::new("m", 10);
+        let dead = HostIdentity::new("m", 11);
+        let adopted = HostIdentity::new("m", 12);
+        let adopter = HostIdentity::new("other", 13);
+        let live = HostIdentity::new("other", 14);
+        let released = HostIdentity::new("m", 15);
+        let taken = LeaseState::TakenOver {
+            by: adopter.id.clone(),
+            at: 0,
+        };
+        for l in [
+            lease(&dead, LeaseState::Held),
+            lease(&adopted, taken),
+            lease(&adopter, LeaseState::Held),
+            lease(&live, LeaseState::Held),
+            lease(&released, LeaseState::Released),
+        ] {
+            f.write_lease("t", &l, None).unwrap().unwrap();
+        }
+        for (name, host) in [
+            ("a", &dead),
+            ("b", &adopted),
+            ("c", &adopter),
+            ("d", &live),
+            ("e", &released),
+        ] {
+            f.write_run("t", &run(name, host), None).unwrap().unwrap();
+        }
+        // Spawn records here name the dead hosts 11 and 12 (and the live
+        // host's pid 14, which is not of this machine: not taken).
+        let claims = settle(&f, "t", &me, &[11, 12, 14].into()).unwrap();
+        assert_eq!(claims.taken, vec![dead.id.clone()]);
+        let now = f.read_leases("t").unwrap();
+        let of = |h: &HostIdentity| now.iter().find(|(l, _)| l.host == h.id).unwrap().0.clone();
+        assert!(
+            matches!(&of(&dead).state, LeaseState::TakenOver { by, .. } if by == &me.id),
+            "{now:?}"
+        );
+        assert_eq!(of(&live).state, LeaseState::Held);
+        let owner = |n: &str| claims.owner(&claims.runs[n].0);
+        assert_eq!(owner("a"), None, "the dead host's: respawned here");
+        assert_eq!(
+            owner("b"),
+            Some(adopter.id.clone()),
+            "taken over by the adopter"
+        );
+        assert_eq!(owner("c"), Some(adopter.id.clone()), "the adopter runs it");
+        assert_eq!(owner("d"), Some(live.id.clone()), "a live host runs it");
+        assert_eq!(owner("e"), None, "released: nobody runs it");
+    }
+}
