@@ -6,9 +6,9 @@
 //! | what the store shows | what resume does |
 //! |---|---|
 //! | the lease of this machine's dead host (same `hostname`, `pid` that of a spawn record's `host_pid`: resume has found that process dead), `Held` | compare-and-swapped to `TakenOver { by: this host }` at the revision read, at once (the holder is known dead here: no lease to wait out); a lost race is read again |
-//! | that lease `TakenOver { by: B }` | B (an adopting host) owns those teammates now |
+//! | that lease `TakenOver { by: B }` | B (an adopting host) owns the teammates whose records it rewrote; a record B has not rewritten (B is mid-takeover, or refused the teammate) still names the dead host and is claimed as below: the record's compare-and-swap decides, and the loser does not start the teammate |
 //! | a lease `Released` | its host ended cleanly: nobody runs its teammates |
-//! | a teammate's run record naming this host, a dead local host whose lease this resume took, a released host or a host with no lease | respawned here: its record rewritten naming this host (`generation + 1`, `adopted_from`), compare-and-swapped at the revision read, BEFORE it is respawned; removed when it ends here |
+//! | a teammate's run record naming this host, a dead host of this machine, a released host or a host with no lease | respawned here: its record rewritten naming this host (`generation + 1`, `adopted_from`), compare-and-swapped at the revision read, BEFORE it is respawned; removed when it ends here |
 //! | no run record | respawned here: a record created first ([`run_record_of`]) |
 //! | a run record naming any other host (live, or an adopter) | NOT respawned, its tasks and mail left alone; [`ResumeReport::adopted_elsewhere`](super::ResumeReport::adopted_elsewhere) names the host |
 //! | a record rewritten by another host between the read and the swap | that host runs it: left to it, as above |
@@ -34,6 +34,9 @@ pub(super) struct Claims {
     /// Hosts whose teammates this resume may run: this one, the dead local
     /// hosts whose leases it took, hosts whose lease was released.
     free: BTreeSet<String>,
+    /// Hosts of this machine that died (their pid is a spawn record's and
+    /// resume found it dead), this one excepted.
+    dead_here: BTreeSet<String>,
     /// Every lease, by host.
     leases: BTreeMap<String, HostLease>,
     /// Every run record with its revision, by teammate.
@@ -54,7 +57,12 @@ impl Claims {
     /// The host that owns `run`'s teammate, when not this resume: the
     /// adopter of its host's lease if it was taken over, else its host.
     fn owner(&self, run: &RunRecord) -> Option<String> {
-        if self.free.contains(&run.host) {
+        // A record still naming a dead host of this machine is claimed by
+        // its compare-and-swap, whoever holds that host's lease: an
+        // adopter that took the lease over but has not rewritten the record
+        // (mid-takeover, or it refused the teammate) then loses its own
+        // swap on the record and does not start it.
+        if self.free.contains(&run.host) || self.dead_here.contains(&run.host) {
             return None;
         }
         match self.leases.get(&run.host).map(|l| &l.state) {
@@ -166,6 +174,9 @@ fn settle(f: &dyn Failover, team: &str, me: &HostIdentity, dead: &BTreeSet<u32>)
         for (lease, rev) in leases {
             let dead_here =
                 lease.host != me.id && lease.hostname == me.hostname && dead.contains(&lease.pid);
+            if dead_here {
+                claims.dead_here.insert(lease.host.clone());
+            }
             match &lease.state {
                 LeaseState::Held if dead_here => {
                     let mut taken = lease.clone();
@@ -298,8 +309,8 @@ mod tests {
         assert_eq!(owner("a"), None, "the dead host's: respawned here");
         assert_eq!(
             owner("b"),
-            Some(adopter.id.clone()),
-            "taken over by the adopter"
+            None,
+            "its host's lease was taken over but the adopter has not rewritten the record: claimed by the record's swap"
         );
         assert_eq!(owner("c"), Some(adopter.id.clone()), "the adopter runs it");
         assert_eq!(owner("d"), Some(live.id.clone()), "a live host runs it");
