@@ -134,7 +134,9 @@ pub struct RunArgs {
     /// memory, the machine rebooted): respawn its teammates from what this
     /// machine kept, take over the processes the dead host started, hand
     /// unfinished tasks back, and run to the end as usual. Seeds nothing;
-    /// spawns the manifest's teammates that never joined. See
+    /// spawns the manifest's teammates that never joined. On a NATS store,
+    /// takes the dead host's lease over first and leaves a teammate another
+    /// host (`--adopt`) already took over to that host. See
     /// docs/guides/resume.md.
     #[arg(long, conflicts_with_all = ["replace", "join"])]
     resume: bool,
