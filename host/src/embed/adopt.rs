@@ -199,20 +199,24 @@ impl Host {
         let me = self.host_identity().id.clone();
         let mut reports = Vec::new();
         for (lease, rev, waited) in watch.expired(&leases, &me, Instant::now()) {
-            if let Some(report) = self.take_over(&team, &lease, rev, components).await? {
-                reports.push(AdoptReport { waited, ..report });
+            if let Some(report) = self
+                .take_over(&team, &lease, rev, waited, components)
+                .await?
+            {
+                reports.push(report);
             }
         }
         Ok(reports)
     }
 
-    /// Takes `lease`'s teammates over (it was seen unchanged at `rev`);
-    /// `None` when the lease moved on first.
+    /// Takes `lease`'s teammates over (it was seen unchanged at `rev` for
+    /// `waited`); `None` when the lease moved on first.
     async fn take_over(
         &self,
         team: &Team,
         lease: &HostLease,
         rev: Revision,
+        waited: Duration,
         components: &[PathBuf],
     ) -> Result<Option<AdoptReport>> {
         let started = Instant::now();
@@ -238,6 +242,7 @@ impl Host {
             from: lease.host.clone(),
             from_hostname: lease.hostname.clone(),
             to: me.id.clone(),
+            waited,
             ..Default::default()
         };
         let (b, tt, tm) = (backend.clone(), t.clone(), team.clone());
