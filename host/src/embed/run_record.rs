@@ -44,15 +44,22 @@ pub(super) fn run_record_of(spawn: &SpawnRecord, me: &HostIdentity) -> RunRecord
 }
 
 /// Shelves the component at `path` (SHA-256 `hash`) unless this process
-/// already did for this store: `(store address, hash)` pairs.
+/// already did for this store: `(store address, hash)` pairs. The set's lock
+/// is held across the upload, so teammates spawned at once with one
+/// component upload it once: two uploads of the same chunks at once make a
+/// replicated stream hold the second's answers until it times out (2 s on a
+/// three-node cluster, measured), which delayed every spawn but the first.
 fn shelve_once(failover: &dyn Failover, path: &std::path::Path, hash: &str) -> Result<()> {
     static SHELVED: OnceLock<Mutex<HashSet<(usize, String)>>> = OnceLock::new();
     let key = (
         failover as *const dyn Failover as *const () as usize,
         hash.to_string(),
     );
-    let shelved = SHELVED.get_or_init(Default::default);
-    if shelved.lock().expect("shelf lock").contains(&key) {
+    let mut shelved = SHELVED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if shelved.contains(&key) {
         return Ok(());
     }
     let bytes = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
@@ -63,7 +70,7 @@ fn shelve_once(failover: &dyn Failover, path: &std::path::Path, hash: &str) -> R
             path.display()
         )));
     }
-    shelved.lock().expect("shelf lock").insert(key);
+    shelved.insert(key);
     Ok(())
 }
 

@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 use super::display::Display;
 use super::report::{Log, Reporter};
 use super::stop::Signals;
-use super::summary::{count_messages, MessageCounts, Summary, Timings};
+use super::summary::Timings;
 use super::wait::{describe_state, Outcome};
 use super::{Output, RunArgs};
-use crate::embed::{Host, LeaseWatch, ShutdownReport, TeammateState, LEASE_POLL};
+use crate::embed::{Host, LeaseWatch, TeammateState, LEASE_POLL};
 use crate::home::Home;
 use crate::manifest::Manifest;
 
@@ -98,48 +98,18 @@ pub(super) async fn run_adopting(
         }
     };
     let work = start.elapsed();
-    let stopping = Instant::now();
-    let mut shutdown = ShutdownReport::default();
-    for t in host.teammates(team.name()) {
-        if !t.state.is_finished() {
-            reporter.line(
-                &t.name,
-                format!("stopping: {}", outcome.error().unwrap_or_default()),
-            );
-            host.kill(team.name(), &t.name).await?;
-            shutdown.killed.push(t.name);
-        } else if t.state == TeammateState::Completed {
-            shutdown.stopped.push(t.name);
-        }
-    }
-    if host.check_lease(team.name()).is_ok() {
-        // Ended cleanly here: nobody is to take anything over from this host.
-        host.release_lease_if_done(team.name()).await;
-    }
-    let timings = Timings {
+    let times = Timings {
         start,
         spawn,
         work,
-        shutdown: stopping.elapsed(),
+        shutdown: Duration::ZERO,
     };
-    reporter.stop().await;
-    let tasks = team.list_tasks().unwrap_or_default();
-    let lead = team
-        .config()
-        .map(|c| c.lead_name().to_string())
-        .unwrap_or_default();
-    let messages = count_messages(&team, &lead).unwrap_or_else(|_| MessageCounts::default());
-    let teammates = host.teammates(team.name());
-    let mut summary = Summary::new(
-        &team, m, &outcome, &tasks, &teammates, shutdown, messages, timings, home, true,
-    );
-    summary.joined = true;
-    summary.adopted = adopted;
-    out.print(&summary, || summary.human())?;
-    match summary.error {
-        None => Ok(()),
-        Some(e) => Err(anyhow::anyhow!(e)),
-    }
+    // Ended here with the lease still ours: nobody is to take anything over
+    // from this host.
+    super::join::finish(
+        home, host, out, m, &team, reporter, outcome, times, true, adopted,
+    )
+    .await
 }
 
 /// Loads (compiling once, then from the cache) every component this host

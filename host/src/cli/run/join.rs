@@ -87,11 +87,49 @@ pub(super) async fn run_joined(
         }
     };
     let work = start.elapsed();
-    if matches!(outcome, Outcome::ShutDown) {
-        // Every teammate here approved the lead's shutdown: nothing to
-        // take over, so the lease is given up rather than left to expire.
-        host.release_lease_if_done(team.name()).await;
-    }
+    // Every teammate here approved the lead's shutdown: nothing to take
+    // over, so the lease is given up rather than left to expire.
+    let release = matches!(outcome, Outcome::ShutDown);
+    let times = Timings {
+        start,
+        spawn,
+        work,
+        shutdown: Duration::ZERO,
+    };
+    finish(
+        home,
+        host,
+        out,
+        m,
+        &team,
+        reporter,
+        outcome,
+        times,
+        release,
+        Vec::new(),
+    )
+    .await
+}
+
+/// How a run beside the lead's ends (`--join`, `--adopt`): the teammates
+/// still running here are stopped ([`Host::kill`]: their tasks go back to
+/// `pending`, the lead is told), the lease released when `release` and
+/// this host still holds it, and the summary printed; the run's error when
+/// it did not end through the lead's shutdown. `times.shutdown` is measured
+/// here. `adopted`: the teammates a standby took over.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn finish(
+    home: &Path,
+    host: &Host,
+    out: &Output,
+    m: &Manifest,
+    team: &Team,
+    reporter: Display,
+    outcome: Outcome,
+    mut times: Timings,
+    release: bool,
+    adopted: Vec<String>,
+) -> anyhow::Result<()> {
     let stopping = Instant::now();
     let mut shutdown = ShutdownReport::default();
     for t in host.teammates(team.name()) {
@@ -106,12 +144,10 @@ pub(super) async fn run_joined(
             shutdown.stopped.push(t.name);
         }
     }
-    let timings = Timings {
-        start,
-        spawn,
-        work,
-        shutdown: stopping.elapsed(),
-    };
+    if release && host.check_lease(team.name()).is_ok() {
+        host.release_lease_if_done(team.name()).await;
+    }
+    times.shutdown = stopping.elapsed();
     reporter.stop().await;
     // The lead may have deleted the team by now: then there is nothing
     // left to count, which is no error of this process.
@@ -120,12 +156,13 @@ pub(super) async fn run_joined(
         .config()
         .map(|c| c.lead_name().to_string())
         .unwrap_or_default();
-    let messages = count_messages(&team, &lead).unwrap_or_else(|_| MessageCounts::default());
+    let messages = count_messages(team, &lead).unwrap_or_else(|_| MessageCounts::default());
     let teammates = host.teammates(team.name());
     let mut summary = Summary::new(
-        &team, m, &outcome, &tasks, &teammates, shutdown, messages, timings, home, true,
+        team, m, &outcome, &tasks, &teammates, shutdown, messages, times, home, true,
     );
     summary.joined = true;
+    summary.adopted = adopted;
     out.print(&summary, || summary.human())?;
     match summary.error {
         None => Ok(()),
