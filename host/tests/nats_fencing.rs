@@ -347,13 +347,16 @@ fn a_joined_run_whose_lease_is_taken_over_ends_naming_the_adopting_host() {
     std::thread::spawn(move || {
         let _ = done_tx.send(child.wait_with_output());
     });
-    // Running: echo answered its prompt, and the run's lease is held.
+    // Running: echo answered its prompt and went idle (its idle
+    // notification is the last thing its turn writes: counted before it,
+    // the lead's mail could still legitimately grow within the lease), and
+    // the run's lease is held.
     let failover = store.failover().unwrap();
     let up = holds_within(Duration::from_secs(120), || {
         team.read_inbox("team-lead")
             .unwrap()
             .iter()
-            .any(|m| m.from == "echo")
+            .any(|m| m.from == "echo" && m.text.contains("idle_notification"))
             && failover
                 .read_leases("cf")
                 .unwrap()
