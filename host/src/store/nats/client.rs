@@ -229,11 +229,12 @@ impl Conn {
             replicas: 1,
             seen: Default::default(),
         };
-        let client = conn.client.clone();
-        let info =
-            conn.block(
-                async move { request(&client, format!("{API}.INFO"), None, Bytes::new()).await },
-            );
+        // Retried like any call while nobody answers: on a cluster, a node
+        // lost with the JetStream meta leader leaves the API unanswered
+        // until the others elect one (seconds), and a command run then
+        // should wait for that, not fail.
+        let info = conn
+            .call(|c| async move { request(&c, format!("{API}.INFO"), None, Bytes::new()).await });
         match info {
             Ok(_) => {
                 let server = conn.client.server_info();
@@ -564,10 +565,14 @@ impl Conn {
     /// credentials) and what was being done.
     pub fn error(&self, what: &str, f: Fail) -> Error {
         let message = match f {
-            Fail::Unavailable(why) | Fail::Transient(why) => format!(
+            Fail::Unavailable(why) => format!(
                 "{what}: {} did not answer for {:?} ({why}); check that nats-server runs there with JetStream (-js), or point --store / TEAMHOST_STORE elsewhere",
                 self.url.servers_phrase(),
                 self.opts.retry_for
+            ),
+            Fail::Transient(why) => format!(
+                "{what}: {} did not answer ({why}); check that nats-server runs there with JetStream (-js), or point --store / TEAMHOST_STORE elsewhere",
+                self.url.servers_phrase(),
             ),
             Fail::Refused(why) => format!("{what}: the server refused: {why}"),
             Fail::NoStream => format!("{what}: the team's stream is gone (the team was deleted meanwhile)"),
