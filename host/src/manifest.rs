@@ -42,12 +42,14 @@ mod approvals_spec;
 mod build_spec;
 mod lead_spec;
 mod model_spec;
+pub mod reachable;
 
 pub use agent_spec::AgentSpec;
 pub use approvals_spec::{ApprovalsSpec, PolicySpec, RouteSpec};
 pub use build_spec::{BuildSpec, BuildTable};
 pub use lead_spec::{CatalogueSpec, LeadTable};
 pub use model_spec::{teammate_policy, ModelPolicySpec, ModelSpec};
+pub use reachable::Reachable;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -95,6 +97,10 @@ pub struct Manifest {
     /// `manifest/approvals_spec.rs`).
     #[serde(default)]
     pub approvals: ApprovalsSpec,
+    /// The directory relative paths were resolved against (set by
+    /// [`Manifest::resolve_paths`]; empty before).
+    #[serde(skip)]
+    pub base: PathBuf,
 }
 
 /// `[hooks]`: shell commands run at points of a teammate's life; see
@@ -444,6 +450,7 @@ impl Manifest {
     /// becomes `{base}/work/{name}` (see [`default_cwd`]), or `base` itself
     /// for a teammate in a worktree (the repository its worktree comes from).
     pub fn resolve_paths(&mut self, base: &Path) {
+        self.base = base.to_path_buf();
         self.model.resolve_paths(base);
         lead_spec::resolve_paths(self.lead.as_mut(), &mut self.catalogue, base);
         for a in &mut self.agents {
@@ -467,6 +474,34 @@ impl Manifest {
                 base.join(&t.cwd).components().collect()
             };
         }
+    }
+
+    /// Every directory a teammate of this manifest can write, by real path
+    /// (`manifest/reachable.rs`): the `cwd` of each `[[teammate]]` outside a
+    /// worktree, the lead's directory, each catalogue entry's `cwd`, and
+    /// all of `{base}/work` when a lead may spawn teammates there under
+    /// names it picks. The home is added by the caller that knows it.
+    pub fn teammate_reachable(&self) -> Reachable {
+        let mut r = Reachable::new();
+        for t in &self.teammates {
+            if t.isolation == IsolationSpec::None {
+                r.add(&t.cwd);
+            }
+        }
+        r.add(&default_cwd(&self.base, LEAD_NAME));
+        if let Some(l) = &self.lead {
+            if !l.cwd.as_os_str().is_empty() {
+                r.add(&l.cwd);
+            }
+        }
+        for c in &self.catalogue {
+            if c.cwd.as_os_str().is_empty() {
+                r.add(&self.base.join("work"));
+            } else {
+                r.add(&c.cwd);
+            }
+        }
+        r
     }
 
     /// Every path a teammate's directory must stay clear of, besides the
@@ -531,16 +566,11 @@ impl Manifest {
         for (i, t) in self.teammates.iter_mut().enumerate() {
             check_teammate(i, t, &mut seen, &mut problems);
         }
-        let dirs: Vec<&Path> = self
-            .teammates
-            .iter()
-            .filter(|t| t.isolation == IsolationSpec::None)
-            .map(|t| t.cwd.as_path())
-            .collect();
+        let reachable = self.teammate_reachable();
         for (i, t) in self.teammates.iter().enumerate() {
             if let Some(b) = &t.build {
                 let who = format!("teammate {:?} ([[teammate]] #{})", t.name, i + 1);
-                b.check(&who, &dirs, &mut problems);
+                b.check(&who, &reachable, &mut problems);
             }
         }
         for (i, t) in self.tasks.iter().enumerate() {
@@ -560,6 +590,17 @@ impl Manifest {
             problems.push(e);
         }
         self.approvals.check(&mut problems);
+        for (i, r) in self.approvals.routes.iter().enumerate() {
+            if let Some(entry) = &r.entry {
+                if !self.catalogue.iter().any(|c| &c.name == entry) {
+                    problems.push(format!(
+                        "[[approvals.route]] #{}: entry {entry:?} is not a [[catalogue]] entry; name one of [{}]",
+                        i + 1,
+                        self.catalogue.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+                    ));
+                }
+            }
+        }
         if problems.is_empty() {
             Ok(())
         } else {

@@ -41,6 +41,7 @@ fn teamhost_permit_answers_a_request_routed_to_the_lead_through_the_one_path() {
         Decider::Lead,
         vec![Route {
             teammate: "*".into(),
+            entry: None,
             tool: "*".into(),
             decider: Decider::Lead,
         }],

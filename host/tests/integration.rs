@@ -26,6 +26,7 @@ mod failover;
 mod foreign_readers;
 mod golden;
 mod hooks_external;
+mod hostile_build;
 mod live_view;
 mod live_view_fit;
 mod nats_cluster;

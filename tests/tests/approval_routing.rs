@@ -71,6 +71,7 @@ async fn the_policy_allows_denies_and_escalates_and_leaves_the_persons_requests_
         Decider::Policy,
         vec![Route {
             teammate: "mine".into(),
+            entry: None,
             tool: "*".into(),
             decider: Decider::Person,
         }],

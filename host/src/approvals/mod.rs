@@ -21,7 +21,7 @@ mod decision;
 pub mod route;
 
 pub use decision::{by_whom, Answer, Decision, Outcome, SUMMARY_CHARS};
-pub use route::{PlanPolicy, Policy, PolicyVerdict, Route, Routes};
+pub use route::{PlanPolicy, Policy, PolicyVerdict, Requester, Route, Routes};
 
 use serde_json::Value;
 
@@ -261,6 +261,19 @@ impl Decider {
             Decider::Lead => "lead",
             Decider::Person => "person",
             Decider::Policy => "policy",
+        }
+    }
+
+    /// How strict a decider is, for routing (`approvals/route.rs`): the
+    /// person (2), the policy (1, the person's own written rules, which
+    /// escalate to the person what they do not name), the lead (0, an agent
+    /// deciding within its grant). A route to a stricter decider catches
+    /// any part of a call; one to a laxer decider only whole calls.
+    pub fn strictness(self) -> u8 {
+        match self {
+            Decider::Person => 2,
+            Decider::Policy => 1,
+            Decider::Lead => 0,
         }
     }
 }

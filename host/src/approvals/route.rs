@@ -5,16 +5,34 @@
 //! | step | rule |
 //! |---|---|
 //! | 1 | a request of the lead itself: always [`Decider::Person`] (a lead never approves its own request) |
-//! | 2 | the first [`Route`] whose `teammate` (a name or `*`) and `tool` match, in the manifest's order |
-//! | 3 | else [`Routes::default`] |
+//! | 2 | the first [`Route`] that binds the requester and **covers** the request, in the manifest's order; else [`Routes::default_decider`] |
+//! | 3 | any route that binds the requester, **touches** the request and names a stricter decider than step 2's wins over it (the strictest; the first of equals) |
+//!
+//! A route binds a requester by member name (`teammate`: a name or `*`) or
+//! by catalogue entry (`entry`: every member a lead spawned from that entry,
+//! whatever name it chose; the member's `agentType` in the team's config,
+//! which only the host writes).
 //!
 //! A route's `tool` is `*` (every request), `plan` (a plan), a tool name
 //! (`Bash`, also one teamhost has no tool for) or a rule in the reference's
-//! syntax (`Bash(git push:*)`, `Edit(src/**)`), matched like an allow rule
-//! against the call. The policy ([`Policy`]) answers with its own allow and
-//! deny rules ([`crate::sandbox::rules_verdict`]): deny wins, a call
-//! neither names is escalated to the person, and a plan is approved only
-//! when `plans = "approve"`.
+//! syntax (`Bash(git push:*)`, `Edit(src/**)`). It **covers** a call the
+//! way an allow rule would (every part of a compound command, the real
+//! path of a file) and **touches** a call the way a deny rule would (any
+//! part of a compound command, `/bin/rm` for `rm`, a link to a named path).
+//! So a route can only move a request towards a stricter decider by
+//! spelling: `cd . && rm -f x` and `/bin/rm -f x` reach the person a
+//! `Bash(rm:*)` route names, and `cargo test && curl …` is not handed to
+//! the policy by a `Bash(cargo test:*)` route unless the default is the
+//! lead (the policy then denies or escalates what its rules do not allow).
+//!
+//! Strictness ([`Decider::strictness`]): the person, then the policy (the
+//! person's own written rules, which escalate to the person what they do
+//! not name), then the lead (an agent deciding within its grant).
+//!
+//! The policy ([`Policy`]) answers with its own allow and deny rules
+//! ([`crate::sandbox::rules_verdict`]): deny wins, a call neither names is
+//! escalated to the person, and a plan is approved only when
+//! `plans = "approve"`.
 
 use std::path::Path;
 
@@ -41,12 +59,19 @@ pub enum ToolMatch {
     Rule(String),
 }
 
-/// One `[[approvals.route]]`: who decides `teammate`'s requests for `tool`.
+/// One `[[approvals.route]]`: who decides the requests for `tool` of
+/// `teammate`, or of every member spawned from catalogue `entry`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Route {
-    /// A member name, or `*` for every teammate.
+    /// A member name, or `*` for every teammate; empty when `entry` is
+    /// given.
+    #[serde(default)]
     pub teammate: String,
+    /// A catalogue entry: the route binds every member the lead spawned
+    /// from it. Exactly one of `teammate` and `entry` is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
     /// `*`, `plan`, a tool name or a rule.
     pub tool: String,
     /// Who decides.
@@ -129,11 +154,28 @@ impl Routes {
     /// parses. `Err` names the bad item and how to write it.
     pub fn new(default: Decider, routes: Vec<Route>, policy: Policy) -> Result<Routes, String> {
         for (i, r) in routes.iter().enumerate() {
-            if r.teammate.trim().is_empty() {
-                return Err(format!(
-                    "[[approvals.route]] #{}: teammate is empty; name a member or \"*\"",
-                    i + 1
-                ));
+            match (&r.entry, r.teammate.trim().is_empty()) {
+                (None, true) => {
+                    return Err(format!(
+                        "[[approvals.route]] #{}: teammate is empty; name a member, \"*\", or a \
+                         catalogue entry with entry = \"…\"",
+                        i + 1
+                    ))
+                }
+                (Some(e), _) if e.trim().is_empty() => {
+                    return Err(format!(
+                        "[[approvals.route]] #{}: entry is empty; name a [[catalogue]] entry",
+                        i + 1
+                    ))
+                }
+                (Some(_), false) => {
+                    return Err(format!(
+                        "[[approvals.route]] #{}: give teammate or entry, not both (a route \
+                         binds members by name or by the catalogue entry they were spawned from)",
+                        i + 1
+                    ))
+                }
+                _ => {}
             }
             if let ToolMatch::Rule(rule) = tool_match(&r.tool) {
                 Rule::parse(&rule).map_err(|e| {
@@ -178,21 +220,40 @@ impl Routes {
         &self.text.policy
     }
 
-    /// Who decides `request` in a team whose lead is `lead_name`; `cwd` is
-    /// the requester's directory (path rules are read against it). A
-    /// request of the lead itself always goes to the person.
-    pub fn decider_for(&self, request: &Request, lead_name: &str, cwd: &Path) -> Decider {
+    /// Who decides `request` in a team whose lead is `lead_name`, from
+    /// `requester` (see the module docs' table). A request of the lead
+    /// itself always goes to the person.
+    pub fn decider_for(
+        &self,
+        request: &Request,
+        lead_name: &str,
+        requester: &Requester,
+    ) -> Decider {
         if request.from() == lead_name {
             return Decider::Person;
         }
-        self.text
+        let binding: Vec<&Route> = self
+            .text
             .routes
             .iter()
-            .find(|r| {
-                (r.teammate == "*" || r.teammate == request.from())
-                    && tool_matches(&r.tool, request, cwd)
+            .filter(|r| r.binds(request.from(), requester.entry.as_deref()))
+            .collect();
+        let covered = binding
+            .iter()
+            .find(|r| tool_matches(&r.tool, request, &requester.cwd, Reach::Covers))
+            .map_or(self.text.default, |r| r.decider);
+        binding
+            .iter()
+            .filter(|r| r.decider.strictness() > covered.strictness())
+            .filter(|r| tool_matches(&r.tool, request, &requester.cwd, Reach::Touches))
+            .map(|r| r.decider)
+            .fold(covered, |most, d| {
+                if d.strictness() > most.strictness() {
+                    d
+                } else {
+                    most
+                }
             })
-            .map_or(self.text.default, |r| r.decider)
     }
 
     /// The policy's answer to `request` (`cwd`: the requester's directory).
@@ -231,15 +292,66 @@ fn tool_match(tool: &str) -> ToolMatch {
     }
 }
 
-fn tool_matches(tool: &str, request: &Request, cwd: &Path) -> bool {
+impl Route {
+    /// Whether this route binds member `name`, spawned from catalogue
+    /// entry `entry` (if any).
+    fn binds(&self, name: &str, entry: Option<&str>) -> bool {
+        match &self.entry {
+            Some(e) => entry == Some(e.as_str()),
+            None => self.teammate == "*" || self.teammate == name,
+        }
+    }
+}
+
+/// What the routes need to know of the member that asks, besides its
+/// name: read from the team's config by the caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requester {
+    /// Its directory: path rules are read against it.
+    pub cwd: std::path::PathBuf,
+    /// The catalogue entry a lead spawned it from (its `agentType`).
+    pub entry: Option<String>,
+}
+
+impl Requester {
+    /// A requester in `cwd`, spawned from no catalogue entry.
+    pub fn at(cwd: impl Into<std::path::PathBuf>) -> Requester {
+        Requester {
+            cwd: cwd.into(),
+            entry: None,
+        }
+    }
+}
+
+/// How a route's rule is matched against a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// As an allow rule: the rule covers the whole call.
+    Covers,
+    /// As a deny rule: the rule names some part of the call.
+    Touches,
+}
+
+fn tool_matches(tool: &str, request: &Request, cwd: &Path, reach: Reach) -> bool {
     match (tool_match(tool), request) {
         (ToolMatch::Any, _) => true,
         (ToolMatch::Plan, Request::Plan(_)) => true,
         (ToolMatch::Plan, Request::Permission(_)) | (ToolMatch::Rule(_), Request::Plan(_)) => false,
         (ToolMatch::Rule(rule), Request::Permission(p)) => {
-            match ToolRules::new([rule.as_str()], [] as [&str; 0]) {
-                Ok(rules) => matches!(verdict(&rules, p, cwd), RuleVerdict::Allowed(_)),
-                Err(_) => false,
+            let one = [rule.as_str()];
+            let none: [&str; 0] = [];
+            let rules = match reach {
+                Reach::Covers => ToolRules::new(one, none),
+                Reach::Touches => ToolRules::new(none, one),
+            };
+            match (rules, reach) {
+                (Ok(rules), Reach::Covers) => {
+                    matches!(verdict(&rules, p, cwd), RuleVerdict::Allowed(_))
+                }
+                (Ok(rules), Reach::Touches) => {
+                    matches!(verdict(&rules, p, cwd), RuleVerdict::Denied(_))
+                }
+                (Err(_), _) => false,
             }
         }
     }

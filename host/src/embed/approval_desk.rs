@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use tokio::sync::{oneshot, Notify};
 
-use super::decide::{decide, member_cwd, Answerer, DecideError};
+use super::decide::{decide, requester, Answerer, DecideError};
 use super::{Event, Host};
 use crate::approvals::{
     self, Answer, Decider, Decision, PermitAnswer, PlanAnswer, PolicyVerdict, Request, Routes,
@@ -120,11 +120,12 @@ pub(super) fn pass(home: &Home, team: &Team, routes: &Routes) -> Result<()> {
     }
     let lead = team.config()?.lead_name().to_string();
     for request in approvals::pending(team)? {
-        let cwd = member_cwd(team, request.from());
-        if routes.decider_for(&request, &lead, &cwd) != Decider::Policy {
+        let who = requester(team, request.from());
+        let cwd = &who.cwd;
+        if routes.decider_for(&request, &lead, &who) != Decider::Policy {
             continue;
         }
-        let answer = match routes.policy_verdict(&request, &cwd) {
+        let answer = match routes.policy_verdict(&request, cwd) {
             PolicyVerdict::Allow(_) => allow(&request),
             PolicyVerdict::Deny(reason) => Answer::Permit(PermitAnswer::Deny { reason }),
             PolicyVerdict::Escalate(why) => {

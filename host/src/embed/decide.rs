@@ -27,7 +27,7 @@
 use std::path::PathBuf;
 
 use super::Host;
-use crate::approvals::{self, by_whom, Answer, Decider, Decision, Request, Routes};
+use crate::approvals::{self, by_whom, Answer, Decider, Decision, Request, Requester, Routes};
 use crate::error::Error;
 use crate::home::{decisions, Home};
 use crate::runtime::lead_host::Caller;
@@ -111,6 +111,20 @@ pub fn member_cwd(team: &Team, name: &str) -> PathBuf {
         .ok()
         .and_then(|c| c.member(name).and_then(|m| m.cwd.clone()))
         .map_or_else(|| PathBuf::from("/nonexistent"), PathBuf::from)
+}
+
+/// What routing needs to know of member `name`: its directory and the
+/// catalogue entry it was spawned from (its `agentType`, which only the
+/// host writes into the config).
+pub fn requester(team: &Team, name: &str) -> Requester {
+    let config = team.config().ok();
+    let member = config.as_ref().and_then(|c| c.member(name));
+    Requester {
+        cwd: member
+            .and_then(|m| m.cwd.clone())
+            .map_or_else(|| PathBuf::from("/nonexistent"), PathBuf::from),
+        entry: member.and_then(|m| m.agent_type.clone()),
+    }
 }
 
 /// Answers `request_id` of `team` as `answerer` (see the module docs);
@@ -224,8 +238,7 @@ fn refusal(
     lead: &str,
 ) -> Option<String> {
     let routed = || {
-        let cwd = member_cwd(team, request.from());
-        routes_of(home, team.name()).decider_for(request, lead, &cwd)
+        routes_of(home, team.name()).decider_for(request, lead, &requester(team, request.from()))
     };
     match answerer {
         Answerer::Person => None,

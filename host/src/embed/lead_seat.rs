@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use super::api::Inner;
-use super::decide::{decide, member_cwd, routes_of, Answerer, DecideError};
+use super::decide::{decide, member_cwd, requester, routes_of, Answerer, DecideError};
 use super::lead_grant::{self, LeadGrant};
 use super::lead_spec::{CatalogueEntry, LeadSpec};
 use super::{Host, SpawnRequest, TeammateSettings};
@@ -590,7 +590,7 @@ impl LeadHost for LeadSeat {
             .map(|r| {
                 let from = r.from().to_string();
                 let decider =
-                    routes.decider_for(&r, self.lead_name(), &member_cwd(&self.team, &from));
+                    routes.decider_for(&r, self.lead_name(), &requester(&self.team, &from));
                 let (kind, detail) = match &r {
                     Request::Permission(p) => (
                         PendingKind::Permission(p.tool_name.clone()),

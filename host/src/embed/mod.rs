@@ -42,7 +42,7 @@ pub use adopt::{AdoptReport, LeaseWatch, LEASE_POLL};
 pub use api::{Host, HostOptions, ShutdownReport};
 pub use approval_desk::ApprovalDesk;
 pub use attach::Attach;
-pub use decide::{decide, member_cwd, routes_of, Answerer, DecideError};
+pub use decide::{decide, member_cwd, requester, routes_of, Answerer, DecideError};
 pub use lead_seat::LeadSeat;
 pub use lead_spec::{CatalogueEntry, LeadSpec, DEFAULT_MAX_TEAMMATES};
 pub use resume::ResumeReport;

@@ -10,7 +10,8 @@
 //! deny = ["Bash(rm:*)"]             # wins over allow; a call neither names goes to the person
 //! plans = "person"                  # person (default) | approve
 //! [[approvals.route]]               # zero or more; the first match wins, before `default`
-//! teammate = "fixer"                # a member name, or "*"
+//! teammate = "fixer"                # a member name, or "*"; or instead:
+//! # entry = "fixer"                 # a [[catalogue]] entry: every member the lead spawns from it
 //! tool = "Bash(git push:*)"         # "*", "plan", a tool name or a rule
 //! decider = "person"
 //! ```
@@ -20,9 +21,12 @@
 //! | `default` | `lead` with a lead component, else `person` | `lead`, `person` or `policy` |
 //! | `policy.allow`, `policy.deny` | `[]` | each rule parses |
 //! | `policy.plans` | `person` | `person` or `approve` |
-//! | `route.teammate`, `route.tool`, `route.decider` | all required | a name or `*`; `*`, `plan`, a tool or a rule that parses; a decider |
+//! | `route.teammate` or `route.entry` | one of them required | a name or `*`; a `[[catalogue]]` entry's name |
+//! | `route.tool`, `route.decider` | required | `*`, `plan`, a tool or a rule that parses; a decider |
 //!
-//! A lead's own requests always go to the person, whatever this says.
+//! A lead's own requests always go to the person, whatever this says. How a
+//! route matches (a route to a stricter decider catches any part of a
+//! compound command) is `approvals/route.rs`'s table.
 
 use serde::Deserialize;
 
@@ -60,8 +64,11 @@ pub struct PolicySpec {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteSpec {
-    /// A member name or `*`.
+    /// A member name or `*` (or empty with `entry`).
+    #[serde(default)]
     pub teammate: String,
+    /// A catalogue entry: binds every member spawned from it.
+    pub entry: Option<String>,
     /// `*`, `plan`, a tool name or a rule.
     pub tool: String,
     /// `lead`, `person` or `policy`.
@@ -110,6 +117,7 @@ impl ApprovalsSpec {
             match decider(&r.decider, &key) {
                 Ok(d) => routes.push(Route {
                     teammate: r.teammate.clone(),
+                    entry: r.entry.clone(),
                     tool: r.tool.clone(),
                     decider: d,
                 }),

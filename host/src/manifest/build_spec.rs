@@ -12,14 +12,18 @@
 //!
 //! `teamhost run` runs the command before anything starts when the component
 //! is missing or older than its sources (`cli/run/build.rs`). The command
-//! comes from the person's manifest only, and its `workdir` may not lie in a
-//! teammate's directory ([`BuildSpec::check`]), so nothing a teammate writes
-//! is ever run or read as the build's instructions.
+//! comes from the person's manifest only; its `workdir` may not lie in a
+//! directory a teammate can write, nor may its command name one, compared
+//! by real path ([`BuildSpec::check`], `manifest/reachable.rs`), checked
+//! with the manifest and again before the build runs; and the build runs
+//! with those directories hidden (`cli/run/build.rs`). So nothing a
+//! teammate writes is ever run or read as the build's instructions.
 //!
 //! | key | default | checked |
 //! |---|---|---|
 //! | `command` (or the string) | required | not empty |
-//! | `workdir` | the manifest's directory | an existing directory, not inside a teammate's directory |
+//! | `workdir` | the manifest's directory | an existing directory, not in (by real path) a directory a teammate can write |
+//! | (the command) | | names no path in a directory a teammate can write |
 //! | `watch` | every file under `workdir` but build output | relative globs (`*`, `?`, `**`), no `..` |
 
 use std::fmt;
@@ -27,6 +31,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
+
+use super::reachable::Reachable;
 
 /// A teammate's build. Paths are absolute once the manifest is parsed.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -77,10 +83,11 @@ impl BuildSpec {
     }
 
     /// The problems of this build, for teammate `who`: an empty command, a
-    /// missing workdir, a workdir inside one of the teammates' directories
-    /// `teammate_dirs` (a teammate could rewrite what the build reads), a
+    /// missing workdir, a workdir in (or through) a directory a teammate
+    /// can write (`reachable`, compared by real path: `..` and links
+    /// resolved), a command naming such a directory or a file in one, a
     /// glob that leaves the workdir.
-    pub fn check(&self, who: &str, teammate_dirs: &[&Path], problems: &mut Vec<String>) {
+    pub fn check(&self, who: &str, reachable: &Reachable, problems: &mut Vec<String>) {
         let b = &self.0;
         if b.command.trim().is_empty() {
             problems.push(format!(
@@ -93,13 +100,7 @@ impl BuildSpec {
                 b.workdir.display()
             ));
         }
-        if let Some(dir) = teammate_dirs.iter().find(|d| b.workdir.starts_with(d)) {
-            problems.push(format!(
-                "{who}: build.workdir {} lies in the teammate directory {}, which a teammate can write: a build there could run what a teammate wrote; build from the project's own directory",
-                b.workdir.display(),
-                dir.display()
-            ));
-        }
+        problems.extend(self.reach_problems(who, reachable));
         for glob in &b.watch {
             let p = Path::new(glob);
             if glob.is_empty()
@@ -113,11 +114,60 @@ impl BuildSpec {
         }
     }
 
+    /// The problems of this build against the directories teammates can
+    /// write: its workdir, and every path-like word of its command
+    /// (resolved against the workdir), may not lie in one. Checked with
+    /// the manifest and again just before the build runs, with the home.
+    pub fn reach_problems(&self, who: &str, reachable: &Reachable) -> Vec<String> {
+        let b = &self.0;
+        let mut problems = Vec::new();
+        if let Some(dir) = reachable.holding(&b.workdir) {
+            problems.push(format!(
+                "{who}: build.workdir {} lies in {}, a directory a teammate can write (compared by real path: '..' and links resolved): a build there could run what a teammate wrote; build from the project's own directory",
+                b.workdir.display(),
+                dir.display()
+            ));
+            // Its words would all be read in that directory: one problem.
+            return problems;
+        }
+        for word in command_words(&b.command) {
+            let path = b.workdir.join(word);
+            if let Some(dir) = reachable.holding(&path) {
+                problems.push(format!(
+                    "{who}: build command {:?} names {word:?}, in {}, a directory a teammate can write: the build must never run or read a teammate's file; build from the project's own files",
+                    b.command,
+                    dir.display()
+                ));
+            }
+        }
+        problems
+    }
+
     /// Whether `rel` (a path relative to `workdir`, `/`-separated) is one
     /// of the watched sources: matches a `watch` glob, or any path without.
     pub fn watches(&self, rel: &str) -> bool {
         self.0.watch.is_empty() || self.0.watch.iter().any(|g| glob_matches(g, rel))
     }
+}
+
+/// The words of a shell command that could name a path: split at blanks
+/// and at the shell's operators (`;`, `&`, `|`, `(`, `)`, `<`, `>`,
+/// backquotes, `$(`), quotes dropped, and each word also cut at `=` and `:`
+/// (`--manifest-path=work/x`, `PATH=a:b`). Over-inclusive on purpose: a
+/// word that is no path names nothing a teammate can write.
+pub fn command_words(command: &str) -> Vec<&str> {
+    command
+        .split(|c: char| {
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    ';' | '&' | '|' | '(' | ')' | '<' | '>' | '`' | '$' | '{' | '}'
+                )
+        })
+        .flat_map(|w| w.split(['=', ':', ',']))
+        .map(|w| w.trim_matches(|c| matches!(c, '\'' | '"' | '\\')))
+        .filter(|w| !w.is_empty() && !w.starts_with('-'))
+        .collect()
 }
 
 /// Whether `path` matches `glob`: `*` and `?` within one path segment, `**`
@@ -191,10 +241,51 @@ mod tests {
             watch: vec!["../x".into()],
         });
         spec.resolve_paths(tmp.path());
+        let mut reachable = Reachable::new();
+        reachable.add(&work);
         let mut problems = Vec::new();
-        spec.check("teammate \"bot\"", &[&work], &mut problems);
+        spec.check("teammate \"bot\"", &reachable, &mut problems);
         assert_eq!(problems.len(), 2, "{problems:?}");
-        assert!(problems[0].contains("teammate directory"), "{problems:?}");
+        assert!(problems[0].contains("a teammate can write"), "{problems:?}");
         assert!(problems[1].contains("without '..'"), "{problems:?}");
+    }
+
+    /// Issue 40: `..`, a link and the command itself.
+    #[test]
+    fn a_workdir_through_dot_dot_or_a_link_and_a_command_naming_a_teammate_file_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path();
+        std::fs::create_dir_all(base.join("work/mallory")).unwrap();
+        std::os::unix::fs::symlink(base.join("work/mallory"), base.join("tools")).unwrap();
+        let mut reachable = Reachable::new();
+        reachable.add(&base.join("work/mallory"));
+        let problems = |command: &str, workdir: &str| {
+            let mut spec = BuildSpec(BuildTable {
+                command: command.into(),
+                workdir: workdir.into(),
+                watch: Vec::new(),
+            });
+            spec.resolve_paths(base);
+            spec.reach_problems("t", &reachable)
+        };
+        assert_eq!(problems("make", "work/../work/mallory").len(), 1);
+        assert_eq!(problems("make", "tools").len(), 1);
+        assert_eq!(problems("make", "work/./mallory/").len(), 1);
+        for command in [
+            "sh work/mallory/build.sh",
+            "cd work/mallory && sh build.sh",
+            "sh ./work/../work/mallory/build.sh",
+            "sh tools/build.sh",
+            "cargo build --manifest-path=work/mallory/Cargo.toml",
+            "PATH=work/mallory:$PATH make",
+            "sh \"work/mallory/b.sh\"",
+            "(cd work/mallory; make)",
+        ] {
+            assert!(!problems(command, ".").is_empty(), "{command:?}");
+        }
+        assert!(problems("cargo build --release", ".").is_empty());
+        assert!(problems("sh build.sh && cp target/x.wasm out/", ".").is_empty());
+        // In work/, a bare name is resolved against the workdir too.
+        assert!(!problems("sh mallory/build.sh", "work").is_empty());
     }
 }

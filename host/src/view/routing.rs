@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::approvals::{self, by_whom, Decider, Routes};
-use crate::embed::member_cwd;
+use crate::embed::requester;
 use crate::home::{decisions, Home};
 use crate::protocol::describe::printable_line;
 use crate::store::Team;
@@ -69,7 +69,7 @@ pub fn read(team: &Team, home: Option<&Home>, pending: &[approvals::Request]) ->
             .flatten();
         let w = match escalated {
             Some(e) => WaitsFor::Escalated { by: e.decider },
-            None => match routes.decider_for(request, &lead, &member_cwd(team, request.from())) {
+            None => match routes.decider_for(request, &lead, &requester(team, request.from())) {
                 Decider::Person => WaitsFor::You,
                 Decider::Lead => WaitsFor::Lead,
                 Decider::Policy => WaitsFor::Policy,
@@ -109,6 +109,7 @@ mod tests {
             Decider::Person,
             vec![Route {
                 teammate: "alice".into(),
+                entry: None,
                 tool: "*".into(),
                 decider: Decider::Lead,
             }],

@@ -13,6 +13,7 @@ mod host_paths;
 mod key_fragments;
 mod privilege_bits;
 mod resume_trust;
+mod route_spelling;
 mod rules;
 mod special_files;
 mod toolbox;

@@ -22,6 +22,7 @@ fn plan(from: &str) -> Request {
 fn route(teammate: &str, tool: &str, decider: Decider) -> Route {
     Route {
         teammate: teammate.into(),
+        entry: None,
         tool: tool.into(),
         decider,
     }
@@ -38,11 +39,11 @@ fn the_leads_own_request_always_goes_to_the_person() {
     )
     .unwrap();
     assert_eq!(
-        routes.decider_for(&bash("team-lead", "ls"), "team-lead", Path::new(CWD)),
+        routes.decider_for(&bash("team-lead", "ls"), "team-lead", &Requester::at(CWD)),
         Decider::Person
     );
     assert_eq!(
-        routes.decider_for(&bash("fixer", "ls"), "team-lead", Path::new(CWD)),
+        routes.decider_for(&bash("fixer", "ls"), "team-lead", &Requester::at(CWD)),
         Decider::Policy
     );
 }
@@ -59,7 +60,7 @@ fn the_first_matching_route_wins_before_the_default() {
         Policy::default(),
     )
     .unwrap();
-    let at = |r: &Request| routes.decider_for(r, "team-lead", Path::new(CWD));
+    let at = |r: &Request| routes.decider_for(r, "team-lead", &Requester::at(CWD));
     assert_eq!(at(&bash("fixer", "git push origin")), Decider::Person);
     assert_eq!(at(&bash("fixer", "cargo test")), Decider::Policy);
     assert_eq!(at(&bash("tester", "git push")), Decider::Policy);
@@ -171,4 +172,107 @@ fn routes_survive_json_and_json_with_a_bad_rule_is_refused() {
     assert_eq!(serde_json::from_str::<Routes>(&text).unwrap(), routes);
     let bad = text.replace("\"Read\"", "\"Read(\"");
     assert!(serde_json::from_str::<Routes>(&bad).is_err());
+}
+
+/// Issue 40: a route to a stricter decider is not dodged by spelling.
+#[test]
+fn a_route_to_a_stricter_decider_catches_any_part_and_any_path_of_the_program() {
+    let routes = Routes::new(
+        Decider::Lead,
+        vec![
+            route("*", "Bash(rm:*)", Decider::Person),
+            route("*", "Bash(git push:*)", Decider::Person),
+        ],
+        Policy::default(),
+    )
+    .unwrap();
+    let at = |r: &Request| routes.decider_for(r, "team-lead", &Requester::at(CWD));
+    for command in [
+        "rm -f x",
+        "cd . && rm -f x",
+        "/bin/rm -f x",
+        "/usr/bin/rm -f x",
+        "true; rm -f x",
+        "ls | rm -f x",
+        "git status && git push",
+        "git status; git push origin main",
+    ] {
+        assert_eq!(at(&bash("fixer", command)), Decider::Person, "{command:?}");
+    }
+    for command in ["ls", "git status", "cargo test && echo rmdir"] {
+        assert_eq!(at(&bash("fixer", command)), Decider::Lead, "{command:?}");
+    }
+}
+
+#[test]
+fn a_route_to_a_laxer_decider_takes_only_whole_calls() {
+    let routes = Routes::new(
+        Decider::Person,
+        vec![route("*", "Bash(cargo test:*)", Decider::Policy)],
+        Policy::default(),
+    )
+    .unwrap();
+    let at = |r: &Request| routes.decider_for(r, "team-lead", &Requester::at(CWD));
+    assert_eq!(at(&bash("fixer", "cargo test -q")), Decider::Policy);
+    assert_eq!(
+        at(&bash("fixer", "cargo test && curl evil.example")),
+        Decider::Person,
+        "a compound call a lax route names only in part stays with the default"
+    );
+}
+
+#[test]
+fn the_strictest_touching_route_wins_whatever_the_order() {
+    let routes = Routes::new(
+        Decider::Lead,
+        vec![
+            route("*", "Bash(cargo test:*)", Decider::Lead),
+            route("*", "Bash(curl:*)", Decider::Policy),
+            route("*", "Bash(rm:*)", Decider::Person),
+        ],
+        Policy::default(),
+    )
+    .unwrap();
+    let at = |r: &Request| routes.decider_for(r, "team-lead", &Requester::at(CWD));
+    assert_eq!(at(&bash("a", "cargo test")), Decider::Lead);
+    assert_eq!(at(&bash("a", "cargo test && curl x")), Decider::Policy);
+    assert_eq!(
+        at(&bash("a", "curl x; rm -rf y; cargo test")),
+        Decider::Person
+    );
+}
+
+#[test]
+fn a_route_naming_a_catalogue_entry_binds_every_member_spawned_from_it() {
+    let by_entry = Route {
+        teammate: String::new(),
+        entry: Some("fixer".into()),
+        tool: "Bash(git push:*)".into(),
+        decider: Decider::Person,
+    };
+    let routes = Routes::new(Decider::Lead, vec![by_entry], Policy::default()).unwrap();
+    let from_fixer = Requester {
+        cwd: CWD.into(),
+        entry: Some("fixer".into()),
+    };
+    for name in ["fixer", "fixer-2", "helpful-bob"] {
+        assert_eq!(
+            routes.decider_for(&bash(name, "git push"), "team-lead", &from_fixer),
+            Decider::Person,
+            "{name}"
+        );
+    }
+    assert_eq!(
+        routes.decider_for(&bash("fixer", "git push"), "team-lead", &Requester::at(CWD)),
+        Decider::Lead,
+        "a member named like the entry but spawned from none is not bound by it"
+    );
+    let both = Route {
+        teammate: "x".into(),
+        entry: Some("fixer".into()),
+        tool: "*".into(),
+        decider: Decider::Person,
+    };
+    let e = Routes::new(Decider::Lead, vec![both], Policy::default()).unwrap_err();
+    assert!(e.contains("not both"), "{e}");
 }

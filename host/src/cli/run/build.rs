@@ -9,14 +9,28 @@
 //! | `build` | `watch` globs under `workdir`, default every file under it | build | build |
 //! | no `build` | the manifest's directory, when the component lies below it | (refused by the manifest check) | warning |
 //!
-//! Never sources: build output and tool directories ([`SKIPPED`]), the
-//! teammates' own directories (a teammate writes there: its files must not
-//! decide what is built), components, the manifest and the home. A walk stops after
-//! [`MAX_FILES`] files (then the component is taken as up to date).
+//! Never sources: build output and tool directories ([`SKIPPED`]), every
+//! directory a teammate can write ([`Manifest::teammate_reachable`] and the
+//! home, compared by real path: a teammate's files must not decide what is
+//! built), components and the manifest. The walk starts at the workdir's
+//! real path and follows no link, so every directory it enters is named by
+//! its real path. A walk stops after [`MAX_FILES`] files (then the
+//! component is taken as up to date).
 //!
-//! The command is the person's own, from the manifest; the teammates'
-//! directories are never its workdir (checked with the manifest), so nothing
-//! a teammate wrote is run.
+//! The command is the person's own, from the manifest. Nothing a teammate
+//! wrote is run or read by it (issue 40):
+//!
+//! 1. its workdir and the path-like words of its command may not lie in a
+//!    directory a teammate can write, by real path: checked with the
+//!    manifest, and again here with the home, just before it runs;
+//! 2. it runs in the workdir's real path (no link left for a teammate to
+//!    turn);
+//! 3. where the host may make a mount namespace (root, as on CI), it runs
+//!    in one of its own in which each of those directories is covered by an
+//!    empty read-only tmpfs, so even a command that reaches one by a route
+//!    no check spells out (`cd work; cd mallory; sh build.sh`) finds
+//!    nothing there. Elsewhere 1 and 2 hold alone, and the build's line
+//!    says so.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -24,7 +38,9 @@ use std::time::{Instant, SystemTime};
 
 use anyhow::Context;
 
-use crate::manifest::{IsolationSpec, Manifest, TeammateSpec};
+use super::build_jail::hider;
+use crate::manifest::reachable::real_path;
+use crate::manifest::{Manifest, Reachable, TeammateSpec};
 
 /// Directories never taken as sources, at any depth.
 const SKIPPED: &[&str] = &[
@@ -47,15 +63,28 @@ pub(super) fn build_stale(file: &Path, m: &Manifest, home: &Path) -> anyhow::Res
     // Compared with the manifest's paths, which are absolute.
     let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let (file, home) = (&absolute(file), &absolute(home));
+    let mut reachable = m.teammate_reachable();
+    reachable.add(home);
     let mut done: Vec<&Path> = Vec::new();
     for t in &m.teammates {
         if done.contains(&t.component.as_path()) {
             continue;
         }
         done.push(&t.component);
-        match (&t.build, staleness(file, m, t, home)) {
+        match (&t.build, staleness(file, m, t, &reachable)) {
             (_, Stale::No) => {}
-            (Some(b), why) => run_build(t, &b.0.command, &b.0.workdir, &why)?,
+            (Some(b), why) => {
+                let who = format!("teammate {:?}", t.name);
+                let problems = b.reach_problems(&who, &reachable);
+                if !problems.is_empty() {
+                    anyhow::bail!(
+                        "refusing to build {}: {}",
+                        t.component.display(),
+                        problems.join("; ")
+                    );
+                }
+                run_build(t, &b.0.command, &b.0.workdir, &why, &reachable)?
+            }
             (None, Stale::Older(source)) => eprintln!(
                 "warning: {} is older than its source {} (changed after the build): rebuild it, or give teammate {:?} a build command in the manifest (build = \"cargo build --release\") so that `teamhost run` rebuilds it",
                 t.component.display(),
@@ -77,7 +106,7 @@ enum Stale {
     Older(PathBuf),
 }
 
-fn staleness(file: &Path, m: &Manifest, t: &TeammateSpec, home: &Path) -> Stale {
+fn staleness(file: &Path, m: &Manifest, t: &TeammateSpec, reachable: &Reachable) -> Stale {
     let Ok(built) = std::fs::metadata(&t.component).and_then(|meta| meta.modified()) else {
         return Stale::Missing;
     };
@@ -89,21 +118,24 @@ fn staleness(file: &Path, m: &Manifest, t: &TeammateSpec, home: &Path) -> Stale 
         None if lies_below(&t.component, base) => (base.to_path_buf(), None),
         None => return Stale::No,
     };
-    let mut excluded: Vec<&Path> = m
+    // The walk names every path by its real path (it starts at the real
+    // root and follows no link), so the exclusions are real paths too.
+    let root = real_path(&root);
+    if reachable.holds_real(&root) {
+        return Stale::No;
+    }
+    let mut excluded: Vec<PathBuf> = m
         .teammates
         .iter()
-        .filter(|o| o.isolation == IsolationSpec::None)
-        .map(|o| o.cwd.as_path())
+        .map(|o| real_path(&o.component))
         .collect();
-    excluded.extend(m.teammates.iter().map(|o| o.component.as_path()));
-    excluded.push(file);
-    excluded.push(home);
+    excluded.push(real_path(file));
     let mut newest: Option<(SystemTime, PathBuf)> = None;
     let mut budget = MAX_FILES;
     walk(
         &root,
         &root,
-        &excluded,
+        &|path| reachable.holds_real(path) || excluded.iter().any(|e| path == e),
         &mut budget,
         &mut |rel, path, modified| {
             if build.is_none_or(|b| b.watches(rel))
@@ -138,7 +170,7 @@ fn lies_below(file: &Path, dir: &Path) -> bool {
 fn walk(
     root: &Path,
     dir: &Path,
-    excluded: &[&Path],
+    excluded: &dyn Fn(&Path) -> bool,
     budget: &mut usize,
     seen: &mut dyn FnMut(&str, &Path, SystemTime),
 ) {
@@ -150,7 +182,7 @@ fn walk(
             return;
         }
         let path = entry.path();
-        if excluded.iter().any(|e| path == *e) {
+        if excluded(&path) {
             continue;
         }
         // Not followed: a link could lead anywhere, a loop forever.
@@ -175,7 +207,15 @@ fn walk(
 /// Runs teammate `t`'s build `command` in `workdir`, its output on stderr,
 /// saying why and how long it took; fails when it fails or leaves no
 /// component.
-fn run_build(t: &TeammateSpec, command: &str, workdir: &Path, why: &Stale) -> anyhow::Result<()> {
+fn run_build(
+    t: &TeammateSpec,
+    command: &str,
+    workdir: &Path,
+    why: &Stale,
+    reachable: &Reachable,
+) -> anyhow::Result<()> {
+    // Its real path: no link left in it for a teammate to turn.
+    let workdir = &real_path(workdir);
     let reason = match why {
         Stale::Older(source) => format!(
             "older than {}",
@@ -188,10 +228,12 @@ fn run_build(t: &TeammateSpec, command: &str, workdir: &Path, why: &Stale) -> an
         .file_name()
         .unwrap_or_default()
         .to_string_lossy();
+    let hider = hider(reachable.real_dirs());
     eprintln!(
-        "building {file} for {} ({reason}): {command}   (in {})",
+        "building {file} for {} ({reason}): {command}   (in {}; {})",
         t.name,
-        workdir.display()
+        workdir.display(),
+        hider.describe()
     );
     let started = Instant::now();
     // Both streams to stderr: stdout stays the run's own (its --json).
@@ -200,12 +242,14 @@ fn run_build(t: &TeammateSpec, command: &str, workdir: &Path, why: &Stale) -> an
         std::io::stderr().as_fd().try_clone_to_owned()
     }
     .context("cannot pass stderr to the build")?;
-    let status = Command::new("sh")
-        .arg("-c")
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
         .arg(command)
         .current_dir(workdir)
         .stdin(Stdio::null())
-        .stdout(stdout)
+        .stdout(stdout);
+    hider.apply(&mut sh);
+    let status = sh
         .status()
         .with_context(|| format!("cannot start the build of {file} (sh -c {command:?})"))?;
     if !status.success() {

@@ -62,6 +62,7 @@
 
 mod adopt;
 mod build;
+mod build_jail;
 mod decisions;
 mod display;
 mod elsewhere;

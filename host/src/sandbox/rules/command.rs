@@ -201,6 +201,44 @@ fn split_loose(command: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// Programs that run the command after them as it is (after their own
+/// options and, for `env`, assignments): a deny rule looks through them.
+const PASS_THROUGH: &[&str] = &["command", "exec", "builtin", "nohup", "time", "env"];
+
+/// A command part as a deny rule reads it (issue 40): leading `NAME=value`
+/// assignments and pass-through programs ([`PASS_THROUGH`], with their
+/// dash options) dropped, and the program named by its file name, so that
+/// `/bin/rm -f x`, `FOO=1 rm x`, `command rm x` and `env -i rm x` are the
+/// `rm` a `Bash(rm:*)` deny rule names. Only deny rules (and approval
+/// routes to a stricter decider) use it: an allow rule still matches the
+/// words as written.
+pub(super) fn program_form(part: &[String]) -> Vec<String> {
+    let mut words = part;
+    loop {
+        let Some((first, rest)) = words.split_first() else {
+            return Vec::new();
+        };
+        let is_assignment = first.split_once('=').is_some_and(|(name, _)| {
+            !name.is_empty() && name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
+        });
+        let program = first.rsplit('/').next().unwrap_or(first);
+        if is_assignment {
+            words = rest;
+        } else if PASS_THROUGH.contains(&program) {
+            let options = rest
+                .iter()
+                .take_while(|w| w.starts_with('-') || (program == "env" && w.contains('=')))
+                .count();
+            words = &rest[options..];
+        } else {
+            let mut out = Vec::with_capacity(words.len());
+            out.push(program.to_string());
+            out.extend(rest.iter().cloned());
+            return out;
+        }
+    }
+}
+
 /// One word as a shell (and [`Command::parse`]) would read it back.
 pub(crate) fn quote_word(word: &str) -> String {
     let plain = !word.is_empty()
@@ -231,6 +269,34 @@ mod tests {
         rules
             .first_deny(&Subject::Command(&Command::parse(command)))
             .is_some()
+    }
+
+    /// Issue 40: a deny rule is not dodged by naming the program another
+    /// way; an allow rule still covers only the words as written.
+    #[test]
+    fn a_deny_rule_catches_the_program_by_any_path_assignment_or_pass_through() {
+        for command in [
+            "rm -f x",
+            "/bin/rm -f x",
+            "/usr/bin/rm -f x",
+            "./../../bin/rm x",
+            "FOO=1 rm x",
+            "command rm x",
+            "exec /bin/rm x",
+            "env -i A=b rm x",
+            "nohup time rm x",
+            "cd . && /bin/rm -f x",
+        ] {
+            assert!(denies_command(&["Bash(rm:*)"], command), "{command:?}");
+        }
+        for command in ["rmdir x", "echo rm", "ls /bin/rm", "FOO=rm ls"] {
+            assert!(!denies_command(&["Bash(rm:*)"], command), "{command:?}");
+        }
+        assert!(denies_command(
+            &["Bash(git push:*)"],
+            "/usr/bin/git push origin"
+        ));
+        assert!(!allows_command(&["Bash(rm:*)"], "/bin/rm x"));
     }
 
     #[test]

@@ -403,8 +403,10 @@ impl Rule {
                                     && !command.parts.is_empty()
                                     && command.parts.iter().all(|p| self.matches_words(p))
                             } else {
-                                command.parts.iter().any(|p| self.matches_words(p))
-                                    || command.loose.iter().any(|p| self.matches_words(p))
+                                command.parts.iter().chain(&command.loose).any(|p| {
+                                    self.matches_words(p)
+                                        || self.matches_words(&command::program_form(p))
+                                })
                             }
                         }
                         Some(Specifier::Path(_) | Specifier::Opaque(_)) => false,
