@@ -90,29 +90,11 @@ pub fn normalise(path: &Path) -> PathBuf {
     out
 }
 
-/// The real path of `path`: its longest existing ancestor canonicalised
-/// (links and `..` resolved by the kernel), then the rest normalised.
+/// The real path of `path`: [`crate::layout::canonical`] (its nearest
+/// existing ancestor canonicalised, links and `..` resolved by the kernel,
+/// the rest appended).
 pub fn real_path(path: &Path) -> PathBuf {
-    let path = absolute(path);
-    let mut existing = path.as_path();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = std::fs::canonicalize(existing) {
-            let mut out = real;
-            for c in rest.iter().rev() {
-                out.push(c);
-            }
-            return normalise(&out);
-        }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_os_string());
-                existing = parent;
-            }
-            // `..` at the end, or the root: resolve what we can lexically.
-            _ => return normalise(&path),
-        }
-    }
+    crate::layout::canonical(path)
 }
 
 #[cfg(test)]
