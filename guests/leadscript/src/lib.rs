@@ -14,17 +14,21 @@
 //! | `task SUBJECT…` | `tasks.create` |
 //! | `wait-request plan\|permission` | waits (ends the turn, looks again next turn) for a waiting request of that kind from a teammate; remembers its id |
 //! | `answer-plan approve [MODE]` / `answer-plan reject FEEDBACK…` | answers the remembered plan |
-//! | `answer-permission allow\|deny [REASON…]` | answers the remembered permission request |
-//! | `answer-plan-id ID approve [MODE]` / `answer-permission-id ID allow\|deny` | answers an id given in the script |
+//! | `answer-permission allow\|deny [REASON…]` / `answer-permission allow-input TEXT…` | answers the remembered permission request (`allow-input`: with the replacement input `{"note":TEXT}`) |
+//! | `answer-plan-id ID approve [MODE]` / `answer-permission-id ID allow\|deny\|allow-input …` | answers an id given in the script |
+//! | `repeat N COMMAND…` | runs COMMAND N times (not a wait) |
 //! | `own-plan` | submits a plan itself (`messaging.request-plan-approval`, the lead in plan mode); remembers its id |
 //! | `raw-plan NAME approve [MODE]` | answers the remembered plan through `messaging.respond-plan-approval` (the seat's path too) |
-//! | `shutdown NAME` / `raw-shutdown NAME` | `leading.shutdown` / `messaging.request-shutdown` |
+//! | `shutdown NAME [REASON…]` / `raw-shutdown NAME` | `leading.shutdown` / `messaging.request-shutdown` |
 //! | `wait-gone NAME` | waits until NAME is no longer a teammate |
 //! | `wait-message NAME TEXT…` | waits until a plain message from NAME containing TEXT has come |
 //! | `teammates` / `pending` | prints them |
 //! | `delete` | `leading.delete-team` |
 //! | `echo TEXT…` | prints TEXT |
 //! | `say NAME TEXT…` | `messaging.send` |
+//!
+//! A word `big:N` anywhere stands for N `x` characters (the hostile tests'
+//! oversized texts).
 //!
 //! A shutdown request (when it runs as a teammate) is approved.
 //!
@@ -118,8 +122,22 @@ impl Guest for LeadScript {
     }
 }
 
+/// `line` with each word `big:N` replaced by N `x` characters.
+fn expand(line: &str) -> String {
+    line.split_whitespace()
+        .map(
+            |w| match w.strip_prefix("big:").and_then(|n| n.parse().ok()) {
+                Some(n) => "x".repeat(n),
+                None => w.to_string(),
+            },
+        )
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Runs one command; `false` when it waits.
 fn run(script: &mut Script, line: &str) -> bool {
+    let line = expand(line);
     let words: Vec<&str> = line.split_whitespace().collect();
     let (cmd, args) = (words[0], &words[1..]);
     let rest = |from: usize| args.get(from..).unwrap_or_default().join(" ");
@@ -214,11 +232,19 @@ fn run(script: &mut Script, line: &str) -> bool {
         }
         "shutdown" => {
             let name = args.first().copied().unwrap_or("");
-            report(
-                cmd,
-                leading::shutdown(name, Some("the script is done")),
-                |id| id,
-            );
+            let reason = if args.len() > 1 {
+                rest(1)
+            } else {
+                "the script is done".into()
+            };
+            report(cmd, leading::shutdown(name, Some(&reason)), |id| id);
+        }
+        "repeat" => {
+            let times: usize = args.first().and_then(|n| n.parse().ok()).unwrap_or(0);
+            let command = rest(1);
+            for _ in 0..times {
+                run(script, &command);
+            }
         }
         "raw-shutdown" => {
             let name = args.first().copied().unwrap_or("");
@@ -327,9 +353,14 @@ fn answer_plan(cmd: &str, id: &str, args: &[&str]) {
 }
 
 fn answer_permission(cmd: &str, id: &str, args: &[&str]) {
+    let text = args.get(1..).unwrap_or_default().join(" ");
     let answer = match args.first() {
         Some(&"allow") => PermissionAnswer::Allow(None),
-        _ => PermissionAnswer::Deny(args.get(1..).unwrap_or_default().join(" ")),
+        Some(&"allow-input") => {
+            let text = text.replace('\\', "\\\\").replace('"', "\\\"");
+            PermissionAnswer::Allow(Some(format!("{{\"note\":\"{text}\"}}")))
+        }
+        _ => PermissionAnswer::Deny(text),
     };
     report(cmd, leading::answer_permission(id, &answer), |()| {
         id.to_string()

@@ -115,6 +115,7 @@ pub(crate) struct Ready {
     auto_claim: bool,
     handles: RunnerHandles,
     stopping: crate::runtime::Stopping,
+    budget: Arc<crate::runtime::TreeBudget>,
 }
 
 /// Builds the sandboxed instance of the registered `member`, in named
@@ -163,7 +164,7 @@ pub(crate) async fn instantiate(
     }
     budget.keep_in(kept.spent.clone());
     // Sub-agents (issue 15): made from this teammate's own parts.
-    let seat = seat_config(env, req, &agent, shared, &prepared.dir, budget);
+    let seat = seat_config(env, req, &agent, shared, &prepared.dir, budget.clone());
     agent.fixed.subagents = Some(crate::subagents::Seat::new(seat));
     // A failure lets go of the wake registration and names the component.
     let instance = match Instance::new(env.runtime, &pre, agent, &instance).await {
@@ -183,6 +184,7 @@ pub(crate) async fn instantiate(
         auto_claim: req.settings.auto_claim,
         handles,
         stopping,
+        budget,
     })
 }
 
@@ -370,6 +372,18 @@ fn runner(
 }
 
 impl Ready {
+    /// The budgets the teammate shares with its tree over its life (a lead's
+    /// seat counts what it writes for the lead here).
+    pub(crate) fn budget(&self) -> &Arc<crate::runtime::TreeBudget> {
+        &self.budget
+    }
+
+    /// The count of turns the runner has started (each turn adds one as it
+    /// begins).
+    pub(crate) fn turns(&self) -> Arc<AtomicU64> {
+        self.runner.links.turns.clone()
+    }
+
     /// Starts the runner as a tokio task.
     pub(crate) fn run(self, env: &SpawnEnv<'_>) -> Spawned {
         let Ready {
@@ -383,6 +397,7 @@ impl Ready {
                     state,
                 },
             stopping,
+            budget: _,
         } = self;
         let turns = runner.links.turns.clone();
         let busy = runner.links.busy.clone();

@@ -136,6 +136,20 @@ pub fn decide(
     request_id: &str,
     answer: Answer,
 ) -> Result<Decision, DecideError> {
+    decide_recording(home, team, answerer, request_id, answer, true)
+}
+
+/// [`decide`], recording a refusal as an escalation only when
+/// `record_refusal`: a lead past its limits of refused answers is refused
+/// all the same, without another synced write in the home.
+pub(crate) fn decide_recording(
+    home: &Home,
+    team: &Team,
+    answerer: &Answerer,
+    request_id: &str,
+    answer: Answer,
+    record_refusal: bool,
+) -> Result<Decision, DecideError> {
     let request = approvals::find_request(team, request_id).map_err(|e| match e {
         Error::Approval(m) => DecideError::NotFound(m),
         other => DecideError::Failed(other),
@@ -147,8 +161,10 @@ pub fn decide(
         .lead_name()
         .to_string();
     if let Some(why) = refusal(home, team, answerer, &request, &answer, &lead) {
-        let escalation = Decision::escalated(&request, answerer.decider(), &why);
-        decisions::escalate(home, team.name(), &escalation).map_err(DecideError::Failed)?;
+        if record_refusal {
+            let escalation = Decision::escalated(&request, answerer.decider(), &why);
+            decisions::escalate(home, team.name(), &escalation).map_err(DecideError::Failed)?;
+        }
         return Err(DecideError::Escalated(format!(
             "{request_id} is not {}'s to decide: {why}; escalated to the person",
             by_whom(answerer.decider())

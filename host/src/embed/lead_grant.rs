@@ -10,7 +10,11 @@
 //! | allow rules | the entry's allow rules (same text) | the lead's allow rules (same text), except a `delegate` or `bypassPermissions` lead | the entry's, narrowed to the lead's |
 //! | deny rules | always the entry's | always the lead's | both |
 //! | model | one of `models` | one of the lead's model policy's | the entry's first |
-//! | budget (US$) | `budget_usd` | what is left of the lead's model budget after the budgets it gave | the entry's |
+//! | budget (US$) | `budget_usd` | what is left of the lead's model budget (the one its broker keeps, the default US$1 included) after the budgets it gave | the entry's, else the default the broker will give the teammate's model: charged all the same |
+//!
+//! Budgets are counted in microdollars; an amount that is not one (not
+//! finite, negative, or more than a `u64` of microdollars holds) is
+//! refused, never cut to fit.
 //!
 //! **A `delegate` lead** may not use a file tool itself, yet exists to hand
 //! work out: its mode and allow rules are no ceiling, and what it may give
@@ -19,6 +23,7 @@
 //! `bypassPermissions` lead runs every tool unasked, so its allow rules are
 //! no ceiling either.
 
+use crate::model::policy::{microdollars_text, usd_to_microdollars};
 use crate::runtime::lead_host::LeadSpawn;
 use crate::sandbox::{PermissionMode, ToolRules};
 pub use crate::subagents::narrow::mode_at_most;
@@ -34,9 +39,10 @@ pub struct LeadGrant {
     pub rules: ToolRules,
     /// The model aliases it may use.
     pub models: Vec<String>,
-    /// What is left of its model budget to give, in US dollars (`None`: it
-    /// has no budget of its own, so none bounds a spawn).
-    pub budget_left_usd: Option<f64>,
+    /// What is left of its model budget to give, in microdollars (`None`:
+    /// it has no budget of its own, so none bounds a spawn). Its budget is
+    /// the one its broker keeps ([`crate::model::ModelHub::budget_for`]).
+    pub budget_left_microdollars: Option<u64>,
 }
 
 /// What a spawned teammate gets.
@@ -49,17 +55,30 @@ pub struct Granted {
     pub rules: ToolRules,
     /// Its model alias.
     pub model: Option<String>,
-    /// Its model budget in US dollars.
-    pub budget_usd: Option<f64>,
+    /// Its model budget in microdollars: what it will be held to and what
+    /// the lead's purse is charged.
+    pub budget_microdollars: Option<u64>,
 }
 
 /// The grant for `ask` from `entry` by `lead`, or why it is wider.
-pub fn grant(entry: &CatalogueEntry, lead: &LeadGrant, ask: &LeadSpawn) -> Result<Granted, String> {
+/// `unset_budget` says what cost budget a teammate given no budget gets
+/// with a model alias (the broker's rule,
+/// [`crate::model::ModelHub::budget_for`]): that is what it is charged.
+pub fn grant(
+    entry: &CatalogueEntry,
+    lead: &LeadGrant,
+    ask: &LeadSpawn,
+    unset_budget: &dyn Fn(&str) -> Option<u64>,
+) -> Result<Granted, String> {
+    let mode = mode(entry, lead, ask.mode)?;
+    let rules = rules(entry, lead, ask.tools.as_deref())?;
+    let model = model(entry, lead, ask.model.as_deref())?;
+    let budget_microdollars = budget(entry, lead, ask.budget_usd, model.as_deref(), unset_budget)?;
     Ok(Granted {
-        mode: mode(entry, lead, ask.mode)?,
-        rules: rules(entry, lead, ask.tools.as_deref())?,
-        model: model(entry, lead, ask.model.as_deref())?,
-        budget_usd: budget(entry, lead, ask.budget_usd)?,
+        mode,
+        rules,
+        model,
+        budget_microdollars,
     })
 }
 
@@ -173,27 +192,54 @@ fn budget(
     entry: &CatalogueEntry,
     lead: &LeadGrant,
     asked: Option<f64>,
-) -> Result<Option<f64>, String> {
-    let Some(usd) = asked.or(entry.budget_usd) else {
+    model: Option<&str>,
+    unset_budget: &dyn Fn(&str) -> Option<u64>,
+) -> Result<Option<u64>, String> {
+    let most = entry
+        .budget_usd
+        .map(|usd| {
+            usd_to_microdollars(usd).map_err(|e| format!("catalogue entry {:?}: {e}", entry.name))
+        })
+        .transpose()?;
+    let asked = asked
+        .map(|usd| usd_to_microdollars(usd).map_err(|e| format!("the spawn's {e}")))
+        .transpose()?;
+    let given = asked.or(most);
+    if let (Some(given), Some(most)) = (given, most) {
+        if given > most {
+            return Err(format!(
+                "budget {} is more than catalogue entry {:?} allows: at most {}",
+                microdollars_text(given),
+                entry.name,
+                microdollars_text(most)
+            ));
+        }
+    }
+    // A teammate without a model spends nothing.
+    let Some(model) = model else {
         return Ok(None);
     };
-    if !usd.is_finite() || usd < 0.0 {
-        return Err(format!(
-            "budget {usd} is not an amount of US dollars (0 or more)"
-        ));
+    let (budget, unset) = match given {
+        Some(b) => (Some(b), false),
+        None => (unset_budget(model), true),
+    };
+    match (budget, lead.budget_left_microdollars) {
+        (Some(b), Some(left)) if b > left => Err(if unset {
+            format!(
+                "no budget given, so the teammate would get the default cost budget of {} for model {model:?}, \
+                 more than the lead has left to give: at most {}; give a budget_usd that fits",
+                microdollars_text(b),
+                microdollars_text(left)
+            )
+        } else {
+            format!(
+                "budget {} is more than the lead has left to give: at most {}",
+                microdollars_text(b),
+                microdollars_text(left)
+            )
+        }),
+        _ => Ok(budget),
     }
-    if let Some(most) = entry.budget_usd.filter(|most| usd > *most) {
-        return Err(format!(
-            "budget US${usd} is more than catalogue entry {:?} allows: at most US${most}",
-            entry.name
-        ));
-    }
-    if let Some(left) = lead.budget_left_usd.filter(|left| usd > *left) {
-        return Err(format!(
-            "budget US${usd} is more than the lead has left to give: at most US${left}"
-        ));
-    }
-    Ok(Some(usd))
 }
 
 #[cfg(test)]
@@ -216,8 +262,13 @@ mod tests {
             mode,
             rules: ToolRules::new(["Read", "Edit"], ["Bash(rm:*)"]).unwrap(),
             models: vec!["fast".into()],
-            budget_left_usd: Some(1.5),
+            budget_left_microdollars: Some(1_500_000),
         }
+    }
+
+    /// No default budget for any model.
+    fn none(_: &str) -> Option<u64> {
+        None
     }
 
     fn ask() -> LeadSpawn {
@@ -232,23 +283,23 @@ mod tests {
     #[test]
     fn unasked_values_are_the_entrys_narrowed_to_the_lead() {
         let mut l = lead(Default);
-        l.budget_left_usd = Some(5.0);
-        let g = grant(&entry(), &l, &ask()).unwrap();
+        l.budget_left_microdollars = Some(5_000_000);
+        let g = grant(&entry(), &l, &ask(), &none).unwrap();
         assert_eq!(g.mode, Default);
         assert_eq!(g.rules.allowed_texts(), ["Read", "Edit"]);
         assert_eq!(g.rules.disallowed_texts(), ["WebFetch", "Bash(rm:*)"]);
         assert_eq!(g.model.as_deref(), Some("fast"));
-        assert_eq!(g.budget_usd, Some(2.0));
+        assert_eq!(g.budget_microdollars, Some(2_000_000));
         // The entry's budget is more than the lead has left: refused, not cut.
-        let e = grant(&entry(), &lead(Default), &ask()).unwrap_err();
+        let e = grant(&entry(), &lead(Default), &ask(), &none).unwrap_err();
         assert!(e.contains("left to give"), "{e}");
     }
 
     #[test]
     fn a_delegate_lead_gives_what_the_catalogue_allows() {
         let mut l = lead(Delegate);
-        l.budget_left_usd = None;
-        let g = grant(&entry(), &l, &ask()).unwrap();
+        l.budget_left_microdollars = None;
+        let g = grant(&entry(), &l, &ask(), &none).unwrap();
         assert_eq!(g.mode, AcceptEdits);
         assert_eq!(
             g.rules.allowed_texts(),
@@ -265,13 +316,13 @@ mod tests {
     fn a_mode_wider_than_the_entry_or_the_lead_is_refused_naming_the_most() {
         let mut a = ask();
         a.mode = Some(BypassPermissions);
-        let e = grant(&entry(), &lead(Delegate), &a).unwrap_err();
+        let e = grant(&entry(), &lead(Delegate), &a, &none).unwrap_err();
         assert!(
             e.contains("wider than catalogue entry") && e.contains("acceptEdits"),
             "{e}"
         );
         a.mode = Some(AcceptEdits);
-        let e = grant(&entry(), &lead(Default), &a).unwrap_err();
+        let e = grant(&entry(), &lead(Default), &a, &none).unwrap_err();
         assert!(
             e.contains("lead's own mode") && e.contains("at most default"),
             "{e}"
@@ -282,13 +333,13 @@ mod tests {
     fn more_tools_than_the_entry_or_the_lead_are_refused() {
         let mut a = ask();
         a.tools = Some(vec!["Write".into()]);
-        let e = grant(&entry(), &lead(Delegate), &a).unwrap_err();
+        let e = grant(&entry(), &lead(Delegate), &a, &none).unwrap_err();
         assert!(
             e.contains("\"Write\"") && e.contains("catalogue entry"),
             "{e}"
         );
         a.tools = Some(vec!["Bash(cargo test:*)".into()]);
-        let e = grant(&entry(), &lead(Default), &a).unwrap_err();
+        let e = grant(&entry(), &lead(Default), &a, &none).unwrap_err();
         assert!(e.contains("lead's own rules"), "{e}");
     }
 
@@ -296,11 +347,11 @@ mod tests {
     fn a_model_the_entry_or_the_lead_lacks_is_refused() {
         let mut a = ask();
         a.model = Some("huge".into());
-        assert!(grant(&entry(), &lead(Default), &a)
+        assert!(grant(&entry(), &lead(Default), &a, &none)
             .unwrap_err()
             .contains("catalogue entry"));
         a.model = Some("smart".into());
-        assert!(grant(&entry(), &lead(Default), &a)
+        assert!(grant(&entry(), &lead(Default), &a, &none)
             .unwrap_err()
             .contains("the lead may use itself"));
     }
@@ -309,19 +360,64 @@ mod tests {
     fn a_bigger_budget_than_the_entry_or_what_the_lead_has_left_is_refused() {
         let mut a = ask();
         a.budget_usd = Some(3.0);
-        assert!(grant(&entry(), &lead(Default), &a)
+        assert!(grant(&entry(), &lead(Default), &a, &none)
             .unwrap_err()
             .contains("at most US$2"));
         a.budget_usd = Some(1.75);
-        assert!(grant(&entry(), &lead(Default), &a)
+        assert!(grant(&entry(), &lead(Default), &a, &none)
             .unwrap_err()
             .contains("left to give: at most US$1.5"));
         a.budget_usd = Some(f64::NAN);
-        assert!(grant(&entry(), &lead(Default), &a).is_err());
+        assert!(grant(&entry(), &lead(Default), &a, &none).is_err());
         a.budget_usd = Some(1.0);
         assert_eq!(
-            grant(&entry(), &lead(Default), &a).unwrap().budget_usd,
-            Some(1.0)
+            grant(&entry(), &lead(Default), &a, &none)
+                .unwrap()
+                .budget_microdollars,
+            Some(1_000_000)
+        );
+    }
+
+    #[test]
+    fn an_amount_that_is_not_microdollars_is_refused_never_saturated() {
+        let mut l = lead(Delegate);
+        l.budget_left_microdollars = None;
+        let mut e = entry();
+        e.budget_usd = None;
+        let mut a = ask();
+        for usd in [1e308, f64::INFINITY, -1.0] {
+            a.budget_usd = Some(usd);
+            let err = grant(&e, &l, &a, &none).unwrap_err();
+            assert!(err.starts_with("the spawn's budget_usd"), "{err}");
+        }
+        // A catalogue entry's own amount is held to the same rule.
+        e.budget_usd = Some(1e300);
+        a.budget_usd = None;
+        let err = grant(&e, &l, &a, &none).unwrap_err();
+        assert!(err.contains("catalogue entry \"worker\""), "{err}");
+    }
+
+    #[test]
+    fn an_unset_budget_is_charged_as_the_default_the_teammate_will_get() {
+        let default = |_: &str| Some(1_000_000);
+        let mut e = entry();
+        e.budget_usd = None;
+        let mut l = lead(Default);
+        l.budget_left_microdollars = Some(1_000_000);
+        let g = grant(&e, &l, &ask(), &default).unwrap();
+        assert_eq!(g.budget_microdollars, Some(1_000_000));
+        l.budget_left_microdollars = Some(999_999);
+        let err = grant(&e, &l, &ask(), &default).unwrap_err();
+        assert!(
+            err.contains("default cost budget of US$1")
+                && err.contains("at most US$0.999999")
+                && err.contains("budget_usd"),
+            "{err}"
+        );
+        // A free or unpriced model gets no cost budget: nothing to charge.
+        assert_eq!(
+            grant(&e, &l, &ask(), &none).unwrap().budget_microdollars,
+            None
         );
     }
 }

@@ -8,32 +8,45 @@
 //! | call | does | refuses |
 //! |---|---|---|
 //! | `create_team` | forms the team (its description) | `conflict` when formed; a different name is ignored and said so |
-//! | `spawn` | [`Host::spawn`](super::Host::spawn) with the entry's component, granted by [`lead_grant`](super::lead_grant) | `conflict` before `create_team` or for a taken name; `not-found` outside the catalogue; `denied` wider than the entry or the lead, or past `max_teammates` at once |
+//! | `spawn` | [`Host::spawn`](super::Host::spawn) with the entry's component, granted by [`lead_grant`](super::lead_grant) from the budget the broker keeps for the lead | `conflict` before `create_team` or for a taken name; `not-found` outside the catalogue; `denied` wider than the entry or the lead, past `max_teammates` at once or `max_spawns_total` over its life |
 //! | `answer_*` | [`answer_through_host`] | `not-found` for an id not in this team; `denied` for the lead's own request (the person answers it) or a plan mode wider than the lead's; `conflict` once answered |
 //! | `shutdown` | a `shutdown_request` from the lead | `not-found` for a non-member |
 //! | `delete_team` | [`Host::delete_team`](super::Host::delete_team), then ends the lead's run | `conflict` while a teammate is a member |
+//!
+//! **What the seat writes is bounded.** Every text of the lead's the seat
+//! writes into the team (the description, a spawn prompt, a shutdown
+//! reason, a denial reason, plan feedback, a replacement input) is held to
+//! the lead's `max_message_bytes` (`invalid`) and counted against its
+//! `max_team_bytes_total` with its own messages (`denied` past it). A
+//! refused answer is recorded as an escalation at most
+//! `max_refused_answers_per_turn` times a turn and
+//! `max_refused_answers_total` times in the lead's life; later ones are
+//! refused all the same, unrecorded (the request still waits for the
+//! person). Each refusal names the manifest key that raises its limit.
 //!
 //! The guest's text reaches files and the person's screen only as data: a
 //! description, a name or a reason is stored as JSON and the live view
 //! escapes what it shows.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use super::api::Inner;
-use super::decide::{decide, member_cwd, requester, routes_of, Answerer, DecideError};
+use super::decide::{decide_recording, member_cwd, requester, routes_of, Answerer, DecideError};
 use super::lead_grant::{self, LeadGrant};
 use super::lead_spec::{CatalogueEntry, LeadSpec};
 use super::{Host, SpawnRequest, TeammateSettings};
 use crate::approvals::{self, Answer, Decider, Decision, PermitAnswer, PlanAnswer, Request};
 use crate::error::Error;
 use crate::home::decisions;
+use crate::model::ModelPolicy;
 use crate::protocol::{ShutdownRequest, WireMessage};
 use crate::runtime::lead_host::{
     BoxFuture, Caller, CatalogueView, LeadError, LeadHost, LeadSpawn, PendingKind, PendingView,
     TeammateView,
 };
+use crate::runtime::TreeBudget;
 use crate::sandbox::PermissionMode;
 use crate::store::{OutgoingMessage, Team};
 use crate::teammate::TeammateState;
@@ -59,8 +72,65 @@ pub struct LeadSeat {
     /// Teammates this lead asked to shut down (a delete waits for those
     /// that approved).
     asked_to_stop: Mutex<std::collections::HashSet<String>>,
-    /// The model budgets it gave, in US dollars.
-    given_usd: Mutex<f64>,
+    /// The model budgets it gave, in microdollars (a teammate's budget
+    /// stays given when it stops: a budget is for its whole life).
+    given: Mutex<u64>,
+    /// Teammates it spawned over its life, against `max_spawns_total`.
+    spawns: AtomicUsize,
+    /// Its answers refused so far, against the refusal limits.
+    refusals: Mutex<RefusalCount>,
+    /// The lead's own budgets and turn count, attached once its instance
+    /// is built ([`LeadSeat::attach`]).
+    meters: OnceLock<SeatMeters>,
+}
+
+/// What the seat counts in the lead's own instance.
+struct SeatMeters {
+    /// The lead's tree budget: what the seat writes is team bytes there.
+    budget: Arc<TreeBudget>,
+    /// The turns the lead's runner has started.
+    turns: Arc<AtomicU64>,
+}
+
+/// A lead's refused answers, this turn and over its life.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct RefusalCount {
+    /// The turn `this_turn` counts.
+    turn: u64,
+    this_turn: u32,
+    total: u32,
+}
+
+impl RefusalCount {
+    /// `Ok` while a refusal in `turn` may still be recorded; else which
+    /// limit it passed, with the manifest key that raises it.
+    fn quota(&self, turn: u64, per_turn: u32, total: u32) -> Result<(), String> {
+        let this_turn = if self.turn == turn { self.this_turn } else { 0 };
+        if self.total >= total {
+            Err(format!(
+                "the lead's answers were refused {} times in its life, its limit of recorded \
+                 refusals ([lead] max_refused_answers_total = {total})",
+                self.total
+            ))
+        } else if this_turn >= per_turn {
+            Err(format!(
+                "the lead's answers were refused {this_turn} times this turn, its limit of \
+                 recorded refusals per turn ([lead] max_refused_answers_per_turn = {per_turn})"
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Counts one refusal in `turn`.
+    fn count(&mut self, turn: u64) {
+        if self.turn != turn {
+            self.turn = turn;
+            self.this_turn = 0;
+        }
+        self.this_turn = self.this_turn.saturating_add(1);
+        self.total = self.total.saturating_add(1);
+    }
 }
 
 impl LeadSeat {
@@ -73,7 +143,117 @@ impl LeadSeat {
             ended: AtomicBool::new(false),
             spawned: Mutex::new(HashMap::new()),
             asked_to_stop: Mutex::new(Default::default()),
-            given_usd: Mutex::new(0.0),
+            given: Mutex::new(0),
+            spawns: AtomicUsize::new(0),
+            refusals: Mutex::new(RefusalCount::default()),
+            meters: OnceLock::new(),
+        }
+    }
+
+    /// Gives the seat the lead's own tree budget and turn count (once,
+    /// before the lead's first turn): what the seat writes for the lead is
+    /// counted there, and its refusals per turn by those turns.
+    pub(super) fn attach(&self, budget: Arc<TreeBudget>, turns: Arc<AtomicU64>) {
+        if self.meters.set(SeatMeters { budget, turns }).is_err() {
+            tracing::warn!("a lead seat was attached twice; the first meters stay");
+        }
+    }
+
+    /// The lead's turn now (0 before it is attached).
+    fn turn(&self) -> u64 {
+        self.meters
+            .get()
+            .map_or(0, |m| m.turns.load(Ordering::Relaxed))
+    }
+
+    /// Holds `text` of the lead's, which the seat is about to write into
+    /// the team as `what`, to the lead's message limit; `invalid` naming
+    /// the limit and its key when it is bigger. Nothing is counted.
+    fn check_text(&self, what: &str, text: &str) -> Result<(), LeadError> {
+        self.spec
+            .settings
+            .limits
+            .check_message(what, text.len())
+            .map_err(|e| {
+                LeadError::Invalid(format!(
+                    "{e}; nothing was written (raise it with [lead.limits] max_message_bytes)"
+                ))
+            })
+    }
+
+    /// [`check_text`](Self::check_text), then counts `text` against the
+    /// lead's `max_team_bytes_total` with everything else it wrote to the
+    /// team; `denied` naming the key past it.
+    fn count_text(&self, what: &str, text: &str) -> Result<(), LeadError> {
+        self.check_text(what, text)?;
+        let Some(meters) = self.meters.get() else {
+            return Ok(());
+        };
+        meters
+            .budget
+            .count_team_bytes(what, text.len() as u64)
+            .map_err(|_| {
+                LeadError::Denied(format!(
+                    "team-bytes limit: {what} ({} bytes) would bring what the lead wrote to the \
+                     team past {} bytes ([lead.limits] team_total_mb); nothing was written",
+                    text.len(),
+                    meters.budget.limits().max_team_bytes_total
+                ))
+            })
+    }
+
+    /// Whether a refusal now may still be recorded as an escalation.
+    fn refusal_quota(&self) -> Result<(), String> {
+        self.refusals.lock().expect("refusals lock").quota(
+            self.turn(),
+            self.spec.max_refused_answers_per_turn,
+            self.spec.max_refused_answers_total,
+        )
+    }
+
+    /// Counts a refused answer of `request`, recorded as an escalation
+    /// while `quota` allows; past it, the refusal says which limit kept it
+    /// off the record.
+    fn refused(
+        &self,
+        request: &Request,
+        refusal: LeadError,
+        quota: &Result<(), String>,
+    ) -> LeadError {
+        self.refusals
+            .lock()
+            .expect("refusals lock")
+            .count(self.turn());
+        match quota {
+            Ok(()) => {
+                if let Ok(host) = self.host() {
+                    record_escalation(&host, &self.team, request, &refusal.to_string());
+                }
+                refusal
+            }
+            Err(limit) => unrecorded(refusal, limit),
+        }
+    }
+
+    /// Counts a refusal [`decide`](super::decide::decide) made (and
+    /// recorded, while `quota` allowed).
+    fn decided_refusal(
+        &self,
+        result: Result<(), LeadError>,
+        quota: &Result<(), String>,
+    ) -> Result<(), LeadError> {
+        match result {
+            Err(refusal @ LeadError::Denied(_)) => {
+                self.refusals
+                    .lock()
+                    .expect("refusals lock")
+                    .count(self.turn());
+                Err(match quota {
+                    Ok(()) => refusal,
+                    Err(limit) => unrecorded(refusal, limit),
+                })
+            }
+            other => other,
         }
     }
 
@@ -116,17 +296,18 @@ impl LeadSeat {
         }
     }
 
-    /// The lead's own grant now.
-    fn lead_grant(&self, caller: &Caller) -> LeadGrant {
+    /// The lead's own grant now, `given` microdollars already given: its
+    /// budget is the one its broker keeps (the default included).
+    fn lead_grant(&self, caller: &Caller, host: &Host, given: u64) -> LeadGrant {
         let policy = self.spec.settings.model_policy.as_ref();
-        let given = *self.given_usd.lock().expect("given lock");
+        let hub = host.inner.opts.models.hub();
         LeadGrant {
             mode: caller.mode,
             rules: caller.rules.clone(),
             models: policy.map(|p| p.allow.clone()).unwrap_or_default(),
-            budget_left_usd: policy
-                .and_then(|p| p.budget_microdollars)
-                .map(|micro| (micro as f64 / 1_000_000.0 - given).max(0.0)),
+            budget_left_microdollars: policy
+                .and_then(|p| hub.budget_for(p))
+                .map(|budget| budget.saturating_sub(given)),
         }
     }
 
@@ -141,9 +322,9 @@ impl LeadSeat {
             .collect())
     }
 
-    /// Finds `id` among this team's requests; refuses the lead's own and
-    /// answered ones.
-    fn answerable(&self, id: &str) -> Result<Request, LeadError> {
+    /// Finds `id` among this team's requests; refuses the lead's own
+    /// (recorded while `quota` allows) and answered ones.
+    fn answerable(&self, id: &str, quota: &Result<(), String>) -> Result<Request, LeadError> {
         let all = approvals::requests(&self.team).map_err(unavailable)?;
         let Some(request) = all.into_iter().find(|r| r.id() == id) else {
             return Err(LeadError::NotFound(format!(
@@ -155,10 +336,7 @@ impl LeadSeat {
                 "{id} is the lead's own request: a lead never answers its own requests; \
                  escalated to the person"
             );
-            if let Ok(host) = self.host() {
-                record_escalation(&host, &self.team, &request, &why);
-            }
-            return Err(LeadError::Denied(why));
+            return Err(self.refused(&request, LeadError::Denied(why), quota));
         }
         let waiting = approvals::pending(&self.team).map_err(unavailable)?;
         if !waiting.iter().any(|r| r.id() == id) {
@@ -182,6 +360,7 @@ impl LeadSeat {
                 "a teammate needs a name and a prompt".into(),
             ));
         }
+        self.check_text("the spawn prompt", &req.prompt)?;
         // A name is a file stem in the team's directory and the teammate's
         // default directory: nothing path-like.
         crate::store::names::agent_file_stem(&req.name)
@@ -201,25 +380,61 @@ impl LeadSeat {
         }
         if members.len() >= self.spec.max_teammates {
             return Err(LeadError::Denied(format!(
-                "the lead may have at most {} teammates at once; shut one down first",
+                "the lead may have at most {} teammates at once; shut one down first \
+                 (or raise [lead] max_teammates)",
                 self.spec.max_teammates
             )));
         }
-        let granted = lead_grant::grant(&entry, &self.lead_grant(&caller), &req)
+        let spawned = self.spawns.load(Ordering::SeqCst);
+        if spawned >= self.spec.max_spawns_total {
+            return Err(LeadError::Denied(format!(
+                "the lead may spawn at most {} teammates over its life and has spawned {spawned} \
+                 (shut-down teammates count too); raise [lead] max_spawns_total to allow more",
+                self.spec.max_spawns_total
+            )));
+        }
+        let host = self.host()?;
+        // What the purse is charged is what the broker will hold the
+        // teammate to: its budget, or the default its model gets.
+        let hub = host.inner.opts.models.hub().clone();
+        let unset_budget = |model: &str| hub.budget_for(&ModelPolicy::new(vec![model.to_string()]));
+        let granted = {
+            let mut given = self.given.lock().expect("given lock");
+            let granted = lead_grant::grant(
+                &entry,
+                &self.lead_grant(&caller, &host, *given),
+                &req,
+                &unset_budget,
+            )
             .map_err(LeadError::Denied)?;
+            self.count_text("the spawn prompt", &req.prompt)?;
+            *given = given.saturating_add(granted.budget_microdollars.unwrap_or(0));
+            granted
+        };
+        // Counted before the spawn runs, whatever its end: every spawn
+        // writes a member, a directory and an inbox.
+        self.spawns.fetch_add(1, Ordering::SeqCst);
+        let charged = granted.budget_microdollars.unwrap_or(0);
+        let give_back = || {
+            let mut given = self.given.lock().expect("given lock");
+            *given = given.saturating_sub(charged);
+        };
         let cwd = match &entry.cwd {
             Some(dir) => dir.clone(),
             None => {
                 let dir = self.spec.work_dir.join(&req.name);
-                std::fs::create_dir_all(&dir).map_err(|e| {
-                    LeadError::Unavailable(format!("cannot make the teammate's directory: {e}"))
-                })?;
+                if let Err(e) = std::fs::create_dir_all(&dir) {
+                    give_back();
+                    return Err(LeadError::Unavailable(format!(
+                        "cannot make the teammate's directory: {e}"
+                    )));
+                }
                 dir
             }
         };
         let model_policy = granted.model.as_ref().map(|m| {
-            let mut p = crate::model::ModelPolicy::new(vec![m.clone()]);
-            p.budget_microdollars = granted.budget_usd.map(|usd| (usd * 1_000_000.0) as u64);
+            let mut p = ModelPolicy::new(vec![m.clone()]);
+            p.budget_microdollars = granted.budget_microdollars;
             p
         });
         let settings = TeammateSettings {
@@ -236,9 +451,6 @@ impl LeadSeat {
         let mut spawn = SpawnRequest::new(&req.name, &entry.component, &req.prompt, cwd);
         spawn.isolation = entry.isolation;
         spawn.settings = settings;
-        let budget = granted.budget_usd.unwrap_or(0.0);
-        *self.given_usd.lock().expect("given lock") += budget;
-        let host = self.host()?;
         match host.spawn(self.team.name(), spawn).await {
             Ok(info) => {
                 self.spawned
@@ -248,7 +460,7 @@ impl LeadSeat {
                 Ok(info.agent_id)
             }
             Err(e) => {
-                *self.given_usd.lock().expect("given lock") -= budget;
+                give_back();
                 Err(unavailable(e))
             }
         }
@@ -348,28 +560,32 @@ impl LeadSeat {
     }
 }
 
-/// The one place a lead's answer reaches the host: [`decide`] as
+/// The one place a lead's answer reaches the host:
+/// [`decide`](super::decide::decide) as
 /// [`Answerer::Lead`] with the lead's grant at the moment of the call, the
 /// same path the person's seat and the policy take (decision 3: one
-/// approval path). A refusal there is recorded as an escalation and the
-/// request stays waiting for the person.
+/// approval path). A refusal there is recorded as an escalation (when
+/// `record_refusal`: the lead is within its limits of refused answers) and
+/// the request stays waiting for the person.
 pub(crate) fn answer_through_host(
     host: &Host,
     team: &Team,
     caller: Caller,
     request_id: &str,
     answer: SeatAnswer,
+    record_refusal: bool,
 ) -> Result<(), LeadError> {
     let answer = match answer {
         SeatAnswer::Permission(a) => Answer::Permit(a),
         SeatAnswer::Plan(a) => Answer::Plan(a),
     };
-    decide(
+    decide_recording(
         host.home(),
         team,
         &Answerer::Lead(caller),
         request_id,
         answer,
+        record_refusal,
     )
     .map(|_| ())
     .map_err(|e| match e {
@@ -382,12 +598,39 @@ pub(crate) fn answer_through_host(
 }
 
 /// Records that the lead was refused `request` before it reached
-/// [`decide`] (its own request, a plan mode wider than its entry), so the
-/// person sees it escalated like every other refusal.
+/// [`decide`](super::decide::decide) (its own request, a plan mode wider
+/// than its entry), so the person sees it escalated like every other
+/// refusal.
 fn record_escalation(host: &Host, team: &Team, request: &Request, why: &str) {
     let escalation = Decision::escalated(request, Decider::Lead, why);
     if let Err(e) = decisions::escalate(host.home(), team.name(), &escalation) {
         tracing::warn!("{}: escalation not recorded: {e}", request.id());
+    }
+}
+
+/// `refusal`, with why it was not recorded as an escalation this time.
+fn unrecorded(refusal: LeadError, limit: &str) -> LeadError {
+    LeadError::Denied(format!(
+        "{refusal} (not recorded again: {limit}; the request still waits for the person)"
+    ))
+}
+
+/// The text of the lead's a permission answer writes to the teammate:
+/// the denial reason or the replacement input.
+fn permit_text(answer: &PermitAnswer) -> Option<(&'static str, String)> {
+    match answer {
+        PermitAnswer::Deny { reason } => Some(("the denial reason", reason.clone())),
+        PermitAnswer::Allow {
+            updated_input,
+            permission_updates,
+        } => {
+            let text: String = updated_input
+                .iter()
+                .chain(permission_updates)
+                .map(|v| v.to_string())
+                .collect();
+            (!text.is_empty()).then_some(("the replacement input", text))
+        }
     }
 }
 
@@ -454,11 +697,20 @@ impl LeadHost for LeadSeat {
         description: Option<String>,
     ) -> BoxFuture<'_, Result<String, LeadError>> {
         Box::pin(async move {
+            if let Some(text) = &description {
+                self.check_text("the team description", text)?;
+            }
             if self.formed.swap(true, Ordering::SeqCst) {
                 return Err(LeadError::Conflict(format!(
                     "team {} is already formed: TeamDelete first",
                     self.team.name()
                 )));
+            }
+            if let Some(text) = &description {
+                if let Err(e) = self.count_text("the team description", text) {
+                    self.formed.store(false, Ordering::SeqCst);
+                    return Err(e);
+                }
             }
             let team = self.team.clone();
             let written = tokio::task::spawn_blocking(move || {
@@ -495,24 +747,32 @@ impl LeadHost for LeadSeat {
         answer: PermitAnswer,
     ) -> BoxFuture<'_, Result<(), LeadError>> {
         Box::pin(async move {
-            let request = self.answerable(&request_id)?;
+            if let Some((what, text)) = permit_text(&answer) {
+                self.check_text(what, &text)?;
+            }
+            let quota = self.refusal_quota();
+            let request = self.answerable(&request_id, &quota)?;
             if !matches!(request, Request::Permission(_)) {
                 return Err(LeadError::Invalid(format!(
                     "{request_id} is a plan: answer it with answer-plan"
                 )));
             }
             let host = self.host()?;
-            if let Err(refused) = self.check_within_entry(&caller, &request, &answer) {
-                record_escalation(&host, &self.team, &request, &refused.to_string());
-                return Err(refused);
+            if let Err(refusal) = self.check_within_entry(&caller, &request, &answer) {
+                return Err(self.refused(&request, refusal, &quota));
             }
-            answer_through_host(
+            if let Some((what, text)) = permit_text(&answer) {
+                self.count_text(what, &text)?;
+            }
+            let answered = answer_through_host(
                 &host,
                 &self.team,
                 caller,
                 &request_id,
                 SeatAnswer::Permission(answer),
-            )
+                quota.is_ok(),
+            );
+            self.decided_refusal(answered, &quota)
         })
     }
 
@@ -523,7 +783,11 @@ impl LeadHost for LeadSeat {
         answer: PlanAnswer,
     ) -> BoxFuture<'_, Result<(), LeadError>> {
         Box::pin(async move {
-            let request = self.answerable(&request_id)?;
+            if let PlanAnswer::Reject { feedback } = &answer {
+                self.check_text("the plan feedback", feedback)?;
+            }
+            let quota = self.refusal_quota();
+            let request = self.answerable(&request_id, &quota)?;
             let Request::Plan(plan) = &request else {
                 return Err(LeadError::Invalid(format!(
                     "{request_id} is a permission request: answer it with answer-permission"
@@ -535,21 +799,23 @@ impl LeadHost for LeadSeat {
                     .unwrap_or("default")
                     .parse()
                     .map_err(|e| LeadError::Invalid(format!("{e}")))?;
-                if let Err(refused) = self.check_plan_mode(&caller, &plan.from, mode) {
-                    if let Ok(host) = self.host() {
-                        record_escalation(&host, &self.team, &request, &refused.to_string());
-                    }
-                    return Err(refused);
+                if let Err(refusal) = self.check_plan_mode(&caller, &plan.from, mode) {
+                    return Err(self.refused(&request, refusal, &quota));
                 }
             }
+            if let PlanAnswer::Reject { feedback } = &answer {
+                self.count_text("the plan feedback", feedback)?;
+            }
             let host = self.host()?;
-            answer_through_host(
+            let answered = answer_through_host(
                 &host,
                 &self.team,
                 caller,
                 &request_id,
                 SeatAnswer::Plan(answer),
-            )
+                quota.is_ok(),
+            );
+            self.decided_refusal(answered, &quota)
         })
     }
 
@@ -559,10 +825,16 @@ impl LeadHost for LeadSeat {
         reason: Option<String>,
     ) -> BoxFuture<'_, Result<String, LeadError>> {
         Box::pin(async move {
+            if let Some(text) = &reason {
+                self.check_text("the shutdown reason", text)?;
+            }
             if name == self.lead_name() || !self.members()?.iter().any(|m| m.name == name) {
                 return Err(LeadError::NotFound(format!(
                     "{name:?} is not a teammate in the lead's team"
                 )));
+            }
+            if let Some(text) = &reason {
+                self.count_text("the shutdown reason", text)?;
             }
             let request = ShutdownRequest::new(&name, self.lead_name(), reason);
             let id = request.request_id.clone();
@@ -737,6 +1009,39 @@ impl LeadSeat {
                 "approving {teammate}'s plan into mode {mode} is more than the lead may give; \
                  escalated to the person"
             )))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_are_recorded_up_to_the_turns_limit_and_again_next_turn() {
+        let mut r = RefusalCount::default();
+        for _ in 0..2 {
+            assert!(r.quota(1, 2, 10).is_ok());
+            r.count(1);
+        }
+        let e = r.quota(1, 2, 10).unwrap_err();
+        assert!(e.contains("[lead] max_refused_answers_per_turn = 2"), "{e}");
+        // A new turn starts a new count; the life's goes on.
+        assert!(r.quota(2, 2, 10).is_ok());
+        r.count(2);
+        assert_eq!((r.this_turn, r.total), (1, 3));
+    }
+
+    #[test]
+    fn refusals_past_the_life_limit_are_not_recorded_in_any_turn() {
+        let mut r = RefusalCount::default();
+        for turn in 0..3 {
+            assert!(r.quota(turn, 10, 3).is_ok());
+            r.count(turn);
+        }
+        for turn in [3, 4] {
+            let e = r.quota(turn, 10, 3).unwrap_err();
+            assert!(e.contains("[lead] max_refused_answers_total = 3"), "{e}");
         }
     }
 }

@@ -12,8 +12,11 @@ use crate::teammate::{Isolation, TeammateSettings};
 /// A team's lead component and its grant.
 ///
 /// [`LeadSpec::new`] fills the defaults: mode `delegate`, no tool rules, no
-/// model, no catalogue, at most [`DEFAULT_MAX_TEAMMATES`] teammates at once,
-/// teammates without a `cwd` of their own working in `{work_dir}/{name}`.
+/// model, no catalogue, at most [`DEFAULT_MAX_TEAMMATES`] teammates at once
+/// and [`DEFAULT_MAX_SPAWNS_TOTAL`] over its life, at most
+/// [`DEFAULT_MAX_REFUSED_ANSWERS_PER_TURN`] refused answers recorded per turn
+/// and [`DEFAULT_MAX_REFUSED_ANSWERS_TOTAL`] over its life, teammates
+/// without a `cwd` of their own working in `{work_dir}/{name}`.
 #[derive(Debug, Clone)]
 pub struct LeadSpec {
     /// The lead component (`.wasm`, the `lead` world).
@@ -34,10 +37,29 @@ pub struct LeadSpec {
     pub catalogue: Vec<CatalogueEntry>,
     /// The most teammates it may have at once.
     pub max_teammates: usize,
+    /// The most teammates it may spawn over its life: a teammate that was
+    /// shut down frees its place among `max_teammates`, not here (the
+    /// manifest's `[lead] max_spawns_total`).
+    pub max_spawns_total: usize,
+    /// The most of its answers refused (escalated to the person) in one
+    /// turn that are recorded as escalations; later refusals of the turn are
+    /// refused without a record (`[lead] max_refused_answers_per_turn`).
+    pub max_refused_answers_per_turn: u32,
+    /// The same over its life (`[lead] max_refused_answers_total`).
+    pub max_refused_answers_total: u32,
 }
 
 /// [`LeadSpec::max_teammates`] by default.
 pub const DEFAULT_MAX_TEAMMATES: usize = 8;
+
+/// [`LeadSpec::max_spawns_total`] by default: four lives of a full team.
+pub const DEFAULT_MAX_SPAWNS_TOTAL: usize = 4 * DEFAULT_MAX_TEAMMATES;
+
+/// [`LeadSpec::max_refused_answers_per_turn`] by default.
+pub const DEFAULT_MAX_REFUSED_ANSWERS_PER_TURN: u32 = 10;
+
+/// [`LeadSpec::max_refused_answers_total`] by default.
+pub const DEFAULT_MAX_REFUSED_ANSWERS_TOTAL: u32 = 200;
 
 impl LeadSpec {
     /// A lead with the documented defaults.
@@ -59,6 +81,9 @@ impl LeadSpec {
             },
             catalogue: Vec::new(),
             max_teammates: DEFAULT_MAX_TEAMMATES,
+            max_spawns_total: DEFAULT_MAX_SPAWNS_TOTAL,
+            max_refused_answers_per_turn: DEFAULT_MAX_REFUSED_ANSWERS_PER_TURN,
+            max_refused_answers_total: DEFAULT_MAX_REFUSED_ANSWERS_TOTAL,
         }
     }
 }

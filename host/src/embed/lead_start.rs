@@ -26,7 +26,7 @@ impl Host {
     ///
     /// Fails before anything is written for a catalogue with two entries of
     /// one name, an entry or lead whose component is missing, or
-    /// `max_teammates` 0; with [`Error::TeamExists`] when the team is
+    /// `max_teammates` or `max_spawns_total` 0; with [`Error::TeamExists`] when the team is
     /// there already; and, the team's config removed again, when the lead's
     /// component cannot be loaded or instantiated.
     pub async fn start_lead(&self, team: &str, spec: LeadSpec) -> Result<TeammateInfo> {
@@ -73,7 +73,7 @@ impl Host {
         t.deliver(LEAD_NAME, OutgoingMessage::new("user", spec.goal.clone()))
             .map_err(undo)?;
         let seat = Arc::new(LeadSeat::new(self, t.clone(), spec));
-        let env = lead_env(env, seat);
+        let env = lead_env(env, seat.clone());
         let log = env.log_dir.join(t.name()).join(format!("{LEAD_NAME}.log"));
         let place = Placement {
             backend_type: "in-process".into(),
@@ -84,6 +84,9 @@ impl Host {
         let ready = assembly::instantiate(&env, &t, member, &req, prepared, place)
             .await
             .map_err(undo)?;
+        // Before its first turn: what the seat writes for the lead counts
+        // with the lead's own team bytes, its refusals by the lead's turns.
+        seat.attach(ready.budget().clone(), ready.turns());
         let spawned = ready.run(&env);
         Ok(self.keep(&t, spawned))
     }
@@ -107,9 +110,9 @@ impl Host {
 
 /// The checks nothing needs to be written for.
 fn check_spec(spec: &LeadSpec) -> Result<()> {
-    if spec.max_teammates == 0 {
+    if spec.max_teammates == 0 || spec.max_spawns_total == 0 {
         return Err(Error::Spawn(
-            "max_teammates is 0: a lead needs at least one teammate".into(),
+            "max_teammates or max_spawns_total is 0: a lead needs at least one teammate".into(),
         ));
     }
     let mut seen = std::collections::BTreeSet::new();

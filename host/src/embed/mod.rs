@@ -44,5 +44,8 @@ pub use approval_desk::ApprovalDesk;
 pub use attach::Attach;
 pub use decide::{decide, member_cwd, requester, routes_of, Answerer, DecideError};
 pub use lead_seat::LeadSeat;
-pub use lead_spec::{CatalogueEntry, LeadSpec, DEFAULT_MAX_TEAMMATES};
+pub use lead_spec::{
+    CatalogueEntry, LeadSpec, DEFAULT_MAX_REFUSED_ANSWERS_PER_TURN,
+    DEFAULT_MAX_REFUSED_ANSWERS_TOTAL, DEFAULT_MAX_SPAWNS_TOTAL, DEFAULT_MAX_TEAMMATES,
+};
 pub use resume::ResumeReport;

@@ -9,6 +9,9 @@
 //! | `lead.allowed_tools`, `disallowed_tools` | `[]` | each rule parses |
 //! | `lead.model`, `lead.model_policy` | no model | as a teammate's |
 //! | `lead.max_teammates` | 8 | positive |
+//! | `lead.max_spawns_total` | 32 | positive: teammates spawned over the lead's life |
+//! | `lead.max_refused_answers_per_turn` | 10 | positive: refused answers recorded as escalations per turn |
+//! | `lead.max_refused_answers_total` | 200 | positive: the same over the lead's life |
 //! | `lead.cwd` | `work/team-lead` beside the manifest, made at start | a directory when given |
 //! | `lead.limits` | the default limits | positive |
 //! | `catalogue.name` | required | a valid agent name, unique, not `team-lead` |
@@ -19,7 +22,7 @@
 //! | `catalogue.allowed_tools` | `[]` | each rule parses: the most it may be given |
 //! | `catalogue.disallowed_tools` | `[]` | each rule parses: always applied |
 //! | `catalogue.models` | `[]` | the aliases it may use |
-//! | `catalogue.budget_usd` | none | ≥ 0 |
+//! | `catalogue.budget_usd` | none | ≥ 0, and fits in microdollars |
 //! | `catalogue.limits`, `isolation`, `auto_claim` | as a teammate's | as a teammate's |
 //!
 //! A lead never names a path: everything it may spawn is here. The CLI
@@ -65,6 +68,15 @@ pub struct LeadTable {
     /// The most teammates at once. Default 8.
     #[serde(default = "eight")]
     pub max_teammates: usize,
+    /// The most teammates spawned over its life. Default 32.
+    #[serde(default = "thirty_two")]
+    pub max_spawns_total: usize,
+    /// Refused answers recorded as escalations per turn. Default 10.
+    #[serde(default = "ten")]
+    pub max_refused_answers_per_turn: u32,
+    /// Refused answers recorded as escalations over its life. Default 200.
+    #[serde(default = "two_hundred")]
+    pub max_refused_answers_total: u32,
     /// Its directory. Default `work/team-lead`.
     #[serde(default)]
     pub cwd: PathBuf,
@@ -128,6 +140,18 @@ fn default_mode() -> String {
 /// `embed::DEFAULT_MAX_TEAMMATES` (the manifest sits below `embed`).
 fn eight() -> usize {
     8
+}
+/// `embed::DEFAULT_MAX_SPAWNS_TOTAL`.
+fn thirty_two() -> usize {
+    32
+}
+/// `embed::DEFAULT_MAX_REFUSED_ANSWERS_PER_TURN`.
+fn ten() -> u32 {
+    10
+}
+/// `embed::DEFAULT_MAX_REFUSED_ANSWERS_TOTAL`.
+fn two_hundred() -> u32 {
+    200
 }
 fn yes() -> bool {
     true
@@ -212,10 +236,25 @@ pub(super) fn check(
         if let Err(e) = super::teammate_policy(l.model.as_deref(), l.model_policy.as_ref()) {
             problems.push(format!("{who}: {e}"));
         }
-        if l.max_teammates == 0 {
-            problems.push(format!(
-                "{who}: max_teammates is 0; leave it out for 8 or give a positive number"
-            ));
+        for (key, zero, default) in [
+            ("max_teammates", l.max_teammates == 0, "8"),
+            ("max_spawns_total", l.max_spawns_total == 0, "32"),
+            (
+                "max_refused_answers_per_turn",
+                l.max_refused_answers_per_turn == 0,
+                "10",
+            ),
+            (
+                "max_refused_answers_total",
+                l.max_refused_answers_total == 0,
+                "200",
+            ),
+        ] {
+            if zero {
+                problems.push(format!(
+                    "{who}: {key} is 0; leave it out for {default} or give a positive number"
+                ));
+            }
         }
     }
     let mut seen = BTreeSet::new();
@@ -241,8 +280,8 @@ pub(super) fn check(
         if let Err(e) = ToolRules::new(&c.allowed_tools, &c.disallowed_tools) {
             problems.push(format!("{who}: {e}"));
         }
-        if c.budget_usd.is_some_and(|b| !b.is_finite() || b < 0.0) {
-            problems.push(format!("{who}: budget_usd must be 0 or more"));
+        if let Some(Err(e)) = c.budget_usd.map(crate::model::policy::usd_to_microdollars) {
+            problems.push(format!("{who}: {e}"));
         }
     }
 }
@@ -287,6 +326,9 @@ allowed_tools = ["Read"]
         let lead = m.lead.as_ref().unwrap();
         assert_eq!(lead.mode, "delegate");
         assert_eq!(lead.max_teammates, 8);
+        assert_eq!(lead.max_spawns_total, 32);
+        assert_eq!(lead.max_refused_answers_per_turn, 10);
+        assert_eq!(lead.max_refused_answers_total, 200);
         assert!(lead.cwd.ends_with("work/team-lead"));
         assert_eq!(m.catalogue[0].max_mode, "acceptEdits");
         assert_eq!(m.catalogue[0].allowed_tools, ["Read"]);
@@ -311,6 +353,26 @@ allowed_tools = ["Read"]
         assert!(e.contains("max_mode") && e.contains("godMode"), "{e}");
         let e = problems(&GOOD.replace("worker.wasm", "missing.wasm"));
         assert!(e.contains("missing.wasm"), "{e}");
+        // A budget that does not fit in microdollars is refused, not cut.
+        let e = problems(&format!("{GOOD}budget_usd = 1e308\n"));
+        assert!(
+            e.contains("budget_usd") && e.contains("more US dollars than teamhost can count"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_leads_life_limits_must_be_positive_naming_the_key() {
+        for key in [
+            "max_spawns_total",
+            "max_refused_answers_per_turn",
+            "max_refused_answers_total",
+        ] {
+            let e = problems(
+                &GOOD.replace("goal = \"do it\"", &format!("goal = \"do it\"\n{key} = 0")),
+            );
+            assert!(e.contains(&format!("{key} is 0")), "{e}");
+        }
     }
 
     #[test]

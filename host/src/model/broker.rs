@@ -31,6 +31,29 @@ use super::types::{
     ContentBlock, ModelError, ModelInfo, Request, Response, Role, Spend, ToolChoice,
 };
 
+/// The cost budget the broker holds a teammate with `policy` to, whose
+/// allowed models are `models`: the policy's own `budget_microdollars`,
+/// else [`DEFAULT_BUDGET_MICRODOLLARS`] where it can be kept and means
+/// something (every model has a price and one of them is not free), else
+/// none. The one rule: [`ModelHub::client`] applies it and a lead's seat
+/// gives and charges by it ([`ModelHub::budget_for`]).
+pub fn applied_budget<'a>(
+    policy: &ModelPolicy,
+    models: impl IntoIterator<Item = &'a ModelEntry>,
+) -> Option<u64> {
+    if policy.budget_microdollars.is_some() {
+        return policy.budget_microdollars;
+    }
+    let (mut priced, mut costly) = (true, false);
+    for entry in models {
+        match &entry.price {
+            Some(p) => costly |= p.input > 0.0 || p.output > 0.0,
+            None => priced = false,
+        }
+    }
+    (priced && costly).then_some(DEFAULT_BUDGET_MICRODOLLARS)
+}
+
 /// A provider built from the config, or why it could not be.
 type Built = Result<Arc<dyn Provider>, String>;
 
@@ -151,6 +174,23 @@ impl ModelHub {
         )
     }
 
+    /// The cost budget, in microdollars, a client built for `policy` is
+    /// held to ([`applied_budget`] over the models of this hub's catalog):
+    /// what a lead's seat gives and charges is read here, so it is always
+    /// what the broker keeps. An alias the catalog lacks counts as
+    /// unpriced (a client for it is refused anyway).
+    pub fn budget_for(&self, policy: &ModelPolicy) -> Option<u64> {
+        let entries: Option<Vec<ModelEntry>> = policy
+            .allow
+            .iter()
+            .map(|alias| self.config.resolve(alias))
+            .collect();
+        match entries {
+            Some(entries) => applied_budget(policy, entries.iter()),
+            None => policy.budget_microdollars,
+        }
+    }
+
     /// The client of `teammate` in `team`. Without a policy the client is
     /// disabled. With one, every allowed alias must be in the catalog, and
     /// with a cost budget every allowed model must have a price.
@@ -218,15 +258,7 @@ impl ModelHub {
             }
             models.insert(alias.clone(), entry);
         }
-        // A default cost budget where it can be kept and means something.
-        let priced = models.values().all(|e| e.price.is_some());
-        let costly = models
-            .values()
-            .filter_map(|e| e.price.as_ref())
-            .any(|p| p.input > 0.0 || p.output > 0.0);
-        if policy.budget_microdollars.is_none() && priced && costly {
-            policy.budget_microdollars = Some(DEFAULT_BUDGET_MICRODOLLARS);
-        }
+        policy.budget_microdollars = applied_budget(&policy, models.values());
         let cassette = match (&self.cassettes, self.mode) {
             (_, CassetteMode::Live) | (None, _) => None,
             (Some(dir), mode) => Some(self.cassette(dir, team, teammate, mode)?),
@@ -868,6 +900,38 @@ mod tests {
         );
         assert!(validate(&Request::new(vec![])).is_err());
         assert!(validate(&Request::new(vec![msg(Role::Assistant, vec![use_])])).is_err());
+    }
+
+    #[test]
+    fn the_default_budget_applies_only_to_priced_costly_models_left_without_one() {
+        use super::super::config::Price;
+        let entry = |price: Option<(f64, f64)>| ModelEntry {
+            provider: "p".into(),
+            id: "m".into(),
+            context_window: 1,
+            max_output_tokens: 1,
+            price: price.map(|(input, output)| Price {
+                input,
+                output,
+                cache_read: None,
+                cache_write: None,
+            }),
+            prompt_caching: false,
+        };
+        let unset = ModelPolicy::new(vec!["m".into()]);
+        let costly = [entry(Some((3.0, 15.0)))];
+        assert_eq!(
+            applied_budget(&unset, &costly),
+            Some(DEFAULT_BUDGET_MICRODOLLARS)
+        );
+        assert_eq!(applied_budget(&unset, &[entry(Some((0.0, 0.0)))]), None);
+        assert_eq!(
+            applied_budget(&unset, &[costly[0].clone(), entry(None)]),
+            None
+        );
+        let mut set = unset.clone();
+        set.budget_microdollars = Some(7);
+        assert_eq!(applied_budget(&set, &costly), Some(7));
     }
 
     #[test]

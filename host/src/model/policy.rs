@@ -81,12 +81,61 @@ impl ModelPolicy {
 }
 
 /// Converts a budget in US dollars (the manifest's `budget_usd`) to
-/// microdollars, refusing what is not a finite non-negative amount.
+/// microdollars, refusing what is not a finite non-negative amount and what
+/// does not fit in a `u64` of microdollars (about US$18.4 trillion): a
+/// budget is never cut to the largest one silently.
 pub fn usd_to_microdollars(usd: f64) -> Result<u64, String> {
     if !usd.is_finite() || usd < 0.0 {
         return Err(format!(
             "budget_usd must be a non-negative number of US dollars, not {usd}"
         ));
     }
-    Ok((usd * 1_000_000.0).round().min(u64::MAX as f64) as u64)
+    let micro = (usd * 1_000_000.0).round();
+    // `u64::MAX as f64` is 2^64, one more than the largest u64.
+    if micro >= u64::MAX as f64 {
+        return Err(format!(
+            "budget_usd {usd:?} is more US dollars than teamhost can count (at most {}); give a smaller amount",
+            microdollars_text(u64::MAX)
+        ));
+    }
+    Ok(micro as u64)
+}
+
+/// `micro` millionths of a US dollar as text: `US$1`, `US$0.25`.
+pub fn microdollars_text(micro: u64) -> String {
+    let (whole, frac) = (micro / 1_000_000, micro % 1_000_000);
+    if frac == 0 {
+        format!("US${whole}")
+    } else {
+        let frac = format!("{frac:06}");
+        format!("US${whole}.{}", frac.trim_end_matches('0'))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_amount_that_does_not_fit_in_microdollars_is_refused_not_saturated() {
+        assert_eq!(usd_to_microdollars(1.5), Ok(1_500_000));
+        assert_eq!(usd_to_microdollars(0.0), Ok(0));
+        for usd in [1e308, 1e14 * 1.9, f64::MAX] {
+            let e = usd_to_microdollars(usd).unwrap_err();
+            assert!(e.contains("more US dollars than teamhost can count"), "{e}");
+        }
+        for usd in [f64::NAN, f64::INFINITY, -0.01] {
+            assert!(usd_to_microdollars(usd).is_err(), "{usd}");
+        }
+        // The largest amount that fits is still accepted.
+        assert!(usd_to_microdollars(18_000_000_000_000.0).is_ok());
+    }
+
+    #[test]
+    fn microdollars_read_as_dollars() {
+        assert_eq!(microdollars_text(1_000_000), "US$1");
+        assert_eq!(microdollars_text(250_000), "US$0.25");
+        assert_eq!(microdollars_text(1), "US$0.000001");
+        assert_eq!(microdollars_text(u64::MAX), "US$18446744073709.551615");
+    }
 }

@@ -33,6 +33,10 @@
 //! | `max_tasks_per_turn` / `max_tasks_total` | 100 / 1,000 | turn / tree, life | `tasks.create` calls; one more traps: "coordination limit" |
 //! | `max_state_saves_per_turn` / `max_state_saves_total` | 20 / 2,000 | turn / life | `state.save` and `state.clear` calls (each one a synced write in the host's home); one more traps: "state-save limit" |
 //! | `max_subagents_total` | 32 | tree, life | sub-agents started by the teammate and all its sub-agents together (depth and running-at-once limits apply per agent besides); one more is refused (`denied`, naming the limit) |
+//! | `[lead] max_teammates` | 8 | lead, at once | a lead component's teammates at once; one more spawn is refused (`denied`, naming the key) |
+//! | `[lead] max_spawns_total` | 32 | lead, life | teammates a lead component spawns over its life, shut-down ones included; one more is refused (`denied`, naming the key) |
+//! | `[lead] max_refused_answers_per_turn` / `max_refused_answers_total` | 10 / 200 | lead: turn / life | a lead's answers refused (escalated to the person) that are recorded as escalations; later ones are refused (`denied`, naming the key) without another record |
+//! | the lead's seat texts | `max_message_bytes`, `max_team_bytes_total` of `[lead.limits]` | lead, each call / life | the team description, spawn prompts, shutdown and denial reasons, plan feedback and replacement inputs a lead's seat writes: each held to `max_message_bytes` (`invalid`), all counted with the lead's own team bytes (`denied` past them); a member entry in `config.json` keeps at most 2,000 characters of its prompt |
 //!
 //! Model tokens and cost are bounded by the model policy, whose meter a
 //! teammate's sub-agents share ([`crate::model`]). Bash's process tree has

@@ -28,5 +28,7 @@ pub use events::{Event, TeammateInfo, TeammateState};
 pub use model_access::ModelAccess;
 pub use notifications::NotificationLevel;
 pub use resumed::Resumed;
-pub use settings::{member_mode, SettingsError, TeammateSettings};
+pub use settings::{
+    member_mode, prompt_prefix, SettingsError, TeammateSettings, MEMBER_PROMPT_CHARS,
+};
 pub use spawn::{Isolation, SpawnRequest};

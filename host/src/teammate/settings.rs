@@ -111,7 +111,8 @@ impl TeammateSettings {
     /// The member entry to register for teammate `name` (in `color`, or the
     /// next free one), started with `prompt` in `cwd` by `backend`
     /// (`in-process`, `process`, `tmux`; also its pane id until it reports
-    /// one).
+    /// one). The entry keeps at most [`MEMBER_PROMPT_CHARS`] of the prompt
+    /// (the whole prompt is the teammate's first message).
     pub fn new_member(
         &self,
         name: &str,
@@ -124,7 +125,7 @@ impl TeammateSettings {
             name: name.to_string(),
             agent_type: self.agent_type.clone(),
             model: self.model.clone(),
-            prompt: Some(prompt.to_string()),
+            prompt: Some(prompt_prefix(prompt)),
             color: color.map(str::to_string),
             plan_mode_required: self.plan_mode_required,
             cwd: Some(cwd.to_string()),
@@ -221,5 +222,35 @@ pub enum SettingsError {
 impl From<SettingsError> for crate::Error {
     fn from(e: SettingsError) -> Self {
         crate::Error::Spawn(e.to_string())
+    }
+}
+
+/// The most characters of a teammate's first prompt its member entry in
+/// `config.json` keeps (the reference stores the prompt there; a prompt of
+/// megabytes would make every read of the config slow). Longer prompts are
+/// cut, with `…` at the end.
+pub const MEMBER_PROMPT_CHARS: usize = 2_000;
+
+/// `prompt` as its member entry keeps it: at most [`MEMBER_PROMPT_CHARS`].
+pub fn prompt_prefix(prompt: &str) -> String {
+    match prompt.char_indices().nth(MEMBER_PROMPT_CHARS) {
+        None => prompt.to_string(),
+        Some((at, _)) => format!("{}…", &prompt[..at]),
+    }
+}
+
+#[cfg(test)]
+mod prompt_tests {
+    use super::*;
+
+    #[test]
+    fn a_member_entry_keeps_a_bounded_prefix_of_a_long_prompt() {
+        assert_eq!(prompt_prefix("short"), "short");
+        let long = "é".repeat(MEMBER_PROMPT_CHARS + 10);
+        let kept = prompt_prefix(&long);
+        assert_eq!(kept.chars().count(), MEMBER_PROMPT_CHARS + 1);
+        assert!(kept.ends_with('…'));
+        let exact = "x".repeat(MEMBER_PROMPT_CHARS);
+        assert_eq!(prompt_prefix(&exact), exact);
     }
 }

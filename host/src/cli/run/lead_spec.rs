@@ -43,6 +43,9 @@ pub(super) fn lead_spec(
         ..TeammateSettings::default()
     };
     spec.max_teammates = table.max_teammates;
+    spec.max_spawns_total = table.max_spawns_total;
+    spec.max_refused_answers_per_turn = table.max_refused_answers_per_turn;
+    spec.max_refused_answers_total = table.max_refused_answers_total;
     spec.catalogue = catalogue
         .iter()
         .map(catalogue_entry)
@@ -103,6 +106,18 @@ mod tests {
         let spec = super::lead_spec(lead, dir.path(), None, "the goal", &m.catalogue).unwrap();
         assert_eq!(spec.settings.mode, Some(PermissionMode::Delegate));
         assert_eq!(spec.max_teammates, 8);
+        assert_eq!(
+            spec.max_spawns_total,
+            crate::embed::DEFAULT_MAX_SPAWNS_TOTAL
+        );
+        assert_eq!(
+            spec.max_refused_answers_per_turn,
+            crate::embed::DEFAULT_MAX_REFUSED_ANSWERS_PER_TURN
+        );
+        assert_eq!(
+            spec.max_refused_answers_total,
+            crate::embed::DEFAULT_MAX_REFUSED_ANSWERS_TOTAL
+        );
         assert_eq!(spec.goal, "the goal");
         assert!(spec.cwd.ends_with("work/team-lead"));
         assert_eq!(spec.catalogue[0].max_mode, PermissionMode::AcceptEdits);
