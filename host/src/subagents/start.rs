@@ -109,10 +109,11 @@ impl Seat {
         })
     }
 
-    /// A name is a file stem, not a sibling's, and not a member's of the
-    /// team.
+    /// A name is a new member's name (nothing that looks like the lead,
+    /// the person, the host or a flag), not a sibling's, and not a member's
+    /// of the team nor like one.
     async fn check_name(&self, name: &str) -> Result<(), SubagentError> {
-        crate::store::names::agent_file_stem(name)
+        crate::store::names::check_new_member_name(name)
             .map_err(|e| SubagentError::Invalid(format!("sub-agent name: {e}")))?;
         if self.find(name).is_some() {
             return Err(SubagentError::Invalid(format!(
@@ -120,17 +121,20 @@ impl Seat {
             )));
         }
         let team = self.cfg.team().clone();
-        let is_member = tokio::task::spawn_blocking(move || team.config())
+        let config = tokio::task::spawn_blocking(move || team.config())
             .await
             .ok()
-            .and_then(|c| c.ok())
-            .is_some_and(|c| c.member(name).is_some());
-        if is_member || name == crate::protocol::HOST_SENDER {
+            .and_then(|c| c.ok());
+        let Some(config) = config else {
+            return Ok(());
+        };
+        if config.member(name).is_some() {
             return Err(SubagentError::Invalid(format!(
                 "{name:?} is a member of the team; a sub-agent's name must not be one"
             )));
         }
-        Ok(())
+        crate::store::names::check_distinct(name, config.members.iter().map(|m| m.name.as_str()))
+            .map_err(|e| SubagentError::Invalid(format!("sub-agent name: {e}")))
     }
 
     /// Counts the start against the owner's `max_total` and the tree's one
