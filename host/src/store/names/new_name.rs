@@ -35,12 +35,13 @@ use unicode_security::{skeleton, GeneralSecurityProfile};
 use crate::error::{Error, Result};
 
 /// Names a new member may not have nor look like, and whose they are: the
-/// lead's ([`crate::store::config::LEAD_NAME`]), the person's (the sender of
+/// lead's ([`crate::store::config::LEAD_NAME`], spelled here so the names
+/// stay below the config; a test holds the two equal), the person's (the sender of
 /// the goal and of what they type to a teammate), and the host's own
 /// senders ([`crate::protocol::HOST_SENDER`], and `system`, which a model
 /// reads as its platform speaking).
 pub const RESERVED: &[(&str, &str)] = &[
-    (crate::store::config::LEAD_NAME, "the lead"),
+    ("team-lead", "the lead"),
     ("user", "the person (their goal and messages come from it)"),
     (crate::protocol::HOST_SENDER, "the host's own notices"),
     ("system", "the system's notices"),
@@ -204,6 +205,12 @@ mod tests {
             Ok(()) => panic!("{name:?} was accepted"),
             Err(e) => e.to_string(),
         }
+    }
+
+    #[test]
+    fn the_reserved_names_are_the_ones_the_team_uses() {
+        assert_eq!(RESERVED[0].0, crate::store::config::LEAD_NAME);
+        assert_eq!(RESERVED[2].0, crate::protocol::HOST_SENDER);
     }
 
     #[test]
