@@ -11,7 +11,7 @@
 //! | `team.name` | required | not empty, a valid team name |
 //! | `team.notifications` | `all` | `all`, `state-changes` or `none` (when parsed) |
 //! | `team.store` | the files under the home | a `nats://HOST:PORT[/PREFIX]` URL (when the run starts); `--store` wins |
-//! | `teammate.name` | required | valid agent name, unique, not `team-lead`/`teamhost`, no `@` |
+//! | `teammate.name` | required | a new member's name (`store::names::check_new_member_name`: not `team-lead`, `user`, `teamhost`, `system` nor a look-alike, no `@`, no leading `-`, no invisible or bidi character), unique and not like an earlier one |
 //! | `teammate.component` | required | the file exists (or `build` makes it) |
 //! | `teammate.build` | none | see `manifest/build_spec.rs`: a command, its `workdir` not in a teammate's directory |
 //! | `teammate.cwd` | `work/{name}` beside the manifest, made at start | the directory exists (unless left out) |
@@ -57,8 +57,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::sandbox::{PermissionMode, ToolRules};
-use crate::store::config::LEAD_NAME;
-use crate::store::names::{agent_file_stem, sanitize_team_name};
+use crate::store::names::{check_distinct, check_new_member_name, sanitize_team_name};
 use crate::store::NewTask;
 use crate::teammate::{SpawnRequest, TeammateSettings};
 
@@ -488,7 +487,7 @@ impl Manifest {
                 r.add(&t.cwd);
             }
         }
-        r.add(&default_cwd(&self.base, LEAD_NAME));
+        r.add(&default_cwd(&self.base, crate::store::config::LEAD_NAME));
         if let Some(l) = &self.lead {
             if !l.cwd.as_os_str().is_empty() {
                 r.add(&l.cwd);
@@ -717,22 +716,10 @@ fn check_teammate(
     if let Err(e) = teammate_policy(t.model.as_deref(), t.model_policy.as_ref()) {
         problems.push(format!("{who}: {e}"));
     }
-    if let Err(e) = agent_file_stem(&t.name) {
+    if let Err(e) = check_new_member_name(&t.name) {
         problems.push(format!("{who}: name: {e}"));
-    } else if t.name == LEAD_NAME || t.name == crate::protocol::HOST_SENDER {
-        problems.push(format!(
-            "{who}: name {:?} is reserved for the {}; pick another name",
-            t.name,
-            if t.name == LEAD_NAME {
-                "lead"
-            } else {
-                "host's notices"
-            }
-        ));
-    } else if t.name.contains('@') {
-        problems.push(format!(
-            "{who}: name must not contain '@' (it separates name and team in agent ids)"
-        ));
+    } else if let Err(e) = check_distinct(&t.name, seen.iter().map(String::as_str)) {
+        problems.push(format!("{who}: name: {e} (an earlier [[teammate]])"));
     } else if !seen.insert(t.name.clone()) {
         problems.push(format!(
             "{who}: name is used by an earlier teammate; names must be unique (try {:?})",
@@ -1150,11 +1137,32 @@ subject = "Count three"
             ("a@b", "'@'"),
             ("", "must not be empty"),
             (".hidden", "'.'"),
+            ("user", "reserved for the person"),
+            ("team\u{2010}lead", "reads as \"team-lead\""),
+            ("team-lead ", "ends with whitespace"),
+            ("team-lead\u{200b}", "invisible"),
+            ("\u{202e}x", "bidi control"),
+            ("-rf", "option"),
         ] {
-            let text = with_teammate("").replace("name = \"a\"", &format!("name = {name:?}"));
+            // JSON's escapes are TOML's (Rust's `{:?}` writes `\u{200b}`).
+            let quoted = serde_json::to_string(name).unwrap();
+            let text = with_teammate("").replace("name = \"a\"", &format!("name = {quoted}"));
             let p = one_problem(&text);
             assert!(p.contains(says), "{name}: {p}");
         }
+    }
+
+    #[test]
+    fn a_teammate_named_like_an_earlier_one_is_refused_naming_it() {
+        let text = format!(
+            "{}[[teammate]]\nname = \"A\"\ncomponent = \"worker.wasm\"\nprompt = \"p\"\n",
+            with_teammate("")
+        );
+        let p = one_problem(&text);
+        assert!(
+            p.contains("[[teammate]] #2") && p.contains("looks like \"a\""),
+            "{p}"
+        );
     }
 
     #[test]

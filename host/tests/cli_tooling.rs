@@ -98,6 +98,45 @@ fn check_names_the_bad_key_and_the_component_that_cannot_run() {
 }
 
 #[test]
+fn check_refuses_teammates_named_like_the_lead_the_person_or_a_flag() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    for (name, why) in [
+        ("team-lead ", "ends with whitespace"),
+        ("team\u{2010}lead", "reads as \"team-lead\""),
+        ("team-lead\u{200b}", "U+200B, an invisible"),
+        ("\u{202e}dael-maet", "bidi control U+202E"),
+        ("user", "reserved for the person"),
+        ("-rf", "read it as an option"),
+    ] {
+        let file = tmp.path().join("team.toml");
+        std::fs::write(
+            &file,
+            format!(
+                "[team]\nname = \"checked\"\n[[teammate]]\nname = {}\ncomponent = {:?}\nprompt = \"p\"\n",
+                serde_json::to_string(name).unwrap(),
+                teamhost_tests::WORKER
+            ),
+        )
+        .unwrap();
+        let out = teamhost(&home, &["check", file.to_str().unwrap()]);
+        assert!(!out.status.success(), "{name:?}: {}", shown(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("[[teammate]] #1")
+                && err.contains(why)
+                && err.contains("choose another name"),
+            "{name:?}: {err}"
+        );
+        assert!(
+            !err.contains(['\u{202e}', '\u{200b}']),
+            "the refusal shows no invisible character: {err:?}"
+        );
+    }
+    assert!(!home.join("teams").exists(), "a team was created");
+}
+
+#[test]
 fn doctor_gives_one_line_per_check_and_a_fix_for_each_missing_one() {
     let tmp = tempfile::tempdir().unwrap();
     let out = teamhost(tmp.path(), &["doctor", "--json"]);

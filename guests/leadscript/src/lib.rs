@@ -10,7 +10,7 @@
 //! |---|---|
 //! | `create NAME [DESCRIPTION…]` | `leading.create-team` |
 //! | `catalogue` | prints the entries' names |
-//! | `spawn ENTRY NAME [mode=M] [tools=A,B] [model=X] [budget=USD] [plan-required=yes] PROMPT…` | `leading.spawn` |
+//! | `spawn ENTRY NAME [mode=M] [tools=A,B] [model=X] [budget=USD] [plan-required=yes] PROMPT…` | `leading.spawn` (`\u{HEX}` in NAME is that character: `team-lead\u{20}`) |
 //! | `task SUBJECT…` | `tasks.create` |
 //! | `wait-request plan\|permission` | waits (ends the turn, looks again next turn) for a waiting request of that kind from a teammate; remembers its id |
 //! | `answer-plan approve [MODE]` / `answer-plan reject FEEDBACK…` | answers the remembered plan |
@@ -317,11 +317,11 @@ fn run(script: &mut Script, line: &str) -> bool {
 fn spawn(args: &[&str]) {
     let (entry, name) = (
         args.first().copied().unwrap_or(""),
-        args.get(1).copied().unwrap_or(""),
+        unescape(args.get(1).copied().unwrap_or("")),
     );
     let mut req = SpawnRequest {
         entry: entry.into(),
-        name: name.into(),
+        name,
         prompt: String::new(),
         mode: None,
         tools: None,
@@ -342,6 +342,34 @@ fn spawn(args: &[&str]) {
     }
     req.prompt = prompt.join(" ");
     report("spawn", leading::spawn(&req), |id| id);
+}
+
+/// `word` with each `\u{HEX}` turned into that character, so a script can
+/// give a name whitespace (its words are split on whitespace); anything
+/// else is kept as written.
+fn unescape(word: &str) -> String {
+    let mut out = String::new();
+    let mut rest = word;
+    while let Some(i) = rest.find("\\u{") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 3..];
+        let escaped = after.split_once('}').and_then(|(hex, tail)| {
+            let c = char::from_u32(u32::from_str_radix(hex, 16).ok()?)?;
+            Some((c, tail))
+        });
+        match escaped {
+            Some((c, tail)) => {
+                out.push(c);
+                rest = tail;
+            }
+            None => {
+                out.push_str("\\u{");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn answer_plan(cmd: &str, id: &str, args: &[&str]) {

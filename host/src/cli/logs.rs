@@ -36,7 +36,9 @@ use crate::store::Store;
 pub struct LogsArgs {
     /// The team.
     team: String,
-    /// One teammate (default: every teammate's log).
+    /// One teammate (default: every teammate's log). A name that starts
+    /// with `-` (teamhost gives none, Claude Code may) goes after `--`:
+    /// `teamhost logs TEAM -- -rf`.
     name: Option<String>,
     /// Follow: print new lines until the team's run ends (or Ctrl-C).
     #[arg(short, long)]

@@ -136,8 +136,8 @@ target/polyglot), or the tools on your PATH\n";
 
 /// The rules of a teammate's name in a manifest (see
 /// [`crate::manifest`]), narrowed to what is also a crate, a team and a file
-/// name: an ASCII letter, then letters, digits, `-` and `_`; not the lead's
-/// or the host's name.
+/// name: an ASCII letter, then letters, digits, `-` and `_`; not the lead's,
+/// the host's, the person's nor one that looks like them.
 fn check_name(name: &str) -> anyhow::Result<()> {
     let mut chars = name.chars();
     let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
@@ -148,12 +148,10 @@ fn check_name(name: &str) -> anyhow::Result<()> {
             "{name:?} is not a valid teammate name: use up to 64 letters, digits, '-' and '_', starting with a letter (like `teamhost new scribe`)"
         );
     }
-    if name == crate::store::config::LEAD_NAME || name == crate::protocol::HOST_SENDER {
-        anyhow::bail!(
-            "{name:?} is reserved for the team's lead or the host: choose another name (like `teamhost new scribe`)"
-        );
-    }
-    Ok(())
+    // `user`, `system` and their look-alikes (`User`) too: the rule every
+    // new member's name passes.
+    crate::store::names::check_new_member_name(name)
+        .map_err(|e| anyhow::anyhow!("{e} (like `teamhost new scribe`)"))
 }
 
 /// Refuses a `dir` that exists and is not an empty directory: nothing of
@@ -277,6 +275,10 @@ mod tests {
         }
         let e = check_name(crate::store::config::LEAD_NAME).unwrap_err();
         assert!(e.to_string().contains("reserved"), "{e}");
+        for reserved in ["user", "User", "system", "teamhost"] {
+            let e = check_name(reserved).unwrap_err();
+            assert!(e.to_string().contains("reserved"), "{reserved}: {e}");
+        }
     }
 
     #[test]

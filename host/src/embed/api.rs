@@ -221,7 +221,9 @@ impl Host {
     /// registered, its prompt is in its inbox and it is starting. A request
     /// without a notification level gets [`HostOptions::notifications`].
     /// A teammate [`Host::compile`] compiled for leaves [`Host::joining`]
-    /// here, spawned or not.
+    /// here, spawned or not. A name that looks like the lead, the person,
+    /// the host, a flag or another member is refused
+    /// ([`crate::store::names::check_new_member_name`]).
     pub async fn spawn(&self, team: &str, req: SpawnRequest) -> Result<TeammateInfo> {
         let team = self.team(team)?;
         let name = req.name.clone();
@@ -231,6 +233,9 @@ impl Host {
     }
 
     async fn spawn_into(&self, team: &Team, mut req: SpawnRequest) -> Result<TeammateInfo> {
+        // Before anything is compiled or recorded; the store's add_member
+        // checks again, with the members it holds.
+        crate::store::names::check_new_member_name(&req.name)?;
         self.check_layout(team.name(), &req)?;
         self.ensure_lease(team.name()).await?;
         req.settings

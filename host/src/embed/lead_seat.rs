@@ -362,15 +362,11 @@ impl LeadSeat {
         }
         self.check_text("the spawn prompt", &req.prompt)?;
         // A name is a file stem in the team's directory and the teammate's
-        // default directory: nothing path-like.
-        crate::store::names::agent_file_stem(&req.name)
+        // default directory, and what the team reads as who wrote: nothing
+        // path-like, nothing that looks like the lead, the person, the host,
+        // a flag or another member.
+        crate::store::names::check_new_member_name(&req.name)
             .map_err(|e| LeadError::Invalid(format!("teammate name: {e}")))?;
-        if req.name == crate::protocol::HOST_SENDER || req.name.contains('@') {
-            return Err(LeadError::Invalid(format!(
-                "teammate name {:?} is reserved or holds '@'",
-                req.name
-            )));
-        }
         let members = self.members()?;
         if req.name == self.lead_name() || members.iter().any(|m| m.name == req.name) {
             return Err(LeadError::Conflict(format!(
@@ -378,6 +374,9 @@ impl LeadSeat {
                 req.name
             )));
         }
+        let names = members.iter().map(|m| m.name.as_str());
+        crate::store::names::check_distinct(&req.name, names.chain([self.lead_name()]))
+            .map_err(|e| LeadError::Conflict(format!("teammate name: {e}")))?;
         if members.len() >= self.spec.max_teammates {
             return Err(LeadError::Denied(format!(
                 "the lead may have at most {} teammates at once; shut one down first \

@@ -14,7 +14,7 @@
 //! | `lead.max_refused_answers_total` | 200 | positive: the same over the lead's life |
 //! | `lead.cwd` | `work/team-lead` beside the manifest, made at start | a directory when given |
 //! | `lead.limits` | the default limits | positive |
-//! | `catalogue.name` | required | a valid agent name, unique, not `team-lead` |
+//! | `catalogue.name` | required | a new member's name (`store::names::check_new_member_name`: not `team-lead`, `user`, `teamhost`, `system` nor a look-alike), unique and not like an earlier entry |
 //! | `catalogue.description` | empty | |
 //! | `catalogue.component` | required | the file exists (or `build` makes it) |
 //! | `catalogue.cwd` | `work/{member}` per teammate | a directory when given |
@@ -37,7 +37,7 @@ use serde::Deserialize;
 use super::{BuildSpec, IsolationSpec, LimitsSpec, ModelPolicySpec};
 use crate::sandbox::{PermissionMode, ToolRules};
 use crate::store::config::LEAD_NAME;
-use crate::store::names::agent_file_stem;
+use crate::store::names::{check_distinct, check_new_member_name};
 
 /// `[lead]`: the team's lead component.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -260,11 +260,13 @@ pub(super) fn check(
     let mut seen = BTreeSet::new();
     for (i, c) in catalogue.iter().enumerate() {
         let who = format!("catalogue entry {:?} ([[catalogue]] #{})", c.name, i + 1);
-        if let Err(e) = agent_file_stem(&c.name) {
+        if let Err(e) = check_new_member_name(&c.name) {
             problems.push(format!("{who}: name: {e}"));
-        } else if c.name == LEAD_NAME || !seen.insert(c.name.clone()) {
+        } else if let Err(e) = check_distinct(&c.name, seen.iter().map(String::as_str)) {
+            problems.push(format!("{who}: name: {e} (an earlier [[catalogue]] entry)"));
+        } else if !seen.insert(c.name.clone()) {
             problems.push(format!(
-                "{who}: name is reserved or used by an earlier entry; give each entry its own name"
+                "{who}: name is used by an earlier entry; give each entry its own name"
             ));
         }
         if c.build.is_none() && !c.component.is_file() {

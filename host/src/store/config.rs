@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::names::{agent_file_stem, agent_id};
+use super::names::{agent_id, check_distinct, check_new_member_name};
 use super::{StoreEvent, Team};
 use crate::error::{Error, Result};
 use crate::protocol::time::now_ms;
@@ -295,24 +295,16 @@ impl Team {
     }
 
     /// Adds a teammate and returns its entry as written (final name and
-    /// colour). The host's sender name (`teamhost`) is refused.
+    /// colour). The name must pass [`check_new_member_name`] (nothing that
+    /// looks like the lead, the person, the host or a flag) and, once made
+    /// unique (`echo` → `echo-2`), must not look like another member's
+    /// ([`check_distinct`]); the error says which.
     pub fn add_member(&self, new: NewMember) -> Result<Member> {
-        agent_file_stem(&new.name)?;
-        // The host's notices come from this name (task notifications, deaths,
-        // resumes): a member called so could forge them.
-        if new.name == crate::protocol::HOST_SENDER {
-            return Err(crate::error::Error::InvalidName {
-                kind: "agent",
-                name: new.name.clone(),
-                reason: format!(
-                    "{:?} is the name the host's own notices come from; choose another",
-                    crate::protocol::HOST_SENDER
-                ),
-            });
-        }
+        check_new_member_name(&new.name)?;
         self.update_config(|config| {
             let new = new.clone();
             let name = unique_name(config, &new.name);
+            check_distinct(&name, config.members.iter().map(|m| m.name.as_str()))?;
             let color = new.color.unwrap_or_else(|| next_color(config).to_string());
             let backend = new.backend_type.unwrap_or_else(|| "in-process".into());
             let member = Member {

@@ -9,7 +9,7 @@
 //! | file | owns |
 //! |---|---|
 //! | `backend.rs` | [`TeamStore`] and [`backend::TaskTxn`]: what a backend must do, and why it is synchronous |
-//! | `names.rs` | which team and agent names are accepted, sanitising, ids |
+//! | `names.rs` | which team and agent names are accepted, sanitising, ids; `names/new_name.rs`: what a new member may be called (no look-alike of the lead, the person, the host or another member) |
 //! | `config.rs` | the team and its members; member rules (unique names, colours) |
 //! | `mailbox.rs` | inbox entries; sending, broadcasting, consuming |
 //! | `history_cache.rs` | [`HistoryCache`]: re-reading histories by reading only what was appended |

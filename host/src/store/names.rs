@@ -1,8 +1,13 @@
 //! Which names may become team and agent keys, and how they are spelled:
 //! the reference's sanitising, refusals of anything path-like, agent ids and
-//! task ids. Pure functions every store backend applies the same way.
+//! task ids. Pure functions every store backend applies the same way. What
+//! a new member may be called, on top of that, is `names/new_name.rs`'s
+//! ([`check_new_member_name`], [`check_distinct`]).
 
 use crate::error::{Error, Result};
+
+mod new_name;
+pub use new_name::{check_distinct, check_new_member_name, RESERVED};
 
 /// Longest team or agent name accepted, in bytes. Leaves room under the usual
 /// 255-byte file-name limit for suffixes such as `.json.lock` and `.corrupt-<ts>`.

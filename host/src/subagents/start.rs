@@ -109,28 +109,30 @@ impl Seat {
         })
     }
 
-    /// A name is a file stem, not a sibling's, and not a member's of the
-    /// team.
+    /// A name is not a sibling's, not a member's of the team (said first,
+    /// the plainest reason), a new member's name (nothing that looks like
+    /// the lead, the person, the host or a flag), and not like a member's.
     async fn check_name(&self, name: &str) -> Result<(), SubagentError> {
-        crate::store::names::agent_file_stem(name)
-            .map_err(|e| SubagentError::Invalid(format!("sub-agent name: {e}")))?;
+        let invalid =
+            |e: crate::error::Error| SubagentError::Invalid(format!("sub-agent name: {e}"));
         if self.find(name).is_some() {
             return Err(SubagentError::Invalid(format!(
                 "a sub-agent named {name:?} exists already; pick another name"
             )));
         }
         let team = self.cfg.team().clone();
-        let is_member = tokio::task::spawn_blocking(move || team.config())
+        let config = tokio::task::spawn_blocking(move || team.config())
             .await
             .ok()
-            .and_then(|c| c.ok())
-            .is_some_and(|c| c.member(name).is_some());
-        if is_member || name == crate::protocol::HOST_SENDER {
+            .and_then(|c| c.ok());
+        if config.as_ref().is_some_and(|c| c.member(name).is_some()) {
             return Err(SubagentError::Invalid(format!(
                 "{name:?} is a member of the team; a sub-agent's name must not be one"
             )));
         }
-        Ok(())
+        crate::store::names::check_new_member_name(name).map_err(invalid)?;
+        let members = config.iter().flat_map(|c| c.members.iter());
+        crate::store::names::check_distinct(name, members.map(|m| m.name.as_str())).map_err(invalid)
     }
 
     /// Counts the start against the owner's `max_total` and the tree's one

@@ -12,6 +12,7 @@ mod exhaustion;
 mod host_paths;
 mod key_fragments;
 mod lead_purse;
+mod lookalike_names;
 mod privilege_bits;
 mod resume_trust;
 mod route_spelling;
