@@ -62,6 +62,9 @@ pub struct FileStore {
     /// Group commit of config changes and inbox appends (`combine.rs`).
     configs: Arc<combine::Combiners<TeamConfig>>,
     inboxes: Arc<combine::Combiners<Vec<InboxMessage>>>,
+    /// A team whose task list lives under another name: `(team, list)`,
+    /// both sanitised ([`FileStore::with_task_list`]).
+    task_list: Option<(String, String)>,
 }
 
 impl FileStore {
@@ -75,7 +78,19 @@ impl FileStore {
             config_cache: Arc::default(),
             configs: Arc::default(),
             inboxes: Arc::default(),
+            task_list: None,
         }
+    }
+
+    /// Team `team`'s tasks are in `tasks/{list}/` instead of
+    /// `tasks/{team}/`: what a Claude Code 2.1.332 lead says with
+    /// `CLAUDE_CODE_TASK_LIST_ID` when its list id differs from the team's
+    /// (after a `/clear`). Fails on a name that cannot be a directory.
+    pub fn with_task_list(mut self, team: &str, list: &str) -> Result<FileStore> {
+        let team = crate::store::names::sanitize_team_name(team)?;
+        let list = crate::store::names::sanitize_team_name(list)?;
+        self.task_list = Some((team, list));
+        Ok(self)
     }
 
     /// Replaces the lock options (wait bound, staleness).
@@ -93,7 +108,11 @@ impl FileStore {
     /// that deal with the files themselves (corrupting one on purpose,
     /// checking the reference's format) can find them.
     pub fn paths(&self, team: &str) -> Result<TeamPaths> {
-        TeamPaths::new(&self.root, team)
+        let paths = TeamPaths::new(&self.root, team)?;
+        Ok(match &self.task_list {
+            Some((t, list)) if *t == paths.name() => paths.with_task_list(&self.root, list),
+            _ => paths,
+        })
     }
 }
 
