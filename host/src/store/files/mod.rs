@@ -398,3 +398,36 @@ impl TeamStore for FileStore {
         )?))
     }
 }
+
+#[cfg(test)]
+mod task_list_tests {
+    use super::FileStore;
+    use crate::store::{NewTask, NewTeam, Store};
+
+    /// `CLAUDE_CODE_TASK_LIST_ID`: the team's tasks under the list's name.
+    #[test]
+    fn a_task_list_of_another_name_holds_the_team_s_tasks() {
+        let tmp = tempfile::tempdir().unwrap();
+        let files = FileStore::new(tmp.path())
+            .with_task_list("session-1", "session-2")
+            .unwrap();
+        let team = Store::with_backend(std::sync::Arc::new(files))
+            .team("session-1")
+            .unwrap();
+        team.create(NewTeam::default()).unwrap();
+        team.create_task(NewTask {
+            subject: "s".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(tmp.path().join("tasks/session-2/1.json").is_file());
+        assert!(!tmp.path().join("tasks/session-1/1.json").exists());
+        // Another team keeps its own list.
+        let other = FileStore::new(tmp.path()).paths("other").unwrap();
+        assert_eq!(other.tasks_dir(), tmp.path().join("tasks/other"));
+        let err = FileStore::new(tmp.path())
+            .with_task_list("session-1", "../x")
+            .unwrap_err();
+        assert!(!err.to_string().is_empty());
+    }
+}
