@@ -18,6 +18,10 @@ use clap::CommandFactory;
 /// aliases, and the global ones) are kept as they are; `--` ends the
 /// screening.
 pub fn tolerate_unknown_flags(args: Vec<OsString>) -> (Vec<OsString>, Vec<String>) {
+    // Other commands pay nothing: the definition is built only for `teammate`.
+    let Some(at) = subcommand_index(&args) else {
+        return (args, Vec::new());
+    };
     let mut cmd = super::Cli::command();
     cmd.build();
     let Some(sub) = cmd.find_subcommand("teammate") else {
@@ -34,9 +38,6 @@ pub fn tolerate_unknown_flags(args: Vec<OsString>) -> (Vec<OsString>, Vec<String
                 .map(str::to_string),
         );
     }
-    let Some(at) = subcommand_index(&args) else {
-        return (args, Vec::new());
-    };
     let mut kept: Vec<OsString> = args[..=at].to_vec();
     let mut warnings = Vec::new();
     let mut rest = args[at + 1..].iter().peekable();
