@@ -9,7 +9,11 @@ use clap::Parser;
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
 fn main() -> std::process::ExitCode {
-    let cli = teamhost::cli::Cli::parse();
+    let (args, ignored) = teamhost::cli::tolerate_unknown_flags(std::env::args_os().collect());
+    for warning in ignored {
+        eprintln!("{warning}");
+    }
+    let cli = teamhost::cli::Cli::parse_from(args);
     diagnostics(&cli);
     match teamhost::cli::run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -158,8 +158,15 @@ fn doctor_gives_one_line_per_check_and_a_fix_for_each_missing_one() {
             "namespaces",
             "tmux",
             "nats-server",
-            "wasm32-wasip2"
+            "wasm32-wasip2",
+            "claude-code"
         ]
+    );
+    // It names the Claude Code versions teamhost is tested with, found or not.
+    let claude = checks[8]["detail"].as_str().unwrap();
+    assert!(
+        claude.contains("2.1.197") && claude.contains("2.1.332"),
+        "{claude}"
     );
     for c in checks.as_array().unwrap() {
         assert_eq!(c["ok"] == false, c["fix"].is_string(), "{c}");

@@ -231,7 +231,9 @@ pub fn answer_plan(team: &Team, request_id: &str, answer: PlanAnswer) -> Result<
             PlanApprovalResponse::approve(request_id, Some(mode))
         }
         PlanAnswer::Reject { feedback } => PlanApprovalResponse::reject(request_id, Some(feedback)),
-    };
+    }
+    // What a 2.1.332 teammate checks the answer against.
+    .with_plan_digest(&request.plan_content);
     reply(team, &request.from, response.to_text())
 }
 

@@ -61,6 +61,29 @@ pub(crate) async fn registered(
     }
 }
 
+/// With [`BackendOptions::sign_lead_entries`]: a fresh lead key for
+/// teammate `name`, handed to the store's [`LeadGuard`](crate::store::LeadGuard)
+/// (so what this host writes into its inbox as the lead is signed from
+/// now on, the spawn prompt included) and returned as the
+/// `--lead-verify-key` arguments. Call it before the prompt is written.
+pub(crate) fn lead_key_args(env: &SpawnEnv<'_>, team: &Team, name: &str) -> Result<Vec<OsString>> {
+    if !env.backends.sign_lead_entries {
+        return Ok(Vec::new());
+    }
+    let Some(guard) = team.store().lead_guard() else {
+        return Err(Error::Backend(
+            "sign_lead_entries is set but this host's store has no lead guard to keep the keys in"
+                .into(),
+        ));
+    };
+    let now = crate::protocol::time::now_ms() as i64;
+    let key = crate::protocol::lead_sig::LeadSigningKey::generate(now)
+        .map_err(|e| Error::Backend(format!("cannot make a lead key for {name}: {e}")))?;
+    let flag = key.verify_key().flag_value();
+    guard.sign_for(name, std::sync::Arc::new(key));
+    Ok(vec!["--lead-verify-key".into(), flag.into()])
+}
+
 /// After a failed start: removes a member registered for it (`fresh`), or
 /// leaves a rejoining one as it is; returns `e`.
 pub(crate) fn undo_if_fresh(team: &Team, name: &str, fresh: bool, e: Error) -> Error {

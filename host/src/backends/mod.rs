@@ -165,6 +165,15 @@ pub struct BackendOptions {
     pub tmux: TmuxOptions,
     /// A forced stop sends SIGTERM, then SIGKILL after this long.
     pub stop_timeout: Duration,
+    /// Give each process or tmux teammate a lead key of its own, as a
+    /// Claude Code 2.1.332 lead does (`--lead-verify-key`; the private half
+    /// stays in this host's memory), and sign every entry this host writes
+    /// into its inbox as `team-lead`, `user` or `system`: anything else
+    /// that writes the inbox file can then no longer speak as the lead.
+    /// Default `false`: `teamhost shutdown`, `permit`, `plan` and `send`
+    /// write as the lead from their own process, without the key, and a
+    /// keyed teammate refuses what they write.
+    pub sign_lead_entries: bool,
 }
 
 impl Default for BackendOptions {
@@ -175,6 +184,7 @@ impl Default for BackendOptions {
             teamhost_exe: None,
             tmux: TmuxOptions::default(),
             stop_timeout: Duration::from_secs(5),
+            sign_lead_entries: false,
         }
     }
 }

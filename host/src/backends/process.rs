@@ -62,6 +62,7 @@ async fn start(
     // files or a NATS server, never through this process's memory.
     let store = child_store(team, env.home.root())?;
     let fresh = rejoining.is_none();
+    let key_args = super::child::lead_key_args(&env, team, &req.name)?;
     let member = registered(&env, team, &req, BackendKind::Process, rejoining).await?;
     let rollback = |e: Error| undo_if_fresh(team, &member.name, fresh, e);
     let log = log_file(&env, team, &member.name).map_err(rollback)?;
@@ -70,6 +71,7 @@ async fn start(
     cmd.args(teammate_args(
         team, &store, &member, &req, &env.hooks, env.models,
     ))
+    .args(key_args)
     .args(if fresh { None } else { Some("--resumed") })
     .current_dir(member.cwd.as_deref().unwrap_or("."))
     .stdin(Stdio::null())

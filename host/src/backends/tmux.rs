@@ -76,6 +76,7 @@ async fn start(
         ));
     }
     let fresh = rejoining.is_none();
+    let key_args = super::child::lead_key_args(&env, team, &req.name)?;
     let member = registered(&env, team, &req, BackendKind::Tmux, rejoining).await?;
     let rollback = |e: Error| undo_if_fresh(team, &member.name, fresh, e);
     let exe = checked_exe(env.backends).map_err(rollback)?;
@@ -83,6 +84,7 @@ async fn start(
     command.extend(teammate_args(
         team, &store, &member, &req, &env.hooks, env.models,
     ));
+    command.extend(key_args);
     if !fresh {
         command.push("--resumed".into());
     }

@@ -14,6 +14,7 @@
 //! | tmux | `--teammate-mode tmux` (a pane per teammate) |
 //! | nats-server | a team shared across hosts (`--store nats://…`) |
 //! | wasm32-wasip2 | building Rust teammates (`rustup target add`) |
+//! | claude-code | WebAssembly teammates in a Claude Code team; names the Claude Code versions teamhost is tested with ([`TESTED_CLAUDE_CODE`]) |
 //!
 //! Missing parts are not errors: the host runs without them (Bash is then
 //! less confined, or refused, as `docs/guides` say); the exit status is 0.
@@ -81,6 +82,7 @@ pub(super) fn doctor(home: &Home, out: &Output, _a: DoctorArgs) -> anyhow::Resul
             "install nats-server (https://docs.nats.io/running-a-nats-service/introduction/installation) and start it with `nats-server -js`; not needed for teams on one machine",
         ),
         wasm_target(),
+        claude_code(),
     ];
     out.print(&checks, || {
         let mut s = String::new();
@@ -201,6 +203,30 @@ fn wasm_target() -> Check {
             "wasm32-wasip2",
             "the Rust target is not installed: Rust teammates cannot be built here (running built components needs nothing)",
             "rustup target add wasm32-wasip2",
+        ),
+    }
+}
+
+/// The Claude Code versions whose agent-teams protocol teamhost is tested
+/// with (the fixtures under `host/tests/fixtures/reference-*`): 2.1.197
+/// (unsigned lead entries) and 2.1.332 (signed, `--lead-verify-key`).
+pub const TESTED_CLAUDE_CODE: [&str; 2] = ["2.1.197", "2.1.332"];
+
+fn claude_code() -> Check {
+    let tested = TESTED_CLAUDE_CODE.join(" and ");
+    match version_line("claude", &["--version"]) {
+        Some(v) if TESTED_CLAUDE_CODE.iter().any(|t| v.contains(t)) => ok(
+            "claude-code",
+            format!("{v}: a version teamhost is tested with ({tested}); `teamhost teammate` is its teammate command"),
+        ),
+        Some(v) => ok(
+            "claude-code",
+            format!("{v}: not a version teamhost is tested with ({tested}); `teamhost teammate` ignores flags it does not know, with a warning"),
+        ),
+        None => missing(
+            "claude-code",
+            format!("`claude` is not on PATH: WebAssembly teammates in a Claude Code team are unavailable (tested with {tested})"),
+            "install Claude Code (npm install -g @anthropic-ai/claude-code); not needed for teamhost's own teams",
         ),
     }
 }

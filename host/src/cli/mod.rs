@@ -24,6 +24,7 @@ mod task;
 mod team;
 mod team_state;
 mod teammate;
+mod tolerant;
 mod watch;
 
 use std::path::PathBuf;
@@ -33,6 +34,7 @@ use clap::{Parser, Subcommand};
 use crate::home::Home;
 
 pub use output::{error_text, Output};
+pub use tolerant::tolerate_unknown_flags;
 
 /// Run AI-agent teammates as WebAssembly components, on Claude Code's
 /// agent-teams protocol.

@@ -24,7 +24,8 @@ pub struct SettingsArgs {
     /// Plans must be approved by the lead before acting.
     #[arg(long = "plan-mode-required")]
     pub(crate) plan_mode_required: bool,
-    /// Sandbox mode: default, acceptEdits, bypassPermissions, plan, dontAsk, delegate.
+    /// Sandbox mode: default, acceptEdits, bypassPermissions, plan, dontAsk,
+    /// delegate (and Claude Code's bubble, which is default here).
     #[arg(long = "permission-mode", value_name = "MODE")]
     pub(crate) permission_mode: Option<String>,
     /// Same as --permission-mode bypassPermissions.
@@ -102,6 +103,9 @@ impl SettingsArgs {
             return Ok(Some(PermissionMode::BypassPermissions));
         }
         match &self.permission_mode {
+            // Claude Code 2.1.332's `bubble` sends every permission question
+            // up to the lead: teamhost's `default` mode does exactly that.
+            Some(flag) if flag == "bubble" => Ok(Some(PermissionMode::Default)),
             Some(flag) => Ok(Some(flag.parse().map_err(
                 |e: crate::sandbox::ParseModeError| anyhow::anyhow!("--permission-mode: {e}"),
             )?)),
@@ -249,6 +253,13 @@ mod tests {
             ..defaults
         };
         assert_eq!(round_trip(&bypass), bypass);
+    }
+
+    #[test]
+    fn claude_code_s_bubble_mode_asks_the_lead_as_default_does() {
+        let parsed = Only::try_parse_from(["teammate", "--permission-mode=bubble"]).unwrap();
+        let settings = parsed.s.over(&member()).unwrap();
+        assert_eq!(settings.mode, Some(PermissionMode::Default));
     }
 
     #[test]

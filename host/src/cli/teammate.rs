@@ -17,6 +17,9 @@
 //! | `--agent-id NAME@TEAM` | yes | who it is (name and team, when the next two are absent) |
 //! | `--agent-name`, `--team-name` | yes | the member entry to attach to |
 //! | `--agent-color`, `--parent-session-id` | yes | checked against the config (a mismatch is logged) |
+//! | `$CLAUDE_CODE_TASK_LIST_ID` | yes (2.1.332) | the task list (`tasks/{id}/`) when the lead's differs from the team name |
+//! | `--lead-verify-key MS.KEY` | yes (2.1.332) | the lead's Ed25519 key: lead-named entries must carry a valid `lead_sig` ([`crate::store::lead_guard`]) |
+//! | any other `--flag[=value]` | (newer CLIs) | ignored with a warning on stderr ([`crate::cli::tolerate_unknown_flags`]) |
 //! | `--agent-type`, `--model`, `--plan-mode-required` | yes | its identity (default: the member entry) |
 //! | `--permission-mode`, `--dangerously-skip-permissions` | yes | its sandbox mode (the latter is `bypassPermissions`) |
 //! | `--allowedTools`, `--disallowedTools` | yes | tool rules, comma- or space-separated, repeatable |
@@ -79,7 +82,7 @@ const EXIT_TEAM_GONE: i32 = 4;
 pub struct TeammateArgs {
     /// `NAME@TEAM`.
     #[arg(long = "agent-id", value_name = "NAME@TEAM")]
-    agent_id: Option<String>,
+    pub(super) agent_id: Option<String>,
     /// Member name (default: from --agent-id).
     #[arg(long = "agent-name", value_name = "NAME")]
     agent_name: Option<String>,
@@ -88,14 +91,20 @@ pub struct TeammateArgs {
     team_name: Option<String>,
     /// Display colour given by the lead.
     #[arg(long = "agent-color", value_name = "COLOR")]
-    agent_color: Option<String>,
+    pub(super) agent_color: Option<String>,
     /// The lead's session id.
     #[arg(long = "parent-session-id", value_name = "UUID")]
     parent_session_id: Option<String>,
+    /// The public key a Claude Code 2.1.332 lead signs this teammate's
+    /// inbox entries with, `<unix ms>.<base64url SPKI>`: lead-named entries
+    /// that do not verify are then forged (shown marked unverified, never
+    /// acted on). Without it, lead entries are taken as they are.
+    #[arg(long = "lead-verify-key", value_name = "MS.KEY")]
+    pub(super) lead_verify_key: Option<String>,
     /// How it runs: role, model, mode, tool rules, plan approval,
     /// auto-claim, notifications, limits, model policy.
     #[command(flatten)]
-    how: super::settings_args::SettingsArgs,
+    pub(super) how: super::settings_args::SettingsArgs,
     /// The teammate component: a .wasm path, or a name looked up in
     /// $TEAMHOST_COMPONENT_PATH and {teamhost home}/components.
     #[arg(long, env = "TEAMHOST_COMPONENT", value_name = "PATH|NAME")]
@@ -221,9 +230,32 @@ pub(super) fn run(
     out: &Output,
     a: TeammateArgs,
 ) -> anyhow::Result<()> {
+    // T0 of the lead-entry window: this process's start, near enough.
+    let started_ms = crate::protocol::time::now_ms() as i64;
     let (name, team_name) = identity(&a)?;
+    let lead_key = a
+        .lead_verify_key
+        .as_deref()
+        .map(crate::protocol::lead_sig::LeadVerifyKey::parse)
+        .transpose()?;
     let (home, claude_home) = teammate_home(home_flag)?;
     let store = super::store_select::open(&home, store, security)?;
+    let store = task_list(store, &team_name)?;
+    let store = match lead_key {
+        Some(key) => {
+            // The lead's name is the team's, read when the teammate joins;
+            // `team-lead` until then is the reference's.
+            let lead = store
+                .team(&team_name)
+                .and_then(|t| t.config())
+                .map(|c| c.lead_name().to_string())
+                .unwrap_or_else(|_| "team-lead".into());
+            store.with_lead_guard(std::sync::Arc::new(crate::store::LeadGuard::verifying(
+                &name, &lead, key, started_ms,
+            )))
+        }
+        None => store,
+    };
     let cache_dir = if claude_home {
         Some(Home::resolve(None)?.component_cache())
     } else {
@@ -283,6 +315,30 @@ fn hooks(
         tracing::warn!("{s}");
     }
     settings::load_files(&files).map_err(|e| anyhow::anyhow!("cannot read the hooks: {e}"))
+}
+
+/// The store with the task list a Claude Code 2.1.332 lead names in
+/// `CLAUDE_CODE_TASK_LIST_ID` (its list id, when it differs from the team
+/// name): the tasks are then in `tasks/{id}/`. Files only: a NATS team has
+/// one list.
+fn task_list(store: crate::store::Store, team: &str) -> anyhow::Result<crate::store::Store> {
+    let Some(list) = std::env::var("CLAUDE_CODE_TASK_LIST_ID")
+        .ok()
+        .filter(|v| !v.is_empty())
+    else {
+        return Ok(store);
+    };
+    let Some(files) = store.file_store() else {
+        tracing::warn!(%list, "CLAUDE_CODE_TASK_LIST_ID is ignored: the team is on a NATS store, with one task list");
+        return Ok(store);
+    };
+    let files = files
+        .clone()
+        .with_task_list(team, &list)
+        .with_context(|| format!("CLAUDE_CODE_TASK_LIST_ID={list:?} cannot name a task list"))?;
+    Ok(crate::store::Store::with_backend(std::sync::Arc::new(
+        files,
+    )))
 }
 
 /// Name and team from the flags.

@@ -174,6 +174,13 @@ impl Host {
             .unwrap_or_else(|| super::lease::HostIdentity::this_process().clone());
         let (leases, store) = super::lease_table::HostLeases::new(me, opts.lease, store);
         let store = store.with_observer(hub.clone());
+        // The keys of `sign_lead_entries` live here, in this host's memory.
+        let store = match store.lead_guard() {
+            None if opts.backends.sign_lead_entries => {
+                store.with_lead_guard(Arc::new(crate::store::LeadGuard::signing()))
+            }
+            _ => store,
+        };
         Ok(Host {
             inner: Arc::new(Inner {
                 store,

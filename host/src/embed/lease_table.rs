@@ -43,7 +43,13 @@ impl HostLeases {
             taking: tokio::sync::Mutex::new(()),
         });
         let store = match length {
-            Some(_) => Store::with_backend(Arc::new(FencedStore::new(plain, leases.clone()))),
+            Some(_) => {
+                let fenced = Store::with_backend(Arc::new(FencedStore::new(plain, leases.clone())));
+                match store.lead_guard() {
+                    Some(guard) => fenced.with_lead_guard(guard.clone()),
+                    None => fenced,
+                }
+            }
             None => store,
         };
         (leases, store)

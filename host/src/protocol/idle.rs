@@ -164,6 +164,29 @@ impl IdleNotification {
         self
     }
 
+    /// Sets `result` (Claude Code 2.1.332): the turn's final text, cut to
+    /// [`IdleNotification::RESULT_MAX_CHARS`] characters with
+    /// [`IdleNotification::RESULT_CUT`] at the end when longer. Kept with
+    /// the keys 2.1.197 does not know, so it is written after them.
+    pub fn with_result(mut self, text: &str) -> Self {
+        let result = if text.chars().count() > Self::RESULT_MAX_CHARS {
+            let keep = Self::RESULT_MAX_CHARS - Self::RESULT_CUT.chars().count();
+            let mut cut: String = text.chars().take(keep).collect();
+            cut.push_str(Self::RESULT_CUT);
+            cut
+        } else {
+            text.to_string()
+        };
+        self.extra.insert("result".into(), Value::String(result));
+        self
+    }
+
+    /// Longest `result`, in characters, marker included (the reference's cap).
+    pub const RESULT_MAX_CHARS: usize = 4000;
+
+    /// What ends a `result` that was cut.
+    pub const RESULT_CUT: &'static str = "\n… [truncated]";
+
     /// The reference's summary for a turn that sent a peer message:
     /// `[to {recipient}] {summary}`.
     pub fn peer_dm_summary(recipient: &str, summary: &str) -> String {
@@ -336,5 +359,19 @@ mod tests {
             m.validate().expect_err("bad timestamp").field(),
             "timestamp"
         );
+    }
+
+    #[test]
+    fn result_is_capped_at_4000_characters_with_a_marker() {
+        let short = IdleNotification::new("w", IdleReason::Available).with_result("done");
+        assert_eq!(short.extra["result"], "done");
+        let text = short.to_text();
+        assert!(text.ends_with(r#""result":"done"}"#), "{text}");
+        let long = "é".repeat(5000);
+        let cut = IdleNotification::new("w", IdleReason::Available).with_result(&long);
+        let result = cut.extra["result"].as_str().unwrap();
+        assert_eq!(result.chars().count(), IdleNotification::RESULT_MAX_CHARS);
+        assert!(result.ends_with(IdleNotification::RESULT_CUT));
+        assert!(result.starts_with("éé"));
     }
 }

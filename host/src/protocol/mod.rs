@@ -13,6 +13,7 @@
 //! | `plan.rs` | [`PlanApprovalRequest`], [`PlanApprovalResponse`] |
 //! | `permission.rs` | [`PermissionRequest`], [`PermissionResponse`], [`PermissionGrant`], [`PermissionOutcome`] |
 //! | [`ids`] | request ids (`shutdown-{ms}@{name}`, `plan_approval-{ms}@{agent}@{team}`, `perm-{ms}-{7}`) and their parsers |
+//! | [`lead_sig`] | signed lead entries (Claude Code 2.1.332): the signed bytes, keys, the verdict, plan and input digests |
 //! | [`time`] | `now_ms()`, `timestamp_now()` in the reference's format |
 //! | [`describe`] | one line in words per message, for people (status, live view, run lines) |
 //! | [`render`] | `<teammate-message …>` blocks for the model that reads a message |
@@ -50,6 +51,7 @@ mod fields;
 mod idle;
 pub mod ids;
 mod kind;
+pub mod lead_sig;
 mod permission;
 mod plan;
 pub mod render;

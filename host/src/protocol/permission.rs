@@ -202,6 +202,53 @@ impl PermissionResponse {
         }
     }
 
+    /// Whether this verdict is bound to another call than the one asked
+    /// about: Claude Code 2.1.332 may add `tool_use_id` and
+    /// `approved_request: {tool_use_id, tool_name, input_digest}` (the
+    /// digest is [`input_digest`](super::lead_sig::input_digest)). Each one
+    /// present must match the request (`tool_use_id`: `None` when not
+    /// known, then not compared); a verdict with neither is unbound and
+    /// accepted. `Some(why)` when it does not match.
+    pub fn binding_mismatch(
+        &self,
+        tool_use_id: Option<&str>,
+        tool_name: &str,
+        input: &Value,
+    ) -> Option<String> {
+        let differs = |field: &str, got: Option<&Value>, want: &str| match got {
+            None => None,
+            Some(Value::String(g)) if g == want => None,
+            Some(other) => Some(format!("{field} is {other}, this request's is {want:?}")),
+        };
+        if let Some(id) = tool_use_id {
+            if let Some(why) = differs("tool_use_id", self.extra.get("tool_use_id"), id) {
+                return Some(why);
+            }
+        }
+        let bound = self.extra.get("approved_request")?;
+        let Some(bound) = bound.as_object() else {
+            return Some(format!("approved_request is {bound}, not an object"));
+        };
+        if let Some(id) = tool_use_id {
+            if let Some(why) = differs("approved_request.tool_use_id", bound.get("tool_use_id"), id)
+            {
+                return Some(why);
+            }
+        }
+        differs(
+            "approved_request.tool_name",
+            bound.get("tool_name"),
+            tool_name,
+        )
+        .or_else(|| {
+            differs(
+                "approved_request.input_digest",
+                bound.get("input_digest"),
+                &super::lead_sig::input_digest(tool_name, input),
+            )
+        })
+    }
+
     /// The decision: `success` with a `response` and no `error` is
     /// [`PermissionOutcome::Allowed`]; `error` with an `error` and no `response`
     /// is [`PermissionOutcome::Denied`]. Anything else is an error naming the
@@ -447,5 +494,42 @@ mod tests {
             panic!("expected Invalid");
         };
         assert_eq!(error.field(), "request_id");
+    }
+
+    #[test]
+    fn a_bound_verdict_must_name_the_call_asked_about() {
+        let input = json!({"command": "ls"});
+        let digest = super::super::lead_sig::input_digest("Bash", &input);
+        let mut answer = PermissionResponse::allow("perm-1-abcdefg", input.clone(), vec![]);
+        assert_eq!(
+            answer.binding_mismatch(Some("toolu_1"), "Bash", &input),
+            None,
+            "unbound"
+        );
+        answer.extra.insert("tool_use_id".into(), json!("toolu_1"));
+        answer.extra.insert(
+            "approved_request".into(),
+            json!({"tool_use_id": "toolu_1", "tool_name": "Bash", "input_digest": digest}),
+        );
+        assert_eq!(
+            answer.binding_mismatch(Some("toolu_1"), "Bash", &input),
+            None
+        );
+        let other = json!({"command": "rm -rf /"});
+        let why = answer
+            .binding_mismatch(Some("toolu_1"), "Bash", &other)
+            .unwrap();
+        assert!(why.contains("input_digest"), "{why}");
+        let why = answer
+            .binding_mismatch(Some("toolu_2"), "Bash", &input)
+            .unwrap();
+        assert!(why.contains("tool_use_id"), "{why}");
+        // Parsed from the wire, the new keys are kept and written back.
+        let text = answer.to_text();
+        let back = match ProtocolMessage::parse(&text) {
+            Parsed::Protocol(ProtocolMessage::PermissionResponse(r)) => r,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(back.to_text(), text);
     }
 }

@@ -136,6 +136,22 @@ impl PlanApprovalResponse {
         }
     }
 
+    /// Adds `planDigest` (Claude Code 2.1.332): the hex SHA-256 of the
+    /// request's `planContent`, which a keyed 2.1.332 teammate requires on
+    /// an approval ([`lead_sig::plan_digest`](super::lead_sig::plan_digest)).
+    pub fn with_plan_digest(mut self, plan_content: &str) -> Self {
+        self.extra.insert(
+            "planDigest".into(),
+            Value::String(super::lead_sig::plan_digest(plan_content)),
+        );
+        self
+    }
+
+    /// `planDigest`, when the answer carries one.
+    pub fn plan_digest(&self) -> Option<&str> {
+        self.extra.get("planDigest").and_then(Value::as_str)
+    }
+
     /// Rejects request `request_id` now, with optional `feedback`.
     pub fn reject(request_id: impl Into<String>, feedback: Option<String>) -> Self {
         PlanApprovalResponse {

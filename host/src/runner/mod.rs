@@ -220,6 +220,7 @@ impl Runner {
     ) -> Option<TeammateState> {
         let found = *found;
         let turn = found.turn;
+        let forged_plan_answer = found.take.as_ref().and_then(forged_plan_answer);
         let journaled = found.take.is_some() && self.journal.is_some();
         if let Some(entry) = found.take {
             // Noted and consumed beside the turn, finished before it ends.
@@ -239,6 +240,9 @@ impl Runner {
         });
         if let Some(first) = turn.messages.first() {
             self.apply_plan_answer(first).await;
+        }
+        if let Some(id) = forged_plan_answer {
+            self.refuse_forged_plan_answer(&id);
         }
         if let Some(id) = found.shutdown_request {
             self.instance
@@ -416,6 +420,23 @@ impl Runner {
             return;
         }
         self.instance.agent().coordination.pending_plan = None;
+        let digest = self
+            .instance
+            .agent()
+            .coordination
+            .pending_plan_digest
+            .take();
+        if matches!(answer.response, PlanResponse::Approve(_)) && self.keyed() {
+            // A keyed (2.1.332) teammate takes an approval only for the plan
+            // it submitted: `planDigest` must be that plan's.
+            let given = plan_digest_of(msg);
+            if let Some(want) = digest.filter(|want| given.as_deref() != Some(want.as_str())) {
+                tracing::warn!(teammate = %self.name(), request = %answer.request_id, %want,
+                    given = given.as_deref().unwrap_or("none"),
+                    "a plan approval without this plan's planDigest counts as a rejection");
+                return;
+            }
+        }
         if let PlanResponse::Approve(mode) = answer.response {
             let mode = crate::runtime::mode_from_wit(mode);
             self.instance.agent().permissions.enter_approved_mode(mode);
@@ -424,6 +445,27 @@ impl Runner {
             if let Ok(Err(e)) = r {
                 tracing::warn!(teammate = %self.name(), error = %e, "could not record the new mode");
             }
+        }
+    }
+
+    /// Whether this teammate was given its lead's key (`--lead-verify-key`).
+    fn keyed(&self) -> bool {
+        self.team()
+            .store()
+            .lead_guard()
+            .is_some_and(|g| g.verifies_for(self.name()))
+    }
+
+    /// A forged plan answer (a lead entry that did not verify) settles the
+    /// pending plan it names as a rejection, as the reference does: the
+    /// teammate stays in plan mode and may submit again.
+    fn refuse_forged_plan_answer(&mut self, request_id: &str) {
+        let coordination = &mut self.instance.agent().coordination;
+        if coordination.pending_plan.as_deref() == Some(request_id) {
+            coordination.pending_plan = None;
+            coordination.pending_plan_digest = None;
+            tracing::warn!(teammate = %self.name(), request = %request_id,
+                "a forged plan answer counts as a rejection: the plan stays unapproved");
         }
     }
 
@@ -498,6 +540,9 @@ impl Runner {
                 to,
                 summary.as_deref().unwrap_or(""),
             ));
+        }
+        if let Some(text) = &record.to_lead {
+            idle = idle.with_result(text);
         }
         if let Ok(TurnOutcome { task: Some(report) }) = outcome {
             idle = idle.with_completed_task(
@@ -708,5 +753,26 @@ fn kind_name(kind: &TurnKind) -> &'static str {
         TurnKind::Message => "message",
         TurnKind::ShutdownRequest(_) => "shutdown-request",
         TurnKind::TaskClaimed(_) => "task-claimed",
+    }
+}
+
+/// The request id of a plan answer inside an entry marked forged
+/// ([`crate::store::lead_guard::forged_original`]).
+fn forged_plan_answer(entry: &crate::store::InboxMessage) -> Option<String> {
+    use crate::protocol::{Parsed, ProtocolMessage};
+    match ProtocolMessage::parse(crate::store::lead_guard::forged_original(entry)?) {
+        Parsed::Protocol(ProtocolMessage::PlanApprovalResponse(r)) => Some(r.request_id),
+        _ => None,
+    }
+}
+
+/// The `planDigest` of the plan answer in `msg`, read from its text.
+fn plan_digest_of(msg: &crate::runtime::bindings::mailbox::Message) -> Option<String> {
+    use crate::protocol::{Parsed, ProtocolMessage};
+    match ProtocolMessage::parse(&msg.text) {
+        Parsed::Protocol(ProtocolMessage::PlanApprovalResponse(r)) => {
+            r.plan_digest().map(str::to_string)
+        }
+        _ => None,
     }
 }

@@ -92,6 +92,9 @@ pub enum ShutdownDecision {
 pub struct TurnRecord {
     /// Direct messages to teammates other than the lead: `(to, summary)`.
     pub peer_dms: Vec<(String, Option<String>)>,
+    /// The last message this turn sent the lead: the idle notification's
+    /// `result` (the turn's final text, as a 2.1.332 lead reads it).
+    pub to_lead: Option<String>,
     /// The answer to a shutdown request, if one was given.
     pub shutdown: Option<ShutdownDecision>,
     /// Messages, broadcasts and tasks created this turn (the per-turn
@@ -158,6 +161,10 @@ pub struct Coordination {
     pub pending_shutdowns: Vec<String>,
     /// The request id of the plan waiting for the lead's answer.
     pub pending_plan: Option<String>,
+    /// That plan's `planDigest` (hex SHA-256 of its text), which a keyed
+    /// teammate requires on the lead's approval (`None`: not known, e.g.
+    /// a plan adopted on a resume; then not required).
+    pub pending_plan_digest: Option<String>,
     /// The take of the message this turn handles, while it is in flight
     /// ([`super::PendingTake`]): finished before any `mailbox` call.
     pub pending_take: Option<super::PendingTake>,

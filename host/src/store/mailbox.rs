@@ -1,7 +1,8 @@
 //! Inboxes and the history of consumed messages (`teams/{team}/inboxes/{agent}.json` and `history/{agent}.jsonl` in the file store).
 //!
 //! An inbox is a JSON array of entries `{from, text, summary?, timestamp,
-//! color?, msgV, msg_id, type, read}`. Consuming follows the current reference:
+//! color?, from_plugin?, msgV, msg_id, type, read}` (and a 2.1.332 lead's
+//! `lead_sig` last, kept with other unknown keys). Consuming follows the current reference:
 //! taken entries are removed from the array, and legacy entries already flagged
 //! `read: true` count as consumed. Nothing is lost: before an entry leaves the
 //! inbox it is appended to `teams/{team}/history/{agent}.jsonl` (outside
@@ -63,6 +64,10 @@ pub struct InboxMessage {
     /// Sender's colour.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub color: Option<String>,
+    /// The plugin or hook that sent it through SendMessage (Claude Code
+    /// 2.1.332); covered by a lead's signature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_plugin: Option<String>,
     /// Envelope version (`1`); absent on entries from older writers.
     #[serde(rename = "msgV", default, skip_serializing_if = "Option::is_none")]
     pub msg_v: Option<u32>,
@@ -134,6 +139,7 @@ impl OutgoingMessage {
             summary: self.summary,
             timestamp: timestamp_now(),
             color: self.color,
+            from_plugin: None,
             msg_v: Some(1),
             msg_id: Some(uuid::Uuid::new_v4().to_string()),
             kind: Some("message".into()),
@@ -147,7 +153,10 @@ impl Team {
     /// Appends a message to `to`'s inbox without checking membership (for
     /// protocol plumbing such as the spawn prompt). Returns the entry written.
     pub fn deliver(&self, to: &str, msg: OutgoingMessage) -> Result<InboxMessage> {
-        let entry = msg.into_entry();
+        let mut entry = msg.into_entry();
+        if let Some(guard) = self.store().lead_guard() {
+            guard.sign(to, &mut entry);
+        }
         self.append_entries(to, std::slice::from_ref(&entry))?;
         Ok(entry)
     }
@@ -184,9 +193,20 @@ impl Team {
     }
 
     /// Appends already-stamped entries to `to`'s inbox in one atomic write.
+    /// With a [`LeadGuard`](super::LeadGuard) holding a key for `to`, lead
+    /// entries are signed on the way (`lead_sig`).
     pub fn append_entries(&self, to: &str, entries: &[InboxMessage]) -> Result<()> {
         super::names::agent_file_stem(to)?;
-        self.backend().append_inbox(self.name(), to, entries)?;
+        match self.store().lead_guard() {
+            Some(guard) => {
+                let mut signed = entries.to_vec();
+                for e in &mut signed {
+                    guard.sign(to, e);
+                }
+                self.backend().append_inbox(self.name(), to, &signed)?;
+            }
+            None => self.backend().append_inbox(self.name(), to, entries)?,
+        }
         self.emit(StoreEvent::InboxAppended {
             team: self.name().into(),
             agent: to.into(),
@@ -197,7 +217,13 @@ impl Team {
     /// Every entry of `agent`'s inbox, consumed or not (a snapshot).
     pub fn read_inbox(&self, agent: &str) -> Result<Vec<InboxMessage>> {
         super::names::agent_file_stem(agent)?;
-        self.backend().read_inbox(self.name(), agent)
+        let mut all = self.backend().read_inbox(self.name(), agent)?;
+        if let Some(guard) = self.store().lead_guard() {
+            for e in &mut all {
+                guard.screen(agent, e);
+            }
+        }
+        Ok(all)
     }
 
     /// The entries of `agent`'s inbox not yet consumed, oldest first.
@@ -223,8 +249,25 @@ impl Team {
         mut pick: impl FnMut(&InboxMessage) -> bool,
     ) -> Result<Vec<InboxMessage>> {
         super::names::agent_file_stem(agent)?;
-        self.backend()
-            .take_from_inbox(self.name(), agent, &mut |m| pick(m))
+        let Some(guard) = self.store().lead_guard() else {
+            return self
+                .backend()
+                .take_from_inbox(self.name(), agent, &mut |m| pick(m));
+        };
+        // `pick` sees each entry as this process's readers do (a forged
+        // one marked), and what is taken is spent against replays.
+        let mut taken = self
+            .backend()
+            .take_from_inbox(self.name(), agent, &mut |m| {
+                let mut seen = m.clone();
+                guard.screen(agent, &mut seen);
+                pick(&seen)
+            })?;
+        for e in &mut taken {
+            guard.screen(agent, e);
+        }
+        guard.spend(agent, &taken);
+        Ok(taken)
     }
 
     /// Appends `msg` to `agent`'s history without putting it in the inbox, as

@@ -12,6 +12,7 @@
 //! | `names.rs` | which team and agent names are accepted, sanitising, ids; `names/new_name.rs`: what a new member may be called (no look-alike of the lead, the person, the host or another member) |
 //! | `config.rs` | the team and its members; member rules (unique names, colours) |
 //! | `mailbox.rs` | inbox entries; sending, broadcasting, consuming |
+//! | `lead_guard.rs` | [`LeadGuard`]: signing lead entries into keyed inboxes, screening a keyed teammate's own |
 //! | `history_cache.rs` | [`HistoryCache`]: re-reading histories by reading only what was appended |
 //! | `tasks.rs` | the shared task list and its rules (ids, dependencies, claims) |
 //! | `usage.rs` | per-teammate model usage records |
@@ -27,6 +28,7 @@ mod failover_memory;
 pub mod fenced;
 pub mod files;
 pub mod history_cache;
+pub mod lead_guard;
 pub mod mailbox;
 pub mod memory;
 pub mod names;
@@ -46,6 +48,7 @@ pub use failover_memory::MemoryFailover;
 pub use fenced::{Fence, FencedStore};
 pub use files::{FileStore, LockOptions};
 pub use history_cache::HistoryCache;
+pub use lead_guard::LeadGuard;
 pub use mailbox::{InboxMessage, OutgoingMessage};
 pub use memory::MemoryStore;
 pub use names::agent_id;
@@ -93,6 +96,7 @@ pub trait StoreObserver: Send + Sync {
 pub struct Store {
     backend: Arc<dyn TeamStore>,
     observer: Option<Arc<dyn StoreObserver>>,
+    lead_guard: Option<Arc<LeadGuard>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -100,6 +104,7 @@ impl std::fmt::Debug for Store {
         f.debug_struct("Store")
             .field("backend", &self.backend)
             .field("observer", &self.observer.is_some())
+            .field("lead_guard", &self.lead_guard)
             .finish()
     }
 }
@@ -116,6 +121,7 @@ impl Store {
         Store {
             backend,
             observer: None,
+            lead_guard: None,
         }
     }
 
@@ -128,6 +134,18 @@ impl Store {
     pub fn with_observer(mut self, observer: Arc<dyn StoreObserver>) -> Self {
         self.observer = Some(observer);
         self
+    }
+
+    /// Installs the guard that signs lead entries into keyed inboxes and
+    /// screens a keyed teammate's own inbox ([`LeadGuard`]).
+    pub fn with_lead_guard(mut self, guard: Arc<LeadGuard>) -> Self {
+        self.lead_guard = Some(guard);
+        self
+    }
+
+    /// The installed [`LeadGuard`], if any.
+    pub fn lead_guard(&self) -> Option<&Arc<LeadGuard>> {
+        self.lead_guard.as_ref()
     }
 
     /// The backend.

@@ -58,11 +58,11 @@ impl ToolGlue<'_> {
         }
         // A resumed teammate asking what its earlier life asked waits for
         // that request's answer: the lead answers each request once.
-        let id = match self
+        let (id, tool_use_id) = match self
             .permissions
             .adopt_earlier(call.display_name(), &call.input_json())
         {
-            Some(id) => id,
+            Some(id) => (id, None),
             None => {
                 let request = PermissionRequest::new(
                     self.fixed.identity.name.clone(),
@@ -73,6 +73,7 @@ impl ToolGlue<'_> {
                 )
                 .with_suggestions(suggestions.iter().map(Suggestion::to_json).collect());
                 let id = request.request_id.clone();
+                let tool_use_id = request.tool_use_id.clone();
                 let (team, lead) = (self.fixed.team.clone(), self.fixed.lead.clone());
                 let msg = OutgoingMessage::new(&self.fixed.identity.name, request.to_text())
                     .color(Some(self.fixed.identity.color.clone()));
@@ -84,13 +85,25 @@ impl ToolGlue<'_> {
                             WitError::Unavailable(format!("could not ask the lead: {e}"))
                         })
                     })?;
-                id
+                (id, Some(tool_use_id))
             }
         };
         self.permissions.start_waiting();
         let answer = self.wait_for_answer(&id, limits.ask_timeout).await;
         self.permissions.done_waiting();
         let response = answer?;
+        // A 2.1.332 lead may bind its verdict to the call; one bound to
+        // another call is refused, whatever it says.
+        if let Some(why) = response.binding_mismatch(
+            tool_use_id.as_deref(),
+            call.display_name(),
+            &call.input_json(),
+        ) {
+            return Err(WitError::Denied(format!(
+                "the lead's answer to {id} is for another call ({why}); the call was not run"
+            ))
+            .into());
+        }
         match response.outcome() {
             Err(e) => Err(WitError::Denied(format!(
                 "the lead's answer to {id} is malformed ({e}); the call was not run"
@@ -122,8 +135,11 @@ impl ToolGlue<'_> {
             );
             let taken = blocking(move || {
                 team.take_where(&me, |m| {
+                    // A forged answer (a lead entry that did not verify) is
+                    // taken too: it counts as a refusal, as the reference has it.
+                    let text = crate::store::lead_guard::forged_original(m).unwrap_or(&m.text);
                     m.from == lead
-                        && matches!(ProtocolMessage::parse(&m.text),
+                        && matches!(ProtocolMessage::parse(text),
                             Parsed::Protocol(ProtocolMessage::PermissionResponse(r)) if r.request_id == want)
                 })
             })
@@ -132,6 +148,13 @@ impl ToolGlue<'_> {
                 e.trap_to_wit(|e| WitError::Unavailable(format!("could not read the inbox: {e}")))
             })?;
             if let Some(m) = taken.first() {
+                if crate::store::lead_guard::forged_original(m).is_some() {
+                    let why = format!(
+                        "an answer to {id} claimed to come from the lead but did not verify (forged); the call was not run"
+                    );
+                    self.record_denial(id, &why).await;
+                    return Err(WitError::Denied(why).into());
+                }
                 if let Parsed::Protocol(ProtocolMessage::PermissionResponse(r)) =
                     ProtocolMessage::parse(&m.text)
                 {

@@ -122,6 +122,8 @@ impl Host for CoordinationGlue<'_> {
                 .turn
                 .peer_dms
                 .push((to.clone(), summary.clone()));
+        } else {
+            self.coordination.turn.to_lead = Some(content.clone());
         }
         Ok(MessageDelivery {
             message: format!("Message sent to {to}'s inbox"),
@@ -277,6 +279,7 @@ impl Host for CoordinationGlue<'_> {
         let team = self.fixed.team.clone();
         let (me, lead) = (self.fixed.identity.name.clone(), self.fixed.lead.clone());
         let auto = self.fixed.auto_approve_plans;
+        let digest = crate::protocol::lead_sig::plan_digest(&plan);
         let sent = blocking(move || {
             let file = team.write_plan(&me, &plan)?;
             let request = PlanApprovalRequest::new(&me, team.name(), file, plan);
@@ -292,6 +295,7 @@ impl Host for CoordinationGlue<'_> {
         })
         .await?;
         self.coordination.pending_plan = Some(sent.clone());
+        self.coordination.pending_plan_digest = Some(digest);
         Ok(sent)
     }
 

@@ -62,6 +62,9 @@ pub struct FileStore {
     /// Group commit of config changes and inbox appends (`combine.rs`).
     configs: Arc<combine::Combiners<TeamConfig>>,
     inboxes: Arc<combine::Combiners<Vec<InboxMessage>>>,
+    /// A team whose task list lives under another name: `(team, list)`,
+    /// both sanitised ([`FileStore::with_task_list`]).
+    task_list: Option<(String, String)>,
 }
 
 impl FileStore {
@@ -75,7 +78,19 @@ impl FileStore {
             config_cache: Arc::default(),
             configs: Arc::default(),
             inboxes: Arc::default(),
+            task_list: None,
         }
+    }
+
+    /// Team `team`'s tasks are in `tasks/{list}/` instead of
+    /// `tasks/{team}/`: what a Claude Code 2.1.332 lead says with
+    /// `CLAUDE_CODE_TASK_LIST_ID` when its list id differs from the team's
+    /// (after a `/clear`). Fails on a name that cannot be a directory.
+    pub fn with_task_list(mut self, team: &str, list: &str) -> Result<FileStore> {
+        let team = crate::store::names::sanitize_team_name(team)?;
+        let list = crate::store::names::sanitize_team_name(list)?;
+        self.task_list = Some((team, list));
+        Ok(self)
     }
 
     /// Replaces the lock options (wait bound, staleness).
@@ -93,7 +108,11 @@ impl FileStore {
     /// that deal with the files themselves (corrupting one on purpose,
     /// checking the reference's format) can find them.
     pub fn paths(&self, team: &str) -> Result<TeamPaths> {
-        TeamPaths::new(&self.root, team)
+        let paths = TeamPaths::new(&self.root, team)?;
+        Ok(match &self.task_list {
+            Some((t, list)) if *t == paths.name() => paths.with_task_list(&self.root, list),
+            _ => paths,
+        })
     }
 }
 
@@ -377,5 +396,38 @@ impl TeamStore for FileStore {
             &self.paths(team)?,
             observer,
         )?))
+    }
+}
+
+#[cfg(test)]
+mod task_list_tests {
+    use super::FileStore;
+    use crate::store::{NewTask, NewTeam, Store};
+
+    /// `CLAUDE_CODE_TASK_LIST_ID`: the team's tasks under the list's name.
+    #[test]
+    fn a_task_list_of_another_name_holds_the_team_s_tasks() {
+        let tmp = tempfile::tempdir().unwrap();
+        let files = FileStore::new(tmp.path())
+            .with_task_list("session-1", "session-2")
+            .unwrap();
+        let team = Store::with_backend(std::sync::Arc::new(files))
+            .team("session-1")
+            .unwrap();
+        team.create(NewTeam::default()).unwrap();
+        team.create_task(NewTask {
+            subject: "s".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(tmp.path().join("tasks/session-2/1.json").is_file());
+        assert!(!tmp.path().join("tasks/session-1/1.json").exists());
+        // Another team keeps its own list.
+        let other = FileStore::new(tmp.path()).paths("other").unwrap();
+        assert_eq!(other.tasks_dir(), tmp.path().join("tasks/other"));
+        let err = FileStore::new(tmp.path())
+            .with_task_list("session-1", "../x")
+            .unwrap_err();
+        assert!(!err.to_string().is_empty());
     }
 }

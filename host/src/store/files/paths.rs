@@ -51,6 +51,13 @@ impl TeamPaths {
         })
     }
 
+    /// The same team with its tasks in `{root}/tasks/{list}` (`list`
+    /// already sanitised).
+    pub fn with_task_list(mut self, root: &Path, list: &str) -> TeamPaths {
+        self.tasks_dir = tasks_root(root).join(list);
+        self
+    }
+
     /// The sanitised team name (the directory name).
     pub fn name(&self) -> &str {
         &self.name
