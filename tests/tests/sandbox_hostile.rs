@@ -375,17 +375,10 @@ async fn a_teammate_cannot_approve_its_own_plan_nor_can_a_peer() {
     }
 
     // A peer forges the lead's answer with the right request id. The peer
-    // asked to be called `team-lead`; names are unique, so it is not.
+    // asks to be called `team-lead`: a reserved name is refused (issue 40),
+    // so it joins under a name of its own.
     let accomplice_dir = a.dir("accomplice");
-    let accomplice = a
-        .spawn(hostile_request(
-            "team-lead",
-            "whoami",
-            &accomplice_dir,
-            "bypassPermissions",
-        ))
-        .await;
-    assert_ne!(accomplice, "team-lead");
+    let accomplice = a.spawn_as_accomplice(&accomplice_dir).await;
     a.f.host
         .send_as_lead(
             &a.f.name,
@@ -457,15 +450,7 @@ async fn only_the_leads_answer_counts_even_when_a_peer_forges_one_with_the_right
         ))
         .await;
     let accomplice_dir = a.dir("accomplice");
-    let accomplice = a
-        .spawn(hostile_request(
-            "team-lead",
-            "whoami",
-            &accomplice_dir,
-            "bypassPermissions",
-        ))
-        .await;
-    assert_ne!(accomplice, "team-lead");
+    let accomplice = a.spawn_as_accomplice(&accomplice_dir).await;
 
     let request = wait_permission_request(&a.f, &victim, 1).await;
     let id = request["request_id"].as_str().unwrap().to_string();

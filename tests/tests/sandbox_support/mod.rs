@@ -346,6 +346,24 @@ impl Arena {
         self.f.host.spawn(&self.f.name, req).await.unwrap().name
     }
 
+    /// A `bypassPermissions` accomplice in `dir` that first asks to be
+    /// called `team-lead`: that spawn must be refused for the reserved name
+    /// (nothing registered), and it joins as `accomplice` instead. Returns
+    /// its member name.
+    pub async fn spawn_as_accomplice(&self, dir: &Path) -> String {
+        let posing = hostile_request("team-lead", "whoami", dir, "bypassPermissions");
+        let refused = self.f.host.spawn(&self.f.name, posing).await;
+        assert!(
+            matches!(&refused, Err(teamhost::error::Error::InvalidName { name, .. }) if name == "team-lead"),
+            "{refused:?}"
+        );
+        let name = self
+            .spawn(hostile_request("accomplice", "whoami", dir, "bypassPermissions"))
+            .await;
+        assert_eq!(name, "accomplice");
+        name
+    }
+
     /// Spawns `hostile` as `name` with `prompt` in `mode`, in its own fresh
     /// directory, and waits until it has finished `attack`. Returns its
     /// results.
