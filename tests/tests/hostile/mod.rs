@@ -11,6 +11,7 @@ mod coordination;
 mod exhaustion;
 mod host_paths;
 mod key_fragments;
+mod posing_body;
 mod privilege_bits;
 mod resume_trust;
 mod rules;
