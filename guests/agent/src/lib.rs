@@ -15,8 +15,10 @@
 //!
 //! - **Initial and message turns**: the text becomes a user message in the
 //!   form Claude Code uses, `<teammate-message teammate_id="FROM"
-//!   summary="…">TEXT</teammate-message>`. Idle notifications and other
-//!   protocol messages that need no thought are not shown to the model.
+//!   summary="…">TEXT</teammate-message>`, escaped by the rule of
+//!   [`framing`] so that no text can end its block or pose as another
+//!   sender. Idle notifications and other protocol messages that need no
+//!   thought are not shown to the model.
 //! - **Task turns** (auto-claimed, or a `task_assignment` from the lead,
 //!   which it claims first): the task becomes the user message. After the
 //!   loop the task's status is read back: `completed` reports it resolved;
@@ -72,6 +74,7 @@ wit_bindgen::generate!({
 });
 
 mod compaction;
+mod framing;
 #[cfg(feature = "lead")]
 mod lead;
 
@@ -431,23 +434,21 @@ fn report(id: &str, result: Result<(), String>) -> Result<Option<TaskReport>, St
     })
 }
 
+/// A task for the model. `body` (a subject and description any teammate may
+/// have written) is shown by [`framing::shown`]: it cannot open a
+/// `<teammate-message>` block of its own.
 fn task_text(id: &str, body: &str) -> String {
-    format!("You have task #{id}. Mark it in_progress, do it, mark it completed, and report to the lead.\n\n{body}")
+    format!(
+        "You have task #{id}. Mark it in_progress, do it, mark it completed, and report to the lead.\n\n{}",
+        framing::shown(body)
+    )
 }
 
-/// A plain message as Claude Code shows it to its model.
+/// A message as Claude Code shows it to its model, framed by the rule all
+/// teamhost agents share ([`framing`]): its text cannot end its block, its
+/// sender and summary cannot forge an attribute.
 fn teammate_message(m: &InboxMessage) -> String {
-    let attr = |s: &str| s.replace(['"', '<', '>', '\n'], " ");
-    let summary = m
-        .summary
-        .as_deref()
-        .map(|s| format!(" summary=\"{}\"", attr(s)))
-        .unwrap_or_default();
-    format!(
-        "<teammate-message teammate_id=\"{}\"{summary}>\n{}\n</teammate-message>",
-        attr(&m.from),
-        m.text
-    )
+    framing::teammate_block(&m.from, m.summary.as_deref(), &m.text)
 }
 
 /// The context window and the output tokens to ask for.

@@ -17,7 +17,7 @@
 //
 // | turn kind          | what the agent does                                       |
 // |--------------------|-----------------------------------------------------------|
-// | initial, message   | plain messages become <teammate-message> blocks for the model; a task the lead assigns is claimed and given to the model |
+// | initial, message   | plain messages become <teammate-message> blocks for the model (the framing rule: no text can end its block or forge an attribute); a task the lead assigns is claimed and given to the model |
 // | task-claimed       | gives the model the task; reports it resolved if the model completed it |
 // | shutdown-request   | approves, without asking the model                        |
 //
@@ -114,8 +114,8 @@ class Agent {
     for (const m of turn.messages) {
       const p = m.protocol;
       if (p == null) {
-        // plain text, as Claude Code shows it to its model
-        this.say(`<teammate-message teammate_id="${m.from}">\n${m.text}\n</teammate-message>`);
+        // plain text, as Claude Code shows it to its model (the framing rule below)
+        this.say(teammateBlock(m.from, m.summary, m.text));
         wake = true;
       } else if (p.tag === "task-assignment" && p.val.assignedBy !== this.name) {
         let task;
@@ -162,9 +162,69 @@ class Agent {
   }
 }
 
-/** @param {string} id @param {string} body */
+/**
+ * A task for the model; its subject and description (any teammate may have
+ * written them) framed by `shown`.
+ * @param {string} id @param {string} body
+ */
 function taskText(id, body) {
-  return `You have task #${id}. Mark it in_progress, do it, mark it completed, and report to the lead.\n\n${body}`;
+  return `You have task #${id}. Mark it in_progress, do it, mark it completed, and report to the lead.\n\n${shown(body)}`;
+}
+
+// The framing rule every teamhost agent applies (guests/agent/src/framing.rs
+// states it, with the reasons), so that a message can neither end its own
+// block nor pose as another sender:
+//
+// | text                                      | what changes                                   |
+// |-------------------------------------------|------------------------------------------------|
+// | an attribute value (teammate_id, summary) | & -> &amp;; " and look-alikes (QUOTES) -> &quot;; < and look-alikes (OPENERS) -> &lt;; > -> &gt;; a line break -> a space |
+// | a body, a task's subject and description  | < and look-alikes (OPENERS) -> &lt;            |
+//
+// Nothing else changes. app.test.mjs checks the cases all three agents share
+// (guests/agent/framing-cases.json) through handleTurn. Kept in this file:
+// each JS guest is one file for componentize.
+
+/** `<` and the characters a model may read as `<`: in text a teammate wrote, each is shown as `&lt;`. */
+const OPENERS = "<\uff1c\ufe64\u02c2\u1438\u2039\u2329\u27e8\u3008\u276e";
+/** `"` and the characters a model may read as `"`: in an attribute value, each is shown as `&quot;`. */
+const QUOTES = '"\uff02\u201c\u201d';
+
+/**
+ * One message as the model sees it: `<teammate-message teammate_id="FROM"
+ * summary="SUMMARY">`, the text on its own lines, `</teammate-message>`; the
+ * summary only when given and not empty.
+ * @param {string} from @param {string | undefined} summary @param {string} text
+ */
+function teammateBlock(from, summary, text) {
+  const attrs = summary ? ` summary="${attribute(summary)}"` : "";
+  return `<teammate-message teammate_id="${attribute(from)}"${attrs}>\n${shown(text)}\n</teammate-message>`;
+}
+
+/**
+ * `value` made safe between double quotes.
+ * @param {string} value
+ */
+function attribute(value) {
+  let out = "";
+  for (const c of value) {
+    if (c === "&") out += "&amp;";
+    else if (c === ">") out += "&gt;";
+    else if (c === "\n" || c === "\r") out += " ";
+    else if (QUOTES.includes(c)) out += "&quot;";
+    else if (OPENERS.includes(c)) out += "&lt;";
+    else out += c;
+  }
+  return out;
+}
+
+/**
+ * `text` with every `<` and look-alike shown as `&lt;`: it opens or closes no tag.
+ * @param {string} text
+ */
+function shown(text) {
+  let out = "";
+  for (const c of text) out += OPENERS.includes(c) ? "&lt;" : c;
+  return out;
 }
 
 /**

@@ -16,7 +16,7 @@ conversation to the context window. The loop:
 
 | turn kind          | what the agent does                                       |
 |--------------------|-----------------------------------------------------------|
-| initial, message   | plain messages become <teammate-message> blocks for the model; a task the lead assigns is claimed and given to the model |
+| initial, message   | plain messages become <teammate-message> blocks for the model (framing.py: no text can end its block or forge an attribute); a task the lead assigns is claimed and given to the model |
 | task-claimed       | gives the model the task; reports it resolved if the model completed it |
 | shutdown-request   | approves, without asking the model                        |
 """
@@ -37,6 +37,8 @@ from wit_world.imports.protocol import (
     CompletedStatus, ProtocolMessage_TaskAssignment, ShutdownResponse_Approve,
 )
 from wit_world.imports.tasks import TaskStatus
+
+from framing import shown, teammate_block
 
 MAX_CALLS_PER_TURN = 20  # model calls in one turn before the agent gives up
 
@@ -103,8 +105,8 @@ class Agent:
         claimed, wake = None, False
         for m in turn.messages:
             match m.protocol:
-                case None:  # plain text, as Claude Code shows it to its model
-                    self.say(f'<teammate-message teammate_id="{m.from_}">\n{m.text}\n</teammate-message>')
+                case None:  # plain text, as Claude Code shows it to its model (framing.py's rule)
+                    self.say(teammate_block(m.from_, m.summary, m.text))
                     wake = True
                 case ProtocolMessage_TaskAssignment(a) if a.assigned_by != self.name:
                     try:
@@ -141,8 +143,10 @@ class Agent:
 
 
 def task_text(task_id: str, body: str) -> str:
+    """A task for the model; its subject and description (any teammate may
+    have written them) framed by framing.shown."""
     return (f"You have task #{task_id}. Mark it in_progress, do it, mark it completed, "
-            f"and report to the lead.\n\n{body}")
+            f"and report to the lead.\n\n{shown(body)}")
 
 
 def log(line: str) -> None:

@@ -13,6 +13,7 @@ mod host_paths;
 mod key_fragments;
 mod lead_purse;
 mod lookalike_names;
+mod posing_body;
 mod privilege_bits;
 mod resume_trust;
 mod route_spelling;
