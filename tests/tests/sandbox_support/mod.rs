@@ -358,7 +358,12 @@ impl Arena {
             "{refused:?}"
         );
         let name = self
-            .spawn(hostile_request("accomplice", "whoami", dir, "bypassPermissions"))
+            .spawn(hostile_request(
+                "accomplice",
+                "whoami",
+                dir,
+                "bypassPermissions",
+            ))
             .await;
         assert_eq!(name, "accomplice");
         name
