@@ -131,7 +131,7 @@ impl BuildSpec {
             return problems;
         }
         for word in command_words(&b.command) {
-            let path = b.workdir.join(word);
+            let path = b.workdir.join(expand_tilde(word));
             if let Some(dir) = reachable.holding(&path) {
                 problems.push(format!(
                     "{who}: build command {:?} names {word:?}, in {}, a directory a teammate can write: the build must never run or read a teammate's file; build from the project's own files",
@@ -153,7 +153,9 @@ impl BuildSpec {
 /// The words of a shell command that could name a path: split at blanks
 /// and at the shell's operators (`;`, `&`, `|`, `(`, `)`, `<`, `>`,
 /// backquotes, `$(`), quotes dropped, and each word also cut at `=` and `:`
-/// (`--manifest-path=work/x`, `PATH=a:b`). Over-inclusive on purpose: a
+/// (`--manifest-path=work/x`, `PATH=a:b`). An option's word is also read
+/// without its dashes and without its dashes and first letter, for a value
+/// glued to a short option (`make -Cwork/x`). Over-inclusive on purpose: a
 /// word that is no path names nothing a teammate can write.
 pub fn command_words(command: &str) -> Vec<&str> {
     command
@@ -166,8 +168,25 @@ pub fn command_words(command: &str) -> Vec<&str> {
         })
         .flat_map(|w| w.split(['=', ':', ',']))
         .map(|w| w.trim_matches(|c| matches!(c, '\'' | '"' | '\\')))
-        .filter(|w| !w.is_empty() && !w.starts_with('-'))
+        .flat_map(|w| {
+            let bare = w.trim_start_matches('-');
+            let glued = (bare.len() < w.len())
+                .then(|| bare.char_indices().nth(1).map(|(i, _)| &bare[i..]))
+                .flatten();
+            [Some(bare), glued]
+        })
+        .flatten()
+        .filter(|w| !w.is_empty())
         .collect()
+}
+
+/// `word` as the shell would read a leading `~/` (the user's home), else
+/// as it is.
+fn expand_tilde(word: &str) -> std::path::PathBuf {
+    match (word.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => Path::new(&home).join(rest),
+        _ => std::path::PathBuf::from(word),
+    }
 }
 
 /// Whether `path` matches `glob`: `*` and `?` within one path segment, `**`
@@ -280,6 +299,8 @@ mod tests {
             "PATH=work/mallory:$PATH make",
             "sh \"work/mallory/b.sh\"",
             "(cd work/mallory; make)",
+            "make -Cwork/mallory",
+            "git --git-dir=tools/.git log",
         ] {
             assert!(!problems(command, ".").is_empty(), "{command:?}");
         }
