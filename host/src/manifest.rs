@@ -475,6 +475,41 @@ impl Manifest {
         }
     }
 
+    /// What each `[[approvals.route]]` binds: an `entry` must be a
+    /// catalogue entry; a `teammate` that names no `[[teammate]]` but a
+    /// catalogue entry is refused, since a lead spawns that entry under
+    /// names it picks and the route would bind none of them (issue 40:
+    /// `entry = "…"` is what binds them).
+    fn check_route_bindings(&self, problems: &mut Vec<String>) {
+        let entries = || {
+            self.catalogue
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        for (i, r) in self.approvals.routes.iter().enumerate() {
+            if let Some(entry) = &r.entry {
+                if !self.catalogue.iter().any(|c| &c.name == entry) {
+                    problems.push(format!(
+                        "[[approvals.route]] #{}: entry {entry:?} is not a [[catalogue]] entry; name one of [{}]",
+                        i + 1,
+                        entries()
+                    ));
+                }
+            } else if !self.teammates.iter().any(|t| t.name == r.teammate)
+                && self.catalogue.iter().any(|c| c.name == r.teammate)
+            {
+                problems.push(format!(
+                    "[[approvals.route]] #{}: teammate {:?} is no [[teammate]] but a [[catalogue]] entry, which a lead spawns under names it picks, so this route would bind none of them; write entry = {:?} to bind every member spawned from it",
+                    i + 1,
+                    r.teammate,
+                    r.teammate
+                ));
+            }
+        }
+    }
+
     /// Every directory a teammate of this manifest can write, by real path
     /// (`manifest/reachable.rs`): the `cwd` of each `[[teammate]]` outside a
     /// worktree, the lead's directory, each catalogue entry's `cwd`, and
@@ -589,17 +624,7 @@ impl Manifest {
             problems.push(e);
         }
         self.approvals.check(&mut problems);
-        for (i, r) in self.approvals.routes.iter().enumerate() {
-            if let Some(entry) = &r.entry {
-                if !self.catalogue.iter().any(|c| &c.name == entry) {
-                    problems.push(format!(
-                        "[[approvals.route]] #{}: entry {entry:?} is not a [[catalogue]] entry; name one of [{}]",
-                        i + 1,
-                        self.catalogue.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
-                    ));
-                }
-            }
-        }
+        self.check_route_bindings(&mut problems);
         if problems.is_empty() {
             Ok(())
         } else {

@@ -188,6 +188,37 @@ mod tests {
         assert_eq!(routes.policy().plans, PlanPolicy::Approve);
     }
 
+    /// Issue 40: a route binds catalogue spawns only through `entry`.
+    #[test]
+    fn a_route_naming_a_catalogue_entry_as_a_teammate_or_an_unknown_entry_is_refused() {
+        let catalogue = "[[catalogue]]\nname = \"helper\"\ncomponent = \"y.wasm\"\n";
+        let e = parse(&format!(
+            "{catalogue}[[approvals.route]]\nteammate = \"helper\"\ntool = \"*\"\ndecider = \"person\"\n"
+        ))
+        .unwrap_err();
+        assert!(
+            e.contains("teammate \"helper\" is no [[teammate]] but a [[catalogue]] entry")
+                && e.contains("entry = \"helper\""),
+            "{e}"
+        );
+        let e = parse(&format!(
+            "{catalogue}[[approvals.route]]\nentry = \"nobody\"\ntool = \"*\"\ndecider = \"person\"\n"
+        ))
+        .unwrap_err();
+        assert!(
+            e.contains("entry \"nobody\" is not a [[catalogue]] entry; name one of [helper]"),
+            "{e}"
+        );
+        let e = parse(&format!(
+            "{catalogue}[[approvals.route]]\nentry = \"helper\"\ntool = \"*\"\ndecider = \"person\"\n"
+        ))
+        .unwrap_err();
+        assert!(
+            !e.contains("[[approvals.route]]"),
+            "an entry route is fine: {e}"
+        );
+    }
+
     #[test]
     fn the_default_is_the_lead_with_a_lead_component_else_the_person() {
         let m = format("");
