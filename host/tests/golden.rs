@@ -245,7 +245,7 @@ fn teamhost_verifies_and_signs_the_2_1_332_lead_entries_byte_for_byte() {
     // unsigned entries come out as the lead wrote them, `lead_sig` last.
     let tmp = tempfile::tempdir().unwrap();
     let guard = std::sync::Arc::new(teamhost::store::LeadGuard::signing());
-    guard.sign_for("wasm-pane", key.clone());
+    guard.sign_for(TEAM, "wasm-pane", key.clone()).unwrap();
     let store = Store::new(Home::new(tmp.path())).with_lead_guard(guard);
     let team = store.team(TEAM).unwrap();
     team.create(NewTeam::default()).unwrap();

@@ -64,7 +64,8 @@ pub(crate) async fn registered(
 /// With [`BackendOptions::sign_lead_entries`]: a fresh lead key for
 /// teammate `name`, handed to the store's [`LeadGuard`](crate::store::LeadGuard)
 /// (so what this host writes into its inbox as the lead is signed from
-/// now on, the spawn prompt included) and returned as the
+/// now on, the spawn prompt included; the guard also keeps it in the
+/// home's keyring for the lead's commands) and returned as the
 /// `--lead-verify-key` arguments. Call it before the prompt is written.
 pub(crate) fn lead_key_args(env: &SpawnEnv<'_>, team: &Team, name: &str) -> Result<Vec<OsString>> {
     if !env.backends.sign_lead_entries {
@@ -80,7 +81,9 @@ pub(crate) fn lead_key_args(env: &SpawnEnv<'_>, team: &Team, name: &str) -> Resu
     let key = crate::protocol::lead_sig::LeadSigningKey::generate(now)
         .map_err(|e| Error::Backend(format!("cannot make a lead key for {name}: {e}")))?;
     let flag = key.verify_key().flag_value();
-    guard.sign_for(name, std::sync::Arc::new(key));
+    guard
+        .sign_for(team.name(), name, std::sync::Arc::new(key))
+        .map_err(|e| Error::Backend(format!("cannot keep the lead key for {name}: {e}")))?;
     Ok(vec!["--lead-verify-key".into(), flag.into()])
 }
 

@@ -167,12 +167,14 @@ pub struct BackendOptions {
     pub stop_timeout: Duration,
     /// Give each process or tmux teammate a lead key of its own, as a
     /// Claude Code 2.1.332 lead does (`--lead-verify-key`; the private half
-    /// stays in this host's memory), and sign every entry this host writes
-    /// into its inbox as `team-lead`, `user` or `system`: anything else
-    /// that writes the inbox file can then no longer speak as the lead.
-    /// Default `false`: `teamhost shutdown`, `permit`, `plan` and `send`
-    /// write as the lead from their own process, without the key, and a
-    /// keyed teammate refuses what they write.
+    /// stays in this host's memory and in the home's keyring, a 0600 file
+    /// per teammate under `{home}/lead-keys/`), and sign every entry this
+    /// host writes into its inbox as `team-lead`, `user` or `system`:
+    /// anything else that writes the inbox file (or the NATS subject) can
+    /// then no longer speak as the lead. `teamhost shutdown`, `permit`,
+    /// `plan` and `send` sign with the keyring's key on the same machine.
+    /// Default `true`; `false` launches teammates as a 2.1.197 lead does
+    /// (no key, lead entries taken as they are).
     pub sign_lead_entries: bool,
 }
 
@@ -184,7 +186,7 @@ impl Default for BackendOptions {
             teamhost_exe: None,
             tmux: TmuxOptions::default(),
             stop_timeout: Duration::from_secs(5),
-            sign_lead_entries: false,
+            sign_lead_entries: true,
         }
     }
 }

@@ -309,6 +309,10 @@ impl Watch {
             if let Err(e) = crate::home::started::remove(&home, team.name(), &name) {
                 tracing::warn!(teammate = %name, error = %e, "could not remove the process record");
             }
+            // Its lead key signs for nobody now (a new start makes a new one).
+            if let Some(guard) = team.store().lead_guard() {
+                guard.forget(team.name(), &name);
+            }
             let config = match team.config() {
                 Ok(c) => c,
                 Err(Error::TeamNotFound { .. }) => return Ok(false),

@@ -197,6 +197,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         return check::check(&home, &out, a);
     }
     let store = store_select::open(&home, cli.store.as_deref(), &cli.store_security.security())?;
+    // What these commands write as the lead into a keyed teammate's inbox
+    // is signed with the key the launching host kept in this home.
+    let ring = std::sync::Arc::new(crate::home::lead_keys::HomeKeyring::new(home.clone()));
+    let store = store.with_lead_guard(std::sync::Arc::new(crate::store::LeadGuard::from_keyring(
+        ring,
+    )));
     match cli.command {
         Command::Team(c) => team::run(&home, &store, &out, c),
         Command::Task(c) => task::run(&store, &out, c),

@@ -251,7 +251,7 @@ pub(super) fn run(
                 .map(|c| c.lead_name().to_string())
                 .unwrap_or_else(|_| "team-lead".into());
             store.with_lead_guard(std::sync::Arc::new(crate::store::LeadGuard::verifying(
-                &name, &lead, key, started_ms,
+                &team_name, &name, &lead, key, started_ms,
             )))
         }
         None => store,

@@ -174,10 +174,12 @@ impl Host {
             .unwrap_or_else(|| super::lease::HostIdentity::this_process().clone());
         let (leases, store) = super::lease_table::HostLeases::new(me, opts.lease, store);
         let store = store.with_observer(hub.clone());
-        // The keys of `sign_lead_entries` live here, in this host's memory.
+        // The keys of `sign_lead_entries` live in this host's memory and
+        // in the home's keyring (0600), for the lead's commands.
         let store = match store.lead_guard() {
             None if opts.backends.sign_lead_entries => {
-                store.with_lead_guard(Arc::new(crate::store::LeadGuard::signing()))
+                let ring = Arc::new(crate::home::lead_keys::HomeKeyring::new(home.clone()));
+                store.with_lead_guard(Arc::new(crate::store::LeadGuard::signing_into(ring)))
             }
             _ => store,
         };

@@ -6,6 +6,7 @@
 //! {home}/kept/{team}/{stem}.{Kept}       what a teammate's life keeps (kept.rs, spawn records)
 //! {home}/kept/{team}/host.json           the run's claim on the team (backends::live_host)
 //! {home}/started/{team}/{stem}.json      process records (backends::started)
+//! {home}/lead-keys/{team}/{stem}.json    the lead's private key for a keyed teammate (lead_keys.rs; 0600)
 //! {home}/subagents/{team}/{stem}.json    a teammate's sub-agent counts (subagents::tree)
 //! {home}/worktrees/{team}/{name}         a teammate's git worktree (worktree)
 //! {home}/cache/components/               precompiled components (runtime::cache)
@@ -101,6 +102,19 @@ impl Home {
     pub fn started(&self, team: &str, name: &str) -> Result<PathBuf> {
         let stem = agent_file_stem(name)?;
         Ok(self.started_dir(team).join(format!("{stem}.json")))
+    }
+
+    /// `{home}/lead-keys/{team}`: the lead's private keys for the team's
+    /// keyed teammates (`home::lead_keys`; the directory is 0700).
+    pub fn lead_keys_dir(&self, team: &str) -> PathBuf {
+        self.root().join("lead-keys").join(team)
+    }
+
+    /// `{home}/lead-keys/{team}/{stem}.json`: the lead's private key for
+    /// member `name` (name checked).
+    pub fn lead_key(&self, team: &str, name: &str) -> Result<PathBuf> {
+        let stem = agent_file_stem(name)?;
+        Ok(self.lead_keys_dir(team).join(format!("{stem}.json")))
     }
 
     /// `{home}/decisions/{team}`: who decided the team's permission

@@ -11,6 +11,7 @@
 //! | `layout.rs` | every path under the home: [`Kept`] files, cache, logs, worktrees, records, counts |
 //! | `spawn_record.rs` | how a teammate was spawned, to spawn it again on resume (`{name}.spawn.json`) |
 //! | `process.rs` | which process wrote a record (pid and start time), and whether it still runs |
+//! | `lead_keys.rs` | the lead's private keys for its keyed teammates (`lead-keys/{team}/`, 0600), [`lead_keys::HomeKeyring`] |
 //! | `started.rs` | process records: every teammate process teamhost started (`started/{team}/`) |
 //! | `run_claim.rs` | the run's claim on a team (`kept/{team}/host.json`) |
 //! | `subagent_counts.rs` | a teammate's sub-agent counts (`subagents/{team}/`), for status and the view |
@@ -23,6 +24,7 @@
 pub mod decisions;
 pub mod kept;
 mod layout;
+pub mod lead_keys;
 pub mod process;
 pub mod run_claim;
 pub mod spawn_record;
@@ -140,11 +142,13 @@ fn writable(dir: &Path) -> std::io::Result<()> {
 impl Home {
     /// Forgets what the home keeps of `team` beyond the store, for a team
     /// deleted for good: what it kept to be resumed ([`kept::forget_team`]),
-    /// then its teammates' sub-agent counts. Process records and worktrees
+    /// then its teammates' sub-agent counts and the lead's keys for them.
+    /// Process records and worktrees
     /// are not touched: stopping those processes and cleaning those
     /// worktrees is the teardown's (`backends::teardown`). Blocking.
     pub fn forget_team(&self, team: &str) -> Result<()> {
         kept::forget_team(self, team)?;
+        lead_keys::forget_team(self, team)?;
         let counters = self.subagents_dir(team);
         match std::fs::remove_dir_all(&counters) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {

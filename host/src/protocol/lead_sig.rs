@@ -160,8 +160,10 @@ impl LeadVerifyKey {
     }
 }
 
-/// A lead's private key for one teammate launch. Lives in the lead host's
-/// memory only: it has no `Serialize`, and `Debug` does not show it.
+/// A lead's private key for one teammate launch. It has no `Serialize`,
+/// and `Debug` does not show it; the one way out is [`LeadSigningKey::seed`],
+/// for the home's keyring (`home::lead_keys`, a 0600 file no teammate can
+/// reach), so that teamhost's own lead commands in other processes sign too.
 pub struct LeadSigningKey {
     key: SigningKey,
     public: LeadVerifyKey,
@@ -193,6 +195,12 @@ impl LeadSigningKey {
             key: key.verifying_key(),
         };
         LeadSigningKey { key, public }
+    }
+
+    /// The 32-byte seed (RFC 8032's secret key) [`LeadSigningKey::from_seed`]
+    /// makes this key again from. Secret: only for the home's keyring.
+    pub fn seed(&self) -> [u8; 32] {
+        self.key.to_bytes()
     }
 
     /// Its public half, as a teammate holds it.

@@ -155,7 +155,7 @@ impl Team {
     pub fn deliver(&self, to: &str, msg: OutgoingMessage) -> Result<InboxMessage> {
         let mut entry = msg.into_entry();
         if let Some(guard) = self.store().lead_guard() {
-            guard.sign(to, &mut entry);
+            guard.sign(self.name(), to, &mut entry);
         }
         self.append_entries(to, std::slice::from_ref(&entry))?;
         Ok(entry)
@@ -201,7 +201,7 @@ impl Team {
             Some(guard) => {
                 let mut signed = entries.to_vec();
                 for e in &mut signed {
-                    guard.sign(to, e);
+                    guard.sign(self.name(), to, e);
                 }
                 self.backend().append_inbox(self.name(), to, &signed)?;
             }
@@ -220,7 +220,7 @@ impl Team {
         let mut all = self.backend().read_inbox(self.name(), agent)?;
         if let Some(guard) = self.store().lead_guard() {
             for e in &mut all {
-                guard.screen(agent, e);
+                guard.screen(self.name(), agent, e);
             }
         }
         Ok(all)
@@ -260,13 +260,13 @@ impl Team {
             .backend()
             .take_from_inbox(self.name(), agent, &mut |m| {
                 let mut seen = m.clone();
-                guard.screen(agent, &mut seen);
+                guard.screen(self.name(), agent, &mut seen);
                 pick(&seen)
             })?;
         for e in &mut taken {
-            guard.screen(agent, e);
+            guard.screen(self.name(), agent, e);
         }
-        guard.spend(agent, &taken);
+        guard.spend(self.name(), agent, &taken);
         Ok(taken)
     }
 

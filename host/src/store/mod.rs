@@ -48,7 +48,7 @@ pub use failover_memory::MemoryFailover;
 pub use fenced::{Fence, FencedStore};
 pub use files::{FileStore, LockOptions};
 pub use history_cache::HistoryCache;
-pub use lead_guard::LeadGuard;
+pub use lead_guard::{LeadGuard, LeadKeyring};
 pub use mailbox::{InboxMessage, OutgoingMessage};
 pub use memory::MemoryStore;
 pub use names::agent_id;
