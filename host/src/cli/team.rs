@@ -1,5 +1,6 @@
 //! `teamhost team create|delete|list|show`.
 
+use anyhow::Context;
 use clap::Subcommand;
 use serde_json::json;
 
@@ -67,6 +68,13 @@ pub enum TeamCommand {
         /// Backend recorded in the entry.
         #[arg(long)]
         backend: Option<String>,
+        /// Make a lead key for the member, as a Claude Code 2.1.332 lead
+        /// does for a pane teammate: its private half is kept in the home
+        /// (`lead-keys/`, mode 0600), so what teamhost writes into the
+        /// member's inbox as the lead is signed; prints the value to start
+        /// the teammate with (`--lead-verify-key`).
+        #[arg(long)]
+        lead_key: bool,
     },
     /// Remove a member by name or agent id.
     RemoveMember {
@@ -156,6 +164,7 @@ pub(super) fn run(
             model,
             prompt,
             backend,
+            lead_key,
         } => {
             let m = store.team(&team)?.add_member(NewMember {
                 name,
@@ -168,16 +177,33 @@ pub(super) fn run(
                     .map(|d| d.display().to_string()),
                 ..Default::default()
             })?;
-            out.print(&m, || {
-                format!(
+            let flag = match lead_key {
+                true => Some(make_lead_key(store, &team, &m.name)?),
+                false => None,
+            };
+            let mut shown = serde_json::to_value(&m)?;
+            if let Some(flag) = &flag {
+                shown["leadVerifyKey"] = json!(flag);
+            }
+            out.print(&shown, || {
+                let mut s = format!(
                     "added {} ({})",
                     m.agent_id,
                     m.color.as_deref().unwrap_or("-")
-                )
+                );
+                if let Some(flag) = &flag {
+                    s.push_str(&format!(
+                        "\nstart it with --lead-verify-key {flag} (its lead's entries are signed from now on)"
+                    ));
+                }
+                s
             })
         }
         TeamCommand::RemoveMember { team, name } => {
             let m = store.team(&team)?.remove_member(&name)?;
+            if let Some(guard) = store.lead_guard() {
+                guard.forget(&team, &m.name);
+            }
             out.print(&m, || format!("removed {}", m.agent_id))
         }
         TeamCommand::List => {
@@ -234,4 +260,18 @@ pub(super) fn run(
             })
         }
     }
+}
+
+/// A fresh lead key for member `name` of `team`, kept through the store's
+/// guard (the home's keyring); returns its `--lead-verify-key` value.
+fn make_lead_key(store: &Store, team: &str, name: &str) -> anyhow::Result<String> {
+    let guard = store
+        .lead_guard()
+        .context("this command's store has no lead guard to keep a key with")?;
+    let now = crate::protocol::time::now_ms() as i64;
+    let key = crate::protocol::lead_sig::LeadSigningKey::generate(now)
+        .context("cannot make a lead key: the system gave no randomness")?;
+    let flag = key.verify_key().flag_value();
+    guard.sign_for(team, name, std::sync::Arc::new(key))?;
+    Ok(flag)
 }

@@ -179,7 +179,7 @@ impl Host {
         let store = match store.lead_guard() {
             None if opts.backends.sign_lead_entries => {
                 let ring = Arc::new(crate::home::lead_keys::HomeKeyring::new(home.clone()));
-                store.with_lead_guard(Arc::new(crate::store::LeadGuard::signing_into(ring)))
+                store.with_lead_guard(Arc::new(crate::store::LeadGuard::from_keyring(ring)))
             }
             _ => store,
         };

@@ -60,10 +60,6 @@ pub struct LeadGuard {
     verify: Option<Verifying>,
     signers: Mutex<HashMap<SignerKey, Arc<LeadSigningKey>>>,
     keyring: Option<Arc<dyn LeadKeyring>>,
-    /// Whether a key missing from memory is looked up in the keyring (a
-    /// lead command in its own process) or not (the launching host, which
-    /// holds every key it made).
-    look_up: bool,
 }
 
 impl std::fmt::Debug for LeadGuard {
@@ -96,25 +92,16 @@ impl LeadGuard {
         LeadGuard::default()
     }
 
-    /// The launching host's guard: keys added with [`LeadGuard::sign_for`]
-    /// are kept in memory and saved in `keyring` too, so that the lead's
-    /// commands in other processes ([`LeadGuard::from_keyring`]) sign with
-    /// them.
-    pub fn signing_into(keyring: Arc<dyn LeadKeyring>) -> LeadGuard {
-        LeadGuard {
-            keyring: Some(keyring),
-            ..LeadGuard::default()
-        }
-    }
-
-    /// A lead command's guard (`teamhost shutdown`, `permit`, `plan`,
-    /// `send`, in a process of its own): an inbox's key is looked up in
-    /// `keyring` at each lead write, so the newest key a host saved for it
-    /// signs.
+    /// The lead's guard in every process of the lead's: the host that
+    /// launches keyed teammates and `teamhost shutdown`, `permit`, `plan`,
+    /// `send` (and `team add-member --lead-key`). Keys added with
+    /// [`LeadGuard::sign_for`] are kept in memory and saved in `keyring`;
+    /// a key missing from memory is looked up in `keyring` at each lead
+    /// write (one failed `open` for an unkeyed inbox), so the newest key
+    /// any of them saved for an inbox signs.
     pub fn from_keyring(keyring: Arc<dyn LeadKeyring>) -> LeadGuard {
         LeadGuard {
             keyring: Some(keyring),
-            look_up: true,
             ..LeadGuard::default()
         }
     }
@@ -188,7 +175,7 @@ impl LeadGuard {
             .lock()
             .ok()
             .and_then(|s| s.get(&signer_key(team, to)).cloned());
-        if held.is_some() || !self.look_up {
+        if held.is_some() {
             return held;
         }
         self.keyring
@@ -392,7 +379,7 @@ mod tests {
         let backend: Arc<dyn crate::store::TeamStore> = Arc::new(MemoryStore::new());
         let ring = Arc::new(Ring::default());
         let host = Store::with_backend(backend.clone())
-            .with_lead_guard(Arc::new(LeadGuard::signing_into(ring.clone())));
+            .with_lead_guard(Arc::new(LeadGuard::from_keyring(ring.clone())));
         let (one, two) = (team(&host, "one"), team(&host, "two"));
         let key = Arc::new(LeadSigningKey::from_seed(&[7; 32], 1));
         host.lead_guard()
