@@ -282,13 +282,21 @@ impl Host for CoordinationGlue<'_> {
         let digest = crate::protocol::lead_sig::plan_digest(&plan);
         let sent = blocking(move || {
             let file = team.write_plan(&me, &plan)?;
+            // The approval names the plan it approves (`planDigest`): a
+            // keyed teammate takes an approval without it as a rejection.
+            let auto_answer = auto.then(|| {
+                PlanApprovalResponse::approve("", Some("default".to_string()))
+                    .with_plan_digest(&plan)
+            });
             let request = PlanApprovalRequest::new(&me, team.name(), file, plan);
             let id = request.request_id.clone();
             // As the reference: no summary and no colour on this message.
             team.send(&lead, OutgoingMessage::new(&me, request.to_text()))?;
-            if auto {
+            if let Some(mut answer) = auto_answer {
                 // The reference's behaviour, only when the host opted in.
-                let answer = PlanApprovalResponse::approve(&id, Some("default".to_string()));
+                // Written under the lead's name in this process: a keyed
+                // teammate's store counts it through its ledger.
+                answer.request_id = id.clone();
                 team.send(&me, OutgoingMessage::new(&lead, answer.to_text()))?;
             }
             Ok(id)
