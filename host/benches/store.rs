@@ -1,5 +1,6 @@
-//! Store benchmark: inbox append and take at several inbox sizes, and eight
-//! `teamhost` processes appending to one inbox at once.
+//! Store benchmark: inbox append and take at several inbox sizes, what the
+//! lead's signing adds to an append, and eight `teamhost` processes
+//! appending to one inbox at once.
 //!
 //! Run with `cargo bench -p teamhost --bench store`. Prints a Markdown table;
 //! the README quotes it with the machine it ran on. Every figure is measured
@@ -47,7 +48,58 @@ fn main() {
         }
         row("take all unread (+ history append)", size, &mut times);
     }
+    lead_signing(base);
     contention(base);
+}
+
+/// A lead's append to a 10-entry inbox three ways, interleaved sample by
+/// sample so that the disk's drift falls on all three alike: through a
+/// store without a lead guard; through the host's guard (the home's
+/// keyring) for an inbox it holds no key for (an in-process teammate: one
+/// failed lookup of a key file); and for a keyed inbox (an Ed25519
+/// signature).
+fn lead_signing(base: &Path) {
+    use std::sync::Arc;
+    use teamhost::home::lead_keys::HomeKeyring;
+    use teamhost::protocol::lead_sig::LeadSigningKey;
+    use teamhost::store::LeadGuard;
+    let guarded = |dir: &Path| {
+        let ring = Arc::new(HomeKeyring::new(Home::new(dir)));
+        Store::new(Home::new(dir)).with_lead_guard(Arc::new(LeadGuard::from_keyring(ring)))
+    };
+    let (plain_dir, plain) = fresh_team(base);
+    let (miss_dir, _) = fresh_team(base);
+    let miss = guarded(miss_dir.path()).team("bench").unwrap();
+    let (keyed_dir, _) = fresh_team(base);
+    let keyed_store = guarded(keyed_dir.path());
+    let key = Arc::new(LeadSigningKey::generate(0).unwrap());
+    keyed_store
+        .lead_guard()
+        .unwrap()
+        .sign_for("bench", "sink", key)
+        .unwrap();
+    let keyed = keyed_store.team("bench").unwrap();
+    let mut times = [Vec::new(), Vec::new(), Vec::new()];
+    for i in 0..200 {
+        for (which, team) in [&plain, &miss, &keyed].into_iter().enumerate() {
+            if i % 50 == 0 {
+                team.take_unread("sink").unwrap();
+                fill(team, 10);
+            }
+            let t = Instant::now();
+            team.send(
+                "sink",
+                OutgoingMessage::new("team-lead", format!("bench message {i}")),
+            )
+            .unwrap();
+            times[which].push(t.elapsed());
+        }
+    }
+    let [a, b, c] = &mut times;
+    row("append as the lead, no lead guard", 10, a);
+    row("append as the lead, guard, no key (in-process)", 10, b);
+    row("append as the lead, guard, signed (keyed)", 10, c);
+    drop((plain_dir, miss_dir, keyed_dir));
 }
 
 fn fresh_team(base: &Path) -> (tempfile::TempDir, Team) {
