@@ -157,7 +157,7 @@ impl Team {
         if let Some(guard) = self.store().lead_guard() {
             guard.sign(self.name(), to, &mut entry);
         }
-        self.append_entries(to, std::slice::from_ref(&entry))?;
+        self.append_as_is(to, std::slice::from_ref(&entry))?;
         Ok(entry)
     }
 
@@ -196,17 +196,26 @@ impl Team {
     /// With a [`LeadGuard`](super::LeadGuard) holding a key for `to`, lead
     /// entries are signed on the way (`lead_sig`).
     pub fn append_entries(&self, to: &str, entries: &[InboxMessage]) -> Result<()> {
-        super::names::agent_file_stem(to)?;
+        let lead_named = |e: &InboxMessage| crate::protocol::lead_sig::is_lead_sender(&e.from);
         match self.store().lead_guard() {
-            Some(guard) => {
+            // Only lead-named entries are signed; a keyed teammate's own
+            // writes into its inbox go through its guard's ledger.
+            Some(guard) if guard.verifies_for(to) || entries.iter().any(lead_named) => {
                 let mut signed = entries.to_vec();
                 for e in &mut signed {
                     guard.sign(self.name(), to, e);
                 }
-                self.backend().append_inbox(self.name(), to, &signed)?;
+                self.append_as_is(to, &signed)
             }
-            None => self.backend().append_inbox(self.name(), to, entries)?,
+            _ => self.append_as_is(to, entries),
         }
+    }
+
+    /// [`Team::append_entries`] without the guard: the entries are already
+    /// signed where they need to be.
+    fn append_as_is(&self, to: &str, entries: &[InboxMessage]) -> Result<()> {
+        super::names::agent_file_stem(to)?;
+        self.backend().append_inbox(self.name(), to, entries)?;
         self.emit(StoreEvent::InboxAppended {
             team: self.name().into(),
             agent: to.into(),
