@@ -17,10 +17,12 @@
 //!
 //! Everything else is relayed byte for byte. When either side closes, the
 //! other is closed too (a killed server looks the same to the client as
-//! without the relay). Dropped with the test: its listener stops accepting.
+//! without the relay). Dropped, it stops listening and closes every
+//! connection it relays.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
@@ -65,6 +67,21 @@ struct Shared {
 pub struct NatsRelay {
     port: u16,
     shared: Arc<Mutex<Shared>>,
+    /// Set on drop: the listener stops.
+    closed: Arc<AtomicBool>,
+    /// Every socket it relays, shut down on drop.
+    sockets: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Drop for NatsRelay {
+    fn drop(&mut self) {
+        self.closed.store(true, Ordering::SeqCst);
+        // Wakes the listener, which then sees the flag.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        for s in lock(&self.sockets).drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
 }
 
 impl NatsRelay {
@@ -75,18 +92,33 @@ impl NatsRelay {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the relay's port");
         let port = listener.local_addr().expect("the relay's address").port();
         let shared = Arc::new(Mutex::new(Shared::default()));
-        let s = shared.clone();
+        let closed = Arc::new(AtomicBool::new(false));
+        let sockets: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let (s, c, k) = (shared.clone(), closed.clone(), sockets.clone());
         std::thread::spawn(move || {
             for client in listener.incoming() {
+                if c.load(Ordering::SeqCst) {
+                    break;
+                }
                 let Ok(client) = client else { continue };
                 let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
                     let _ = client.shutdown(Shutdown::Both);
                     continue;
                 };
+                for sock in [&client, &server] {
+                    if let Ok(sock) = sock.try_clone() {
+                        lock(&k).push(sock);
+                    }
+                }
                 relay(client, server, s.clone());
             }
         });
-        NatsRelay { port, shared }
+        NatsRelay {
+            port,
+            shared,
+            closed,
+            sockets,
+        }
     }
 
     /// The relay's port.
