@@ -30,6 +30,7 @@ mod hostile_build;
 mod live_view;
 mod live_view_fit;
 mod nats_cluster;
+mod nats_faults;
 mod nats_fencing;
 mod nats_security;
 mod nats_store;

@@ -32,7 +32,9 @@
 //! event-driven waits.
 //!
 //! [`nats_server::NatsServer`] and [`nats_cluster::NatsCluster`] start a real
-//! `nats-server` (one, or a JetStream cluster of several) for a test.
+//! `nats-server` (one, or a JetStream cluster of several) for a test;
+//! [`nats_relay::NatsRelay`] sits between a client and one of them and
+//! loses or ages the server's answers on purpose (fault injection).
 //!
 //! [`model_server`] is a fake model provider on loopback for the model tests
 //! and benchmark.
@@ -51,6 +53,7 @@ pub mod lead_model;
 pub mod measure;
 pub mod model_server;
 pub mod nats_cluster;
+pub mod nats_relay;
 pub mod nats_secure;
 pub mod nats_server;
 pub mod polyglot;

@@ -134,6 +134,12 @@ impl NatsCluster {
         self.version
     }
 
+    /// The version of the nats-server `binary` (`(0, 0, 0)` when it does
+    /// not say).
+    pub fn version_of(binary: &Path) -> (u64, u64, u64) {
+        version_of(binary).unwrap_or_default()
+    }
+
     /// Starts `size` nodes of `binary` and returns once JetStream answers
     /// on every one; tries again on fresh ports when one could not bind.
     pub fn start_with(binary: &Path, size: usize) -> NatsCluster {

@@ -38,7 +38,18 @@
 //! revision it expected carries its id, it landed ([`Conn::landed`]; a
 //! bucket keeps 64 revisions a key for this). nats-server 2.9 answers such a
 //! retry as a duplicate; 2.15 checks the expected sequence first; both end
-//! the same way.
+//! the same way. A retry that finds its first attempt still in flight
+//! (error 10158) or a new leader still applying its log (10163) is retried.
+//!
+//! **A swap's winner is read from the stream, not from an answer.**
+//! [`Conn::swap`] wins only when the message stored right after the
+//! revision it expected carries its own id ([`Conn::first_after`]): the
+//! stream's order has exactly one message there, so of any number of
+//! writers expecting one revision at most one is told it won, whatever
+//! answers were lost, retried or given by a server that should not have
+//! given them. A read that does not reach a write known to be stored (a
+//! replica behind, a deposed leader) is made again, never taken for the
+//! answer.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -148,6 +159,12 @@ const WRONG_LAST_SEQUENCE: u64 = 10071;
 const WRONG_LAST_SEQUENCE_IN_FLIGHT: u64 = 10164;
 /// JetStream's error code for a stream that does not exist.
 const STREAM_NOT_FOUND: u64 = 10059;
+/// A retried message id whose first attempt is still being stored
+/// (clustered, 2.10+): asked again, it is answered as a duplicate.
+const DUPLICATE_IN_PROCESS: u64 = 10158;
+/// A new stream leader still applying its log refuses compare-and-swaps
+/// for a moment (2.11+): asked again, it answers.
+const EXPECTED_NOT_READY: u64 = 10163;
 
 impl Conn {
     /// Connects to `url` and checks that the server has JetStream. An
@@ -547,7 +564,8 @@ impl Conn {
 
     /// The sequence of message `id` if it is the one stored on `subject`
     /// right after revision `rev` (the bucket keeps 64 revisions a key, the
-    /// mail stream all).
+    /// mail stream all). Asked after the server refused a swap expecting
+    /// `rev`, so a message after `rev` is stored.
     pub fn landed(
         &self,
         stream: &str,
@@ -555,10 +573,63 @@ impl Conn {
         rev: u64,
         id: &str,
     ) -> Result<Option<u64>, Fail> {
-        Ok(self
-            .next(stream, subject, rev + 1)?
+        Ok(Some(self.first_after(stream, subject, rev)?)
             .filter(|m| m.id.as_deref() == Some(id))
             .map(|m| m.seq))
+    }
+
+    /// The message stored on `subject` right after revision `rev`: the one
+    /// whose swap expecting `rev` won. Only asked when a message after
+    /// `rev` is known to be stored (a swap was acknowledged or refused), so
+    /// a read that finds none is behind that write (a replica that has not
+    /// applied it, a leader already deposed) and is made again, for at most
+    /// the retry bound.
+    pub fn first_after(&self, stream: &str, subject: &str, rev: u64) -> Result<Stored, Fail> {
+        let deadline = Instant::now() + self.opts.retry_for;
+        loop {
+            if let Some(m) = self.next(stream, subject, rev + 1)? {
+                return Ok(m);
+            }
+            if Instant::now() >= deadline {
+                return Err(Fail::Unavailable(format!(
+                    "reads of {subject} never reached the write after revision {rev}"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A compare-and-swap on `subject` expecting revision `expect` (`0`: a
+    /// create) whose outcome is read from the stream: the new revision when
+    /// the message stored right after `expect` is this write (its
+    /// `Nats-Msg-Id`, `headers`' own or a fresh one), else
+    /// [`Fail::Conflict`]. An acknowledged write whose revision the key's
+    /// history no longer holds (64 later writes) is taken at the server's
+    /// word.
+    pub fn swap(
+        &self,
+        stream: &str,
+        subject: &str,
+        mut headers: HeaderMap,
+        payload: Bytes,
+        expect: u64,
+    ) -> Result<u64, Fail> {
+        if headers.get("Nats-Msg-Id").is_none() {
+            headers.insert("Nats-Msg-Id", uuid::Uuid::new_v4().to_string().as_str());
+        }
+        let id = headers
+            .get("Nats-Msg-Id")
+            .map(|v| v.as_str().to_string())
+            .unwrap_or_default();
+        let acked = self.publish(stream, subject, headers, payload, Some(expect))?;
+        let first = self.first_after(stream, subject, expect)?;
+        if first.id.as_deref() == Some(id.as_str()) {
+            Ok(first.seq)
+        } else if first.seq > acked {
+            Ok(acked)
+        } else {
+            Err(Fail::Conflict)
+        }
     }
 
     /// A crate error for a failed call, naming the server (never its
@@ -674,6 +745,7 @@ async fn publish_once(
         .map_err(|e| Fail::Refused(format!("an unreadable publish ack: {e}")))?;
     match api_error(&v) {
         Some((WRONG_LAST_SEQUENCE | WRONG_LAST_SEQUENCE_IN_FLIGHT, _)) => Err(Fail::Conflict),
+        Some((DUPLICATE_IN_PROCESS | EXPECTED_NOT_READY, d)) => Err(Fail::Transient(d)),
         Some((_, d)) => Err(Fail::Refused(d)),
         None => v["seq"]
             .as_u64()

@@ -10,7 +10,10 @@
 //! A create (`expect: None`) reads the key first: a live value loses the
 //! race at once; an absent key is written expecting revision 0, a deleted
 //! one expecting its deletion's revision (a deleted key keeps a revision,
-//! and the server compares against it). The change feed maps neither kind
+//! and the server compares against it). Either way the writer holds the
+//! record only if its write is the one stored right after the revision it
+//! expected, read back from the bucket (`kv::put`): a lost answer or a read
+//! behind the leader cannot give one lease to two hosts. The change feed maps neither kind
 //! of key to an event (`feed.rs`), so a renewal every few seconds wakes no
 //! teammate. The records go with the bucket when the team is deleted.
 //!

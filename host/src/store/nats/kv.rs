@@ -8,7 +8,13 @@
 //! written), so of two writers that read the same revision exactly one
 //! wins; the other gets [`Fail::Conflict`], reads again and retries. A first
 //! write (`expect = 0`, or the revision of a deletion) is a create: two
-//! first writes cannot both succeed.
+//! first writes cannot both succeed. Who won is read from the bucket, not
+//! taken from the server's answer: the write stored right after the
+//! expected revision is the winner ([`Conn::swap`]).
+//!
+//! [`put_as`] and [`delete_as`] write with a message id the caller names
+//! and report the server's answer only; a task pass applies its writes with
+//! them and then reads who won itself (`tasks.rs`).
 
 use async_nats::HeaderMap;
 use bytes::Bytes;
@@ -66,7 +72,8 @@ pub(super) fn get_many(conn: &Conn, n: &TeamNames, keys: &[String]) -> Result<Ve
 }
 
 /// Writes `value` to `key` if its revision is still `expect` (`None`:
-/// unconditionally); the new revision.
+/// unconditionally); the new revision. With `expect`, `Ok` only when this
+/// write is the one stored right after `expect`.
 pub(super) fn put(
     conn: &Conn,
     n: &TeamNames,
@@ -74,10 +81,14 @@ pub(super) fn put(
     value: Bytes,
     expect: Option<u64>,
 ) -> Result<u64, Fail> {
-    conn.publish(&n.kv_stream, &n.key(key), HeaderMap::new(), value, expect)
+    match expect {
+        Some(rev) => conn.swap(&n.kv_stream, &n.key(key), HeaderMap::new(), value, rev),
+        None => conn.publish(&n.kv_stream, &n.key(key), HeaderMap::new(), value, None),
+    }
 }
 
-/// Deletes `key` if its revision is still `expect`.
+/// Deletes `key` if its revision is still `expect`; `Ok` only when this
+/// deletion is the one stored right after `expect`.
 pub(super) fn delete(
     conn: &Conn,
     n: &TeamNames,
@@ -86,7 +97,40 @@ pub(super) fn delete(
 ) -> Result<u64, Fail> {
     let mut h = HeaderMap::new();
     h.insert("KV-Operation", "DEL");
-    conn.publish(&n.kv_stream, &n.key(key), h, Bytes::new(), expect)
+    match expect {
+        Some(rev) => conn.swap(&n.kv_stream, &n.key(key), h, Bytes::new(), rev),
+        None => conn.publish(&n.kv_stream, &n.key(key), h, Bytes::new(), None),
+    }
+}
+
+/// Writes `value` to `key` as message `id` if its revision is still
+/// `expect`; the server's answer, unverified (the caller reads who won).
+pub(super) fn put_as(
+    conn: &Conn,
+    n: &TeamNames,
+    key: &str,
+    value: Bytes,
+    expect: u64,
+    id: &str,
+) -> Result<u64, Fail> {
+    let mut h = HeaderMap::new();
+    h.insert("Nats-Msg-Id", id);
+    conn.publish(&n.kv_stream, &n.key(key), h, value, Some(expect))
+}
+
+/// Deletes `key` as message `id` if its revision is still `expect`; the
+/// server's answer, unverified.
+pub(super) fn delete_as(
+    conn: &Conn,
+    n: &TeamNames,
+    key: &str,
+    expect: u64,
+    id: &str,
+) -> Result<u64, Fail> {
+    let mut h = HeaderMap::new();
+    h.insert("KV-Operation", "DEL");
+    h.insert("Nats-Msg-Id", id);
+    conn.publish(&n.kv_stream, &n.key(key), h, Bytes::new(), Some(expect))
 }
 
 /// Keeps a value that does not parse under `aside.<key>.<UTC stamp>`

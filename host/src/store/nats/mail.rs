@@ -23,7 +23,11 @@
 //! takers that read the same `L`, one wins and the other reads again and
 //! asks `pick` again (the trait allows it). The server acknowledges the
 //! record before the entries are handed out: consumption is acknowledged,
-//! and the entries left stay in the stream, in order, unread. JetStream's
+//! and the entries left stay in the stream, in order, unread. A taker hands
+//! entries out only when the record stored right after `L` is its own
+//! (read from the stream, `Conn::swap`): an answer lost after the record
+//! was stored, or a read behind it, can neither hand the entries out twice
+//! nor consume them without handing them out. JetStream's
 //! own consumer acks were not used: a pull consumer hides a fetched message
 //! from other readers until its ack wait expires (so a snapshot of the
 //! inbox, which `status` and `watch` need, is not possible), and its ack is
@@ -415,12 +419,12 @@ impl NatsStore {
         let payload = serde_json::to_vec(record)
             .map_err(|e| Fail::Refused(format!("cannot serialise a history record: {e}")))?;
         self.conn()
-            .publish(
+            .swap(
                 &n.mail_stream,
                 &n.outbox(stem),
                 HeaderMap::new(),
                 Bytes::from(payload),
-                Some(last),
+                last,
             )
             .map(|_| ())
     }

@@ -10,13 +10,16 @@
 //! updates (compare-and-swap on revisions), no lost messages (a delivery is
 //! stored before `append_inbox` returns, de-duplicated by message id),
 //! nothing consumed is lost (consuming and recording in the history are one
-//! stored message), task ids never reused, and claims that cannot both win.
+//! stored message), task ids never reused, and claims that cannot both win:
+//! a writer wins a compare-and-swap only when the message stored right
+//! after the revision it expected is its own, read back from the stream
+//! (`client.rs`, `tasks.rs`), never on a server's answer alone.
 //!
 //! | file | owns |
 //! |---|---|
 //! | `url.rs` | [`NatsUrl`]: parsing `nats://…` (one server or a cluster's seed list, `?replicas=N`), the prefix, keeping credentials out of sight |
 //! | `security.rs` | [`NatsSecurity`]: TLS files, credentials file, NKey seed; checked before connecting; the errors that name the setting to fix |
-//! | `client.rs` | [`Conn`](client::Conn): the store's own runtime and client, bounded retries, JetStream's JSON API |
+//! | `client.rs` | [`Conn`](client::Conn): the store's own runtime and client, bounded retries, JetStream's JSON API, compare-and-swaps whose winner is read back from the stream |
 //! | `naming.rs` | bucket, stream, subject and key names; agent names as subject tokens |
 //! | `setup.rs` | making a team's bucket and mail stream by hand (works on 2.9), how many replicas, listing, deleting |
 //! | `reads.rs` | reading the last write: direct gets on one server, the stream leader's gets on a replicated stream |

@@ -18,7 +18,28 @@
 //! 4. commits by writing a new intent to `txn` expecting `R`. Only one pass
 //!    can commit over `R`; a loser starts again from 1 (the closure may run
 //!    again, which the trait allows);
-//! 5. applies its own writes (step 2 for its intent).
+//! 5. applies its own writes (step 2 for its intent);
+//! 6. reads who won: its pass happened only if, for each task it wrote, the
+//!    message stored right after the revision it expected is its own write.
+//!
+//! **Who won is read from the stored records, by construction.** Each
+//! intent carries a token (a fresh UUID), and each of its task writes is
+//! stored with the message id `TOKEN.ID`, whoever applies it (a second
+//! apply is the same message, de-duplicated). A task key's revisions are
+//! one ordered list, so exactly one write is stored right after any
+//! revision: the pass whose write that is has won the task at that
+//! revision, and its closure saw the task as it was at that revision (a
+//! slot's revision and value come from one stored message). So two passes
+//! can both be told they claimed a task only if the second saw the first's
+//! claim and still claimed: impossible. This holds whatever the server's
+//! answers said or failed to say, and whatever an earlier read missed: a
+//! snapshot read from a replica behind the leader or a deposed leader (a
+//! task older than the committed intent) once let two claimers both win
+//! (issue 42 item 1; `host/tests/nats_faults.rs` reproduces it), because
+//! the loser's write was refused, taken for "applied by someone else", and
+//! reported as a win. Now a pass none of whose writes won runs again from
+//! step 1; one that won some and lost others (only possible after such a
+//! stale read in a pass of several tasks) fails with an error naming them.
 //!
 //! Passes are thereby serialised on `txn`, and every pass sees every
 //! earlier pass whole: a claim's busy check, a blocker's existence and a
@@ -61,6 +82,10 @@ const TXN: &str = "txn";
 /// The `txn` key: the last committed pass.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Intent {
+    /// The pass's own token: its task writes are stored as `TOKEN.ID`
+    /// (empty in intents written before tokens: their writes get fresh ids).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    token: String,
     /// The highest task id ever used.
     #[serde(default)]
     high: u64,
@@ -78,6 +103,17 @@ struct Write {
     /// The new task; `None` deletes it.
     #[serde(default)]
     task: Option<Value>,
+}
+
+impl Intent {
+    /// The message id of its write to task `id`.
+    fn msg_id(&self, id: u64) -> String {
+        if self.token.is_empty() {
+            uuid::Uuid::new_v4().to_string()
+        } else {
+            format!("{}.{id}", self.token)
+        }
+    }
 }
 
 /// Tasks as read: id → slot.
@@ -180,6 +216,7 @@ impl NatsStore {
     ) -> Result<bool> {
         let conn = self.conn();
         let mut intent = Intent {
+            token: uuid::Uuid::new_v4().to_string(),
             high,
             writes: Vec::new(),
         };
@@ -201,9 +238,54 @@ impl NatsStore {
             Err(Fail::Conflict) => return Ok(false),
             Err(f) => return Err(conn.error(what, f)),
         }
-        let mut snap = snap.clone();
-        self.roll_forward(names, &intent, &mut snap, what)?;
-        Ok(true)
+        let mut applied = snap.clone();
+        self.roll_forward(names, &intent, &mut applied, what)?;
+        self.won(names, &intent, snap, what)
+    }
+
+    /// Whether the committed `intent` won every task it wrote: the message
+    /// stored right after each write's expected revision is its own
+    /// (module docs). `false` when it won none (the pass runs again); an
+    /// error when it won some and lost others.
+    fn won(
+        &self,
+        names: &TeamNames,
+        intent: &Intent,
+        before: &Snapshot,
+        what: &str,
+    ) -> Result<bool> {
+        let conn = self.conn();
+        let (mut won, mut lost) = (Vec::new(), Vec::new());
+        for w in &intent.writes {
+            let had = before.get(&w.id).is_some_and(|s| s.value.is_some());
+            if w.task.is_none() && !had {
+                continue; // deleting what is not there writes nothing
+            }
+            let subject = names.key(&task_key(w.id));
+            let first = conn
+                .first_after(&names.kv_stream, &subject, w.expect)
+                .map_err(|f| conn.error(what, f))?;
+            if first.id.as_deref() == Some(intent.msg_id(w.id).as_str()) {
+                won.push(w.id);
+            } else {
+                lost.push(w.id);
+            }
+        }
+        match (won.is_empty(), lost.is_empty()) {
+            (_, true) => Ok(true),
+            (true, false) => {
+                tracing::debug!(?lost, "a task pass lost every task it wrote; running it again");
+                Ok(false)
+            }
+            (false, false) => Err(conn.error(
+                what,
+                Fail::Refused(format!(
+                    "another writer changed task(s) {} after this change was committed, which kept task(s) {}: the change was applied only in part; list the tasks and make it again",
+                    ids(&lost),
+                    ids(&won)
+                )),
+            )),
+        }
     }
 
     /// Applies the intent's writes whose task still has the expected
@@ -222,10 +304,11 @@ impl NatsStore {
                 continue; // applied already (or superseded)
             }
             let key = task_key(w.id);
+            let id = intent.msg_id(w.id);
             let done = match &w.task {
                 Some(t) => {
                     let bytes = super::team::to_json(t)?;
-                    kv::put(conn, names, &key, bytes.clone(), Some(w.expect)).map(|rev| Slot {
+                    kv::put_as(conn, names, &key, bytes.clone(), w.expect, &id).map(|rev| Slot {
                         rev,
                         value: Some(bytes),
                     })
@@ -233,14 +316,16 @@ impl NatsStore {
                 None if current == 0 || snap.get(&w.id).is_some_and(|s| s.value.is_none()) => {
                     continue
                 }
-                None => kv::delete(conn, names, &key, Some(w.expect))
+                None => kv::delete_as(conn, names, &key, w.expect, &id)
                     .map(|rev| Slot { rev, value: None }),
             };
             match done {
                 Ok(slot) => {
                     snap.insert(w.id, slot);
                 }
-                // Someone else applied it first: read what is there now.
+                // Written since the snapshot (this intent applied by
+                // another, or a snapshot behind): read what is there now.
+                // Who won is read by the pass that wrote the intent.
                 Err(Fail::Conflict) => {
                     let slot = kv::get(conn, names, &key).map_err(|f| conn.error(what, f))?;
                     snap.insert(w.id, slot);
@@ -275,6 +360,14 @@ impl NatsStore {
         let slots = kv::get_many(conn, names, &keys).map_err(|f| conn.error(what, f))?;
         Ok((1..=high).zip(slots).collect())
     }
+}
+
+/// `#1, #4` for people.
+fn ids(ids: &[u64]) -> String {
+    ids.iter()
+        .map(|i| format!("#{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Puts the intent's writes that are not applied yet over `snap`.
