@@ -248,6 +248,19 @@ fn watch_on_a_terminal_shows_a_plan_in_full_rejects_it_with_a_reason_and_sends_a
 
 #[test]
 fn q_in_the_run_view_stops_a_teammate_waiting_for_the_lead_at_once() {
+    quit_the_run_view_with("q", "q in the live view", "Ctrl-C to force");
+}
+
+/// Raw mode makes Ctrl-C a key of the view: it stops the run as `q` does,
+/// and is reported as what it is.
+#[test]
+fn ctrl_c_in_the_run_view_stops_the_run_and_is_reported_as_ctrl_c() {
+    quit_the_run_view_with("C-c", "Ctrl-C in the live view", "Ctrl-C again to force");
+}
+
+/// Quits `teamhost run`'s view with `key` while its probe waits for the
+/// lead: the run stops at once, saying `interrupted ({how})` and `hint`.
+fn quit_the_run_view_with(key: &str, how: &str, hint: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     std::fs::create_dir_all(tmp.path().join("p")).unwrap();
@@ -288,7 +301,7 @@ subject = "Step 1"
     );
     tmux.view_shows(&["team quit", "p permission asks: Bash"]);
     let quit = std::time::Instant::now();
-    tmux.ok(&["send-keys", "-t", "live", "q"]);
+    tmux.ok(&["send-keys", "-t", "live", key]);
     let code = tmux.wait_done(&exit_file);
     let took = quit.elapsed();
     let screen = tmux.ok(&["capture-pane", "-p", "-S", "-100", "-t", "live"]);
@@ -297,10 +310,17 @@ subject = "Step 1"
         "an interrupted run fails; the pane shows:\n{screen}"
     );
     assert!(
-        screen.contains("stopping 1 teammate(s) (Ctrl-C to force)"),
+        screen.contains(&format!("stopping 1 teammate(s) ({hint})")),
         "it says what it does:\n{screen}"
     );
+    assert!(
+        screen.contains(&format!("interrupted ({how})")),
+        "it says how it was stopped:\n{screen}"
+    );
     // `wait-for` and the pane's shell add a little to the run's own stop.
-    assert!(took < Duration::from_secs(3), "q took {took:?}:\n{screen}");
+    assert!(
+        took < Duration::from_secs(3),
+        "{key} took {took:?}:\n{screen}"
+    );
     assert!(!tmp.path().join("p/bash.log").exists());
 }

@@ -53,7 +53,7 @@ pub(super) const STORE_CHECK: Duration = Duration::from_secs(3);
 /// How long after the shutdown timeout a graceful stop may still take
 /// (sending the shutdown requests, the summary, deleting the team) before
 /// the watchdog ends the process.
-const AFTER_SHUTDOWN: Duration = Duration::from_secs(15);
+const AFTER_SHUTDOWN: Duration = Duration::from_secs(30);
 
 /// SIGINT and SIGTERM, caught from the start of the run (until then a
 /// signal ends the process at once, as for any program), and the watchdog
