@@ -196,7 +196,11 @@ fn a_standby_whose_nats_server_was_killed_ends_on_sigterm_within_seconds() {
     assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{text}");
     assert!(said_why(&text), "{text}");
     assert!(took < BOUND, "{took:?}");
-    eprintln!("stopped {took:?} after the signal");
+    let said = text.lines().filter(|l| said_why(l)).collect::<Vec<_>>();
+    eprintln!("stopped {took:?} after the signal: {said:?}");
+    if std::env::var_os("SHOW").is_some() {
+        eprintln!("{text}");
+    }
 }
 
 #[test]
@@ -238,7 +242,11 @@ fn a_run_whose_nats_server_is_frozen_ends_on_sigint_within_seconds() {
     assert!(said_why(&text), "{text}");
     assert!(text.contains("--resume"), "it says how to go on: {text}");
     assert!(took < BOUND, "{took:?}");
-    eprintln!("stopped {took:?} after the signal");
+    let said = text.lines().filter(|l| said_why(l)).collect::<Vec<_>>();
+    eprintln!("stopped {took:?} after the signal: {said:?}");
+    if std::env::var_os("SHOW").is_some() {
+        eprintln!("{text}");
+    }
 }
 
 #[test]
@@ -259,4 +267,8 @@ fn a_standby_whose_nats_server_is_frozen_ends_at_its_timeout() {
     });
     assert_eq!(status.code(), Some(1), "{text}");
     assert!(said_why(&text), "{text}");
+    eprintln!(
+        "ended {:?} after its start, --timeout {timeout:?}",
+        started.elapsed()
+    );
 }

@@ -137,7 +137,9 @@ pub(super) async fn finish(
 ) -> anyhow::Result<()> {
     signals.watchdog().set_deadline(None);
     if let Outcome::Interrupted(how) = &outcome {
-        signals.watchdog().asked(how);
+        if !super::stop::Stop::is_signal_name(how) {
+            signals.watchdog().asked(how);
+        }
     }
     // Stopping a teammate here writes to the store (its tasks handed
     // back, the lead told): only while the store answers.

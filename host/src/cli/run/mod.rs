@@ -94,7 +94,7 @@ use crate::store::{NewTeam, Team};
 
 use display::Display;
 use report::{Log, Reporter};
-use stop::{Forced, Signals};
+use stop::{Forced, Signals, Stop};
 use summary::{count_messages, Summary, Timings};
 use wait::{wait_for_work, Outcome};
 
@@ -452,7 +452,9 @@ async fn run_team(
     // stop waits on the store only if the store answers.
     signals.watchdog().set_deadline(None);
     if let Outcome::Interrupted(how) = &outcome {
-        signals.watchdog().asked(how);
+        if !Stop::is_signal_name(how) {
+            signals.watchdog().asked(how);
+        }
     }
     if let Err(why) = stop::check_store(&signals, &team, SHUTDOWN_TIMEOUT).await {
         return Err(

@@ -82,6 +82,14 @@ impl Stop {
         }
     }
 
+    /// Whether `how` names a signal ([`Stop::name`]), not a key in the
+    /// live view.
+    pub(super) fn is_signal_name(how: &str) -> bool {
+        [Stop::Interrupt, Stop::Terminate]
+            .iter()
+            .any(|s| s.name() == how)
+    }
+
     /// The exit status of a forced stop: 128 + the signal's number.
     pub(super) fn exit_code(self) -> i32 {
         128 + match self {

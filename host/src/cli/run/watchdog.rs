@@ -174,8 +174,10 @@ impl Watchdog {
         self.shared.changed.notify_all();
     }
 
-    /// The run stops for a reason the watchdog cannot hear (`q` in the live
-    /// view): the stop clock starts, unless it runs already.
+    /// The run stops for a reason the watchdog cannot hear (a key in the
+    /// live view): the stop clock starts, unless it runs already. Not for a
+    /// signal: the watchdog hears that itself, and may hear it after the
+    /// run, when this would make it a second one.
     pub(super) fn asked(&self, how: &'static str) {
         let mut st = self.shared.lock();
         if st.stop.is_none() {
