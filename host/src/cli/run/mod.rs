@@ -330,6 +330,14 @@ async fn run_team(
             t.name(),
             t.location().display()
         ),
+        // A run led by a component cannot be resumed (`--resume` excludes
+        // `--goal` and `--lead`).
+        Ok(t) if lead::is_led(a, m) => format!(
+            "team {} is left as it is at {}: once its store answers, remove it with `teamhost team delete {} --force`",
+            t.name(),
+            t.location().display(),
+            t.name()
+        ),
         Ok(t) => format!(
             "team {} is left as it is at {}: once its store answers, continue it with `teamhost run --resume {}`, or remove it with `teamhost team delete {} --force`",
             t.name(),
