@@ -19,7 +19,7 @@
 //! as by a forced stop ([`stop_without_store`]), and the process exits
 //! (128 + the signal's number, 1 after `--timeout`). Behind that, the
 //! watchdog (`watchdog.rs`) ends the process on its own threads whatever
-//! the run is stuck on: [`watchdog::FIRST_WORD`] after the first signal,
+//! the run is stuck on: [`FIRST_WORD`](super::watchdog::FIRST_WORD) after the first signal,
 //! the deadline or `q`, unless the store answered and the graceful shutdown
 //! may take its timeout.
 //!
