@@ -290,3 +290,52 @@ async fn a_signing_host_s_teammate_obeys_it_and_not_a_lead_entry_forged_in_its_i
     assert_eq!(log.matches("forged lead entry").count(), 1, "{log}");
     assert!(!key_file.exists(), "the key outlived the team");
 }
+
+/// A teammate process waiting for the lead's answer to a permission request
+/// (its Bash call) when the team is shut down: its host tells it at once
+/// (SIGUSR1), its wait is denied and recorded, and it approves its shutdown
+/// request: stopped, not killed, in moments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_teammate_waiting_for_the_lead_is_denied_at_once_and_stops_cleanly() {
+    let f = fixture("asking", TeammateMode::Process, |_| {});
+    let dir = f.dir("p");
+    f.host
+        .spawn("asking", probe("p", "listen", &dir, false))
+        .await
+        .unwrap();
+    f.idle_from("p", 1).await;
+    f.host.send_as_lead("asking", "p", "hold", None).unwrap();
+    f.until("p's permission request", || {
+        !teamhost::approvals::pending(&f.team)
+            .unwrap_or_default()
+            .is_empty()
+    })
+    .await;
+    let stopping = std::time::Instant::now();
+    let report = f
+        .host
+        .shutdown_team("asking", "the test stops the team", LIMIT)
+        .await
+        .unwrap();
+    let took = stopping.elapsed();
+    assert_eq!(
+        report.stopped,
+        ["p"],
+        "{report:?}; its log:\n{}",
+        f.log("p")
+    );
+    // Generous: without the word it waits out the whole shutdown timeout.
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+    assert_eq!(
+        f.host.teammates("asking")[0].state,
+        TeammateState::Completed
+    );
+    let history = f.team.history("p").unwrap();
+    assert!(
+        history
+            .iter()
+            .any(|m| m.from == HOST_SENDER && m.text.contains("the host is stopping")),
+        "the denial recorded in p's history: {history:?}"
+    );
+    assert!(!dir.join("holding-msg").exists(), "the call never ran");
+}

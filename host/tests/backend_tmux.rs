@@ -351,3 +351,139 @@ fn name_a_dead_host(home: &Home, team: &str) {
         teamhost::home::spawn_record::record(home, team, &rec).unwrap();
     }
 }
+
+/// A teammate in a tmux pane waits for the lead's answer to a permission
+/// request (its Bash call); the team is shut down. The host's stop reaches
+/// the pane's process at once (SIGUSR1): its wait is denied, "the host is
+/// stopping", recorded as answered in its history; its turn ends, it takes
+/// its shutdown request and approves it: stopped, not killed, in moments
+/// (it took the whole 30 s shutdown timeout, then a kill, before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pane_teammate_waiting_for_the_lead_is_denied_at_once_and_stops_cleanly_on_shutdown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = Tmux::start(tmp.path());
+    let sock = t.sock.clone();
+    let f = fixture("asking", TeammateMode::Tmux, move |b| {
+        b.tmux.socket = Some(sock);
+    });
+    let dir = f.dir("p");
+    f.host
+        .spawn("asking", probe("p", "listen", &dir, false))
+        .await
+        .unwrap();
+    f.idle_from("p", 1).await;
+    f.host.send_as_lead("asking", "p", "hold", None).unwrap();
+    f.until("p's permission request", || {
+        !teamhost::approvals::pending(&f.team)
+            .unwrap_or_default()
+            .is_empty()
+    })
+    .await;
+
+    let stopping = std::time::Instant::now();
+    let report = f
+        .host
+        .shutdown_team("asking", "the test stops the team", LIMIT)
+        .await
+        .unwrap();
+    let took = stopping.elapsed();
+    assert_eq!(
+        report.stopped,
+        ["p"],
+        "{report:?}; its log:\n{}",
+        f.log("p")
+    );
+    assert!(report.killed.is_empty(), "{report:?}");
+    // Generous: it took the 30 s shutdown timeout and ended killed before.
+    assert!(
+        took < Duration::from_secs(10),
+        "the stop took {took:?}; its log:\n{}",
+        f.log("p")
+    );
+    let state = f.host.teammates("asking")[0].state.clone();
+    assert_eq!(state, TeammateState::Completed, "its log:\n{}", f.log("p"));
+    // It saw the denial: the host's answer recorded in its history, and
+    // the call never ran.
+    let denial = f
+        .team
+        .history("p")
+        .unwrap()
+        .into_iter()
+        .find(|m| {
+            m.from == teamhost::protocol::HOST_SENDER
+                && matches!(
+                    ProtocolMessage::parse(&m.text),
+                    Parsed::Protocol(ProtocolMessage::PermissionResponse(_))
+                )
+        })
+        .expect("the denial recorded in p's history");
+    assert!(
+        denial.text.contains("the host is stopping"),
+        "{}",
+        denial.text
+    );
+    assert!(
+        f.log("p").contains("the host is stopping"),
+        "the guest was told; its log:\n{}",
+        f.log("p")
+    );
+    assert!(!dir.join("holding-msg").exists(), "the call never ran");
+    assert!(teamhost_processes(&f.home).is_empty());
+}
+
+/// The binary a pane would run does not work: one that is not on PATH (the
+/// fallback when the host is not named `teamhost`), one that dies at once
+/// saying why on stderr. The spawn fails before any pane is opened, saying
+/// what failed (the command, its words) and the fix (TEAMHOST_EXE), and
+/// names no log file (none was ever written).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pane_command_that_cannot_run_is_refused_with_its_cause_and_teamhost_exe() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = Tmux::start(tmp.path());
+    let broken = tmp.path().join("teamhost");
+    std::fs::write(
+        &broken,
+        "#!/bin/sh\necho 'teamhost: error while loading shared libraries: libwasm.so.9' >&2\nexit 127\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&broken, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let cases: [(&str, std::path::PathBuf, &str); 2] = [
+        (
+            "missing",
+            "teamhost-nowhere-on-path".into(),
+            "`teamhost-nowhere-on-path`",
+        ),
+        ("broken", broken.clone(), "libwasm.so.9"),
+    ];
+    for (team, exe, cause) in cases {
+        let (sock, exe) = (t.sock.clone(), exe.clone());
+        let f = fixture(team, TeammateMode::Tmux, move |b| {
+            b.tmux.socket = Some(sock);
+            b.teamhost_exe = Some(exe);
+        });
+        let dir = f.dir("p");
+        let e = f
+            .host
+            .spawn(team, probe("p", "listen", &dir, false))
+            .await
+            .expect_err("a spawn with a broken binary fails")
+            .to_string();
+        assert!(e.contains(cause), "{team}: {e}");
+        assert!(e.contains("TEAMHOST_EXE"), "{team}: {e}");
+        for word in e.split_whitespace() {
+            let word = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '/' && c != '.');
+            if word.ends_with(".log") {
+                assert!(
+                    Path::new(word).exists(),
+                    "{team}: names {word}, which does not exist: {e}"
+                );
+            }
+        }
+        // No pane was opened, and the member was taken back.
+        assert_eq!(t.panes().len(), 1, "{team}: {:?}", t.panes());
+        assert!(f.team.config().unwrap().member("p").is_none(), "{team}");
+    }
+}

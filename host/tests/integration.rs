@@ -39,6 +39,7 @@ mod processes;
 mod resume;
 mod run_live;
 mod run_special_files;
+mod stop_without_store;
 mod store_mailbox;
 mod store_tasks;
 mod store_team;

@@ -248,6 +248,34 @@ fn watch_on_a_terminal_shows_a_plan_in_full_rejects_it_with_a_reason_and_sends_a
 
 #[test]
 fn q_in_the_run_view_stops_a_teammate_waiting_for_the_lead_at_once() {
+    quit_the_run_view_with("q", "q in the live view", "Ctrl-C to force", "in-process");
+}
+
+/// The default inside tmux: the teammate runs in a tmux pane of its own
+/// process. `q` stops it as promptly: its host tells its process at once,
+/// its wait is denied, and it approves its shutdown (stopped, not killed
+/// after the 30 s shutdown timeout).
+#[test]
+fn q_in_the_run_view_stops_a_tmux_pane_teammate_waiting_for_the_lead_at_once() {
+    quit_the_run_view_with("q", "q in the live view", "Ctrl-C to force", "tmux");
+}
+
+/// Raw mode makes Ctrl-C a key of the view: it stops the run as `q` does,
+/// and is reported as what it is.
+#[test]
+fn ctrl_c_in_the_run_view_stops_the_run_and_is_reported_as_ctrl_c() {
+    quit_the_run_view_with(
+        "C-c",
+        "Ctrl-C in the live view",
+        "Ctrl-C again to force",
+        "in-process",
+    );
+}
+
+/// Quits `teamhost run`'s view with `key` while its probe (in `mode`)
+/// waits for the lead: the run stops at once, saying `interrupted ({how})`
+/// and `hint`, the probe stopped, not killed.
+fn quit_the_run_view_with(key: &str, how: &str, hint: &str, mode: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     std::fs::create_dir_all(tmp.path().join("p")).unwrap();
@@ -279,7 +307,7 @@ subject = "Step 1"
     };
     tmux.run_in_pane(
         &format!(
-            "'{bin}' --home '{home}' run '{manifest}' --teammate-mode in-process",
+            "'{bin}' --home '{home}' run '{manifest}' --teammate-mode {mode}",
             bin = env!("CARGO_BIN_EXE_teamhost"),
             home = home.display(),
             manifest = manifest.display(),
@@ -288,7 +316,7 @@ subject = "Step 1"
     );
     tmux.view_shows(&["team quit", "p permission asks: Bash"]);
     let quit = std::time::Instant::now();
-    tmux.ok(&["send-keys", "-t", "live", "q"]);
+    tmux.ok(&["send-keys", "-t", "live", key]);
     let code = tmux.wait_done(&exit_file);
     let took = quit.elapsed();
     let screen = tmux.ok(&["capture-pane", "-p", "-S", "-100", "-t", "live"]);
@@ -297,10 +325,24 @@ subject = "Step 1"
         "an interrupted run fails; the pane shows:\n{screen}"
     );
     assert!(
-        screen.contains("stopping 1 teammate(s) (Ctrl-C to force)"),
+        screen.contains(&format!("stopping 1 teammate(s) ({hint})")),
         "it says what it does:\n{screen}"
     );
-    // `wait-for` and the pane's shell add a little to the run's own stop.
-    assert!(took < Duration::from_secs(3), "q took {took:?}:\n{screen}");
+    assert!(
+        screen.contains(&format!("interrupted ({how})")),
+        "it says how it was stopped:\n{screen}"
+    );
+    assert!(
+        screen.contains("shutdown: 1 stopped, 0 killed"),
+        "the probe approved its shutdown:\n{screen}"
+    );
+    eprintln!("{key} ({mode}) stopped the run in {took:?}");
+    // `wait-for` and the pane's shell add a little to the run's own stop; a
+    // pane's process also has to hear the stop, deny, approve and end.
+    let bound = if mode == "tmux" { 10 } else { 3 };
+    assert!(
+        took < Duration::from_secs(bound),
+        "{key} took {took:?}:\n{screen}"
+    );
     assert!(!tmp.path().join("p/bash.log").exists());
 }

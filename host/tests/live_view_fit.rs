@@ -357,8 +357,8 @@ auto_claim = false
     ]);
     assert_eq!(view, "1 80", "the view keeps its pane whole:\n{screen}");
     assert_whole_row(&screen, "asker");
-    // Stopping a tmux teammate that waits for the lead takes the run ~30 s
-    // (a separate matter): the server's end (on drop) ends the run here.
+    // The server's end (on drop) ends the run here; stopping it with a key
+    // is live_view.rs's (q_in_the_run_view_stops_a_tmux_pane_teammate_…).
 }
 
 /// Asserts `name`'s row shows a whole state word.

@@ -121,6 +121,12 @@ impl NatsServer {
         self.port
     }
 
+    /// The server's process id, while it runs (to freeze it with
+    /// SIGSTOP: its clients' calls then hang instead of failing).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Kills the server (its store directory stays).
     pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {

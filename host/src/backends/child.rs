@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::assembly::{isolate, prepare};
-use super::{BackendKind, BackendOptions, SpawnEnv};
+use super::{BackendKind, SpawnEnv};
 use crate::error::{Error, Result};
 use crate::store::{Member, OutgoingMessage, Team};
 use crate::teammate::{NotificationLevel, SpawnRequest};
@@ -61,7 +61,7 @@ pub(crate) async fn registered(
     }
 }
 
-/// With [`BackendOptions::sign_lead_entries`]: a fresh lead key for
+/// With [`BackendOptions::sign_lead_entries`](super::BackendOptions::sign_lead_entries): a fresh lead key for
 /// teammate `name`, handed to the store's [`LeadGuard`](crate::store::LeadGuard)
 /// (so what this host writes into its inbox as the lead is signed from
 /// now on, the spawn prompt included; the guard also keeps it in the
@@ -236,19 +236,6 @@ pub(crate) fn child_store(team: &Team, home: &Path) -> Result<ChildStore> {
 
 fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
-}
-
-/// The `teamhost` binary for external teammates, checked to exist when it is
-/// a path.
-pub(crate) fn checked_exe(opts: &BackendOptions) -> Result<PathBuf> {
-    let exe = opts.exe();
-    if exe.components().count() > 1 && !exe.is_file() {
-        return Err(Error::Backend(format!(
-            "the teamhost binary {} does not exist; set TEAMHOST_EXE (or BackendOptions::teamhost_exe) to it",
-            exe.display()
-        )));
-    }
-    Ok(exe)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! |---|---|
 //! | `assembly.rs` | building a component teammate: checks, worktree, tools, context, instance, runner |
 //! | `child.rs` | registration and the `teamhost teammate` command line (process, tmux) |
+//! | `exe.rs` | the `teamhost` binary they run, checked first (on `PATH`, `--version`), its failure said with the fix (`TEAMHOST_EXE`) |
 //! | `monitor.rs` | the task that owns an external teammate's process (process, tmux) |
 //! | `panes.rs` | tmux pane primitives (tmux, the monitor, `started.rs`) |
 //! | `model_seat.rs` | a teammate's model client and usage record |
@@ -29,6 +30,7 @@
 pub(crate) mod assembly;
 pub(crate) mod child;
 pub mod detect;
+pub(crate) mod exe;
 pub(crate) mod in_process;
 pub mod live_host;
 pub(crate) mod model_seat;
@@ -232,8 +234,8 @@ pub(crate) struct Spawned {
     pub inject: Option<mpsc::UnboundedSender<String>>,
     pub kill: watch::Sender<bool>,
     /// Ends the teammate's waits for the lead (the host is stopping it).
-    /// An external teammate's is connected to nothing: its own process
-    /// stops its waits when it gets SIGTERM.
+    /// An external teammate's monitor tells its process with SIGUSR1
+    /// (`monitor.rs`), which ends its waits the same way.
     pub stopping: crate::runtime::Stopping,
     pub turns: Arc<AtomicU64>,
     pub busy: Arc<AtomicBool>,

@@ -8,6 +8,17 @@
 //! SIGKILL, the OOM killer), the teammate is reported dead: its open tasks
 //! return to `pending`, it is removed from the team and the lead is told by
 //! `teamhost`.
+//!
+//! **The stop reaches the process at once.** When the host stops the
+//! teammate's waits for the lead ([`crate::runtime::Stopping`]: the team is
+//! shut down, the teammate killed), the monitor sends its process SIGUSR1,
+//! and again at every poll until it ends (a signal that came while the
+//! process was still starting, when `teamhost teammate` ignores it, is not
+//! lost). `teamhost teammate` then ends its own waits the same way
+//! ([`Host::stop_waits`](crate::embed::Host::stop_waits)): a permission
+//! request waiting for the lead is denied, the turn ends and the teammate
+//! takes its shutdown request, instead of waiting for the shutdown timeout
+//! and being killed.
 
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
@@ -19,7 +30,7 @@ use std::time::Duration;
 
 use tokio::sync::{broadcast, watch};
 
-use super::panes::{dead_status, kill_pane_if_ours, PaneEnd};
+use super::panes::{dead_status, kill_pane_if_ours, pane_said, PaneEnd};
 use super::started;
 use super::{BackendKind, SpawnEnv, Spawned};
 use crate::error::{Error, Result};
@@ -103,6 +114,9 @@ struct Watch {
     events: broadcast::Sender<Event>,
     state: watch::Sender<TeammateState>,
     turns: Arc<AtomicU64>,
+    /// Set by the host when it stops the teammate's waits: told to the
+    /// process with SIGUSR1.
+    stopping: crate::runtime::Stopping,
 }
 
 /// Starts the monitor task of an external teammate and returns its handle.
@@ -121,6 +135,7 @@ pub(crate) fn monitor(
     let (kill_tx, kill_rx) = watch::channel(false);
     let (state_tx, state_rx) = watch::channel(TeammateState::Starting);
     let turns = Arc::new(AtomicU64::new(0));
+    let stopping = crate::runtime::Stopping::default();
     let w = Watch {
         team: team.clone(),
         home: env.home.clone(),
@@ -134,6 +149,7 @@ pub(crate) fn monitor(
         events: env.events.clone(),
         state: state_tx,
         turns: turns.clone(),
+        stopping: stopping.clone(),
     };
     let join = tokio::spawn(w.run(proc, kill_rx, env.config_changes.clone()));
     Spawned {
@@ -142,7 +158,7 @@ pub(crate) fn monitor(
         state: state_rx,
         inject: None,
         kill: kill_tx,
-        stopping: Default::default(),
+        stopping,
         turns,
         busy: Arc::new(AtomicBool::new(false)),
         pending_injections: Arc::new(AtomicUsize::new(0)),
@@ -228,6 +244,7 @@ impl Watch {
         let mut killing = false;
         let mut sigkill_at: Option<tokio::time::Instant> = None;
         let mut watching_config = true;
+        let mut told_to_stop = false;
         self.refresh().await;
         let ending = loop {
             tokio::select! {
@@ -254,7 +271,18 @@ impl Watch {
                     }
                     self.refresh().await;
                 }
-                _ = tokio::time::sleep(self.poll_interval) => self.refresh().await,
+                _ = self.stopping.stopped(), if !told_to_stop => {
+                    told_to_stop = true;
+                    started::signal(self.pid, libc::SIGUSR1);
+                }
+                _ = tokio::time::sleep(self.poll_interval) => {
+                    if told_to_stop {
+                        // Once more: one sent while it was starting was
+                        // ignored.
+                        started::signal(self.pid, libc::SIGUSR1);
+                    }
+                    self.refresh().await
+                }
             }
         };
         let killed = killing && *kill.borrow();
@@ -302,10 +330,14 @@ impl Watch {
             self.agent_id.clone(),
             self.pid,
         );
-        let cleanup = tokio::task::spawn_blocking(move || -> Result<bool> {
-            if let Some((socket, pane)) = pane {
-                kill_pane_if_ours(socket.as_deref(), &pane, pid);
-            }
+        let cleanup = tokio::task::spawn_blocking(move || -> Result<(bool, Option<String>)> {
+            // What a pane's command said (a command that died at once said
+            // it only there), read before the pane is closed.
+            let said = pane.as_ref().and_then(|(socket, pane)| {
+                let said = pane_said(socket.as_deref(), pane, pid);
+                kill_pane_if_ours(socket.as_deref(), pane, pid);
+                said
+            });
             if let Err(e) = crate::home::started::remove(&home, team.name(), &name) {
                 tracing::warn!(teammate = %name, error = %e, "could not remove the process record");
             }
@@ -315,11 +347,11 @@ impl Watch {
             }
             let config = match team.config() {
                 Ok(c) => c,
-                Err(Error::TeamNotFound { .. }) => return Ok(false),
+                Err(Error::TeamNotFound { .. }) => return Ok((false, said)),
                 Err(e) => return Err(e),
             };
             if config.member(&name).is_none() {
-                return Ok(false); // it left the team itself
+                return Ok((false, said)); // it left the team itself
             }
             let unassigned = team.unassign_agent(&name, &id, true)?;
             match team.remove_member(&name) {
@@ -335,18 +367,18 @@ impl Watch {
                 config.lead_name(),
                 OutgoingMessage::new(HOST_SENDER, format!("{why}. {}", unassigned.notification)),
             )?;
-            Ok(true)
+            Ok((true, said))
         })
         .await;
-        let cleaned_up = match cleanup {
+        let (cleaned_up, said) = match cleanup {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {
                 tracing::error!(teammate = %self.name, error = %e, "cleanup after a teammate's process ended failed");
-                true
+                (true, None)
             }
             Err(e) => {
                 tracing::error!(teammate = %self.name, error = %e, "cleanup after a teammate's process ended panicked");
-                true
+                (true, None)
             }
         };
         let how = ending.describe(self.pid);
@@ -354,7 +386,26 @@ impl Watch {
             return TeammateState::Killed;
         }
         if cleaned_up {
-            return TeammateState::Failed(format!("died: {how}"));
+            // Still a member when its process ended: it died, maybe before
+            // it ever ran (a command that is not teamhost).
+            let log = self.log.clone();
+            let name = self.name.clone();
+            let in_log = tokio::task::spawn_blocking(move || failure_in_log(&log, &name))
+                .await
+                .ok()
+                .flatten();
+            let mut why = format!("died: {how}");
+            if let Some(s) = in_log {
+                why += &format!(": {s}");
+            } else if let Some(s) = &said {
+                why += &format!("; its pane showed: {s}");
+            }
+            if self.log_exists() {
+                why += &format!("; its log: {}", self.log.display());
+            } else if self.kind == BackendKind::Tmux {
+                why += "; if its command never ran, set TEAMHOST_EXE to the teamhost binary";
+            }
+            return TeammateState::Failed(why);
         }
         match ending {
             Ending::Status(s) if s.success() => TeammateState::Completed,
@@ -368,10 +419,13 @@ impl Watch {
                     .flatten();
                 TeammateState::Failed(match said {
                     Some(why) => format!("{how}: {why}; its log: {}", self.log.display()),
-                    None => format!(
+                    None if self.log_exists() => format!(
                         "{how}; its log is {}: {}",
                         self.kind_log_hint(),
                         self.log.display()
+                    ),
+                    None => format!(
+                        "{how}, writing no log; check that its command is the teamhost binary (TEAMHOST_EXE)"
                     ),
                 })
             }
@@ -385,6 +439,12 @@ impl Watch {
             // An adopted process that left the team itself before it ended.
             Ending::Orphaned => TeammateState::Completed,
         }
+    }
+
+    /// Whether its log file exists and holds something: a log is named
+    /// only then.
+    fn log_exists(&self) -> bool {
+        self.log.metadata().is_ok_and(|m| m.len() > 0)
     }
 
     fn kind_log_hint(&self) -> &'static str {

@@ -70,6 +70,36 @@ pub(crate) fn kill_pane_if_ours(socket: Option<&Path>, pane: &str, pid: u32) -> 
     c.status().is_ok_and(|s| s.success())
 }
 
+/// The first lines (at most five, the blank ones left out) that `pane`
+/// shows while it still belongs to process `pid`, made printable and joined
+/// with ` / `: what a command that died at once said (its stderr reaches
+/// the pane). `None` when the pane is gone or shows nothing.
+pub(crate) fn pane_said(socket: Option<&Path>, pane: &str, pid: u32) -> Option<String> {
+    if !is_ours(socket, pane, pid) {
+        return None;
+    }
+    let mut c = tmux(socket);
+    c.args(["capture-pane", "-p", "-J", "-S", "-", "-t", pane])
+        .stderr(std::process::Stdio::null());
+    let out = c.output().ok().filter(|o| o.status.success())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .take(5)
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let said = crate::protocol::describe::printable_line(&lines.join(" / ")).into_owned();
+    Some(if said.chars().count() > 600 {
+        format!("{}…", said.chars().take(600).collect::<String>())
+    } else {
+        said
+    })
+}
+
 /// How long [`dead_status`] keeps asking tmux for a dead pane's status.
 const DEAD_STATUS_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
 

@@ -14,7 +14,8 @@
 
 use std::process::Stdio;
 
-use super::child::{checked_exe, child_store, log_path, registered, teammate_args, undo_if_fresh};
+use super::child::{child_store, log_path, registered, teammate_args, undo_if_fresh};
+use super::exe::checked_exe;
 use super::monitor::{monitor, Proc};
 use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned};
 use crate::error::{Error, Result};
@@ -66,7 +67,7 @@ async fn start(
     let member = registered(&env, team, &req, BackendKind::Process, rejoining).await?;
     let rollback = |e: Error| undo_if_fresh(team, &member.name, fresh, e);
     let log = log_file(&env, team, &member.name).map_err(rollback)?;
-    let exe = checked_exe(env.backends).map_err(rollback)?;
+    let exe = checked_exe(env.backends).await.map_err(rollback)?;
     let mut cmd = tokio::process::Command::new(&exe);
     cmd.args(teammate_args(
         team, &store, &member, &req, &env.hooks, env.models,

@@ -20,9 +20,10 @@
 use std::ffi::OsStr;
 use std::path::Path;
 
-use super::child::{checked_exe, child_store, log_path, registered, teammate_args, undo_if_fresh};
+use super::child::{child_store, log_path, registered, teammate_args, undo_if_fresh};
+use super::exe::checked_exe;
 use super::monitor::{monitor, Proc};
-use super::panes::{is_ours, kill_pane_if_ours, run, tmux};
+use super::panes::{is_ours, kill_pane_if_ours, pane_said, run, tmux};
 use super::started;
 use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned, TmuxOptions};
 use crate::error::{Error, Result};
@@ -79,7 +80,8 @@ async fn start(
     let key_args = super::child::lead_key_args(&env, team, &req.name)?;
     let member = registered(&env, team, &req, BackendKind::Tmux, rejoining).await?;
     let rollback = |e: Error| undo_if_fresh(team, &member.name, fresh, e);
-    let exe = checked_exe(env.backends).map_err(rollback)?;
+    let exe = checked_exe(env.backends).await.map_err(rollback)?;
+    let exe_shown = exe.display().to_string();
     let mut command = vec![exe.into_os_string()];
     command.extend(teammate_args(
         team, &store, &member, &req, &env.hooks, env.models,
@@ -112,10 +114,20 @@ async fn start(
     .map_err(rollback)?;
     let (pane, pid) = placed;
     let fd = started::pidfd_open(pid).map_err(|e| {
+        // What it said reaches the pane (kept by `remain-on-exit` when it
+        // was set in time); read before the pane is closed.
+        let said = pane_said(socket.as_deref(), &pane, pid)
+            .map_or_else(|| "it left nothing on its pane".to_string(), |s| format!("its pane shows: {s}"));
         kill_pane_if_ours(socket.as_deref(), &pane, pid);
+        let log = log_path(&env.log_dir, team, &member.name);
+        let log = if log.metadata().is_ok_and(|m| m.len() > 0) {
+            format!("; its log: {}", log.display())
+        } else {
+            String::new()
+        };
         rollback(Error::Backend(format!(
-            "the process of pane {pane} (pid {pid}) ended at once ({e}); see {}",
-            log_path(&env.log_dir, team, &member.name).display()
+            "teammate {}'s pane {pane} ended at once: its command `{exe_shown} teammate …` (pid {pid}) exited before the host could watch it ({e}); {said}{log}; check that {exe_shown} is the teamhost binary, or set TEAMHOST_EXE to it",
+            member.name
         )))
     })?;
     let mut rec = Started::new(&member.name, "tmux", pid);

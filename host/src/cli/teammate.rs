@@ -52,6 +52,12 @@
 //! prompt removed, any task it owned back to `pending`. The lead, which
 //! waits for its new teammate, learns at once instead of timing out.
 //!
+//! SIGUSR1 is the word of the host that started it that the team is
+//! stopping: a permission request waiting for the lead is denied at once
+//! ("the host is stopping (…)", recorded as answered), and the teammate goes
+//! on to its shutdown request. It is ignored until the teammate runs (its
+//! host sends it again at every poll).
+//!
 //! Exit status: 0 after an approved shutdown; 1 when the teammate failed or
 //! could not start; 128+N when stopped by signal N (SIGTERM, SIGINT, SIGHUP:
 //! it first leaves the team cleanly: tasks back to `pending`, the lead told);
@@ -230,6 +236,13 @@ pub(super) fn run(
     out: &Output,
     a: TeammateArgs,
 ) -> anyhow::Result<()> {
+    // SIGUSR1 is the host's word that the team is stopping (see the
+    // module docs); until it is heard below, one must not end the process
+    // (its default action), only be ignored: the host sends it again.
+    // SAFETY: setting a signal's disposition to SIG_IGN runs no code.
+    unsafe {
+        libc::signal(libc::SIGUSR1, libc::SIG_IGN);
+    }
     // T0 of the lead-entry window: this process's start, near enough.
     let started_ms = crate::protocol::time::now_ms() as i64;
     let (name, team_name) = identity(&a)?;
@@ -444,6 +457,8 @@ async fn run_teammate(
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
     let mut hup = signal(SignalKind::hangup())?;
+    let mut usr1 = signal(SignalKind::user_defined1())?;
+    let mut told_to_stop = false;
     // Is the team still there? On files, a look at its config every poll
     // (a stat); on a server, a look whenever its config changes (the
     // store's feed), never a poll.
@@ -483,6 +498,18 @@ async fn run_teammate(
             _ = term.recv() => libc::SIGTERM,
             _ = int.recv() => libc::SIGINT,
             _ = hup.recv() => libc::SIGHUP,
+            _ = usr1.recv() => {
+                if !told_to_stop {
+                    told_to_stop = true;
+                    log.line(
+                        "stopping",
+                        "the host is stopping the team: waits for the lead end",
+                        json!({"stopping": true}),
+                    );
+                    host.stop_waits(team.name(), name, "its host is shutting the team down");
+                }
+                continue;
+            }
             Some(()) = config_changed.recv() => {
                 if !team.exists() {
                     log.line("exit", format!("team {} was deleted; stopping", team.name()), json!({"reason": "team-deleted"}));

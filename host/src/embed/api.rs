@@ -732,8 +732,13 @@ impl Host {
         stopped
     }
 
-    /// Ends `name`'s waits for the lead, and any later one, with `reason`.
-    fn stop_waits(&self, team: &str, name: &str, reason: &str) {
+    /// Ends the waits for the lead of `name` (a teammate this host runs),
+    /// and any later one, with `reason`: a permission request it waits on
+    /// is denied at once, "the host is stopping ({reason})", and recorded
+    /// as answered. A teammate this host did not spawn is left alone.
+    /// `teamhost teammate` calls it when the host that started it says
+    /// the team is stopping (SIGUSR1).
+    pub fn stop_waits(&self, team: &str, name: &str, reason: &str) {
         let map = self.inner.teammates.lock().expect("teammates lock");
         if let Some(s) = map.get(&(team.to_string(), name.to_string())) {
             s.stopping.stop(reason);

@@ -96,7 +96,7 @@ pub fn terminal_available() -> bool {
 pub struct LiveView {
     tx: Sender<Input>,
     thread: Option<JoinHandle<std::io::Result<Ended>>>,
-    quit: tokio::sync::watch::Receiver<bool>,
+    quit: tokio::sync::watch::Receiver<Option<&'static str>>,
     forward: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -114,15 +114,15 @@ impl LiveView {
         let (tx, rx) = mpsc::channel();
         let _changes = Changes::start(seat.team(), tx.clone())?;
         let forward = host.map(|h| changes::forward_host_events(h, seat.team().name(), tx.clone()));
-        let (quit_tx, quit) = tokio::sync::watch::channel(false);
+        let (quit_tx, quit) = tokio::sync::watch::channel(None);
         let keys_tx = tx.clone();
         let title = title.to_string();
         let thread = std::thread::Builder::new()
             .name("teamhost-view".into())
             .spawn(move || {
                 let ended = tui::run(&seat, &title, keys_tx, rx);
-                if matches!(ended, Ok(Ended::Quit)) {
-                    let _ = quit_tx.send(true);
+                if let Ok(Ended::Quit(how)) = &ended {
+                    let _ = quit_tx.send(Some(*how));
                 }
                 ended
             })
@@ -139,7 +139,7 @@ impl LiveView {
     /// the person has quit the view, on stderr.
     pub fn note(&self, who: &str, what: impl Into<String>) {
         let what = what.into();
-        if *self.quit.borrow() {
+        if self.quit.borrow().is_some() {
             use crate::protocol::describe::printable_line;
             eprintln!("{}: {}", printable_line(who), printable_line(&what));
         } else {
@@ -147,10 +147,16 @@ impl LiveView {
         }
     }
 
-    /// Resolves when the person quits the view (`q`, `Ctrl-C`).
-    pub async fn quit_requested(&self) {
+    /// Resolves when the person quits the view, saying how (`q in the live
+    /// view`, `Ctrl-C in the live view`: raw mode makes Ctrl-C a key), or
+    /// when the view ended otherwise (`the live view ended`).
+    pub async fn quit_requested(&self) -> &'static str {
         let mut quit = self.quit.clone();
-        let _ = quit.wait_for(|q| *q).await;
+        let how = match quit.wait_for(Option::is_some).await {
+            Ok(how) => how.unwrap_or("the live view ended"),
+            Err(_) => "the live view ended",
+        };
+        how
     }
 
     /// Ends the view and gives the terminal back.

@@ -38,8 +38,9 @@ const SPIN: Duration = Duration::from_millis(200);
 /// Why the loop ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ended {
-    /// The person quit (`q`, `Ctrl-C`).
-    Quit,
+    /// The person quit: how (`q in the live view`, `Ctrl-C in the live
+    /// view`: raw mode makes Ctrl-C a key).
+    Quit(&'static str),
     /// The program asked it to stop ([`Input::Stop`]) or every sender is gone.
     Stopped,
 }
@@ -175,13 +176,13 @@ fn event_loop(
                 Input::Key(key) => {
                     let Some(b) = &board else {
                         if is_quit(&key) {
-                            return Ok(Ended::Quit);
+                            return Ok(Ended::Quit(quit_how(&key)));
                         }
                         continue;
                     };
                     let action = ui.on_key(key, b);
                     if action == Action::Quit {
-                        return Ok(Ended::Quit);
+                        return Ok(Ended::Quit(quit_how(&key)));
                     }
                     if action != Action::None {
                         ui.note = Some(match seat.act(&action) {
@@ -210,8 +211,20 @@ fn event_loop(
 }
 
 fn is_quit(key: &KeyEvent) -> bool {
-    key.code == KeyCode::Char('q')
-        || (key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL))
+    key.code == KeyCode::Char('q') || is_ctrl_c(key)
+}
+
+fn is_ctrl_c(key: &KeyEvent) -> bool {
+    key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL)
+}
+
+/// How the person quit with `key`, as a run reports it.
+fn quit_how(key: &KeyEvent) -> &'static str {
+    if is_ctrl_c(key) {
+        "Ctrl-C in the live view"
+    } else {
+        "q in the live view"
+    }
 }
 
 /// Reads the board again; keeps the last one (and says why) when the team

@@ -56,6 +56,7 @@ pub(super) async fn run_adopting(
     let team = host.team(&m.team.name)?;
     let reporter = Display::Lines(Reporter::start(host, &team, None, log));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(a.timeout);
+    signals.watchdog().set_deadline(Some(deadline.into_std()));
     let mut components: Vec<PathBuf> = m.teammates.iter().map(|t| t.component.clone()).collect();
     components.sort();
     components.dedup();
@@ -107,7 +108,7 @@ pub(super) async fn run_adopting(
     // Ended here with the lease still ours: nobody is to take anything over
     // from this host.
     super::join::finish(
-        home, host, out, m, &team, reporter, outcome, times, true, adopted,
+        home, host, out, m, &team, reporter, outcome, times, true, adopted, signals,
     )
     .await
 }
@@ -152,7 +153,7 @@ async fn watch(
         let Ok(t) = host.team(team) else {
             return Outcome::HostError(format!("team {team} cannot be opened"));
         };
-        if !t.exists() {
+        if !super::join::exists(&t).await {
             reporter.line("run", format!("team {team} was deleted"));
             return ended(host, team, adopted);
         }

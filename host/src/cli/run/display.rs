@@ -22,9 +22,10 @@ impl Display {
         }
     }
 
-    /// Resolves when the person quits the live view; never in line mode
-    /// (Ctrl-C interrupts there).
-    pub(super) async fn quit_requested(&self) {
+    /// Resolves when the person quits the live view, saying how (`q in
+    /// the live view`, `Ctrl-C in the live view`); never in line mode
+    /// (Ctrl-C is a signal there).
+    pub(super) async fn quit_requested(&self) -> &'static str {
         match self {
             Display::Lines(_) => std::future::pending().await,
             Display::Screen(v) => v.quit_requested().await,

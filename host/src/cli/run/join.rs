@@ -58,6 +58,7 @@ pub(super) async fn run_joined(
     }
     let reporter = Display::Lines(Reporter::start(host, &team, None, log));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(a.timeout);
+    signals.watchdog().set_deadline(Some(deadline.into_std()));
     let spawning = Instant::now();
     let joined = async {
         compile_all(host, &team, m, &reporter).await?;
@@ -107,6 +108,7 @@ pub(super) async fn run_joined(
         times,
         release,
         Vec::new(),
+        signals,
     )
     .await
 }
@@ -116,7 +118,9 @@ pub(super) async fn run_joined(
 /// `pending`, the lead is told), the lease released when `release` and
 /// this host still holds it, and the summary printed; the run's error when
 /// it did not end through the lead's shutdown. `times.shutdown` is measured
-/// here. `adopted`: the teammates a standby took over.
+/// here. `adopted`: the teammates a standby took over. A store that does
+/// not answer is not waited for: the teammates are stopped where they are
+/// and the run ends at once ([`super::stop::stop_without_store`]).
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn finish(
     home: &Path,
@@ -129,7 +133,26 @@ pub(super) async fn finish(
     mut times: Timings,
     release: bool,
     adopted: Vec<String>,
+    signals: &Signals,
 ) -> anyhow::Result<()> {
+    signals.watchdog().set_deadline(None);
+    if let Outcome::Interrupted(how) = &outcome {
+        if !super::stop::Stop::is_signal_name(how) {
+            signals.watchdog().asked(how);
+        }
+    }
+    // Stopping a teammate here writes to the store (its tasks handed
+    // back, the lead told): only while the store answers.
+    if let Err(why) = super::stop::check_store(signals, team, super::SHUTDOWN_TIMEOUT).await {
+        return Err(super::stop::stop_without_store(
+            host,
+            signals,
+            reporter,
+            &why,
+            outcome.exit_code(),
+        )
+        .await);
+    }
     let stopping = Instant::now();
     let mut shutdown = ShutdownReport::default();
     for t in host.teammates(team.name()) {
@@ -175,16 +198,25 @@ pub(super) async fn team_made(team: &Team, reporter: &Display) -> anyhow::Result
     let heard = Arc::new(Notify::new());
     // Started before the first look: a creation after it leaves a permit.
     let _feed = team.watch(Arc::new(Heard(heard.clone())))?;
-    if !team.exists() {
+    if !exists(team).await {
         reporter.line(
             "run",
             format!("waiting for the lead to create team {}", team.name()),
         );
     }
-    while !team.exists() {
+    while !exists(team).await {
         heard.notified().await;
     }
     Ok(())
+}
+
+/// Whether `team` exists, read on the blocking pool: a store that does not
+/// answer holds this future, never the runtime thread a stop needs.
+pub(super) async fn exists(team: &Team) -> bool {
+    let t = team.clone();
+    tokio::task::spawn_blocking(move || t.exists())
+        .await
+        .unwrap_or(true)
 }
 
 /// Wakes [`team_made`] on every change the feed reports.

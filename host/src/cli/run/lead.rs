@@ -152,14 +152,29 @@ pub(super) async fn run_led(
             team.name()
         ),
     );
+    signals
+        .watchdog()
+        .set_deadline(Some(Instant::now() + Duration::from_secs(a.timeout)));
+    // The exit status of a stop without the store: 128 + a signal's number.
+    let mut code = 1;
     let ended = tokio::select! {
         end = host.wait_lead(team.name()) => end.ok_or_else(|| "the lead is not running".to_string()),
-        sig = signals.next() => Err(format!("interrupted ({})", sig.name())),
-        _ = display.quit_requested() => Err("interrupted (q in the live view)".to_string()),
+        sig = signals.next() => {
+            code = sig.exit_code();
+            Err(format!("interrupted ({})", sig.name()))
+        }
+        how = display.quit_requested() => {
+            signals.watchdog().asked(how);
+            Err(format!("interrupted ({how})"))
+        }
         _ = tokio::time::sleep(Duration::from_secs(a.timeout)) => Err(format!(
             "the lead did not finish within {}s; raise --timeout or read its log", a.timeout
         )),
     };
+    signals.watchdog().set_deadline(None);
+    if let Err(why) = super::stop::check_store(signals, &team, SHUTDOWN_TIMEOUT).await {
+        return Err(super::stop::stop_without_store(host, signals, display, &why, code).await);
+    }
     if let Err(lost) = host.check_lease(team.name()) {
         // Another host runs the teammates now: nothing more is written here.
         display.line("run", format!("stopping: {lost}"));

@@ -29,7 +29,9 @@
 //!
 //! Stopping (`stop.rs`): Ctrl-C, SIGTERM, `q` in the live view or
 //! `--timeout` stops the team at once (waits for the lead are denied) and
-//! says so; a second Ctrl-C or SIGTERM forces it.
+//! says so; a second Ctrl-C or SIGTERM forces it. A store that does not
+//! answer is not waited for, and a watchdog (`watchdog.rs`) ends the
+//! process within seconds whatever the run is stuck on.
 //!
 //! The process always exits: once the run is over, what is left on the
 //! async runtime's blocking pool (a guest can leave a thread stuck in a
@@ -48,7 +50,8 @@
 //! | `find.rs` | which manifest: the argument, else `./team.toml` |
 //! | `build.rs` | a component missing or older than its sources: the manifest's `build` command, or a warning |
 //! | `guard.rs` | a team that exists: refused while a live host runs it, else resumed, replaced or pointed to `--resume` |
-//! | `stop.rs` | the signals that stop the run, and the forced stop |
+//! | `stop.rs` | the signals that stop the run, the store checked before a stop waits on it, the forced stop |
+//! | `watchdog.rs` | the process ends within a bound once a stop is asked for, whatever the run is stuck on |
 //! | `elsewhere.rs` | after `--resume`: the shutdown requests to teammates another host took over |
 //! | `join.rs` | `--join`: wait for the lead's team, spawn into it, run until the lead shuts the teammates down |
 //! | `adopt.rs` | `--adopt`: stand by for a team, take over the teammates of a host whose lease expired, run until the lead shuts them down |
@@ -75,6 +78,7 @@ mod report;
 mod stop;
 mod summary;
 mod wait;
+mod watchdog;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -90,7 +94,7 @@ use crate::store::{NewTeam, Team};
 
 use display::Display;
 use report::{Log, Reporter};
-use stop::{Forced, Signals};
+use stop::{Forced, Signals, Stop};
 use summary::{count_messages, Summary, Timings};
 use wait::{wait_for_work, Outcome};
 
@@ -319,8 +323,31 @@ async fn run_team(
         },
     )?;
     // From here on a Ctrl-C or SIGTERM stops the run instead of ending
-    // the process where it stands.
-    let mut signals = Signals::install().context("cannot catch Ctrl-C and SIGTERM")?;
+    // the process where it stands; the watchdog makes sure it does end.
+    let left = match host.team(&m.team.name) {
+        Ok(t) if a.join || a.adopt => format!(
+            "team {} is left to its lead at {}",
+            t.name(),
+            t.location().display()
+        ),
+        // A run led by a component cannot be resumed (`--resume` excludes
+        // `--goal` and `--lead`).
+        Ok(t) if lead::is_led(a, m) => format!(
+            "team {} is left as it is at {}: once its store answers, remove it with `teamhost team delete {} --force`",
+            t.name(),
+            t.location().display(),
+            t.name()
+        ),
+        Ok(t) => format!(
+            "team {} is left as it is at {}: once its store answers, continue it with `teamhost run --resume {}`, or remove it with `teamhost team delete {} --force`",
+            t.name(),
+            t.location().display(),
+            a.manifest.display(),
+            t.name()
+        ),
+        Err(e) => format!("team {} is left as it is ({e})", m.team.name),
+    };
+    let mut signals = Signals::install(&host, left).context("cannot catch Ctrl-C and SIGTERM")?;
     if a.join {
         return join::run_joined(home, &host, out, a, m, log, &mut signals).await;
     }
@@ -428,6 +455,20 @@ async fn run_team(
         .unwrap_or_else(|e| Outcome::HostError(format!("{e:#}"))),
     };
     let work = start.elapsed();
+    // The work phase is over: its deadline with it. A stop the watchdog
+    // could not hear (a key in the live view) starts its clock; then the
+    // stop waits on the store only if the store answers.
+    signals.watchdog().set_deadline(None);
+    if let Outcome::Interrupted(how) = &outcome {
+        if !Stop::is_signal_name(how) {
+            signals.watchdog().asked(how);
+        }
+    }
+    if let Err(why) = stop::check_store(&signals, &team, SHUTDOWN_TIMEOUT).await {
+        return Err(
+            stop::stop_without_store(&host, &signals, reporter, &why, outcome.exit_code()).await,
+        );
+    }
     if let Err(lost) = host.check_lease(team.name()) {
         // Another host runs the teammates now: nothing more is written here
         // (no shutdown requests, no deletion); the team is theirs.

@@ -76,7 +76,11 @@ impl Reporter {
             held: Vec::new(),
         };
         tokio::spawn(stamp(events, rx, items));
-        let join = tokio::spawn(state.run(stamped));
+        // On a blocking-pool thread: its store reads are synchronous, and
+        // one that does not return (a store that does not answer) must not
+        // hold a runtime worker the run's own stop needs.
+        let rt = tokio::runtime::Handle::current();
+        let join = tokio::task::spawn_blocking(move || rt.block_on(state.run(stamped)));
         Reporter { cmds, join }
     }
 
@@ -140,8 +144,8 @@ async fn stamp(
     }
 }
 
-/// The reporter's memory. Its store reads are small files; it reads them on
-/// the runtime thread it runs on.
+/// The reporter's memory. Its store reads are small files (or a server's
+/// answers); it reads them on the blocking-pool thread it runs on.
 struct ReportState {
     team: Team,
     /// The lead whose inbox this process consumes (`None`: not ours).

@@ -9,9 +9,19 @@
 //! ends and it takes its shutdown request; one that does not stop within
 //! the shutdown timeout (30 s: a long tool call) is killed. Then the
 //! summary, and the team is deleted unless `--keep`. (A teammate in its own
-//! process — `--teammate-mode process` or `tmux` — is out of this host's
-//! reach while it waits: it waits until the shutdown timeout, when its
-//! SIGTERM ends the wait at once. A second Ctrl-C sends that SIGTERM now.)
+//! process — `--teammate-mode process` or `tmux` — is told with SIGUSR1,
+//! which ends its wait the same way: see `backends/monitor.rs`.)
+//!
+//! **A stop never waits on the store.** Before it shuts the team down, the
+//! run asks its store one question, bounded by [`STORE_CHECK`]
+//! ([`store_answers`]); a store that does not answer (a NATS server killed
+//! or frozen) is not waited for: the teammates are stopped where they are,
+//! as by a forced stop ([`stop_without_store`]), and the process exits
+//! (128 + the signal's number, 1 after `--timeout`). Behind that, the
+//! watchdog (`watchdog.rs`) ends the process on its own threads whatever
+//! the run is stuck on: [`FIRST_WORD`](super::watchdog::FIRST_WORD) after the first signal,
+//! the deadline or `q`, unless the store answered and the graceful shutdown
+//! may take its timeout.
 //!
 //! A second Ctrl-C or SIGTERM while the team shuts down forces the stop
 //! ([`force`]): every teammate of this host is stopped where it is (an
@@ -32,14 +42,28 @@ use std::time::Duration;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use super::display::Display;
+use super::watchdog::Watchdog;
 use crate::embed::Host;
 use crate::store::Team;
 
+/// How long a stopping run waits for its store to answer before it stops
+/// without it.
+pub(super) const STORE_CHECK: Duration = Duration::from_secs(3);
+
+/// How long after the shutdown timeout a graceful stop may still take
+/// (sending the shutdown requests, the summary, deleting the team) before
+/// the watchdog ends the process.
+const AFTER_SHUTDOWN: Duration = Duration::from_secs(30);
+
 /// SIGINT and SIGTERM, caught from the start of the run (until then a
-/// signal ends the process at once, as for any program).
+/// signal ends the process at once, as for any program), and the watchdog
+/// that hears them too.
 pub(super) struct Signals {
     int: Signal,
     term: Signal,
+    watchdog: Watchdog,
+    /// What a stop without the store leaves, and how to go on.
+    left: String,
 }
 
 /// One signal that stops the run.
@@ -58,6 +82,14 @@ impl Stop {
         }
     }
 
+    /// Whether `how` names a signal ([`Stop::name`]), not a key in the
+    /// live view.
+    pub(super) fn is_signal_name(how: &str) -> bool {
+        [Stop::Interrupt, Stop::Terminate]
+            .iter()
+            .any(|s| s.name() == how)
+    }
+
     /// The exit status of a forced stop: 128 + the signal's number.
     pub(super) fn exit_code(self) -> i32 {
         128 + match self {
@@ -68,12 +100,21 @@ impl Stop {
 }
 
 impl Signals {
-    /// Catches SIGINT and SIGTERM from now on.
-    pub(super) fn install() -> anyhow::Result<Signals> {
+    /// Catches SIGINT and SIGTERM from now on, and arms the watchdog of
+    /// `host`'s run (`left`: what is left if it has to end the process,
+    /// and how to go on).
+    pub(super) fn install(host: &Host, left: String) -> anyhow::Result<Signals> {
         Ok(Signals {
             int: signal(SignalKind::interrupt())?,
             term: signal(SignalKind::terminate())?,
+            watchdog: Watchdog::start(host.clone(), left.clone())?,
+            left,
         })
+    }
+
+    /// The run's watchdog.
+    pub(super) fn watchdog(&self) -> &Watchdog {
+        &self.watchdog
     }
 
     /// The next SIGINT or SIGTERM (one that came before this call counts).
@@ -131,4 +172,56 @@ pub(super) async fn force(
     anyhow::Error::new(Forced {
         code: sig.exit_code(),
     })
+}
+
+/// Whether `team`'s store answers a read within [`STORE_CHECK`]: `Err`
+/// says how it failed. The read runs on the blocking pool and is abandoned,
+/// not awaited, when it does not return in time.
+pub(super) async fn store_answers(team: &Team) -> Result<(), String> {
+    let t = team.clone();
+    let asked = tokio::task::spawn_blocking(move || t.try_exists());
+    match tokio::time::timeout(STORE_CHECK, asked).await {
+        Ok(Ok(Ok(_))) => Ok(()),
+        Ok(Ok(Err(e))) => Err(e.to_string()),
+        Ok(Err(e)) => Err(format!("reading it panicked: {e}")),
+        Err(_) => Err(format!("no answer within {}s", STORE_CHECK.as_secs())),
+    }
+}
+
+/// Before a stop touches the store: when it answers within
+/// [`STORE_CHECK`], the watchdog lets the graceful shutdown take its
+/// timeout (`shutdown`); when it does not, `Err` says how it failed, and
+/// the stop goes on without it ([`stop_without_store`]).
+pub(super) async fn check_store(
+    signals: &Signals,
+    team: &Team,
+    shutdown: Duration,
+) -> Result<(), String> {
+    store_answers(team).await?;
+    signals.watchdog().allow(shutdown + AFTER_SHUTDOWN);
+    Ok(())
+}
+
+/// A stop whose store does not answer (`why`): every teammate of this host
+/// is stopped where it is (as by a forced stop: nothing more is written),
+/// the display ends (bounded), one line says what happened and how to go
+/// on, and the [`Forced`] error ends the process with `code`.
+pub(super) async fn stop_without_store(
+    host: &Host,
+    signals: &Signals,
+    reporter: Display,
+    why: &str,
+    code: i32,
+) -> anyhow::Error {
+    let stopped = host.abort_all();
+    reporter.line(
+        "run",
+        format!("the store does not answer ({why}): {stopped} teammate(s) stopped where they were"),
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(1), reporter.stop()).await;
+    eprintln!(
+        "teamhost run: stopped without the store, which did not answer ({why}); {stopped} teammate(s) of this host stopped where they were, nothing more written; {}",
+        signals.left
+    );
+    anyhow::Error::new(Forced { code })
 }

@@ -23,7 +23,7 @@ pub(super) enum Outcome {
     ShutDown,
     TimedOut(u64),
     /// Stopped by the person: what they did ("Ctrl-C", "SIGTERM", "q in
-    /// the live view").
+    /// the live view", "Ctrl-C in the live view").
     Interrupted(&'static str),
     Stuck(String),
     AllStopped(String),
@@ -42,6 +42,16 @@ impl Outcome {
             Outcome::AllStopped(_) => "teammates-stopped",
             Outcome::SpawnFailed(_) => "spawn-failed",
             Outcome::HostError(_) => "error",
+        }
+    }
+
+    /// The exit status of a run that stops without its store: 128 + the
+    /// signal's number when a signal stopped it, else 1.
+    pub(super) fn exit_code(&self) -> i32 {
+        match self {
+            Outcome::Interrupted(how) if how.starts_with("Ctrl-C") => 128 + libc::SIGINT,
+            Outcome::Interrupted("SIGTERM") => 128 + libc::SIGTERM,
+            _ => 1,
         }
     }
 
@@ -72,12 +82,15 @@ pub(super) async fn wait_for_work(
     elsewhere: bool,
     timeout: u64,
     signals: &mut Signals,
-    quit: impl std::future::Future<Output = ()>,
+    quit: impl std::future::Future<Output = &'static str>,
 ) -> anyhow::Result<Outcome> {
+    signals.watchdog().set_deadline(Some(
+        std::time::Instant::now() + Duration::from_secs(timeout),
+    ));
     let work = async {
         loop {
             host.wait_idle(team.name()).await?;
-            let tasks = team.list_tasks()?;
+            let tasks = tasks_of(team).await?;
             if tasks.iter().all(|t| t.status == TaskStatus::Completed) {
                 return Ok(Outcome::Completed);
             }
@@ -100,7 +113,7 @@ pub(super) async fn wait_for_work(
             let before = progress(&tasks, &mates);
             tokio::time::sleep(SETTLE).await;
             host.wait_idle(team.name()).await?;
-            let tasks = team.list_tasks()?;
+            let tasks = tasks_of(team).await?;
             if progress(&tasks, &host.teammates(team.name())) == before {
                 return Ok(Outcome::Stuck(format!(
                     "every teammate is idle but {} task(s) are not completed and nobody will take them: {}; the teammates' messages above say why",
@@ -116,8 +129,17 @@ pub(super) async fn wait_for_work(
             Err(_) => Ok(Outcome::TimedOut(timeout)),
         },
         sig = signals.next() => Ok(Outcome::Interrupted(sig.name())),
-        _ = quit => Ok(Outcome::Interrupted("q in the live view")),
+        how = quit => Ok(Outcome::Interrupted(how)),
     }
+}
+
+/// `team`'s tasks, read on the blocking pool: a store that does not answer
+/// holds this future, never the runtime thread the run's stop needs.
+async fn tasks_of(team: &Team) -> anyhow::Result<Vec<Task>> {
+    let t = team.clone();
+    Ok(tokio::task::spawn_blocking(move || t.list_tasks())
+        .await
+        .map_err(|e| anyhow::anyhow!("reading the tasks panicked: {e}"))??)
 }
 
 /// What changes when anyone makes progress: task states and turn counts.

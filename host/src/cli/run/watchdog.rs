@@ -1,0 +1,290 @@
+//! The run's stop watchdog: once a stop is asked for, the process ends
+//! within a bound, whatever the run is stuck on.
+//!
+//! The run stops itself (`stop.rs`), but only where its task gets to run. A
+//! store call that does not return holds that task (a NATS server killed or
+//! frozen: each call retries for 30 s, and a run makes many), and with it
+//! the signal it would have seen and its `--timeout`. The watchdog depends
+//! on neither the task nor the async runtime: its own threads hear SIGINT
+//! and SIGTERM (through `signal-hook-registry`, beside tokio's handler,
+//! which still gets them) and keep the run's deadline.
+//!
+//! | event | what the watchdog does |
+//! |---|---|
+//! | the first SIGINT or SIGTERM, the deadline ([`Watchdog::set_deadline`]) passing, [`Watchdog::asked`] (`q` in the live view) | the stop clock starts: the run has [`FIRST_WORD`] to end, or to find its store answering and say so ([`Watchdog::allow`]) |
+//! | [`Watchdog::allow`]`(d)` | the bound becomes `d` from now (a graceful shutdown, the store answering: up to the shutdown timeout) |
+//! | a signal once the stop clock runs (a second Ctrl-C, or one after `--timeout`) | the run's own forced stop gets [`FORCE_GRACE`] |
+//! | the bound passes | every teammate of the host is stopped where it is ([`Host::abort_all`]), one line on stderr says what happened and how to go on, and the process exits (128 + the signal's number; 1 after `--timeout` or `q`) without waiting for anything |
+//!
+//! Dropping the [`Watchdog`] disarms it (the run is over: what is left is
+//! `EXIT_GRACE`'s).
+
+use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::embed::Host;
+
+/// How long the run has, once a stop is asked for, to end or to show that
+/// its store answers ([`Watchdog::allow`]). Its own check of the store
+/// takes at most `STORE_CHECK` (3 s).
+pub(super) const FIRST_WORD: Duration = Duration::from_secs(8);
+
+/// How long the run's own forced stop (a second signal) gets before the
+/// watchdog ends the process.
+pub(super) const FORCE_GRACE: Duration = Duration::from_secs(3);
+
+/// Why the run is stopping, as the watchdog knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum How {
+    Signal(libc::c_int),
+    Timeout,
+    Asked(&'static str),
+}
+
+impl How {
+    fn describe(self) -> String {
+        match self {
+            How::Signal(libc::SIGINT) => "Ctrl-C (SIGINT)".into(),
+            How::Signal(libc::SIGTERM) => "SIGTERM".into(),
+            How::Signal(n) => format!("signal {n}"),
+            How::Timeout => "--timeout".into(),
+            How::Asked(how) => how.into(),
+        }
+    }
+
+    fn exit_code(self) -> i32 {
+        match self {
+            How::Signal(n) => 128 + n,
+            How::Timeout | How::Asked(_) => 1,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// `--timeout`: a stop when it passes.
+    deadline: Option<Instant>,
+    /// The stop under way: why, since when, and when the process ends
+    /// unless the run ends first.
+    stop: Option<(How, Instant, Instant)>,
+    /// A second signal came: [`Watchdog::allow`] extends nothing more.
+    forced: bool,
+    /// The run is over: the watchdog ends.
+    done: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn allow(&self, d: Duration) {
+        let mut st = self.lock();
+        if st.forced {
+            return;
+        }
+        if let Some((_, _, at)) = &mut st.stop {
+            *at = Instant::now() + d;
+        }
+        self.changed.notify_all();
+    }
+
+    fn on_signal(&self, sig: libc::c_int) {
+        let mut st = self.lock();
+        let now = Instant::now();
+        match &mut st.stop {
+            None => st.stop = Some((How::Signal(sig), now, now + FIRST_WORD)),
+            Some((how, _, at)) => {
+                // The run forces its stop on this signal; it gets a moment.
+                *how = How::Signal(sig);
+                *at = (*at).min(now + FORCE_GRACE);
+                st.forced = true;
+            }
+        }
+        self.changed.notify_all();
+    }
+}
+
+/// The armed watchdog; see the module docs.
+pub(super) struct Watchdog {
+    shared: Arc<Shared>,
+    ids: Vec<signal_hook_registry::SigId>,
+    /// The write end the signal handlers write to, kept open while they may.
+    _pipe: UnixStream,
+}
+
+impl Watchdog {
+    /// Arms the watchdog of `host`'s run: from now on SIGINT and SIGTERM
+    /// start (or force) the stop clock. `left` says, in the exit line, what
+    /// is left and how to go on (the team's files, `--resume`).
+    pub(super) fn start(host: Host, left: String) -> anyhow::Result<Watchdog> {
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+        });
+        let (tx, mut rx) = UnixStream::pair()?;
+        tx.set_nonblocking(true)?;
+        let fd = tx.as_raw_fd();
+        let mut ids = Vec::new();
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            let byte = sig as u8;
+            // SAFETY: the action only calls write(2), which is
+            // async-signal-safe, on a descriptor that stays open while the
+            // action is registered (`_pipe`, dropped after `unregister`);
+            // a full pipe makes the write fail, never block.
+            let id = unsafe {
+                signal_hook_registry::register(sig, move || {
+                    let _ = libc::write(fd, (&byte as *const u8).cast(), 1);
+                })
+            }?;
+            ids.push(id);
+        }
+        let heard = shared.clone();
+        std::thread::Builder::new()
+            .name("teamhost-stop-signals".into())
+            .spawn(move || {
+                let mut byte = [0u8; 1];
+                while let Ok(1) = rx.read(&mut byte) {
+                    heard.on_signal(libc::c_int::from(byte[0]));
+                }
+            })?;
+        let watching = shared.clone();
+        std::thread::Builder::new()
+            .name("teamhost-stop-watchdog".into())
+            .spawn(move || watch(&watching, host, &left))?;
+        Ok(Watchdog {
+            shared,
+            ids,
+            _pipe: tx,
+        })
+    }
+
+    /// The run stops when `at` passes (`--timeout`); `None`: no deadline
+    /// (the work phase is over).
+    pub(super) fn set_deadline(&self, at: Option<Instant>) {
+        self.shared.lock().deadline = at;
+        self.shared.changed.notify_all();
+    }
+
+    /// The run stops for a reason the watchdog cannot hear (a key in the
+    /// live view): the stop clock starts, unless it runs already. Not for a
+    /// signal: the watchdog hears that itself, and may hear it after the
+    /// run, when this would make it a second one.
+    pub(super) fn asked(&self, how: &'static str) {
+        let mut st = self.shared.lock();
+        if st.stop.is_none() {
+            let now = Instant::now();
+            st.stop = Some((How::Asked(how), now, now + FIRST_WORD));
+        }
+        self.shared.changed.notify_all();
+    }
+
+    /// The stop under way may take `d` from now (the store answers and the
+    /// team is being shut down gracefully). Nothing after a forced stop.
+    pub(super) fn allow(&self, d: Duration) {
+        self.shared.allow(d);
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook_registry::unregister(id);
+        }
+        self.shared.lock().done = true;
+        self.shared.changed.notify_all();
+    }
+}
+
+/// The watchdog thread: waits for the stop clock, and ends the process when
+/// its bound passes.
+fn watch(shared: &Shared, host: Host, left: &str) {
+    let mut st = shared.lock();
+    loop {
+        if st.done {
+            return;
+        }
+        let now = Instant::now();
+        if st.stop.is_none() && st.deadline.is_some_and(|d| now >= d) {
+            st.stop = Some((How::Timeout, now, now + FIRST_WORD));
+        }
+        let wake = match st.stop {
+            Some((how, since, at)) if now >= at => {
+                drop(st);
+                fire(host, how, since.elapsed(), left);
+            }
+            Some((_, _, at)) => Some(at),
+            None => st.deadline,
+        };
+        st = match wake {
+            Some(at) => {
+                shared
+                    .changed
+                    .wait_timeout(st, at.saturating_duration_since(now))
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0
+            }
+            None => shared.changed.wait(st).unwrap_or_else(|e| e.into_inner()),
+        };
+    }
+}
+
+/// Stops the host's teammates where they are, says so, and exits.
+fn fire(host: Host, how: How, waited: Duration, left: &str) -> ! {
+    // Stopping the teammates touches only this machine (the kill flags,
+    // SIGTERM to its teammate processes); it still gets a bound.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _ = std::thread::Builder::new()
+        .name("teamhost-stop-abort".into())
+        .spawn(move || {
+            let _ = tx.send(host.abort_all());
+        });
+    let stopped = rx.recv_timeout(Duration::from_secs(2)).ok();
+    let teammates = match stopped {
+        Some(n) => format!("{n} teammate(s) of this host stopped where they were"),
+        None => "its teammates could not all be stopped (see `teamhost ps`)".into(),
+    };
+    eprintln!(
+        "teamhost run: the stop ({}) did not finish within {:.0}s: a step of it does not return (most often a call to a store that does not answer); exiting without waiting for it; {teammates}; {left}",
+        how.describe(),
+        waited.as_secs_f64()
+    );
+    std::process::exit(how.exit_code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_extends_the_bound_and_a_second_signal_shortens_it_for_good() {
+        let shared = Shared {
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+        };
+        shared.on_signal(libc::SIGTERM);
+        let (how, _, first) = shared.lock().stop.unwrap();
+        assert_eq!(how, How::Signal(libc::SIGTERM));
+        assert!(first > Instant::now() + FIRST_WORD - Duration::from_secs(1));
+        // The store answered: the graceful shutdown may take long.
+        shared.allow(Duration::from_secs(100));
+        let (_, _, allowed) = shared.lock().stop.unwrap();
+        assert!(allowed > Instant::now() + Duration::from_secs(90));
+        shared.on_signal(libc::SIGINT);
+        let (how, _, forced_at) = shared.lock().stop.unwrap();
+        assert_eq!(how.exit_code(), 128 + libc::SIGINT);
+        assert!(forced_at <= Instant::now() + FORCE_GRACE, "shortened");
+        assert!(shared.lock().forced);
+        shared.allow(Duration::from_secs(100));
+        let (_, _, after) = shared.lock().stop.unwrap();
+        assert_eq!(after, forced_at, "a forced stop is not extended");
+    }
+}
