@@ -249,7 +249,14 @@ async fn a_signing_host_s_teammate_obeys_it_and_not_a_lead_entry_forged_in_its_i
             teamhost::store::OutgoingMessage::new("team-lead", forged),
         )
         .unwrap();
-    f.idle_from("a", 2).await;
+    // The same frame under another sender is no lead's either.
+    forger
+        .send(
+            "a",
+            teamhost::store::OutgoingMessage::new("teamhost", forged),
+        )
+        .unwrap();
+    f.idle_from("a", 3).await;
     // The lead's own command, from a process of its own: signed, obeyed.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_teamhost"))
         .arg("--home")
@@ -282,13 +289,45 @@ async fn a_signing_host_s_teammate_obeys_it_and_not_a_lead_entry_forged_in_its_i
             && lines[1].contains("no lead_sig"),
         "{turns}"
     );
-    assert_eq!(lines[2], "message\tteam-lead\treply", "{turns}");
+    assert!(
+        lines[2].starts_with("message\tteamhost\t[unverified: ")
+            && lines[2].contains("only the lead sends"),
+        "{turns}"
+    );
+    assert_eq!(lines[3], "message\tteam-lead\treply", "{turns}");
+
+    // A second teammate asked for as `a` is registered as `a-2`: its key is
+    // a-2's, and a's stays a's.
+    let dir2 = f.dir("a-2");
+    let second = f
+        .host
+        .spawn("signed", probe("a", "listen", &dir2, false))
+        .await
+        .unwrap();
+    assert_eq!(second.name, "a-2");
+    f.idle_from("a-2", 1).await;
+    f.host.send_as_lead("signed", "a", "reply", None).unwrap();
+    f.until("a's second ack", || {
+        f.lead_inbox()
+            .iter()
+            .filter(|m| m.from == "a" && m.text == "ack")
+            .count()
+            == 2
+    })
+    .await;
+    let first_turn = &backend_common::turns(&dir2)[0];
+    assert_eq!(first_turn.0, "initial", "{first_turn:?}");
+    assert!(!first_turn.2.contains("[unverified"), "{first_turn:?}");
 
     let report = f.host.shutdown_team("signed", "done", LIMIT).await.unwrap();
-    assert_eq!(report.stopped, ["a"]);
+    assert_eq!(report.stopped.len(), 2, "{report:?}");
     let log = std::fs::read_to_string(Home::new(&f.home).teammate_log("signed", "a")).unwrap();
-    assert_eq!(log.matches("forged lead entry").count(), 1, "{log}");
-    assert!(!key_file.exists(), "the key outlived the team");
+    assert_eq!(log.matches("forged lead entry").count(), 2, "{log}");
+    let log2 = std::fs::read_to_string(Home::new(&f.home).teammate_log("signed", "a-2")).unwrap();
+    assert_eq!(log2.matches("forged lead entry").count(), 0, "{log2}");
+    assert!(!key_file.exists(), "a's key outlived its teammate");
+    let key2 = Home::new(&f.home).root().join("lead-keys/signed/a-2.json");
+    assert!(!key2.exists(), "a-2's key outlived its teammate");
 }
 
 /// A teammate process waiting for the lead's answer to a permission request

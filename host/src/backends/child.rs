@@ -20,7 +20,7 @@ pub(crate) async fn register(
     team: &Team,
     req: &SpawnRequest,
     kind: BackendKind,
-) -> Result<Member> {
+) -> Result<(Member, Option<LeadKey>)> {
     let mut prepared = prepare(env.runtime, req).await?;
     let config = team.config()?;
     let member = team.add_member(req.settings.new_member(
@@ -33,43 +33,66 @@ pub(crate) async fn register(
     let name = member.name.clone();
     let member = isolate(&env.home, team, req, member, &mut prepared)
         .map_err(|e| undo_registration(team, &name, e))?;
+    // The key is the registered name's (`add_member` may have made the
+    // asked one unique), made before the prompt so that it is signed.
+    let key = lead_key(env, team, &member.name).map_err(|e| undo_registration(team, &name, e))?;
     team.deliver(
         &member.name,
         OutgoingMessage::new(config.lead_name(), req.prompt.clone()),
     )
-    .map_err(|e| undo_registration(team, &member.name, e))?;
+    .map_err(|e| {
+        forget_lead_key(team, &member.name, key.as_ref());
+        undo_registration(team, &member.name, e)
+    })?;
     env.before_start(&member);
-    Ok(member)
+    Ok((member, key))
 }
 
 /// The member a child teammate runs as: `req` registered now
 /// ([`register`]), or `rejoining`, registered in an earlier life (a
-/// resume), with its component compiled for the child's cache.
+/// resume), with its component compiled for the child's cache; and its
+/// lead key, when the host signs ([`lead_key`]; a rejoining member gets a
+/// new one).
 pub(crate) async fn registered(
     env: &SpawnEnv<'_>,
     team: &Team,
     req: &SpawnRequest,
     kind: BackendKind,
     rejoining: Option<Member>,
-) -> Result<Member> {
+) -> Result<(Member, Option<LeadKey>)> {
     match rejoining {
         None => register(env, team, req, kind).await,
         Some(member) => {
             prepare(env.runtime, req).await?;
-            Ok(member)
+            let key = lead_key(env, team, &member.name)?;
+            Ok((member, key))
         }
     }
 }
 
-/// With [`BackendOptions::sign_lead_entries`](super::BackendOptions::sign_lead_entries): a fresh lead key for
-/// teammate `name`, handed to the store's [`LeadGuard`](crate::store::LeadGuard)
-/// (so what this host writes into its inbox as the lead is signed from
-/// now on, the spawn prompt included; the guard also keeps it in the
-/// home's keyring for the lead's commands) and returned as the
-/// `--lead-verify-key` arguments. Call it before the prompt is written.
-pub(crate) fn lead_key_args(env: &SpawnEnv<'_>, team: &Team, name: &str) -> Result<Vec<OsString>> {
+/// A keyed child's lead key: its public half, which the child is started
+/// with and which its monitor forgets when the child ends (only that key:
+/// a later start of the same name has its own).
+#[derive(Debug, Clone)]
+pub(crate) struct LeadKey(pub crate::protocol::lead_sig::LeadVerifyKey);
+
+impl LeadKey {
+    /// `--lead-verify-key <ms>.<key>`.
+    pub(crate) fn args(&self) -> Vec<OsString> {
+        vec!["--lead-verify-key".into(), self.0.flag_value().into()]
+    }
+}
+
+/// With [`BackendOptions::sign_lead_entries`](super::BackendOptions::sign_lead_entries):
+/// a fresh lead key for teammate `name`, handed to the store's
+/// [`LeadGuard`](crate::store::LeadGuard) (so what this host writes into
+/// its inbox as the lead is signed from now on, the spawn prompt included;
+/// the guard also keeps it in the home's keyring for the lead's commands).
+/// `name` must be the registered member's. Call it before the prompt is
+/// written.
+fn lead_key(env: &SpawnEnv<'_>, team: &Team, name: &str) -> Result<Option<LeadKey>> {
     if !env.backends.sign_lead_entries {
-        return Ok(Vec::new());
+        return Ok(None);
     }
     let Some(guard) = team.store().lead_guard() else {
         return Err(Error::Backend(
@@ -80,11 +103,19 @@ pub(crate) fn lead_key_args(env: &SpawnEnv<'_>, team: &Team, name: &str) -> Resu
     let now = crate::protocol::time::now_ms() as i64;
     let key = crate::protocol::lead_sig::LeadSigningKey::generate(now)
         .map_err(|e| Error::Backend(format!("cannot make a lead key for {name}: {e}")))?;
-    let flag = key.verify_key().flag_value();
+    let public = key.verify_key().clone();
     guard
         .sign_for(team.name(), name, std::sync::Arc::new(key))
         .map_err(|e| Error::Backend(format!("cannot keep the lead key for {name}: {e}")))?;
-    Ok(vec!["--lead-verify-key".into(), flag.into()])
+    Ok(Some(LeadKey(public)))
+}
+
+/// Forgets `key` for `name` when the child it was made for did not start
+/// or has ended (a newer key for the name is kept).
+pub(crate) fn forget_lead_key(team: &Team, name: &str, key: Option<&LeadKey>) {
+    if let (Some(guard), Some(key)) = (team.store().lead_guard(), key) {
+        guard.forget_key(team.name(), name, &key.0);
+    }
 }
 
 /// After a failed start: removes a member registered for it (`fresh`), or

@@ -117,6 +117,8 @@ struct Watch {
     /// Set by the host when it stops the teammate's waits: told to the
     /// process with SIGUSR1.
     stopping: crate::runtime::Stopping,
+    /// The lead key it was started with, forgotten when it ends.
+    lead_key: Option<super::child::LeadKey>,
 }
 
 /// Starts the monitor task of an external teammate and returns its handle.
@@ -127,6 +129,7 @@ pub(crate) fn monitor(
     req: &SpawnRequest,
     proc: Proc,
     kind: BackendKind,
+    lead_key: Option<super::child::LeadKey>,
 ) -> Spawned {
     let pid = match &proc {
         Proc::Child(c) => c.id().unwrap_or_default(),
@@ -150,6 +153,7 @@ pub(crate) fn monitor(
         state: state_tx,
         turns: turns.clone(),
         stopping: stopping.clone(),
+        lead_key,
     };
     let join = tokio::spawn(w.run(proc, kill_rx, env.config_changes.clone()));
     Spawned {
@@ -330,6 +334,7 @@ impl Watch {
             self.agent_id.clone(),
             self.pid,
         );
+        let lead_key = self.lead_key.clone();
         let cleanup = tokio::task::spawn_blocking(move || -> Result<(bool, Option<String>)> {
             // What a pane's command said (a command that died at once said
             // it only there), read before the pane is closed.
@@ -341,10 +346,9 @@ impl Watch {
             if let Err(e) = crate::home::started::remove(&home, team.name(), &name) {
                 tracing::warn!(teammate = %name, error = %e, "could not remove the process record");
             }
-            // Its lead key signs for nobody now (a new start makes a new one).
-            if let Some(guard) = team.store().lead_guard() {
-                guard.forget(team.name(), &name);
-            }
+            // Its lead key signs for nobody now (a new start of the name
+            // has a key of its own, which stays).
+            super::child::forget_lead_key(&team, &name, lead_key.as_ref());
             let config = match team.config() {
                 Ok(c) => c,
                 Err(Error::TeamNotFound { .. }) => return Ok((false, said)),
@@ -534,5 +538,12 @@ pub(crate) fn adopt(
     if let Err(e) = crate::home::started::record(&env.home, team.name(), &ours) {
         tracing::warn!(teammate = %rec.name, error = %e, "could not record the adopted process");
     }
-    Some(monitor(env, team, member, req, proc, kind))
+    // It holds the key its dead host made, which the home's keyring kept:
+    // this host signs with it from there, and forgets it when it ends.
+    let lead_key = team
+        .store()
+        .lead_guard()
+        .and_then(|g| g.current_key(team.name(), &member.name))
+        .map(super::child::LeadKey);
+    Some(monitor(env, team, member, req, proc, kind, lead_key))
 }

@@ -14,7 +14,9 @@
 
 use std::process::Stdio;
 
-use super::child::{child_store, log_path, registered, teammate_args, undo_if_fresh};
+use super::child::{
+    child_store, forget_lead_key, log_path, registered, teammate_args, undo_if_fresh, LeadKey,
+};
 use super::exe::checked_exe;
 use super::monitor::{monitor, Proc};
 use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned};
@@ -63,9 +65,12 @@ async fn start(
     // files or a NATS server, never through this process's memory.
     let store = child_store(team, env.home.root())?;
     let fresh = rejoining.is_none();
-    let key_args = super::child::lead_key_args(&env, team, &req.name)?;
-    let member = registered(&env, team, &req, BackendKind::Process, rejoining).await?;
-    let rollback = |e: Error| undo_if_fresh(team, &member.name, fresh, e);
+    let (member, key) = registered(&env, team, &req, BackendKind::Process, rejoining).await?;
+    let key_args = key.as_ref().map(LeadKey::args).unwrap_or_default();
+    let rollback = |e: Error| {
+        forget_lead_key(team, &member.name, key.as_ref());
+        undo_if_fresh(team, &member.name, fresh, e)
+    };
     let log = log_file(&env, team, &member.name).map_err(rollback)?;
     let exe = checked_exe(env.backends).await.map_err(rollback)?;
     let mut cmd = tokio::process::Command::new(&exe);
@@ -114,6 +119,7 @@ async fn start(
         &req,
         Proc::Child(child),
         BackendKind::Process,
+        key,
     ))
 }
 

@@ -20,7 +20,9 @@
 use std::ffi::OsStr;
 use std::path::Path;
 
-use super::child::{child_store, log_path, registered, teammate_args, undo_if_fresh};
+use super::child::{
+    child_store, forget_lead_key, log_path, registered, teammate_args, undo_if_fresh, LeadKey,
+};
 use super::exe::checked_exe;
 use super::monitor::{monitor, Proc};
 use super::panes::{is_ours, kill_pane_if_ours, pane_said, run, tmux};
@@ -77,9 +79,12 @@ async fn start(
         ));
     }
     let fresh = rejoining.is_none();
-    let key_args = super::child::lead_key_args(&env, team, &req.name)?;
-    let member = registered(&env, team, &req, BackendKind::Tmux, rejoining).await?;
-    let rollback = |e: Error| undo_if_fresh(team, &member.name, fresh, e);
+    let (member, key) = registered(&env, team, &req, BackendKind::Tmux, rejoining).await?;
+    let key_args = key.as_ref().map(LeadKey::args).unwrap_or_default();
+    let rollback = |e: Error| {
+        forget_lead_key(team, &member.name, key.as_ref());
+        undo_if_fresh(team, &member.name, fresh, e)
+    };
     let exe = checked_exe(env.backends).await.map_err(rollback)?;
     let exe_shown = exe.display().to_string();
     let mut command = vec![exe.into_os_string()];
@@ -160,6 +165,7 @@ async fn start(
             pane,
         },
         BackendKind::Tmux,
+        key,
     ))
 }
 

@@ -10,10 +10,13 @@
 //!
 //! One file per teammate, `{home}/lead-keys/{team}/{stem}.json`, mode 0600
 //! in directories of mode 0700, written whole (a new file renamed over the
-//! old). Who can read it: this user's own processes; no component (a
-//! teammate's directory never lies in the home, `layout::check`) and no
-//! other machine (the store never holds a private key). A key is removed
-//! when its teammate leaves and with the team.
+//! old). Who can read it: every process of this user (a Claude Code
+//! teammate in the same team included: a Claude Code lead keeps its keys
+//! in memory only); no component (a teammate's directory never lies in
+//! the home, `layout::check`) and no other machine (the store never holds
+//! a private key). A key the host made is removed when its teammate ends,
+//! one `team add-member --lead-key` made by `team remove-member`, and all
+//! of a team's with the team.
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};

@@ -45,8 +45,11 @@ pub(crate) fn next_turn(
         return Ok(Some(message_turn(TurnKind::Message, entry, text)));
     }
     let unread = team.unread(me)?;
+    // Only the lead asks a teammate to shut down: the same frame from
+    // anyone else is a message like any other.
     let shutdown = unread
         .iter()
+        .filter(|m| crate::protocol::lead_sig::claims_lead(&m.from, lead))
         .find_map(|m| match ProtocolMessage::parse(&m.text) {
             Parsed::Protocol(ProtocolMessage::ShutdownRequest(r)) => Some((m.clone(), r)),
             _ => None,

@@ -272,10 +272,7 @@ impl Team {
                 guard.screen(self.name(), agent, &mut seen);
                 pick(&seen)
             })?;
-        for e in &mut taken {
-            guard.screen(self.name(), agent, e);
-        }
-        guard.spend(self.name(), agent, &taken);
+        guard.screen_taken(self.name(), agent, &mut taken);
         Ok(taken)
     }
 
@@ -298,13 +295,21 @@ impl Team {
 
     /// Every message `agent` consumed, oldest first. Entries that cannot be
     /// read back (only possible if someone edited the history) are skipped
-    /// with a warning.
+    /// with a warning. In a keyed teammate's own process, a lead entry that
+    /// did not verify comes back marked forged, as it was when consumed
+    /// ([`LeadGuard`](super::LeadGuard)).
     pub fn history(&self, agent: &str) -> Result<Vec<InboxMessage>> {
         super::names::agent_file_stem(agent)?;
-        Ok(self
+        let mut entries = self
             .backend()
             .history_since(self.name(), agent, HistoryCursor::default())?
-            .entries)
+            .entries;
+        if let Some(guard) = self.store().lead_guard() {
+            for e in &mut entries {
+                guard.screen_history(self.name(), agent, e);
+            }
+        }
+        Ok(entries)
     }
 
     /// Agents (by file stem) with an inbox or a history in this team, sorted.
