@@ -454,7 +454,10 @@ mod tests {
 
     /// A keyring in memory, to watch what the guard asks of one.
     #[derive(Debug, Default)]
-    struct Ring(Mutex<HashMap<(String, String), ([u8; 32], i64)>>);
+    struct Ring(Mutex<HashMap<SignerKey, Seed>>);
+
+    /// A kept key: its seed and its time.
+    type Seed = ([u8; 32], i64);
 
     impl LeadKeyring for Ring {
         fn load(&self, team: &str, agent: &str) -> Option<LeadSigningKey> {
