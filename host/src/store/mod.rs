@@ -58,6 +58,24 @@ pub use usage::ModelUsage;
 
 use crate::error::Result;
 
+/// The tasks one pass over a team's task list wrote, as they were written,
+/// and when: stamped inside the pass (under the list's lock, or in the
+/// attempt a compare-and-swap store committed), so the stamps of two passes
+/// are in the order of their writes, whatever order their events arrive in.
+/// A reader that shows task changes beside messages (stamped at their
+/// writing too) orders both by these stamps, and sees every state a task
+/// went through, not the list as it is when the event is handled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TasksWritten {
+    /// When the pass wrote them.
+    pub at: std::time::SystemTime,
+    /// The tasks it created or changed, as written (a removed task is not
+    /// in it).
+    pub tasks: Vec<Task>,
+}
+
+impl Eq for TasksWritten {}
+
 /// A change to a team's state, reported to a [`StoreObserver`]: by a
 /// [`Store`] handle right after its own write is durable, and by a
 /// backend's change feed ([`Team::watch`]) for writes by anyone. The runner
@@ -76,6 +94,10 @@ pub enum StoreEvent {
     TasksChanged {
         /// Sanitised team name.
         team: String,
+        /// What this process's pass wrote, as it was at the write; `None`
+        /// when heard through a feed (another process wrote it: read the
+        /// list for its state).
+        written: Option<TasksWritten>,
     },
     /// The config was rewritten, or the team created or deleted.
     ConfigChanged {

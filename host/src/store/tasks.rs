@@ -20,9 +20,10 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::backend::TaskTxn;
 use super::mailbox::OutgoingMessage;
 use super::names::parse_task_id;
-use super::{StoreEvent, Team};
+use super::{StoreEvent, TasksWritten, Team};
 use crate::error::{Error, Result};
 use crate::protocol::{TaskAssignment, WireMessage};
 
@@ -210,7 +211,7 @@ impl Team {
         }
         let blocked_by = dedup(&new.blocked_by);
         let mut made = None;
-        self.backend().update_tasks(self.name(), &mut |txn| {
+        self.write_tasks(&mut |txn| {
             let id = txn.next_id()?.to_string();
             for b in &blocked_by {
                 // Every blocker must exist before anything is written.
@@ -237,7 +238,6 @@ impl Team {
             made = Some(task);
             Ok(())
         })?;
-        self.tasks_changed();
         Ok(made.expect("a successful update made the task"))
     }
 
@@ -264,7 +264,7 @@ impl Team {
         }
         parse_task_id(id)?;
         let mut result = None;
-        self.backend().update_tasks(self.name(), &mut |txn| {
+        self.write_tasks(&mut |txn| {
             let mut assigned = false;
             let task = txn.modify(id, &mut |task| {
                 let update = update.clone();
@@ -301,7 +301,6 @@ impl Team {
             Ok(())
         })?;
         let (task, assigned) = result.expect("a successful update changed the task");
-        self.tasks_changed();
         if assigned {
             self.notify_assignment(&task, by)?;
         }
@@ -314,7 +313,7 @@ impl Team {
     pub fn delete_task(&self, id: &str) -> Result<Task> {
         parse_task_id(id)?;
         let mut gone = None;
-        self.backend().update_tasks(self.name(), &mut |txn| {
+        self.write_tasks(&mut |txn| {
             let task = txn.get(id)?.ok_or_else(|| self.task_not_found(id))?;
             txn.remove(id)?;
             for other in txn.all()? {
@@ -330,7 +329,6 @@ impl Team {
             gone = Some(task);
             Ok(())
         })?;
-        self.tasks_changed();
         Ok(gone.expect("a successful update found the task"))
     }
 
@@ -344,7 +342,7 @@ impl Team {
         }
         parse_task_id(blocker)?;
         parse_task_id(blocked)?;
-        self.backend().update_tasks(self.name(), &mut |txn| {
+        self.write_tasks(&mut |txn| {
             for id in [blocker, blocked] {
                 if txn.get(id)?.is_none() {
                     return Err(self.task_not_found(id));
@@ -359,7 +357,6 @@ impl Team {
             txn.modify(blocked, &mut |b| Ok(push_unique(&mut b.blocked_by, blocker)))?;
             Ok(())
         })?;
-        self.tasks_changed();
         Ok(())
     }
 
@@ -380,7 +377,7 @@ impl Team {
             busy_with: vec![],
         };
         let mut outcome = None;
-        self.backend().update_tasks(self.name(), &mut |txn| {
+        self.write_tasks(&mut |txn| {
             let all = txn.all()?;
             let mut decided = not_found.clone();
             txn.modify(id, &mut |task| {
@@ -421,9 +418,6 @@ impl Team {
             Ok(())
         })?;
         let outcome = outcome.expect("a successful update decided the claim");
-        if matches!(outcome, ClaimOutcome::Claimed(_)) {
-            self.tasks_changed();
-        }
         Ok(outcome)
     }
 
@@ -455,7 +449,7 @@ impl Team {
         note: &mut dyn FnMut(&str) -> Result<()>,
     ) -> Result<Option<Task>> {
         let mut claimed = None;
-        self.backend().update_tasks(self.name(), &mut |txn| {
+        self.write_tasks(&mut |txn| {
             claimed = None;
             let all = txn.all()?;
             let busy = all
@@ -482,9 +476,6 @@ impl Team {
             claimed = task.filter(|_| took);
             Ok(())
         })?;
-        if claimed.is_some() {
-            self.tasks_changed();
-        }
         Ok(claimed)
     }
 
@@ -515,7 +506,7 @@ impl Team {
                 tasks,
             });
         }
-        self.backend().update_tasks(self.name(), &mut |txn| {
+        self.write_tasks(&mut |txn| {
             tasks.clear();
             // Only the tasks it owns are touched (each re-checked under its
             // own lock): the others are neither locked nor rewritten.
@@ -535,9 +526,6 @@ impl Team {
             }
             Ok(())
         })?;
-        if !tasks.is_empty() {
-            self.tasks_changed();
-        }
         let notification = unassign_notification(name, terminated, &tasks);
         Ok(Unassigned {
             tasks,
@@ -562,10 +550,41 @@ impl Team {
         Ok(())
     }
 
-    fn tasks_changed(&self) {
-        self.emit(StoreEvent::TasksChanged {
-            team: self.name().into(),
-        });
+    /// Runs one pass over the task list (the backend's `update_tasks`) and,
+    /// when it wrote anything, tells this process's observers what it
+    /// wrote, stamped inside the pass ([`TasksWritten`]): a reader orders
+    /// task changes by when they were written, and sees each state a task
+    /// went through, however late it handles the event. The pass may run
+    /// more than once (a compare-and-swap store retries it): only the last
+    /// run's writes and stamp count.
+    fn write_tasks(&self, change: &mut dyn FnMut(&mut dyn TaskTxn) -> Result<()>) -> Result<()> {
+        let mut written: Option<(TasksWritten, bool)> = None;
+        self.backend().update_tasks(self.name(), &mut |txn| {
+            let mut seen = Recording {
+                inner: txn,
+                tasks: Vec::new(),
+                removed: false,
+            };
+            change(&mut seen)?;
+            let Recording { tasks, removed, .. } = seen;
+            written = Some((
+                TasksWritten {
+                    at: std::time::SystemTime::now(),
+                    tasks,
+                },
+                removed,
+            ));
+            Ok(())
+        })?;
+        if let Some((written, removed)) = written {
+            if removed || !written.tasks.is_empty() {
+                self.emit(StoreEvent::TasksChanged {
+                    team: self.name().into(),
+                    written: Some(written),
+                });
+            }
+        }
+        Ok(())
     }
 
     pub(crate) fn task_not_found(&self, id: &str) -> Error {
@@ -573,6 +592,64 @@ impl Team {
             team: self.name().to_string(),
             id: id.to_string(),
         }
+    }
+}
+
+/// A pass's [`TaskTxn`] that keeps what it writes: every task put, and
+/// every task a `modify` changed, as stored (the last write of a task wins).
+struct Recording<'a> {
+    inner: &'a mut dyn TaskTxn,
+    tasks: Vec<Task>,
+    removed: bool,
+}
+
+impl Recording<'_> {
+    fn keep(&mut self, task: &Task) {
+        self.tasks.retain(|t| t.id != task.id);
+        self.tasks.push(task.clone());
+    }
+}
+
+impl TaskTxn for Recording<'_> {
+    fn next_id(&mut self) -> Result<u64> {
+        self.inner.next_id()
+    }
+
+    fn get(&mut self, id: &str) -> Result<Option<Task>> {
+        self.inner.get(id)
+    }
+
+    fn all(&mut self) -> Result<Vec<Task>> {
+        self.inner.all()
+    }
+
+    fn put(&mut self, task: &Task) -> Result<()> {
+        self.inner.put(task)?;
+        self.keep(task);
+        Ok(())
+    }
+
+    fn modify(
+        &mut self,
+        id: &str,
+        f: &mut dyn FnMut(&mut Task) -> Result<bool>,
+    ) -> Result<Option<Task>> {
+        let mut changed = false;
+        let task = self.inner.modify(id, &mut |t| {
+            changed = f(t)?;
+            Ok(changed)
+        })?;
+        if let (true, Some(t)) = (changed, &task) {
+            self.keep(t);
+        }
+        Ok(task)
+    }
+
+    fn remove(&mut self, id: &str) -> Result<()> {
+        self.inner.remove(id)?;
+        self.tasks.retain(|t| t.id != id);
+        self.removed = true;
+        Ok(())
     }
 }
 

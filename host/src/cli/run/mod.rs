@@ -305,6 +305,7 @@ async fn run_team(
         start,
         stderr: out.is_json(),
         width: width.max("team-lead".len()),
+        kept: None,
     };
     let backends = crate::backends::BackendOptions {
         mode: a.teammate_mode.or(m.team.teammate_mode).unwrap_or_default(),
