@@ -172,8 +172,8 @@ struct ReportState {
 
 /// Something written, waiting in [`ReportState::held`].
 enum Held {
-    /// A message to the lead.
-    Message(InboxMessage),
+    /// A message to the lead (boxed: the tasks variant is small).
+    Message(Box<InboxMessage>),
     /// The tasks one pass wrote, as written.
     Tasks(Vec<crate::store::Task>),
 }
@@ -298,7 +298,7 @@ impl ReportState {
                 for m in messages {
                     let at = chrono::DateTime::parse_from_rfc3339(&m.timestamp)
                         .map_or(SystemTime::UNIX_EPOCH, SystemTime::from);
-                    self.held.push((at, Held::Message(m)));
+                    self.held.push((at, Held::Message(Box::new(m))));
                 }
             }
             Err(e) => self
