@@ -15,6 +15,7 @@
 //! | `lead_guard.rs` | [`LeadGuard`]: signing lead entries into keyed inboxes, screening a keyed teammate's own |
 //! | `history_cache.rs` | [`HistoryCache`]: re-reading histories by reading only what was appended |
 //! | `tasks.rs` | the shared task list and its rules (ids, dependencies, claims) |
+//! | `task_writes.rs` | one pass over the task list, and the event that says what it wrote, stamped at the write ([`TasksWritten`]) |
 //! | `usage.rs` | per-teammate model usage records |
 //! | `files/` | [`FileStore`]: the reference CLI's files under a home directory (the default) |
 //! | `fenced.rs` | [`FencedStore`]: a store whose writes first ask a [`fenced::Fence`] (a host's lease) |
@@ -33,6 +34,7 @@ pub mod mailbox;
 pub mod memory;
 pub mod names;
 pub mod nats;
+mod task_writes;
 pub mod tasks;
 pub mod usage;
 

@@ -20,10 +20,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::backend::TaskTxn;
 use super::mailbox::OutgoingMessage;
 use super::names::parse_task_id;
-use super::{StoreEvent, TasksWritten, Team};
+use super::Team;
 use crate::error::{Error, Result};
 use crate::protocol::{TaskAssignment, WireMessage};
 
@@ -550,106 +549,11 @@ impl Team {
         Ok(())
     }
 
-    /// Runs one pass over the task list (the backend's `update_tasks`) and,
-    /// when it wrote anything, tells this process's observers what it
-    /// wrote, stamped inside the pass ([`TasksWritten`]): a reader orders
-    /// task changes by when they were written, and sees each state a task
-    /// went through, however late it handles the event. The pass may run
-    /// more than once (a compare-and-swap store retries it): only the last
-    /// run's writes and stamp count.
-    fn write_tasks(&self, change: &mut dyn FnMut(&mut dyn TaskTxn) -> Result<()>) -> Result<()> {
-        let mut written: Option<(TasksWritten, bool)> = None;
-        self.backend().update_tasks(self.name(), &mut |txn| {
-            let mut seen = Recording {
-                inner: txn,
-                tasks: Vec::new(),
-                removed: false,
-            };
-            change(&mut seen)?;
-            let Recording { tasks, removed, .. } = seen;
-            written = Some((
-                TasksWritten {
-                    at: std::time::SystemTime::now(),
-                    tasks,
-                },
-                removed,
-            ));
-            Ok(())
-        })?;
-        if let Some((written, removed)) = written {
-            if removed || !written.tasks.is_empty() {
-                self.emit(StoreEvent::TasksChanged {
-                    team: self.name().into(),
-                    written: Some(written),
-                });
-            }
-        }
-        Ok(())
-    }
-
     pub(crate) fn task_not_found(&self, id: &str) -> Error {
         Error::TaskNotFound {
             team: self.name().to_string(),
             id: id.to_string(),
         }
-    }
-}
-
-/// A pass's [`TaskTxn`] that keeps what it writes: every task put, and
-/// every task a `modify` changed, as stored (the last write of a task wins).
-struct Recording<'a> {
-    inner: &'a mut dyn TaskTxn,
-    tasks: Vec<Task>,
-    removed: bool,
-}
-
-impl Recording<'_> {
-    fn keep(&mut self, task: &Task) {
-        self.tasks.retain(|t| t.id != task.id);
-        self.tasks.push(task.clone());
-    }
-}
-
-impl TaskTxn for Recording<'_> {
-    fn next_id(&mut self) -> Result<u64> {
-        self.inner.next_id()
-    }
-
-    fn get(&mut self, id: &str) -> Result<Option<Task>> {
-        self.inner.get(id)
-    }
-
-    fn all(&mut self) -> Result<Vec<Task>> {
-        self.inner.all()
-    }
-
-    fn put(&mut self, task: &Task) -> Result<()> {
-        self.inner.put(task)?;
-        self.keep(task);
-        Ok(())
-    }
-
-    fn modify(
-        &mut self,
-        id: &str,
-        f: &mut dyn FnMut(&mut Task) -> Result<bool>,
-    ) -> Result<Option<Task>> {
-        let mut changed = false;
-        let task = self.inner.modify(id, &mut |t| {
-            changed = f(t)?;
-            Ok(changed)
-        })?;
-        if let (true, Some(t)) = (changed, &task) {
-            self.keep(t);
-        }
-        Ok(task)
-    }
-
-    fn remove(&mut self, id: &str) -> Result<()> {
-        self.inner.remove(id)?;
-        self.tasks.retain(|t| t.id != id);
-        self.removed = true;
-        Ok(())
     }
 }
 
