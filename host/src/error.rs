@@ -35,6 +35,19 @@ pub enum Error {
         path: PathBuf,
     },
 
+    /// A write reached a team whose directory is gone: it was deleted while
+    /// the writer still held it (a late message, a usage record, a task).
+    /// Nothing is written, and the team's directory is not made again.
+    #[error(
+        "team {team:?} was deleted ({path} is gone): the write is dropped rather than bringing the team back; create the team again (`teamhost team create {team}`, `teamhost run`) to use it"
+    )]
+    TeamDeleted {
+        /// Sanitised team name.
+        team: String,
+        /// The team's directory.
+        path: PathBuf,
+    },
+
     /// `create` found a team already there.
     #[error("team {team:?} already exists at {path}; pick another name or delete it first")]
     TeamExists {

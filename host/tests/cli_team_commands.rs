@@ -197,9 +197,116 @@ fn stop_ends_teammate_processes_a_dead_host_left_and_refuses_an_unknown_team() {
     assert!(!out.status.success(), "{}", shown(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("no team \"nope\"") && err.contains("teamhost ps -a"),
+        err.contains("no team \"nope\" on this machine or in the store")
+            && err.contains("the teams here are: t"),
         "{err}"
     );
+}
+
+#[test]
+fn a_late_write_to_a_deleted_team_fails_and_never_brings_its_directory_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    // This process holds the team, as a teammate's host does.
+    let held = team(home);
+    let out = teamhost(home, &["team", "delete", "t", "--force"]);
+    assert!(out.status.success(), "{}", shown(&out));
+    let dir = home.join("teams/t");
+    assert!(!dir.exists());
+
+    let late = held
+        .deliver(
+            "alice",
+            teamhost::store::OutgoingMessage::new("bob", "too late"),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(late, teamhost::Error::TeamDeleted { .. }),
+        "{late:?}"
+    );
+    assert!(
+        late.to_string().contains("team \"t\" was deleted"),
+        "{late}"
+    );
+    let usage = held
+        .write_model_usage("alice", &Default::default())
+        .unwrap_err();
+    assert!(
+        matches!(usage, teamhost::Error::TeamDeleted { .. }),
+        "{usage:?}"
+    );
+    let task = held
+        .create_task(teamhost::store::NewTask {
+            subject: "late".into(),
+            ..Default::default()
+        })
+        .unwrap_err();
+    assert!(
+        matches!(task, teamhost::Error::TeamDeleted { .. }),
+        "{task:?}"
+    );
+    assert!(held.take_unread("alice").unwrap().is_empty());
+    assert!(!dir.exists(), "a late write made {} again", dir.display());
+    assert!(!home.join("tasks/t").exists());
+
+    let out = teamhost(home, &["ps", "-a"]);
+    assert!(out.status.success(), "{}", shown(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "no teams");
+}
+
+#[test]
+fn ps_shows_a_deleted_team_it_keeps_records_of_as_deleted_and_stop_has_nothing_to_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    team(home);
+    let out = teamhost(home, &["team", "delete", "t", "--force"]);
+    assert!(out.status.success(), "{}", shown(&out));
+    // What a lead that deleted its own team leaves: its kept conversation.
+    let kept = Home::new(home).kept_dir("t");
+    std::fs::create_dir_all(&kept).unwrap();
+    std::fs::write(kept.join("team-lead.conversation.json"), "{}").unwrap();
+
+    let rows = json(&teamhost(home, &["ps", "-a", "--json"]));
+    assert_eq!(rows[0]["team"], "t", "{rows}");
+    assert_eq!(rows[0]["state"], "deleted", "{rows}");
+    let out = teamhost(home, &["ps", "-a"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("t ") && l.contains(" deleted ")),
+        "{text}"
+    );
+    // Without -a: nothing of it runs.
+    let out = teamhost(home, &["ps"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("deleted"));
+
+    let out = teamhost(home, &["stop", "t"]);
+    assert!(out.status.success(), "{}", shown(&out));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("team t was deleted and nothing of it runs"),
+        "{said}"
+    );
+    assert!(!said.contains("ps -a"), "{said}");
+}
+
+#[test]
+fn task_list_of_a_team_that_does_not_exist_fails_naming_it_and_the_teams_that_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    team(home);
+    let out = teamhost(home, &["task", "list", "--team", "nosuch"]);
+    assert_eq!(out.status.code(), Some(1), "{}", shown(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no team \"nosuch\"") && err.contains("the teams here are: t"),
+        "{err}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("no tasks"));
+    // A team that exists with no tasks still says so, and succeeds.
+    let out = teamhost(home, &["task", "list", "--team", "t"]);
+    assert!(out.status.success(), "{}", shown(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "no tasks");
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod adopt;
 mod backend_process;
 mod backend_teammate;
 mod backend_tmux;
+mod cassette_replays;
 mod cli_approval_routing;
 mod cli_commands;
 mod cli_hints;

@@ -145,7 +145,14 @@ fn record_call(u: &mut ModelUsage, call: &ModelCallEvent) {
             u.last_error = None;
             spend
         }
-        ModelCallEvent::Failed { error, spend } => {
+        ModelCallEvent::Failed {
+            error,
+            not_recorded,
+            spend,
+        } => {
+            if *not_recorded && u.replay_drift.is_none() {
+                u.replay_drift = Some(error.clone());
+            }
             u.last_error = Some(error.clone());
             spend
         }

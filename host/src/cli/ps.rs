@@ -2,6 +2,9 @@
 //! line per teammate with its team's state, its host's pid and its own,
 //! each alive or dead by pid and start time ([`super::team_state`]).
 //! Without `-a`, only teams whose host or a teammate process is alive.
+//! With `-a`, a team whose files are gone but whose records this machine
+//! keeps (a lead deleted it, its kept conversation stays) is `deleted`,
+//! never `idle`: `idle` means a team that exists.
 
 use clap::Args;
 
@@ -14,8 +17,9 @@ use crate::store::Store;
 /// Arguments of `teamhost ps`.
 #[derive(Debug, Args)]
 pub struct PsArgs {
-    /// Also the teams whose host is gone (what a crash or a stop left) and
-    /// teams no teamhost host ran.
+    /// Also the teams whose host is gone (what a crash or a stop left),
+    /// teams no teamhost host ran, and deleted teams this machine still
+    /// keeps records of (state `deleted`: nothing of them runs).
     #[arg(short, long)]
     all: bool,
 }

@@ -16,7 +16,9 @@
 //!
 //! It says what it stopped. A team nothing of teamhost runs on this
 //! machine is not an error: there is nothing to stop (as `docker stop` of a
-//! stopped container). A team whose lead is Claude Code has no teamhost
+//! stopped container); that includes a deleted team (`ps -a`'s `deleted`).
+//! A name neither the store nor this machine's records know is an error
+//! listing the teams that exist. A team whose lead is Claude Code has no teamhost
 //! host: stop it from Claude Code.
 
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -25,7 +27,7 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use super::team_state::{Process, TeamState};
+use super::team_state::{Process, State, TeamState};
 use super::Output;
 use crate::backends::started::{self, wait_exit};
 use crate::home::process::{pidfd_open, runs};
@@ -80,10 +82,21 @@ pub(super) fn stop(home: &Home, store: &Store, out: &Output, a: StopArgs) -> any
     done.processes = started::stop_all(home, team.name(), timeout)?;
     let p = &done.processes;
     if done.host.is_none() && p.stopped.is_empty() && p.killed.is_empty() {
+        if state.state == State::Deleted {
+            // As `docker stop` of a removed container's leftovers: nothing
+            // runs, so nothing to do, and no pointer back to `ps -a`.
+            return out.print(&done, || {
+                format!(
+                    "nothing to stop: team {} was deleted and nothing of it runs on this machine",
+                    team.name()
+                )
+            });
+        }
         if team.config().is_err() && state.host.is_none() {
             anyhow::bail!(
-                "no team {:?} here: `teamhost ps -a` lists the teams this machine ran, `teamhost team list` the teams of the store",
-                team.name()
+                "no team {:?} on this machine or in the store; {}",
+                team.name(),
+                super::team::existing_teams(store)
             );
         }
         return out.print(&done, || {

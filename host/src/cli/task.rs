@@ -135,7 +135,17 @@ pub(super) fn run(store: &Store, out: &Output, cmd: TaskCommand) -> anyhow::Resu
             })
         }
         TaskCommand::List { team } => {
-            let tasks = store.team(&team.team)?.list_tasks()?;
+            let team = store.team(&team.team)?;
+            let tasks = team.list_tasks()?;
+            // A task list with no team (Claude Code keeps some) still lists;
+            // a name with neither is a mistake, not "no tasks".
+            if tasks.is_empty() && !team.try_exists()? {
+                anyhow::bail!(
+                    "no team {:?}: its tasks cannot be listed; {}",
+                    team.name(),
+                    super::team::existing_teams(store)
+                );
+            }
             out.print(&tasks, || {
                 if tasks.is_empty() {
                     return "no tasks".into();

@@ -11,6 +11,19 @@ use crate::home::Home;
 use crate::store::config::session_team_name;
 use crate::store::{NewMember, NewTeam, Store};
 
+/// The teams of `store`, as an error's hint: "the teams here are a, b" or
+/// how to make one.
+pub(super) fn existing_teams(store: &Store) -> String {
+    match store.list_teams() {
+        Ok(names) if names.is_empty() => {
+            "no team exists here: create one with `teamhost team create NAME` or `teamhost run`"
+                .into()
+        }
+        Ok(names) => format!("the teams here are: {}", names.join(", ")),
+        Err(e) => format!("(the teams could not be listed: {e})"),
+    }
+}
+
 /// Team commands.
 #[derive(Debug, Subcommand)]
 pub enum TeamCommand {

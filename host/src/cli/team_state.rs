@@ -24,6 +24,11 @@ pub(super) enum State {
     Idle,
     /// The host that ran it is gone (ended, stopped or crashed).
     Stopped,
+    /// Its files are gone from the store (its lead or `team delete`
+    /// deleted it) and no live host runs it; this machine still keeps
+    /// records of it (a lead's kept conversation, decisions, process
+    /// records), which is why `ps -a` shows it.
+    Deleted,
 }
 
 impl State {
@@ -33,6 +38,7 @@ impl State {
             State::Running => "running",
             State::Idle => "idle",
             State::Stopped => "stopped",
+            State::Deleted => "deleted",
         }
     }
 }
@@ -80,7 +86,7 @@ pub(super) struct Teammate {
 pub(super) struct TeamState {
     /// Team name.
     pub team: String,
-    /// Running, idle or stopped.
+    /// Running, idle, stopped or deleted.
     pub state: State,
     /// Members but the lead (0 when the config cannot be read).
     pub members: usize,
@@ -96,6 +102,9 @@ impl TeamState {
     pub(super) fn of(home: &Home, team: &Team) -> crate::error::Result<TeamState> {
         let name = team.name();
         let config = team.config().ok();
+        // Gone from the store, but this machine keeps records of it.
+        let recorded = home.kept_dir(name).is_dir() || home.started_dir(name).is_dir();
+        let deleted = config.is_none() && !team.try_exists().unwrap_or(true);
         let members: Vec<_> = config
             .as_ref()
             .map(|c| {
@@ -119,6 +128,8 @@ impl TeamState {
                 }),
         };
         let state = match (&live, &host) {
+            (None, Some(_)) if deleted => State::Deleted,
+            (None, None) if deleted && recorded => State::Deleted,
             (Some(_), _) if any_active => State::Running,
             (Some(_), _) => State::Idle,
             (None, Some(_)) => State::Stopped,

@@ -25,6 +25,10 @@ pub enum ModelCallEvent {
     Failed {
         /// The error text.
         error: String,
+        /// The replay's cassette held no answer for this request (a drift
+        /// or a missing recording, `not-recorded`): the run no longer
+        /// follows its recording.
+        not_recorded: bool,
         /// The teammate's totals.
         spend: Spend,
     },

@@ -81,13 +81,16 @@ impl StoreObserver for WakeHub {
                     agent: agent.clone(),
                 });
             }
-            StoreEvent::TasksChanged { team } => {
+            StoreEvent::TasksChanged { team, written } => {
                 for ((t, _), r) in waiters.iter() {
                     if t == team && r.listening.load(Ordering::SeqCst) {
                         r.wake.notify_one();
                     }
                 }
-                let _ = self.events.send(Event::TasksChanged { team: team.clone() });
+                let _ = self.events.send(Event::TasksChanged {
+                    team: team.clone(),
+                    written: written.clone(),
+                });
             }
             StoreEvent::ConfigChanged { .. } => {}
         }

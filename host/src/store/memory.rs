@@ -104,7 +104,7 @@ impl MemoryStore {
     fn report(&self, event: StoreEvent) {
         let team = match &event {
             StoreEvent::InboxAppended { team, .. }
-            | StoreEvent::TasksChanged { team }
+            | StoreEvent::TasksChanged { team, .. }
             | StoreEvent::ConfigChanged { team } => team.clone(),
         };
         let observers: Vec<Arc<dyn StoreObserver>> = lock(&self.shared.feeds)
@@ -348,7 +348,10 @@ impl TeamStore for MemoryStore {
             pass.changed
         };
         if changed {
-            self.report(StoreEvent::TasksChanged { team: team.into() });
+            self.report(StoreEvent::TasksChanged {
+                team: team.into(),
+                written: None,
+            });
         }
         Ok(())
     }

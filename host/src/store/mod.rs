@@ -15,6 +15,7 @@
 //! | `lead_guard.rs` | [`LeadGuard`]: signing lead entries into keyed inboxes, screening a keyed teammate's own |
 //! | `history_cache.rs` | [`HistoryCache`]: re-reading histories by reading only what was appended |
 //! | `tasks.rs` | the shared task list and its rules (ids, dependencies, claims) |
+//! | `task_writes.rs` | one pass over the task list, and the event that says what it wrote, stamped at the write ([`TasksWritten`]) |
 //! | `usage.rs` | per-teammate model usage records |
 //! | `files/` | [`FileStore`]: the reference CLI's files under a home directory (the default) |
 //! | `fenced.rs` | [`FencedStore`]: a store whose writes first ask a [`fenced::Fence`] (a host's lease) |
@@ -33,6 +34,7 @@ pub mod mailbox;
 pub mod memory;
 pub mod names;
 pub mod nats;
+mod task_writes;
 pub mod tasks;
 pub mod usage;
 
@@ -58,6 +60,24 @@ pub use usage::ModelUsage;
 
 use crate::error::Result;
 
+/// The tasks one pass over a team's task list wrote, as they were written,
+/// and when: stamped inside the pass (under the list's lock, or in the
+/// attempt a compare-and-swap store committed), so the stamps of two passes
+/// are in the order of their writes, whatever order their events arrive in.
+/// A reader that shows task changes beside messages (stamped at their
+/// writing too) orders both by these stamps, and sees every state a task
+/// went through, not the list as it is when the event is handled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TasksWritten {
+    /// When the pass wrote them.
+    pub at: std::time::SystemTime,
+    /// The tasks it created or changed, as written (a removed task is not
+    /// in it).
+    pub tasks: Vec<Task>,
+}
+
+impl Eq for TasksWritten {}
+
 /// A change to a team's state, reported to a [`StoreObserver`]: by a
 /// [`Store`] handle right after its own write is durable, and by a
 /// backend's change feed ([`Team::watch`]) for writes by anyone. The runner
@@ -76,6 +96,10 @@ pub enum StoreEvent {
     TasksChanged {
         /// Sanitised team name.
         team: String,
+        /// What this process's pass wrote, as it was at the write; `None`
+        /// when heard through a feed (another process wrote it: read the
+        /// list for its state).
+        written: Option<TasksWritten>,
     },
     /// The config was rewritten, or the team created or deleted.
     ConfigChanged {

@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 
 use super::mailbox::OutgoingMessage;
 use super::names::parse_task_id;
-use super::{StoreEvent, Team};
+use super::Team;
 use crate::error::{Error, Result};
 use crate::protocol::{TaskAssignment, WireMessage};
 
@@ -210,7 +210,7 @@ impl Team {
         }
         let blocked_by = dedup(&new.blocked_by);
         let mut made = None;
-        self.backend().update_tasks(self.name(), &mut |txn| {
+        self.write_tasks(&mut |txn| {
             let id = txn.next_id()?.to_string();
             for b in &blocked_by {
                 // Every blocker must exist before anything is written.
@@ -237,7 +237,6 @@ impl Team {
             made = Some(task);
             Ok(())
         })?;
-        self.tasks_changed();
         Ok(made.expect("a successful update made the task"))
     }
 
@@ -264,7 +263,7 @@ impl Team {
         }
         parse_task_id(id)?;
         let mut result = None;
-        self.backend().update_tasks(self.name(), &mut |txn| {
+        self.write_tasks(&mut |txn| {
             let mut assigned = false;
             let task = txn.modify(id, &mut |task| {
                 let update = update.clone();
@@ -301,7 +300,6 @@ impl Team {
             Ok(())
         })?;
         let (task, assigned) = result.expect("a successful update changed the task");
-        self.tasks_changed();
         if assigned {
             self.notify_assignment(&task, by)?;
         }
@@ -314,7 +312,7 @@ impl Team {
     pub fn delete_task(&self, id: &str) -> Result<Task> {
         parse_task_id(id)?;
         let mut gone = None;
-        self.backend().update_tasks(self.name(), &mut |txn| {
+        self.write_tasks(&mut |txn| {
             let task = txn.get(id)?.ok_or_else(|| self.task_not_found(id))?;
             txn.remove(id)?;
             for other in txn.all()? {
@@ -330,7 +328,6 @@ impl Team {
             gone = Some(task);
             Ok(())
         })?;
-        self.tasks_changed();
         Ok(gone.expect("a successful update found the task"))
     }
 
@@ -344,7 +341,7 @@ impl Team {
         }
         parse_task_id(blocker)?;
         parse_task_id(blocked)?;
-        self.backend().update_tasks(self.name(), &mut |txn| {
+        self.write_tasks(&mut |txn| {
             for id in [blocker, blocked] {
                 if txn.get(id)?.is_none() {
                     return Err(self.task_not_found(id));
@@ -359,7 +356,6 @@ impl Team {
             txn.modify(blocked, &mut |b| Ok(push_unique(&mut b.blocked_by, blocker)))?;
             Ok(())
         })?;
-        self.tasks_changed();
         Ok(())
     }
 
@@ -380,7 +376,7 @@ impl Team {
             busy_with: vec![],
         };
         let mut outcome = None;
-        self.backend().update_tasks(self.name(), &mut |txn| {
+        self.write_tasks(&mut |txn| {
             let all = txn.all()?;
             let mut decided = not_found.clone();
             txn.modify(id, &mut |task| {
@@ -421,9 +417,6 @@ impl Team {
             Ok(())
         })?;
         let outcome = outcome.expect("a successful update decided the claim");
-        if matches!(outcome, ClaimOutcome::Claimed(_)) {
-            self.tasks_changed();
-        }
         Ok(outcome)
     }
 
@@ -455,7 +448,7 @@ impl Team {
         note: &mut dyn FnMut(&str) -> Result<()>,
     ) -> Result<Option<Task>> {
         let mut claimed = None;
-        self.backend().update_tasks(self.name(), &mut |txn| {
+        self.write_tasks(&mut |txn| {
             claimed = None;
             let all = txn.all()?;
             let busy = all
@@ -482,9 +475,6 @@ impl Team {
             claimed = task.filter(|_| took);
             Ok(())
         })?;
-        if claimed.is_some() {
-            self.tasks_changed();
-        }
         Ok(claimed)
     }
 
@@ -515,7 +505,7 @@ impl Team {
                 tasks,
             });
         }
-        self.backend().update_tasks(self.name(), &mut |txn| {
+        self.write_tasks(&mut |txn| {
             tasks.clear();
             // Only the tasks it owns are touched (each re-checked under its
             // own lock): the others are neither locked nor rewritten.
@@ -535,9 +525,6 @@ impl Team {
             }
             Ok(())
         })?;
-        if !tasks.is_empty() {
-            self.tasks_changed();
-        }
         let notification = unassign_notification(name, terminated, &tasks);
         Ok(Unassigned {
             tasks,
@@ -560,12 +547,6 @@ impl Team {
         let text = TaskAssignment::new(&task.id, &task.subject, &task.description, by).to_text();
         self.deliver(owner, OutgoingMessage::new(by, text))?;
         Ok(())
-    }
-
-    fn tasks_changed(&self) {
-        self.emit(StoreEvent::TasksChanged {
-            team: self.name().into(),
-        });
     }
 
     pub(crate) fn task_not_found(&self, id: &str) -> Error {

@@ -55,6 +55,12 @@ pub struct ModelUsage {
     /// The last call's error, when the last call failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// The first call a replay's cassette could not answer (the request
+    /// drifted from the recording, or was never recorded), as the guest was
+    /// told it: kept once set, so `teamhost run` fails on a drift even when
+    /// the teammate went on (`not-recorded` in `wit/model.wit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_drift: Option<String>,
     /// When this record was written (ISO 8601).
     pub updated_at: String,
 }

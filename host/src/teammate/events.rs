@@ -97,6 +97,10 @@ pub enum Event {
     TasksChanged {
         /// Team.
         team: String,
+        /// What a pass of this process wrote, stamped at the write
+        /// ([`crate::store::TasksWritten`]); `None` when another process
+        /// wrote it (heard through the file or NATS feed).
+        written: Option<crate::store::TasksWritten>,
     },
     /// An inbox was written (the lead's included): by this process, or by
     /// another one when the host watches the team's files.

@@ -62,7 +62,7 @@ pub fn forward_host_events(
             let ours = match events.recv().await {
                 Ok(Event::StateChanged { team: t, .. })
                 | Ok(Event::TurnStarted { team: t, .. })
-                | Ok(Event::TasksChanged { team: t })
+                | Ok(Event::TasksChanged { team: t, .. })
                 | Ok(Event::InboxChanged { team: t, .. })
                 | Ok(Event::Model { team: t, .. })
                 | Ok(Event::LeaseLost { team: t, .. }) => t == team,

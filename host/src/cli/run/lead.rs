@@ -100,10 +100,15 @@ pub(super) async fn run_led(
         );
     }
     let table = m.lead.clone().unwrap_or_else(LeadTable::from_cli);
+    // A bare `team.toml` has the empty path as its parent: the current
+    // directory.
     let base = a
         .manifest
         .parent()
-        .map(std::path::absolute)
+        .map(|p| match p.as_os_str().is_empty() {
+            true => std::path::absolute("."),
+            false => std::path::absolute(p),
+        })
         .transpose()?
         .unwrap_or_default();
     let lead_component = a.lead.as_ref().map(std::path::absolute).transpose()?;

@@ -61,6 +61,7 @@
 //! | `display.rs` | the live view or the event lines, behind one `Display` |
 //! | `report.rs` | the live event lines: `Log`, and the `Reporter` that follows the host's events |
 //! | `summary.rs` | the final summary, as text or JSON, and the message counts in it |
+//! | `turn_failures.rs` | the run's failed turns and replay drifts, which fail it (a failed turn not with `--allow-failed-turns`) |
 //! | `decisions.rs` | the summary's decisions: who decided which request (issue 29) |
 
 mod adopt;
@@ -77,6 +78,7 @@ mod lead_spec;
 mod report;
 mod stop;
 mod summary;
+mod turn_failures;
 mod wait;
 mod watchdog;
 
@@ -108,7 +110,8 @@ const EXIT_GRACE: Duration = Duration::from_secs(2);
 const MANIFEST_HELP: &str = concat!(
     "Manifest format (paths are relative to the manifest's directory; unknown keys are errors):\n\n",
     include_str!("../../manifest_format.toml"),
-    "\nExit status 0 only when every task is completed and every teammate stopped cleanly."
+    "\nExit status 0 only when every task is completed, every teammate stopped cleanly, no turn \
+     failed (--allow-failed-turns lets them) and no replay drifted from its cassette."
 );
 
 /// Arguments of `teamhost run`.
@@ -154,6 +157,14 @@ pub struct RunArgs {
     /// host may run (checked by SHA-256) and may hold no tasks.
     #[arg(long, conflicts_with_all = ["replace", "keep", "join", "resume", "goal", "lead"])]
     adopt: bool,
+    /// Let turns fail without failing the run: a teammate's turn that ended
+    /// in an error (its model call refused, its tools failing, its own
+    /// error) is still reported in the summary, but the exit status is 0
+    /// when the rest went well. For runs that expect failures. A replay
+    /// that drifts from its cassette, a teammate that crashed (a trap) and
+    /// an unfinished task fail the run whatever this says.
+    #[arg(long)]
+    allow_failed_turns: bool,
     /// Give up when the work is not done after this many seconds.
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     timeout: u64,
@@ -298,6 +309,7 @@ async fn run_team(
         start,
         stderr: out.is_json(),
         width: width.max("team-lead".len()),
+        kept: None,
     };
     let backends = crate::backends::BackendOptions {
         mode: a.teammate_mode.or(m.team.teammate_mode).unwrap_or_default(),
@@ -540,14 +552,17 @@ async fn run_team(
     // Teammates running on another host still read the team: it is not
     // deleted under them.
     let kept = a.keep || !elsewhere.is_empty();
-    // Before the files go: the summary reads the teammates' usage records.
+    // Before the files go: the summary reads the teammates' usage records
+    // and the lead's mail.
+    let failures = turn_failures::TurnFailures::read(&team, &lead, run_began_ms)?;
     let summary = Summary::new(
         &team, m, &outcome, &tasks, &teammates, shutdown, messages, timings, home, kept,
     )
     .with_decisions(
         host.decisions(team.name(), run_began_ms)
             .unwrap_or_default(),
-    );
+    )
+    .with_turn_failures(failures, a.allow_failed_turns);
     if !kept {
         host.delete_team(team.name()).await?;
     }

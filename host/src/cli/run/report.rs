@@ -22,6 +22,8 @@ pub(super) struct Log {
     /// With `--json` the lines go to stderr, keeping stdout one document.
     pub(super) stderr: bool,
     pub(super) width: usize,
+    /// A copy of every line printed, when set (for tests).
+    pub(super) kept: Option<std::sync::Arc<std::sync::Mutex<Vec<String>>>>,
 }
 
 impl Log {
@@ -33,6 +35,11 @@ impl Log {
             printable_line(what.as_ref()),
             w = self.width
         );
+        if let Some(kept) = &self.kept {
+            kept.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(line.clone());
+        }
         // A reader gone away (`| head`) must not stop the run: the lines
         // are only a view of it.
         use std::io::Write;
@@ -67,7 +74,7 @@ impl Reporter {
         let events = host.events();
         let (cmds, rx) = mpsc::unbounded_channel();
         let (items, stamped) = mpsc::unbounded_channel();
-        let state = ReportState {
+        let mut state = ReportState {
             team: team.clone(),
             lead: lead.map(str::to_string),
             log,
@@ -75,6 +82,9 @@ impl Reporter {
             turns: BTreeMap::new(),
             held: Vec::new(),
         };
+        // What the tasks are before any event: each change is shown
+        // against it.
+        state.tasks_changed(true);
         tokio::spawn(stamp(events, rx, items));
         // On a blocking-pool thread: its store reads are synchronous, and
         // one that does not return (a store that does not answer) must not
@@ -154,16 +164,26 @@ struct ReportState {
     /// Last seen `(status, owner)` of every task.
     tasks: BTreeMap<String, (String, Option<String>)>,
     turns: BTreeMap<String, u64>,
-    /// The lead's messages taken but written after the event being printed
-    /// (the inbox is read when its event is printed, and may by then hold
-    /// what a later turn wrote): each waits for the first event received
-    /// after it was written, so it never prints before the turn that wrote it.
-    held: Vec<(SystemTime, InboxMessage)>,
+    /// What was written after the event being printed, by its time of
+    /// writing: the lead's messages (the inbox is read when its event is
+    /// printed, and may by then hold what a later turn wrote) and the tasks
+    /// a pass of this process wrote (stamped at the write, as messages
+    /// are). Each waits for the first event received after it was written,
+    /// so it never prints before the turn that wrote it, and messages and
+    /// task changes print in the order they were written.
+    held: Vec<(SystemTime, Held)>,
+}
+
+/// Something written, waiting in [`ReportState::held`].
+enum Held {
+    /// A message to the lead (boxed: the tasks variant is small).
+    Message(Box<InboxMessage>),
+    /// The tasks one pass wrote, as written.
+    Tasks(Vec<crate::store::Task>),
 }
 
 impl ReportState {
     async fn run(mut self, mut items: mpsc::UnboundedReceiver<Item>) {
-        self.tasks_changed(true);
         while let Some(item) = items.recv().await {
             match item {
                 Item::Event(at, e) => {
@@ -208,7 +228,21 @@ impl ReportState {
                     s => self.log.line(&name, s.as_str()),
                 }
             }
-            Event::TasksChanged { team } if team == self.team.name() => self.tasks_changed(false),
+            // Stamped at the write: held and printed in the order of
+            // writing, each state the pass wrote (not the list as it is
+            // now, which a later pass may have changed again).
+            Event::TasksChanged {
+                team,
+                written: Some(w),
+            } if team == self.team.name() => {
+                self.held.push((w.at, Held::Tasks(w.tasks)));
+                self.release(at);
+            }
+            // Another process wrote: its state is the list's, read now.
+            Event::TasksChanged {
+                team,
+                written: None,
+            } if team == self.team.name() => self.tasks_changed(false),
             Event::LeaseLost { team, by, stopped } if team == self.team.name() => self.log.line(
                 "run",
                 format!(
@@ -226,12 +260,19 @@ impl ReportState {
         }
     }
 
-    /// Prints every task whose status or owner changed since last time.
+    /// Prints every task whose status or owner changed since last time, as
+    /// the list reads now.
     fn tasks_changed(&mut self, quiet: bool) {
         let tasks = match self.team.list_tasks() {
             Ok(t) => t,
             Err(e) => return self.log.line("run", format!("cannot read the tasks: {e}")),
         };
+        self.show_tasks(tasks, quiet);
+    }
+
+    /// Prints each of `tasks` whose status or owner differs from the last
+    /// seen; remembers them.
+    fn show_tasks(&mut self, tasks: Vec<crate::store::Task>, quiet: bool) {
         for t in tasks {
             let now = (t.status.as_str().to_string(), t.owner.clone());
             if self.tasks.get(&t.id) == Some(&now) {
@@ -261,7 +302,7 @@ impl ReportState {
                 for m in messages {
                     let at = chrono::DateTime::parse_from_rfc3339(&m.timestamp)
                         .map_or(SystemTime::UNIX_EPOCH, SystemTime::from);
-                    self.held.push((at, m));
+                    self.held.push((at, Held::Message(Box::new(m))));
                 }
             }
             Err(e) => self
@@ -270,16 +311,20 @@ impl ReportState {
         }
     }
 
-    /// Prints the held messages written by `at`, oldest first.
+    /// Prints what was held and written by `at`, oldest first (a stable
+    /// sort: of two written at the same instant, the first received first).
     fn release(&mut self, at: SystemTime) {
-        let Some(lead) = self.lead.clone() else {
-            return;
-        };
         self.held.sort_by_key(|(written, _)| *written);
         let due = self.held.partition_point(|(written, _)| *written <= at);
-        for (_, m) in self.held.drain(..due).collect::<Vec<_>>() {
-            self.log
-                .line(&m.from, format!("→ {lead}: {}", readable(&m)));
+        for (_, held) in self.held.drain(..due).collect::<Vec<_>>() {
+            match held {
+                Held::Message(m) => {
+                    let lead = self.lead.as_deref().unwrap_or_default();
+                    self.log
+                        .line(&m.from, format!("→ {lead}: {}", readable(&m)));
+                }
+                Held::Tasks(tasks) => self.show_tasks(tasks, false),
+            }
         }
     }
 }
@@ -312,5 +357,127 @@ fn readable(m: &InboxMessage) -> String {
             "{line} (line mode does not answer permission requests: run on a terminal for the live view, use `teamhost permit`, or give the teammate a mode or allowed_tools that need no asking)"
         ),
         _ => line,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::store::{
+        NewTask, OutgoingMessage, StoreEvent, StoreObserver, TaskStatus, TaskUpdate,
+    };
+
+    /// Keeps every store event this process's writes report, in order.
+    struct Heard(Mutex<Vec<StoreEvent>>);
+
+    impl StoreObserver for Heard {
+        fn changed(&self, event: &StoreEvent) {
+            self.0.lock().unwrap().push(event.clone());
+        }
+    }
+
+    /// Returns once the wall clock has moved to the next millisecond (the
+    /// precision of a message's timestamp): two writes either side of it
+    /// are stamped apart. A spin on the clock, at most a millisecond.
+    fn next_millisecond() {
+        let now = crate::protocol::time::now_ms();
+        while crate::protocol::time::now_ms() == now {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// The run's event as the wake hub forwards it.
+    fn forwarded(event: StoreEvent) -> Event {
+        match event {
+            StoreEvent::TasksChanged { team, written } => Event::TasksChanged { team, written },
+            StoreEvent::InboxAppended { team, agent } => Event::InboxChanged { team, agent },
+            StoreEvent::ConfigChanged { team } => Event::TasksChanged {
+                team,
+                written: None,
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn a_task_changed_twice_before_its_events_are_handled_shows_both_states_in_the_order_written(
+    ) {
+        let (tmp, _) = crate::store::test_team(&["alice"]);
+        let heard = Arc::new(Heard(Mutex::new(Vec::new())));
+        let team = crate::store::Store::new(tmp.path())
+            .with_observer(heard.clone())
+            .team("t")
+            .unwrap();
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        let mut state = ReportState {
+            team: team.clone(),
+            lead: Some("team-lead".into()),
+            log: Log {
+                start: Instant::now(),
+                stderr: true,
+                width: 9,
+                kept: Some(kept.clone()),
+            },
+            tasks: BTreeMap::new(),
+            turns: BTreeMap::new(),
+            held: Vec::new(),
+        };
+        // The reporter has read the list (empty) before the writes, as
+        // `Reporter::start` does.
+        state.tasks_changed(true);
+
+        // Every write happens before the reporter handles any event: the
+        // list then says only `completed`.
+        let task = team
+            .create_task(NewTask {
+                subject: "Write".into(),
+                ..Default::default()
+            })
+            .unwrap();
+        next_millisecond();
+        let take = TaskUpdate {
+            status: Some(TaskStatus::InProgress),
+            owner: Some(Some("alice".into())),
+            ..Default::default()
+        };
+        team.update_task(&task.id, take, "alice").unwrap();
+        next_millisecond();
+        team.deliver("team-lead", OutgoingMessage::new("alice", "on it"))
+            .unwrap();
+        next_millisecond();
+        let done = TaskUpdate {
+            status: Some(TaskStatus::Completed),
+            ..Default::default()
+        };
+        team.update_task(&task.id, done, "alice").unwrap();
+
+        let (tx, rx) = mpsc::unbounded_channel();
+        for e in heard.0.lock().unwrap().drain(..) {
+            tx.send(Item::Event(SystemTime::now(), forwarded(e)))
+                .unwrap();
+        }
+        tx.send(Item::Cmd(Cmd::Stop)).unwrap();
+        state.run(rx).await;
+
+        let lines = kept.lock().unwrap().clone();
+        let shown: Vec<&str> = lines
+            .iter()
+            .map(|l| {
+                l.split_once("s  ")
+                    .map_or(l.as_str(), |(_, rest)| rest)
+                    .trim()
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "tasks      #1 pending: Write",
+                "tasks      #1 in_progress, owner alice: Write",
+                "alice      → team-lead: on it",
+                "tasks      #1 completed, owner alice: Write",
+            ],
+            "{lines:#?}"
+        );
     }
 }

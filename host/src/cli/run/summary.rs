@@ -79,7 +79,8 @@ pub(super) struct Timings {
 #[serde(rename_all = "camelCase")]
 pub(super) struct Summary {
     team: String,
-    /// Every task completed and every teammate stopped cleanly.
+    /// Every task completed, every teammate stopped cleanly, no replay
+    /// drifted and no turn failed (or `--allow-failed-turns`).
     ok: bool,
     /// `completed`, `timed-out`, `interrupted`, `stuck`, `teammates-stopped`,
     /// `spawn-failed` or `error`; with `--join`, `shut-down` (every
@@ -100,6 +101,8 @@ pub(super) struct Summary {
     messages: MessageCounts,
     /// Who decided the permission requests and plans of this run.
     decisions: super::decisions::Decisions,
+    /// The turns that failed and the replays that drifted.
+    turn_failures: super::turn_failures::TurnFailures,
     /// The whole team's model spending, when a teammate used a model.
     #[serde(skip_serializing_if = "Option::is_none")]
     model_spending: Option<String>,
@@ -246,6 +249,7 @@ impl Summary {
             teammates,
             messages,
             decisions: Default::default(),
+            turn_failures: Default::default(),
             model_spending: crate::status::describe_team_spending(&usage),
             shutdown: ShutdownLine {
                 stopped: shutdown.stopped,
@@ -262,6 +266,31 @@ impl Summary {
     /// Adds this run's decisions (the home's record since the run began).
     pub(super) fn with_decisions(mut self, items: Vec<crate::approvals::Decision>) -> Summary {
         self.decisions = super::decisions::Decisions::new(items);
+        self
+    }
+
+    /// Adds this run's failed turns and replay drifts; those that fail it
+    /// ([`TurnFailures::problems`](super::turn_failures::TurnFailures::problems))
+    /// join its error.
+    pub(super) fn with_turn_failures(
+        mut self,
+        found: super::turn_failures::TurnFailures,
+        allowed: bool,
+    ) -> Summary {
+        let ended_failed: Vec<&str> = self
+            .teammates
+            .iter()
+            .filter(|t| t.failure.is_some())
+            .map(|t| t.name.as_str())
+            .collect();
+        let problems = found.problems(allowed, &ended_failed);
+        if !problems.is_empty() {
+            let mut all: Vec<String> = self.error.take().into_iter().collect();
+            all.extend(problems);
+            self.error = Some(all.join("; "));
+            self.ok = false;
+        }
+        self.turn_failures = found;
         self
     }
 
@@ -335,6 +364,34 @@ impl Summary {
         }
         if let Some(team) = &self.model_spending {
             push_line(&mut s, format!("  {:<w$}  model: {team}", "whole team"));
+        }
+        let drifts = &self.turn_failures.replay_drifts;
+        // A drifted teammate's failed turns are its drift's doing: shown once.
+        for f in self
+            .turn_failures
+            .failed_turns
+            .iter()
+            .filter(|f| !drifts.iter().any(|d| d.teammate == f.teammate))
+        {
+            push_line(
+                &mut s,
+                format!(
+                    "  {:<w$}  {} failed turn(s), the first: {}",
+                    f.teammate,
+                    f.count,
+                    reason_line(&f.first_reason)
+                ),
+            );
+        }
+        for d in drifts {
+            push_line(
+                &mut s,
+                format!(
+                    "  {:<w$}  replay drift: {}",
+                    d.teammate,
+                    reason_line(&d.difference)
+                ),
+            );
         }
         let mc = &self.messages;
         let kinds: Vec<String> = mc.by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();

@@ -185,9 +185,10 @@ pub(crate) fn store_error_to_wit(e: Error) -> WitError {
         | Error::Spawn(_)
         | Error::Backend(_)
         | Error::LiveView(_) => WitError::Invalid(msg),
-        Error::TeamNotFound { .. } | Error::MemberNotFound { .. } | Error::TaskNotFound { .. } => {
-            WitError::NotFound(msg)
-        }
+        Error::TeamNotFound { .. }
+        | Error::TeamDeleted { .. }
+        | Error::MemberNotFound { .. }
+        | Error::TaskNotFound { .. } => WitError::NotFound(msg),
         Error::TeamExists { .. } | Error::TeamNotEmpty { .. } | Error::TeamRunning { .. } => {
             WitError::Conflict(msg)
         }

@@ -59,6 +59,7 @@ impl ModelGlue<'_> {
             Err(e) => {
                 self.model_event(ModelCallEvent::Failed {
                     error: e.to_string(),
+                    not_recorded: matches!(e, crate::model::ModelError::NotRecorded(_)),
                     spend,
                 });
                 Ok(Err(error_to_wit(e)))

@@ -32,9 +32,15 @@ fn append_with(path: &Path, entries: &[InboxMessage], sync: bool) -> Result<()> 
     }
     let open = || OpenOptions::new().create(true).append(true).open(path);
     let mut f = match open() {
+        // Only the history directory itself: inside a team directory that
+        // is gone (deleted), this fails instead of bringing it back.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let parent = path.parent().unwrap_or(Path::new("."));
-            std::fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
+            match std::fs::create_dir(parent) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(Error::io("create", parent, e)),
+            }
             open()
         }
         other => other,

@@ -78,8 +78,10 @@ pub fn flock_file_for(target: &Path) -> PathBuf {
 /// `what` says what the holder does ("a config update"), for the error a
 /// waiter that times out reports.
 ///
-/// The parent directory of `target` is created when missing. `f` runs at most
-/// once; its result is returned after the lock is released.
+/// The parent directory of `target` must exist: a lock never makes a
+/// directory, so a write that comes after its team was deleted fails here
+/// (`NotFound`) instead of bringing the team's directory back. `f` runs at
+/// most once; its result is returned after the lock is released.
 pub fn with_lock<T>(
     target: &Path,
     opts: &LockOptions,
@@ -162,24 +164,13 @@ fn try_flock(file: &File) -> std::io::Result<bool> {
 }
 
 fn open_flock_file(path: &Path) -> Result<File> {
-    let open = || {
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-    };
-    match open() {
-        Ok(f) => Ok(f),
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
-            }
-            open().map_err(|e| Error::io("open", path, e))
-        }
-        Err(e) => Err(Error::io("open", path, e)),
-    }
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| Error::io("open", path, e))
 }
 
 /// Third stage: with the flock held, take the reference's mkdir lock.

@@ -12,7 +12,8 @@
 //! | file | owns |
 //! |---|---|
 //! | `paths.rs` | [`TeamPaths`]: the layout of a team's files |
-//! | `lock.rs` | the cross-process lock (flock + the reference's mkdir lock) |
+//! | `lock.rs` | the cross-process lock (flock + the reference's mkdir lock); it never makes a directory |
+//! | `deleted.rs` | a write never brings a deleted team back: one level of `mkdir` at most, [`Error::TeamDeleted`] when the team's directory is gone |
 //! | `history.rs` | `history/{agent}.jsonl`: appending, reading from an offset |
 //! | `tasks.rs` | one locked pass over `tasks/{team}/` ([`TaskTxn`]) |
 //! | `task_cache.rs` | the task files as last read, kept current by inotify: a listing reads only what changed |
@@ -24,6 +25,7 @@
 
 mod combine;
 mod config_cache;
+mod deleted;
 mod history;
 mod inotify;
 pub mod lock;
@@ -184,6 +186,9 @@ impl TeamStore for FileStore {
     fn create_team(&self, team: &str, config: &TeamConfig) -> Result<()> {
         let paths = self.paths(team)?;
         let path = paths.config();
+        // The one write that makes the team's directory.
+        std::fs::create_dir_all(paths.team_dir())
+            .map_err(|e| Error::io("create", paths.team_dir(), e))?;
         with_lock(&path, &self.lock, "creating the team", || {
             if path.exists() {
                 return Err(Error::TeamExists {
@@ -200,7 +205,8 @@ impl TeamStore for FileStore {
     }
 
     fn update_config(&self, team: &str, change: ConfigChange<'_>) -> Result<()> {
-        let path = self.paths(team)?.config();
+        let paths = self.paths(team)?;
+        let path = paths.config();
         // With the changes other threads make at the same time: one load,
         // one synced write for all of them (`combine.rs`).
         self.configs
@@ -219,6 +225,15 @@ impl TeamStore for FileStore {
                     }
                     Ok(())
                 })
+                // No directory, no lock: the team is gone (or never was),
+                // and stays so.
+                .map_err(|e| match paths.team_dir().exists() {
+                    true => e,
+                    false => Error::TeamNotFound {
+                        team: team.to_string(),
+                        path: path.clone(),
+                    },
+                })
             })
     }
 
@@ -232,7 +247,9 @@ impl TeamStore for FileStore {
     }
 
     fn append_inbox(&self, team: &str, agent: &str, entries: &[InboxMessage]) -> Result<()> {
-        let path = self.paths(team)?.inbox(agent)?;
+        let paths = self.paths(team)?;
+        let path = paths.inbox(agent)?;
+        deleted::subdir(&paths, &paths.inboxes_dir())?;
         let mut append = |inbox: &mut Vec<InboxMessage>| {
             inbox.extend_from_slice(entries);
             Ok(())
@@ -249,6 +266,7 @@ impl TeamStore for FileStore {
                     }
                     Ok(())
                 })
+                .map_err(|e| deleted::or_deleted(&paths, e))
             })
     }
 
@@ -264,6 +282,11 @@ impl TeamStore for FileStore {
     ) -> Result<Vec<InboxMessage>> {
         let paths = self.paths(team)?;
         let (path, history) = (paths.inbox(agent)?, paths.history(agent)?);
+        // No inbox directory, nothing to take (and none is made: the team
+        // may have been deleted).
+        if !paths.inboxes_dir().is_dir() {
+            return Ok(Vec::new());
+        }
         with_lock(&path, &self.lock, "taking from an inbox", || {
             if !path.exists() {
                 return Ok(Vec::new());
@@ -304,14 +327,17 @@ impl TeamStore for FileStore {
             write_json_locked(&path, &keep)?;
             Ok(taken)
         })
+        .map_err(|e| deleted::or_deleted(&paths, e))
     }
 
     fn record_in_history(&self, team: &str, agent: &str, entry: &InboxMessage) -> Result<()> {
-        let history = self.paths(team)?.history(agent)?;
+        let paths = self.paths(team)?;
+        let history = paths.history(agent)?;
         // No lock and no sync: one O_APPEND write never interleaves with a
         // take's, and the record was never in an inbox, so a machine crash
         // can lose no message with it (docs/ARCHITECTURE.md, durability).
         history::append_relaxed(&history, &consumed_now(std::slice::from_ref(entry)))
+            .map_err(|e| deleted::or_deleted(&paths, e))
     }
 
     fn history_since(
@@ -353,17 +379,12 @@ impl TeamStore for FileStore {
     }
 
     fn write_usage(&self, team: &str, agent: &str, usage: &ModelUsage) -> Result<()> {
-        let path = self.paths(team)?.usage(agent)?;
+        let paths = self.paths(team)?;
+        let path = paths.usage(agent)?;
         // Only inside a team that still exists: a write racing the team's
         // deletion must not bring its directory back.
-        if let Some(dir) = path.parent() {
-            match std::fs::create_dir(dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(Error::io("create", dir, e)),
-            }
-        }
-        crate::durable::write_json_relaxed(&path, usage)
+        deleted::subdir(&paths, &paths.usage_dir())?;
+        crate::durable::write_json_relaxed(&path, usage).map_err(|e| deleted::or_deleted(&paths, e))
     }
 
     fn read_usage(&self, team: &str) -> Result<BTreeMap<String, ModelUsage>> {
@@ -383,10 +404,9 @@ impl TeamStore for FileStore {
 
     fn write_plan(&self, team: &str, agent: &str, plan: &str) -> Result<String> {
         let stem = super::names::agent_file_stem(agent)?;
-        let file = self
-            .paths(team)?
-            .plans_dir()
-            .join(format!("{stem}-{}.md", now_ms()));
+        let paths = self.paths(team)?;
+        deleted::subdir(&paths, &paths.plans_dir())?;
+        let file = paths.plans_dir().join(format!("{stem}-{}.md", now_ms()));
         crate::durable::write_atomic(&file, plan.as_bytes())?;
         Ok(file.display().to_string())
     }

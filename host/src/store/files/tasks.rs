@@ -33,6 +33,10 @@ pub(super) fn update(
 ) -> Result<()> {
     let target = paths.tasks_lock_target();
     if !target.exists() {
+        // Not for a team that is gone: its task list is not made again.
+        if !paths.team_dir().is_dir() {
+            return Err(super::deleted::deleted(paths));
+        }
         // The reference keeps `.lock` as an empty regular file.
         std::fs::create_dir_all(paths.tasks_dir())
             .map_err(|e| Error::io("create", paths.tasks_dir(), e))?;
@@ -48,6 +52,10 @@ pub(super) fn update(
             lock,
             caches,
         })
+    })
+    .map_err(|e| match paths.tasks_dir().exists() {
+        true => e,
+        false => super::deleted::deleted(paths),
     })
 }
 

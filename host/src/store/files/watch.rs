@@ -86,7 +86,10 @@ impl Dirs {
         let team = self.team_name.clone();
         match seen {
             Seen::Inbox(agent) => StoreEvent::InboxAppended { team, agent },
-            Seen::Task => StoreEvent::TasksChanged { team },
+            Seen::Task => StoreEvent::TasksChanged {
+                team,
+                written: None,
+            },
             Seen::Config => StoreEvent::ConfigChanged { team },
         }
     }

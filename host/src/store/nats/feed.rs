@@ -155,7 +155,10 @@ fn event(base: &str, team: &str, subject: &str) -> Option<StoreEvent> {
     let team = team.to_string();
     match rest.split('.').collect::<Vec<_>>().as_slice() {
         ["kv", "config"] => Some(StoreEvent::ConfigChanged { team }),
-        ["kv", "txn"] => Some(StoreEvent::TasksChanged { team }),
+        ["kv", "txn"] => Some(StoreEvent::TasksChanged {
+            team,
+            written: None,
+        }),
         ["mail", "in" | "out", tok] => Some(StoreEvent::InboxAppended {
             team,
             agent: untoken(tok)?,
@@ -168,7 +171,10 @@ fn event(base: &str, team: &str, subject: &str) -> Option<StoreEvent> {
 fn everything_changed(store: &NatsStore, team: &str, observer: &dyn StoreObserver) {
     let t = team.to_string();
     observer.changed(&StoreEvent::ConfigChanged { team: t.clone() });
-    observer.changed(&StoreEvent::TasksChanged { team: t.clone() });
+    observer.changed(&StoreEvent::TasksChanged {
+        team: t.clone(),
+        written: None,
+    });
     match store.read_config(team) {
         Ok(Some(config)) => {
             for m in config.members {
@@ -200,7 +206,10 @@ mod tests {
         );
         assert_eq!(
             ev("p.t.ev.kv.txn"),
-            Some(StoreEvent::TasksChanged { team: "t".into() })
+            Some(StoreEvent::TasksChanged {
+                team: "t".into(),
+                written: None
+            })
         );
         assert_eq!(
             ev("p.t.ev.mail.in.a=2Eb"),

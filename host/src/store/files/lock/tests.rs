@@ -37,6 +37,7 @@ fn until_waiting(path: &Path, n: usize) {
 #[test]
 fn lock_dir_exists_only_while_held() {
     let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("sub")).unwrap();
     let target = tmp.path().join("sub/inbox.json");
     let dir = lock_dir_for(&target);
     with_lock(&target, &quick(), "a test", || {
@@ -47,6 +48,15 @@ fn lock_dir_exists_only_while_held() {
     assert!(!dir.exists());
     assert!(flock_file_for(&target).is_file());
     assert!(!gate::has_gate(&target), "an unused gate is forgotten");
+}
+
+#[test]
+fn a_lock_never_makes_the_directory_it_is_in() {
+    let tmp = tempfile::tempdir().unwrap();
+    let target = tmp.path().join("gone/inbox.json");
+    let err = with_lock(&target, &quick(), "a late write", || Ok(())).unwrap_err();
+    assert!(err.to_string().contains("gone"), "{err}");
+    assert!(!tmp.path().join("gone").exists());
 }
 
 #[test]
