@@ -191,7 +191,14 @@ pub(super) fn run(
                 ..Default::default()
             })?;
             let flag = match lead_key {
-                true => Some(make_lead_key(store, &team, &m.name)?),
+                true => match make_lead_key(store, &team, &m.name) {
+                    Ok(flag) => Some(flag),
+                    // No member left behind without the key it was added for.
+                    Err(e) => {
+                        store.team(&team)?.remove_member(&m.name)?;
+                        return Err(e.context(format!("{} was not added", m.name)));
+                    }
+                },
                 false => None,
             };
             let mut shown = serde_json::to_value(&m)?;
