@@ -120,11 +120,15 @@ struct Project {
 
 impl Project {
     fn new(url: &str, team: &str, prompt: &str, tasks: usize) -> Project {
+        Project::with_mode(url, team, prompt, tasks, "acceptEdits")
+    }
+
+    fn with_mode(url: &str, team: &str, prompt: &str, tasks: usize, mode: &str) -> Project {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().to_path_buf();
         std::fs::create_dir_all(root.join("work/p")).unwrap();
         let mut toml = format!(
-            "[team]\nname = {team:?}\nstore = {url:?}\n[[teammate]]\nname = \"p\"\ncomponent = {:?}\nprompt = {prompt:?}\ncwd = \"work/p\"\nmode = \"acceptEdits\"\n",
+            "[team]\nname = {team:?}\nstore = {url:?}\n[[teammate]]\nname = \"p\"\ncomponent = {:?}\nprompt = {prompt:?}\ncwd = \"work/p\"\nmode = {mode:?}\n",
             teamhost_tests::PROBE
         );
         for i in 1..=tasks {
@@ -165,12 +169,39 @@ impl Project {
     }
 }
 
+/// Sends `sig` to the test's nats-server; for SIGSTOP, returns once every
+/// thread of it is stopped. kill(2) returns before that: on a busy machine
+/// a thread of the server that is running goes on for a while (tens of
+/// milliseconds were seen) and may still answer, which would test another
+/// case than a frozen server (a server that answers the run's check and
+/// freezes after: `a_graceful_stop_whose_server_freezes_after_its_check_…`).
 fn freeze(server: &NatsServer, sig: libc::c_int) {
     let pid = server.pid().expect("the server runs");
     // SAFETY: kill(2) on the test's own nats-server.
     unsafe {
         libc::kill(pid as libc::pid_t, sig);
     }
+    if sig == libc::SIGSTOP {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !all_threads_stopped(pid) {
+            assert!(Instant::now() < deadline, "nats-server {pid} never stopped");
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Whether every thread of process `pid` is in state `T` (stopped).
+fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().all(|t| {
+        std::fs::read_to_string(t.path().join("stat"))
+            // The state follows the command's closing parenthesis.
+            .ok()
+            .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.starts_with('T')))
+            .unwrap_or(false)
+    })
 }
 
 /// The exit line of a stop that did not wait for its store: the run's
@@ -271,4 +302,52 @@ fn a_standby_whose_nats_server_is_frozen_ends_at_its_timeout() {
         "ended {:?} after its start, --timeout {timeout:?}",
         started.elapsed()
     );
+}
+
+#[test]
+fn a_graceful_stop_whose_nats_server_freezes_after_its_check_ends_within_seconds() {
+    let Some(server) = NatsServer::start_or_skip("stop_without_store") else {
+        return;
+    };
+    // p's task holds a Bash call open (until a `release` file it is never
+    // given): the graceful stop would wait the shutdown timeout (30 s) for
+    // it, and the store is frozen once that wait began.
+    let p = Project::with_mode(
+        &server.url("thaw"),
+        "thaw",
+        "complete-tasks bash-on-task",
+        1,
+        "bypassPermissions",
+    );
+    let mut run = p.run(&[
+        "--lines",
+        "--teammate-mode",
+        "in-process",
+        "--timeout",
+        "400",
+    ]);
+    let holding = p.root.join("work/p/holding-1");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !holding.exists() {
+        assert!(Instant::now() < deadline, "p never ran its Bash call");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    run.signal(libc::SIGINT);
+    // Printed once the run's own check found the store answering.
+    run.wait_for_line("stopping 1 teammate(s)");
+    freeze(&server, libc::SIGSTOP);
+    let stopping = Instant::now();
+    let (status, text) = run.exit_within(BOUND);
+    let took = stopping.elapsed();
+    freeze(&server, libc::SIGCONT);
+    let status =
+        status.unwrap_or_else(|| panic!("still running {BOUND:?} after the freeze:\n{text}"));
+    assert_eq!(status.code(), Some(128 + libc::SIGINT), "{text}");
+    assert!(
+        text.contains("the store stopped answering"),
+        "it says why: {text}"
+    );
+    assert!(text.contains("--resume"), "it says how to go on: {text}");
+    assert!(took < BOUND, "{took:?}");
+    eprintln!("stopped {took:?} after the freeze");
 }

@@ -21,7 +21,9 @@
 //! watchdog (`watchdog.rs`) ends the process on its own threads whatever
 //! the run is stuck on: [`FIRST_WORD`](super::watchdog::FIRST_WORD) after the first signal,
 //! the deadline or `q`, unless the store answered and the graceful shutdown
-//! may take its timeout.
+//! may take its timeout; even then only while the store goes on answering
+//! (asked every second, given 3 s: a store that freezes or dies once the
+//! check passed ends the stop's wait too).
 //!
 //! A second Ctrl-C or SIGTERM while the team shuts down forces the stop
 //! ([`force`]): every teammate of this host is stopped where it is (an
@@ -198,7 +200,7 @@ pub(super) async fn check_store(
     shutdown: Duration,
 ) -> Result<(), String> {
     store_answers(team).await?;
-    signals.watchdog().allow(shutdown + AFTER_SHUTDOWN);
+    signals.watchdog().allow(shutdown + AFTER_SHUTDOWN, team);
     Ok(())
 }
 

@@ -12,7 +12,8 @@
 //! | event | what the watchdog does |
 //! |---|---|
 //! | the first SIGINT or SIGTERM, the deadline ([`Watchdog::set_deadline`]) passing, [`Watchdog::asked`] (`q` in the live view) | the stop clock starts: the run has [`FIRST_WORD`] to end, or to find its store answering and say so ([`Watchdog::allow`]) |
-//! | [`Watchdog::allow`]`(d)` | the bound becomes `d` from now (a graceful shutdown, the store answering: up to the shutdown timeout) |
+//! | [`Watchdog::allow`]`(d, team)` | the bound becomes `d` from now (a graceful shutdown, the store answering: up to the shutdown timeout), and the store is asked again every [`STORE_PROBE_EVERY`] while the stop goes on |
+//! | a question to the store not answered within [`STORE_PROBE_WAIT`] while a graceful stop goes on (the store froze or died after the run found it answering) | the bound is now: the stop does not wait on a store that stopped answering |
 //! | a signal once the stop clock runs (a second Ctrl-C, or one after `--timeout`) | the run's own forced stop gets [`FORCE_GRACE`] |
 //! | the bound passes | every teammate of the host is stopped where it is ([`Host::abort_all`]), one line on stderr says what happened and how to go on, and the process exits (128 + the signal's number; 1 after `--timeout` or `q`) without waiting for anything |
 //!
@@ -26,6 +27,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::embed::Host;
+use crate::store::Team;
 
 /// How long the run has, once a stop is asked for, to end or to show that
 /// its store answers ([`Watchdog::allow`]). Its own check of the store
@@ -35,6 +37,13 @@ pub(super) const FIRST_WORD: Duration = Duration::from_secs(8);
 /// How long the run's own forced stop (a second signal) gets before the
 /// watchdog ends the process.
 pub(super) const FORCE_GRACE: Duration = Duration::from_secs(3);
+
+/// How often a graceful stop's store is asked whether it still answers.
+pub(super) const STORE_PROBE_EVERY: Duration = Duration::from_secs(1);
+
+/// How long one such question may go unanswered before the store counts as
+/// gone (the run's own check waits as long: `STORE_CHECK`).
+pub(super) const STORE_PROBE_WAIT: Duration = Duration::from_secs(3);
 
 /// Why the run is stopping, as the watchdog knows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +81,9 @@ struct State {
     stop: Option<(How, Instant, Instant)>,
     /// A second signal came: [`Watchdog::allow`] extends nothing more.
     forced: bool,
+    /// The store stopped answering during a graceful stop: why, for the
+    /// exit line.
+    store_gone: Option<String>,
     /// The run is over: the watchdog ends.
     done: bool,
 }
@@ -95,6 +107,28 @@ impl Shared {
             *at = Instant::now() + d;
         }
         self.changed.notify_all();
+    }
+
+    /// The store did not answer (`why`) while a stop goes on: the bound is
+    /// now.
+    fn store_gone(&self, why: String) {
+        let mut st = self.lock();
+        let now = Instant::now();
+        if let Some((_, _, at)) = &mut st.stop {
+            *at = (*at).min(now);
+            st.store_gone.get_or_insert(why);
+        }
+        self.changed.notify_all();
+    }
+
+    /// Waits up to `d` or until the run is over; whether it is over.
+    fn wait_done(&self, d: Duration) -> bool {
+        let st = self.lock();
+        let (st, _) = self
+            .changed
+            .wait_timeout_while(st, d, |st| !st.done)
+            .unwrap_or_else(|e| e.into_inner());
+        st.done
     }
 
     fn on_signal(&self, sig: libc::c_int) {
@@ -169,8 +203,18 @@ impl Watchdog {
 
     /// The run stops when `at` passes (`--timeout`); `None`: no deadline
     /// (the work phase is over).
+    ///
+    /// A deadline that passed before this call starts the stop clock (if
+    /// it does not run already), whether or not the watchdog's thread woke
+    /// for it: the run's own timer may end the work phase first.
     pub(super) fn set_deadline(&self, at: Option<Instant>) {
-        self.shared.lock().deadline = at;
+        let mut st = self.shared.lock();
+        let now = Instant::now();
+        if st.stop.is_none() && st.deadline.is_some_and(|d| now >= d) {
+            st.stop = Some((How::Timeout, now, now + FIRST_WORD));
+        }
+        st.deadline = at;
+        drop(st);
         self.shared.changed.notify_all();
     }
 
@@ -187,10 +231,23 @@ impl Watchdog {
         self.shared.changed.notify_all();
     }
 
-    /// The stop under way may take `d` from now (the store answers and the
-    /// team is being shut down gracefully). Nothing after a forced stop.
-    pub(super) fn allow(&self, d: Duration) {
+    /// The stop under way may take `d` from now (`team`'s store answers
+    /// and the team is being shut down gracefully), as long as the store
+    /// goes on answering: it is asked every [`STORE_PROBE_EVERY`] on a
+    /// thread of its own, and one question unanswered for
+    /// [`STORE_PROBE_WAIT`] ends the process. Nothing after a forced stop;
+    /// nothing when no stop is under way (the run ended by itself).
+    pub(super) fn allow(&self, d: Duration, team: &Team) {
+        if self.shared.lock().stop.is_none() {
+            return;
+        }
         self.shared.allow(d);
+        let shared = self.shared.clone();
+        let team = team.clone();
+        // A thread that cannot be started leaves the bound `d`, as before.
+        let _ = std::thread::Builder::new()
+            .name("teamhost-stop-store".into())
+            .spawn(move || watch_store(&shared, &team));
     }
 }
 
@@ -218,8 +275,9 @@ fn watch(shared: &Shared, host: Host, left: &str) {
         }
         let wake = match st.stop {
             Some((how, since, at)) if now >= at => {
+                let store_gone = st.store_gone.take();
                 drop(st);
-                fire(host, how, since.elapsed(), left);
+                fire(host, how, since.elapsed(), left, store_gone.as_deref());
             }
             Some((_, _, at)) => Some(at),
             None => st.deadline,
@@ -237,8 +295,36 @@ fn watch(shared: &Shared, host: Host, left: &str) {
     }
 }
 
+/// Asks `team`'s store, again and again until the run is over, whether it
+/// answers; the first question unanswered within [`STORE_PROBE_WAIT`] ends
+/// the stop's wait ([`Shared::store_gone`]). Each question runs on a thread
+/// of its own, abandoned if it does not return (at most one is).
+fn watch_store(shared: &Arc<Shared>, team: &Team) {
+    while !shared.wait_done(STORE_PROBE_EVERY) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let asked = team.clone();
+        if std::thread::Builder::new()
+            .name("teamhost-stop-store-ask".into())
+            .spawn(move || {
+                let _ = tx.send(asked.try_exists().map(|_| ()));
+            })
+            .is_err()
+        {
+            return;
+        }
+        // An answer, even an error, is a store that answers.
+        if rx.recv_timeout(STORE_PROBE_WAIT).is_err() {
+            shared.store_gone(format!(
+                "the store stopped answering (no answer within {}s)",
+                STORE_PROBE_WAIT.as_secs()
+            ));
+            return;
+        }
+    }
+}
+
 /// Stops the host's teammates where they are, says so, and exits.
-fn fire(host: Host, how: How, waited: Duration, left: &str) -> ! {
+fn fire(host: Host, how: How, waited: Duration, left: &str, store_gone: Option<&str>) -> ! {
     // Stopping the teammates touches only this machine (the kill flags,
     // SIGTERM to its teammate processes); it still gets a bound.
     let (tx, rx) = std::sync::mpsc::channel();
@@ -252,8 +338,11 @@ fn fire(host: Host, how: How, waited: Duration, left: &str) -> ! {
         Some(n) => format!("{n} teammate(s) of this host stopped where they were"),
         None => "its teammates could not all be stopped (see `teamhost ps`)".into(),
     };
+    let stuck = store_gone.unwrap_or(
+        "a step of it does not return (most often a call to a store that does not answer)",
+    );
     eprintln!(
-        "teamhost run: the stop ({}) did not finish within {:.0}s: a step of it does not return (most often a call to a store that does not answer); exiting without waiting for it; {teammates}; {left}",
+        "teamhost run: the stop ({}) did not finish within {:.0}s: {stuck}; exiting without waiting for it; {teammates}; {left}",
         how.describe(),
         waited.as_secs_f64()
     );
@@ -286,5 +375,28 @@ mod tests {
         shared.allow(Duration::from_secs(100));
         let (_, _, after) = shared.lock().stop.unwrap();
         assert_eq!(after, forced_at, "a forced stop is not extended");
+    }
+
+    #[test]
+    fn a_store_gone_during_a_stop_ends_its_wait_now_and_says_why() {
+        let shared = Shared {
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+        };
+        // No stop under way: nothing to end.
+        shared.store_gone("no answer".into());
+        assert!(shared.lock().stop.is_none());
+        shared.on_signal(libc::SIGINT);
+        shared.allow(Duration::from_secs(60));
+        shared.store_gone("no answer within 3s".into());
+        let st = shared.lock();
+        let (_, _, at) = st.stop.unwrap();
+        assert!(at <= Instant::now(), "the bound is now");
+        assert_eq!(st.store_gone.as_deref(), Some("no answer within 3s"));
+        drop(st);
+        // The prober ends with the run.
+        assert!(!shared.wait_done(Duration::from_millis(1)));
+        shared.lock().done = true;
+        assert!(shared.wait_done(Duration::from_secs(60)));
     }
 }
