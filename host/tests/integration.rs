@@ -44,5 +44,6 @@ mod stop_without_store;
 mod store_mailbox;
 mod store_tasks;
 mod store_team;
+mod team_lead_key;
 mod teammate_layout;
 mod tools;

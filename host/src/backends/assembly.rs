@@ -118,6 +118,28 @@ pub(crate) struct Ready {
     budget: Arc<crate::runtime::TreeBudget>,
 }
 
+/// In a team whose config names a team lead key, has this host's
+/// [`LeadGuard`](crate::store::LeadGuard) screen the inbox of its teammate
+/// `name` from now on, the `msg_id`s of what it consumed in earlier lives
+/// spent (its history: a lead entry written again is a replay). Nothing
+/// for the lead itself, in a team without a key, or a store without a
+/// guard (the embedder turned `sign_lead_entries` off).
+fn screen_inbox(team: &Team, config: &crate::store::TeamConfig, name: &str) -> Result<()> {
+    let (Some(guard), Some(key)) = (team.store().lead_guard(), config.team_lead_key()) else {
+        return Ok(());
+    };
+    if name == config.lead_name() {
+        return Ok(());
+    }
+    if let Err(why) = &key {
+        tracing::warn!(team = %team.name(), teammate = %name, %why,
+            "the team's lead key in its config cannot be read: no lead entry from another process will count for this teammate");
+    }
+    let spent = team.consumed_msg_ids(name)?;
+    guard.screen_member(team.name(), name, config.lead_name(), key, spent);
+    Ok(())
+}
+
 /// Builds the sandboxed instance of the registered `member`, in named
 /// steps: what the host keeps for it ([`Kept::open`]), its context
 /// ([`assemble`]), its sub-agents ([`seat_config`]), its instance and its
@@ -130,7 +152,9 @@ pub(crate) async fn instantiate(
     prepared: Prepared,
     place: Placement,
 ) -> Result<Ready> {
-    let lead = team.config()?.lead_name().to_string();
+    let config = team.config()?;
+    let lead = config.lead_name().to_string();
+    screen_inbox(team, &config, &member.name)?;
     if place.resumed.is_none() {
         crate::home::kept::clear_life(&env.home, team.name(), &member.name)?;
     }

@@ -267,7 +267,10 @@ pub(super) fn run(
                 &team_name, &name, &lead, key, started_ms,
             )))
         }
-        None => store,
+        // No launch key: the inbox is screened with the team's key when
+        // its config names one (`backends::assembly`), as an in-process
+        // teammate's is.
+        None => store.with_lead_guard(std::sync::Arc::new(crate::store::LeadGuard::signing())),
     };
     let cache_dir = if claude_home {
         Some(Home::resolve(None)?.component_cache())

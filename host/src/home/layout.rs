@@ -117,6 +117,12 @@ impl Home {
         Ok(self.lead_keys_dir(team).join(format!("{stem}.json")))
     }
 
+    /// `{home}/lead-keys/{team}/.team.json`: the team's own lead key (a
+    /// member's file stem never starts with `.`).
+    pub fn team_lead_key(&self, team: &str) -> PathBuf {
+        self.lead_keys_dir(team).join(".team.json")
+    }
+
     /// `{home}/decisions/{team}`: who decided the team's permission
     /// requests and plans (`home::decisions`); kept after the team is
     /// deleted, as a record.

@@ -8,7 +8,8 @@
 //! {"keyTimeMs":1795901406000,"seed":"<32 bytes, base64url>"}
 //! ```
 //!
-//! One file per teammate, `{home}/lead-keys/{team}/{stem}.json`, mode 0600
+//! One file per teammate, `{home}/lead-keys/{team}/{stem}.json`, and one
+//! for the team's own key (`.team.json`, [`TEAM_KEY_SLOT`]), mode 0600
 //! in directories of mode 0700, written whole (a new file renamed over the
 //! old). Who can read it: every process of this user (a Claude Code
 //! teammate in the same team included: a Claude Code lead keeps its keys
@@ -29,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use super::Home;
 use crate::error::{Error, Result};
 use crate::protocol::lead_sig::LeadSigningKey;
-use crate::store::lead_guard::LeadKeyring;
+use crate::store::lead_guard::{LeadKeyring, TEAM_KEY_SLOT};
 
 /// One kept key.
 #[derive(Serialize, Deserialize)]
@@ -49,6 +50,14 @@ impl HomeKeyring {
     /// The keyring in `home`.
     pub fn new(home: Home) -> Self {
         HomeKeyring { home }
+    }
+
+    /// The file of `agent`'s key in `team`, or of the team's own.
+    fn path(&self, team: &str, agent: &str) -> Result<std::path::PathBuf> {
+        if agent == TEAM_KEY_SLOT {
+            return Ok(self.home.team_lead_key(team));
+        }
+        self.home.lead_key(team, agent)
     }
 
     fn read(&self, path: &Path) -> Result<Option<LeadSigningKey>> {
@@ -79,7 +88,7 @@ impl HomeKeyring {
 
 impl LeadKeyring for HomeKeyring {
     fn load(&self, team: &str, agent: &str) -> Option<LeadSigningKey> {
-        let path = self.home.lead_key(team, agent).ok()?;
+        let path = self.path(team, agent).ok()?;
         match self.read(&path) {
             Ok(key) => key,
             Err(e) => {
@@ -91,7 +100,7 @@ impl LeadKeyring for HomeKeyring {
     }
 
     fn save(&self, team: &str, agent: &str, key: &LeadSigningKey) -> Result<()> {
-        let path = self.home.lead_key(team, agent)?;
+        let path = self.path(team, agent)?;
         let dir = self.home.lead_keys_dir(team);
         make_private_dir(&dir)?;
         let kept = KeptKey {
@@ -103,7 +112,7 @@ impl LeadKeyring for HomeKeyring {
     }
 
     fn remove(&self, team: &str, agent: &str) {
-        let Ok(path) = self.home.lead_key(team, agent) else {
+        let Ok(path) = self.path(team, agent) else {
             return;
         };
         match std::fs::remove_file(&path) {
@@ -191,6 +200,17 @@ mod tests {
         ring.remove("t", "Alice@x");
         assert!(ring.load("t", "Alice@x").is_none());
         ring.save("t", "bob", &key).unwrap();
+        // The team's own key: a file no member's name reaches.
+        ring.save("t", TEAM_KEY_SLOT, &newer).unwrap();
+        assert_eq!(
+            home.team_lead_key("t"),
+            home.lead_keys_dir("t").join(".team.json")
+        );
+        assert!(home.lead_key("t", ".team").is_err());
+        assert_eq!(
+            ring.load("t", TEAM_KEY_SLOT).unwrap().verify_key(),
+            newer.verify_key()
+        );
         forget_team(&home, "t").unwrap();
         assert!(!home.lead_keys_dir("t").exists());
     }

@@ -12,6 +12,15 @@
 //! | `lead_sig` | the 64-byte signature, base64url without padding (86 characters), the entry's last key |
 //! | signed senders | `team-lead`, `user`, `system` ([`LEAD_SENDERS`]) |
 //! | window | `T0` = the teammate's start; entries stamped before `T0 - 120 s` (when `T0 <= keyTime + 120 s`) or before `T0` (otherwise) are refused ([`earliest_accepted_ms`]) |
+//!
+//! teamhost adds one scheme of its own, for teammates that get no key on a
+//! command line (in-process teammates, on the lead's host or another): a
+//! **team key**, one per team, whose public half the team's `config.json`
+//! publishes. One key signs for every such teammate, so its signature also
+//! names the recipient: the array starts with [`TEAM_SIG_CONTEXT`] and ends
+//! with the team and the member, both lower-cased ([`Recipient`]), and an
+//! entry signed for one teammate does not verify in another's inbox. No
+//! Claude Code process verifies these; the reference's bytes are unchanged.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -20,6 +29,9 @@ use serde_json::Value;
 
 /// The first element of every signed array: names the scheme and its version.
 pub const SIG_CONTEXT: &str = "claude-team-lead-entry-v1";
+
+/// The first element of a team-key signed array ([`Recipient`]).
+pub const TEAM_SIG_CONTEXT: &str = "teamhost-team-lead-entry-v1";
 
 /// Senders whose entries a keyed lead signs, and a keyed teammate requires
 /// signed.
@@ -55,6 +67,36 @@ pub struct SignedFields<'a> {
     pub color: Option<&'a str>,
     /// `from_plugin`.
     pub from_plugin: Option<&'a str>,
+}
+
+/// Whom a team-key signature is for: the team and the member, as given
+/// (lower-cased when signed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recipient<'a> {
+    /// The team's name.
+    pub team: &'a str,
+    /// The member whose inbox the entry goes into.
+    pub agent: &'a str,
+}
+
+/// The bytes a team key signs for `f` written into `to`'s inbox:
+/// [`signed_bytes`]'s array with [`TEAM_SIG_CONTEXT`] first, the team and
+/// the member (lower-cased) last.
+pub fn team_signed_bytes(f: &SignedFields<'_>, to: Recipient<'_>) -> Vec<u8> {
+    let opt = |v: Option<&str>| v.map_or(Value::Null, |s| Value::String(s.into()));
+    let array = Value::Array(vec![
+        TEAM_SIG_CONTEXT.into(),
+        f.msg_id.into(),
+        f.from.into(),
+        f.timestamp.into(),
+        f.text.into(),
+        opt(f.summary),
+        opt(f.color),
+        opt(f.from_plugin),
+        to.team.to_lowercase().into(),
+        to.agent.to_lowercase().into(),
+    ]);
+    serde_json::to_vec(&array).expect("a JSON array of strings always serialises")
 }
 
 /// The bytes a lead signs for `f`: the compact JSON array of the scheme's
@@ -150,13 +192,23 @@ impl LeadVerifyKey {
 
     /// Whether `sig` (base64url) is this key's signature of `f`.
     pub fn verifies(&self, f: &SignedFields<'_>, sig: &str) -> bool {
-        let Ok(bytes) = URL_SAFE_NO_PAD.decode(sig) else {
+        self.verifies_bytes(&signed_bytes(f), sig)
+    }
+
+    /// Whether `sig` (base64url) is this team key's signature of `f` for
+    /// `to` ([`team_signed_bytes`]).
+    pub fn verifies_for(&self, f: &SignedFields<'_>, to: Recipient<'_>, sig: &str) -> bool {
+        self.verifies_bytes(&team_signed_bytes(f, to), sig)
+    }
+
+    fn verifies_bytes(&self, bytes: &[u8], sig: &str) -> bool {
+        let Ok(raw) = URL_SAFE_NO_PAD.decode(sig) else {
             return false;
         };
-        let Ok(sig) = Signature::from_slice(&bytes) else {
+        let Ok(sig) = Signature::from_slice(&raw) else {
             return false;
         };
-        self.key.verify(&signed_bytes(f), &sig).is_ok()
+        self.key.verify(bytes, &sig).is_ok()
     }
 }
 
@@ -213,6 +265,12 @@ impl LeadSigningKey {
     pub fn sign(&self, f: &SignedFields<'_>) -> String {
         URL_SAFE_NO_PAD.encode(self.key.sign(&signed_bytes(f)).to_bytes())
     }
+
+    /// `lead_sig` for `f` under a team key, for `to` only: the signature
+    /// of [`team_signed_bytes`].
+    pub fn sign_for(&self, f: &SignedFields<'_>, to: Recipient<'_>) -> String {
+        URL_SAFE_NO_PAD.encode(self.key.sign(&team_signed_bytes(f, to)).to_bytes())
+    }
 }
 
 /// The earliest `timestamp` (Unix ms) a teammate that started at
@@ -256,6 +314,48 @@ pub fn classify(
     let Some(key) = key else {
         return Verdict::Unverifiable;
     };
+    let check = SigCheck::Launch(key);
+    classify_with(check, lead_name, f, sig, spent, earliest_ms)
+}
+
+/// Which key checks a signature, and over which bytes.
+#[derive(Debug, Clone, Copy)]
+pub enum SigCheck<'a> {
+    /// The launch key a teammate was started with: the reference's bytes.
+    Launch(&'a LeadVerifyKey),
+    /// The team's key: [`team_signed_bytes`] for this recipient.
+    Team(&'a LeadVerifyKey, Recipient<'a>),
+    /// A signature the caller verified before over the very same bytes
+    /// (its own cache): every other rule still applies.
+    Known,
+}
+
+impl SigCheck<'_> {
+    fn verifies(&self, f: &SignedFields<'_>, sig: &str) -> bool {
+        match self {
+            SigCheck::Launch(k) => k.verifies(f, sig),
+            SigCheck::Team(k, to) => k.verifies_for(f, *to, sig),
+            SigCheck::Known => true,
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            SigCheck::Launch(_) => "the --lead-verify-key key",
+            SigCheck::Team(..) | SigCheck::Known => "the team's lead key for this teammate",
+        }
+    }
+}
+
+/// [`classify`] with the key and bytes `check` names.
+pub fn classify_with(
+    check: SigCheck<'_>,
+    lead_name: &str,
+    f: &SignedFields<'_>,
+    sig: Option<&str>,
+    spent: impl FnOnce(&str) -> bool,
+    earliest_ms: i64,
+) -> Verdict {
     if !claims_lead(f.from, lead_name) {
         return Verdict::Unverifiable;
     }
@@ -279,8 +379,11 @@ pub fn classify(
         }
         Some(_) => {}
     }
-    if !key.verifies(f, sig) {
-        return forged("its lead_sig does not verify with the --lead-verify-key key");
+    if !check.verifies(f, sig) {
+        return Verdict::Forged(format!(
+            "its lead_sig does not verify with {}",
+            check.name()
+        ));
     }
     Verdict::Verified
 }
@@ -500,5 +603,44 @@ mod tests {
         let b = serde_json::json!({"a": {"c": "x", "d": [ {"y": 2, "z": 1} ]}, "b": 1});
         assert_eq!(input_digest("Bash", &a), input_digest("Bash", &b));
         assert_ne!(input_digest("Bash", &a), input_digest("Edit", &a));
+    }
+
+    #[test]
+    fn a_team_key_signature_is_for_one_recipient_and_never_a_launch_key_s() {
+        let key = LeadSigningKey::from_seed(&seed(), 0);
+        let a = Recipient {
+            team: "Rehearsal",
+            agent: "Scribe",
+        };
+        let sig = key.sign_for(&entry(), a);
+        let vk = key.verify_key();
+        // Names compare without case; another teammate or team does not
+        // verify, nor do the reference's bytes.
+        let same = Recipient {
+            team: "rehearsal",
+            agent: "scribe",
+        };
+        assert!(vk.verifies_for(&entry(), same, &sig));
+        for other in [
+            Recipient {
+                team: "rehearsal",
+                agent: "critic",
+            },
+            Recipient {
+                team: "other",
+                agent: "scribe",
+            },
+        ] {
+            assert!(!vk.verifies_for(&entry(), other, &sig), "{other:?}");
+        }
+        assert!(!vk.verifies(&entry(), &sig), "not a launch-key signature");
+        assert!(!vk.verifies_for(&entry(), a, &key.sign(&entry())));
+        let spent = |_: &str| false;
+        let at = |check| classify_with(check, "team-lead", &entry(), Some(&sig), spent, 0);
+        assert_eq!(at(SigCheck::Team(vk, same)), Verdict::Verified);
+        let Verdict::Forged(why) = at(SigCheck::Launch(vk)) else {
+            panic!("a team signature under a launch key")
+        };
+        assert!(why.contains("--lead-verify-key"), "{why}");
     }
 }

@@ -453,7 +453,7 @@ impl Runner {
         self.team()
             .store()
             .lead_guard()
-            .is_some_and(|g| g.verifies_for(self.name()))
+            .is_some_and(|g| g.has_launch_key(self.team().name(), self.name()))
     }
 
     /// A forged plan answer (a lead entry that did not verify) settles the

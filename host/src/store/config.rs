@@ -23,6 +23,13 @@ pub const COLORS: [&str; 8] = [
 /// Name of the lead member in teams teamhost creates.
 pub const LEAD_NAME: &str = "team-lead";
 
+/// The top-level `config.json` key of the team's lead key, public half
+/// (`<ms>.<b64url SPKI>`, as `--lead-verify-key` spells it): what every
+/// teamhost host screens its in-process teammates' inboxes with
+/// ([`LeadGuard`](super::LeadGuard)). Written once, by the host that
+/// creates the team; kept in `extra` by every other write.
+pub const TEAM_LEAD_KEY_FIELD: &str = "teamhostLeadVerifyKey";
+
 /// The whole `config.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -62,6 +69,24 @@ impl TeamConfig {
     /// Names of every member, in config order.
     pub fn member_names(&self) -> Vec<String> {
         self.members.iter().map(|m| m.name.clone()).collect()
+    }
+
+    /// The team's lead key ([`TEAM_LEAD_KEY_FIELD`]): `None` when the team
+    /// has none (a team a Claude Code lead or an older teamhost made, or
+    /// one made without a lead guard); `Some(Err)` when the value is not a
+    /// key (its teammates then refuse every lead entry: a damaged key is
+    /// never read as no key).
+    pub fn team_lead_key(
+        &self,
+    ) -> Option<std::result::Result<crate::protocol::lead_sig::LeadVerifyKey, String>> {
+        let v = self.extra.get(TEAM_LEAD_KEY_FIELD)?;
+        Some(
+            v.as_str()
+                .ok_or_else(|| format!("{TEAM_LEAD_KEY_FIELD} is not a string"))
+                .and_then(|s| {
+                    crate::protocol::lead_sig::LeadVerifyKey::parse(s).map_err(|e| e.to_string())
+                }),
+        )
     }
 
     /// The lead's member name (from `leadAgentId`).
@@ -204,7 +229,35 @@ pub struct NewMember {
 impl Team {
     /// Creates the team's `config.json` with the lead as its only member.
     /// Fails with [`Error::TeamExists`] when it is already there.
+    ///
+    /// With a [`LeadGuard`](super::LeadGuard) that keeps keys (a host's, a
+    /// lead command's), the team gets a lead key: its public half goes in
+    /// the config ([`TEAM_LEAD_KEY_FIELD`]), its private half to the guard
+    /// (memory and the home's keyring), after the config is written (a team
+    /// that already exists keeps its key). A key that cannot be kept
+    /// deletes the team just made and fails.
     pub fn create(&self, new: NewTeam) -> Result<TeamConfig> {
+        let key = match self.store().lead_guard() {
+            Some(g) if g.makes_team_keys() => Some(g.new_team_key()?),
+            _ => None,
+        };
+        let config = self.create_with(new, key.as_ref().map(|k| k.verify_key()))?;
+        if let (Some(guard), Some(key)) = (self.store().lead_guard(), key) {
+            if let Err(e) = guard.keep_team_key(self.name(), key) {
+                if let Err(e2) = self.backend().delete_team(self.name()) {
+                    tracing::error!(team = %self.name(), error = %e2, "could not delete a team whose lead key could not be kept");
+                }
+                return Err(e);
+            }
+        }
+        Ok(config)
+    }
+
+    fn create_with(
+        &self,
+        new: NewTeam,
+        key: Option<&crate::protocol::lead_sig::LeadVerifyKey>,
+    ) -> Result<TeamConfig> {
         let cwd = new.cwd.unwrap_or_else(|| {
             std::env::current_dir()
                 .map(|d| d.display().to_string())
@@ -241,7 +294,9 @@ impl Team {
                 is_active: None,
                 extra: Map::new(),
             })],
-            extra: Map::new(),
+            extra: key
+                .map(|k| Map::from_iter([(TEAM_LEAD_KEY_FIELD.to_string(), k.flag_value().into())]))
+                .unwrap_or_default(),
         };
         self.backend().create_team(self.name(), &config)?;
         self.emit(StoreEvent::ConfigChanged {
@@ -390,6 +445,9 @@ impl Team {
             });
         }
         self.backend().delete_team(self.name())?;
+        if let Some(guard) = self.store().lead_guard() {
+            guard.forget_team(self.name());
+        }
         self.emit(StoreEvent::ConfigChanged {
             team: self.name().into(),
         });

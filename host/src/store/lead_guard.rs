@@ -10,11 +10,17 @@
 //! | teammate | every read of its own inbox ([`Team::read_inbox`](super::Team::read_inbox), `unread`, `take_where`) | an entry that claims the lead and does not verify is handed on **forged**: its `text` behind an [`UNVERIFIED_MARK`] line and `verified: false` (so no protocol message is parsed out of it), and one warning is logged |
 //! | teammate | an entry this process itself wrote under the lead's name (the host's auto-approval of a plan) | counts as the lead's: this process's own ledger, as the reference keeps one for in-process teammates; a copy with other fields or a second delivery is still forged |
 //! | teammate | an entry consumed | its `msg_id` is spent: the same entry written again later is a replay, forged |
+//! | team | [`Team::create`](super::Team::create) with a guard that keeps keys ([`LeadGuard::from_keyring`]) | a **team key**: its public half in `config.json` ([`TEAM_LEAD_KEY_FIELD`](super::TEAM_LEAD_KEY_FIELD)), its private half here and in the keyring |
+//! | lead | a lead write into an inbox with no launch key, in a team whose key it holds | signs with the team key, for that recipient only ([`lead_sig::team_signed_bytes`]) |
+//! | in-process teammate, any host | [`LeadGuard::screen_member`] when its instance is made (a spawn, a `run --join`, a resume, an adoption) in a team whose config has a team key | its inbox is screened as a keyed teammate's, with the team key, every lead entry its own host wrote counting through the ledger, and the `msg_id`s of its history spent |
 //!
 //! The entry on disk and in the history stays as the lead wrote it; only
 //! what this process's readers see changes. Private keys live in this
 //! guard's memory and, through the keyring, in one 0600 file each under the
-//! home; never in the store.
+//! home; never in the store. The team key's public half is as trustworthy
+//! as the store's `config.json`: whoever may rewrite that (the hosts, the
+//! store's credentials, this user's processes on the file store) may
+//! replace it; a peer that can only append to an inbox cannot.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -24,7 +30,7 @@ use sha2::{Digest, Sha256};
 
 use super::InboxMessage;
 use crate::protocol::lead_sig::{
-    self, LeadSigningKey, LeadVerifyKey, SignedFields, Verdict, SIG_FIELD,
+    self, LeadSigningKey, LeadVerifyKey, Recipient, SigCheck, SignedFields, Verdict, SIG_FIELD,
 };
 
 /// How a forged entry's text starts, before the reason and the original
@@ -50,6 +56,14 @@ pub trait LeadKeyring: Send + Sync + std::fmt::Debug {
     fn remove(&self, team: &str, agent: &str);
 }
 
+/// The name the keyring keeps a team's own key under: no member's (a
+/// member's file stem never starts with `.`).
+pub const TEAM_KEY_SLOT: &str = ".team";
+
+/// How many verified signatures a screened inbox remembers before it
+/// starts over.
+const VERIFIED_KEPT: usize = 4096;
+
 /// The signers' map key: the team and the lower-cased member name (names
 /// are unique without case in a team).
 type SignerKey = (String, String);
@@ -57,7 +71,10 @@ type SignerKey = (String, String);
 /// Signs and screens lead entries for one process (see the module docs).
 #[derive(Default)]
 pub struct LeadGuard {
-    verify: Option<Verifying>,
+    /// The inboxes this process screens: a `teamhost teammate`'s own (its
+    /// launch key), and each in-process teammate's in a team with a key.
+    verifying: Mutex<HashMap<SignerKey, Arc<Verifying>>>,
+    /// Launch keys by inbox, and team keys under [`TEAM_KEY_SLOT`].
     signers: Mutex<HashMap<SignerKey, Arc<LeadSigningKey>>>,
     keyring: Option<Arc<dyn LeadKeyring>>,
 }
@@ -65,10 +82,22 @@ pub struct LeadGuard {
 impl std::fmt::Debug for LeadGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LeadGuard")
-            .field("verifies_for", &self.verify.as_ref().map(|v| &v.agent))
+            .field("screens", &self.verifying.lock().map(|v| v.len()).ok())
             .field("signs_for", &self.signers.lock().map(|s| s.len()).ok())
             .finish()
     }
+}
+
+/// Which key a screened inbox's lead entries verify with.
+enum Check {
+    /// The teammate's own launch key (`--lead-verify-key`): the
+    /// reference's bytes.
+    Launch(LeadVerifyKey),
+    /// The team's key, for this inbox's member only.
+    Team(LeadVerifyKey),
+    /// The team's config names a key that cannot be read: no lead entry
+    /// from another process counts.
+    Damaged(String),
 }
 
 /// The teammate side: whose inbox, which key, since when.
@@ -76,9 +105,13 @@ struct Verifying {
     team: String,
     agent: String,
     lead_name: String,
-    key: LeadVerifyKey,
+    check: Check,
     earliest_ms: i64,
     spent: Mutex<HashSet<String>>,
+    /// Signatures verified already: the digest of the signed fields and
+    /// the signature (an entry is read again at every poll; its signature
+    /// is checked once).
+    verified: Mutex<HashSet<([u8; 32], String)>>,
     warned: Mutex<HashSet<String>>,
     /// Lead-named entries this process wrote into the inbox itself:
     /// `msg_id` → SHA-256 of their signed bytes (they count once, like any
@@ -118,25 +151,128 @@ impl LeadGuard {
         start_ms: i64,
     ) -> Self {
         let earliest_ms = lead_sig::earliest_accepted_ms(start_ms, key.key_time_ms);
-        LeadGuard {
-            verify: Some(Verifying {
-                team: team_key(team),
-                agent: agent.to_string(),
-                lead_name: lead_name.to_string(),
-                key,
-                earliest_ms,
-                spent: Mutex::default(),
-                warned: Mutex::default(),
-                own: Mutex::default(),
-            }),
-            ..LeadGuard::default()
+        let guard = LeadGuard::default();
+        guard.install(Verifying::new(
+            team,
+            agent,
+            lead_name,
+            Check::Launch(key),
+            earliest_ms,
+        ));
+        guard
+    }
+
+    fn install(&self, v: Verifying) {
+        if let Ok(mut all) = self.verifying.lock() {
+            all.insert((v.team.clone(), v.agent.to_lowercase()), Arc::new(v));
         }
     }
 
-    /// Whether this guard screens `agent`'s inbox (it holds that
-    /// teammate's lead key).
-    pub fn verifies_for(&self, agent: &str) -> bool {
-        self.verify.as_ref().is_some_and(|v| v.agent == agent)
+    /// Screens the inbox of the in-process teammate `agent` of `team`
+    /// (lead `lead_name`) from now on, with the team's key as its config
+    /// names it (`key`: `Err` when the config's value is damaged: then no
+    /// lead entry from another process counts). `spent` are the `msg_id`s
+    /// the teammate consumed in earlier lives (its history): written again,
+    /// they are replays. An inbox screened already (a `teamhost teammate`'s
+    /// own, with its launch key) stays as it is; one screened for an
+    /// earlier instance of the name keeps what it spent and what this
+    /// process wrote.
+    pub fn screen_member(
+        &self,
+        team: &str,
+        agent: &str,
+        lead_name: &str,
+        key: std::result::Result<LeadVerifyKey, String>,
+        spent: impl IntoIterator<Item = String>,
+    ) {
+        let Ok(mut all) = self.verifying.lock() else {
+            return;
+        };
+        let at = signer_key(team, agent);
+        let earlier = match all.get(&at) {
+            Some(v) if matches!(v.check, Check::Launch(_)) => return,
+            Some(v) => Some(v.clone()),
+            None => None,
+        };
+        let (check, earliest_ms) = match key {
+            // Everything the team key signed counts once: its replays are
+            // the spent ids, not a window.
+            Ok(k) => {
+                let since = k.key_time_ms - lead_sig::REPLAY_WINDOW_MS;
+                (Check::Team(k), since)
+            }
+            Err(why) => (Check::Damaged(why), i64::MAX),
+        };
+        let v = Verifying::new(team, agent, lead_name, check, earliest_ms);
+        if let Some(earlier) = earlier {
+            let take = |m: &Mutex<HashSet<String>>| m.lock().map(|s| s.clone()).unwrap_or_default();
+            *v.spent.lock().unwrap_or_else(|e| e.into_inner()) = take(&earlier.spent);
+            *v.own.lock().unwrap_or_else(|e| e.into_inner()) =
+                earlier.own.lock().map(|o| o.clone()).unwrap_or_default();
+        }
+        v.spent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(spent);
+        all.insert(at, Arc::new(v));
+    }
+
+    /// Whether this guard screens the inbox of `agent` of `team`.
+    pub fn verifies_for(&self, team: &str, agent: &str) -> bool {
+        self.screened(team, agent).is_some()
+    }
+
+    /// Whether this guard screens that inbox with the teammate's own launch
+    /// key (`--lead-verify-key`: the 2.1.332 reference's rules apply in
+    /// full, `planDigest` included).
+    pub fn has_launch_key(&self, team: &str, agent: &str) -> bool {
+        self.screened(team, agent)
+            .is_some_and(|v| matches!(v.check, Check::Launch(_)))
+    }
+
+    fn screened(&self, team: &str, agent: &str) -> Option<Arc<Verifying>> {
+        let all = self.verifying.lock().ok()?;
+        if all.is_empty() {
+            return None;
+        }
+        all.get(&signer_key(team, agent)).cloned()
+    }
+
+    /// Whether this guard gives the teams its store creates a key
+    /// ([`Team::create`](super::Team::create)): a lead's guard, one with a
+    /// keyring.
+    pub fn makes_team_keys(&self) -> bool {
+        self.keyring.is_some()
+    }
+
+    /// A fresh team key, made now.
+    pub(crate) fn new_team_key(&self) -> crate::error::Result<LeadSigningKey> {
+        let now = crate::protocol::time::now_ms() as i64;
+        LeadSigningKey::generate(now).map_err(|e| {
+            crate::error::Error::StoreRule(format!("cannot make the team's lead key: {e}"))
+        })
+    }
+
+    /// Keeps `key` as `team`'s key, in memory and in the keyring.
+    pub(crate) fn keep_team_key(
+        &self,
+        team: &str,
+        key: LeadSigningKey,
+    ) -> crate::error::Result<()> {
+        self.sign_for(team, TEAM_KEY_SLOT, Arc::new(key))
+    }
+
+    /// Forgets what this process holds for `team` (deleted): its keys in
+    /// memory and the inboxes it screened. The keyring's files go with the
+    /// home's records of the team (`Home::forget_team`).
+    pub fn forget_team(&self, team: &str) {
+        let team = team_key(team);
+        if let Ok(mut s) = self.signers.lock() {
+            s.retain(|(t, _), _| *t != team);
+        }
+        if let Ok(mut v) = self.verifying.lock() {
+            v.retain(|(t, _), _| *t != team);
+        }
     }
 
     /// From now on, lead entries written into the inbox of `agent` of
@@ -196,56 +332,97 @@ impl LeadGuard {
         self.signer(team, agent).map(|k| k.verify_key().clone())
     }
 
-    /// The key that signs lead entries into `to`'s inbox of `team`.
-    fn signer(&self, team: &str, to: &str) -> Option<Arc<LeadSigningKey>> {
-        let held = self
-            .signers
-            .lock()
-            .ok()
-            .and_then(|s| s.get(&signer_key(team, to)).cloned());
-        if held.is_some() {
-            return held;
-        }
+    /// The key that signs lead entries into `to`'s inbox of `team`: its
+    /// launch key, else the team's key (`true`: sign for the recipient).
+    /// Each is looked up in memory, then in the keyring (a team key found
+    /// there is kept in memory).
+    fn signer(&self, team: &str, to: &str) -> Option<(Arc<LeadSigningKey>, bool)> {
         let (team, to) = signer_key(team, to);
-        self.keyring.as_ref()?.load(&team, &to).map(Arc::new)
+        let slot = (team.clone(), TEAM_KEY_SLOT.to_string());
+        let (launch, team_key) = match self.signers.lock() {
+            Ok(s) => (
+                s.get(&(team.clone(), to.clone())).cloned(),
+                s.get(&slot).cloned(),
+            ),
+            Err(_) => (None, None),
+        };
+        if let Some(k) = launch {
+            return Some((k, false));
+        }
+        let ring = self.keyring.as_ref();
+        if let Some(k) = ring.and_then(|r| r.load(&team, &to)) {
+            return Some((Arc::new(k), false));
+        }
+        if let Some(k) = team_key {
+            return Some((k, true));
+        }
+        let k = Arc::new(ring?.load(&team, TEAM_KEY_SLOT)?);
+        if let Ok(mut s) = self.signers.lock() {
+            s.insert(slot, k.clone());
+        }
+        Some((k, true))
     }
 
-    /// Signs `entry` when it goes into a keyed inbox from a lead sender;
-    /// in a keyed teammate's own process, records an entry it writes into
-    /// its own inbox under the lead's name in its ledger.
+    /// Signs `entry` when it goes into a keyed inbox (a launch key, or the
+    /// team's) from a lead sender; and when this process screens that
+    /// inbox, records a lead-named entry it writes there in its ledger
+    /// (signed or not: this process wrote it).
     pub(crate) fn sign(&self, team: &str, to: &str, entry: &mut InboxMessage) {
-        if let Some(v) = self.verify.as_ref().filter(|v| v.is(team, to)) {
-            if lead_sig::claims_lead(&entry.from, &v.lead_name) {
-                let id = entry
-                    .msg_id
-                    .get_or_insert_with(|| uuid::Uuid::new_v4().to_string())
-                    .clone();
-                if let Ok(mut own) = v.own.lock() {
-                    own.insert(id, digest(entry));
-                }
-            }
+        let screened = self.screened(team, to);
+        let lead_sender = lead_sig::is_lead_sender(&entry.from);
+        let claims = screened
+            .as_ref()
+            .is_some_and(|v| lead_sig::claims_lead(&entry.from, &v.lead_name));
+        let signer = lead_sender.then(|| self.signer(team, to)).flatten();
+        if signer.is_none() && !claims {
             return;
         }
-        if !lead_sig::is_lead_sender(&entry.from) {
-            return;
-        }
-        let Some(key) = self.signer(team, to) else {
-            return;
-        };
         if entry.msg_id.is_none() {
             entry.msg_id = Some(uuid::Uuid::new_v4().to_string());
         }
-        entry.extra.remove(SIG_FIELD);
-        let sig = key.sign(&fields(entry));
-        entry.extra.insert(SIG_FIELD.into(), Value::String(sig));
+        {
+            if let Some((key, for_recipient)) = signer {
+                entry.extra.remove(SIG_FIELD);
+                let sig = if for_recipient {
+                    key.sign_for(&fields(entry), Recipient { team, agent: to })
+                } else {
+                    key.sign(&fields(entry))
+                };
+                entry.extra.insert(SIG_FIELD.into(), Value::String(sig));
+            }
+        }
+        if let Some(v) = screened.filter(|_| claims) {
+            let id = entry.msg_id.clone().unwrap_or_default();
+            if let Ok(mut own) = v.own.lock() {
+                own.insert(id, digest(entry));
+            }
+        }
+    }
+
+    /// Records `entry`, which this process writes into `agent`'s history
+    /// itself (a host's record of a denial it gave, under its own name), in
+    /// the ledger of a screened inbox, so that its readers here see it as
+    /// written.
+    pub(crate) fn note_own(&self, team: &str, agent: &str, entry: &InboxMessage) {
+        let (Some(v), Some(id)) = (self.screened(team, agent), entry.msg_id.clone()) else {
+            return;
+        };
+        if let Ok(mut own) = v.own.lock() {
+            own.insert(id, digest(entry));
+        }
     }
 
     /// The entry as the readers of `agent` of `team` in this process see
     /// it: unchanged, or marked forged (see the module docs).
     pub(crate) fn screen(&self, team: &str, agent: &str, entry: &mut InboxMessage) {
-        let Some(v) = self.verify.as_ref().filter(|v| v.is(team, agent)) else {
+        let Some(v) = self.screened(team, agent) else {
             return;
         };
+        // A peer's plain words: nothing to check (most of an inbox).
+        let claims = lead_sig::claims_lead(&entry.from, &v.lead_name);
+        if !claims && !entry.text.trim_start().starts_with('{') {
+            return;
+        }
         if v.wrote(entry) {
             return;
         }
@@ -256,10 +433,8 @@ impl LeadGuard {
             .map(str::to_string);
         let verdict = {
             let spent = v.spent.lock();
-            lead_sig::classify(
-                Some(&v.key),
-                &v.lead_name,
-                &fields(entry),
+            v.classify(
+                entry,
                 sig.as_deref(),
                 |id| spent.as_ref().map_or(true, |s| s.contains(id)),
                 v.earliest_ms,
@@ -300,21 +475,18 @@ impl LeadGuard {
     /// process is marked forged, as it was when it was consumed. Replays
     /// are not judged here (every history entry's `msg_id` is spent).
     pub(crate) fn screen_history(&self, team: &str, agent: &str, entry: &mut InboxMessage) {
-        let Some(v) = self.verify.as_ref().filter(|v| v.is(team, agent)) else {
+        let Some(v) = self.screened(team, agent) else {
             return;
         };
+        let claims = lead_sig::claims_lead(&entry.from, &v.lead_name);
+        if !claims && !entry.text.trim_start().starts_with('{') {
+            return;
+        }
         if v.wrote_ever(entry) {
             return;
         }
         let sig = entry.extra.get(SIG_FIELD).and_then(Value::as_str);
-        let verdict = lead_sig::classify(
-            Some(&v.key),
-            &v.lead_name,
-            &fields(entry),
-            sig,
-            |_| false,
-            i64::MIN,
-        );
+        let verdict = v.classify(entry, sig, |_| false, i64::MIN);
         let why = match verdict {
             Verdict::Forged(why) => why,
             Verdict::Verified => return,
@@ -332,7 +504,7 @@ impl LeadGuard {
     /// nothing (a forger copying a waiting entry's `msg_id` cannot make the
     /// real one count as a replay).
     pub(crate) fn screen_taken(&self, team: &str, agent: &str, taken: &mut [InboxMessage]) {
-        let Some(v) = self.verify.as_ref().filter(|v| v.is(team, agent)) else {
+        let Some(v) = self.screened(team, agent) else {
             return;
         };
         for e in taken {
@@ -379,8 +551,59 @@ fn lead_frame(text: &str) -> Option<&'static str> {
 }
 
 impl Verifying {
-    fn is(&self, team: &str, agent: &str) -> bool {
-        self.agent == agent && self.team == team
+    fn new(team: &str, agent: &str, lead_name: &str, check: Check, earliest_ms: i64) -> Self {
+        Verifying {
+            team: team_key(team),
+            agent: agent.to_string(),
+            lead_name: lead_name.to_string(),
+            check,
+            earliest_ms,
+            spent: Mutex::default(),
+            verified: Mutex::default(),
+            warned: Mutex::default(),
+            own: Mutex::default(),
+        }
+    }
+
+    /// [`lead_sig::classify_with`] for this inbox's key.
+    fn classify(
+        &self,
+        entry: &InboxMessage,
+        sig: Option<&str>,
+        spent: impl FnOnce(&str) -> bool,
+        earliest_ms: i64,
+    ) -> Verdict {
+        let f = fields(entry);
+        let to = Recipient {
+            team: &self.team,
+            agent: &self.agent,
+        };
+        let seen = sig.map(|s| (digest(entry), s.to_string()));
+        let known = seen
+            .as_ref()
+            .is_some_and(|k| self.verified.lock().is_ok_and(|v| v.contains(k)));
+        let check = match &self.check {
+            _ if known => SigCheck::Known,
+            Check::Launch(k) => SigCheck::Launch(k),
+            Check::Team(k) => SigCheck::Team(k, to),
+            Check::Damaged(why) => {
+                return match lead_sig::claims_lead(f.from, &self.lead_name) {
+                    true => Verdict::Forged(format!("the team's lead key is damaged ({why})")),
+                    false => Verdict::Unverifiable,
+                }
+            }
+        };
+        let verdict = lead_sig::classify_with(check, &self.lead_name, &f, sig, spent, earliest_ms);
+        if let (Verdict::Verified, false, Some(seen)) = (&verdict, known, seen) {
+            if let Ok(mut v) = self.verified.lock() {
+                // Bounded: past the limit it starts over (checked again, not trusted).
+                if v.len() >= VERIFIED_KEPT {
+                    v.clear();
+                }
+                v.insert(seen);
+            }
+        }
+        verdict
     }
 
     /// Whether this process wrote `entry` itself, as it is, and it was not
@@ -477,10 +700,15 @@ mod tests {
         }
     }
 
+    /// Team `name` as `store` sees it, made without a team key (through a
+    /// store with no guard), so that only launch keys sign.
     fn team(store: &Store, name: &str) -> crate::store::Team {
-        let t = store.team(name).unwrap();
-        t.create(NewTeam::default()).unwrap();
-        t
+        Store::with_backend(store.backend().clone())
+            .team(name)
+            .unwrap()
+            .create(NewTeam::default())
+            .unwrap();
+        store.team(name).unwrap()
     }
 
     #[test]
@@ -689,5 +917,111 @@ mod tests {
         guard.forget_key("rehearsal", "scribe", second.verify_key());
         assert!(guard.current_key("rehearsal", "scribe").is_none());
         assert!(ring.0.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_in_process_teammate_counts_its_host_s_and_the_keyring_s_lead_entries_only_once_and_only_its_own(
+    ) {
+        let backend: Arc<dyn crate::store::TeamStore> = Arc::new(MemoryStore::new());
+        let ring = Arc::new(Ring::default());
+        let keeping = || {
+            Store::with_backend(backend.clone())
+                .with_lead_guard(Arc::new(LeadGuard::from_keyring(ring.clone())))
+        };
+        // The host makes the team: its key's public half in the config,
+        // its private half in the keyring.
+        let host = keeping();
+        let t = host.team("t").unwrap();
+        t.create(NewTeam::default()).unwrap();
+        let key = t.config().unwrap().team_lead_key().unwrap().unwrap();
+        let kept = ring.load("t", TEAM_KEY_SLOT).expect("the team's key is kept");
+        assert_eq!(kept.verify_key(), &key);
+        let guard = host.lead_guard().unwrap();
+        for who in ["a", "b"] {
+            guard.screen_member("t", who, "team-lead", Ok(key.clone()), Vec::new());
+        }
+        // The host's own write, a lead command's (another process, the
+        // keyring's key), a forger's, and b's signed entry copied into a's
+        // inbox.
+        t.deliver("a", OutgoingMessage::new("team-lead", "from the host"))
+            .unwrap();
+        let command = keeping().team("t").unwrap();
+        let from_command = command
+            .deliver("a", OutgoingMessage::new("user", "from a command"))
+            .unwrap();
+        let plain = Store::with_backend(backend.clone()).team("t").unwrap();
+        plain
+            .deliver("a", OutgoingMessage::new("team-lead", "forged"))
+            .unwrap();
+        let for_b = command
+            .deliver("b", OutgoingMessage::new("team-lead", "for b"))
+            .unwrap();
+        plain.append_entries("a", &[for_b]).unwrap();
+        let taken = t.take_unread("a").unwrap();
+        assert_eq!(taken[0].text, "from the host");
+        assert_eq!(taken[1].text, "from a command");
+        assert!(forged_original(&taken[2]).is_some(), "{:?}", taken[2]);
+        assert_eq!(forged_original(&taken[3]), Some("for b"), "b's, not a's");
+        assert_eq!(t.unread("b").unwrap()[0].text, "for b");
+
+        // A later process (a resume) spends what a consumed: written again,
+        // the command's entry is a replay; a new one counts.
+        let later = keeping();
+        let lt = later.team("t").unwrap();
+        let spent = lt.consumed_msg_ids("a").unwrap();
+        assert_eq!(spent.len(), 4);
+        let later_guard = later.lead_guard().unwrap();
+        later_guard.screen_member("t", "a", "team-lead", Ok(key.clone()), spent);
+        plain.append_entries("a", &[from_command]).unwrap();
+        command
+            .deliver("a", OutgoingMessage::new("team-lead", "new"))
+            .unwrap();
+        let taken = lt.take_unread("a").unwrap();
+        let replay = forged_original(&taken[0]).map(|_| taken[0].text.as_str());
+        assert!(replay.is_some_and(|t| t.contains("replay")), "{:?}", taken[0]);
+        assert_eq!(taken[1].text, "new");
+
+        // A damaged key in the config counts no lead entry of another
+        // process's; a peer's plain word still reaches the teammate.
+        let damaged = keeping();
+        damaged.lead_guard().unwrap().screen_member(
+            "t",
+            "a",
+            "team-lead",
+            Err("not a key".into()),
+            Vec::new(),
+        );
+        command
+            .deliver("a", OutgoingMessage::new("team-lead", "signed"))
+            .unwrap();
+        plain.deliver("a", OutgoingMessage::new("b", "hello")).unwrap();
+        let taken = damaged.team("t").unwrap().take_unread("a").unwrap();
+        assert!(taken[0].text.contains("damaged"), "{:?}", taken[0]);
+        assert_eq!(taken[1].text, "hello");
+        // Deleted, the team's keys leave this process's memory.
+        t.delete(true).unwrap();
+        assert!(!guard.verifies_for("t", "a"));
+    }
+
+    #[test]
+    fn a_teammate_with_a_launch_key_keeps_it_when_its_team_has_a_key_too() {
+        let backend: Arc<dyn crate::store::TeamStore> = Arc::new(MemoryStore::new());
+        let launch = LeadSigningKey::from_seed(&[8; 32], crate::protocol::time::now_ms() as i64);
+        let teammate = keyed_teammate(&backend, &launch);
+        let team_key = LeadSigningKey::from_seed(&[9; 32], 1);
+        let guard = teammate.lead_guard().unwrap();
+        guard.screen_member("t", "a", "team-lead", Ok(team_key.verify_key().clone()), Vec::new());
+        assert!(guard.has_launch_key("t", "a"), "the launch key stays");
+        // Entries signed with the team key are not its lead's.
+        let t = team(&teammate, "t");
+        let mut e = OutgoingMessage::new("team-lead", "team-signed").into_entry();
+        let sig = team_key.sign_for(&fields(&e), Recipient { team: "t", agent: "a" });
+        e.extra.insert(SIG_FIELD.into(), Value::String(sig));
+        Store::with_backend(backend.clone())
+            .team("t")
+            .unwrap()
+            .append_entries("a", &[e])
+            .unwrap();
+        assert!(forged_original(&t.unread("a").unwrap()[0]).is_some());
     }
 }

@@ -200,7 +200,9 @@ impl Team {
         match self.store().lead_guard() {
             // Only lead-named entries are signed; a keyed teammate's own
             // writes into its inbox go through its guard's ledger.
-            Some(guard) if guard.verifies_for(to) || entries.iter().any(lead_named) => {
+            Some(guard)
+                if guard.verifies_for(self.name(), to) || entries.iter().any(lead_named) =>
+            {
                 let mut signed = entries.to_vec();
                 for e in &mut signed {
                     guard.sign(self.name(), to, e);
@@ -288,6 +290,9 @@ impl Team {
         super::names::agent_file_stem(agent)?;
         let mut entry = msg.into_entry();
         entry.read = true;
+        if let Some(guard) = self.store().lead_guard() {
+            guard.note_own(self.name(), agent, &entry);
+        }
         self.backend()
             .record_in_history(self.name(), agent, &entry)?;
         Ok(entry)
@@ -310,6 +315,21 @@ impl Team {
             }
         }
         Ok(entries)
+    }
+
+    /// The `msg_id` of every entry `agent` consumed (its history, as
+    /// stored: nothing screened), for a [`LeadGuard`](super::LeadGuard)
+    /// that must refuse them written again. None for an agent without a
+    /// history.
+    pub fn consumed_msg_ids(&self, agent: &str) -> Result<Vec<String>> {
+        super::names::agent_file_stem(agent)?;
+        Ok(self
+            .backend()
+            .history_since(self.name(), agent, HistoryCursor::default())?
+            .entries
+            .into_iter()
+            .filter_map(|e| e.msg_id)
+            .collect())
     }
 
     /// Agents (by file stem) with an inbox or a history in this team, sorted.

@@ -10,9 +10,9 @@
 //! |---|---|
 //! | `backend.rs` | [`TeamStore`] and [`backend::TaskTxn`]: what a backend must do, and why it is synchronous |
 //! | `names.rs` | which team and agent names are accepted, sanitising, ids; `names/new_name.rs`: what a new member may be called (no look-alike of the lead, the person, the host or another member) |
-//! | `config.rs` | the team and its members; member rules (unique names, colours) |
+//! | `config.rs` | the team and its members; member rules (unique names, colours); the team's lead key, public half |
 //! | `mailbox.rs` | inbox entries; sending, broadcasting, consuming |
-//! | `lead_guard.rs` | [`LeadGuard`]: signing lead entries into keyed inboxes, screening a keyed teammate's own |
+//! | `lead_guard.rs` | [`LeadGuard`]: signing lead entries into keyed inboxes (a launch key, or the team's key for a recipient), screening the inboxes this process reads for its teammates |
 //! | `history_cache.rs` | [`HistoryCache`]: re-reading histories by reading only what was appended |
 //! | `tasks.rs` | the shared task list and its rules (ids, dependencies, claims) |
 //! | `task_writes.rs` | one pass over the task list, and the event that says what it wrote, stamped at the write ([`TasksWritten`]) |
@@ -44,7 +44,7 @@ mod contract_tests;
 use std::sync::Arc;
 
 pub use backend::TeamStore;
-pub use config::{Member, NewMember, NewTeam, TeamConfig};
+pub use config::{Member, NewMember, NewTeam, TeamConfig, TEAM_LEAD_KEY_FIELD};
 pub use failover::{Failover, HostLease, LeaseState, Revision, RunRecord};
 pub use failover_memory::MemoryFailover;
 pub use fenced::{Fence, FencedStore};

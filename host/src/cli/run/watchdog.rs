@@ -12,8 +12,8 @@
 //! | event | what the watchdog does |
 //! |---|---|
 //! | the first SIGINT or SIGTERM, the deadline ([`Watchdog::set_deadline`]) passing, [`Watchdog::asked`] (`q` in the live view) | the stop clock starts: the run has [`FIRST_WORD`] to end, or to find its store answering and say so ([`Watchdog::allow`]) |
-//! | [`Watchdog::allow`]`(d, team)` | the bound becomes `d` from now (a graceful shutdown, the store answering: up to the shutdown timeout), and the store is asked again every [`STORE_PROBE_EVERY`] while the stop goes on |
-//! | a question to the store not answered within [`STORE_PROBE_WAIT`] while a graceful stop goes on (the store froze or died after the run found it answering) | the bound is now: the stop does not wait on a store that stopped answering |
+//! | [`Watchdog::allow`]`(d, team)` | the bound becomes `d` from now (a graceful shutdown, the store answering: up to the shutdown timeout), for the stop under way or one whose signal the watchdog hears later; the store is asked again every [`STORE_PROBE_EVERY`] until the run is over |
+//! | a question to the store not answered within [`STORE_PROBE_WAIT`] after that (the store froze or died once the run found it answering) | the bound is now, for a stop under way or one that starts later: the stop does not wait on a store that stopped answering |
 //! | a signal once the stop clock runs (a second Ctrl-C, or one after `--timeout`) | the run's own forced stop gets [`FORCE_GRACE`] |
 //! | the bound passes | every teammate of the host is stopped where it is ([`Host::abort_all`]), one line on stderr says what happened and how to go on, and the process exits (128 + the signal's number; 1 after `--timeout` or `q`) without waiting for anything |
 //!
@@ -81,11 +81,37 @@ struct State {
     stop: Option<(How, Instant, Instant)>,
     /// A second signal came: [`Watchdog::allow`] extends nothing more.
     forced: bool,
-    /// The store stopped answering during a graceful stop: why, for the
-    /// exit line.
+    /// The store stopped answering once the run found it answering: why,
+    /// for the exit line. A stop under way, or one that starts later, ends
+    /// at once.
     store_gone: Option<String>,
+    /// Until when the graceful shutdown may go on ([`Watchdog::allow`]): a
+    /// stop whose signal the watchdog's thread hears only after the run
+    /// asked for this gets it too.
+    allowed_until: Option<Instant>,
+    /// The store is asked whether it answers ([`watch_store`]).
+    watching_store: bool,
     /// The run is over: the watchdog ends.
     done: bool,
+}
+
+impl State {
+    /// Starts the stop clock for `how`, unless it runs already: the run
+    /// has [`FIRST_WORD`], or what [`Watchdog::allow`] gave it if that is
+    /// longer, or nothing if its store stopped answering.
+    fn begin(&mut self, how: How, now: Instant) {
+        if self.stop.is_some() {
+            return;
+        }
+        let mut at = now + FIRST_WORD;
+        if let Some(until) = self.allowed_until {
+            at = at.max(until);
+        }
+        if self.store_gone.is_some() {
+            at = now;
+        }
+        self.stop = Some((how, now, at));
+    }
 }
 
 struct Shared {
@@ -103,20 +129,24 @@ impl Shared {
         if st.forced {
             return;
         }
-        if let Some((_, _, at)) = &mut st.stop {
-            *at = Instant::now() + d;
+        let until = Instant::now() + d;
+        st.allowed_until = Some(until);
+        if st.store_gone.is_none() {
+            if let Some((_, _, at)) = &mut st.stop {
+                *at = until;
+            }
         }
         self.changed.notify_all();
     }
 
-    /// The store did not answer (`why`) while a stop goes on: the bound is
-    /// now.
+    /// The store did not answer (`why`): a stop under way ends now, and
+    /// one that starts later at once.
     fn store_gone(&self, why: String) {
         let mut st = self.lock();
         let now = Instant::now();
+        st.store_gone.get_or_insert(why);
         if let Some((_, _, at)) = &mut st.stop {
             *at = (*at).min(now);
-            st.store_gone.get_or_insert(why);
         }
         self.changed.notify_all();
     }
@@ -135,7 +165,7 @@ impl Shared {
         let mut st = self.lock();
         let now = Instant::now();
         match &mut st.stop {
-            None => st.stop = Some((How::Signal(sig), now, now + FIRST_WORD)),
+            None => st.begin(How::Signal(sig), now),
             Some((how, _, at)) => {
                 // The run forces its stop on this signal; it gets a moment.
                 *how = How::Signal(sig);
@@ -210,8 +240,8 @@ impl Watchdog {
     pub(super) fn set_deadline(&self, at: Option<Instant>) {
         let mut st = self.shared.lock();
         let now = Instant::now();
-        if st.stop.is_none() && st.deadline.is_some_and(|d| now >= d) {
-            st.stop = Some((How::Timeout, now, now + FIRST_WORD));
+        if st.deadline.is_some_and(|d| now >= d) {
+            st.begin(How::Timeout, now);
         }
         st.deadline = at;
         drop(st);
@@ -223,25 +253,26 @@ impl Watchdog {
     /// signal: the watchdog hears that itself, and may hear it after the
     /// run, when this would make it a second one.
     pub(super) fn asked(&self, how: &'static str) {
-        let mut st = self.shared.lock();
-        if st.stop.is_none() {
-            let now = Instant::now();
-            st.stop = Some((How::Asked(how), now, now + FIRST_WORD));
-        }
+        self.shared.lock().begin(How::Asked(how), Instant::now());
         self.shared.changed.notify_all();
     }
 
-    /// The stop under way may take `d` from now (`team`'s store answers
-    /// and the team is being shut down gracefully), as long as the store
-    /// goes on answering: it is asked every [`STORE_PROBE_EVERY`] on a
-    /// thread of its own, and one question unanswered for
-    /// [`STORE_PROBE_WAIT`] ends the process. Nothing after a forced stop;
-    /// nothing when no stop is under way (the run ended by itself).
+    /// The graceful shutdown may take `d` from now (`team`'s store
+    /// answers), as long as the store goes on answering: it is asked every
+    /// [`STORE_PROBE_EVERY`] on a thread of its own, and one question
+    /// unanswered for [`STORE_PROBE_WAIT`] ends the stop. This holds for
+    /// the stop under way and for one the watchdog's thread hears of only
+    /// later (the run's own signal handler may hear a signal, check the
+    /// store and call this before that thread has run). Nothing after a
+    /// forced stop.
     pub(super) fn allow(&self, d: Duration, team: &Team) {
-        if self.shared.lock().stop.is_none() {
-            return;
-        }
         self.shared.allow(d);
+        {
+            let mut st = self.shared.lock();
+            if std::mem::replace(&mut st.watching_store, true) {
+                return;
+            }
+        }
         let shared = self.shared.clone();
         let team = team.clone();
         // A thread that cannot be started leaves the bound `d`, as before.
@@ -270,8 +301,8 @@ fn watch(shared: &Shared, host: Host, left: &str) {
             return;
         }
         let now = Instant::now();
-        if st.stop.is_none() && st.deadline.is_some_and(|d| now >= d) {
-            st.stop = Some((How::Timeout, now, now + FIRST_WORD));
+        if st.deadline.is_some_and(|d| now >= d) {
+            st.begin(How::Timeout, now);
         }
         let wake = match st.stop {
             Some((how, since, at)) if now >= at => {
@@ -383,9 +414,6 @@ mod tests {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
         };
-        // No stop under way: nothing to end.
-        shared.store_gone("no answer".into());
-        assert!(shared.lock().stop.is_none());
         shared.on_signal(libc::SIGINT);
         shared.allow(Duration::from_secs(60));
         shared.store_gone("no answer within 3s".into());
@@ -398,5 +426,37 @@ mod tests {
         assert!(!shared.wait_done(Duration::from_millis(1)));
         shared.lock().done = true;
         assert!(shared.wait_done(Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn a_signal_heard_after_the_run_allowed_its_shutdown_gets_the_allowance_or_none_if_the_store_went(
+    ) {
+        let shared = Shared {
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+        };
+        // The run heard the signal first, found its store answering and
+        // allowed the graceful shutdown; the watchdog's thread hears the
+        // same signal only now: a first signal, with the allowance.
+        shared.allow(Duration::from_secs(60));
+        shared.on_signal(libc::SIGINT);
+        let st = shared.lock();
+        let (how, _, at) = st.stop.unwrap();
+        assert_eq!(how, How::Signal(libc::SIGINT));
+        assert!(at > Instant::now() + Duration::from_secs(50), "allowed");
+        assert!(!st.forced, "not a second signal");
+        drop(st);
+
+        // The store went before the watchdog heard the signal: at once.
+        let gone = Shared {
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+        };
+        gone.allow(Duration::from_secs(60));
+        gone.store_gone("no answer within 3s".into());
+        assert!(gone.lock().stop.is_none(), "no stop asked yet");
+        gone.on_signal(libc::SIGTERM);
+        let (_, _, at) = gone.lock().stop.unwrap();
+        assert!(at <= Instant::now());
     }
 }
