@@ -10,6 +10,11 @@
 //! `TEAMHOST_SCALE_QUICK=1` for smaller sizes while iterating. Prints
 //! Markdown tables.
 //!
+//! To compare builds side by side in one run (an old commit's binary beside
+//! the new), `TEAMHOST_SCALE_EXES=old=/path/a,new=/path/b` makes `grid` run
+//! each size with each binary in turn, `TEAMHOST_SCALE_REPEAT` times
+//! (default 1), interleaved A/B/A/B, a row each.
+//!
 //! Every team is generated here: `grid` writes a corpus of small files and a
 //! manifest of `worker` teammates with one task per file, runs the real
 //! `teamhost run --json` binary and reads its summary (work, spawn and
@@ -95,12 +100,26 @@ fn grid(base: &Path, quick: bool) {
     println!();
     println!("| teammates × tasks | work | per task | spawn all | shutdown | peak RSS | exit |");
     println!("|---|---:|---:|---:|---:|---:|---|");
-    for &(mates, tasks) in sizes {
+    let exes = grid_exes();
+    let repeat: usize = std::env::var("TEAMHOST_SCALE_REPEAT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    let runs = sizes.iter().flat_map(|&size| {
+        let exes = &exes;
+        (0..repeat).flat_map(move |_| exes.iter().map(move |e| (size, e)))
+    });
+    for ((mates, tasks), (label, exe)) in runs {
         let dir = base.join(format!("grid-{mates}x{tasks}"));
         let manifest = wordcount_team(&dir, mates, tasks);
-        let r = run_manifest(&dir, &manifest);
+        let r = run_manifest(exe, &dir, &manifest);
+        let label = if label.is_empty() {
+            String::new()
+        } else {
+            format!(" ({label})")
+        };
         println!(
-            "| {mates} × {tasks} | {:.2} s | {:.1} ms | {:.2} s | {:.2} s | {:.0} MiB | {}{} |",
+            "| {mates} × {tasks}{label} | {:.2} s | {:.1} ms | {:.2} s | {:.2} s | {:.0} MiB | {}{} |",
             r.work_ms as f64 / 1e3,
             r.work_ms as f64 / tasks as f64,
             r.spawn_ms as f64 / 1e3,
@@ -120,6 +139,21 @@ fn grid(base: &Path, quick: bool) {
             );
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// The binaries `grid` runs: `TEAMHOST_SCALE_EXES` (`label=path,…`), else
+/// this build's `teamhost` without a label.
+fn grid_exes() -> Vec<(String, String)> {
+    match std::env::var("TEAMHOST_SCALE_EXES") {
+        Ok(list) if !list.is_empty() => list
+            .split(',')
+            .map(|e| match e.split_once('=') {
+                Some((label, path)) => (label.to_string(), path.to_string()),
+                None => (e.to_string(), e.to_string()),
+            })
+            .collect(),
+        _ => vec![(String::new(), TEAMHOST.to_string())],
     }
 }
 
@@ -151,10 +185,10 @@ fn wordcount_team(dir: &Path, mates: usize, tasks: usize) -> PathBuf {
 /// Runs `teamhost run --json` on `manifest` with a fresh home in `dir`.
 // The child is reaped by `wait4`, which clippy cannot see.
 #[allow(clippy::zombie_processes)]
-fn run_manifest(dir: &Path, manifest: &Path) -> RunResult {
+fn run_manifest(exe: &str, dir: &Path, manifest: &Path) -> RunResult {
     let out = dir.join("run.out");
     let err = dir.join("run.err");
-    let child = Command::new(TEAMHOST)
+    let child = Command::new(exe)
         .arg("--home")
         .arg(dir.join("home"))
         .arg("--json")
@@ -216,7 +250,7 @@ fn crowd_run(base: &Path, count: usize) {
     }
     let manifest = dir.join("team.toml");
     std::fs::write(&manifest, m).unwrap();
-    let r = run_manifest(&dir, &manifest);
+    let r = run_manifest(TEAMHOST, &dir, &manifest);
     println!();
     println!(
         "## `teamhost run`: {count} idle `echo` teammates, no tasks (`notifications = \"none\"`)"

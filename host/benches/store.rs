@@ -52,12 +52,13 @@ fn main() {
     contention(base);
 }
 
-/// A lead's append to a 10-entry inbox three ways, interleaved sample by
-/// sample so that the disk's drift falls on all three alike: through a
-/// store without a lead guard; through the host's guard (the home's
-/// keyring) for an inbox it holds no key for (an in-process teammate: one
-/// failed lookup of a key file); and for a keyed inbox (an Ed25519
-/// signature).
+/// A lead's append to a 10-entry inbox four ways, interleaved sample by
+/// sample so that the disk's drift falls on all alike: through a store
+/// without a lead guard; through the host's guard (the home's keyring) in
+/// a team without a key (failed lookups of key files); for an inbox with a
+/// launch key (an Ed25519 signature); and for an in-process teammate in a
+/// team with a key (a signature for the recipient, and the ledger). Then
+/// reads of a screened inbox beside unscreened ones.
 fn lead_signing(base: &Path) {
     use std::sync::Arc;
     use teamhost::home::lead_keys::HomeKeyring;
@@ -79,9 +80,29 @@ fn lead_signing(base: &Path) {
         .sign_for("bench", "sink", key)
         .unwrap();
     let keyed = keyed_store.team("bench").unwrap();
-    let mut times = [Vec::new(), Vec::new(), Vec::new()];
+    // A team made by a host's guard has a team key; the host screens its
+    // in-process teammate's inbox with it (and its ledger).
+    let team_dir = tempfile::tempdir_in(base).unwrap();
+    let team_store = guarded(team_dir.path());
+    let team_keyed = team_store.team("bench").unwrap();
+    team_keyed.create(NewTeam::default()).unwrap();
+    team_keyed
+        .add_member(NewMember {
+            name: "sink".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    let published = team_keyed.config().unwrap().team_lead_key().unwrap();
+    team_store.lead_guard().unwrap().screen_member(
+        "bench",
+        "sink",
+        "team-lead",
+        published,
+        Vec::new(),
+    );
+    let mut times = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
     for i in 0..200 {
-        for (which, team) in [&plain, &miss, &keyed].into_iter().enumerate() {
+        for (which, team) in [&plain, &miss, &keyed, &team_keyed].into_iter().enumerate() {
             if i % 50 == 0 {
                 team.take_unread("sink").unwrap();
                 fill(team, 10);
@@ -95,11 +116,36 @@ fn lead_signing(base: &Path) {
             times[which].push(t.elapsed());
         }
     }
-    let [a, b, c] = &mut times;
+    let [a, b, c, d] = &mut times;
     row("append as the lead, no lead guard", 10, a);
-    row("append as the lead, guard, no key (in-process)", 10, b);
-    row("append as the lead, guard, signed (keyed)", 10, c);
-    drop((plain_dir, miss_dir, keyed_dir));
+    row("append as the lead, guard, team without a key", 10, b);
+    row("append as the lead, guard, signed (launch key)", 10, c);
+    row("append as the lead, team key, screened (in-process)", 10, d);
+    // Reading an inbox of 10 entries, 5 of them the lead's, unscreened and
+    // screened (every lead entry checked; a signature once).
+    let mut reads = [Vec::new(), Vec::new()];
+    for team in [&plain, &team_keyed] {
+        team.take_unread("sink").unwrap();
+        fill(team, 5);
+        for i in 0..5 {
+            team.send(
+                "sink",
+                OutgoingMessage::new("team-lead", format!("lead {i}")),
+            )
+            .unwrap();
+        }
+    }
+    for _ in 0..200 {
+        for (which, team) in [&plain, &team_keyed].into_iter().enumerate() {
+            let t = Instant::now();
+            assert_eq!(team.unread("sink").unwrap().len(), 10);
+            reads[which].push(t.elapsed());
+        }
+    }
+    let [r1, r2] = &mut reads;
+    row("read unread, no lead guard", 10, r1);
+    row("read unread, screened with the team key", 10, r2);
+    drop((plain_dir, miss_dir, keyed_dir, team_dir));
 }
 
 fn fresh_team(base: &Path) -> (tempfile::TempDir, Team) {

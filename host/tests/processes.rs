@@ -35,8 +35,18 @@ fn setup() -> (tempfile::TempDir, PathBuf) {
     (tmp, home)
 }
 
-/// Starts `teamhost send --stdin` and feeds it `lines` from a thread.
+/// Starts `teamhost send --stdin` and feeds it `lines` from a thread; its
+/// acknowledgements (one JSON line per message) are read and dropped by
+/// another, so that a full pipe never holds it.
 fn stdin_sender(home: &Path, lines: Vec<String>) -> (Child, thread::JoinHandle<()>) {
+    let (mut child, feeder) = stdin_sender_acked(home, lines);
+    let mut acks = child.stdout.take().unwrap();
+    thread::spawn(move || std::io::copy(&mut acks, &mut std::io::sink()));
+    (child, feeder)
+}
+
+/// [`stdin_sender`] whose acknowledgements the caller reads (its stdout).
+fn stdin_sender_acked(home: &Path, lines: Vec<String>) -> (Child, thread::JoinHandle<()>) {
     let mut child = teamhost(home)
         .args(["send", "--team", TEAM, "sink", "--stdin", "--json"])
         .stdin(Stdio::piped())
@@ -110,7 +120,7 @@ fn eight_processes_append_while_others_register_members_and_create_tasks() {
     for w in 0..8 {
         let lines: Vec<String> = (0..500).map(|i| format!("w{w}-{i}")).collect();
         expected.extend(lines.iter().cloned());
-        senders.push(stdin_sender(&home, lines));
+        senders.push(stdin_sender_acked(&home, lines));
     }
     let registrars: Vec<_> = ["m", "n"]
         .into_iter()
@@ -292,7 +302,7 @@ fn a_foreign_writer_using_the_reference_lock_convention_loses_nothing_and_neithe
 fn a_writer_killed_mid_stream_leaves_valid_files_and_every_acknowledged_message() {
     let (_tmp, home) = setup();
     let lines: Vec<String> = (0..100_000).map(|i| format!("crash-{i}")).collect();
-    let (mut child, feeder) = stdin_sender(&home, lines);
+    let (mut child, feeder) = stdin_sender_acked(&home, lines);
     let mut acked = BTreeSet::new();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();

@@ -28,9 +28,7 @@ async fn an_in_process_teammate_obeys_its_host_and_the_lead_s_commands_and_not_a
     let f = fixture("keyed", TeammateMode::InProcess, |_| {});
     let config = f.team.config().unwrap();
     let published = config.extra[TEAM_LEAD_KEY_FIELD].as_str().unwrap();
-    let key_file = Home::new(&f.home)
-        .root()
-        .join("lead-keys/keyed/.team.json");
+    let key_file = Home::new(&f.home).root().join("lead-keys/keyed/.team.json");
     {
         use std::os::unix::fs::MetadataExt;
         let mode = std::fs::metadata(&key_file).unwrap().mode() & 0o777;
@@ -162,7 +160,9 @@ fn a_teammate_on_another_host_obeys_the_lead_s_host_and_not_an_entry_forged_on_i
         until_in(&joined, "a's second idle notification", &|| idle_count(2)).await;
         lead.send_as_lead("far", "a", "reply", None).unwrap();
         until_in(&joined, "a's ack", &|| {
-            lead_inbox().iter().any(|m| m.from == "a" && m.text == "ack")
+            lead_inbox()
+                .iter()
+                .any(|m| m.from == "a" && m.text == "ack")
         })
         .await;
         assert!(

@@ -81,9 +81,19 @@ async fn a_message_injected_by_the_host_is_handled_before_unread_inbox_messages(
     let dir = f.probe("probe", "listen").await;
     f.settle().await;
 
-    // A message lands in the inbox the way another process would write it (a
-    // store without this host's observer), so the idle runner is not woken...
-    let outside = Store::new(Home::new(&f.home)).team("inject").unwrap();
+    // A message lands in the inbox the way another process of the lead's
+    // would write it (`teamhost send`: a store without this host's observer,
+    // signing with the team's key from the home's keyring), so the idle
+    // runner is not woken...
+    let ring = std::sync::Arc::new(teamhost::home::lead_keys::HomeKeyring::new(Home::new(
+        &f.home,
+    )));
+    let outside = Store::new(Home::new(&f.home))
+        .with_lead_guard(std::sync::Arc::new(
+            teamhost::store::LeadGuard::from_keyring(ring),
+        ))
+        .team("inject")
+        .unwrap();
     outside
         .deliver(
             "probe",

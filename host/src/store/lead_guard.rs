@@ -205,8 +205,8 @@ impl LeadGuard {
         };
         let v = Verifying::new(team, agent, lead_name, check, earliest_ms);
         if let Some(earlier) = earlier {
-            let take = |m: &Mutex<HashSet<String>>| m.lock().map(|s| s.clone()).unwrap_or_default();
-            *v.spent.lock().unwrap_or_else(|e| e.into_inner()) = take(&earlier.spent);
+            *v.spent.lock().unwrap_or_else(|e| e.into_inner()) =
+                earlier.spent.lock().map(|s| s.clone()).unwrap_or_default();
             *v.own.lock().unwrap_or_else(|e| e.into_inner()) =
                 earlier.own.lock().map(|o| o.clone()).unwrap_or_default();
         }
@@ -326,10 +326,13 @@ impl LeadGuard {
         }
     }
 
-    /// The public half of the key that signs lead entries into `agent`'s
-    /// inbox of `team` now, if any.
+    /// The public half of the launch key that signs lead entries into
+    /// `agent`'s inbox of `team` now, if any (the team's key is not one).
     pub fn current_key(&self, team: &str, agent: &str) -> Option<LeadVerifyKey> {
-        self.signer(team, agent).map(|k| k.verify_key().clone())
+        match self.signer(team, agent)? {
+            (k, false) => Some(k.verify_key().clone()),
+            (_, true) => None,
+        }
     }
 
     /// The key that signs lead entries into `to`'s inbox of `team`: its
@@ -407,9 +410,10 @@ impl LeadGuard {
         let (Some(v), Some(id)) = (self.screened(team, agent), entry.msg_id.clone()) else {
             return;
         };
-        if let Ok(mut own) = v.own.lock() {
-            own.insert(id, digest(entry));
-        }
+        v.own
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, digest(entry));
     }
 
     /// The entry as the readers of `agent` of `team` in this process see
@@ -934,7 +938,9 @@ mod tests {
         let t = host.team("t").unwrap();
         t.create(NewTeam::default()).unwrap();
         let key = t.config().unwrap().team_lead_key().unwrap().unwrap();
-        let kept = ring.load("t", TEAM_KEY_SLOT).expect("the team's key is kept");
+        let kept = ring
+            .load("t", TEAM_KEY_SLOT)
+            .expect("the team's key is kept");
         assert_eq!(kept.verify_key(), &key);
         let guard = host.lead_guard().unwrap();
         for who in ["a", "b"] {
@@ -978,7 +984,11 @@ mod tests {
             .unwrap();
         let taken = lt.take_unread("a").unwrap();
         let replay = forged_original(&taken[0]).map(|_| taken[0].text.as_str());
-        assert!(replay.is_some_and(|t| t.contains("replay")), "{:?}", taken[0]);
+        assert!(
+            replay.is_some_and(|t| t.contains("replay")),
+            "{:?}",
+            taken[0]
+        );
         assert_eq!(taken[1].text, "new");
 
         // A damaged key in the config counts no lead entry of another
@@ -994,7 +1004,9 @@ mod tests {
         command
             .deliver("a", OutgoingMessage::new("team-lead", "signed"))
             .unwrap();
-        plain.deliver("a", OutgoingMessage::new("b", "hello")).unwrap();
+        plain
+            .deliver("a", OutgoingMessage::new("b", "hello"))
+            .unwrap();
         let taken = damaged.team("t").unwrap().take_unread("a").unwrap();
         assert!(taken[0].text.contains("damaged"), "{:?}", taken[0]);
         assert_eq!(taken[1].text, "hello");
@@ -1010,12 +1022,24 @@ mod tests {
         let teammate = keyed_teammate(&backend, &launch);
         let team_key = LeadSigningKey::from_seed(&[9; 32], 1);
         let guard = teammate.lead_guard().unwrap();
-        guard.screen_member("t", "a", "team-lead", Ok(team_key.verify_key().clone()), Vec::new());
+        guard.screen_member(
+            "t",
+            "a",
+            "team-lead",
+            Ok(team_key.verify_key().clone()),
+            Vec::new(),
+        );
         assert!(guard.has_launch_key("t", "a"), "the launch key stays");
         // Entries signed with the team key are not its lead's.
         let t = team(&teammate, "t");
         let mut e = OutgoingMessage::new("team-lead", "team-signed").into_entry();
-        let sig = team_key.sign_for(&fields(&e), Recipient { team: "t", agent: "a" });
+        let sig = team_key.sign_for(
+            &fields(&e),
+            Recipient {
+                team: "t",
+                agent: "a",
+            },
+        );
         e.extra.insert(SIG_FIELD.into(), Value::String(sig));
         Store::with_backend(backend.clone())
             .team("t")
