@@ -376,6 +376,24 @@ fn a_teammate_process_outliving_its_host_is_adopted_and_one_that_died_is_respawn
     unsafe { libc::close(pidfd) };
     assert_eq!(n, 1, "b's process ended");
     assert!(!alive(pid_b));
+    // While no host runs, the lead's command writes to b: signed with the
+    // key b's earlier life was launched with, which the home kept. b comes
+    // back with that key, so the entry counts.
+    let ring = std::sync::Arc::new(teamhost::home::lead_keys::HomeKeyring::new(Home::new(
+        &home,
+    )));
+    let lead_command = teamhost::store::Store::new(Home::new(&home)).with_lead_guard(
+        std::sync::Arc::new(teamhost::store::LeadGuard::from_keyring(ring)),
+    );
+    let note = lead_command
+        .team("orphans")
+        .unwrap()
+        .send(
+            "b",
+            teamhost::store::OutgoingMessage::new("team-lead", "while you were away"),
+        )
+        .unwrap();
+    assert!(note.extra.contains_key("lead_sig"), "{note:?}");
 
     let (rt, host) = process_host(&home);
     let report = rt.block_on(host.resume("orphans")).unwrap();
@@ -414,6 +432,19 @@ fn a_teammate_process_outliving_its_host_is_adopted_and_one_that_died_is_respawn
     // The probe notes a completion after the task's update: wait for both.
     watch.wait_until("both tasks completed", || completions().len() >= 2);
     assert_eq!(completions(), vec!["1", "2"], "each task completed once");
+    let note_turn = |d: &Path| {
+        teamhost_tests::fixture::turns(d)
+            .into_iter()
+            .find(|t| t.2.contains("while you were away"))
+    };
+    watch.wait_until("b's turn on the lead's note", || {
+        note_turn(&dir_b).is_some()
+    });
+    assert_eq!(
+        note_turn(&dir_b).unwrap(),
+        teamhost_tests::fixture::line("message", "team-lead", "while you were away"),
+        "counted as the lead's, not marked unverified"
+    );
     assert!(team
         .list_tasks()
         .unwrap()

@@ -51,8 +51,8 @@ pub(crate) async fn register(
 /// The member a child teammate runs as: `req` registered now
 /// ([`register`]), or `rejoining`, registered in an earlier life (a
 /// resume), with its component compiled for the child's cache; and its
-/// lead key, when the host signs ([`lead_key`]; a rejoining member gets a
-/// new one).
+/// lead key, when the host signs ([`lead_key`]; a rejoining member keeps
+/// the one its earlier life had, when the home still holds it).
 pub(crate) async fn registered(
     env: &SpawnEnv<'_>,
     team: &Team,
@@ -64,7 +64,10 @@ pub(crate) async fn registered(
         None => register(env, team, req, kind).await,
         Some(member) => {
             prepare(env.runtime, req).await?;
-            let key = lead_key(env, team, &member.name)?;
+            let key = match kept_lead_key(env, team, &member.name) {
+                Some(kept) => Some(kept),
+                None => lead_key(env, team, &member.name)?,
+            };
             Ok((member, key))
         }
     }
@@ -108,6 +111,19 @@ fn lead_key(env: &SpawnEnv<'_>, team: &Team, name: &str) -> Result<Option<LeadKe
         .sign_for(team.name(), name, std::sync::Arc::new(key))
         .map_err(|e| Error::Backend(format!("cannot keep the lead key for {name}: {e}")))?;
     Ok(Some(LeadKey(public)))
+}
+
+/// With [`BackendOptions::sign_lead_entries`](super::BackendOptions::sign_lead_entries):
+/// the key a rejoining member's earlier life was launched with, if this
+/// host or the home's keyring still holds it. The member comes back with
+/// it (`--resumed`), so the lead entries its earlier life left unread still
+/// verify.
+fn kept_lead_key(env: &SpawnEnv<'_>, team: &Team, name: &str) -> Option<LeadKey> {
+    if !env.backends.sign_lead_entries {
+        return None;
+    }
+    let guard = team.store().lead_guard()?;
+    guard.current_key(team.name(), name).map(LeadKey)
 }
 
 /// Forgets `key` for `name` when the child it was made for did not start

@@ -263,9 +263,15 @@ pub(super) fn run(
                 .and_then(|t| t.config())
                 .map(|c| c.lead_name().to_string())
                 .unwrap_or_else(|_| "team-lead".into());
-            store.with_lead_guard(std::sync::Arc::new(crate::store::LeadGuard::verifying(
-                &team_name, &name, &lead, key, started_ms,
-            )))
+            let guard = if a.resumed {
+                // Its host kept the key of its earlier life: what that
+                // life left unread counts, what it consumed is spent.
+                let spent = store.team(&team_name)?.consumed_msg_ids(&name)?;
+                crate::store::LeadGuard::verifying_resumed(&team_name, &name, &lead, key, spent)
+            } else {
+                crate::store::LeadGuard::verifying(&team_name, &name, &lead, key, started_ms)
+            };
+            store.with_lead_guard(std::sync::Arc::new(guard))
         }
         // No launch key: the inbox is screened with the team's key when
         // its config names one (`backends::assembly`), as an in-process

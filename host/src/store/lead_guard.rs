@@ -162,6 +162,30 @@ impl LeadGuard {
         guard
     }
 
+    /// [`LeadGuard::verifying`] for a teammate that comes back (`teamhost
+    /// teammate --resumed`, which only a teamhost host passes) with the key
+    /// its earlier life was launched with: every entry that key signed
+    /// counts once, whenever it was stamped, and the `msg_id`s it consumed
+    /// then (`spent`, its history) are replays. A lead entry its earlier
+    /// life left unread is taken, not refused as stale.
+    pub fn verifying_resumed(
+        team: &str,
+        agent: &str,
+        lead_name: &str,
+        key: LeadVerifyKey,
+        spent: impl IntoIterator<Item = String>,
+    ) -> Self {
+        let earliest_ms = key.key_time_ms - lead_sig::REPLAY_WINDOW_MS;
+        let v = Verifying::new(team, agent, lead_name, Check::Launch(key), earliest_ms);
+        v.spent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(spent);
+        let guard = LeadGuard::default();
+        guard.install(v);
+        guard
+    }
+
     fn install(&self, v: Verifying) {
         if let Ok(mut all) = self.verifying.lock() {
             all.insert((v.team.clone(), v.agent.to_lowercase()), Arc::new(v));
