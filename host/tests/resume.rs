@@ -458,6 +458,76 @@ fn a_teammate_process_outliving_its_host_is_adopted_and_one_that_died_is_respawn
     assert!(!alive(pid_a), "the adopted process ended");
 }
 
+/// A process teammate whose host died, brought back in-process (a resume
+/// without `--teammate-mode process`): the launch key its process had is
+/// forgotten, so the lead's commands sign with the team's key, which the
+/// teammate now checks, and are obeyed.
+#[test]
+fn a_process_teammate_resumed_in_process_obeys_the_lead_s_commands() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let dir = tmp.path().join("b");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (rt, host) = process_host(&home);
+    host.create_team("moved", NewTeam::default()).unwrap();
+    rt.block_on(async {
+        let mut req = probe("b", &dir);
+        req.prompt = "listen".into();
+        host.spawn("moved", req).await.unwrap();
+    });
+    let key_file = Home::new(&home).root().join("lead-keys/moved/b.json");
+    let watch = Project::watching(&home, tmp.path());
+    watch.wait_until("b's first turn", || {
+        teamhost_tests::fixture::turns(&dir).len() == 1
+    });
+    assert!(key_file.exists(), "b's launch key is kept");
+    drop(host);
+    drop(rt);
+    let pid = started::list(&Home::new(&home), "moved").unwrap()[0].pid;
+    // SAFETY: kill(2) of a teammate process this test's host started.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    watch.wait_until("b's process gone", || !alive(pid));
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let host = rt.block_on(async {
+        let opts = HostOptions {
+            backends: BackendOptions {
+                mode: TeammateMode::InProcess,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        Host::with_options(Home::new(&home), opts).unwrap()
+    });
+    let report = rt.block_on(host.resume("moved")).unwrap();
+    assert_eq!(report.respawned, vec!["b".to_string()], "{report:?}");
+    assert!(!key_file.exists(), "the process's launch key is forgotten");
+    let out = teamhost()
+        .arg("--home")
+        .arg(&home)
+        .args(["send", "--team", "moved", "b", "reply"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", shown(&out));
+    let reply_turn = || {
+        teamhost_tests::fixture::turns(&dir)
+            .into_iter()
+            .find(|t| t.2.ends_with("reply"))
+    };
+    watch.wait_until("b's turn on the lead's command", || reply_turn().is_some());
+    assert_eq!(
+        reply_turn().unwrap(),
+        teamhost_tests::fixture::line("message", "team-lead", "reply"),
+        "the lead's command, counted; every turn: {:?}",
+        teamhost_tests::fixture::turns(&dir)
+    );
+    rt.block_on(host.shutdown_team("moved", "done", Duration::from_secs(30)))
+        .unwrap();
+}
+
 fn holding(dir: &Path) -> Option<String> {
     std::fs::read_dir(dir).ok()?.find_map(|e| {
         e.ok()?

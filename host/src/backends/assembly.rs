@@ -135,6 +135,14 @@ fn screen_inbox(team: &Team, config: &crate::store::TeamConfig, name: &str) -> R
         tracing::warn!(team = %team.name(), teammate = %name, %why,
             "the team's lead key in its config cannot be read: no lead entry from another process will count for this teammate");
     }
+    if guard.has_launch_key(team.name(), name) {
+        // A `teamhost teammate` screening its own inbox with its launch key.
+        return Ok(());
+    }
+    // It runs in this process now: a launch key an earlier life in a
+    // process of its own left in the keyring would make the lead's
+    // commands sign for that process, not for this teammate.
+    guard.forget(team.name(), name);
     let spent = team.consumed_msg_ids(name)?;
     guard.screen_member(team.name(), name, config.lead_name(), key, spent);
     Ok(())

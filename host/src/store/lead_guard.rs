@@ -60,8 +60,8 @@ pub trait LeadKeyring: Send + Sync + std::fmt::Debug {
 /// member's file stem never starts with `.`).
 pub const TEAM_KEY_SLOT: &str = ".team";
 
-/// How many verified signatures a screened inbox remembers before it
-/// starts over.
+/// How many verified signatures (and warned forgeries) a screened inbox
+/// remembers before it starts over.
 const VERIFIED_KEPT: usize = 4096;
 
 /// The signers' map key: the team and the lower-cased member name (names
@@ -112,7 +112,7 @@ struct Verifying {
     /// the signature (an entry is read again at every poll; its signature
     /// is checked once).
     verified: Mutex<HashSet<([u8; 32], String)>>,
-    warned: Mutex<HashSet<String>>,
+    warned: Mutex<HashSet<[u8; 32]>>,
     /// Lead-named entries this process wrote into the inbox itself:
     /// `msg_id` → SHA-256 of their signed bytes (they count once, like any
     /// lead entry: not once spent).
@@ -480,13 +480,24 @@ impl LeadGuard {
                 None => return,
             },
         };
-        let fingerprint = format!(
-            "{}\u{0}{}\u{0}{}",
-            entry.msg_id.as_deref().unwrap_or(""),
-            entry.timestamp,
-            entry.text
-        );
-        if v.warned.lock().is_ok_and(|mut w| w.insert(fingerprint)) {
+        // Once per entry, remembered by a digest (a forger writes the text).
+        let fingerprint: [u8; 32] = Sha256::digest(
+            format!(
+                "{}\u{0}{}\u{0}{}",
+                entry.msg_id.as_deref().unwrap_or(""),
+                entry.timestamp,
+                entry.text
+            )
+            .as_bytes(),
+        )
+        .into();
+        let first = v.warned.lock().is_ok_and(|mut w| {
+            if w.len() >= VERIFIED_KEPT {
+                w.clear();
+            }
+            w.insert(fingerprint)
+        });
+        if first {
             tracing::warn!(
                 teammate = %agent,
                 from = %entry.from,

@@ -22,8 +22,8 @@
 //! the run is stuck on: [`FIRST_WORD`](super::watchdog::FIRST_WORD) after the first signal,
 //! the deadline or `q`, unless the store answered and the graceful shutdown
 //! may take its timeout; even then only while the store goes on answering
-//! (asked every second, given 3 s: a store that freezes or dies once the
-//! check passed ends the stop's wait too).
+//! (asked every second, given 3 s a question, two misses in a row: a store
+//! that freezes or dies once the check passed ends the stop's wait too).
 //!
 //! A second Ctrl-C or SIGTERM while the team shuts down forces the stop
 //! ([`force`]): every teammate of this host is stopped where it is (an

@@ -13,7 +13,7 @@
 //! |---|---|
 //! | the first SIGINT or SIGTERM, the deadline ([`Watchdog::set_deadline`]) passing, [`Watchdog::asked`] (`q` in the live view) | the stop clock starts: the run has [`FIRST_WORD`] to end, or to find its store answering and say so ([`Watchdog::allow`]) |
 //! | [`Watchdog::allow`]`(d, team)` | the bound becomes `d` from now (a graceful shutdown, the store answering: up to the shutdown timeout), for the stop under way or one whose signal the watchdog hears later; the store is asked again every [`STORE_PROBE_EVERY`] until the run is over |
-//! | a question to the store not answered within [`STORE_PROBE_WAIT`] after that (the store froze or died once the run found it answering) | the bound is now, for a stop under way or one that starts later: the stop does not wait on a store that stopped answering |
+//! | two questions in a row to the store not answered within [`STORE_PROBE_WAIT`] each after that (the store froze or died once the run found it answering) | the bound is now, for a stop under way or one that starts later: the stop does not wait on a store that stopped answering |
 //! | a signal once the stop clock runs (a second Ctrl-C, or one after `--timeout`) | the run's own forced stop gets [`FORCE_GRACE`] |
 //! | the bound passes | every teammate of the host is stopped where it is ([`Host::abort_all`]), one line on stderr says what happened and how to go on, and the process exits (128 + the signal's number; 1 after `--timeout` or `q`) without waiting for anything |
 //!
@@ -41,9 +41,14 @@ pub(super) const FORCE_GRACE: Duration = Duration::from_secs(3);
 /// How often a graceful stop's store is asked whether it still answers.
 pub(super) const STORE_PROBE_EVERY: Duration = Duration::from_secs(1);
 
-/// How long one such question may go unanswered before the store counts as
-/// gone (the run's own check waits as long: `STORE_CHECK`).
+/// How long one such question may go unanswered (the run's own check
+/// waits as long: `STORE_CHECK`). Two in a row unanswered, and the store
+/// counts as gone: one slow answer (a loaded machine, a NATS leader
+/// election) does not cut a healthy stop short.
 pub(super) const STORE_PROBE_WAIT: Duration = Duration::from_secs(3);
+
+/// How many questions in a row must go unanswered.
+const STORE_PROBE_MISSES: u32 = 2;
 
 /// Why the run is stopping, as the watchdog knows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -327,10 +332,12 @@ fn watch(shared: &Shared, host: Host, left: &str) {
 }
 
 /// Asks `team`'s store, again and again until the run is over, whether it
-/// answers; the first question unanswered within [`STORE_PROBE_WAIT`] ends
-/// the stop's wait ([`Shared::store_gone`]). Each question runs on a thread
-/// of its own, abandoned if it does not return (at most one is).
+/// answers; [`STORE_PROBE_MISSES`] questions in a row unanswered within
+/// [`STORE_PROBE_WAIT`] each end the stop's wait ([`Shared::store_gone`]).
+/// Each question runs on a thread of its own, abandoned if it does not
+/// return (at most that many are).
 fn watch_store(shared: &Arc<Shared>, team: &Team) {
+    let mut missed = 0;
     while !shared.wait_done(STORE_PROBE_EVERY) {
         let (tx, rx) = std::sync::mpsc::channel();
         let asked = team.clone();
@@ -344,9 +351,14 @@ fn watch_store(shared: &Arc<Shared>, team: &Team) {
             return;
         }
         // An answer, even an error, is a store that answers.
-        if rx.recv_timeout(STORE_PROBE_WAIT).is_err() {
+        if rx.recv_timeout(STORE_PROBE_WAIT).is_ok() {
+            missed = 0;
+            continue;
+        }
+        missed += 1;
+        if missed >= STORE_PROBE_MISSES {
             shared.store_gone(format!(
-                "the store stopped answering (no answer within {}s)",
+                "the store stopped answering ({missed} questions in a row unanswered for {}s each)",
                 STORE_PROBE_WAIT.as_secs()
             ));
             return;
