@@ -261,7 +261,10 @@ fn fits_and_answers_keys_at(w: u16, h: u16) {
         "a teammate's log retitled the person's pane"
     );
     t.ok(&["send-keys", "-t", "fit", "Escape"]);
-    let board = hides(&t, &["teammate bob"]);
+    hides(&t, &["teammate bob"]);
+    // The first frame without the detail can be one tmux captured while the
+    // board was being painted: wait for the board's own keys bar.
+    let board = shows(&t, &["team fit", "alice permission asks: Write", "q quit"]);
     assert_whole(&board, &size);
 
     // q quits; the last frame stays on the terminal.
