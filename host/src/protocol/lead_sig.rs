@@ -83,20 +83,10 @@ pub struct Recipient<'a> {
 /// [`signed_bytes`]'s array with [`TEAM_SIG_CONTEXT`] first, the team and
 /// the member (lower-cased) last.
 pub fn team_signed_bytes(f: &SignedFields<'_>, to: Recipient<'_>) -> Vec<u8> {
-    let opt = |v: Option<&str>| v.map_or(Value::Null, |s| Value::String(s.into()));
-    let array = Value::Array(vec![
-        TEAM_SIG_CONTEXT.into(),
-        f.msg_id.into(),
-        f.from.into(),
-        f.timestamp.into(),
-        f.text.into(),
-        opt(f.summary),
-        opt(f.color),
-        opt(f.from_plugin),
-        to.team.to_lowercase().into(),
-        to.agent.to_lowercase().into(),
-    ]);
-    serde_json::to_vec(&array).expect("a JSON array of strings always serialises")
+    let mut array = signed_array(TEAM_SIG_CONTEXT, f);
+    array.push(to.team.to_lowercase().into());
+    array.push(to.agent.to_lowercase().into());
+    serde_json::to_vec(&Value::Array(array)).expect("a JSON array of strings always serialises")
 }
 
 /// The bytes a lead signs for `f`: the compact JSON array of the scheme's
@@ -105,9 +95,15 @@ pub fn team_signed_bytes(f: &SignedFields<'_>, to: Recipient<'_>) -> Vec<u8> {
 /// `/` and U+2028 unescaped), so these are the reference's bytes; the unit
 /// tests hold them to bytes Node produced.
 pub fn signed_bytes(f: &SignedFields<'_>) -> Vec<u8> {
+    let array = Value::Array(signed_array(SIG_CONTEXT, f));
+    serde_json::to_vec(&array).expect("a JSON array of strings always serialises")
+}
+
+/// `context` and the entry's seven signed fields, in the scheme's order.
+fn signed_array(context: &str, f: &SignedFields<'_>) -> Vec<Value> {
     let opt = |v: Option<&str>| v.map_or(Value::Null, |s| Value::String(s.into()));
-    let array = Value::Array(vec![
-        SIG_CONTEXT.into(),
+    vec![
+        context.into(),
         f.msg_id.into(),
         f.from.into(),
         f.timestamp.into(),
@@ -115,8 +111,7 @@ pub fn signed_bytes(f: &SignedFields<'_>) -> Vec<u8> {
         opt(f.summary),
         opt(f.color),
         opt(f.from_plugin),
-    ]);
-    serde_json::to_vec(&array).expect("a JSON array of strings always serialises")
+    ]
 }
 
 /// Whether `from` is one of [`LEAD_SENDERS`] exactly (the senders a keyed
