@@ -59,13 +59,16 @@ fn project(name: &str, extra: &str) -> (tempfile::TempDir, PathBuf) {
 /// to the lead after its first turn, its approval after its shutdown
 /// turn; each teammate's end
 /// (`stopped`, a teammate's state, never `completed`, a task's status)
-/// after its shutdown turn, whose line comes before the state it causes.
+/// after its shutdown turn, whose line comes before the state it causes;
+/// each task's lines in the order its states were written (`pending`,
+/// `in_progress`, `completed`), none twice.
 fn stream_is_in_order(stdout: &str, out: &Output) {
     let events: Vec<&str> = stdout.lines().take_while(|l| !l.is_empty()).collect();
     assert!(!events.is_empty(), "{}", shown(out));
     let mut last = 0.0;
     let mut shutdown_turn: std::collections::HashMap<&str, usize> = Default::default();
     let mut first_turn: std::collections::HashMap<&str, usize> = Default::default();
+    let mut task_step: std::collections::HashMap<String, usize> = Default::default();
     for (i, line) in events.iter().enumerate() {
         let fields: Vec<&str> = line.trim_start_matches('+').split_whitespace().collect();
         assert!(
@@ -87,6 +90,22 @@ fn stream_is_in_order(stdout: &str, out: &Output) {
         assert!(t >= last, "time went back at {line:?}\n{}", shown(out));
         last = t;
         let (who, what) = (fields[1], fields[2..].join(" "));
+        if who == "tasks" {
+            // `#2 in_progress, owner bob: Count b`: this run's tasks are
+            // only ever written forward.
+            let (id, rest) = what.split_once(' ').unwrap_or((&what, ""));
+            let status = rest.split([',', ':']).next().unwrap_or_default();
+            let step = ["pending", "in_progress", "completed"]
+                .iter()
+                .position(|s| *s == status)
+                .unwrap_or_else(|| panic!("an unknown task status in {line:?}"));
+            let before = task_step.insert(id.to_string(), step);
+            assert!(
+                before.is_none_or(|b| b < step),
+                "task {id}'s lines out of the order written, or twice, at {line:?}\n{}",
+                shown(out)
+            );
+        }
         if what.starts_with("turn ") && what.ends_with(": shutdown-request") {
             shutdown_turn.insert(who, i);
         }

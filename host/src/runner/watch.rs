@@ -10,8 +10,11 @@
 //! | tasks changed | the observer: wakes every runner of the team (auto-claim) |
 //! | the config changed | a tick on [`TeamWatch::config_changes`] (external teammates' states) |
 //!
-//! A write by this process is heard twice (once from the store, once from
-//! the feed): a second wake-up finds nothing and costs one poll.
+//! An inbox write by this process is heard twice (once from the store, once
+//! from the feed): a second wake-up finds nothing and costs one poll. A task
+//! write by this process is heard once, from the store with what it wrote:
+//! the file store's feed leaves out what a pass told the same observer
+//! (`Split` answers with the host's key, [`StoreObserver::echo_key`]).
 
 use std::sync::Arc;
 
@@ -45,6 +48,10 @@ impl StoreObserver for Split {
             StoreEvent::ConfigChanged { .. } => self.config.send_modify(|n| *n = n.wrapping_add(1)),
             other => self.observer.changed(other),
         }
+    }
+
+    fn echo_key(&self) -> usize {
+        self.observer.echo_key()
     }
 }
 

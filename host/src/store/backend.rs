@@ -183,4 +183,12 @@ pub trait TaskTxn {
 
     /// Removes task `id` and keeps its id from being reused.
     fn remove(&mut self, id: &str) -> Result<()>;
+
+    /// Says that what this pass writes is told to the observer whose
+    /// [`StoreObserver::echo_key`] is `observer`, with what it wrote, in
+    /// order. A backend whose feed would report those writes again (the
+    /// file store's inotify) may leave them out of a feed to an observer of
+    /// that key; a feed to any other observer still reports them. The
+    /// default does nothing.
+    fn announced_to(&mut self, _observer: usize) {}
 }

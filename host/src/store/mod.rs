@@ -113,6 +113,16 @@ pub enum StoreEvent {
 pub trait StoreObserver: Send + Sync {
     /// One change was written.
     fn changed(&self, event: &StoreEvent);
+
+    /// Who this observer is, for echoes: a task pass of a [`Store`] whose
+    /// observer has this key tells it what it wrote, and a feed reporting
+    /// to an observer of the same key may leave that write out
+    /// ([`backend::TaskTxn::announced_to`]). The default is the observer's
+    /// address; an observer that passes events on to another returns that
+    /// one's key.
+    fn echo_key(&self) -> usize {
+        std::ptr::from_ref(self).cast::<()>() as usize
+    }
 }
 
 /// Entry point to the teams of one backend. Cheap to clone.
@@ -194,6 +204,11 @@ impl Store {
     /// Names of the teams that exist, sorted.
     pub fn list_teams(&self) -> Result<Vec<String>> {
         self.backend.list_teams()
+    }
+
+    /// The key of the installed observer ([`StoreObserver::echo_key`]).
+    fn observer_key(&self) -> Option<usize> {
+        self.observer.as_ref().map(|o| o.echo_key())
     }
 
     fn emit(&self, event: StoreEvent) {

@@ -22,7 +22,13 @@ impl Team {
         change: &mut dyn FnMut(&mut dyn TaskTxn) -> Result<()>,
     ) -> Result<()> {
         let mut written: Option<(TasksWritten, bool)> = None;
+        let observer = self.store.observer_key();
         self.backend().update_tasks(self.name(), &mut |txn| {
+            // What this pass writes, this store's observer hears below, in
+            // order: the backend's feed to it need not echo it.
+            if let Some(key) = observer {
+                txn.announced_to(key);
+            }
             let mut seen = Recording {
                 inner: txn,
                 tasks: Vec::new(),
@@ -106,5 +112,9 @@ impl TaskTxn for Recording<'_> {
         self.tasks.retain(|t| t.id != id);
         self.removed = true;
         Ok(())
+    }
+
+    fn announced_to(&mut self, observer: usize) {
+        self.inner.announced_to(observer);
     }
 }

@@ -114,15 +114,22 @@ fn first_life(root: &Path) -> ! {
         })
         .await;
         // m creates its one task; once that turn is over, what it spent is
-        // kept for a resume.
+        // kept for a resume. The crash comes after the turn has ended
+        // (m idle again): a crash inside it, even after its spending was
+        // kept, would have the resume deliver its message again, as it
+        // must, and m would create a second task.
         host.send_as_lead("trust", "m", "coord create Notes", None)
             .unwrap();
         let spent = home.join("kept").join("trust").join("m.spent.json");
-        until(&host, "m's spending kept after its turn", || {
-            std::fs::read(&spent)
+        until(&host, "m's spending kept and its turn over", || {
+            let kept = std::fs::read(&spent)
                 .ok()
                 .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-                .is_some_and(|v| v["tasks"] == 1)
+                .is_some_and(|v| v["tasks"] == 1);
+            kept && host
+                .teammates("trust")
+                .iter()
+                .any(|t| t.name == "m" && t.turns >= 2 && t.state == TeammateState::Idle)
         })
         .await;
         // The crash.
@@ -135,7 +142,12 @@ fn second_life(home: &Path, vdir: &Path) {
     runtime().block_on(async {
         let host = host(home);
         let report = host.resume("trust").await.unwrap();
-        assert!(report.respawned.contains(&"v".to_string()), "{report:?}");
+        for name in ["v", "m"] {
+            assert!(
+                report.respawned.contains(&name.to_string()),
+                "{name} is respawned: {report:?}"
+            );
+        }
         assert!(
             report.handed_back.is_empty(),
             "nothing v claimed itself was in flight: {report:?}"

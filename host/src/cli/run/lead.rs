@@ -126,22 +126,38 @@ pub(super) async fn run_led(
     let team = host.team(&m.team.name)?;
     let home_dir = Home::new(home);
     guard::existing_team(&home_dir, &team, a, &log).await?;
-    host.start_lead(team.name(), spec)
-        .await
-        .with_context(|| format!("cannot start the lead of team {:?}", team.name()))?;
-    guard::claim(&home_dir, &team);
-    // Who decides requests (the lead by default); the policy's are answered
-    // from here on.
+    // Who decides requests (the lead by default).
     let routes = m
         .approvals
         .routes(true)
         .map_err(|problems| anyhow::anyhow!("[approvals]: {}", problems.join("; ")))?;
-    let _approval_desk = host.serve_approvals(team.name(), routes)?;
-    let display = if a.lines || out.is_json() || !crate::view::terminal_available() {
-        // The lead's inbox is the lead component's: the reporter consumes
-        // none of it (taking it here raced the lead's runner, which then
-        // never saw the messages the reporter took).
-        Display::Lines(Reporter::start(host, &team, None, log))
+    // The lines' reporter hears every event from the lead's first turn on
+    // (the tasks it creates there included): it starts before the lead.
+    // The lead's inbox is the lead component's: the reporter consumes none
+    // of it (taking it here raced the lead's runner, which then never saw
+    // the messages the reporter took).
+    let lines = a.lines || out.is_json() || !crate::view::terminal_available();
+    let reporter = lines.then(|| Reporter::start(host, &team, None, log));
+    if let Err(e) = host.start_lead(team.name(), spec).await {
+        if let Some(r) = reporter {
+            r.stop().await;
+        }
+        return Err(anyhow::Error::from(e))
+            .with_context(|| format!("cannot start the lead of team {:?}", team.name()));
+    }
+    guard::claim(&home_dir, &team);
+    // The policy's requests are answered from here on.
+    let _approval_desk = match host.serve_approvals(team.name(), routes) {
+        Ok(desk) => desk,
+        Err(e) => {
+            if let Some(r) = reporter {
+                r.stop().await;
+            }
+            return Err(e.into());
+        }
+    };
+    let display = if let Some(reporter) = reporter {
+        Display::Lines(reporter)
     } else {
         let seat = crate::view::Seat::beside_lead(host.clone(), team.clone());
         Display::Screen(crate::view::LiveView::start(

@@ -81,6 +81,8 @@ impl Reporter {
             tasks: BTreeMap::new(),
             turns: BTreeMap::new(),
             held: Vec::new(),
+            states: BTreeMap::new(),
+            host: Some(host.clone()),
         };
         // What the tasks are before any event: each change is shown
         // against it.
@@ -172,6 +174,11 @@ struct ReportState {
     /// so it never prints before the turn that wrote it, and messages and
     /// task changes print in the order they were written.
     held: Vec<(SystemTime, Held)>,
+    /// The last state an event gave each teammate.
+    states: BTreeMap<String, TeammateState>,
+    /// The host whose teammates' final states close the stream
+    /// ([`ReportState::finish_states`]); `None` in unit tests.
+    host: Option<Host>,
 }
 
 /// Something written, waiting in [`ReportState::held`].
@@ -200,6 +207,30 @@ impl ReportState {
         }
         self.take_lead_messages();
         self.release(SystemTime::now() + std::time::Duration::from_secs(3600));
+        self.finish_states();
+    }
+
+    /// Prints the end of every teammate of this host that finished without
+    /// its event being printed. A runner records a state before it
+    /// broadcasts it, so a run that saw every teammate stop can ask the
+    /// reporter to stop before the last `stopped` event is sent; the state
+    /// is there all the same, and the stream never ends without it.
+    fn finish_states(&mut self) {
+        let Some(host) = self.host.clone() else {
+            return;
+        };
+        for t in host.teammates(self.team.name()) {
+            if t.state.is_finished() && self.states.get(&t.name) != Some(&t.state) {
+                self.handle(
+                    Event::StateChanged {
+                        team: t.team,
+                        name: t.name,
+                        state: t.state,
+                    },
+                    SystemTime::now(),
+                );
+            }
+        }
     }
 
     fn lagged(&self, n: u64) {
@@ -217,6 +248,7 @@ impl ReportState {
                 self.log.line(&name, format!("turn {n}: {kind}"));
             }
             Event::StateChanged { team, name, state } if team == self.team.name() => {
+                self.states.insert(name.clone(), state.clone());
                 match state {
                     // Every turn starts with `active`; the turn line says it.
                     // `compile_all`'s lines say what compiles, for whom,
@@ -265,6 +297,9 @@ impl ReportState {
     fn tasks_changed(&mut self, quiet: bool) {
         let tasks = match self.team.list_tasks() {
             Ok(t) => t,
+            // The first, quiet read may come before the team is made (a
+            // lead component creates its own): nothing to compare yet.
+            Err(_) if quiet => return,
             Err(e) => return self.log.line("run", format!("cannot read the tasks: {e}")),
         };
         self.show_tasks(tasks, quiet);
@@ -422,6 +457,8 @@ mod tests {
             tasks: BTreeMap::new(),
             turns: BTreeMap::new(),
             held: Vec::new(),
+            states: BTreeMap::new(),
+            host: None,
         };
         // The reporter has read the list (empty) before the writes, as
         // `Reporter::start` does.
@@ -478,6 +515,65 @@ mod tests {
                 "tasks      #1 completed, owner alice: Write",
             ],
             "{lines:#?}"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_teammate_that_ended_before_its_event_was_heard_still_ends_the_stream() {
+        let tmp = tempfile::tempdir().unwrap();
+        let host = Host::new(crate::home::Home::new(tmp.path().join("home"))).unwrap();
+        host.create_team("t", crate::store::NewTeam::default())
+            .unwrap();
+        let dir = tmp.path().join("work");
+        std::fs::create_dir_all(&dir).unwrap();
+        host.spawn(
+            "t",
+            crate::embed::SpawnRequest::new("ann", teamhost_tests::ECHO, "hi", &dir),
+        )
+        .await
+        .unwrap();
+        let report = host
+            .shutdown_team("t", "done", std::time::Duration::from_secs(60))
+            .await
+            .unwrap();
+        assert_eq!(report.stopped, ["ann"]);
+        // A reporter that heard none of it (its `stopped` event was sent
+        // after the run asked it to stop).
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        let mut state = ReportState {
+            team: host.team("t").unwrap(),
+            lead: None,
+            log: Log {
+                start: Instant::now(),
+                stderr: true,
+                width: 9,
+                kept: Some(kept.clone()),
+            },
+            tasks: BTreeMap::new(),
+            turns: BTreeMap::new(),
+            held: Vec::new(),
+            states: BTreeMap::new(),
+            host: Some(host.clone()),
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        tx.send(Item::Cmd(Cmd::Stop)).unwrap();
+        tokio::task::spawn_blocking(move || {
+            tokio::runtime::Handle::current().block_on(state.run(rx))
+        })
+        .await
+        .unwrap();
+        let lines = kept.lock().unwrap().clone();
+        assert!(
+            lines
+                .last()
+                .is_some_and(|l| l.ends_with("ann        stopped")),
+            "{lines:?}"
+        );
+        // Heard once: not printed again.
+        assert_eq!(
+            lines.iter().filter(|l| l.contains("stopped")).count(),
+            1,
+            "{lines:?}"
         );
     }
 }

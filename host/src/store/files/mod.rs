@@ -22,6 +22,7 @@
 //! | `stamp.rs` | file identity (inode, size, times) for the caches, and when it can be trusted |
 //! | `combine.rs` | group commit: concurrent config changes and inbox appends share one locked write |
 //! | `watch.rs` | the change feed: inotify on a team's files |
+//! | `own_writes.rs` | the task files this store wrote, by identity: the feed drops their echoes (the pass's own event tells of them, in order) |
 
 mod combine;
 mod config_cache;
@@ -29,6 +30,7 @@ mod deleted;
 mod history;
 mod inotify;
 pub mod lock;
+mod own_writes;
 pub mod paths;
 mod stamp;
 mod task_cache;
@@ -67,6 +69,9 @@ pub struct FileStore {
     /// A team whose task list lives under another name: `(team, list)`,
     /// both sanitised ([`FileStore::with_task_list`]).
     task_list: Option<(String, String)>,
+    /// The task files this store wrote, whose echoes its feeds drop
+    /// (`own_writes.rs`).
+    own: Arc<own_writes::OwnWrites>,
 }
 
 impl FileStore {
@@ -81,6 +86,7 @@ impl FileStore {
             configs: Arc::default(),
             inboxes: Arc::default(),
             task_list: None,
+            own: Arc::default(),
         }
     }
 
@@ -375,7 +381,13 @@ impl TeamStore for FileStore {
     }
 
     fn update_tasks(&self, team: &str, change: TasksChange<'_>) -> Result<()> {
-        tasks::update(&self.paths(team)?, &self.lock, &self.tasks, change)
+        tasks::update(
+            &self.paths(team)?,
+            &self.lock,
+            &self.tasks,
+            &self.own,
+            change,
+        )
     }
 
     fn write_usage(&self, team: &str, agent: &str, usage: &ModelUsage) -> Result<()> {
@@ -415,6 +427,7 @@ impl TeamStore for FileStore {
         Ok(Box::new(watch::FileFeed::start(
             &self.paths(team)?,
             observer,
+            self.own.clone(),
         )?))
     }
 }

@@ -9,6 +9,7 @@
 //! interleave. A pass runs its change once.
 
 use super::lock::{with_lock, LockOptions};
+use super::own_writes::OwnWrites;
 use super::paths::TeamPaths;
 use super::task_cache::TaskCaches;
 use crate::durable::{read_json_or_move_aside, swap_path, write_atomic, write_json_locked};
@@ -29,6 +30,7 @@ pub(super) fn update(
     paths: &TeamPaths,
     lock: &LockOptions,
     caches: &TaskCaches,
+    own: &OwnWrites,
     change: TasksChange<'_>,
 ) -> Result<()> {
     let target = paths.tasks_lock_target();
@@ -51,6 +53,8 @@ pub(super) fn update(
             paths,
             lock,
             caches,
+            own,
+            announced: None,
         })
     })
     .map_err(|e| match paths.tasks_dir().exists() {
@@ -64,6 +68,24 @@ struct FileTasks<'a> {
     paths: &'a TeamPaths,
     lock: &'a LockOptions,
     caches: &'a TaskCaches,
+    /// Where each file written is noted, under its lock, when the pass's
+    /// observer hears of it ([`TaskTxn::announced_to`]).
+    own: &'a OwnWrites,
+    announced: Option<usize>,
+}
+
+impl FileTasks<'_> {
+    /// Writes `task` to `path` (its lock held), marked as this store's
+    /// write when the pass's observer hears of it.
+    fn write(&self, path: &std::path::Path, task: &Task) -> Result<()> {
+        let Some(observer) = self.announced else {
+            return write_json_locked(path, task);
+        };
+        let mark = self.own.writing(path, observer);
+        write_json_locked(path, task)?;
+        mark.done();
+        Ok(())
+    }
 }
 
 impl TaskTxn for FileTasks<'_> {
@@ -85,9 +107,7 @@ impl TaskTxn for FileTasks<'_> {
 
     fn put(&mut self, task: &Task) -> Result<()> {
         let path = self.paths.task(&task.id)?;
-        with_lock(&path, self.lock, "a task write", || {
-            write_json_locked(&path, task)
-        })
+        with_lock(&path, self.lock, "a task write", || self.write(&path, task))
     }
 
     fn modify(
@@ -101,7 +121,7 @@ impl TaskTxn for FileTasks<'_> {
                 return Ok(None);
             };
             if f(&mut task)? {
-                write_json_locked(&path, &task)?;
+                self.write(&path, &task)?;
             }
             Ok(Some(task))
         })
@@ -124,6 +144,10 @@ impl TaskTxn for FileTasks<'_> {
             }
             Ok(())
         })
+    }
+
+    fn announced_to(&mut self, observer: usize) {
+        self.announced = Some(observer);
     }
 }
 

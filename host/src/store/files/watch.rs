@@ -11,7 +11,10 @@
 //! | `config.json`, or a watched directory going | `ConfigChanged` |
 //!
 //! Temporary files (`*.tmp.*`), lock directories, flock files and histories
-//! are ignored; reads never report. Each directory is watched without
+//! are ignored; reads never report. A task file this store wrote for a pass
+//! that told this feed's observer is not reported to it again
+//! (`own_writes.rs`): the pass told it already, with what it wrote and in
+//! order. Each directory is watched without
 //! recursion (a recursive watch would follow every lock directory the
 //! store makes and removes). Nothing is created to watch a team, so
 //! watching a Claude Code team writes nothing: a directory that appears
@@ -32,6 +35,7 @@ use std::sync::{Arc, Mutex, Weak};
 use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
+use super::own_writes::OwnWrites;
 use super::paths::TeamPaths;
 use crate::error::{Error, Result};
 use crate::store::{StoreEvent, StoreObserver};
@@ -56,6 +60,10 @@ enum Seen {
 
 #[derive(Clone)]
 struct Dirs {
+    /// The task files this store wrote, and the key of this feed's
+    /// observer: what it was told of already is not echoed.
+    own: Arc<OwnWrites>,
+    me: usize,
     team_name: String,
     team: PathBuf,
     inboxes: PathBuf,
@@ -82,6 +90,15 @@ impl Dirs {
         }
     }
 
+    /// [`Dirs::classify`], less the task files this feed's observer was
+    /// told of by the pass that wrote them.
+    fn heard(&self, path: &Path) -> Option<Seen> {
+        match self.classify(path)? {
+            Seen::Task if self.own.told(path, self.me) => None,
+            seen => Some(seen),
+        }
+    }
+
     fn event(&self, seen: Seen) -> StoreEvent {
         let team = self.team_name.clone();
         match seen {
@@ -101,7 +118,7 @@ impl Dirs {
         };
         let mut out: Vec<StoreEvent> = entries
             .filter_map(|e| e.ok())
-            .filter_map(|e| self.classify(&e.path()))
+            .filter_map(|e| self.heard(&e.path()))
             .map(|s| self.event(s))
             .collect();
         out.dedup();
@@ -111,8 +128,14 @@ impl Dirs {
 
 impl FileFeed {
     /// Watches `paths`' directories that exist and starts the feed.
-    pub(super) fn start(paths: &TeamPaths, observer: Arc<dyn StoreObserver>) -> Result<FileFeed> {
+    pub(super) fn start(
+        paths: &TeamPaths,
+        observer: Arc<dyn StoreObserver>,
+        own: Arc<OwnWrites>,
+    ) -> Result<FileFeed> {
         let dirs = Dirs {
+            own,
+            me: observer.echo_key(),
             team_name: paths.name().to_string(),
             team: paths.team_dir().to_path_buf(),
             inboxes: paths.inboxes_dir(),
@@ -137,7 +160,7 @@ impl FileFeed {
                 }
                 let mut dir_changed = false;
                 for path in &event.paths {
-                    if let Some(seen) = dirs.classify(path) {
+                    if let Some(seen) = dirs.heard(path) {
                         observer.changed(&dirs.event(seen));
                     } else if dirs.all().contains(&path) {
                         // A watched directory appeared or went (the team
@@ -245,6 +268,8 @@ mod tests {
     #[test]
     fn paths_are_classified_and_temporaries_ignored() {
         let d = Dirs {
+            own: Arc::default(),
+            me: 0,
             team_name: "t".into(),
             team: "/h/teams/t".into(),
             inboxes: "/h/teams/t/inboxes".into(),
@@ -264,5 +289,112 @@ mod tests {
         assert_eq!(c("/h/teams/t/config.json"), Some(Seen::Config));
         assert_eq!(c("/h/teams/t/config.json.tmp.00000000"), None);
         assert_eq!(c("/h/teams/t/history/alice.jsonl"), None);
+    }
+
+    /// Records what a feed hears.
+    struct Heard(Mutex<mpsc::Sender<StoreEvent>>);
+
+    impl StoreObserver for Heard {
+        fn changed(&self, event: &StoreEvent) {
+            let _ = self.0.lock().unwrap().send(event.clone());
+        }
+    }
+
+    /// What `rx` hears up to the append to `agent`'s inbox: inotify keeps
+    /// one queue for the feed's directories, so whatever the feed reports
+    /// for writes made before that append has come by then.
+    fn until_mail_to(rx: &mpsc::Receiver<StoreEvent>, agent: &str) -> Vec<StoreEvent> {
+        let mut heard = Vec::new();
+        loop {
+            match rx.recv_timeout(std::time::Duration::from_secs(30)) {
+                Ok(StoreEvent::InboxAppended { agent: a, .. }) if a == agent => return heard,
+                Ok(e) => heard.push(e),
+                Err(e) => panic!("no mail to {agent} heard: {e}; before it: {heard:?}"),
+            }
+        }
+    }
+
+    fn echoes(heard: &[StoreEvent]) -> usize {
+        heard
+            .iter()
+            .filter(|e| matches!(e, StoreEvent::TasksChanged { written: None, .. }))
+            .count()
+    }
+
+    #[test]
+    fn a_task_write_told_to_the_feed_s_observer_is_not_echoed_to_it_and_any_other_is() {
+        use crate::store::{NewMember, NewTask, NewTeam, Store, TaskStatus, TaskUpdate};
+        let tmp = tempfile::tempdir().unwrap();
+        let files = Arc::new(super::super::FileStore::new(tmp.path()));
+        let (tx, rx) = mpsc::channel();
+        let observer: Arc<dyn StoreObserver> = Arc::new(Heard(Mutex::new(tx)));
+        let mine = Store::with_backend(files.clone())
+            .with_observer(observer.clone())
+            .team("t")
+            .unwrap();
+        mine.create(NewTeam::default()).unwrap();
+        let task = mine
+            .create_task(NewTask {
+                subject: "Write".into(),
+                ..Default::default()
+            })
+            .unwrap();
+        let _feed = mine.watch(observer).unwrap();
+        // Another process, and a handle on this store with no observer.
+        let other = Store::new(tmp.path()).team("t").unwrap();
+        let quiet = Store::with_backend(files).team("t").unwrap();
+        // The marker: another process's append to a new member's inbox.
+        let marker = |n: &str| {
+            other
+                .add_member(NewMember {
+                    name: n.into(),
+                    ..Default::default()
+                })
+                .unwrap();
+            other
+                .deliver(n, crate::store::OutgoingMessage::new("team-lead", "mark"))
+                .unwrap();
+            until_mail_to(&rx, n)
+        };
+        let set = |status| TaskUpdate {
+            status: Some(status),
+            ..Default::default()
+        };
+
+        // Told already (stamped, in order): not echoed.
+        mine.update_task(&task.id, set(TaskStatus::InProgress), "team-lead")
+            .unwrap();
+        mine.update_task(&task.id, set(TaskStatus::Completed), "team-lead")
+            .unwrap();
+        let heard = marker("a");
+        assert_eq!(echoes(&heard), 0, "{heard:?}");
+        let told = heard
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    StoreEvent::TasksChanged {
+                        written: Some(_),
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert_eq!(
+            told, 3,
+            "each write told once, by its pass (the task's creation too): {heard:?}"
+        );
+
+        // The same store through a handle this observer does not hear.
+        quiet
+            .update_task(&task.id, set(TaskStatus::Pending), "team-lead")
+            .unwrap();
+        assert!(echoes(&marker("b")) >= 1);
+
+        // Another process's write.
+        other
+            .update_task(&task.id, set(TaskStatus::InProgress), "team-lead")
+            .unwrap();
+        assert!(echoes(&marker("c")) >= 1);
     }
 }
