@@ -540,7 +540,7 @@ mod tests {
         // A reporter that heard none of it (its `stopped` event was sent
         // after the run asked it to stop).
         let kept = Arc::new(Mutex::new(Vec::new()));
-        let mut state = ReportState {
+        let state = ReportState {
             team: host.team("t").unwrap(),
             lead: None,
             log: Log {
