@@ -165,6 +165,10 @@ const DUPLICATE_IN_PROCESS: u64 = 10158;
 /// A new stream leader still applying its log refuses compare-and-swaps
 /// for a moment (2.11+): asked again, it answers.
 const EXPECTED_NOT_READY: u64 = 10163;
+/// "JetStream system temporarily unavailable": a cluster between leaders
+/// (its meta leader or a stream's) answers it to API requests, gets and
+/// publishes alike; asked again once a leader is elected, it answers.
+pub(super) const TEMPORARILY_UNAVAILABLE: u64 = 10008;
 
 impl Conn {
     /// Connects to `url` and checks that the server has JetStream. An
@@ -724,10 +728,17 @@ async fn api_once(c: &async_nats::Client, subject: String, payload: Bytes) -> Re
         Err(Fail::NoStream) => return Err(Fail::Transient("JetStream did not answer".into())),
         other => other?,
     };
-    let v: Value = serde_json::from_slice(&answer.payload)
+    api_answer(&answer.payload)
+}
+
+/// What a JetStream API answer says: its JSON, `NoStream`, a transient
+/// refusal (asked again) or a refusal.
+fn api_answer(payload: &[u8]) -> Result<Value, Fail> {
+    let v: Value = serde_json::from_slice(payload)
         .map_err(|e| Fail::Refused(format!("an unreadable answer: {e}")))?;
     match api_error(&v) {
         Some((STREAM_NOT_FOUND, _)) => Err(Fail::NoStream),
+        Some((TEMPORARILY_UNAVAILABLE, d)) => Err(Fail::Transient(d)),
         Some((_, d)) => Err(Fail::Refused(d)),
         None => Ok(v),
     }
@@ -741,11 +752,21 @@ async fn publish_once(
     payload: Bytes,
 ) -> Result<u64, Fail> {
     let answer = request(c, subject, Some(headers), payload).await?;
-    let v: Value = serde_json::from_slice(&answer.payload)
+    publish_answer(&answer.payload)
+}
+
+/// What a publish's ack says: the stored sequence, a lost swap, a
+/// transient refusal (the caller publishes again with the same message id,
+/// and a swap that then loses asks whether an earlier attempt landed) or a
+/// refusal.
+fn publish_answer(payload: &[u8]) -> Result<u64, Fail> {
+    let v: Value = serde_json::from_slice(payload)
         .map_err(|e| Fail::Refused(format!("an unreadable publish ack: {e}")))?;
     match api_error(&v) {
         Some((WRONG_LAST_SEQUENCE | WRONG_LAST_SEQUENCE_IN_FLIGHT, _)) => Err(Fail::Conflict),
-        Some((DUPLICATE_IN_PROCESS | EXPECTED_NOT_READY, d)) => Err(Fail::Transient(d)),
+        Some((DUPLICATE_IN_PROCESS | EXPECTED_NOT_READY | TEMPORARILY_UNAVAILABLE, d)) => {
+            Err(Fail::Transient(d))
+        }
         Some((_, d)) => Err(Fail::Refused(d)),
         None => v["seq"]
             .as_u64()
@@ -790,5 +811,38 @@ mod tests {
         let s = scrub("failed: nats://bob:pw@g:2 refused bob:pw", &url);
         assert!(!s.contains("pw"), "{s}");
         assert_eq!(s, "failed: nats://***@g:2 refused ***");
+    }
+
+    /// What nats-server answers while its cluster has no leader.
+    const UNAVAILABLE: &[u8] = br#"{"type":"io.nats.jetstream.api.v1.stream_info_response","error":{"code":503,"err_code":10008,"description":"JetStream system temporarily unavailable"}}"#;
+
+    #[test]
+    fn a_cluster_between_leaders_is_asked_again_by_api_requests_and_publishes() {
+        assert!(matches!(api_answer(UNAVAILABLE), Err(Fail::Transient(d)) if d.contains("10008")));
+        assert!(
+            matches!(publish_answer(UNAVAILABLE), Err(Fail::Transient(d)) if d.contains("10008"))
+        );
+        // Other refusals stay refusals; a stream that is not there and a
+        // lost swap keep their meaning.
+        let error = |code: u64| {
+            format!(r#"{{"error":{{"code":400,"err_code":{code},"description":"no"}}}}"#)
+        };
+        assert!(matches!(
+            api_answer(error(10059).as_bytes()),
+            Err(Fail::NoStream)
+        ));
+        assert!(matches!(
+            api_answer(error(10005).as_bytes()),
+            Err(Fail::Refused(_))
+        ));
+        assert!(matches!(
+            publish_answer(error(10071).as_bytes()),
+            Err(Fail::Conflict)
+        ));
+        assert!(matches!(
+            publish_answer(error(10005).as_bytes()),
+            Err(Fail::Refused(_))
+        ));
+        assert_eq!(publish_answer(br#"{"stream":"s","seq":7}"#).unwrap(), 7);
     }
 }

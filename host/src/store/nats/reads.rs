@@ -29,7 +29,7 @@ use base64::Engine;
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::client::{Fail, Stored};
+use super::client::{Fail, Stored, TEMPORARILY_UNAVAILABLE};
 
 /// How one stream is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,8 +67,6 @@ impl ReadVia {
 const NO_MESSAGE: u64 = 10037;
 /// JetStream's error code for a stream that does not exist.
 const STREAM_NOT_FOUND: u64 = 10059;
-/// JetStream's "temporarily unavailable" (a cluster electing a leader).
-const TEMPORARILY_UNAVAILABLE: u64 = 10008;
 
 /// A leader get's JSON answer: the message, `None` when there is none.
 pub(super) fn leader_answer(payload: &[u8]) -> Result<Option<Stored>, Fail> {
