@@ -21,7 +21,7 @@ use crate::approvals::{
 };
 use crate::error::Result;
 use crate::home::{decisions, Home};
-use crate::store::{StoreEvent, StoreObserver, Team};
+use crate::store::{HistoryCache, StoreEvent, StoreObserver, Team};
 
 /// A running policy desk; dropping it stops it.
 #[derive(Debug)]
@@ -73,9 +73,23 @@ impl Host {
         let routes = Arc::new(routes);
         let task = tokio::spawn(async move {
             let _feed = feed;
+            // Kept across passes: a pass reads only what the histories
+            // gained since the last (a long run's lead history is read
+            // once, not once per message), and the cache holds only the
+            // requests and answers among them.
+            let mut cache = HistoryCache::keeping(approvals::approval_traffic);
             loop {
                 let (h, t, r) = (home.clone(), team.clone(), routes.clone());
-                match tokio::task::spawn_blocking(move || pass(&h, &t, &r)).await {
+                let mut kept = std::mem::take(&mut cache);
+                let done = tokio::task::spawn_blocking(move || {
+                    let passed = pass(&h, &t, &r, &mut kept);
+                    (passed, kept)
+                })
+                .await;
+                match done.map(|(passed, kept)| {
+                    cache = kept;
+                    passed
+                }) {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => {
                         tracing::warn!(cause = %e, "team {}: the policy desk's pass failed", team.name())
@@ -113,13 +127,18 @@ impl Host {
 }
 
 /// One look at the waiting requests: answers the policy's, escalates what
-/// it cannot answer (once per request).
-pub(super) fn pass(home: &Home, team: &Team, routes: &Routes) -> Result<()> {
+/// it cannot answer (once per request). Histories are read through `cache`.
+pub(super) fn pass(
+    home: &Home,
+    team: &Team,
+    routes: &Routes,
+    cache: &mut HistoryCache,
+) -> Result<()> {
     if !team.exists() {
         return Ok(());
     }
     let lead = team.config()?.lead_name().to_string();
-    for request in approvals::pending(team)? {
+    for request in approvals::pending_cached(team, cache)? {
         let who = requester(team, request.from());
         let cwd = &who.cwd;
         if routes.decider_for(&request, &lead, &who) != Decider::Policy {
