@@ -77,10 +77,12 @@ impl Host {
             // gained since the last (a long run's lead history is read
             // once, not once per message), and the cache holds only the
             // requests and answers among them.
-            let mut cache = HistoryCache::keeping(approvals::approval_traffic);
+            let fresh = || HistoryCache::keeping(approvals::approval_traffic);
+            let mut cache = fresh();
             loop {
                 let (h, t, r) = (home.clone(), team.clone(), routes.clone());
-                let mut kept = std::mem::take(&mut cache);
+                // A pass that panics loses the cache: the next starts afresh.
+                let mut kept = std::mem::replace(&mut cache, fresh());
                 let done = tokio::task::spawn_blocking(move || {
                     let passed = pass(&h, &t, &r, &mut kept);
                     (passed, kept)
