@@ -15,6 +15,12 @@
 //! each size with each binary in turn, `TEAMHOST_SCALE_REPEAT` times
 //! (default 1), interleaved A/B/A/B, a row each.
 //!
+//! `grid` run with this build's own binary compares each size's best
+//! per-task cost with the baseline stored for this machine class and build
+//! profile (`benches/baseline/scale.json`, [`baseline`]): a size more than
+//! 20 % slower prints a `REGRESSION` line and the bench exits with status 1.
+//! `TEAMHOST_SCALE_BASELINE=save` stores this run's figures as the baseline.
+//!
 //! Every team is generated here: `grid` writes a corpus of small files and a
 //! manifest of `worker` teammates with one task per file, runs the real
 //! `teamhost run --json` binary and reads its summary (work, spawn and
@@ -36,6 +42,9 @@ use teamhost::store::{
 
 const TEAMHOST: &str = env!("CARGO_BIN_EXE_teamhost");
 
+#[path = "support/baseline.rs"]
+mod baseline;
+
 fn main() {
     // This binary also plays the writer processes of `writers`.
     if let Ok(role) = std::env::var("SCALE_ROLE") {
@@ -50,8 +59,9 @@ fn main() {
     let on = |s: &str| wanted.is_empty() || wanted.iter().any(|w| w == s);
     let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     println!("machine: {}", machine());
+    let mut regressed = false;
     if on("grid") {
-        grid(base.path(), quick);
+        regressed = grid(base.path(), quick);
     }
     if on("crowd") {
         crowd_run(base.path(), if quick { 200 } else { 1000 });
@@ -73,6 +83,10 @@ fn main() {
     if on("writers") {
         writers(base.path(), if quick { 100 } else { 500 });
     }
+    if regressed {
+        eprintln!("the main job regressed against its baseline (the REGRESSION lines above)");
+        std::process::exit(1);
+    }
 }
 
 // --- grid: teammates × tasks through `teamhost run` -----------------------
@@ -89,7 +103,9 @@ struct RunResult {
     error: Option<String>,
 }
 
-fn grid(base: &Path, quick: bool) {
+/// Runs the grid; `true` when this build's own binary regressed against
+/// the stored baseline ([`baseline::check`]).
+fn grid(base: &Path, quick: bool) -> bool {
     let sizes: &[(usize, usize)] = if quick {
         &[(10, 100), (30, 300)]
     } else {
@@ -109,10 +125,17 @@ fn grid(base: &Path, quick: bool) {
         let exes = &exes;
         (0..repeat).flat_map(move |_| exes.iter().map(move |e| (size, e)))
     });
+    let own = exes.len() == 1 && exes[0].0.is_empty();
+    let mut best: std::collections::BTreeMap<String, f64> = Default::default();
     for ((mates, tasks), (label, exe)) in runs {
         let dir = base.join(format!("grid-{mates}x{tasks}"));
         let manifest = wordcount_team(&dir, mates, tasks);
         let r = run_manifest(exe, &dir, &manifest);
+        if own && r.ok {
+            let per_task = r.work_ms as f64 / tasks as f64;
+            let b = best.entry(format!("{mates}x{tasks}")).or_insert(f64::MAX);
+            *b = b.min(per_task);
+        }
         let label = if label.is_empty() {
             String::new()
         } else {
@@ -140,6 +163,7 @@ fn grid(base: &Path, quick: bool) {
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
+    baseline::check(&best)
 }
 
 /// The binaries `grid` runs: `TEAMHOST_SCALE_EXES` (`label=path,…`), else

@@ -6,7 +6,10 @@
 //! [`ApprovalDesk`] is stopped or dropped, or the team is deleted.
 //!
 //! It wakes on the store's change feed (writes by other processes) and on
-//! the host's own events (writes by its teammates), never on a timer. A
+//! the host's own events (writes by its teammates), never on a timer, and
+//! only for what can bring a request it has not seen: a write to the lead's
+//! inbox, or the config (members and the lead's name). Task writes and
+//! other inboxes, most of a busy team's traffic, pass it by ([`Wakes`]). A
 //! failed pass is logged and the desk goes on: it never takes the host
 //! down.
 
@@ -50,11 +53,48 @@ impl Drop for ApprovalDesk {
     }
 }
 
-struct Poke(Arc<Notify>);
+/// Which changes wake the desk: the lead's inbox (by its name or its file
+/// stem, as a feed hears it) and the config. The lead's name is the one
+/// the last pass read.
+struct Wakes {
+    lead: std::sync::Mutex<(String, String)>,
+}
+
+impl Wakes {
+    fn new(lead: &str) -> Wakes {
+        let wakes = Wakes {
+            lead: std::sync::Mutex::new(Default::default()),
+        };
+        wakes.set_lead(lead);
+        wakes
+    }
+
+    fn set_lead(&self, lead: &str) {
+        let stem = crate::store::names::agent_file_stem(lead).unwrap_or_else(|_| lead.to_string());
+        *self.lead.lock().unwrap_or_else(|p| p.into_inner()) = (lead.to_string(), stem);
+    }
+
+    fn is_lead(&self, agent: &str) -> bool {
+        let lead = self.lead.lock().unwrap_or_else(|p| p.into_inner());
+        agent == lead.0 || agent == lead.1
+    }
+
+    fn store_event(&self, e: &StoreEvent) -> bool {
+        match e {
+            StoreEvent::InboxAppended { agent, .. } => self.is_lead(agent),
+            StoreEvent::TasksChanged { .. } => false,
+            _ => true,
+        }
+    }
+}
+
+struct Poke(Arc<Notify>, Arc<Wakes>);
 
 impl StoreObserver for Poke {
-    fn changed(&self, _: &StoreEvent) {
-        self.0.notify_one();
+    fn changed(&self, e: &StoreEvent) {
+        if self.1.store_event(e) {
+            self.0.notify_one();
+        }
     }
 }
 
@@ -66,7 +106,8 @@ impl Host {
         let team = self.team(team)?;
         decisions::write_routes(self.home(), team.name(), &routes)?;
         let wake = Arc::new(Notify::new());
-        let feed = team.watch(Arc::new(Poke(wake.clone())))?;
+        let wakes = Arc::new(Wakes::new(team.config()?.lead_name()));
+        let feed = team.watch(Arc::new(Poke(wake.clone(), wakes.clone())))?;
         let mut events = self.events();
         let (stop_tx, mut stop_rx) = oneshot::channel();
         let home = self.home().clone();
@@ -83,8 +124,9 @@ impl Host {
                 let (h, t, r) = (home.clone(), team.clone(), routes.clone());
                 // A pass that panics loses the cache: the next starts afresh.
                 let mut kept = std::mem::replace(&mut cache, fresh());
+                let w = wakes.clone();
                 let done = tokio::task::spawn_blocking(move || {
-                    let passed = pass(&h, &t, &r, &mut kept);
+                    let passed = pass(&h, &t, &r, &mut kept, &w);
                     (passed, kept)
                 })
                 .await;
@@ -108,7 +150,8 @@ impl Host {
                         _ = &mut stop_rx => return,
                         _ = wake.notified() => break,
                         event = events.recv() => match event {
-                            Ok(Event::InboxChanged { team: t, .. }) if t == team.name() => break,
+                            Ok(Event::InboxChanged { team: t, agent })
+                                if t == team.name() && wakes.is_lead(&agent) => break,
                             Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
                             Err(tokio::sync::broadcast::error::RecvError::Closed) => {
                                 // The host is gone: the feed still wakes us.
@@ -130,16 +173,18 @@ impl Host {
 
 /// One look at the waiting requests: answers the policy's, escalates what
 /// it cannot answer (once per request). Histories are read through `cache`.
-pub(super) fn pass(
+fn pass(
     home: &Home,
     team: &Team,
     routes: &Routes,
     cache: &mut HistoryCache,
+    wakes: &Wakes,
 ) -> Result<()> {
     if !team.exists() {
         return Ok(());
     }
     let lead = team.config()?.lead_name().to_string();
+    wakes.set_lead(&lead);
     for request in approvals::pending_cached(team, cache)? {
         let who = requester(team, request.from());
         let cwd = &who.cwd;

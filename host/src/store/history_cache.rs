@@ -67,7 +67,7 @@ impl HistoryCache {
         match self.keep {
             Some(keep) => cached
                 .entries
-                .extend(chunk.entries.into_iter().filter(|m| keep(m))),
+                .extend(chunk.entries.into_iter().filter(keep)),
             None => cached.entries.extend(chunk.entries),
         }
         cached.cursor = chunk.cursor;
