@@ -11,7 +11,8 @@
 //! inbox, or the config (members and the lead's name). Task writes and
 //! other inboxes, most of a busy team's traffic, pass it by ([`Wakes`]). A
 //! failed pass is logged and the desk goes on: it never takes the host
-//! down.
+//! down. Routes that give the policy nothing (no route and no default name
+//! it) start no desk at all.
 
 use std::sync::Arc;
 
@@ -101,10 +102,19 @@ impl StoreObserver for Poke {
 impl Host {
     /// Keeps `routes` as `team`'s approval routes (in the home, where every
     /// process answering the team's requests reads them) and starts the
-    /// policy desk. Needs a tokio runtime.
+    /// policy desk (a desk that does nothing when no route and no default
+    /// gives the policy a request). Needs a tokio runtime.
     pub fn serve_approvals(&self, team: &str, routes: Routes) -> Result<ApprovalDesk> {
         let team = self.team(team)?;
         decisions::write_routes(self.home(), team.name(), &routes)?;
+        if !routes.reaches_policy() {
+            // Every request goes to the person or the lead: nothing for the
+            // desk to answer, so it watches nothing.
+            return Ok(ApprovalDesk {
+                stop: None,
+                task: None,
+            });
+        }
         let wake = Arc::new(Notify::new());
         let wakes = Arc::new(Wakes::new(team.config()?.lead_name()));
         let feed = team.watch(Arc::new(Poke(wake.clone(), wakes.clone())))?;
