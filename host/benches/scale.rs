@@ -11,8 +11,8 @@
 //! Markdown tables.
 //!
 //! To compare builds side by side in one run (an old commit's binary beside
-//! the new), `TEAMHOST_SCALE_EXES=old=/path/a,new=/path/b` makes `grid` run
-//! each size with each binary in turn, `TEAMHOST_SCALE_REPEAT` times
+//! the new), `TEAMHOST_SCALE_EXES=old=/path/a,new=/path/b` makes `grid` and
+//! `crowd` run each size with each binary in turn, `TEAMHOST_SCALE_REPEAT` times
 //! (default 1), interleaved A/B/A/B, a row each.
 //!
 //! `grid` run with this build's own binary compares each size's best
@@ -274,24 +274,40 @@ fn crowd_run(base: &Path, count: usize) {
     }
     let manifest = dir.join("team.toml");
     std::fs::write(&manifest, m).unwrap();
-    let r = run_manifest(TEAMHOST, &dir, &manifest);
     println!();
     println!(
         "## `teamhost run`: {count} idle `echo` teammates, no tasks (`notifications = \"none\"`)"
     );
     println!();
-    println!("| spawn all | all started and idle | shutdown | killed | peak RSS | exit |");
-    println!("|---:|---:|---:|---:|---:|---|");
-    println!(
-        "| {:.2} s | {:.2} s | {:.2} s | {} | {:.0} MiB | {}{} |",
-        r.spawn_ms as f64 / 1e3,
-        r.work_ms as f64 / 1e3,
-        r.shutdown_ms as f64 / 1e3,
-        r.killed,
-        r.peak_rss_kib as f64 / 1024.0,
-        r.exit,
-        r.error.map(|e| format!(" ({e})")).unwrap_or_default()
-    );
+    println!("| binary | spawn all | all started and idle | shutdown | killed | peak RSS | exit |");
+    println!("|---|---:|---:|---:|---:|---:|---|");
+    // Side by side like `grid`: each binary in turn, `TEAMHOST_SCALE_REPEAT` times.
+    let exes = grid_exes();
+    let repeat: usize = std::env::var("TEAMHOST_SCALE_REPEAT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    for _ in 0..repeat {
+        for (label, exe) in &exes {
+            let _ = std::fs::remove_dir_all(dir.join("home"));
+            let r = run_manifest(exe, &dir, &manifest);
+            println!(
+                "| {} | {:.2} s | {:.2} s | {:.2} s | {} | {:.0} MiB | {}{} |",
+                if label.is_empty() {
+                    "this build"
+                } else {
+                    label
+                },
+                r.spawn_ms as f64 / 1e3,
+                r.work_ms as f64 / 1e3,
+                r.shutdown_ms as f64 / 1e3,
+                r.killed,
+                r.peak_rss_kib as f64 / 1024.0,
+                r.exit,
+                r.error.map(|e| format!(" ({e})")).unwrap_or_default()
+            );
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
