@@ -11,9 +11,15 @@
 //! Markdown tables.
 //!
 //! To compare builds side by side in one run (an old commit's binary beside
-//! the new), `TEAMHOST_SCALE_EXES=old=/path/a,new=/path/b` makes `grid` run
-//! each size with each binary in turn, `TEAMHOST_SCALE_REPEAT` times
+//! the new), `TEAMHOST_SCALE_EXES=old=/path/a,new=/path/b` makes `grid` and
+//! `crowd` run each size with each binary in turn, `TEAMHOST_SCALE_REPEAT` times
 //! (default 1), interleaved A/B/A/B, a row each.
+//!
+//! `grid` run with this build's own binary compares each size's best
+//! per-task cost with the baseline stored for this machine class and build
+//! profile (`benches/baseline/scale.json`, [`baseline`]): a size more than
+//! 20 % slower prints a `REGRESSION` line and the bench exits with status 1.
+//! `TEAMHOST_SCALE_BASELINE=save` stores this run's figures as the baseline.
 //!
 //! Every team is generated here: `grid` writes a corpus of small files and a
 //! manifest of `worker` teammates with one task per file, runs the real
@@ -36,6 +42,9 @@ use teamhost::store::{
 
 const TEAMHOST: &str = env!("CARGO_BIN_EXE_teamhost");
 
+#[path = "support/baseline.rs"]
+mod baseline;
+
 fn main() {
     // This binary also plays the writer processes of `writers`.
     if let Ok(role) = std::env::var("SCALE_ROLE") {
@@ -50,8 +59,9 @@ fn main() {
     let on = |s: &str| wanted.is_empty() || wanted.iter().any(|w| w == s);
     let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     println!("machine: {}", machine());
+    let mut regressed = false;
     if on("grid") {
-        grid(base.path(), quick);
+        regressed = grid(base.path(), quick);
     }
     if on("crowd") {
         crowd_run(base.path(), if quick { 200 } else { 1000 });
@@ -73,6 +83,10 @@ fn main() {
     if on("writers") {
         writers(base.path(), if quick { 100 } else { 500 });
     }
+    if regressed {
+        eprintln!("the main job regressed against its baseline (the REGRESSION lines above)");
+        std::process::exit(1);
+    }
 }
 
 // --- grid: teammates × tasks through `teamhost run` -----------------------
@@ -89,7 +103,9 @@ struct RunResult {
     error: Option<String>,
 }
 
-fn grid(base: &Path, quick: bool) {
+/// Runs the grid; `true` when this build's own binary regressed against
+/// the stored baseline ([`baseline::check`]).
+fn grid(base: &Path, quick: bool) -> bool {
     let sizes: &[(usize, usize)] = if quick {
         &[(10, 100), (30, 300)]
     } else {
@@ -109,10 +125,21 @@ fn grid(base: &Path, quick: bool) {
         let exes = &exes;
         (0..repeat).flat_map(move |_| exes.iter().map(move |e| (size, e)))
     });
-    for ((mates, tasks), (label, exe)) in runs {
-        let dir = base.join(format!("grid-{mates}x{tasks}"));
+    let own = exes.len() == 1 && exes[0].0.is_empty();
+    let mut best: std::collections::BTreeMap<String, f64> = Default::default();
+    // Each run in a directory of its own, none removed until the end: on
+    // ext4, creating files soon after thousands were deleted nearby costs
+    // several times more (the allocator steps over recently freed inodes),
+    // so removing one run's tree right before the next slowed the next.
+    for (n, ((mates, tasks), (label, exe))) in runs.enumerate() {
+        let dir = base.join(format!("grid-{mates}x{tasks}-{n}"));
         let manifest = wordcount_team(&dir, mates, tasks);
         let r = run_manifest(exe, &dir, &manifest);
+        if own && r.ok {
+            let per_task = r.work_ms as f64 / tasks as f64;
+            let b = best.entry(format!("{mates}x{tasks}")).or_insert(f64::MAX);
+            *b = b.min(per_task);
+        }
         let label = if label.is_empty() {
             String::new()
         } else {
@@ -138,8 +165,8 @@ fn grid(base: &Path, quick: bool) {
                 r.error.unwrap_or_default()
             );
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
+    baseline::check(&best)
 }
 
 /// The binaries `grid` runs: `TEAMHOST_SCALE_EXES` (`label=path,…`), else
@@ -250,24 +277,41 @@ fn crowd_run(base: &Path, count: usize) {
     }
     let manifest = dir.join("team.toml");
     std::fs::write(&manifest, m).unwrap();
-    let r = run_manifest(TEAMHOST, &dir, &manifest);
     println!();
     println!(
         "## `teamhost run`: {count} idle `echo` teammates, no tasks (`notifications = \"none\"`)"
     );
     println!();
-    println!("| spawn all | all started and idle | shutdown | killed | peak RSS | exit |");
-    println!("|---:|---:|---:|---:|---:|---|");
-    println!(
-        "| {:.2} s | {:.2} s | {:.2} s | {} | {:.0} MiB | {}{} |",
-        r.spawn_ms as f64 / 1e3,
-        r.work_ms as f64 / 1e3,
-        r.shutdown_ms as f64 / 1e3,
-        r.killed,
-        r.peak_rss_kib as f64 / 1024.0,
-        r.exit,
-        r.error.map(|e| format!(" ({e})")).unwrap_or_default()
-    );
+    println!("| binary | spawn all | all started and idle | shutdown | killed | peak RSS | exit |");
+    println!("|---|---:|---:|---:|---:|---:|---|");
+    // Side by side like `grid`: each binary in turn, `TEAMHOST_SCALE_REPEAT` times.
+    let exes = grid_exes();
+    let repeat: usize = std::env::var("TEAMHOST_SCALE_REPEAT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    for n in 0..repeat {
+        for (i, (label, exe)) in exes.iter().enumerate() {
+            let run = dir.join(format!("run-{n}-{i}"));
+            std::fs::create_dir_all(&run).unwrap();
+            let r = run_manifest(exe, &run, &manifest);
+            println!(
+                "| {} | {:.2} s | {:.2} s | {:.2} s | {} | {:.0} MiB | {}{} |",
+                if label.is_empty() {
+                    "this build"
+                } else {
+                    label
+                },
+                r.spawn_ms as f64 / 1e3,
+                r.work_ms as f64 / 1e3,
+                r.shutdown_ms as f64 / 1e3,
+                r.killed,
+                r.peak_rss_kib as f64 / 1024.0,
+                r.exit,
+                r.error.map(|e| format!(" ({e})")).unwrap_or_default()
+            );
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -7,6 +7,7 @@ mod common;
 mod hostile;
 mod sandbox_support;
 
+mod active_mark;
 mod agent_teammate;
 mod approval_routing;
 mod cache;

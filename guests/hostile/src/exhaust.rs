@@ -8,6 +8,9 @@
 //! | `print MIB` | writes MIB MiB to stdout in 64 KiB chunks, then reports (the log cap must cut the log, never the guest) |
 //! | `fill PATH MIB` | writes a file of MIB MiB with `std::fs` (WASI), straight past any tool |
 //! | `tool-fill PATH KIB` | `tools.write` of KIB KiB (the disk budget must refuse it in advance) |
+//! | `touch PREFIX N` | creates N empty files `PREFIX-0`… with `std::fs` (no byte written: the entry budget must still hold) |
+//! | `mkdirs PREFIX N` | creates N directories `PREFIX-0`… with `std::fs` |
+//! | `links PATH N` | makes N hard links `PATH-0`… to `PATH` with `std::fs` (no byte written, yet a walk sees the file's bytes once per name) |
 //! | `read PATH` | `tools.read(PATH)`: reports the size of what came back, `truncated` and `next-offset` |
 //! | `grep PATTERN` | `tools.grep` over the directory: reports the size of the text, the files and `truncated` |
 //! | `deep N` | recurses N calls deep on the native stack (small frames), then reports: the stack a later turn runs on must still work |
@@ -40,6 +43,15 @@ pub fn run(args: &[&str]) {
             let r = tools::write(path, &"y".repeat(kib << 10));
             tool("exhaust/tool-fill", r, |_| format!("wrote {kib} KiB"));
         }
+        ["touch", prefix, n] => made("exhaust/touch", n, |i| {
+            std::fs::File::create(format!("{prefix}-{i}")).map(drop)
+        }),
+        ["mkdirs", prefix, n] => made("exhaust/mkdirs", n, |i| {
+            std::fs::create_dir(format!("{prefix}-{i}"))
+        }),
+        ["links", path, n] => made("exhaust/links", n, |i| {
+            std::fs::hard_link(path, format!("{path}-{i}"))
+        }),
         ["read", path] => {
             let r = tools::read(path, None, None);
             tool("exhaust/read", r, |o| {
@@ -78,10 +90,29 @@ pub fn run(args: &[&str]) {
         _ => report(
             "exhaust",
             false,
-            "usage: open-many N | print MIB | fill PATH MIB | tool-fill PATH KIB | read PATH | \
-             grep PATTERN | deep N | recurse | leak-sweep",
+            "usage: open-many N | print MIB | fill PATH MIB | tool-fill PATH KIB | touch PREFIX N | \
+             mkdirs PREFIX N | links PATH N | read PATH | grep PATTERN | deep N | recurse | \
+             leak-sweep",
         ),
     }
+}
+
+/// Makes `n` entries with `make` (given 0, 1, …), stopping at the first
+/// error; reports how many were made and that error.
+fn made(step: &str, n: &str, make: impl Fn(usize) -> std::io::Result<()>) {
+    let n: usize = n.parse().unwrap_or(1);
+    let mut done = 0;
+    let mut error = String::new();
+    for i in 0..n {
+        match make(i) {
+            Ok(()) => done += 1,
+            Err(e) => {
+                error = format!(" (then: {e})");
+                break;
+            }
+        }
+    }
+    report(step, done == n, format!("made {done} of {n}{error}"));
 }
 
 /// Recurses `left` calls deep (not a loop: each call adds to the result

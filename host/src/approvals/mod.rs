@@ -30,7 +30,7 @@ use crate::protocol::{
     Parsed, PermissionRequest, PermissionResponse, PlanApprovalRequest, PlanApprovalResponse,
     ProtocolMessage, WireMessage,
 };
-use crate::store::{HistoryCache, OutgoingMessage, Team};
+use crate::store::{HistoryCache, InboxMessage, OutgoingMessage, Team};
 
 /// The lead's answer to a permission request.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,6 +120,21 @@ pub fn requests_cached(team: &Team, cache: &mut HistoryCache) -> Result<Vec<Requ
             _ => None,
         })
         .collect())
+}
+
+/// Whether `m` is a permission or plan approval request or response: all a
+/// reader of [`pending_cached`] needs of the histories it reads (a cache
+/// made with `HistoryCache::keeping(approval_traffic)` holds only those).
+pub fn approval_traffic(m: &InboxMessage) -> bool {
+    matches!(
+        ProtocolMessage::parse(&m.text),
+        Parsed::Protocol(
+            ProtocolMessage::PermissionRequest(_)
+                | ProtocolMessage::PlanApprovalRequest(_)
+                | ProtocolMessage::PermissionResponse(_)
+                | ProtocolMessage::PlanApprovalResponse(_)
+        )
+    )
 }
 
 /// The requests still waiting for the lead, oldest first: no

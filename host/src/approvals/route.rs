@@ -220,6 +220,17 @@ impl Routes {
         &self.text.policy
     }
 
+    /// Whether any request can be the policy's to answer: the default or
+    /// some route names it. When none can, the policy desk has nothing to do.
+    pub fn reaches_policy(&self) -> bool {
+        self.text.default == Decider::Policy
+            || self
+                .text
+                .routes
+                .iter()
+                .any(|r| r.decider == Decider::Policy)
+    }
+
     /// Who decides `request` in a team whose lead is `lead_name`, from
     /// `requester` (see the module docs' table). A request of the lead
     /// itself always goes to the person.

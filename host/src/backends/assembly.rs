@@ -377,6 +377,7 @@ fn runner(
         },
         // An in-process member is registered idle (`in_process.rs`).
         recorded_active: in_process.then_some(false),
+        idle_mark_due: false,
         resumed: resumed.is_some(),
         handed_back: resumed.and_then(|r| r.task),
         journal: Some(kept.journal),

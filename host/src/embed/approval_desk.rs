@@ -6,9 +6,13 @@
 //! [`ApprovalDesk`] is stopped or dropped, or the team is deleted.
 //!
 //! It wakes on the store's change feed (writes by other processes) and on
-//! the host's own events (writes by its teammates), never on a timer. A
+//! the host's own events (writes by its teammates), never on a timer, and
+//! only for what can bring a request it has not seen: a write to the lead's
+//! inbox, or the config (members and the lead's name). Task writes and
+//! other inboxes, most of a busy team's traffic, pass it by ([`Wakes`]). A
 //! failed pass is logged and the desk goes on: it never takes the host
-//! down.
+//! down. Routes that give the policy nothing (no route and no default name
+//! it) start no desk at all.
 
 use std::sync::Arc;
 
@@ -21,7 +25,7 @@ use crate::approvals::{
 };
 use crate::error::Result;
 use crate::home::{decisions, Home};
-use crate::store::{StoreEvent, StoreObserver, Team};
+use crate::store::{HistoryCache, StoreEvent, StoreObserver, Team};
 
 /// A running policy desk; dropping it stops it.
 #[derive(Debug)]
@@ -50,32 +54,96 @@ impl Drop for ApprovalDesk {
     }
 }
 
-struct Poke(Arc<Notify>);
+/// Which changes wake the desk: the lead's inbox (by its name or its file
+/// stem, as a feed hears it) and the config. The lead's name is the one
+/// the last pass read.
+struct Wakes {
+    lead: std::sync::Mutex<(String, String)>,
+}
+
+impl Wakes {
+    fn new(lead: &str) -> Wakes {
+        let wakes = Wakes {
+            lead: std::sync::Mutex::new(Default::default()),
+        };
+        wakes.set_lead(lead);
+        wakes
+    }
+
+    fn set_lead(&self, lead: &str) {
+        let stem = crate::store::names::agent_file_stem(lead).unwrap_or_else(|_| lead.to_string());
+        *self.lead.lock().unwrap_or_else(|p| p.into_inner()) = (lead.to_string(), stem);
+    }
+
+    fn is_lead(&self, agent: &str) -> bool {
+        let lead = self.lead.lock().unwrap_or_else(|p| p.into_inner());
+        agent == lead.0 || agent == lead.1
+    }
+
+    fn store_event(&self, e: &StoreEvent) -> bool {
+        match e {
+            StoreEvent::InboxAppended { agent, .. } => self.is_lead(agent),
+            StoreEvent::TasksChanged { .. } => false,
+            _ => true,
+        }
+    }
+}
+
+struct Poke(Arc<Notify>, Arc<Wakes>);
 
 impl StoreObserver for Poke {
-    fn changed(&self, _: &StoreEvent) {
-        self.0.notify_one();
+    fn changed(&self, e: &StoreEvent) {
+        if self.1.store_event(e) {
+            self.0.notify_one();
+        }
     }
 }
 
 impl Host {
     /// Keeps `routes` as `team`'s approval routes (in the home, where every
     /// process answering the team's requests reads them) and starts the
-    /// policy desk. Needs a tokio runtime.
+    /// policy desk (a desk that does nothing when no route and no default
+    /// gives the policy a request). Needs a tokio runtime.
     pub fn serve_approvals(&self, team: &str, routes: Routes) -> Result<ApprovalDesk> {
         let team = self.team(team)?;
         decisions::write_routes(self.home(), team.name(), &routes)?;
+        if !routes.reaches_policy() {
+            // Every request goes to the person or the lead: nothing for the
+            // desk to answer, so it watches nothing.
+            return Ok(ApprovalDesk {
+                stop: None,
+                task: None,
+            });
+        }
         let wake = Arc::new(Notify::new());
-        let feed = team.watch(Arc::new(Poke(wake.clone())))?;
+        let wakes = Arc::new(Wakes::new(team.config()?.lead_name()));
+        let feed = team.watch(Arc::new(Poke(wake.clone(), wakes.clone())))?;
         let mut events = self.events();
         let (stop_tx, mut stop_rx) = oneshot::channel();
         let home = self.home().clone();
         let routes = Arc::new(routes);
         let task = tokio::spawn(async move {
             let _feed = feed;
+            // Kept across passes: a pass reads only what the histories
+            // gained since the last (a long run's lead history is read
+            // once, not once per message), and the cache holds only the
+            // requests and answers among them.
+            let fresh = || HistoryCache::keeping(approvals::approval_traffic);
+            let mut cache = fresh();
             loop {
                 let (h, t, r) = (home.clone(), team.clone(), routes.clone());
-                match tokio::task::spawn_blocking(move || pass(&h, &t, &r)).await {
+                // A pass that panics loses the cache: the next starts afresh.
+                let mut kept = std::mem::replace(&mut cache, fresh());
+                let w = wakes.clone();
+                let done = tokio::task::spawn_blocking(move || {
+                    let passed = pass(&h, &t, &r, &mut kept, &w);
+                    (passed, kept)
+                })
+                .await;
+                match done.map(|(passed, kept)| {
+                    cache = kept;
+                    passed
+                }) {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => {
                         tracing::warn!(cause = %e, "team {}: the policy desk's pass failed", team.name())
@@ -92,7 +160,8 @@ impl Host {
                         _ = &mut stop_rx => return,
                         _ = wake.notified() => break,
                         event = events.recv() => match event {
-                            Ok(Event::InboxChanged { team: t, .. }) if t == team.name() => break,
+                            Ok(Event::InboxChanged { team: t, agent })
+                                if t == team.name() && wakes.is_lead(&agent) => break,
                             Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
                             Err(tokio::sync::broadcast::error::RecvError::Closed) => {
                                 // The host is gone: the feed still wakes us.
@@ -113,13 +182,20 @@ impl Host {
 }
 
 /// One look at the waiting requests: answers the policy's, escalates what
-/// it cannot answer (once per request).
-pub(super) fn pass(home: &Home, team: &Team, routes: &Routes) -> Result<()> {
+/// it cannot answer (once per request). Histories are read through `cache`.
+fn pass(
+    home: &Home,
+    team: &Team,
+    routes: &Routes,
+    cache: &mut HistoryCache,
+    wakes: &Wakes,
+) -> Result<()> {
     if !team.exists() {
         return Ok(());
     }
     let lead = team.config()?.lead_name().to_string();
-    for request in approvals::pending(team)? {
+    wakes.set_lead(&lead);
+    for request in approvals::pending_cached(team, cache)? {
         let who = requester(team, request.from());
         let cwd = &who.cwd;
         if routes.decider_for(&request, &lead, &who) != Decider::Policy {

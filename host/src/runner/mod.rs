@@ -50,7 +50,10 @@ pub struct RunnerConfig {
     /// config (zero: at once). A shorter turn leaves the config alone, so a
     /// teammate busy with many short turns costs no config write per turn.
     /// Zero for a teammate in its own process, whose host follows its
-    /// `isActive`; [`ACTIVE_AFTER`] in-process, where the host knows.
+    /// `isActive` (`true` and `false` around every turn); [`ACTIVE_AFTER`]
+    /// in-process, where the host knows, and where `false` is written only
+    /// once the runner finds no more work: turns that follow one another
+    /// cost one `true` and one `false` together.
     pub active_after: Duration,
 }
 
@@ -90,6 +93,9 @@ pub(crate) struct Runner {
     pub links: RunnerLinks,
     /// What this runner last wrote to `isActive` (`None`: nothing yet).
     pub recorded_active: Option<bool>,
+    /// An in-process turn ended with `isActive: true` recorded: `false` is
+    /// written when the runner next finds no work, not at once.
+    pub idle_mark_due: bool,
     /// A resumed teammate's unfinished task, handed back as its first turn
     /// that is not a message (see [`poll::handed_back_turn`]).
     pub handed_back: Option<String>,
@@ -259,7 +265,10 @@ impl Runner {
         // `active_after`: a short turn costs no config write at all.
         // Not for a lead component: its turn may delete the team, and a
         // write racing the deletion would leave the team's directory behind.
-        let active_mark = (!self.is_lead()).then(|| self.start_active_mark());
+        // A teammate still marked active from the turn before (it went
+        // from one turn straight to the next) is not marked again.
+        let active_mark = (!self.is_lead() && self.recorded_active != Some(true))
+            .then(|| self.start_active_mark());
         self.links.turns.fetch_add(1, Ordering::Relaxed);
         let result = Box::pin(self.instance.handle_turn(&turn)).await;
         // The message is consumed before anything follows the turn.
@@ -294,7 +303,14 @@ impl Runner {
             return None;
         }
         if marked_active || self.recorded_active != Some(false) {
-            self.mark_active(false).await;
+            if self.config.active_after.is_zero() {
+                self.mark_active(false).await;
+            } else {
+                // In-process: `false` waits until the runner finds no more
+                // work (`wait_for_turn`), so a busy streak of turns costs
+                // one `true` and one `false`, not a pair per turn.
+                self.idle_mark_due = true;
+            }
         }
         self.notify_idle(&record, outcome, between.first_idle).await;
         between.first_idle = false;
@@ -381,6 +397,11 @@ impl Runner {
                 Err(e) => {
                     tracing::error!(teammate = %self.name(), error = %e, "poll task panicked; will retry")
                 }
+            }
+            // The busy streak is over: `isActive: false` lands before the
+            // teammate is announced idle.
+            if std::mem::take(&mut self.idle_mark_due) {
+                self.mark_active(false).await;
             }
             // Clear `busy` before announcing Idle, so a waiter woken by the
             // announcement already sees the teammate settled.

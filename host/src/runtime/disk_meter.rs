@@ -17,6 +17,20 @@
 //! What a guest has in flight when a measurement runs (one stream's pending
 //! write, a Bash call's current output) may be seen by neither the walk nor
 //! the count: the directories can pass the budget by that much, never more.
+//!
+//! **After a turn** the tree is measured only when the count cannot vouch
+//! for it ([`DiskMeter::needs_measure`]): it was never measured, something
+//! the count does not see changed it since ([`DiskMeter::note_unseen`]: a
+//! Write, Edit or Bash call, a directory added to the tree, a link or a
+//! directory the guest made), or the entries the guest's creating opens
+//! made ([`DiskMeter::note_entry`]) could put it past `disk_walk_entries`.
+//! Bytes need no walk: every byte a guest writes was counted before it was
+//! written. A turn that only writes files the count saw (the usual turn)
+//! costs no walk, however big the directory. What the count cannot see is
+//! another writer in the same directory: teammates that share one directory
+//! each count their own writes against their own budget, so together they
+//! can put it past one budget, up to once per teammate (as two turns running
+//! at once could already, each measured before the other wrote).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,6 +58,16 @@ struct Count {
     since: u64,
     /// Measurements made (for tests and benches).
     walks: u64,
+    /// Entries at the last measurement; `None` before the first.
+    entries: Option<usize>,
+    /// Entries made over the meter's life ([`DiskMeter::note_entry`]), and
+    /// how many of them the last measurement had seen.
+    made: u64,
+    made_seen: u64,
+    /// Changes the count does not see ([`DiskMeter::note_unseen`]) over the
+    /// meter's life, and how many of them the last measurement had seen.
+    unseen: u64,
+    unseen_seen: u64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -75,6 +99,8 @@ impl DiskMeter {
         if !dirs.iter().any(|d| d.root() == tools.root()) {
             dirs.push(tools);
         }
+        drop(dirs);
+        self.note_unseen();
     }
 
     /// Stops counting `root` (a worktree that was removed).
@@ -107,6 +133,32 @@ impl DiskMeter {
     /// Measurements made so far.
     pub fn walks(&self) -> u64 {
         lock(&self.count).walks
+    }
+
+    /// Counts an entry the guest may have made without writing a byte (an
+    /// open that creates a file): enough of them since the last measurement
+    /// make the next [`needs_measure`](Self::needs_measure) true.
+    pub fn note_entry(&self) {
+        lock(&self.count).made += 1;
+    }
+
+    /// Says the tree changed in a way the count does not see (a host tool
+    /// wrote to it, a directory joined it, the guest made a link or a
+    /// directory): the next [`needs_measure`](Self::needs_measure) is true.
+    pub fn note_unseen(&self) {
+        lock(&self.count).unseen += 1;
+    }
+
+    /// Whether only a walk can tell that the tree is within its budget:
+    /// never measured, changed unseen since the last measurement, or with
+    /// more entries, counted, than `disk_walk_entries`.
+    pub fn needs_measure(&self) -> bool {
+        let c = lock(&self.count);
+        let Some(entries) = c.entries else {
+            return true;
+        };
+        let made = usize::try_from(c.made - c.made_seen).unwrap_or(usize::MAX);
+        c.unseen != c.unseen_seen || entries.saturating_add(made) > self.budget.entries
     }
 
     /// Counts `growth` bytes when they fit under the budget with what the
@@ -153,6 +205,7 @@ impl DiskMeter {
     /// starts counting from there.
     pub async fn measure(&self) -> DiskUsage {
         let _one = self.walking.lock().await;
+        let seen = self.seen_now();
         let dirs = lock(&self.dirs).clone();
         let entries = self.budget.entries;
         let usage = tokio::task::spawn_blocking(move || walk(&dirs, entries))
@@ -162,24 +215,42 @@ impl DiskMeter {
                 entries: 0,
                 incomplete: true,
             });
-        self.record(usage);
+        self.record(usage, seen);
         usage
     }
 
     /// [`measure`](Self::measure) on the calling thread (a Bash call's
     /// watch, which runs on a blocking thread already).
     pub fn measure_blocking(&self) -> DiskUsage {
+        let seen = self.seen_now();
         let dirs = lock(&self.dirs).clone();
         let usage = walk(&dirs, self.budget.entries);
-        self.record(usage);
+        self.record(usage, seen);
         usage
     }
 
-    fn record(&self, usage: DiskUsage) {
+    /// The entries made and unseen changes so far: what a walk starting
+    /// now will have seen (a change made while it runs may be missed, so
+    /// it stays counted).
+    fn seen_now(&self) -> (u64, u64) {
+        let c = lock(&self.count);
+        (c.made, c.unseen)
+    }
+
+    fn record(&self, usage: DiskUsage, (made, unseen): (u64, u64)) {
         let mut c = lock(&self.count);
         c.measured = usage.bytes;
         c.since = 0;
         c.walks += 1;
+        // An incomplete walk saw more entries than the budget: the next
+        // question must walk again.
+        c.entries = Some(if usage.incomplete {
+            usize::MAX
+        } else {
+            usage.entries
+        });
+        c.made_seen = c.made_seen.max(made);
+        c.unseen_seen = c.unseen_seen.max(unseen);
     }
 }
 
@@ -243,6 +314,48 @@ mod tests {
         );
         assert_eq!(m.room(), 100);
         m.grow(100).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn only_what_the_count_cannot_vouch_for_needs_a_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = ToolBox::open(dir.path(), Default::default()).unwrap();
+        let m = DiskMeter::new(
+            DiskBudget {
+                bytes: 1_000,
+                entries: 10,
+            },
+            Arc::new(tools),
+        );
+        assert!(m.needs_measure(), "never measured");
+        std::fs::write(dir.path().join("a"), "x").unwrap();
+        m.measure().await;
+        assert!(!m.needs_measure());
+        m.grow(900).await.unwrap();
+        assert!(!m.needs_measure(), "counted bytes need no walk");
+        // 1 entry measured + 9 made fit in 10; one more does not.
+        for _ in 0..9 {
+            m.note_entry();
+        }
+        assert!(!m.needs_measure());
+        m.note_entry();
+        assert!(m.needs_measure(), "11 entries, counted, pass 10");
+        m.measure().await;
+        assert!(!m.needs_measure(), "the walk found 1");
+        m.note_unseen();
+        assert!(m.needs_measure(), "a change the count did not see");
+        m.measure().await;
+        assert!(!m.needs_measure());
+        let other = tempfile::tempdir().unwrap();
+        m.add_dir(Arc::new(
+            ToolBox::open(other.path(), Default::default()).unwrap(),
+        ));
+        assert!(m.needs_measure(), "a directory joined the tree");
+        for i in 0..11 {
+            std::fs::write(other.path().join(format!("f{i}")), "").unwrap();
+        }
+        assert!(m.budget().breach(&m.measure().await).is_some());
+        assert!(m.needs_measure(), "an incomplete walk is asked again");
     }
 
     #[tokio::test]

@@ -70,8 +70,9 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         // The guest's file writes, counted against its disk budget.
         super::wasi_writes::add_to_linker(&mut linker)?;
-        // The guest's file opens, never waiting on a special file.
-        super::open_guard::add_to_linker(&mut linker)?;
+        // The guest's file opens, never waiting on a special file; the
+        // files they create are counted as entries of the tree.
+        super::open_guard::add_to_linker(&mut linker, super::wasi_writes::note_created)?;
         add_teamhost_interfaces(&mut linker)?;
         let weak = engine.weak();
         std::thread::Builder::new()

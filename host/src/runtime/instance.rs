@@ -236,11 +236,17 @@ impl Instance {
         }
     }
 
-    /// Measures the tree's directories after a turn (what the count during
-    /// the turn could not see: a write in flight, files made by other
-    /// means). A breach is an `Err` naming the limit ("disk limit").
+    /// Measures the tree's directories after a turn when the count during
+    /// the turn cannot vouch for them (files made by other means, entries
+    /// that may pass `disk_walk_entries`: [`DiskMeter::needs_measure`]). A
+    /// breach is an `Err` naming the limit ("disk limit").
+    ///
+    /// [`DiskMeter::needs_measure`]: super::disk_meter::DiskMeter::needs_measure
     async fn check_disk(&mut self) -> anyhow::Result<()> {
         let meter = self.store.data().agent.fixed.budget.disk().clone();
+        if !meter.needs_measure() {
+            return Ok(());
+        }
         let usage = meter.measure().await;
         match meter.budget().breach(&usage) {
             Some(breach) => anyhow::bail!("{breach}"),

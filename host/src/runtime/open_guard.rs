@@ -25,6 +25,7 @@
 //! is checked: were the function not defined under [`TYPES`] (a newer
 //! wasmtime-wasi), the linker would refuse to build.
 
+use std::future::Future;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
@@ -55,14 +56,18 @@ type Params = (
 type Return = (Result<Resource<Descriptor>, ErrorCode>,);
 
 /// Puts the guarded `open-at` in place of wasmtime-wasi's, which must be in
-/// `linker` already.
-pub fn add_to_linker<T: WasiView + 'static>(linker: &mut Linker<T>) -> anyhow::Result<()> {
+/// `linker` already. `created` is called after each open that asked to
+/// create the file and succeeded (the file may have been there already).
+pub fn add_to_linker<T: WasiView + 'static>(
+    linker: &mut Linker<T>,
+    created: fn(&mut T),
+) -> anyhow::Result<()> {
     // Defined without shadowing first: that must fail, because wasmtime-wasi
     // defined the name. Should it succeed, nothing is shadowed and guests
     // would reach the unguarded open through another name.
     if linker
         .instance(TYPES)?
-        .func_wrap_async(OPEN_AT, open_at::<T>)
+        .func_wrap_async(OPEN_AT, guarded(created))
         .is_ok()
     {
         anyhow::bail!(
@@ -73,15 +78,30 @@ pub fn add_to_linker<T: WasiView + 'static>(linker: &mut Linker<T>) -> anyhow::R
     linker.allow_shadowing(true);
     let shadowed = linker
         .instance(TYPES)
-        .and_then(|mut i| i.func_wrap_async(OPEN_AT, open_at::<T>));
+        .and_then(|mut i| i.func_wrap_async(OPEN_AT, guarded(created)));
     linker.allow_shadowing(false);
     shadowed.map_err(anyhow::Error::from)
+}
+
+/// The guarded `open-at`, calling `created` after a creating open.
+fn guarded<T: WasiView + 'static>(
+    created: fn(&mut T),
+) -> impl for<'a> Fn(
+    StoreContextMut<'a, T>,
+    Params,
+) -> Box<dyn Future<Output = wasmtime::Result<Return>> + Send + 'a>
+       + Send
+       + Sync
+       + 'static {
+    move |store, params| open_at::<T>(store, params, created)
 }
 
 fn open_at<T: WasiView>(
     mut store: StoreContextMut<'_, T>,
     (fd, path_flags, path, oflags, flags): Params,
-) -> Box<dyn std::future::Future<Output = wasmtime::Result<Return>> + Send + '_> {
+    created: fn(&mut T),
+) -> Box<dyn Future<Output = wasmtime::Result<Return>> + Send + '_> {
+    let creates = oflags.contains(OpenFlags::CREATE);
     Box::new(async move {
         let dir = match store.data_mut().ctx().table.get(&fd)? {
             Descriptor::Dir(d) => d.clone(),
@@ -91,6 +111,9 @@ fn open_at<T: WasiView>(
             Ok(d) => d,
             Err(e) => return Ok((Err(e),)),
         };
+        if creates {
+            created(store.data_mut());
+        }
         let fd = store.data_mut().ctx().table.push(opened)?;
         Ok((Ok(fd),))
     })

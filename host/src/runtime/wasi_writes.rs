@@ -16,9 +16,16 @@
 //! these (wasi-libc's `write`, `pwrite`, `ftruncate`, std's `File`). A write
 //! that does not fit is refused with `insufficient-space` (a stream's last operation
 //! fails with it) after a fresh measurement, and the lead is told
-//! (once, until the tree has room again). Entries made without bytes
-//! (empty files, directories, links) are not counted here: the measurement
-//! after the turn counts them (`disk_walk_entries`).
+//! (once, until the tree has room again).
+//!
+//! Entries made without bytes are not refused here; they are noted, so the
+//! turn's end knows whether it must walk the tree
+//! ([`DiskMeter::needs_measure`]): a created file is counted as an entry
+//! (by the guarded `open-at`, [`super::open_guard`], through
+//! [`note_created`]), and `create-directory-at`, `symlink-at` and `link-at`
+//! (a hard link shows its file's bytes twice to a walk) are shadowed here to
+//! mark the tree changed unseen: the measurement after the turn counts them
+//! (`disk_walk_entries`, `disk_bytes`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -27,7 +34,7 @@ use bytes::Bytes;
 use wasmtime::component::{Linker, Resource};
 use wasmtime::StoreContextMut;
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
-use wasmtime_wasi::p2::bindings::filesystem::types::{ErrorCode, HostDescriptor};
+use wasmtime_wasi::p2::bindings::filesystem::types::{ErrorCode, HostDescriptor, PathFlags};
 use wasmtime_wasi::p2::{DynOutputStream, OutputStream, Pollable, StreamError, StreamResult};
 
 use super::disk_meter::DiskMeter;
@@ -96,8 +103,69 @@ pub(crate) fn add_to_linker(linker: &mut Linker<TeammateState>) -> anyhow::Resul
             Ok((wrap_stream(store.data_mut(), fd, None)?,))
         },
     )?;
+    types.func_wrap_async(
+        "[method]descriptor.create-directory-at",
+        |mut store: StoreContextMut<'_, TeammateState>, (fd, path): (Fd, String)| {
+            Box::new(async move {
+                let mut view = store.data_mut().filesystem();
+                let r = HostDescriptor::create_directory_at(&mut view, fd, path).await;
+                if r.is_ok() {
+                    made_unseen(store.data_mut());
+                }
+                Ok((fs_answer(r)?,))
+            })
+        },
+    )?;
+    types.func_wrap_async(
+        "[method]descriptor.symlink-at",
+        |mut store: StoreContextMut<'_, TeammateState>, (fd, old, new): (Fd, String, String)| {
+            Box::new(async move {
+                let mut view = store.data_mut().filesystem();
+                let r = HostDescriptor::symlink_at(&mut view, fd, old, new).await;
+                if r.is_ok() {
+                    made_unseen(store.data_mut());
+                }
+                Ok((fs_answer(r)?,))
+            })
+        },
+    )?;
+    types.func_wrap_async(
+        "[method]descriptor.link-at",
+        |mut store: StoreContextMut<'_, TeammateState>,
+         (fd, flags, old, to, new): (Fd, PathFlags, String, Fd, String)| {
+            Box::new(async move {
+                let mut view = store.data_mut().filesystem();
+                let r = HostDescriptor::link_at(&mut view, fd, flags, old, to, new).await;
+                if r.is_ok() {
+                    made_unseen(store.data_mut());
+                }
+                Ok((fs_answer(r)?,))
+            })
+        },
+    )?;
     linker.allow_shadowing(false);
     Ok(())
+}
+
+/// A file the guest's `open-at` created: one more entry for the tree's
+/// count ([`DiskMeter::note_entry`]).
+pub(crate) fn note_created(state: &mut TeammateState) {
+    state.agent.fixed.budget.disk().note_entry();
+}
+
+/// wasmtime-wasi's answer as the guest gets it: an error code, or a trap.
+fn fs_answer(r: wasmtime_wasi::p2::FsResult<()>) -> wasmtime::Result<Result<(), ErrorCode>> {
+    match r {
+        Ok(()) => Ok(Ok(())),
+        Err(e) => Ok(Err(e.downcast()?)),
+    }
+}
+
+/// The guest made a directory or a link: the turn's end measures the tree
+/// ([`DiskMeter::note_unseen`]). A refused call made nothing (a
+/// `create_dir_all` of a directory that is there asks every time).
+fn made_unseen(state: &mut TeammateState) {
+    state.agent.fixed.budget.disk().note_unseen();
 }
 
 /// The open file behind `fd`; `bad-descriptor` for a directory.

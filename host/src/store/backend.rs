@@ -169,6 +169,17 @@ pub trait TaskTxn {
     /// Every readable task, by numeric id.
     fn all(&mut self) -> Result<Vec<Task>>;
 
+    /// Lets `f` look at every readable task, by numeric id, without a copy
+    /// of each (a claim looks at the whole list to take one task). A
+    /// backend that keeps the tasks lends its own; the default lends
+    /// [`all`](Self::all)'s copies.
+    fn scan(&mut self, f: &mut dyn FnMut(&[&Task])) -> Result<()> {
+        let all = self.all()?;
+        let lent: Vec<&Task> = all.iter().collect();
+        f(&lent);
+        Ok(())
+    }
+
     /// Stores a new task, or replaces one.
     fn put(&mut self, task: &Task) -> Result<()>;
 

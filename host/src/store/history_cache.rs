@@ -29,6 +29,8 @@ struct Cached {
 #[derive(Debug, Default)]
 pub struct HistoryCache {
     histories: HashMap<(String, String), Cached>,
+    /// Which entries are kept (`None`: all).
+    keep: Option<fn(&InboxMessage) -> bool>,
 }
 
 impl HistoryCache {
@@ -37,8 +39,19 @@ impl HistoryCache {
         HistoryCache::default()
     }
 
+    /// An empty cache that keeps only the entries `keep` selects: for a
+    /// reader that looks for a few kinds of message in histories that grow
+    /// for a whole run, what it holds is those, not every message.
+    pub fn keeping(keep: fn(&InboxMessage) -> bool) -> HistoryCache {
+        HistoryCache {
+            keep: Some(keep),
+            ..HistoryCache::default()
+        }
+    }
+
     /// `agent`'s history in `team`, oldest first: the same entries as
-    /// [`Team::history`], reading only what was appended since the last call.
+    /// [`Team::history`] (those the cache keeps, see [`Self::keeping`]),
+    /// reading only what was appended since the last call.
     pub fn history(&mut self, team: &Team, agent: &str) -> Result<&[InboxMessage]> {
         let stem = super::names::agent_file_stem(agent)?;
         let cached = self
@@ -51,7 +64,12 @@ impl HistoryCache {
         if chunk.restarted {
             cached.entries.clear();
         }
-        cached.entries.extend(chunk.entries);
+        match self.keep {
+            Some(keep) => cached
+                .entries
+                .extend(chunk.entries.into_iter().filter(keep)),
+            None => cached.entries.extend(chunk.entries),
+        }
         cached.cursor = chunk.cursor;
         Ok(&cached.entries)
     }
@@ -94,6 +112,37 @@ mod tests {
                 .collect();
             assert_eq!(cached, full);
             assert_eq!(cached.len(), (round + 1) * 4);
+        }
+    }
+
+    #[test]
+    fn a_keeping_cache_holds_only_what_it_keeps_of_each_new_read() {
+        let (_tmp, team) = team();
+        let mut cache = HistoryCache::keeping(|m| m.text.starts_with("keep"));
+        for round in 0..3 {
+            for text in ["keep 1", "drop", "keep 2"] {
+                team.send(
+                    "a",
+                    OutgoingMessage::new("team-lead", format!("{text} {round}")),
+                )
+                .unwrap();
+            }
+            team.take_unread("a").unwrap();
+            let kept: Vec<String> = cache
+                .history(&team, "a")
+                .unwrap()
+                .iter()
+                .map(|m| m.text.clone())
+                .collect();
+            let wanted: Vec<String> = team
+                .history("a")
+                .unwrap()
+                .into_iter()
+                .map(|m| m.text)
+                .filter(|t| t.starts_with("keep"))
+                .collect();
+            assert_eq!(kept, wanted);
+            assert_eq!(kept.len(), (round + 1) * 2);
         }
     }
 

@@ -85,6 +85,10 @@ impl TaskTxn for Recording<'_> {
         self.inner.all()
     }
 
+    fn scan(&mut self, f: &mut dyn FnMut(&[&Task])) -> Result<()> {
+        self.inner.scan(f)
+    }
+
     fn put(&mut self, task: &Task) -> Result<()> {
         self.inner.put(task)?;
         self.keep(task);

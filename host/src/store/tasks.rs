@@ -450,14 +450,18 @@ impl Team {
         let mut claimed = None;
         self.write_tasks(&mut |txn| {
             claimed = None;
-            let all = txn.all()?;
-            let busy = all
-                .iter()
-                .any(|t| t.status != TaskStatus::Completed && t.owner.as_deref() == Some(agent));
-            if busy {
-                return Ok(());
-            }
-            let Some(id) = claimable(&all).map(|t| t.id.clone()) else {
+            let mut pick = None;
+            txn.scan(&mut |all| {
+                let busy = all.iter().any(|t| {
+                    t.status != TaskStatus::Completed && t.owner.as_deref() == Some(agent)
+                });
+                pick = if busy {
+                    None
+                } else {
+                    claimable_among(all).map(|t| t.id.clone())
+                };
+            })?;
+            let Some(id) = pick else {
                 return Ok(());
             };
             let mut took = false;

@@ -283,3 +283,64 @@ async fn a_bash_write_loop_past_the_disk_budget_is_stopped_while_the_call_runs()
     );
     a.assert_contained().await;
 }
+
+/// After a turn the tree is walked only when the count cannot vouch for it
+/// (runtime/disk_meter.rs): entries made without a byte, directories and
+/// hard links must each still bring that walk, in the turn that makes them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_directories_and_links_made_without_a_byte_still_meet_the_disk_budget() {
+    let a = Arena::new("budget-entries").await;
+    let mut events = a.f.host.events();
+    let refuse = |req: &mut teamhost::embed::SpawnRequest| {
+        req.settings.limits.disk_walk_entries = 50;
+        req.settings.limits.disk_bytes = 4 << 20;
+    };
+    // Each teammate's first turn is measured (nothing was yet) and fits;
+    // its second makes what only a walk can see.
+    let cases = [
+        // Empty files across two turns: 30 fit, 60 do not.
+        (
+            "touch",
+            "exhaust touch a 30",
+            "exhaust touch b 30",
+            "disk_entries",
+        ),
+        // Directories: counted as unseen, so the turn's end walks.
+        (
+            "mkdirs",
+            "exhaust touch a 1",
+            "exhaust mkdirs d 60",
+            "disk_entries",
+        ),
+        // Hard links: no byte written, yet the directory shows 9 MiB.
+        (
+            "links",
+            "exhaust fill fat.bin 3",
+            "exhaust links fat.bin 2",
+            "disk_mb",
+        ),
+    ];
+    for (who, first, second, limit) in cases {
+        let dir = a.dir(who);
+        let mut req = hostile_request(who, first, &dir, "acceptEdits");
+        refuse(&mut req);
+        req.settings.limits.cpu_per_turn = Duration::from_secs(10);
+        let name = a.spawn(req).await;
+        let got = wait_done(&a.f, &name, "exhaust", 1).await;
+        assert!(
+            got.iter()
+                .filter(|s| s.step.starts_with("exhaust/"))
+                .all(|s| s.ok()),
+            "{who}: the first turn fits: {got:#?}"
+        );
+        a.f.host
+            .send_as_lead(&a.f.name, &name, second, None)
+            .unwrap();
+        let reason = a.failure(&mut events, &name).await;
+        assert!(
+            reason.contains("disk limit") && reason.contains(&format!("[teammate.limits] {limit}")),
+            "{who}: {reason}"
+        );
+    }
+    a.assert_contained().await;
+}

@@ -167,6 +167,8 @@ impl Host for ToolGlue<'_> {
         let (tools, budget) = (self.toolbox(), self.disk_budget());
         let done =
             blocking_tool(move || tools.write_within(&input, Some(&budget)).map(|_| ())).await;
+        // The tool measured its own directory, not the tree's count.
+        self.fixed.budget.disk().note_unseen();
         self.redacted(done)
     }
 
@@ -193,6 +195,7 @@ impl Host for ToolGlue<'_> {
                 .map(|o| o.replacements as u64)
         })
         .await;
+        self.fixed.budget.disk().note_unseen();
         self.redacted(done)
     }
 
@@ -315,6 +318,9 @@ impl Host for ToolGlue<'_> {
             ))));
         }
         let usage = meter.measure().await;
+        // Whatever the call left running may still write: the turn's end
+        // measures again.
+        meter.note_unseen();
         if let Some(breach) = meter.budget().breach(&usage) {
             return Err(GuestError::trap(wasmtime::Error::msg(breach)));
         }

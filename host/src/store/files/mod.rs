@@ -293,6 +293,16 @@ impl TeamStore for FileStore {
         if !paths.inboxes_dir().is_dir() {
             return Ok(Vec::new());
         }
+        // A look without the lock first: an empty inbox (what most
+        // wake-ups of a busy team's lead find) costs a read, not the lock's
+        // writes. The look is as good as a take made at its moment: every
+        // write after it is heard on the feed and brings another take. One
+        // that cannot read or parse the file leaves it to the locked take
+        // (which moves a corrupt file aside). `pick` is not asked here: a
+        // pick may count what it takes.
+        if matches!(read_array::<InboxMessage>(&path), Ok(inbox) if inbox.is_empty()) {
+            return Ok(Vec::new());
+        }
         with_lock(&path, &self.lock, "taking from an inbox", || {
             if !path.exists() {
                 return Ok(Vec::new());

@@ -105,6 +105,14 @@ impl TaskTxn for FileTasks<'_> {
         list(self.paths, self.caches)
     }
 
+    fn scan(&mut self, f: &mut dyn FnMut(&[&Task])) -> Result<()> {
+        // Exact as `all` is; the cache's own tasks, lent.
+        self.caches.with(self.paths.tasks_dir(), |tasks| {
+            let lent: Vec<&Task> = tasks.collect();
+            f(&lent)
+        })
+    }
+
     fn put(&mut self, task: &Task) -> Result<()> {
         let path = self.paths.task(&task.id)?;
         with_lock(&path, self.lock, "a task write", || self.write(&path, task))
