@@ -117,10 +117,7 @@ fn grid(base: &Path, quick: bool) -> bool {
     println!("| teammates × tasks | work | per task | spawn all | shutdown | peak RSS | exit |");
     println!("|---|---:|---:|---:|---:|---:|---|");
     let exes = grid_exes();
-    let repeat: usize = std::env::var("TEAMHOST_SCALE_REPEAT")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1);
+    let repeat = repeat();
     let runs = sizes.iter().flat_map(|&size| {
         let exes = &exes;
         (0..repeat).flat_map(move |_| exes.iter().map(move |e| (size, e)))
@@ -167,6 +164,15 @@ fn grid(base: &Path, quick: bool) -> bool {
         }
     }
     baseline::check(&best)
+}
+
+/// How many times `grid` and `crowd` run each binary
+/// (`TEAMHOST_SCALE_REPEAT`, default 1).
+fn repeat() -> usize {
+    std::env::var("TEAMHOST_SCALE_REPEAT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
 }
 
 /// The binaries `grid` runs: `TEAMHOST_SCALE_EXES` (`label=path,…`), else
@@ -286,10 +292,7 @@ fn crowd_run(base: &Path, count: usize) {
     println!("|---|---:|---:|---:|---:|---:|---|");
     // Side by side like `grid`: each binary in turn, `TEAMHOST_SCALE_REPEAT` times.
     let exes = grid_exes();
-    let repeat: usize = std::env::var("TEAMHOST_SCALE_REPEAT")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1);
+    let repeat = repeat();
     for n in 0..repeat {
         for (i, (label, exe)) in exes.iter().enumerate() {
             let run = dir.join(format!("run-{n}-{i}"));
