@@ -177,6 +177,31 @@ impl Team {
         self.deliver(&name, msg)
     }
 
+    /// Sends `msgs` to a member in one write: one synced rewrite of its inbox
+    /// for all of them, in order, all or none. Returns the entries written.
+    /// Refuses a name that is not a member as [`Team::send`] does.
+    pub fn send_all(&self, to: &str, msgs: Vec<OutgoingMessage>) -> Result<Vec<InboxMessage>> {
+        let config = self.config()?;
+        let Some(member) = config.member(to) else {
+            return Err(Error::MemberNotFound {
+                team: self.name().to_string(),
+                name: to.to_string(),
+                members: config.member_names(),
+            });
+        };
+        let name = member.name.clone();
+        let mut entries: Vec<InboxMessage> = msgs.into_iter().map(|m| m.into_entry()).collect();
+        if let Some(guard) = self.store().lead_guard() {
+            for entry in &mut entries {
+                guard.sign(self.name(), &name, entry);
+            }
+        }
+        if !entries.is_empty() {
+            self.append_as_is(&name, &entries)?;
+        }
+        Ok(entries)
+    }
+
     /// Sends one copy to every member except the sender; returns the recipients.
     pub fn broadcast(&self, msg: OutgoingMessage) -> Result<Vec<String>> {
         let config = self.config()?;
