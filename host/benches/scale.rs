@@ -26,7 +26,7 @@
 //! `teamhost run --json` binary and reads its summary (work, spawn and
 //! shutdown times) and its peak resident memory (`wait4`).
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -842,26 +842,5 @@ fn rss_kib() -> i64 {
 }
 
 fn machine() -> String {
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("model name"))
-                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
-        })
-        .unwrap_or_default();
-    let mem = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("MemTotal:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .unwrap_or(0);
-    let _ = std::io::stdout().flush();
-    format!(
-        "{cpus} cores ({model}), {:.0} GiB",
-        mem as f64 / 1024.0 / 1024.0
-    )
+    teamhost_tests::measure::machine()
 }
