@@ -359,7 +359,11 @@ fn send_stdin_takes_waiting_lines_together_in_order_and_never_waits_on_a_partial
     stdin.write_all(b"one\ntwo\nthr").unwrap();
     stdin.flush().unwrap();
     assert_eq!([ack(), ack()], ["one", "two"]);
-    assert_eq!(inbox_texts(&home), ["one", "two"], "on disk when acknowledged");
+    assert_eq!(
+        inbox_texts(&home),
+        ["one", "two"],
+        "on disk when acknowledged"
+    );
     stdin.write_all(b"ee\r\nfour\nfive").unwrap();
     drop(stdin); // the last line has no newline: the end of the input ends it
     assert_eq!([ack(), ack(), ack()], ["three", "four", "five"]);

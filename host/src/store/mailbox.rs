@@ -211,8 +211,29 @@ impl Team {
             .filter(|m| m.name != msg.from)
             .map(|m| m.name.clone())
             .collect();
-        for to in &recipients {
-            self.deliver(to, msg.clone())?;
+        // One entry each (its own `msg_id`), signed for its recipient where
+        // a lead guard holds a key, all written together: the file store
+        // shares their syncs (`store/files/fanout.rs`).
+        let guard = self.store().lead_guard();
+        let batch: Vec<(String, Vec<InboxMessage>)> = recipients
+            .iter()
+            .map(|to| {
+                let mut entry = msg.clone().into_entry();
+                if let Some(guard) = guard {
+                    guard.sign(self.name(), to, &mut entry);
+                }
+                (to.clone(), vec![entry])
+            })
+            .collect();
+        for (to, _) in &batch {
+            super::names::agent_file_stem(to)?;
+        }
+        self.backend().append_inboxes(self.name(), &batch)?;
+        for (to, _) in &batch {
+            self.emit(StoreEvent::InboxAppended {
+                team: self.name().into(),
+                agent: to.clone(),
+            });
         }
         Ok(recipients)
     }

@@ -166,6 +166,9 @@ fn acquire_flock(
         return Ok(Some(file));
     }
     drop(file);
+    if Instant::now() >= deadline {
+        return Ok(None); // not waiting at all (a zero timeout)
+    }
     on_wait();
     // Another process holds it. flock(2) cannot time out, so a helper thread
     // blocks in it (`waiter.rs`); if this waiter has gone by the time the

@@ -21,6 +21,7 @@
 //! | `config_cache.rs` | configs as last read or written: an unchanged file is not parsed again |
 //! | `stamp.rs` | file identity (inode, size, times) for the caches, and when it can be trusted |
 //! | `combine.rs` | group commit: concurrent config changes and inbox appends share one locked write |
+//! | `fanout.rs` | a broadcast's group commit: many inboxes written under their locks with their syncs shared |
 //! | `drops.rs` | the drop box: appends from other processes, left while the lock is held, join the holder's write |
 //! | `watch.rs` | the change feed: inotify on a team's files |
 //! | `own_writes.rs` | the task files this store wrote, by identity: the feed drops their echoes (the pass's own event tells of them, in order) |
@@ -29,6 +30,7 @@ mod combine;
 mod config_cache;
 mod deleted;
 mod drops;
+mod fanout;
 mod history;
 mod inotify;
 pub mod lock;
@@ -331,6 +333,14 @@ impl TeamStore for FileStore {
                 }
                 result.map_err(|e| deleted::or_deleted(&paths, e))
             })
+    }
+
+    fn append_inboxes(&self, team: &str, batch: &[(String, Vec<InboxMessage>)]) -> Result<()> {
+        match batch {
+            [] => Ok(()),
+            [(agent, entries)] => self.append_inbox(team, agent, entries),
+            _ => self.append_to_many(team, batch),
+        }
     }
 
     fn read_inbox(&self, team: &str, agent: &str) -> Result<Vec<InboxMessage>> {
