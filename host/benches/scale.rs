@@ -558,13 +558,16 @@ fn wake(base: &Path, rounds: usize) {
     println!();
     println!("| wake-up | median | p90 | samples |");
     println!("|---|---:|---:|---:|");
-    let mut ours = wake_samples(base, &[], rounds);
+    let (mut ours, mut sends) = wake_samples(base, &[], rounds);
     row_us("teamhost (change feed: inotify)", &mut ours);
-    let mut poll = wake_samples(base, &["--no-watch"], rounds.min(30));
+    row_us("… of which the send (`Team::send` returning)", &mut sends);
+    let (mut poll, _) = wake_samples(base, &["--no-watch"], rounds.min(30));
     row_us("the reference's 500 ms poll (`--no-watch`)", &mut poll);
 }
 
-fn wake_samples(base: &Path, extra: &[&str], rounds: usize) -> Vec<u64> {
+/// Wake-up latencies (send → turn start) and, for each, how long the
+/// send itself took, in µs.
+fn wake_samples(base: &Path, extra: &[&str], rounds: usize) -> (Vec<u64>, Vec<u64>) {
     let tmp = tempfile::tempdir_in(base).unwrap();
     let home = tmp.path().join("home");
     let team = Store::new(Home::new(&home)).team("wake").unwrap();
@@ -617,19 +620,21 @@ fn wake_samples(base: &Path, extra: &[&str], rounds: usize) -> Vec<u64> {
     next(&|v| v["event"] == "turn" && v["kind"] == "initial");
     next(&idle);
     let mut samples = Vec::with_capacity(rounds);
+    let mut sends = Vec::with_capacity(rounds);
     for i in 0..rounds {
         // At a random point of the poll cycle, as a real lead would send.
         std::thread::sleep(Duration::from_millis(fastrand::u64(1..500)));
         let sent = now_us();
         team.send("probe", OutgoingMessage::new("team-lead", format!("m{i}")))
             .unwrap();
+        sends.push(now_us().saturating_sub(sent));
         let turn = next(&|v| v["event"] == "turn" && v["kind"] == "message");
         samples.push(turn["atUs"].as_u64().unwrap().saturating_sub(sent));
         next(&idle);
     }
     let _ = child.kill();
     let _ = child.wait();
-    samples
+    (samples, sends)
 }
 
 // --- writers: 8 processes → one inbox, teamhost vs the reference -----------
