@@ -317,6 +317,10 @@ impl TeamStore for FileStore {
                     &path, &self.lock, what, &mut leave, &mut gone, locked,
                 ) {
                     Ok(Locked::Ran(())) => Ok(()),
+                    // The drop went with its team (deleted meanwhile).
+                    Ok(Locked::Needless) if !paths.team_dir().exists() => {
+                        Err(deleted::deleted(&paths))
+                    }
                     // Written by the holder that removed the drop, or
                     // kept aside as unreadable (an error).
                     Ok(Locked::Needless) => match parcel.borrow().as_ref() {

@@ -239,3 +239,15 @@ fn a_take_delivers_appends_that_waited_behind_it() {
         .unwrap()
         .is_empty());
 }
+
+#[test]
+fn a_writer_whose_drop_went_with_its_team_is_told_the_team_was_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, inbox) = team(dir.path());
+    let (holder, writer) = append_behind_a_holder(&store, &inbox, &entry("too late"));
+    // The team is deleted while the writer waits: its drop goes too.
+    std::fs::remove_dir_all(store.paths("t").unwrap().team_dir()).unwrap();
+    drop(holder);
+    let err = writer.join().unwrap().unwrap_err();
+    assert!(matches!(err, Error::TeamDeleted { .. }), "{err}");
+}
