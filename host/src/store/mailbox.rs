@@ -228,13 +228,16 @@ impl Team {
         for (to, _) in &batch {
             super::names::agent_file_stem(to)?;
         }
-        self.backend().append_inboxes(self.name(), &batch)?;
+        let written = self.backend().append_inboxes(self.name(), &batch);
+        // Told even when the batch failed part-way: some inboxes may have
+        // been written, and a runner woken for nothing only looks again.
         for (to, _) in &batch {
             self.emit(StoreEvent::InboxAppended {
                 team: self.name().into(),
                 agent: to.clone(),
             });
         }
+        written?;
         Ok(recipients)
     }
 
