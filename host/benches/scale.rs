@@ -436,6 +436,10 @@ fn store_growth(base: &Path) {
 fn idle_crowd(base: &Path, count: usize) {
     let dir = base.join("idle");
     std::fs::create_dir_all(dir.join("work")).unwrap();
+    let width: usize = std::env::var("TEAMHOST_SCALE_AT_ONCE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16);
     let (before, after, idle, spawned, took) = runtime().block_on(async {
         let host = Host::new(Home::new(dir.join("home"))).unwrap();
         host.create_team("idle", NewTeam::default()).unwrap();
@@ -466,8 +470,8 @@ fn idle_crowd(base: &Path, count: usize) {
         let before = rss_kib();
         let t = Instant::now();
         // 16 at a time, as `teamhost run` starts a team: registrations share
-        // config writes.
-        let gate = Arc::new(tokio::sync::Semaphore::new(16));
+        // config writes (`TEAMHOST_SCALE_AT_ONCE` tries another width).
+        let gate = Arc::new(tokio::sync::Semaphore::new(width));
         let mut spawning = tokio::task::JoinSet::new();
         for _ in 0..count {
             let (host, gate, work) = (host.clone(), gate.clone(), dir.join("work"));
@@ -504,7 +508,9 @@ fn idle_crowd(base: &Path, count: usize) {
         (before, after, idle, spawned, took)
     });
     println!();
-    println!("## {count} idle `echo` teammates in one host process (`Host::spawn`, 16 at a time)");
+    println!(
+        "## {count} idle `echo` teammates in one host process (`Host::spawn`, {width} at a time)"
+    );
     println!();
     println!("| spawned | time to spawn and settle | RSS added, settled | per teammate | after 15 s idle | per teammate |");
     println!("|---:|---:|---:|---:|---:|---:|");
