@@ -26,7 +26,7 @@
 //! `teamhost run --json` binary and reads its summary (work, spawn and
 //! shutdown times) and its peak resident memory (`wait4`).
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -436,6 +436,10 @@ fn store_growth(base: &Path) {
 fn idle_crowd(base: &Path, count: usize) {
     let dir = base.join("idle");
     std::fs::create_dir_all(dir.join("work")).unwrap();
+    let width: usize = std::env::var("TEAMHOST_SCALE_AT_ONCE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16);
     let (before, after, idle, spawned, took) = runtime().block_on(async {
         let host = Host::new(Home::new(dir.join("home"))).unwrap();
         host.create_team("idle", NewTeam::default()).unwrap();
@@ -466,8 +470,8 @@ fn idle_crowd(base: &Path, count: usize) {
         let before = rss_kib();
         let t = Instant::now();
         // 16 at a time, as `teamhost run` starts a team: registrations share
-        // config writes.
-        let gate = Arc::new(tokio::sync::Semaphore::new(16));
+        // config writes (`TEAMHOST_SCALE_AT_ONCE` tries another width).
+        let gate = Arc::new(tokio::sync::Semaphore::new(width));
         let mut spawning = tokio::task::JoinSet::new();
         for _ in 0..count {
             let (host, gate, work) = (host.clone(), gate.clone(), dir.join("work"));
@@ -504,7 +508,9 @@ fn idle_crowd(base: &Path, count: usize) {
         (before, after, idle, spawned, took)
     });
     println!();
-    println!("## {count} idle `echo` teammates in one host process (`Host::spawn`, 16 at a time)");
+    println!(
+        "## {count} idle `echo` teammates in one host process (`Host::spawn`, {width} at a time)"
+    );
     println!();
     println!("| spawned | time to spawn and settle | RSS added, settled | per teammate | after 15 s idle | per teammate |");
     println!("|---:|---:|---:|---:|---:|---:|");
@@ -558,13 +564,16 @@ fn wake(base: &Path, rounds: usize) {
     println!();
     println!("| wake-up | median | p90 | samples |");
     println!("|---|---:|---:|---:|");
-    let mut ours = wake_samples(base, &[], rounds);
+    let (mut ours, mut sends) = wake_samples(base, &[], rounds);
     row_us("teamhost (change feed: inotify)", &mut ours);
-    let mut poll = wake_samples(base, &["--no-watch"], rounds.min(30));
+    row_us("… of which the send (`Team::send` returning)", &mut sends);
+    let (mut poll, _) = wake_samples(base, &["--no-watch"], rounds.min(30));
     row_us("the reference's 500 ms poll (`--no-watch`)", &mut poll);
 }
 
-fn wake_samples(base: &Path, extra: &[&str], rounds: usize) -> Vec<u64> {
+/// Wake-up latencies (send → turn start) and, for each, how long the
+/// send itself took, in µs.
+fn wake_samples(base: &Path, extra: &[&str], rounds: usize) -> (Vec<u64>, Vec<u64>) {
     let tmp = tempfile::tempdir_in(base).unwrap();
     let home = tmp.path().join("home");
     let team = Store::new(Home::new(&home)).team("wake").unwrap();
@@ -617,19 +626,21 @@ fn wake_samples(base: &Path, extra: &[&str], rounds: usize) -> Vec<u64> {
     next(&|v| v["event"] == "turn" && v["kind"] == "initial");
     next(&idle);
     let mut samples = Vec::with_capacity(rounds);
+    let mut sends = Vec::with_capacity(rounds);
     for i in 0..rounds {
         // At a random point of the poll cycle, as a real lead would send.
         std::thread::sleep(Duration::from_millis(fastrand::u64(1..500)));
         let sent = now_us();
         team.send("probe", OutgoingMessage::new("team-lead", format!("m{i}")))
             .unwrap();
+        sends.push(now_us().saturating_sub(sent));
         let turn = next(&|v| v["event"] == "turn" && v["kind"] == "message");
         samples.push(turn["atUs"].as_u64().unwrap().saturating_sub(sent));
         next(&idle);
     }
     let _ = child.kill();
     let _ = child.wait();
-    samples
+    (samples, sends)
 }
 
 // --- writers: 8 processes → one inbox, teamhost vs the reference -----------
@@ -842,26 +853,5 @@ fn rss_kib() -> i64 {
 }
 
 fn machine() -> String {
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("model name"))
-                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
-        })
-        .unwrap_or_default();
-    let mem = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("MemTotal:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .unwrap_or(0);
-    let _ = std::io::stdout().flush();
-    format!(
-        "{cpus} cores ({model}), {:.0} GiB",
-        mem as f64 / 1024.0 / 1024.0
-    )
+    teamhost_tests::measure::machine()
 }

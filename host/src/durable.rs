@@ -197,6 +197,64 @@ pub fn write_json_relaxed<T: Serialize + ?Sized>(path: &Path, value: &T) -> Resu
     replace(path, &bytes, false)
 }
 
+/// A new version of a file, written beside it but not yet in place: for a
+/// write of several files that share their syncs. [`stage_json`] each,
+/// [`Staged::sync`] each (the first sync flushes the journal for all of
+/// them, so the rest cost little), then [`Staged::commit`] each. The same
+/// guarantees as [`write_json_locked`] for each file; dropped uncommitted,
+/// the new version is removed and the file is as it was.
+#[derive(Debug)]
+pub struct Staged {
+    tmp: PathBuf,
+    path: PathBuf,
+    file: File,
+    committed: bool,
+}
+
+/// Writes `value` as the next version of `path`, not synced and not in
+/// place ([`Staged`]).
+pub fn stage_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<Staged> {
+    let bytes = serde_json::to_vec_pretty(value)
+        .map_err(|e| Error::Encode(format!("cannot serialise {}: {e}", path.display())))?;
+    let tmp = with_suffix(path, &format!(".tmp.{:08x}", fastrand::u32(..)));
+    let file = File::create(&tmp).map_err(|e| Error::io("create", &tmp, e))?;
+    // From here a failure drops `staged`, which removes the new version.
+    let staged = Staged {
+        tmp,
+        path: path.to_path_buf(),
+        file,
+        committed: false,
+    };
+    (&staged.file)
+        .write_all(&bytes)
+        .map_err(|e| Error::io("write", &staged.tmp, e))?;
+    Ok(staged)
+}
+
+impl Staged {
+    /// Flushes the new version to disk (`fdatasync`).
+    pub fn sync(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io("sync", &self.tmp, e))
+    }
+
+    /// Puts the new version in place (a rename over the file).
+    pub fn commit(mut self) -> Result<()> {
+        std::fs::rename(&self.tmp, &self.path).map_err(|e| Error::io("rename", &self.tmp, e))?;
+        self.committed = true;
+        remove_stale_swap(&self.path)
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
 fn replace(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
     let tmp = with_suffix(path, &format!(".tmp.{:08x}", fastrand::u32(..)));
     let result = (|| {

@@ -331,6 +331,47 @@ fn a_writer_killed_mid_stream_leaves_valid_files_and_every_acknowledged_message(
     assert!(inbox_texts(&home).contains(&"after the crash".to_string()));
 }
 
+#[test]
+fn send_stdin_takes_waiting_lines_together_in_order_and_never_waits_on_a_partial_line() {
+    let (_tmp, home) = setup();
+    let mut child = teamhost(&home)
+        .args(["send", "--team", TEAM, "sink", "--stdin", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, acks) = std::sync::mpsc::channel::<String>();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let reader = thread::spawn(move || {
+        for line in stdout.lines() {
+            let entry: Value = serde_json::from_str(&line.unwrap()).unwrap();
+            let _ = tx.send(entry["text"].as_str().unwrap().to_string());
+        }
+    });
+    let ack = || {
+        acks.recv_timeout(std::time::Duration::from_secs(60))
+            .expect("an acknowledgement within 60 s")
+    };
+    // Two whole lines and the start of a third, in one write: the two are
+    // acknowledged while the third is still unfinished (its writer may be
+    // waiting for them, as this one is).
+    stdin.write_all(b"one\ntwo\nthr").unwrap();
+    stdin.flush().unwrap();
+    assert_eq!([ack(), ack()], ["one", "two"]);
+    assert_eq!(
+        inbox_texts(&home),
+        ["one", "two"],
+        "on disk when acknowledged"
+    );
+    stdin.write_all(b"ee\r\nfour\nfive").unwrap();
+    drop(stdin); // the last line has no newline: the end of the input ends it
+    assert_eq!([ack(), ack(), ack()], ["three", "four", "five"]);
+    assert!(child.wait().unwrap().success());
+    reader.join().unwrap();
+    assert_eq!(inbox_texts(&home), ["one", "two", "three", "four", "five"]);
+}
+
 fn fastrand_below(n: usize) -> usize {
     (std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

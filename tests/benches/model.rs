@@ -5,14 +5,15 @@
 //!   component's call through both WIT crossings, the broker and the usage
 //!   recorder, against a provider that answers at once (in memory, and over
 //!   loopback HTTP in both dialects with the fake provider server);
-//! - throughput: 100 teammates each making 10 calls to a provider that
+//! - throughput: 100 teammates (`TEAMHOST_MODEL_CROWD`) each making 10 calls to a provider that
 //!   takes 50 ms per answer (`modelbench` in memory and over HTTP, and the
 //!   LLM teammate with a toolbox call between its calls): the ideal is
 //!   500 ms per teammate (no teammate waits on another); the figure is
 //!   ideal / measured;
 //! - memory: resident memory per idle teammate holding a model seat.
 //!
-//! Run with `cargo bench -p teamhost-tests --bench model`.
+//! Run with `cargo bench -p teamhost-tests --bench model`; name sections to
+//! run only those (`-- crowd agents idle`; `overhead` is the rest).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -36,10 +37,17 @@ const LIMIT: Duration = Duration::from_secs(300);
 const BROKER_CALLS: usize = 5_000;
 const GUEST_CALLS: u32 = 1_000;
 const HTTP_CALLS: u32 = 300;
-const CROWD: usize = 100;
 const CROWD_CALLS: u32 = 10;
+
+/// How many teammates the crowd rows run (`TEAMHOST_MODEL_CROWD`, default
+/// 100).
+fn crowd_size() -> usize {
+    std::env::var("TEAMHOST_MODEL_CROWD")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100)
+}
 const CROWD_DELAY_MS: u64 = 50;
-const IDLE: usize = 200;
 
 fn script(delay_ms: u64) -> Script {
     Script::parse(&format!(
@@ -215,7 +223,7 @@ async fn guest_overhead(
     (t.last - start) / calls
 }
 
-/// 100 teammates making 10 calls each at once. Returns the time the lead
+/// [`crowd_size`] teammates making 10 calls each at once. Returns the time the lead
 /// took to send the 100 messages, the mean time a teammate took for its 10
 /// calls (ideally 10 × 50 ms: no teammate waits on another) and the span
 /// from the first call's start to the last call's end.
@@ -224,9 +232,10 @@ async fn crowd_throughput(
     name: &str,
     provider: Arc<dyn Provider>,
 ) -> (Duration, Duration, Duration) {
+    let crowd = crowd_size();
     let host = host(tmp, name, provider);
     let mut events = host.events();
-    for i in 0..CROWD {
+    for i in 0..crowd {
         host.spawn(
             name,
             bench_request(&format!("mb{i}"), "0", &tmp.join("work")),
@@ -241,18 +250,18 @@ async fn crowd_throughput(
     // The events are timed by a task of their own, so that the sends below
     // do not delay their reception.
     let collector = tokio::spawn(async move {
-        finished_calls(&mut events, CROWD as u64 * u64::from(CROWD_CALLS)).await
+        finished_calls(&mut events, crowd as u64 * u64::from(CROWD_CALLS)).await
     });
     let sending = Instant::now();
-    for i in 0..CROWD {
+    for i in 0..crowd {
         host.send_as_lead(name, &format!("mb{i}"), &CROWD_CALLS.to_string(), None)
             .unwrap();
     }
     let sent = sending.elapsed();
     let t = collector.await.unwrap();
     host.delete_team(name).await.unwrap();
-    assert_eq!(t.each.len(), CROWD);
-    let mean = t.each.values().map(|(a, b)| *b - *a).sum::<Duration>() / CROWD as u32;
+    assert_eq!(t.each.len(), crowd);
+    let mean = t.each.values().map(|(a, b)| *b - *a).sum::<Duration>() / crowd as u32;
     (sent, mean, t.last - t.first)
 }
 
@@ -260,11 +269,13 @@ fn crowd_row(
     label: &str,
     (sent, mean, span): (Duration, Duration, Duration),
 ) -> (String, String, String) {
+    let crowd = crowd_size();
     let ideal = Duration::from_millis(CROWD_DELAY_MS * u64::from(CROWD_CALLS));
     (
         format!(
-            "{CROWD} teammates × {CROWD_CALLS} calls, {label} taking {CROWD_DELAY_MS} ms: a teammate's {CROWD_CALLS} calls while the others call (ideal {} ms); all 1,000 calls, first to last (the lead's 100 messages took {} to send, so starts spread over that)",
+            "{crowd} teammates × {CROWD_CALLS} calls, {label} taking {CROWD_DELAY_MS} ms: a teammate's {CROWD_CALLS} calls while the others call (ideal {} ms); all {} calls, first to last (the lead's {crowd} messages took {} to send, so starts spread over that)",
             ideal.as_millis(),
+            crowd as u64 * u64::from(CROWD_CALLS),
             fmt(sent)
         ),
         format!("{} ({:.0} % of ideal); {}", fmt(mean), ideal.as_secs_f64() / mean.as_secs_f64() * 100.0, fmt(span)),
@@ -277,6 +288,7 @@ fn crowd_row(
 /// answer (10 calls, each taking 50 ms in the provider). Returns the mean
 /// time a teammate took for its 10 calls and the span of all 1,000.
 async fn agent_crowd(tmp: &Path) -> (Duration, Duration) {
+    let crowd = crowd_size();
     let mut turns: Vec<String> = (0..CROWD_CALLS - 1)
         .map(|i| format!(r#"{{"tool_use":[{{"id":"t{i}","name":"TaskList","input":{{}}}}],"delay_ms":{CROWD_DELAY_MS}}}"#))
         .collect();
@@ -293,17 +305,17 @@ async fn agent_crowd(tmp: &Path) -> (Duration, Duration) {
         .unwrap();
     let mut events = host.events();
     let collector = tokio::spawn(async move {
-        finished_calls(&mut events, CROWD as u64 * u64::from(CROWD_CALLS)).await
+        finished_calls(&mut events, crowd as u64 * u64::from(CROWD_CALLS)).await
     });
-    for i in 0..CROWD {
+    for i in 0..crowd {
         let mut req = bench_request(&format!("agent{i}"), "list the tasks", &tmp.join("work"));
         req.component = teamhost_tests::AGENT.into();
         host.spawn(name, req).await.unwrap();
     }
     let t = collector.await.unwrap();
     host.delete_team(name).await.unwrap();
-    assert_eq!(t.each.len(), CROWD);
-    let mean = t.each.values().map(|(a, b)| *b - *a).sum::<Duration>() / CROWD as u32;
+    assert_eq!(t.each.len(), crowd);
+    let mean = t.each.values().map(|(a, b)| *b - *a).sum::<Duration>() / crowd as u32;
     (mean, t.last - t.first)
 }
 
@@ -315,11 +327,16 @@ async fn idle_memory(
     label: &str,
     rows: &mut Vec<(String, String, String)>,
 ) {
+    // `TEAMHOST_MODEL_IDLE` teammates (default 200).
+    let idle: usize = std::env::var("TEAMHOST_MODEL_IDLE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
     let team = format!("idle{label}");
     let host = host(tmp, &team, Arc::new(Scripted::new(script(0))));
     host.runtime().prepare(Path::new(component)).unwrap();
     let before = rss_kib();
-    for i in 0..IDLE {
+    for i in 0..idle {
         let mut req = bench_request(&format!("{label}{i}"), "1", &tmp.join("work"));
         req.component = component.into();
         host.spawn(&team, req).await.unwrap();
@@ -330,8 +347,8 @@ async fn idle_memory(
         .unwrap();
     let after = rss_kib();
     rows.push((
-        format!("{IDLE} idle `{label}` teammates with a model seat, after one turn with a model call each"),
-        format!("{:.0} KiB per teammate", after.saturating_sub(before) as f64 / IDLE as f64),
+        format!("{idle} idle `{label}` teammates with a model seat, after one turn with a model call each"),
+        format!("{:.0} KiB per teammate", after.saturating_sub(before) as f64 / idle as f64),
         "".into(),
     ));
     host.delete_team(&team).await.unwrap();
@@ -348,6 +365,7 @@ fn http(dialect: Dialect, server: &FakeProvider) -> Arc<dyn Provider> {
 }
 
 fn main() {
+    let crowd = crowd_size();
     let tmp = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -355,7 +373,15 @@ fn main() {
         .build()
         .unwrap();
     let mut rows = Vec::new();
+    // Arguments name the sections to run: `overhead`, `crowd`, `agents`,
+    // `idle` (all when none).
+    let wanted: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let on = |s: &str| wanted.is_empty() || wanted.iter().any(|w| w == s);
     rt.block_on(async {
+        if on("overhead") {
         eprintln!("broker overhead…");
         broker_overhead(&mut rows).await;
 
@@ -377,25 +403,32 @@ fn main() {
             ));
         }
 
-        eprintln!("{CROWD} teammates × {CROWD_CALLS} calls at {CROWD_DELAY_MS} ms…");
+        }
+        if on("crowd") {
+        eprintln!("{crowd} teammates × {CROWD_CALLS} calls at {CROWD_DELAY_MS} ms…");
         let t = crowd_throughput(tmp.path(), "crowd", Arc::new(Scripted::new(script(CROWD_DELAY_MS)))).await;
         rows.push(crowd_row("in-memory provider", t));
         let server = FakeProvider::always(Api::Anthropic, Reply::text("pong").delayed(Duration::from_millis(CROWD_DELAY_MS))).await;
         let t = crowd_throughput(tmp.path(), "crowdhttp", http(Dialect::Anthropic, &server)).await;
         rows.push(crowd_row("Anthropic SSE over loopback HTTP, the server", t));
 
-        eprintln!("{CROWD} agent teammates × {CROWD_CALLS} calls…");
+        }
+        if on("agents") {
+        eprintln!("{crowd} agent teammates × {CROWD_CALLS} calls…");
         let (mean, span) = agent_crowd(tmp.path()).await;
         let ideal = Duration::from_millis(CROWD_DELAY_MS * u64::from(CROWD_CALLS));
         rows.push((
-            format!("{CROWD} `agent` teammates (the LLM teammate), each 10 calls with a toolbox TaskList between them, in-memory provider taking {CROWD_DELAY_MS} ms: a teammate's 10 calls (ideal {} ms); all 1,000, first to last (the spawns spread the starts)", ideal.as_millis()),
+            format!("{crowd} `agent` teammates (the LLM teammate), each 10 calls with a toolbox TaskList between them, in-memory provider taking {CROWD_DELAY_MS} ms: a teammate's 10 calls (ideal {} ms); all {}, first to last (the spawns spread the starts)", ideal.as_millis(), crowd as u64 * u64::from(CROWD_CALLS)),
             format!("{} ({:.0} % of ideal); {}", fmt(mean), ideal.as_secs_f64() / mean.as_secs_f64() * 100.0, fmt(span)),
             "≥ 80 %".into(),
         ));
 
+        }
+        if on("idle") {
         eprintln!("idle memory…");
         idle_memory(tmp.path(), teamhost_tests::MODELBENCH, "modelbench", &mut rows).await;
         idle_memory(tmp.path(), teamhost_tests::AGENT, "agent", &mut rows).await;
+        }
     });
 
     println!();

@@ -1,5 +1,5 @@
-//! Small helpers the benchmarks share: durations for a table, and this
-//! process's resident memory.
+//! Small helpers the benchmarks share: durations for a table, this
+//! process's resident memory, and the machine's description.
 
 use std::time::Duration;
 
@@ -23,4 +23,29 @@ pub fn rss_kib() -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmRSS in /proc/self/status")
+}
+
+/// The machine, as the benchmarks print it: cores, CPU model, memory.
+pub fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
+        })
+        .unwrap_or_default();
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .unwrap_or(0);
+    format!(
+        "{cpus} cores ({model}), {:.0} GiB",
+        mem as f64 / 1024.0 / 1024.0
+    )
 }

@@ -91,19 +91,28 @@ pub(super) fn send(store: &Store, out: &Output, a: SendArgs) -> anyhow::Result<(
     let team = store.team(&a.team.team)?;
     let Some(text) = a.text else {
         // One message per input line; each acknowledgement is printed (and
-        // flushed) only after that message is on disk.
+        // flushed) only after that message is on disk. Lines that are
+        // already waiting when one is read go with it, in one write (a group
+        // commit, up to `STDIN_BATCH` lines).
         let mut stdout = std::io::stdout().lock();
-        for (n, line) in std::io::stdin().lines().enumerate() {
-            let msg = OutgoingMessage {
-                text: line?,
-                ..template.clone()
-            };
-            let entry = team.send(&a.to, msg)?;
-            if out.is_json() {
-                let json = serde_json::to_string(&entry)?;
-                writeln!(stdout, "{}", printable_json(&json))?;
-            } else {
-                writeln!(stdout, "sent {} to {}", n + 1, a.to)?;
+        let mut lines = WaitingLines::new()?;
+        let mut sent = 0usize;
+        while let Some(batch) = lines.next_batch(STDIN_BATCH)? {
+            let msgs = batch
+                .into_iter()
+                .map(|text| OutgoingMessage {
+                    text,
+                    ..template.clone()
+                })
+                .collect();
+            for entry in team.send_all(&a.to, msgs)? {
+                sent += 1;
+                if out.is_json() {
+                    let json = serde_json::to_string(&entry)?;
+                    writeln!(stdout, "{}", printable_json(&json))?;
+                } else {
+                    writeln!(stdout, "sent {sent} to {}", a.to)?;
+                }
             }
             stdout.flush()?;
         }
@@ -113,6 +122,70 @@ pub(super) fn send(store: &Store, out: &Output, a: SendArgs) -> anyhow::Result<(
     out.print(&json!({"to": a.to, "message": entry}), || {
         format!("sent to {}'s inbox", a.to)
     })
+}
+
+/// The most lines of standard input `send --stdin` writes at once.
+const STDIN_BATCH: usize = 256;
+
+/// Standard input, read a line at a time, with the lines already waiting
+/// behind it.
+struct WaitingLines {
+    input: std::io::BufReader<std::fs::File>,
+}
+
+impl WaitingLines {
+    fn new() -> anyhow::Result<WaitingLines> {
+        use std::os::fd::AsFd;
+        let fd = std::io::stdin().as_fd().try_clone_to_owned()?;
+        Ok(WaitingLines {
+            input: std::io::BufReader::new(std::fs::File::from(fd)),
+        })
+    }
+
+    /// The next line (waiting for it), and up to `max - 1` more that can be
+    /// read without waiting; `None` at the end of the input.
+    fn next_batch(&mut self, max: usize) -> anyhow::Result<Option<Vec<String>>> {
+        let mut batch = Vec::new();
+        while batch.len() < max {
+            if !batch.is_empty() && !self.more_waiting() {
+                break;
+            }
+            let mut line = String::new();
+            if std::io::BufRead::read_line(&mut self.input, &mut line)? == 0 {
+                break;
+            }
+            if line.ends_with('\n') {
+                line.pop();
+                if line.ends_with('\r') {
+                    line.pop();
+                }
+            }
+            batch.push(line);
+        }
+        Ok((!batch.is_empty()).then_some(batch))
+    }
+
+    /// Whether a whole line can be read without waiting. Never waits: a
+    /// partial line (its writer may be waiting for the acknowledgements of
+    /// the lines before it) ends the batch.
+    fn more_waiting(&mut self) -> bool {
+        use std::io::BufRead;
+        use std::os::fd::AsRawFd;
+        if !self.input.buffer().is_empty() {
+            return self.input.buffer().contains(&b'\n');
+        }
+        let mut fd = libc::pollfd {
+            fd: self.input.get_ref().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; a zero timeout never blocks.
+        if unsafe { libc::poll(&mut fd, 1, 0) } <= 0 {
+            return false;
+        }
+        // Readable: one read that does not wait, into the empty buffer.
+        matches!(self.input.fill_buf(), Ok(bytes) if bytes.contains(&b'\n'))
+    }
 }
 
 pub(super) fn broadcast(store: &Store, out: &Output, a: BroadcastArgs) -> anyhow::Result<()> {

@@ -83,6 +83,17 @@ pub trait TeamStore: Send + Sync + std::fmt::Debug + 'static {
     /// Appends entries to `agent`'s inbox in one atomic write.
     fn append_inbox(&self, team: &str, agent: &str, entries: &[InboxMessage]) -> Result<()>;
 
+    /// Appends entries to several inboxes (`(agent, entries)`), each
+    /// inbox's in one atomic write as [`TeamStore::append_inbox`] makes it; a
+    /// backend may share the writes' syncs (the file store does). On an
+    /// error some inboxes may have been written and others not.
+    fn append_inboxes(&self, team: &str, batch: &[(String, Vec<InboxMessage>)]) -> Result<()> {
+        for (agent, entries) in batch {
+            self.append_inbox(team, agent, entries)?;
+        }
+        Ok(())
+    }
+
     /// Every entry of `agent`'s inbox (a snapshot; empty when none).
     fn read_inbox(&self, team: &str, agent: &str) -> Result<Vec<InboxMessage>>;
 

@@ -257,6 +257,54 @@ fn taking_moves_messages_to_the_history_and_a_cursor_reads_only_the_new_ones() {
     });
 }
 
+#[test]
+fn a_broadcast_gives_every_other_member_one_entry_of_its_own_and_batched_sends_keep_order() {
+    each_backend(|kind, store, _other| {
+        let team = team_of(&store);
+        for name in ["b", "c"] {
+            team.add_member(NewMember {
+                name: name.into(),
+                ..Default::default()
+            })
+            .unwrap();
+        }
+        let to = team.broadcast(OutgoingMessage::new("a", "to all")).unwrap();
+        let mut to_sorted = to.clone();
+        to_sorted.sort();
+        assert_eq!(to_sorted, ["b", "c", "team-lead"], "{kind}: not the sender");
+        let mut ids = std::collections::BTreeSet::new();
+        for name in &to {
+            let got = team.unread(name).unwrap();
+            assert_eq!(got.len(), 1, "{kind}: {name}");
+            assert_eq!(got[0].text, "to all", "{kind}");
+            ids.insert(got[0].msg_id.clone().expect("stamped"));
+        }
+        assert_eq!(ids.len(), to.len(), "{kind}: one msg_id each");
+        assert!(team.unread("a").unwrap().is_empty(), "{kind}");
+        let sent = team
+            .send_all(
+                "b",
+                ["x", "y", "z"]
+                    .map(|t| OutgoingMessage::new("team-lead", t))
+                    .to_vec(),
+            )
+            .unwrap();
+        assert_eq!(sent.len(), 3, "{kind}");
+        let texts: Vec<String> = team
+            .unread("b")
+            .unwrap()
+            .into_iter()
+            .map(|m| m.text)
+            .collect();
+        assert_eq!(texts, ["to all", "x", "y", "z"], "{kind}");
+        let refused = team.send_all("nobody", vec![OutgoingMessage::new("team-lead", "?")]);
+        assert!(
+            matches!(refused, Err(Error::MemberNotFound { .. })),
+            "{kind}"
+        );
+    });
+}
+
 /// Records what a feed hears.
 struct Heard(Mutex<mpsc::Sender<StoreEvent>>);
 

@@ -122,6 +122,11 @@ impl TeamStore for FencedStore {
         self.inner.append_inbox(team, agent, entries)
     }
 
+    fn append_inboxes(&self, team: &str, batch: &[(String, Vec<InboxMessage>)]) -> Result<()> {
+        self.fence.check(team)?;
+        self.inner.append_inboxes(team, batch)
+    }
+
     fn read_inbox(&self, team: &str, agent: &str) -> Result<Vec<InboxMessage>> {
         self.inner.read_inbox(team, agent)
     }

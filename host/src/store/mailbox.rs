@@ -177,6 +177,31 @@ impl Team {
         self.deliver(&name, msg)
     }
 
+    /// Sends `msgs` to a member in one write: one synced rewrite of its inbox
+    /// for all of them, in order, all or none. Returns the entries written.
+    /// Refuses a name that is not a member as [`Team::send`] does.
+    pub fn send_all(&self, to: &str, msgs: Vec<OutgoingMessage>) -> Result<Vec<InboxMessage>> {
+        let config = self.config()?;
+        let Some(member) = config.member(to) else {
+            return Err(Error::MemberNotFound {
+                team: self.name().to_string(),
+                name: to.to_string(),
+                members: config.member_names(),
+            });
+        };
+        let name = member.name.clone();
+        let mut entries: Vec<InboxMessage> = msgs.into_iter().map(|m| m.into_entry()).collect();
+        if let Some(guard) = self.store().lead_guard() {
+            for entry in &mut entries {
+                guard.sign(self.name(), &name, entry);
+            }
+        }
+        if !entries.is_empty() {
+            self.append_as_is(&name, &entries)?;
+        }
+        Ok(entries)
+    }
+
     /// Sends one copy to every member except the sender; returns the recipients.
     pub fn broadcast(&self, msg: OutgoingMessage) -> Result<Vec<String>> {
         let config = self.config()?;
@@ -186,9 +211,33 @@ impl Team {
             .filter(|m| m.name != msg.from)
             .map(|m| m.name.clone())
             .collect();
-        for to in &recipients {
-            self.deliver(to, msg.clone())?;
+        // One entry each (its own `msg_id`), signed for its recipient where
+        // a lead guard holds a key, all written together: the file store
+        // shares their syncs (`store/files/fanout.rs`).
+        let guard = self.store().lead_guard();
+        let batch: Vec<(String, Vec<InboxMessage>)> = recipients
+            .iter()
+            .map(|to| {
+                let mut entry = msg.clone().into_entry();
+                if let Some(guard) = guard {
+                    guard.sign(self.name(), to, &mut entry);
+                }
+                (to.clone(), vec![entry])
+            })
+            .collect();
+        for (to, _) in &batch {
+            super::names::agent_file_stem(to)?;
         }
+        let written = self.backend().append_inboxes(self.name(), &batch);
+        // Told even when the batch failed part-way: some inboxes may have
+        // been written, and a runner woken for nothing only looks again.
+        for (to, _) in &batch {
+            self.emit(StoreEvent::InboxAppended {
+                team: self.name().into(),
+                agent: to.clone(),
+            });
+        }
+        written?;
         Ok(recipients)
     }
 

@@ -32,6 +32,7 @@
 
 mod gate;
 mod inotify_wait;
+mod waiter;
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -88,6 +89,34 @@ pub fn with_lock<T>(
     what: &'static str,
     f: impl FnOnce() -> Result<T>,
 ) -> Result<T> {
+    match with_lock_unless(target, opts, what, &mut || {}, &mut || false, f)? {
+        Locked::Ran(value) => Ok(value),
+        Locked::Needless => unreachable!("never needless"),
+    }
+}
+
+/// What [`with_lock_unless`] did.
+pub(super) enum Locked<T> {
+    /// It took the lock and ran `f`.
+    Ran(T),
+    /// The wait made the lock needless: `f` did not run.
+    Needless,
+}
+
+/// [`with_lock`] for a caller whose need for the lock may pass while it
+/// waits (the drop box, `drops.rs`). `on_wait` runs once, before waiting,
+/// when another process holds the flock (not when the lock is free or held
+/// only by this process's other threads). When it ran, `needless` is asked
+/// as soon as the flock is granted: when it says so, the flock is released
+/// at once, without the lock directory, and `f` does not run.
+pub(super) fn with_lock_unless<T>(
+    target: &Path,
+    opts: &LockOptions,
+    what: &'static str,
+    on_wait: &mut dyn FnMut(),
+    needless: &mut dyn FnMut() -> bool,
+    f: impl FnOnce() -> Result<T>,
+) -> Result<Locked<T>> {
     let started = Instant::now();
     let deadline = started + opts.timeout;
     let timeout = |lock_dir: PathBuf, holder: String| Error::LockTimeout {
@@ -103,7 +132,12 @@ pub fn with_lock<T>(
         )
     })?;
     let flock_path = flock_file_for(target);
-    let file = match acquire_flock(&flock_path, deadline)? {
+    let mut waited = false;
+    let mut noting = || {
+        waited = true;
+        on_wait();
+    };
+    let file = match acquire_flock(&flock_path, deadline, &mut noting)? {
         Some(file) => file,
         None => {
             return Err(timeout(
@@ -112,36 +146,36 @@ pub fn with_lock<T>(
             ))
         }
     };
+    if waited && needless() {
+        return Ok(Locked::Needless); // dropping the file releases the flock
+    }
     let result = with_dir_lock(target, &file, what, started, deadline, opts, f);
     drop(file); // closing the last descriptor releases the flock
-    result
+    result.map(Locked::Ran)
 }
 
 /// Takes the flock on `path`, waiting until `deadline`; `None` on timeout.
-fn acquire_flock(path: &Path, deadline: Instant) -> Result<Option<File>> {
+/// `on_wait` runs before a wait.
+fn acquire_flock(
+    path: &Path,
+    deadline: Instant,
+    on_wait: &mut dyn FnMut(),
+) -> Result<Option<File>> {
     let file = open_flock_file(path)?;
     if try_flock(&file).map_err(|e| Error::io("flock", path, e))? {
         return Ok(Some(file));
     }
     drop(file);
+    if Instant::now() >= deadline {
+        return Ok(None); // not waiting at all (a zero timeout)
+    }
+    on_wait();
     // Another process holds it. flock(2) cannot time out, so a helper thread
-    // blocks in it; if this waiter has gone by the time the kernel grants the
-    // lock, the helper's send fails and dropping the file releases it.
+    // blocks in it (`waiter.rs`); if this waiter has gone by the time the
+    // kernel grants the lock, the helper's send fails and dropping the file
+    // releases it.
     let (tx, rx) = mpsc::sync_channel::<Result<File>>(1);
-    let owned = path.to_path_buf();
-    std::thread::Builder::new()
-        .name("teamhost-flock-wait".into())
-        .spawn(move || {
-            let got = open_flock_file(&owned).and_then(|f| {
-                // SAFETY: flock on a descriptor this thread owns.
-                match unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } {
-                    0 => Ok(f),
-                    _ => Err(Error::io("flock", &owned, std::io::Error::last_os_error())),
-                }
-            });
-            let _ = tx.send(got);
-        })
-        .map_err(|e| Error::io("spawn a thread to wait for", path, e))?;
+    waiter::wait_for(path.to_path_buf(), tx, open_flock_file)?;
     match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
         Ok(got) => got.map(Some),
         Err(_) => Ok(None),

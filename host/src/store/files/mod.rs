@@ -21,12 +21,16 @@
 //! | `config_cache.rs` | configs as last read or written: an unchanged file is not parsed again |
 //! | `stamp.rs` | file identity (inode, size, times) for the caches, and when it can be trusted |
 //! | `combine.rs` | group commit: concurrent config changes and inbox appends share one locked write |
+//! | `fanout.rs` | a broadcast's group commit: many inboxes written under their locks with their syncs shared |
+//! | `drops.rs` | the drop box: appends from other processes, left while the lock is held, join the holder's write |
 //! | `watch.rs` | the change feed: inotify on a team's files |
 //! | `own_writes.rs` | the task files this store wrote, by identity: the feed drops their echoes (the pass's own event tells of them, in order) |
 
 mod combine;
 mod config_cache;
 mod deleted;
+mod drops;
+mod fanout;
 mod history;
 mod inotify;
 pub mod lock;
@@ -37,12 +41,13 @@ mod task_cache;
 mod tasks;
 mod watch;
 
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use self::lock::with_lock;
 pub use self::lock::LockOptions;
+use self::lock::{with_lock, with_lock_unless, Locked};
 pub use self::paths::TeamPaths;
 use super::backend::{
     ConfigChange, FeedGuard, HistoryChunk, HistoryCursor, Pick, TasksChange, TeamStore,
@@ -256,24 +261,90 @@ impl TeamStore for FileStore {
         let paths = self.paths(team)?;
         let path = paths.inbox(agent)?;
         deleted::subdir(&paths, &paths.inboxes_dir())?;
+        // Set when this thread's entries went through the drop box and an
+        // earlier holder wrote them (`drops.rs`).
+        let written_by_another = Cell::new(false);
         let mut append = |inbox: &mut Vec<InboxMessage>| {
-            inbox.extend_from_slice(entries);
+            if !written_by_another.get() {
+                inbox.extend_from_slice(entries);
+            }
             Ok(())
         };
         // With the appends other threads make at the same time: one synced
-        // write for all of them (`combine.rs`).
+        // write for all of them (`combine.rs`); with those other processes
+        // make, through the drop box (`drops.rs`).
         self.inboxes
             .update(&path, combine::Changes::Appends, &mut append, |batch| {
-                with_lock(&path, &self.lock, "an inbox append", || {
+                let parcel = RefCell::new(None);
+                let mut leave = || {
+                    if drops::can_drop(entries) {
+                        match drops::Parcel::leave(&path, entries) {
+                            Ok(left) => *parcel.borrow_mut() = Some(left),
+                            // Written by this thread under the lock instead.
+                            Err(e) => tracing::debug!(error = %e, "no inbox drop left"),
+                        }
+                    }
+                };
+                // Its drop gone, a writer needs the flock only to know that
+                // the holder who removed it is done: not the lock directory
+                // nor a look at the inbox.
+                let mut gone = || {
+                    parcel
+                        .borrow()
+                        .as_ref()
+                        .is_some_and(|left| !left.path().exists())
+                };
+                let locked = || {
                     let inbox: Vec<InboxMessage> = read_array_for_update(&path)?;
-                    let (inbox, changed) = batch(inbox)?;
-                    if changed {
+                    if let Some(left) = parcel.borrow().as_ref() {
+                        written_by_another.set(left.committed()? || left.held_by(&inbox));
+                    }
+                    let loaded = inbox.len();
+                    let (mut inbox, _) = batch(inbox)?;
+                    // Only a holder that writes anyway folds the drops in:
+                    // one whose own entries are written already leaves them
+                    // to the next writer in line, whose write then carries
+                    // all that waited meanwhile.
+                    if inbox.len() > loaded {
+                        let pending = drops::Pending::fold(&path, &mut inbox)?;
                         write_json_locked(&path, &inbox)?;
+                        pending.settle();
                     }
                     Ok(())
-                })
-                .map_err(|e| deleted::or_deleted(&paths, e))
+                };
+                let what = "an inbox append";
+                let result = match with_lock_unless(
+                    &path, &self.lock, what, &mut leave, &mut gone, locked,
+                ) {
+                    Ok(Locked::Ran(())) => Ok(()),
+                    // The drop went with its team (deleted meanwhile).
+                    Ok(Locked::Needless) if !paths.team_dir().exists() => {
+                        Err(deleted::deleted(&paths))
+                    }
+                    // Written by the holder that removed the drop, or
+                    // kept aside as unreadable (an error).
+                    Ok(Locked::Needless) => match parcel.borrow().as_ref() {
+                        Some(left) => left.committed().map(|_| ()),
+                        None => Ok(()),
+                    },
+                    Err(e) => Err(e),
+                };
+                if result.is_err() {
+                    // Not delivered: the drop must not be, later.
+                    if let Some(left) = parcel.take() {
+                        left.remove();
+                    }
+                }
+                result.map_err(|e| deleted::or_deleted(&paths, e))
             })
+    }
+
+    fn append_inboxes(&self, team: &str, batch: &[(String, Vec<InboxMessage>)]) -> Result<()> {
+        match batch {
+            [] => Ok(()),
+            [(agent, entries)] => self.append_inbox(team, agent, entries),
+            _ => self.append_to_many(team, batch),
+        }
     }
 
     fn read_inbox(&self, team: &str, agent: &str) -> Result<Vec<InboxMessage>> {
@@ -307,7 +378,11 @@ impl TeamStore for FileStore {
             if !path.exists() {
                 return Ok(Vec::new());
             }
-            let inbox: Vec<InboxMessage> = read_array_for_update(&path)?;
+            let mut inbox: Vec<InboxMessage> = read_array_for_update(&path)?;
+            // Appends that waited behind this take, first (`drops.rs`).
+            let loaded = inbox.len();
+            let pending = drops::Pending::fold(&path, &mut inbox)?;
+            let folded = inbox.len() > loaded;
             // Entries the last take recorded but could not remove (its
             // process died between the history and the inbox): consumed
             // already, never handed out twice.
@@ -325,7 +400,8 @@ impl TeamStore for FileStore {
                     keep.push(m);
                 }
             }
-            if gone.is_empty() && taken.is_empty() && settled == 0 {
+            if gone.is_empty() && taken.is_empty() && settled == 0 && !folded {
+                pending.settle(); // what it held was in the inbox already
                 return Ok(taken);
             }
             if settled > 0 {
@@ -341,6 +417,7 @@ impl TeamStore for FileStore {
             // Emptied, the inbox is `[]` in a new file like any rewrite:
             // Claude Code may be reading the old one (`crate::durable`).
             write_json_locked(&path, &keep)?;
+            pending.settle();
             Ok(taken)
         })
         .map_err(|e| deleted::or_deleted(&paths, e))

@@ -283,6 +283,8 @@ mod tests {
         assert_eq!(c("/h/teams/t/inboxes/alice.json.tmp.1a2b3c4d"), None);
         assert_eq!(c("/h/teams/t/inboxes/alice.json.lock"), None);
         assert_eq!(c("/h/teams/t/inboxes/alice.json.flock"), None);
+        assert_eq!(c("/h/teams/t/inboxes/alice.json.drops"), None);
+        assert_eq!(c("/h/teams/t/inboxes/alice.json.drops/1-2-3.json"), None);
         assert_eq!(c("/h/tasks/t/12.json"), Some(Seen::Task));
         assert_eq!(c("/h/tasks/t/.json"), None);
         assert_eq!(c("/h/tasks/t/.highwatermark"), None);

@@ -102,7 +102,7 @@ pub fn check_new_member_name(name: &str) -> Result<()> {
 pub fn check_distinct<'a>(name: &str, others: impl IntoIterator<Item = &'a str>) -> Result<()> {
     let key = LookalikeKey::of(name);
     for other in others {
-        if other != name && LookalikeKey::of(other).matches(&key) {
+        if other != name && LookalikeKey::remembered(other).matches(&key) {
             return Err(Error::InvalidName {
                 kind: "agent",
                 name: name.to_string(),
@@ -117,6 +117,9 @@ pub fn check_distinct<'a>(name: &str, others: impl IntoIterator<Item = &'a str>)
     Ok(())
 }
 
+/// The most names whose skeletons [`LookalikeKey::remembered`] keeps.
+const REMEMBERED: usize = 65_536;
+
 /// A name's two skeletons: as written, and in lower case.
 struct LookalikeKey {
     exact: String,
@@ -129,6 +132,29 @@ impl LookalikeKey {
             exact: skeleton(name).collect(),
             folded: skeleton(&name.to_lowercase()).collect(),
         }
+    }
+
+    /// [`LookalikeKey::of`], remembered: a team's registrations compare
+    /// each new name with every member's, and a skeleton costs far more
+    /// than a lookup (10,000 members took minutes to register, most of it
+    /// here). At most [`REMEMBERED`] names are kept; the table starts
+    /// afresh when full, so what any caller names cannot grow it for ever.
+    fn remembered(name: &str) -> std::sync::Arc<LookalikeKey> {
+        use std::collections::HashMap;
+        use std::sync::{Arc, Mutex, OnceLock};
+        static KEYS: OnceLock<Mutex<HashMap<String, Arc<LookalikeKey>>>> = OnceLock::new();
+        let keys = KEYS.get_or_init(Default::default);
+        let lock = || keys.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(key) = lock().get(name) {
+            return key.clone();
+        }
+        let key = Arc::new(LookalikeKey::of(name));
+        let mut known = lock();
+        if known.len() >= REMEMBERED {
+            known.clear();
+        }
+        known.insert(name.to_string(), key.clone());
+        key
     }
 
     fn matches(&self, other: &LookalikeKey) -> bool {

@@ -1,0 +1,126 @@
+//! A broadcast's group commit: entries for many inboxes of one team written
+//! together, their syncs shared.
+//!
+//! One by one, a broadcast to a hundred teammates is a hundred locked,
+//! synced rewrites, each waiting for its own journal commit. Here every
+//! inbox whose lock is free is locked (in path order), its new version
+//! written beside it ([`crate::durable::Staged`]); then all are synced
+//! (the first sync commits the journal for all of them), then put in place,
+//! then unlocked. Each inbox is still replaced whole by a synced new file,
+//! as every write of it is, so readers and crashes see what they always did.
+//!
+//! An inbox whose lock is held (by another process, or Claude Code) is not
+//! waited for while the others are held: it is left out of the batch and
+//! written after it, alone, waiting for its lock as any append does. So a
+//! broadcast never holds one inbox's lock while it waits for another's, and
+//! two broadcasts cannot wait for each other.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::lock::{with_lock, LockOptions};
+use super::{deleted, drops, FileStore, TeamStore};
+use crate::durable::{read_array_for_update, stage_json};
+use crate::error::{Error, Result};
+use crate::store::InboxMessage;
+
+/// One inbox of the batch.
+struct Target {
+    path: PathBuf,
+    agent: String,
+    entries: Vec<InboxMessage>,
+}
+
+impl FileStore {
+    /// [`TeamStore::append_inboxes`] for
+    /// two inboxes or more.
+    pub(super) fn append_to_many(
+        &self,
+        team: &str,
+        batch: &[(String, Vec<InboxMessage>)],
+    ) -> Result<()> {
+        let paths = self.paths(team)?;
+        deleted::subdir(&paths, &paths.inboxes_dir())?;
+        // In path order (the order every broadcast locks in), one target
+        // per inbox even when an agent is named twice.
+        let mut by_path: BTreeMap<PathBuf, Target> = BTreeMap::new();
+        for (agent, entries) in batch {
+            let path = paths.inbox(agent)?;
+            by_path
+                .entry(path.clone())
+                .or_insert_with(|| Target {
+                    path,
+                    agent: agent.clone(),
+                    entries: Vec::new(),
+                })
+                .entries
+                .extend_from_slice(entries);
+        }
+        let targets: Vec<Target> = by_path.into_values().collect();
+        let busy = RefCell::new(Vec::new());
+        self.lock_each(&targets, 0, &mut Vec::new(), &busy)
+            .map_err(|e| deleted::or_deleted(&paths, e))?;
+        for i in busy.into_inner() {
+            let target = &targets[i];
+            self.append_inbox(team, &target.agent, &target.entries)?;
+        }
+        Ok(())
+    }
+
+    /// Locks `targets[next..]` whose locks are free, then writes every held
+    /// one ([`write_held`]); the indices of busy ones go to `busy`.
+    fn lock_each(
+        &self,
+        targets: &[Target],
+        next: usize,
+        held: &mut Vec<usize>,
+        busy: &RefCell<Vec<usize>>,
+    ) -> Result<()> {
+        let Some(target) = targets.get(next) else {
+            return write_held(targets, held);
+        };
+        let at_once = LockOptions {
+            timeout: Duration::ZERO,
+            ..self.lock
+        };
+        let mut locked = false;
+        let result = with_lock(&target.path, &at_once, "a broadcast", || {
+            locked = true;
+            held.push(next);
+            self.lock_each(targets, next + 1, held, busy)
+        });
+        match result {
+            Err(Error::LockTimeout { .. }) if !locked => {
+                busy.borrow_mut().push(next);
+                self.lock_each(targets, next + 1, held, busy)
+            }
+            other => other,
+        }
+    }
+}
+
+/// Writes the held inboxes: each read, appended to (with the drops waiting
+/// for it, `drops.rs`) and staged; then all synced; then all put in place.
+fn write_held(targets: &[Target], held: &[usize]) -> Result<()> {
+    let mut staged = Vec::with_capacity(held.len());
+    for &i in held {
+        let target = &targets[i];
+        let mut inbox: Vec<InboxMessage> = read_array_for_update(&target.path)?;
+        inbox.extend_from_slice(&target.entries);
+        let pending = drops::Pending::fold(&target.path, &mut inbox)?;
+        staged.push((stage_json(&target.path, &inbox)?, pending));
+    }
+    for (version, _) in &staged {
+        version.sync()?;
+    }
+    for (version, pending) in staged {
+        version.commit()?;
+        pending.settle();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
