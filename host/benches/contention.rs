@@ -41,17 +41,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use teamhost::home::Home;
-use teamhost::store::{NewMember, NewTeam, OutgoingMessage, Store, StoreEvent, StoreObserver};
+use teamhost::store::{NewMember, NewTeam, Store};
+
+#[path = "support/writers.rs"]
+mod writers;
+use writers::{now_us, Wakeup};
 
 const TEAMHOST: &str = env!("CARGO_BIN_EXE_teamhost");
 const WRITERS: usize = 8;
 
 fn main() {
     if let Ok(role) = std::env::var("SCALE_ROLE") {
-        writer_role(&role);
+        assert_eq!(role, "teamhost", "unknown SCALE_ROLE {role}");
+        writers::teamhost_writer();
         return;
     }
     let rounds = env_usize("TEAMHOST_CONTENTION_ROUNDS", 3);
@@ -450,45 +455,8 @@ fn labelled(var: &str, own: String) -> Vec<(String, String)> {
     all
 }
 
-/// A writer process (`SCALE_ROLE=teamhost`, the `scale` bench's protocol):
-/// `SCALE_HOME`, `SCALE_ID`, `SCALE_COUNT`; each text `{id}:{n}:{sent µs}`
-/// to `sink` of team `writers`.
-fn writer_role(role: &str) {
-    assert_eq!(role, "teamhost", "unknown SCALE_ROLE {role}");
-    let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} not set"));
-    let id = var("SCALE_ID");
-    let count: usize = var("SCALE_COUNT").parse().unwrap();
-    let team = Store::new(Home::new(var("SCALE_HOME")))
-        .team("writers")
-        .unwrap();
-    for n in 0..count {
-        team.send(
-            "sink",
-            OutgoingMessage::new("team-lead", format!("{id}:{n}:{}", now_us())),
-        )
-        .unwrap();
-    }
-}
-
-struct Wakeup(mpsc::Sender<()>);
-
-impl StoreObserver for Wakeup {
-    fn changed(&self, event: &StoreEvent) {
-        if matches!(event, StoreEvent::InboxAppended { agent, .. } if agent == "sink") {
-            let _ = self.0.send(());
-        }
-    }
-}
-
 fn sent_at(text: &str) -> Option<u64> {
     text.rsplit(':').next().and_then(|s| s.parse().ok())
-}
-
-fn now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_micros() as u64
 }
 
 fn env_usize(var: &str, default: usize) -> usize {

@@ -31,19 +31,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use teamhost::embed::{Host, SpawnRequest};
 use teamhost::home::Home;
-use teamhost::store::{
-    InboxMessage, NewMember, NewTeam, OutgoingMessage, Store, StoreEvent, StoreObserver,
-};
+use teamhost::store::{InboxMessage, NewMember, NewTeam, OutgoingMessage, Store};
 
 const TEAMHOST: &str = env!("CARGO_BIN_EXE_teamhost");
 
 #[path = "support/baseline.rs"]
 mod baseline;
+#[path = "support/writers.rs"]
+mod writers;
+use writers::{now_us, Wakeup};
 
 fn main() {
     // This binary also plays the writer processes of `writers`.
@@ -650,22 +651,11 @@ fn wake_samples(base: &Path, extra: &[&str], rounds: usize) -> (Vec<u64>, Vec<u6
 /// `{id}:{n}:{sent µs}`.
 fn writer_role(role: &str) {
     let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} not set"));
-    let id = var("SCALE_ID");
-    let count: usize = var("SCALE_COUNT").parse().unwrap();
     match role {
-        "teamhost" => {
-            let team = Store::new(Home::new(var("SCALE_HOME")))
-                .team("writers")
-                .unwrap();
-            for n in 0..count {
-                team.send(
-                    "sink",
-                    OutgoingMessage::new("team-lead", format!("{id}:{n}:{}", now_us())),
-                )
-                .unwrap();
-            }
-        }
+        "teamhost" => writers::teamhost_writer(),
         "reference" => {
+            let id = var("SCALE_ID");
+            let count: usize = var("SCALE_COUNT").parse().unwrap();
             let inbox = PathBuf::from(var("SCALE_INBOX"));
             for n in 0..count {
                 reference_append(&inbox, &format!("{id}:{n}:{}", now_us()));
@@ -706,16 +696,6 @@ fn reference_take(inbox: &Path) -> Vec<String> {
     all.iter()
         .filter_map(|m| m["text"].as_str().map(str::to_string))
         .collect()
-}
-
-struct Wakeup(mpsc::Sender<()>);
-
-impl StoreObserver for Wakeup {
-    fn changed(&self, event: &StoreEvent) {
-        if matches!(event, StoreEvent::InboxAppended { agent, .. } if agent == "sink") {
-            let _ = self.0.send(());
-        }
-    }
 }
 
 fn writers(base: &Path, per_writer: usize) {
@@ -820,13 +800,6 @@ fn writers(base: &Path, per_writer: usize) {
 }
 
 // --- helpers ----------------------------------------------------------------
-
-fn now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_micros() as u64
-}
 
 fn median(v: &mut [Duration]) -> Duration {
     v.sort();

@@ -165,31 +165,29 @@ impl Team {
     /// with [`Error::MemberNotFound`] listing the members (the reference would
     /// create an inbox nobody reads).
     pub fn send(&self, to: &str, msg: OutgoingMessage) -> Result<InboxMessage> {
+        let name = self.member_name(to)?;
+        self.deliver(&name, msg)
+    }
+
+    /// The name of the member `to` (a name or an agent id), or
+    /// [`Error::MemberNotFound`] listing the members.
+    fn member_name(&self, to: &str) -> Result<String> {
         let config = self.config()?;
-        let Some(member) = config.member(to) else {
-            return Err(Error::MemberNotFound {
+        match config.member(to) {
+            Some(member) => Ok(member.name.clone()),
+            None => Err(Error::MemberNotFound {
                 team: self.name().to_string(),
                 name: to.to_string(),
                 members: config.member_names(),
-            });
-        };
-        let name = member.name.clone();
-        self.deliver(&name, msg)
+            }),
+        }
     }
 
     /// Sends `msgs` to a member in one write: one synced rewrite of its inbox
     /// for all of them, in order, all or none. Returns the entries written.
     /// Refuses a name that is not a member as [`Team::send`] does.
     pub fn send_all(&self, to: &str, msgs: Vec<OutgoingMessage>) -> Result<Vec<InboxMessage>> {
-        let config = self.config()?;
-        let Some(member) = config.member(to) else {
-            return Err(Error::MemberNotFound {
-                team: self.name().to_string(),
-                name: to.to_string(),
-                members: config.member_names(),
-            });
-        };
-        let name = member.name.clone();
+        let name = self.member_name(to)?;
         let mut entries: Vec<InboxMessage> = msgs.into_iter().map(|m| m.into_entry()).collect();
         if let Some(guard) = self.store().lead_guard() {
             for entry in &mut entries {

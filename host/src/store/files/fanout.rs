@@ -3,7 +3,8 @@
 //!
 //! One by one, a broadcast to a hundred teammates is a hundred locked,
 //! synced rewrites, each waiting for its own journal commit. Here every
-//! inbox whose lock is free is locked (in path order), its new version
+//! inbox whose lock is free is locked (in path order, up to [`GROUP`] at a
+//! time), its new version
 //! written beside it ([`crate::durable::Staged`]); then all are synced
 //! (the first sync commits the journal for all of them), then put in place,
 //! then unlocked. Each inbox is still replaced whole by a synced new file,
@@ -25,6 +26,9 @@ use super::{deleted, drops, FileStore, TeamStore};
 use crate::durable::{read_array_for_update, stage_json};
 use crate::error::{Error, Result};
 use crate::store::InboxMessage;
+
+/// The most inboxes written in one group commit (and locked at once).
+const GROUP: usize = 128;
 
 /// One inbox of the batch.
 struct Target {
@@ -59,12 +63,17 @@ impl FileStore {
                 .extend_from_slice(entries);
         }
         let targets: Vec<Target> = by_path.into_values().collect();
-        let busy = RefCell::new(Vec::new());
-        self.lock_each(&targets, 0, &mut Vec::new(), &busy)
-            .map_err(|e| deleted::or_deleted(&paths, e))?;
-        for i in busy.into_inner() {
-            let target = &targets[i];
-            self.append_inbox(team, &target.agent, &target.entries)?;
+        // In groups of at most `GROUP` inboxes: a lock is held by a frame of
+        // `lock_each` each, so a group bounds both the stack's depth and how
+        // many inboxes one broadcast holds at once.
+        for group in targets.chunks(GROUP) {
+            let busy = RefCell::new(Vec::new());
+            self.lock_each(group, 0, &mut Vec::new(), &busy)
+                .map_err(|e| deleted::or_deleted(&paths, e))?;
+            for i in busy.into_inner() {
+                let target = &group[i];
+                self.append_inbox(team, &target.agent, &target.entries)?;
+            }
         }
         Ok(())
     }

@@ -113,3 +113,18 @@ fn drops_waiting_for_an_inbox_ride_in_the_broadcast_s_write() {
     assert_eq!(texts(&store, "a"), ["broadcast", "waiting"]);
     assert_eq!(std::fs::read_dir(drops::drops_dir(&a)).unwrap().count(), 0);
 }
+
+#[test]
+fn a_broadcast_wider_than_one_group_reaches_every_inbox_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = team(dir.path());
+    let names: Vec<String> = (0..GROUP * 2 + 3).map(|i| format!("m{i}")).collect();
+    let batch: Vec<_> = names
+        .iter()
+        .map(|n| (n.clone(), vec![entry(&format!("to {n}"))]))
+        .collect();
+    store.append_inboxes("t", &batch).unwrap();
+    for n in &names {
+        assert_eq!(texts(&store, n), [format!("to {n}")]);
+    }
+}
