@@ -46,6 +46,9 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
+mod group;
+pub use group::commit_grouped;
+
 /// Reads and parses `path`. `Ok(None)` when the file does not exist; a file that
 /// does not parse is left where it is and reported as [`Error::Corrupt`].
 pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
@@ -197,10 +200,21 @@ pub fn write_json_relaxed<T: Serialize + ?Sized>(path: &Path, value: &T) -> Resu
     replace(path, &bytes, false)
 }
 
+/// [`write_json_relaxed`] for a record rewritten often by one writer that
+/// only teamhost reads, through a checking reader ([`read_json`]): written
+/// over the file's spare and exchanged ([`stage_in_spare`]), so a rewrite
+/// makes and frees no inode. A model usage record is rewritten up to ten
+/// times a second per calling teammate.
+pub fn rewrite_json_relaxed<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
+    let bytes = serde_json::to_vec_pretty(value)
+        .map_err(|e| Error::Encode(format!("cannot serialise {}: {e}", path.display())))?;
+    stage_in_spare(path, &bytes)?.commit()
+}
+
 /// A new version of a file, written beside it but not yet in place: for a
 /// write of several files that share their syncs. [`stage_json`] each,
-/// [`Staged::sync`] each (the first sync flushes the journal for all of
-/// them, so the rest cost little), then [`Staged::commit`] each. The same
+/// [`Staged::sync`] each, then [`Staged::commit`] each (or hand each to
+/// [`commit_grouped`], which flushes all that wait at once). The same
 /// guarantees as [`write_json_locked`] for each file; dropped uncommitted,
 /// the new version is removed and the file is as it was.
 #[derive(Debug)]
@@ -209,6 +223,9 @@ pub struct Staged {
     path: PathBuf,
     file: File,
     committed: bool,
+    /// Staged in the file's spare ([`stage_in_spare`]): put in place by an
+    /// exchange, and the spare is kept when dropped.
+    spare: bool,
 }
 
 /// Writes `value` as the next version of `path`, not synced and not in
@@ -216,19 +233,132 @@ pub struct Staged {
 pub fn stage_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<Staged> {
     let bytes = serde_json::to_vec_pretty(value)
         .map_err(|e| Error::Encode(format!("cannot serialise {}: {e}", path.display())))?;
+    stage_bytes(path, &bytes)
+}
+
+/// Writes `bytes` as the next version of `path` in a new
+/// `<file>.tmp.<8 hex>`, not synced and not in place ([`Staged`]). The
+/// parent directory is created when missing.
+pub fn stage_bytes(path: &Path, bytes: &[u8]) -> Result<Staged> {
     let tmp = with_suffix(path, &format!(".tmp.{:08x}", fastrand::u32(..)));
-    let file = File::create(&tmp).map_err(|e| Error::io("create", &tmp, e))?;
+    let file = create_in_parent(path, &tmp, |t| File::create(t))?;
     // From here a failure drops `staged`, which removes the new version.
     let staged = Staged {
         tmp,
         path: path.to_path_buf(),
         file,
         committed: false,
+        spare: false,
     };
     (&staged.file)
-        .write_all(&bytes)
+        .write_all(bytes)
         .map_err(|e| Error::io("write", &staged.tmp, e))?;
     Ok(staged)
+}
+
+/// [`stage_bytes`] for a file only teamhost reads, rewritten often by one
+/// writer (a model conversation): the new version is written over the
+/// file's spare, `<file>.spare` (the version before last), in place, and
+/// [`Staged::commit`] exchanges the two names (`renameat2(RENAME_EXCHANGE)`).
+/// No inode is made or freed per write, which on ext4 is most of a small
+/// write's cost when thousands of files churn (the inode allocator skips
+/// every recently freed inode, one by one).
+///
+/// The same crash guarantee as [`stage_bytes`]: the file is always a whole
+/// version (the spare is the one written in place), and once synced and
+/// exchanged the new version is in place. The cost is for readers: one
+/// that opened the file before an exchange holds the spare, which the next
+/// write rewrites, so readers must check what they read ([`read_json`]
+/// does, and reads again). That is why Claude Code's files never use this
+/// (it reads without checking; see the module docs). Writers of one file
+/// take turns: the spare is locked (`flock`) from staging until the
+/// staged version is committed or dropped, so two writers (a teammate's
+/// old life finishing a write while its new life starts one) never write
+/// the spare at once. Where exchanging names is not supported, the commit
+/// renames the spare over the file, and the next write makes a new spare.
+pub fn stage_in_spare(path: &Path, bytes: &[u8]) -> Result<Staged> {
+    let spare = spare_path(path);
+    let open = |t: &Path| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(t)
+    };
+    let file = loop {
+        let file = create_in_parent(path, &spare, open)?;
+        lock_exclusive(&file).map_err(|e| Error::io("lock", &spare, e))?;
+        // The lock may have come after another writer's exchange made this
+        // inode the file itself: then open the spare again.
+        if still_named(&file, &spare).map_err(|e| Error::io("stat", &spare, e))? {
+            break file;
+        }
+    };
+    let staged = Staged {
+        tmp: spare,
+        path: path.to_path_buf(),
+        file,
+        committed: false,
+        spare: true,
+    };
+    // Written from the start, then cut to length: a longer new version
+    // (the usual case: a conversation grows) reuses the spare's blocks.
+    (&staged.file)
+        .write_all(bytes)
+        .and_then(|()| staged.file.set_len(bytes.len() as u64))
+        .map_err(|e| Error::io("write", &staged.tmp, e))?;
+    Ok(staged)
+}
+
+/// Where [`stage_in_spare`] keeps `path`'s spare. Whoever removes the file
+/// for good removes this too.
+pub fn spare_path(path: &Path) -> PathBuf {
+    with_suffix(path, ".spare")
+}
+
+/// Opens `tmp` with `open`, making `path`'s directory first when it is
+/// missing.
+fn create_in_parent(
+    path: &Path,
+    tmp: &Path,
+    open: impl Fn(&Path) -> std::io::Result<File>,
+) -> Result<File> {
+    match open(tmp) {
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            let parent = path.parent().unwrap_or(Path::new("."));
+            std::fs::create_dir_all(parent).map_err(|e| Error::io("create", parent, e))?;
+            open(tmp)
+        }
+        other => other,
+    }
+    .map_err(|e| Error::io("create", tmp, e))
+}
+
+/// Whether `file` is still the inode named `path`.
+fn still_named(file: &File, path: &Path) -> std::io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let held = file.metadata()?;
+    Ok(match std::fs::metadata(path) {
+        Ok(named) => (named.dev(), named.ino()) == (held.dev(), held.ino()),
+        Err(e) if e.kind() == ErrorKind::NotFound => false,
+        Err(e) => return Err(e),
+    })
+}
+
+/// Waits for an exclusive `flock` on `file`, released when it is closed.
+fn lock_exclusive(file: &File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    loop {
+        // SAFETY: `flock` only reads the descriptor, which `file` keeps
+        // open for the duration of the call.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }
 
 impl Staged {
@@ -239,17 +369,63 @@ impl Staged {
             .map_err(|e| Error::io("sync", &self.tmp, e))
     }
 
-    /// Puts the new version in place (a rename over the file).
+    /// Puts the new version in place (a rename over the file, or for a
+    /// spare an exchange of the two names).
     pub fn commit(mut self) -> Result<()> {
+        if self.spare && exchange(&self.tmp, &self.path)? {
+            self.committed = true;
+            return Ok(());
+        }
         std::fs::rename(&self.tmp, &self.path).map_err(|e| Error::io("rename", &self.tmp, e))?;
         self.committed = true;
+        if self.spare {
+            return Ok(());
+        }
         remove_stale_swap(&self.path)
+    }
+}
+
+/// Exchanges the names `a` and `b`: `Ok(false)` when `b` does not exist yet
+/// or the filesystem cannot exchange names (the caller renames instead).
+fn exchange(a: &Path, b: &Path) -> Result<bool> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        let c = |p: &Path| {
+            CString::new(p.as_os_str().as_bytes())
+                .map_err(|e| Error::io("rename", p, std::io::Error::other(e)))
+        };
+        let (ca, cb) = (c(a)?, c(b)?);
+        // SAFETY: both are valid NUL-terminated paths that outlive the call.
+        let r = unsafe {
+            libc::renameat2(
+                libc::AT_FDCWD,
+                ca.as_ptr(),
+                libc::AT_FDCWD,
+                cb.as_ptr(),
+                libc::RENAME_EXCHANGE,
+            )
+        };
+        if r == 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::ENOENT) | Some(libc::EINVAL) | Some(libc::ENOSYS) => Ok(false),
+            _ => Err(Error::io("exchange", a, e)),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (a, b);
+        Ok(false)
     }
 }
 
 impl Drop for Staged {
     fn drop(&mut self) {
-        if !self.committed {
+        if !self.committed && !self.spare {
             let _ = std::fs::remove_file(&self.tmp);
         }
     }
@@ -493,5 +669,50 @@ mod tests {
             p.exists(),
             "an empty file is not corrupt: nothing moved aside"
         );
+    }
+
+    /// The spare: a checking reader of a file rewritten over and over in
+    /// place (over its spare, then exchanged) only ever gets whole
+    /// versions, and no inode is made per rewrite.
+    #[test]
+    fn a_file_kept_in_a_spare_is_read_whole_and_reuses_its_two_inodes() {
+        use std::os::unix::fs::MetadataExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("usage/a.json");
+        // Version n is n repeated (n % 40 + 1) times: lengths go up and down.
+        let version = |n: u32| vec![n; (n % 40 + 1) as usize];
+        rewrite_json_relaxed(&p, &version(0)).unwrap();
+        rewrite_json_relaxed(&p, &version(1)).unwrap();
+        let inodes = |p: &Path| {
+            let mut v = vec![
+                std::fs::metadata(p).unwrap().ino(),
+                std::fs::metadata(spare_path(p)).unwrap().ino(),
+            ];
+            v.sort();
+            v
+        };
+        let two = inodes(&p);
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for n in 2..3_000 {
+                    rewrite_json_relaxed(&p, &version(n)).unwrap();
+                }
+                done.store(true, std::sync::atomic::Ordering::SeqCst);
+            });
+            let mut reads = 0;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) || reads < 100 {
+                let v: Vec<u32> = read_json(&p).unwrap().expect("always there");
+                assert_eq!(v, version(v[0]), "read {reads} is one whole version");
+                reads += 1;
+            }
+        });
+        assert_eq!(
+            inodes(&p),
+            two,
+            "the file and its spare are the same two inodes"
+        );
+        let v: Vec<u32> = read_json(&p).unwrap().unwrap();
+        assert_eq!(v, version(2_999));
     }
 }

@@ -607,16 +607,11 @@ impl ClientInner {
     /// transcript that cannot be written fails the call: the teammate would
     /// otherwise go on with a conversation the host could not restore.
     async fn complete_kept(&self, request: Request) -> Result<Response, ModelError> {
-        let Some(transcript) = self.transcript.clone() else {
+        let Some(transcript) = &self.transcript else {
             return self.call(&request).await;
         };
         let response = self.call(&request).await?;
-        let kept = response.clone();
-        let written = tokio::task::spawn_blocking(move || transcript.keep(&request, &kept))
-            .await
-            .map_err(std::io::Error::other)
-            .and_then(|r| r);
-        if let Err(e) = written {
+        if let Err(e) = transcript.keep(request, &response).await {
             tracing::error!(team = %self.team, teammate = %self.teammate, error = %e, "the conversation was not kept");
             return Err(ModelError::Unavailable(format!(
                 "the host could not keep the conversation: {e}"

@@ -5,7 +5,8 @@
 //! with each `model.complete`; that memory dies with its instance. After
 //! each successful completion the broker writes the request's messages and
 //! the answer (as the last, assistant, message) to one JSON file, replaced
-//! atomically and synced:
+//! atomically and synced ([`Transcript::keep`]; the version before last
+//! stays beside it as `{file}.spare`, written over by the next call):
 //!
 //! ```json
 //! {"version":1,"messages":[{"role":"user","content":[{"text":"…"}]}, …]}
@@ -23,7 +24,6 @@
 //! may have died while they ran), so each such call is answered with an
 //! error result that says so, and the model decides whether to run it again.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -57,31 +57,35 @@ impl Transcript {
     }
 
     /// Replaces the kept conversation with `request`'s messages followed by
-    /// `response` as the assistant's message. Written to a temporary file,
-    /// synced, then renamed over the old one: a crash leaves the old or the
-    /// new conversation, never a mix.
-    pub fn keep(&self, request: &Request, response: &Response) -> std::io::Result<()> {
-        let mut messages = request.messages.clone();
+    /// `response` as the assistant's message. Written over the file's spare
+    /// (the version before last), flushed to disk, then exchanged with the
+    /// file ([`crate::durable::stage_in_spare`]): a crash leaves the old or
+    /// the new conversation, never a mix, and no file is made or freed per
+    /// call. The flush is shared with every other file waiting for one at
+    /// the same moment ([`crate::durable::commit_grouped`]): a thousand
+    /// teammates calling at once do not queue on a thousand flushes. The
+    /// file work runs off the async threads.
+    pub async fn keep(&self, request: Request, response: &Response) -> std::io::Result<()> {
+        let mut messages = request.messages;
         messages.push(Message {
             role: Role::Assistant,
             content: response.content.clone(),
         });
-        let body = serde_json::to_vec(&OnDisk {
-            version: 1,
-            messages,
+        let path = self.path.clone();
+        let blocking = |e: tokio::task::JoinError| std::io::Error::other(e);
+        let staged = tokio::task::spawn_blocking(move || {
+            let body = serde_json::to_vec(&OnDisk {
+                version: 1,
+                messages,
+            })
+            .map_err(std::io::Error::other)?;
+            crate::durable::stage_in_spare(&path, &body).map_err(std::io::Error::other)
         })
-        .map_err(std::io::Error::other)?;
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let tmp = self
-            .path
-            .with_extension(format!("json.{}.tmp", std::process::id()));
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&body)?;
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&tmp, &self.path)
+        .await
+        .map_err(blocking)??;
+        crate::durable::commit_grouped(staged)
+            .await
+            .map_err(std::io::Error::other)
     }
 
     /// The kept conversation, ready to continue (see the module docs);
@@ -89,13 +93,19 @@ impl Transcript {
     /// transcript is an error naming it: the caller decides whether to start
     /// afresh.
     pub fn load(&self) -> Result<Vec<Message>, String> {
-        let bytes = match std::fs::read(&self.path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(format!("cannot read {}: {e}", self.path.display())),
+        // A checking read: the file's spare, rewritten in place, may be
+        // what an earlier open found (see `keep`).
+        let on_disk: OnDisk = match crate::durable::read_json(&self.path) {
+            Ok(Some(d)) => d,
+            Ok(None) => return Ok(Vec::new()),
+            Err(crate::error::Error::Corrupt { source, .. }) => {
+                return Err(format!(
+                    "{} is not a transcript: {source}",
+                    self.path.display()
+                ))
+            }
+            Err(e) => return Err(e.to_string()),
         };
-        let on_disk: OnDisk = serde_json::from_slice(&bytes)
-            .map_err(|e| format!("{} is not a transcript: {e}", self.path.display()))?;
         let mut messages = on_disk.messages;
         answer_lost_calls(&mut messages);
         Ok(messages)
@@ -104,10 +114,13 @@ impl Transcript {
     /// Forgets the conversation (a teammate that ends cleanly, or one
     /// spawned afresh under a name used before). A missing file is fine.
     pub fn remove(&self) -> std::io::Result<()> {
-        match std::fs::remove_file(&self.path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
+        for path in [crate::durable::spare_path(&self.path), self.path.clone()] {
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
         }
+        Ok(())
     }
 }
 
@@ -149,6 +162,14 @@ mod tests {
         }
     }
 
+    fn keep(t: &Transcript, request: &Request, response: &Response) -> std::io::Result<()> {
+        let request = request.clone();
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(t.keep(request, response))
+    }
+
     fn answer(content: Vec<ContentBlock>) -> Response {
         Response {
             id: "msg_1".into(),
@@ -165,15 +186,15 @@ mod tests {
         let t = Transcript::at(dir.path().join("t/alice.json"));
         assert_eq!(t.load().unwrap(), Vec::new());
         let req = Request::new(vec![text(Role::User, "hi")]);
-        t.keep(&req, &answer(vec![ContentBlock::Text("hello".into())]))
-            .unwrap();
+        keep(&t, &req, &answer(vec![ContentBlock::Text("hello".into())])).unwrap();
         assert_eq!(
             t.load().unwrap(),
             vec![text(Role::User, "hi"), text(Role::Assistant, "hello")]
         );
         let mut longer = t.load().unwrap();
         longer.push(text(Role::User, "more"));
-        t.keep(
+        keep(
+            &t,
             &Request::new(longer),
             &answer(vec![ContentBlock::Text("ok".into())]),
         )
@@ -183,9 +204,14 @@ mod tests {
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
-        assert_eq!(leftovers, vec!["alice.json"]);
+        // The version before last stays as the spare the next keep writes
+        // over (`durable::stage_in_spare`).
+        let mut leftovers = leftovers;
+        leftovers.sort();
+        assert_eq!(leftovers, vec!["alice.json", "alice.json.spare"]);
         t.remove().unwrap();
         t.remove().unwrap();
+        assert_eq!(std::fs::read_dir(dir.path().join("t")).unwrap().count(), 0);
         assert_eq!(t.load().unwrap(), Vec::new());
     }
 
@@ -201,8 +227,12 @@ mod tests {
                 input: "{}".into(),
             }),
         ];
-        t.keep(&Request::new(vec![text(Role::User, "go")]), &answer(uses))
-            .unwrap();
+        keep(
+            &t,
+            &Request::new(vec![text(Role::User, "go")]),
+            &answer(uses),
+        )
+        .unwrap();
         let back = t.load().unwrap();
         assert_eq!(back.len(), 3);
         assert_eq!(back[2].role, Role::User);

@@ -113,13 +113,13 @@ fn read_turn(path: &Path) -> Option<(String, Option<SystemTime>)> {
 /// `{"tool-use": {"name", "input"}}`), so the view needs nothing of the
 /// model module.
 fn tool_calls(path: &Path) -> Result<Vec<String>, String> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("tool calls: cannot read {}: {e}", path.display())),
+    // A checking read: the conversation is rewritten in place over its
+    // spare (`durable::stage_in_spare`) while the teammate runs.
+    let doc: serde_json::Value = match crate::durable::read_json(path) {
+        Ok(Some(doc)) => doc,
+        Ok(None) => return Ok(Vec::new()),
+        Err(e) => return Err(format!("tool calls: {e}")),
     };
-    let doc: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("tool calls: {} is not JSON: {e}", path.display()))?;
     let calls = doc["messages"]
         .as_array()
         .into_iter()

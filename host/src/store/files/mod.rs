@@ -483,7 +483,11 @@ impl TeamStore for FileStore {
         // Only inside a team that still exists: a write racing the team's
         // deletion must not bring its directory back.
         deleted::subdir(&paths, &paths.usage_dir())?;
-        crate::durable::write_json_relaxed(&path, usage).map_err(|e| deleted::or_deleted(&paths, e))
+        // Rewritten up to ten times a second per calling teammate, and read
+        // only by teamhost (checking reads): in place over its spare,
+        // `{name}.json.spare`, which no listing of `*.json` sees.
+        crate::durable::rewrite_json_relaxed(&path, usage)
+            .map_err(|e| deleted::or_deleted(&paths, e))
     }
 
     fn read_usage(&self, team: &str) -> Result<BTreeMap<String, ModelUsage>> {
