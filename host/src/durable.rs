@@ -278,11 +278,15 @@ pub fn stage_bytes(path: &Path, bytes: &[u8]) -> Result<Staged> {
 /// renames the spare over the file, and the next write makes a new spare.
 pub fn stage_in_spare(path: &Path, bytes: &[u8]) -> Result<Staged> {
     let spare = spare_path(path);
+    // Never through a symbolic link: the spare is written in place, and a
+    // link planted under its name would aim that write elsewhere.
     let open = |t: &Path| {
+        use std::os::unix::fs::OpenOptionsExt;
         std::fs::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(t)
     };
     let file = loop {
@@ -714,5 +718,20 @@ mod tests {
         );
         let v: Vec<u32> = read_json(&p).unwrap().unwrap();
         assert_eq!(v, version(2_999));
+    }
+
+    /// A link planted where the spare goes is refused, never written
+    /// through.
+    #[test]
+    fn a_link_in_place_of_the_spare_is_refused_and_its_target_untouched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("elsewhere.txt");
+        std::fs::write(&target, b"keep me").unwrap();
+        let p = tmp.path().join("a.json");
+        std::os::unix::fs::symlink(&target, spare_path(&p)).unwrap();
+        let e = rewrite_json_relaxed(&p, &[1]).unwrap_err();
+        assert!(e.to_string().contains("a.json.spare"), "{e}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
+        assert!(!p.exists());
     }
 }
