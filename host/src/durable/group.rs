@@ -41,7 +41,7 @@ struct Job {
 /// target is as it was.
 pub async fn commit_grouped(staged: Staged) -> Result<()> {
     let (done, outcome) = tokio::sync::oneshot::channel();
-    syncer().send(Job { staged, done }).map_err(|_| {
+    syncer()?.send(Job { staged, done }).map_err(|_| {
         Error::HostTask("the group syncer thread is gone; the file was not synced".into())
     })?;
     outcome
@@ -49,17 +49,21 @@ pub async fn commit_grouped(staged: Staged) -> Result<()> {
         .map_err(|_| Error::HostTask("the group syncer stopped before it synced the file".into()))?
 }
 
-/// The process-wide syncer's queue, started on first use.
-fn syncer() -> &'static mpsc::Sender<Job> {
-    static QUEUE: OnceLock<mpsc::Sender<Job>> = OnceLock::new();
-    QUEUE.get_or_init(|| {
-        let (tx, rx) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("teamhost-group-sync".into())
-            .spawn(move || run(rx))
-            .expect("the group syncer thread starts");
-        tx
-    })
+/// The process-wide syncer's queue, started on first use (`None` when its
+/// thread could not start: every grouped commit then fails, saying so).
+fn syncer() -> Result<&'static mpsc::Sender<Job>> {
+    static QUEUE: OnceLock<std::result::Result<mpsc::Sender<Job>, String>> = OnceLock::new();
+    QUEUE
+        .get_or_init(|| {
+            let (tx, rx) = mpsc::channel();
+            std::thread::Builder::new()
+                .name("teamhost-group-sync".into())
+                .spawn(move || run(rx))
+                .map(|_| tx)
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| Error::HostTask(format!("cannot start the group syncer thread: {e}")))
 }
 
 /// The syncer: a round is every job waiting when the last one ended.

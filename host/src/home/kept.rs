@@ -65,7 +65,12 @@ pub fn conversation(home: &Home, team: &str, name: &str) -> Result<PathBuf> {
 /// before. Its spawn record stays.
 pub fn clear_life(home: &Home, team: &str, name: &str) -> Result<()> {
     for which in Kept::LIFE {
-        remove(&home.kept(team, name, which)?)?;
+        let path = home.kept(team, name, which)?;
+        if which == Kept::Conversation {
+            // The conversation before last, kept as the next write's spare.
+            remove(&crate::durable::spare_path(&path))?;
+        }
+        remove(&path)?;
     }
     Ok(())
 }
@@ -393,6 +398,23 @@ mod tests {
         assert_eq!(r.load().unwrap(), Some(spent));
         clear_life(&home, "t", "w").unwrap();
         assert_eq!(r.load().unwrap(), None);
+    }
+
+    #[test]
+    fn a_fresh_life_forgets_the_conversation_and_its_spare() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = Home::new(tmp.path());
+        let path = conversation(&home, "t", "w").unwrap();
+        for v in ["[1]", "[2]"] {
+            crate::durable::stage_in_spare(&path, v.as_bytes())
+                .unwrap()
+                .commit()
+                .unwrap();
+        }
+        assert!(crate::durable::spare_path(&path).exists());
+        clear_life(&home, "t", "w").unwrap();
+        assert!(!path.exists());
+        assert!(!crate::durable::spare_path(&path).exists());
     }
 
     #[test]
