@@ -4,7 +4,10 @@
 //! the team store (`store/files/`) and the machine-local home
 //! ([`crate::home`]), which write through it; it uses nothing of theirs.
 //!
-//! Every write makes a new file: `<file>.tmp.<8 hex>` in the same directory
+//! Every write of a file the reference reads makes a new file (the two
+//! files only teamhost reads that are rewritten many times a second, a
+//! model conversation and a usage record, reuse a spare instead:
+//! [`stage_in_spare`]): `<file>.tmp.<8 hex>` in the same directory
 //! (the reference's own naming for inbox writes), written, flushed to disk
 //! (`fdatasync`), then renamed over the target. A crash leaves the old file
 //! or the new one, never a torn one, and a file once in place is never
