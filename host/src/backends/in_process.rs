@@ -14,7 +14,7 @@
 use super::assembly::{instantiate, isolate, prepare, Placement};
 use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned};
 use crate::error::{Error, Result};
-use crate::store::{NewMember, OutgoingMessage, Team};
+use crate::store::{self, NewMember, OutgoingMessage, Team};
 use crate::teammate::SpawnRequest;
 
 /// Backend name recorded in the config.
@@ -41,7 +41,7 @@ impl Backend for InProcess {
 /// Spawns `req` into `team`. See the module docs.
 pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spawned> {
     let prepared = prepare(env.runtime, &req).await?;
-    let member = team.add_member(NewMember {
+    let new = NewMember {
         // Recorded idle: the runner writes `isActive: true` only for a turn
         // that lasts (`RunnerConfig::active_after`).
         is_active: Some(false),
@@ -52,7 +52,14 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
             &prepared.dir.display().to_string(),
             BACKEND,
         )
-    })?;
+    };
+    // Off the runtime's workers: spawns made at the same time then share
+    // one config write (`store::blocking`).
+    let registering = team.clone();
+    let member = store::blocking("registering the teammate", move || {
+        registering.add_member(new)
+    })
+    .await?;
     let rollback = |e: Error| {
         if let Err(e2) = team.remove_member(&member.name) {
             tracing::error!(teammate = %member.name, error = %e2, "could not undo a failed spawn");
@@ -76,11 +83,12 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
         .map_err(rollback)?;
     // The prompt goes in only once the instance is ready, so a failed spawn
     // leaves nothing for the next teammate of the same name.
-    let lead = team.config().map_err(rollback)?.lead_name().to_string();
-    team.deliver(
-        &member.name,
-        OutgoingMessage::new(&lead, req.prompt.clone()),
-    )
+    let (delivering, to, prompt) = (team.clone(), member.name.clone(), req.prompt.clone());
+    store::blocking("delivering the prompt", move || {
+        let lead = delivering.config()?.lead_name().to_string();
+        delivering.deliver(&to, OutgoingMessage::new(&lead, prompt))
+    })
+    .await
     .map_err(rollback)?;
     env.before_start(&member);
     Ok(ready.run(&env))

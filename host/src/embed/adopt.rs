@@ -46,7 +46,8 @@ use super::{Attach, Host};
 use crate::error::{Error, Result};
 use crate::protocol::HOST_SENDER;
 use crate::store::{
-    Failover, HostLease, LeaseState, OutgoingMessage, Revision, RunRecord, Team, TeamStore,
+    blocking, Failover, HostLease, LeaseState, OutgoingMessage, Revision, RunRecord, Team,
+    TeamStore,
 };
 use crate::teammate::{Isolation, SpawnRequest, TeammateSettings};
 
@@ -469,16 +470,6 @@ fn failover_of<'a>(store: &'a dyn TeamStore, team: &str) -> Result<&'a dyn Failo
             "team {team}'s store keeps no leases (the file store lives on one machine): adopting another host's teammates needs a shared store (--store nats://…)"
         ))
     })
-}
-
-/// Runs a store call on a blocking thread.
-async fn blocking<T: Send + 'static>(
-    what: &str,
-    f: impl FnOnce() -> Result<T> + Send + 'static,
-) -> Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::HostTask(format!("{what} panicked: {e}")))?
 }
 
 #[cfg(test)]

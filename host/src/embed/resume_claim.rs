@@ -23,7 +23,7 @@ use super::Host;
 use crate::embed::lease::HostIdentity;
 use crate::error::{Error, Result};
 use crate::home::spawn_record::SpawnRecord;
-use crate::store::{Failover, HostLease, LeaseState, Revision, RunRecord, TeamStore};
+use crate::store::{blocking, Failover, HostLease, LeaseState, Revision, RunRecord, TeamStore};
 
 /// How many times the leases are read again after a lost race.
 const TRIES: usize = 5;
@@ -220,16 +220,6 @@ fn failover_of(store: &dyn TeamStore) -> Result<&dyn Failover> {
     store
         .failover()
         .ok_or_else(|| Error::Spawn("the team's store keeps no run records".into()))
-}
-
-/// Runs a store call on a blocking thread.
-async fn blocking<T: Send + 'static>(
-    what: &str,
-    f: impl FnOnce() -> Result<T> + Send + 'static,
-) -> Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::HostTask(format!("{what} panicked: {e}")))?
 }
 
 #[cfg(test)]
