@@ -82,6 +82,10 @@ fn a_freed_name_is_used_again_first_and_lookalike_names_do_not_count() {
     }
     team.add_member(member("w-02")).unwrap();
     team.add_member(member("w-x")).unwrap();
+    // Numbers past the member count, one past any integer: never the
+    // lowest free one.
+    team.add_member(member("w-99")).unwrap();
+    team.add_member(member("w-18446744073709551616")).unwrap();
     team.remove_member("w-3").unwrap();
     assert_eq!(team.add_member(member("w")).unwrap().name, "w-3");
     assert_eq!(team.add_member(member("w")).unwrap().name, "w-5");

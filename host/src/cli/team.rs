@@ -263,7 +263,7 @@ pub(super) fn run(
                     s.push_str(&format!(" — {d}"));
                 }
                 s.push('\n');
-                for m in &config.members {
+                for m in config.members.iter() {
                     s.push_str(&format!(
                         "  {:<20} {:<8} {:<12} {}\n",
                         m.name,

@@ -47,11 +47,13 @@ pub struct TeamConfig {
     /// The lead's session UUID.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lead_session_id: Option<String>,
-    /// Every member, the lead first. Shared, so copying a config with a
-    /// thousand members copies a thousand pointers; change one through
-    /// `Arc::make_mut`.
+    /// Every member, the lead first. Shared twice over: copying a config
+    /// copies one pointer, however many members it has (a read from the
+    /// store's cache is such a copy); changing the list or one member
+    /// through `Arc::make_mut` copies the list's pointers once and that
+    /// member only.
     #[serde(default)]
-    pub members: Vec<Arc<Member>>,
+    pub members: Arc<Vec<Arc<Member>>>,
     /// Fields written by other programs, preserved as they are.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -274,7 +276,7 @@ impl Team {
                 new.lead_session_id
                     .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
             ),
-            members: vec![Arc::new(Member {
+            members: Arc::new(vec![Arc::new(Member {
                 agent_id: lead_id,
                 name: LEAD_NAME.to_string(),
                 agent_type: Some(new.lead_agent_type.unwrap_or_else(|| LEAD_NAME.into())),
@@ -293,7 +295,7 @@ impl Team {
                 disallowed_tools: None,
                 is_active: None,
                 extra: Map::new(),
-            })],
+            })]),
             extra: key
                 .map(|k| Map::from_iter([(TEAM_LEAD_KEY_FIELD.to_string(), k.flag_value().into())]))
                 .unwrap_or_default(),
@@ -382,7 +384,7 @@ impl Team {
                 is_active: new.is_active,
                 extra: Map::new(),
             };
-            config.members.push(Arc::new(member.clone()));
+            Arc::make_mut(&mut config.members).push(Arc::new(member.clone()));
             Ok(member)
         })
     }
@@ -395,7 +397,9 @@ impl Team {
                 .iter()
                 .position(|m| m.name == name_or_id || m.agent_id == name_or_id)
                 .ok_or_else(|| config.member_not_found(name_or_id))?;
-            Ok(Arc::unwrap_or_clone(config.members.remove(idx)))
+            Ok(Arc::unwrap_or_clone(
+                Arc::make_mut(&mut config.members).remove(idx),
+            ))
         })
     }
 
@@ -406,13 +410,17 @@ impl Team {
         mut change: impl FnMut(&mut Member) -> T,
     ) -> Result<T> {
         self.update_config(|config| {
-            let not_found = config.member_not_found(name_or_id);
-            let member = config
+            // The error lists every member: made only when it is needed.
+            let Some(at) = config
                 .members
-                .iter_mut()
-                .find(|m| m.name == name_or_id || m.agent_id == name_or_id)
-                .ok_or(not_found)?;
-            Ok(change(Arc::make_mut(member)))
+                .iter()
+                .position(|m| m.name == name_or_id || m.agent_id == name_or_id)
+            else {
+                return Err(config.member_not_found(name_or_id));
+            };
+            Ok(change(Arc::make_mut(
+                &mut Arc::make_mut(&mut config.members)[at],
+            )))
         })
     }
 
@@ -463,11 +471,14 @@ impl Team {
 }
 
 fn unique_name(config: &TeamConfig, wanted: &str) -> String {
-    // One pass over the members, then number lookups: the thousandth `echo`
-    // of a team costs one set, not a thousand scans of a thousand names.
+    // One pass over the members: the thousandth `echo` of a team costs one
+    // scan, not a thousand scans of a thousand names. With `n` members the
+    // lowest free number is at most `n + 2`, so the numbers taken are
+    // marked in `n + 3` flags, not hashed into a set (which was a tenth of
+    // a spawn at 10,000 members).
     let mut plain_taken = false;
-    let mut suffixes = std::collections::HashSet::new();
-    for m in &config.members {
+    let mut taken = vec![false; config.members.len() + 3];
+    for m in config.members.iter() {
         if m.name == wanted {
             plain_taken = true;
         } else if let Some(n) = m
@@ -475,17 +486,19 @@ fn unique_name(config: &TeamConfig, wanted: &str) -> String {
             .strip_prefix(wanted)
             .and_then(|rest| rest.strip_prefix('-'))
             .filter(|n| !n.starts_with('0'))
-            .and_then(|n| n.parse::<u64>().ok())
+            .and_then(|n| n.parse::<usize>().ok())
         {
-            suffixes.insert(n);
+            if let Some(flag) = taken.get_mut(n) {
+                *flag = true;
+            }
         }
     }
     if !plain_taken {
         return wanted.to_string();
     }
-    let free = (2..)
-        .find(|i| !suffixes.contains(i))
-        .expect("an unbounded range always finds a free number");
+    let free = (2..taken.len())
+        .find(|&i| !taken[i])
+        .expect("n members take at most n of the n + 1 numbers from 2 to n + 2");
     format!("{wanted}-{free}")
 }
 

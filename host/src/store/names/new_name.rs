@@ -101,23 +101,24 @@ pub fn check_new_member_name(name: &str) -> Result<()> {
 /// the callers treat a taken name their own way (a conflict, or a `-2`).
 pub fn check_distinct<'a>(name: &str, others: impl IntoIterator<Item = &'a str>) -> Result<()> {
     let key = LookalikeKey::of(name);
-    for other in others {
-        if other != name && LookalikeKey::remembered(other).matches(&key) {
-            return Err(Error::InvalidName {
-                kind: "agent",
-                name: name.to_string(),
-                reason: format!(
-                    "looks like {other:?}, another member's name (the same letters to the \
-                     eye, or the same but for case, which one file on a case-insensitive filesystem \
-                     would hold); {FIX} that differs visibly"
-                ),
-            });
-        }
+    let looks_alike = LookalikeKey::each_remembered(others, |other, theirs| {
+        other != name && theirs.matches(&key)
+    });
+    match looks_alike {
+        Some(other) => Err(Error::InvalidName {
+            kind: "agent",
+            name: name.to_string(),
+            reason: format!(
+                "looks like {other:?}, another member's name (the same letters to the \
+                 eye, or the same but for case, which one file on a case-insensitive filesystem \
+                 would hold); {FIX} that differs visibly"
+            ),
+        }),
+        None => Ok(()),
     }
-    Ok(())
 }
 
-/// The most names whose skeletons [`LookalikeKey::remembered`] keeps.
+/// The most names whose skeletons [`LookalikeKey::each_remembered`] keeps.
 const REMEMBERED: usize = 65_536;
 
 /// A name's two skeletons: as written, and in lower case.
@@ -134,27 +135,42 @@ impl LookalikeKey {
         }
     }
 
-    /// [`LookalikeKey::of`], remembered: a team's registrations compare
-    /// each new name with every member's, and a skeleton costs far more
-    /// than a lookup (10,000 members took minutes to register, most of it
-    /// here). At most [`REMEMBERED`] names are kept; the table starts
-    /// afresh when full, so what any caller names cannot grow it for ever.
-    fn remembered(name: &str) -> std::sync::Arc<LookalikeKey> {
-        use std::collections::HashMap;
-        use std::sync::{Arc, Mutex, OnceLock};
-        static KEYS: OnceLock<Mutex<HashMap<String, Arc<LookalikeKey>>>> = OnceLock::new();
+    /// Calls `hit` with each of `names` and its [`LookalikeKey::of`], in
+    /// order, until it returns `true`, and returns that name. The keys are
+    /// remembered: a team's registrations compare each new name with every
+    /// member's, and a skeleton costs far more than a lookup (10,000
+    /// members took minutes to register, most of it here). One lock is
+    /// taken for all of `names`, and the table hashes with foldhash, not
+    /// SipHash: at 10,000 members a lock, a SipHash and a reference count
+    /// per member were still a tenth of a spawn. At most [`REMEMBERED`]
+    /// names are kept; the table starts afresh when full, so what any
+    /// caller names cannot grow it for ever.
+    fn each_remembered<'a>(
+        names: impl IntoIterator<Item = &'a str>,
+        mut hit: impl FnMut(&str, &LookalikeKey) -> bool,
+    ) -> Option<&'a str> {
+        use std::sync::{Mutex, OnceLock};
+        static KEYS: OnceLock<Mutex<hashbrown::HashMap<String, LookalikeKey>>> = OnceLock::new();
         let keys = KEYS.get_or_init(Default::default);
-        let lock = || keys.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(key) = lock().get(name) {
-            return key.clone();
+        let mut known = keys.lock().unwrap_or_else(|p| p.into_inner());
+        for name in names {
+            let matched = match known.get(name) {
+                Some(key) => hit(name, key),
+                None => {
+                    if known.len() >= REMEMBERED {
+                        known.clear();
+                    }
+                    let key = LookalikeKey::of(name);
+                    let matched = hit(name, &key);
+                    known.insert(name.to_string(), key);
+                    matched
+                }
+            };
+            if matched {
+                return Some(name);
+            }
         }
-        let key = Arc::new(LookalikeKey::of(name));
-        let mut known = lock();
-        if known.len() >= REMEMBERED {
-            known.clear();
-        }
-        known.insert(name.to_string(), key.clone());
-        key
+        None
     }
 
     fn matches(&self, other: &LookalikeKey) -> bool {

@@ -177,7 +177,7 @@ fn everything_changed(store: &NatsStore, team: &str, observer: &dyn StoreObserve
     });
     match store.read_config(team) {
         Ok(Some(config)) => {
-            for m in config.members {
+            for m in config.members.iter() {
                 if let Ok(stem) = crate::store::names::agent_file_stem(&m.name) {
                     observer.changed(&StoreEvent::InboxAppended {
                         team: t.clone(),
