@@ -74,10 +74,10 @@ fn plain(path: &str) -> bool {
         || (path.len() > 1 && path.ends_with('/')))
 }
 
-/// Whether the directory `dir` may hold `component`, both as text, the
-/// component [`plain`]: it must then be a byte prefix of the component,
-/// unless it is not plain itself (`Path::starts_with` reads `a//b/.` as
-/// `a/b`). A `true` is only a maybe: the caller compares by components.
+/// Whether the directory `dir` may hold `component` (both as text, the
+/// component [`plain`]): only if it is a byte prefix of the component, or
+/// is not plain itself (`Path::starts_with` reads `a//b/.` as `a/b`). A
+/// `true` is only a maybe: the caller compares by path components.
 fn may_hold(component: &str, dir: &str) -> bool {
     component.starts_with(dir) || !plain(dir)
 }

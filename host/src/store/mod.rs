@@ -65,8 +65,8 @@ use crate::error::{Error, Result};
 /// called it on its own thread would hold a runtime worker through the
 /// store's locks and synced writes, and a group commit (`files/combine.rs`)
 /// could then take in no more callers at once than the runtime has
-/// workers. A panic in `f` is reported as [`Error::HostTask`], naming
-/// `what` was being done.
+/// workers. A panic in `f` is reported as [`Error::HostTask`], with
+/// `what` (what was being done).
 pub(crate) async fn blocking<T: Send + 'static>(
     what: &str,
     f: impl FnOnce() -> Result<T> + Send + 'static,
