@@ -19,6 +19,7 @@
 //! | `task_cache.rs` | the task files as last read, kept current by inotify: a listing reads only what changed |
 //! | `inotify.rs` | a small inotify wrapper for synchronous callers (the task cache, the lock) |
 //! | `config_cache.rs` | configs as last read or written: an unchanged file is not parsed again |
+//! | `config_text.rs` | a config's text as serde_json writes it, each unchanged member's part kept from the last write |
 //! | `stamp.rs` | file identity (inode, size, times) for the caches, and when it can be trusted |
 //! | `combine.rs` | group commit: concurrent config changes and inbox appends share one locked write |
 //! | `fanout.rs` | a broadcast's group commit: many inboxes written under their locks with their syncs shared |
@@ -28,6 +29,7 @@
 
 mod combine;
 mod config_cache;
+mod config_text;
 mod deleted;
 mod drops;
 mod fanout;
@@ -68,6 +70,8 @@ pub struct FileStore {
     tasks: Arc<task_cache::TaskCaches>,
     /// Configs as last read or written (`config_cache.rs`).
     config_cache: Arc<config_cache::ConfigCache>,
+    /// The members' texts of the configs last written (`config_text.rs`).
+    config_text: Arc<config_text::ConfigText>,
     /// Group commit of config changes and inbox appends (`combine.rs`).
     configs: Arc<combine::Combiners<TeamConfig>>,
     inboxes: Arc<combine::Combiners<Vec<InboxMessage>>>,
@@ -88,6 +92,7 @@ impl FileStore {
             lock: LockOptions::default(),
             tasks: Arc::default(),
             config_cache: Arc::default(),
+            config_text: Arc::default(),
             configs: Arc::default(),
             inboxes: Arc::default(),
             task_list: None,
@@ -231,7 +236,11 @@ impl TeamStore for FileStore {
                     };
                     let (config, changed) = batch(config)?;
                     if changed {
-                        write_json_locked(&path, &config)?;
+                        let text = self.config_text.of(&config).map_err(|e| {
+                            Error::Encode(format!("cannot serialise {}: {e}", path.display()))
+                        })?;
+                        crate::durable::write_atomic(&path, &text)?;
+                        crate::durable::remove_stale_swap(&path)?;
                         self.config_cache.wrote(&path, config);
                     }
                     Ok(())
