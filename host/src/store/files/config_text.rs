@@ -38,7 +38,14 @@ struct Kept {
 /// The members' texts, by the address of their `Arc`.
 #[derive(Debug, Default)]
 pub(super) struct ConfigText {
-    kept: Mutex<hashbrown::HashMap<usize, Kept>>,
+    kept: Mutex<Table>,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    texts: hashbrown::HashMap<usize, Kept>,
+    /// How many were left by the last sweep.
+    swept_to: usize,
 }
 
 impl ConfigText {
@@ -70,14 +77,17 @@ impl ConfigText {
         let mut texts = Vec::with_capacity(config.members.len());
         let mut length = outer.len() + 8;
         for member in config.members.iter() {
-            let text = kept_text(&mut kept, member)?;
+            let text = kept_text(&mut kept.texts, member)?;
             length += text.len() + 6;
             texts.push(text);
         }
         // Members gone from every config leave their entries behind: swept
-        // once they are as many as the members written.
-        if kept.len() > 2 * config.members.len() + 64 {
-            kept.retain(|_, k| k.member.strong_count() > 0);
+        // whenever the table has doubled since the last sweep (a sweep per
+        // write would cost every small team's write a pass over a big
+        // team's members).
+        if kept.texts.len() > 2 * kept.swept_to + 64 {
+            kept.texts.retain(|_, k| k.member.strong_count() > 0);
+            kept.swept_to = kept.texts.len();
         }
         drop(kept);
         let mut out = Vec::with_capacity(length);
@@ -190,7 +200,7 @@ mod tests {
         same_as_serde(&text, &many);
         // Again, from the kept texts.
         same_as_serde(&text, &many);
-        assert_eq!(text.kept.lock().unwrap().len(), 6);
+        assert_eq!(text.kept.lock().unwrap().texts.len(), 6);
     }
 
     #[test]
@@ -226,6 +236,9 @@ mod tests {
             let c = config((0..20).map(|i| member(&format!("r{round}-{i}"))).collect());
             same_as_serde(&text, &c);
         }
-        assert!(text.kept.lock().unwrap().len() <= 2 * 20 + 64 + 20);
+        // Each round's 20 are alive while it is written, so a sweep leaves
+        // at most 20; after a write the table holds at most twice what the
+        // last sweep left, and 64.
+        assert!(text.kept.lock().unwrap().texts.len() <= 2 * 20 + 64);
     }
 }
