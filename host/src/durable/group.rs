@@ -49,8 +49,8 @@ pub async fn commit_grouped(staged: Staged) -> Result<()> {
         .map_err(|_| Error::HostTask("the group syncer stopped before it synced the file".into()))?
 }
 
-/// The process-wide syncer's queue, started on first use (`None` when its
-/// thread could not start: every grouped commit then fails, saying so).
+/// The process-wide syncer's queue, started on first use (an error when
+/// its thread could not start: every grouped commit then fails, saying so).
 fn syncer() -> Result<&'static mpsc::Sender<Job>> {
     static QUEUE: OnceLock<std::result::Result<mpsc::Sender<Job>, String>> = OnceLock::new();
     QUEUE
