@@ -24,6 +24,7 @@
 //! | [`subagents`] | sub-agents (the `Agent` tool): at most the parent, lifecycle, definitions |
 //! | [`hooks`] | the lead's hook commands: TeammateIdle, TaskCompleted, start and stop |
 //! | [`manifest`] | `TEAM.toml`: a team, its component teammates and seed tasks, validated |
+//! | [`run`] | running a manifest's team until its work is done: [`run::Run`]'s start, work, shutdown and finish |
 //! | `cli` | the `teamhost` command line (feature `cli`, on by default) |
 //! | [`error`] | the library's public error type |
 //!
@@ -49,6 +50,7 @@ pub mod layout;
 pub mod manifest;
 pub mod model;
 pub mod protocol;
+pub mod run;
 pub mod runner;
 pub mod runtime;
 pub mod sandbox;

@@ -109,8 +109,8 @@ pub fn open(home: &Home, spec: Option<&str>, security: &NatsSecurity) -> anyhow:
 
 /// Where a store's teams are, for messages: the home, or the URL.
 pub fn describe(home: &Home, store: &Store) -> String {
-    match store.backend().as_any().downcast_ref::<NatsStore>() {
-        Some(n) => n.url().display(),
-        None => home.root().display().to_string(),
-    }
+    store
+        .backend()
+        .remote_location()
+        .unwrap_or_else(|| home.root().display().to_string())
 }

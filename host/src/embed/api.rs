@@ -210,6 +210,12 @@ impl Host {
         &self.inner.home
     }
 
+    /// Which models this host's teammates may call, and through what
+    /// ([`HostOptions::models`]).
+    pub fn model_access(&self) -> &super::ModelAccess {
+        &self.inner.opts.models
+    }
+
     /// The shared WebAssembly runtime (engine and component cache).
     pub fn runtime(&self) -> &Runtime {
         &self.inner.runtime

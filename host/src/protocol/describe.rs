@@ -92,9 +92,25 @@ pub const ONE_LINE_MAX: usize = 240;
 /// included, become one space, and anything past [`ONE_LINE_MAX`]
 /// characters is cut with ` …`.
 pub fn one_line(text: &str) -> String {
+    flat_cut(text, ONE_LINE_MAX)
+}
+
+/// The longest line [`reason_line`] returns, in characters (before its `…`).
+pub const REASON_MAX: usize = 1000;
+
+/// A teammate's failure reason on one line, made inert like [`one_line`] but
+/// cut later ([`REASON_MAX`]): a crash reason carries the guest's last words
+/// and its log file, which a cut at `one_line`'s length would lose.
+pub fn reason_line(why: &str) -> String {
+    flat_cut(why, REASON_MAX)
+}
+
+/// `text` with its whitespace runs made one space, [`printable_line`], and
+/// cut past `max` characters with ` …`.
+fn flat_cut(text: &str, max: usize) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let flat = printable_line(&flat).into_owned();
-    match flat.char_indices().nth(ONE_LINE_MAX) {
+    match flat.char_indices().nth(max) {
         Some((cut, _)) => format!("{} …", &flat[..cut]),
         None => flat,
     }

@@ -164,6 +164,13 @@ pub trait TeamStore: Send + Sync + std::fmt::Debug + 'static {
     fn failover(&self) -> Option<&dyn super::failover::Failover> {
         None
     }
+
+    /// Where this store keeps its teams, for a person, when that is not
+    /// under the home: a NATS server's address (no credentials). `None`
+    /// (the default, and the file store's answer): the home's files.
+    fn remote_location(&self) -> Option<String> {
+        None
+    }
 }
 
 /// One pass over a team's task list, inside [`TeamStore::update_tasks`].

@@ -23,11 +23,11 @@ use super::display::Display;
 use super::report::{Log, Reporter};
 use super::stop::Signals;
 use super::summary::Timings;
-use super::wait::{describe_state, Outcome};
 use super::{Output, RunArgs};
 use crate::embed::{Host, LeaseWatch, TeammateState, LEASE_POLL};
 use crate::home::Home;
 use crate::manifest::Manifest;
+use crate::run::{describe_state, Ended};
 
 /// Runs `teamhost run --adopt`; see the module docs.
 pub(super) async fn run_adopting(
@@ -78,10 +78,10 @@ pub(super) async fn run_adopting(
     let readied = tokio::select! {
         r = tokio::time::timeout_at(deadline, ready) => match r {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(Outcome::SpawnFailed(format!("{e:#}"))),
-            Err(_) => Err(Outcome::TimedOut(a.timeout)),
+            Ok(Err(e)) => Err(Ended::SpawnFailed(format!("{e:#}"))),
+            Err(_) => Err(Ended::TimedOut(a.timeout)),
         },
-        sig = signals.next() => Err(Outcome::Interrupted(sig.name())),
+        sig = signals.next() => Err(Ended::Interrupted(sig.name())),
     };
     let spawn = spawning.elapsed();
     let mut adopted: Vec<String> = Vec::new();
@@ -92,9 +92,9 @@ pub(super) async fn run_adopting(
             tokio::select! {
                 r = tokio::time::timeout_at(deadline, watching) => match r {
                     Ok(outcome) => outcome,
-                    Err(_) => Outcome::TimedOut(a.timeout),
+                    Err(_) => Ended::TimedOut(a.timeout),
                 },
-                sig = signals.next() => Outcome::Interrupted(sig.name()),
+                sig = signals.next() => Ended::Interrupted(sig.name()),
             }
         }
     };
@@ -140,7 +140,7 @@ async fn watch(
     components: &[PathBuf],
     reporter: &Display,
     adopted: &mut Vec<String>,
-) -> Outcome {
+) -> Ended {
     let mut leases = LeaseWatch::new();
     let mut tick = tokio::time::interval(LEASE_POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -148,10 +148,10 @@ async fn watch(
     loop {
         tick.tick().await;
         if let Err(lost) = host.check_lease(team) {
-            return Outcome::HostError(lost.to_string());
+            return Ended::HostError(lost.to_string());
         }
         let Ok(t) = host.team(team) else {
-            return Outcome::HostError(format!("team {team} cannot be opened"));
+            return Ended::HostError(format!("team {team} cannot be opened"));
         };
         if !super::join::exists(&t).await {
             reporter.line("run", format!("team {team} was deleted"));
@@ -196,16 +196,16 @@ async fn watch(
 
 /// How a standby run ended once its adopted teammates stopped (or the team
 /// went): all through the lead's shutdown, or some otherwise.
-fn ended(host: &Host, team: &str, adopted: &[String]) -> Outcome {
+fn ended(host: &Host, team: &str, adopted: &[String]) -> Ended {
     if let Err(lost) = host.check_lease(team) {
-        return Outcome::HostError(lost.to_string());
+        return Ended::HostError(lost.to_string());
     }
     let mates = host.teammates(team);
     if mates.iter().all(|t| t.state == TeammateState::Completed) {
-        return Outcome::ShutDown;
+        return Ended::ShutDown;
     }
     let states: Vec<String> = mates.iter().map(describe_state).collect();
-    Outcome::AllStopped(format!(
+    Ended::AllStopped(format!(
         "the teammates adopted here ({}) have stopped, not all through the lead's shutdown ({})",
         adopted.join(", "),
         states.join("; ")

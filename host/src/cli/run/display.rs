@@ -1,6 +1,7 @@
 //! Where `teamhost run` shows the run: the live view on a terminal
 //! ([`crate::view::LiveView`]: answers permission and plan requests with a
-//! key), else one timestamped line per event ([`Reporter`]).
+//! key), else one timestamped line per event ([`Reporter`]); and what the
+//! library's run narrates to (`crate::run::Narrator`).
 
 use super::report::Reporter;
 use crate::view::LiveView;
@@ -44,5 +45,34 @@ impl Display {
                 Err(e) => eprintln!("teamhost run: the live view panicked: {e}"),
             },
         }
+    }
+}
+
+impl crate::run::Narrator for Display {
+    fn line(&self, who: &str, what: String) {
+        Display::line(self, who, what);
+    }
+}
+
+impl crate::run::Narrator for super::report::Log {
+    fn line(&self, who: &str, what: String) {
+        super::report::Log::line(self, who, what);
+    }
+}
+
+/// The display, with the watchdog armed when the work phase starts: what
+/// `teamhost run` gives [`crate::run::Run::until_done`].
+pub(super) struct Narration<'a> {
+    pub(super) display: &'a Display,
+    pub(super) watchdog: &'a super::watchdog::Watchdog,
+}
+
+impl crate::run::Narrator for Narration<'_> {
+    fn line(&self, who: &str, what: String) {
+        self.display.line(who, what);
+    }
+
+    fn work_started(&self, deadline: std::time::Instant) {
+        self.watchdog.set_deadline(Some(deadline));
     }
 }

@@ -22,12 +22,14 @@ use tokio::sync::{broadcast, Notify};
 use super::display::Display;
 use super::report::{Log, Reporter};
 use super::stop::Signals;
-use super::summary::{count_messages, MessageCounts, Summary, Timings};
-use super::wait::{describe_state, Outcome};
-use super::{compile_all, start_all, Output, RunArgs};
+use super::summary::{Summary, Timings};
+use super::{Output, RunArgs};
 use crate::embed::{Host, ShutdownReport, TeammateState};
 use crate::home::Home;
 use crate::manifest::Manifest;
+use crate::run::{compile_all, start_all};
+use crate::run::{count_messages, MessageCounts};
+use crate::run::{describe_state, Ended};
 use crate::store::{StoreEvent, StoreObserver, Team};
 
 /// Runs `teamhost run --join`; see the module docs.
@@ -69,10 +71,10 @@ pub(super) async fn run_joined(
     let spawned = tokio::select! {
         r = tokio::time::timeout_at(deadline, joined) => match r {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(Outcome::SpawnFailed(format!("{e:#}"))),
-            Err(_) => Err(Outcome::TimedOut(a.timeout)),
+            Ok(Err(e)) => Err(Ended::SpawnFailed(format!("{e:#}"))),
+            Err(_) => Err(Ended::TimedOut(a.timeout)),
         },
-        sig = signals.next() => Err(Outcome::Interrupted(sig.name())),
+        sig = signals.next() => Err(Ended::Interrupted(sig.name())),
     };
     let spawn = spawning.elapsed();
     let outcome = match spawned {
@@ -81,16 +83,16 @@ pub(super) async fn run_joined(
             tokio::select! {
                 r = tokio::time::timeout_at(deadline, all_stopped(host, team.name())) => match r {
                     Ok(()) => ended(host, team.name()),
-                    Err(_) => Outcome::TimedOut(a.timeout),
+                    Err(_) => Ended::TimedOut(a.timeout),
                 },
-                sig = signals.next() => Outcome::Interrupted(sig.name()),
+                sig = signals.next() => Ended::Interrupted(sig.name()),
             }
         }
     };
     let work = start.elapsed();
     // Every teammate here approved the lead's shutdown: nothing to take
     // over, so the lease is given up rather than left to expire.
-    let release = matches!(outcome, Outcome::ShutDown);
+    let release = matches!(outcome, Ended::ShutDown);
     let times = Timings {
         start,
         spawn,
@@ -129,14 +131,14 @@ pub(super) async fn finish(
     m: &Manifest,
     team: &Team,
     reporter: Display,
-    outcome: Outcome,
+    outcome: Ended,
     mut times: Timings,
     release: bool,
     adopted: Vec<String>,
     signals: &Signals,
 ) -> anyhow::Result<()> {
     signals.watchdog().set_deadline(None);
-    if let Outcome::Interrupted(how) = &outcome {
+    if let Ended::Interrupted(how) = &outcome {
         if !super::stop::Stop::is_signal_name(how) {
             signals.watchdog().asked(how);
         }
@@ -242,16 +244,16 @@ async fn all_stopped(host: &Host, team: &str) {
 
 /// How a joined run ended once every teammate stopped: all through the
 /// lead's shutdown, or some otherwise.
-fn ended(host: &Host, team: &str) -> Outcome {
+fn ended(host: &Host, team: &str) -> Ended {
     if let Err(lost) = host.check_lease(team) {
-        return Outcome::HostError(lost.to_string());
+        return Ended::HostError(lost.to_string());
     }
     let mates = host.teammates(team);
     if mates.iter().all(|t| t.state == TeammateState::Completed) {
-        return Outcome::ShutDown;
+        return Ended::ShutDown;
     }
     let states: Vec<String> = mates.iter().map(describe_state).collect();
-    Outcome::AllStopped(format!(
+    Ended::AllStopped(format!(
         "every teammate has stopped, not all through the lead's shutdown ({})",
         states.join("; ")
     ))

@@ -23,7 +23,7 @@ use anyhow::Context;
 use super::display::Display;
 use super::report::{Log, Reporter};
 use super::stop::Signals;
-use super::{guard, RunArgs, SHUTDOWN_TIMEOUT};
+use super::{RunArgs, SHUTDOWN_TIMEOUT};
 use crate::cli::Output;
 use crate::embed::{Host, TeammateState};
 use crate::home::Home;
@@ -125,7 +125,14 @@ pub(super) async fn run_led(
     }
     let team = host.team(&m.team.name)?;
     let home_dir = Home::new(home);
-    guard::existing_team(&home_dir, &team, a, &log).await?;
+    let how = if a.resume {
+        crate::run::Start::Resume
+    } else if a.replace {
+        crate::run::Start::Replace
+    } else {
+        crate::run::Start::Fresh
+    };
+    crate::run::existing_team(&home_dir, &team, how, &a.manifest, &log).await?;
     // Who decides requests (the lead by default).
     let routes = m
         .approvals
@@ -145,7 +152,7 @@ pub(super) async fn run_led(
         return Err(anyhow::Error::from(e))
             .with_context(|| format!("cannot start the lead of team {:?}", team.name()));
     }
-    guard::claim(&home_dir, &team);
+    crate::run::claim(&home_dir, &team);
     // The policy's requests are answered from here on.
     let _approval_desk = match host.serve_approvals(team.name(), routes) {
         Ok(desk) => desk,

@@ -23,7 +23,7 @@
 //! takes over the teammates of a host whose lease expired (`adopt.rs`).
 //!
 //! A team that exists already is never touched while a live host on this
-//! machine runs it (`guard.rs`, [`crate::backends::live_host`]): not by a
+//! machine runs it ([`crate::run::existing_team`], [`crate::backends::live_host`]): not by a
 //! plain run, `--replace` or `--resume`. Left by a host that died, a plain
 //! run points to `--resume`, and `--replace` throws it away.
 //!
@@ -46,22 +46,18 @@
 //!
 //! | file | owns |
 //! |---|---|
-//! | `mod.rs` | the arguments and the run itself: check the layout, create, seed, spawn, wait, shut down, summarise |
+//! | `mod.rs` | the arguments, and the run: the layout checked before anything opens, then [`crate::run::Run`]'s phases (create, seed, spawn, wait, shut down, finish) between the signals, the watchdog and the display; the summary printed |
 //! | `find.rs` | which manifest: the argument, else `./team.toml` |
 //! | `build.rs` | a component missing or older than its sources: the manifest's `build` command, or a warning |
-//! | `guard.rs` | a team that exists: refused while a live host runs it, else resumed, replaced or pointed to `--resume` |
 //! | `stop.rs` | the signals that stop the run, the store checked before a stop waits on it, the forced stop |
 //! | `watchdog.rs` | the process ends within a bound once a stop is asked for, whatever the run is stuck on |
-//! | `elsewhere.rs` | after `--resume`: the shutdown requests to teammates another host took over |
 //! | `join.rs` | `--join`: wait for the lead's team, spawn into it, run until the lead shuts the teammates down |
 //! | `adopt.rs` | `--adopt`: stand by for a team, take over the teammates of a host whose lease expired, run until the lead shuts them down |
 //! | `lead.rs` | `--goal`/`--lead`/`[lead]`: a team led by a component, run until the lead deletes it |
 //! | `lead_spec.rs` | the manifest's `[lead]` and `[[catalogue]]` as `embed::LeadSpec` |
-//! | `wait.rs` | waiting for the work, and how the work phase ended (`Outcome`) |
 //! | `display.rs` | the live view or the event lines, behind one `Display` |
 //! | `report.rs` | the live event lines: `Log`, and the `Reporter` that follows the host's events |
 //! | `summary.rs` | the final summary, as text or JSON, and the message counts in it |
-//! | `turn_failures.rs` | the run's failed turns and replay drifts, which fail it (a failed turn not with `--allow-failed-turns`) |
 //! | `decisions.rs` | the summary's decisions: who decided which request (issue 29) |
 
 mod adopt;
@@ -69,17 +65,13 @@ mod build;
 mod build_jail;
 mod decisions;
 mod display;
-mod elsewhere;
 mod find;
-mod guard;
 mod join;
 mod lead;
 mod lead_spec;
 mod report;
 mod stop;
 mod summary;
-mod turn_failures;
-mod wait;
 mod watchdog;
 
 use std::path::{Path, PathBuf};
@@ -92,13 +84,12 @@ use super::Output;
 use crate::embed::Host;
 use crate::home::Home;
 use crate::manifest::Manifest;
-use crate::store::{NewTeam, Team};
+use crate::run::{Ended, Start};
 
-use display::Display;
+use display::{Display, Narration};
 use report::{Log, Reporter};
 use stop::{Forced, Signals, Stop};
-use summary::{count_messages, Summary, Timings};
-use wait::{wait_for_work, Outcome};
+use summary::{Summary, Timings};
 
 /// How long teammates get to approve the shutdown before they are killed.
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -229,13 +220,21 @@ pub(super) fn run(
         &a.manifest,
         &manifest,
         &models,
-        &security.files(),
+        &store_settings(security),
     )?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let ran = runtime.block_on(run_team(home.root(), store, out, &a, &manifest, models));
+    let ran = runtime.block_on(run_team(
+        home.root(),
+        store,
+        out,
+        &a,
+        &manifest,
+        models,
+        store_settings(security),
+    ));
     if let Some(forced) = ran.as_ref().err().and_then(|e| e.downcast_ref::<Forced>()) {
         // Nothing in the runtime is waited for: an abandoned turn's
         // blocking call may still be returning.
@@ -256,43 +255,33 @@ pub(super) fn run(
     ran
 }
 
-/// Refuses a layout in which a teammate's directory holds the manifest, a
-/// component, the home, the cache or a store setting's file (`--store-ca`,
-/// `--store-creds`, …: a teammate could read a seed or replace the CA; see
-/// [`crate::layout`]), then makes the default directories (`work/{name}`)
-/// of those that left `cwd` out.
+/// Refuses a layout in which a teammate's directory holds what the host
+/// trusts ([`crate::run::layout_checker`], a store setting's file too), or in
+/// which a led run's lead component or catalogue entries lie in one; then
+/// makes the default directories. Before the store is opened: a refused
+/// layout creates nothing.
 fn prepare_dirs(
     home: &Path,
     file: &Path,
     m: &Manifest,
     models: &crate::embed::ModelAccess,
-    store_files: &[std::path::PathBuf],
+    settings: &[crate::layout::Protected],
 ) -> anyhow::Result<()> {
-    let mut protected = crate::home::Home::new(home).protected_paths(None);
-    protected.extend(m.protected_paths(file));
-    protected.extend(models.protected().iter().cloned());
-    protected.extend(
-        store_files
-            .iter()
-            .map(|p| crate::layout::Protected::new(crate::layout::Kind::StoreSettings, p)),
-    );
-    let checker = crate::layout::Checker::new(&protected);
-    for t in &m.teammates {
-        if t.isolation == crate::manifest::IsolationSpec::None {
-            checker.check(&t.name, &t.cwd).map_err(anyhow::Error::msg)?;
-        }
-    }
+    let checker = crate::run::layout_checker(home, file, m, models, settings);
+    crate::run::check_teammates(&checker, m)?;
     lead::check_dirs(&checker, m)?;
-    for t in m.teammates.iter().filter(|t| t.cwd_is_default) {
-        std::fs::create_dir_all(&t.cwd).with_context(|| {
-            format!(
-                "cannot make teammate `{}`'s directory {} (the default for a teammate without `cwd`)",
-                t.name,
-                t.cwd.display()
-            )
-        })?;
-    }
-    Ok(())
+    crate::run::make_default_dirs(m)
+}
+
+/// The store's TLS and credential files (`--store-ca`, `--store-creds`, …),
+/// which no teammate's directory may hold: a teammate could read a seed or
+/// replace the CA.
+fn store_settings(security: &crate::store::NatsSecurity) -> Vec<crate::layout::Protected> {
+    security
+        .files()
+        .iter()
+        .map(|p| crate::layout::Protected::new(crate::layout::Kind::StoreSettings, p))
+        .collect()
 }
 
 async fn run_team(
@@ -302,6 +291,7 @@ async fn run_team(
     a: &RunArgs,
     m: &Manifest,
     models: crate::embed::ModelAccess,
+    store_settings: Vec<crate::layout::Protected>,
 ) -> anyhow::Result<()> {
     let start = Instant::now();
     let width = m.teammates.iter().map(|t| t.name.len()).max().unwrap_or(0);
@@ -369,46 +359,25 @@ async fn run_team(
     if lead::is_led(a, m) {
         return lead::run_led(home, &host, out, a, m, log, &mut signals).await;
     }
-    let team = host.team(&m.team.name)?;
-    let home_dir = Home::new(home);
-    guard::existing_team(&home_dir, &team, a, &log).await?;
-    let config = if a.resume {
-        team.config()?
-    } else {
-        let config = host.create_team(
-            &m.team.name,
-            NewTeam {
-                description: m.team.description.clone(),
-                ..Default::default()
-            },
-        )?;
-        guard::claim(&home_dir, &team);
-        let ids = seed_tasks(&team, m)?;
-        log.line(
-            "run",
-            format!(
-                "created team {} with {} task(s) in {}",
-                team.name(),
-                ids.len(),
-                crate::cli::store_select::describe(&home_dir, host.store())
-            ),
-        );
-        config
+    let plan = crate::run::RunPlan {
+        manifest_file: a.manifest.clone(),
+        manifest: m.clone(),
+        start: if a.resume {
+            Start::Resume
+        } else if a.replace {
+            Start::Replace
+        } else {
+            Start::Fresh
+        },
+        timeout: Duration::from_secs(a.timeout),
+        shutdown_timeout: SHUTDOWN_TIMEOUT,
+        keep: a.keep,
+        allow_failed_turns: a.allow_failed_turns,
+        protected: store_settings,
     };
-    let lead = config.lead_name().to_string();
-    // Issue 29: who decides requests; the policy's are answered from here on.
-    // A team led by a component runs in `lead.rs`: here the lead is the person.
-    let has_lead_component = false;
-    let routes = m
-        .approvals
-        .routes(has_lead_component)
-        .map_err(|problems| anyhow::anyhow!("[approvals]: {}", problems.join("; ")))?;
-    let _approval_desk = host.serve_approvals(team.name(), routes)?;
-    let run_began_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-        .saturating_sub(start.elapsed().as_millis() as u64);
-
+    let mut run = crate::run::Run::start(&host, plan, &log).await?;
+    let team = run.team().clone();
+    let lead = run.lead().to_string();
     let reporter = if a.lines || out.is_json() || !crate::view::terminal_available() {
         Display::Lines(Reporter::start(&host, &team, Some(&lead), log))
     } else {
@@ -419,59 +388,35 @@ async fn run_team(
             "teamhost run",
         )?)
     };
-    let spawning = Instant::now();
-    // Resumed teammates another host took over (issue 32): they work there,
-    // the lead's run waits for them and asks them to stop at the end.
-    let mut elsewhere: Vec<(String, String)> = Vec::new();
-    let spawned = if a.resume {
-        // A refused resume (its host still runs) leaves the team exactly as
-        // it is: no shutdown, no deletion.
-        let report = match host.resume(team.name()).await {
-            Ok(r) => r,
-            Err(e) => {
-                reporter.stop().await;
-                return Err(
-                    anyhow::Error::new(e).context(format!("cannot resume team {:?}", team.name()))
-                );
+    let worked = {
+        let (watchdog, signal) = signals.listen();
+        let narration = Narration {
+            display: &reporter,
+            watchdog,
+        };
+        let stop = async {
+            tokio::select! {
+                sig = signal => sig.name(),
+                how = reporter.quit_requested() => how,
             }
         };
-        guard::claim(&home_dir, &team);
-        reporter.line("run", report.describe(team.name()));
-        elsewhere = report.adopted_elsewhere.clone();
-        tokio::select! {
-            r = join_missing(&host, &team, m, &config, &report, &reporter) => {
-                r.map_err(|e| Outcome::SpawnFailed(format!("{e:#}")))
-            }
-            sig = signals.next() => Err(Outcome::Interrupted(sig.name())),
-        }
-    } else {
-        tokio::select! {
-            r = spawn_all(&host, &team, m, &reporter) => {
-                r.map_err(|e| Outcome::SpawnFailed(format!("{e:#}")))
-            }
-            sig = signals.next() => Err(Outcome::Interrupted(sig.name())),
-        }
+        run.until_done(&narration, stop).await
     };
-    let spawn = spawning.elapsed();
-    let outcome = match spawned {
-        Err(outcome) => outcome,
-        Ok(()) => wait_for_work(
-            &host,
-            &team,
-            !elsewhere.is_empty(),
-            a.timeout,
-            &mut signals,
-            reporter.quit_requested(),
-        )
-        .await
-        .unwrap_or_else(|e| Outcome::HostError(format!("{e:#}"))),
+    // A refused resume (its host still runs) leaves the team exactly as it
+    // is: no shutdown, no deletion.
+    let outcome = match worked {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            reporter.stop().await;
+            return Err(e);
+        }
     };
     let work = start.elapsed();
     // The work phase is over: its deadline with it. A stop the watchdog
     // could not hear (a key in the live view) starts its clock; then the
     // stop waits on the store only if the store answers.
     signals.watchdog().set_deadline(None);
-    if let Outcome::Interrupted(how) = &outcome {
+    if let Ended::Interrupted(how) = &outcome {
         if !Stop::is_signal_name(how) {
             signals.watchdog().asked(how);
         }
@@ -490,7 +435,7 @@ async fn run_team(
     }
     let tasks = team.list_tasks()?;
     match &outcome {
-        Outcome::Completed => reporter.line(
+        Ended::Completed => reporter.line(
             "run",
             format!(
                 "all {} task(s) completed; every teammate is idle",
@@ -502,306 +447,52 @@ async fn run_team(
             format!("stopping: {}", other.error().unwrap_or_default()),
         ),
     }
-    // Told to the teammates (their shutdown requests; a wait for the lead
-    // denied "the host is stopping (…)").
-    let reason = match &outcome {
-        Outcome::Completed => "work complete".to_string(),
-        Outcome::Interrupted(how) => format!("the run was interrupted ({how})"),
-        Outcome::TimedOut(s) => format!("the run's --timeout of {s}s passed"),
-        _ => "the run is stopping".to_string(),
-    };
     let running = host
         .teammates(team.name())
         .iter()
         .filter(|t| !t.state.is_finished())
         .count();
     let force_hint = match &outcome {
-        Outcome::Interrupted(how) if how.starts_with("Ctrl-C") => "Ctrl-C again to force",
-        Outcome::Interrupted("SIGTERM") => "SIGTERM again to force",
+        Ended::Interrupted(how) if how.starts_with("Ctrl-C") => "Ctrl-C again to force",
+        Ended::Interrupted("SIGTERM") => "SIGTERM again to force",
         _ => "Ctrl-C to force",
     };
     match &outcome {
-        Outcome::Completed => reporter.line("run", format!("shutting the team down ({reason})")),
+        Ended::Completed => reporter.line(
+            "run",
+            format!("shutting the team down ({})", outcome.reason()),
+        ),
         _ => reporter.line(
             "run",
             format!("stopping {running} teammate(s) ({force_hint})…"),
         ),
     }
     let stopping = Instant::now();
-    if !elsewhere.is_empty() {
-        elsewhere::ask_to_stop(&team, &lead, &elsewhere, &reason, &reporter)?;
-    }
     // A signal now forces the stop: the team is left as it is.
-    let shutdown = tokio::select! {
-        r = host.shutdown_team(team.name(), &reason, SHUTDOWN_TIMEOUT) => r?,
-        sig = signals.next() => {
-            return Err(stop::force(&host, &team, &a.manifest, reporter, sig).await);
+    let shut = tokio::select! {
+        r = run.shut_down(&reporter, &outcome) => Ok(r),
+        sig = signals.next() => Err(sig),
+    };
+    let shutdown = match shut {
+        Ok(Ok(report)) => report,
+        Ok(Err(e)) => {
+            reporter.stop().await;
+            return Err(e);
         }
+        Err(sig) => return Err(stop::force(&host, &team, &a.manifest, reporter, sig).await),
     };
     let timings = Timings {
         start,
-        spawn,
+        spawn: run.spawn_took(),
         work,
         shutdown: stopping.elapsed(),
     };
     reporter.stop().await;
-    // As they are now: a teammate stopped at shutdown gave its tasks back.
-    let tasks = team.list_tasks()?;
-    let teammates = host.teammates(team.name());
-    let messages = count_messages(&team, &lead)?;
-    // Teammates running on another host still read the team: it is not
-    // deleted under them.
-    let kept = a.keep || !elsewhere.is_empty();
-    // Before the files go: the summary reads the teammates' usage records
-    // and the lead's mail.
-    let failures = turn_failures::TurnFailures::read(&team, &lead, run_began_ms)?;
-    let summary = Summary::new(
-        &team, m, &outcome, &tasks, &teammates, shutdown, messages, timings, home, kept,
-    )
-    .with_decisions(
-        host.decisions(team.name(), run_began_ms)
-            .unwrap_or_default(),
-    )
-    .with_turn_failures(failures, a.allow_failed_turns);
-    if !kept {
-        host.delete_team(team.name()).await?;
-    }
+    let finished = run.finish(outcome, shutdown).await?;
+    let summary = Summary::of_run(&team, m, finished, timings, home);
     out.print(&summary, || summary.human())?;
     match summary.error {
         None => Ok(()),
         Some(e) => Err(anyhow::anyhow!(e)),
-    }
-}
-
-/// Creates the manifest's tasks in order, then their dependencies (a task may
-/// be blocked by a later one). Returns the ids, by manifest position.
-fn seed_tasks(team: &Team, m: &Manifest) -> anyhow::Result<Vec<String>> {
-    let mut ids = Vec::with_capacity(m.tasks.len());
-    for (i, t) in m.tasks.iter().enumerate() {
-        let task = team
-            .create_task(t.new_task())
-            .with_context(|| format!("cannot create task {} ({:?})", i + 1, t.subject))?;
-        ids.push(task.id);
-    }
-    for (i, t) in m.tasks.iter().enumerate() {
-        for &b in &t.blocked_by {
-            team.add_dependency(&ids[b - 1], &ids[i])
-                .with_context(|| format!("cannot make task {} blocked by {b}", i + 1))?;
-        }
-    }
-    Ok(ids)
-}
-
-/// How many teammates `run` starts at once: enough that their registrations
-/// share config writes (group commit) and their first turns overlap, few
-/// enough that a failure stops the rest early.
-const SPAWN_AT_ONCE: usize = 16;
-
-/// Compiles every distinct component of the manifest at once (each once, in
-/// parallel, before any teammate starts: a large component does not hold the
-/// others back; meanwhile the live view shows its teammates `compiling`),
-/// then starts the teammates ([`start_all`]), each in the
-/// colour of its place in the manifest.
-async fn spawn_all(
-    host: &Host,
-    team: &Team,
-    m: &Manifest,
-    reporter: &Display,
-) -> anyhow::Result<()> {
-    compile_all(host, team, m, reporter).await?;
-    start_all(host, team, m, reporter, true).await
-}
-
-/// After a resume: spawns the manifest's teammates that never joined (the
-/// host died before it got to them). A teammate that could not come back
-/// fails the run.
-async fn join_missing(
-    host: &Host,
-    team: &Team,
-    m: &Manifest,
-    config: &crate::store::TeamConfig,
-    report: &crate::embed::ResumeReport,
-    reporter: &Display,
-) -> anyhow::Result<()> {
-    let mut missing = m.clone();
-    missing
-        .teammates
-        .retain(|t| config.member(&t.name).is_none());
-    if !missing.teammates.is_empty() {
-        compile_all(host, team, &missing, reporter).await?;
-        start_all(host, team, &missing, reporter, false).await?;
-    }
-    if let Some((name, why)) = report.failed.first() {
-        anyhow::bail!("{name} could not be brought back: {why}");
-    }
-    Ok(())
-}
-
-/// Starts the manifest's teammates, [`SPAWN_AT_ONCE`] at a time (their
-/// components loaded already), each in the colour of its place in the
-/// manifest when `place_colours`, else in the first colour no member has.
-async fn start_all(
-    host: &Host,
-    team: &Team,
-    m: &Manifest,
-    reporter: &Display,
-    place_colours: bool,
-) -> anyhow::Result<()> {
-    let colours = crate::store::config::COLORS;
-    let mut requests = Vec::with_capacity(m.teammates.len());
-    for (i, t) in m.teammates.iter().enumerate() {
-        let file = t
-            .component
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy();
-        reporter.line(
-            &t.name,
-            format!(
-                "joins: {file}, mode {}, in {}",
-                t.mode,
-                shown(&t.cwd).display()
-            ),
-        );
-        let mut req = t.spawn_request();
-        if place_colours {
-            req.color = Some(colours[i % colours.len()].to_string());
-        }
-        requests.push(req);
-    }
-    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(SPAWN_AT_ONCE));
-    let mut started = tokio::task::JoinSet::new();
-    for req in requests {
-        let (host, team, gate) = (host.clone(), team.name().to_string(), gate.clone());
-        started.spawn(async move {
-            let _slot = gate.acquire_owned().await;
-            let name = req.name.clone();
-            host.spawn(&team, req)
-                .await
-                .with_context(|| format!("cannot spawn teammate {name:?}"))
-        });
-    }
-    let mut first_error = None;
-    while let Some(done) = started.join_next().await {
-        let result = done.map_err(|e| anyhow::anyhow!("a spawn panicked: {e}"));
-        if let Err(e) = result.and_then(|r| r.map(|_| ())) {
-            if first_error.is_none() {
-                // The rest stop at their next chance; whoever started is
-                // shut down with the team.
-                gate.close();
-                first_error = Some(e);
-            }
-        }
-    }
-    first_error.map_or(Ok(()), Err)
-}
-
-/// Loads (compiling when not cached) every distinct component of `m`, all
-/// at once, through [`Host::compile`] (which shows the teammates waiting for
-/// each as `compiling`), and says how long each took.
-async fn compile_all(
-    host: &Host,
-    team: &Team,
-    m: &Manifest,
-    reporter: &Display,
-) -> anyhow::Result<()> {
-    let mut components: std::collections::BTreeMap<&Path, Vec<String>> = Default::default();
-    for t in &m.teammates {
-        components
-            .entry(t.component.as_path())
-            .or_default()
-            .push(t.name.clone());
-    }
-    let mut loading = tokio::task::JoinSet::new();
-    for (path, names) in components {
-        let file = path
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .to_string();
-        reporter.line(
-            "run",
-            format!(
-                "compiling {file} for {} (cached after the first time)…",
-                some_names(&names)
-            ),
-        );
-        let (host, team, path) = (host.clone(), team.name().to_string(), path.to_path_buf());
-        loading.spawn(async move {
-            let r = host.compile(&team, &path, &names).await;
-            (file, path, r)
-        });
-    }
-    // A slow compile (a Python or JS component: tens of seconds the first
-    // time) says it is still going, every few seconds.
-    let started = tokio::time::Instant::now();
-    let mut pending: Vec<String> = Vec::new();
-    let mut progress = tokio::time::interval_at(started + PROGRESS_AFTER, PROGRESS_EVERY);
-    for t in &m.teammates {
-        let file = t
-            .component
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy();
-        if !pending.iter().any(|f| *f == file) {
-            pending.push(file.to_string());
-        }
-    }
-    loop {
-        tokio::select! {
-            done = loading.join_next() => {
-                let Some(done) = done else { break };
-                let (file, path, r) = done.map_err(|e| anyhow::anyhow!("compiling panicked: {e}"))?;
-                let took = r.with_context(|| format!("cannot load component {}", path.display()))?;
-                pending.retain(|f| *f != file);
-                reporter.line("run", format!("{file} ready in {:.2}s", took.as_secs_f64()));
-            }
-            _ = progress.tick() => {
-                let secs = started.elapsed().as_secs();
-                for file in &pending {
-                    reporter.line("run", format!("compiling {file} … {secs} s"));
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// How long a compile runs before `run` says it is still compiling.
-const PROGRESS_AFTER: Duration = Duration::from_secs(2);
-
-/// How often it says so again.
-const PROGRESS_EVERY: Duration = Duration::from_secs(5);
-
-/// `a, b and c`; past three names, `a, b, c and N more`.
-fn some_names(names: &[String]) -> String {
-    match names {
-        [] => String::new(),
-        [one] => one.clone(),
-        [most @ .., last] if names.len() <= 3 => format!("{} and {last}", most.join(", ")),
-        [first @ .., _] => format!("{} and {} more", first[..3].join(", "), names.len() - 3),
-    }
-}
-
-/// `path` relative to the current directory when it is below it.
-fn shown(path: &Path) -> &Path {
-    std::env::current_dir()
-        .ok()
-        .and_then(|cwd| path.strip_prefix(cwd).ok())
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(path)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::some_names;
-
-    #[test]
-    fn a_compile_line_names_up_to_three_teammates() {
-        let names = |n: usize| -> Vec<String> { (1..=n).map(|i| format!("t{i}")).collect() };
-        assert_eq!(some_names(&names(1)), "t1");
-        assert_eq!(some_names(&names(2)), "t1 and t2");
-        assert_eq!(some_names(&names(3)), "t1, t2 and t3");
-        assert_eq!(some_names(&names(1000)), "t1, t2, t3 and 997 more");
     }
 }

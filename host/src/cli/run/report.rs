@@ -9,7 +9,7 @@ use std::time::{Instant, SystemTime};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::embed::{Event, Host, TeammateState};
-use crate::protocol::describe::{describe, printable_line};
+use crate::protocol::describe::{describe, printable_line, reason_line};
 use crate::protocol::{Parsed, ProtocolMessage};
 use crate::store::{InboxMessage, Team};
 
@@ -361,22 +361,6 @@ impl ReportState {
                 Held::Tasks(tasks) => self.show_tasks(tasks, false),
             }
         }
-    }
-}
-
-/// The longest failure reason [`reason_line`] prints, in characters.
-pub(super) const REASON_MAX: usize = 1000;
-
-/// A teammate's failure reason on one line, made inert like
-/// [`crate::protocol::describe::one_line`] but cut later ([`REASON_MAX`]):
-/// a crash reason carries the guest's last words and its log file, which a
-/// cut at `one_line`'s length would lose.
-pub(super) fn reason_line(why: &str) -> String {
-    let flat = why.split_whitespace().collect::<Vec<_>>().join(" ");
-    let flat = printable_line(&flat).into_owned();
-    match flat.char_indices().nth(REASON_MAX) {
-        Some((cut, _)) => format!("{} …", &flat[..cut]),
-        None => flat,
     }
 }
 

@@ -121,10 +121,22 @@ impl Signals {
 
     /// The next SIGINT or SIGTERM (one that came before this call counts).
     pub(super) async fn next(&mut self) -> Stop {
-        tokio::select! {
-            _ = self.int.recv() => Stop::Interrupt,
-            _ = self.term.recv() => Stop::Terminate,
-        }
+        next_of(&mut self.int, &mut self.term).await
+    }
+
+    /// The watchdog, and the next signal (as [`Signals::next`]) as a future
+    /// that borrows only the signal streams: for a phase that arms the
+    /// watchdog while it listens.
+    pub(super) fn listen(&mut self) -> (&Watchdog, impl std::future::Future<Output = Stop> + '_) {
+        (&self.watchdog, next_of(&mut self.int, &mut self.term))
+    }
+}
+
+/// The first of SIGINT and SIGTERM.
+async fn next_of(int: &mut Signal, term: &mut Signal) -> Stop {
+    tokio::select! {
+        _ = int.recv() => Stop::Interrupt,
+        _ = term.recv() => Stop::Terminate,
     }
 }
 

@@ -8,59 +8,13 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::report::reason_line;
-use super::wait::Outcome;
 use super::SHUTDOWN_TIMEOUT;
 use crate::cli::output::push_line;
 use crate::embed::{ShutdownReport, TeammateInfo, TeammateState};
 use crate::manifest::Manifest;
-use crate::protocol::ProtocolMessage;
-use crate::store::{InboxMessage, Task, Team};
-
-/// Messages found in the team's histories (consumed) and inboxes (unread).
-#[derive(Debug, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct MessageCounts {
-    total: usize,
-    to_lead: usize,
-    from_lead: usize,
-    between_teammates: usize,
-    unread: usize,
-    /// `text` for plain messages, else the protocol `type`.
-    by_kind: BTreeMap<String, usize>,
-}
-
-impl MessageCounts {
-    fn add(&mut self, to: &str, m: &InboxMessage, lead: &str) {
-        self.total += 1;
-        if m.from == lead {
-            self.from_lead += 1;
-        } else if to == lead {
-            self.to_lead += 1;
-        } else {
-            self.between_teammates += 1;
-        }
-        let kind = match ProtocolMessage::parse(&m.text).kind() {
-            Some(k) => k.to_string(),
-            None => "text".into(),
-        };
-        *self.by_kind.entry(kind).or_default() += 1;
-    }
-}
-
-pub(super) fn count_messages(team: &Team, lead: &str) -> anyhow::Result<MessageCounts> {
-    let mut counts = MessageCounts::default();
-    for stem in team.agents_with_mail()? {
-        for m in team.history(&stem)? {
-            counts.add(&stem, &m, lead);
-        }
-        for m in team.unread(&stem)? {
-            counts.unread += 1;
-            counts.add(&stem, &m, lead);
-        }
-    }
-    Ok(counts)
-}
+use crate::protocol::describe::reason_line;
+use crate::run::{Ended, MessageCounts, TurnFailures};
+use crate::store::{Task, Team};
 
 /// How long the phases of a run took.
 pub(super) struct Timings {
@@ -102,7 +56,7 @@ pub(super) struct Summary {
     /// Who decided the permission requests and plans of this run.
     decisions: super::decisions::Decisions,
     /// The turns that failed and the replays that drifted.
-    turn_failures: super::turn_failures::TurnFailures,
+    turn_failures: TurnFailures,
     /// The whole team's model spending, when a teammate used a model.
     #[serde(skip_serializing_if = "Option::is_none")]
     model_spending: Option<String>,
@@ -154,11 +108,14 @@ struct ShutdownLine {
 }
 
 impl Summary {
+    /// The summary of a joined or adopting run, whose team stays: its
+    /// model spending read from the team, its problems by
+    /// [`crate::run::problems`].
     #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         team: &Team,
         m: &Manifest,
-        outcome: &Outcome,
+        outcome: &Ended,
         tasks: &[Task],
         teammates: &[TeammateInfo],
         shutdown: ShutdownReport,
@@ -166,6 +123,67 @@ impl Summary {
         timings: Timings,
         home: &Path,
         kept: bool,
+    ) -> Summary {
+        let usage = team.model_usage().unwrap_or_default();
+        let problems = crate::run::problems(outcome, tasks, teammates, &shutdown, SHUTDOWN_TIMEOUT);
+        Summary::assemble(
+            team.name(),
+            m,
+            outcome,
+            tasks,
+            teammates,
+            shutdown,
+            messages,
+            timings,
+            home,
+            kept,
+            &usage,
+            problems,
+        )
+    }
+
+    /// The summary of a run the library finished ([`crate::run::Run::finish`]):
+    /// what it read before the team's files went, and its problems.
+    pub(super) fn of_run(
+        team: &Team,
+        m: &Manifest,
+        f: crate::run::Finished,
+        timings: Timings,
+        home: &Path,
+    ) -> Summary {
+        let mut summary = Summary::assemble(
+            team.name(),
+            m,
+            &f.ended,
+            &f.tasks,
+            &f.teammates,
+            f.shutdown,
+            f.messages,
+            timings,
+            home,
+            f.kept,
+            &f.usage,
+            f.problems,
+        );
+        summary.decisions = super::decisions::Decisions::new(f.decisions);
+        summary.turn_failures = f.turn_failures;
+        summary
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        team: &str,
+        m: &Manifest,
+        outcome: &Ended,
+        tasks: &[Task],
+        teammates: &[TeammateInfo],
+        shutdown: ShutdownReport,
+        messages: MessageCounts,
+        timings: Timings,
+        home: &Path,
+        kept: bool,
+        usage: &BTreeMap<String, crate::store::ModelUsage>,
+        problems: Vec<String>,
     ) -> Summary {
         let tasks: Vec<TaskLine> = tasks
             .iter()
@@ -177,7 +195,6 @@ impl Summary {
                 blocked_by: t.blocked_by.clone(),
             })
             .collect();
-        let usage = team.model_usage().unwrap_or_default();
         let teammates: Vec<MateLine> = teammates
             .iter()
             .map(|t| MateLine {
@@ -205,39 +222,13 @@ impl Summary {
                     .and_then(|stem| usage.get(&stem).cloned()),
             })
             .collect();
-        let mut problems: Vec<String> = outcome.error().into_iter().collect();
-        let open = tasks.iter().filter(|t| t.status != "completed").count();
-        if open > 0 && matches!(outcome, Outcome::Completed) {
-            problems.push(format!("{open} task(s) not completed"));
-        }
-        // `AllStopped` already names every teammate's end.
-        let failed = teammates
-            .iter()
-            .filter(|_| !matches!(outcome, Outcome::AllStopped(_)));
-        for t in failed {
-            if let Some(why) = &t.failure {
-                problems.push(format!("teammate {} failed: {}", t.name, reason_line(why)));
-            }
-        }
-        if !shutdown.killed.is_empty() {
-            problems.push(format!(
-                "{} did not approve the shutdown within {}s and {} killed",
-                shutdown.killed.join(", "),
-                SHUTDOWN_TIMEOUT.as_secs(),
-                if shutdown.killed.len() == 1 {
-                    "was"
-                } else {
-                    "were"
-                }
-            ));
-        }
         let error = if problems.is_empty() {
             None
         } else {
             Some(problems.join("; "))
         };
         Summary {
-            team: team.name().to_string(),
+            team: team.to_string(),
             ok: error.is_none(),
             outcome: outcome.name(),
             error,
@@ -250,7 +241,7 @@ impl Summary {
             messages,
             decisions: Default::default(),
             turn_failures: Default::default(),
-            model_spending: crate::status::describe_team_spending(&usage),
+            model_spending: crate::status::describe_team_spending(usage),
             shutdown: ShutdownLine {
                 stopped: shutdown.stopped,
                 killed: shutdown.killed,
@@ -259,39 +250,8 @@ impl Summary {
             joined: false,
             adopted: Vec::new(),
             home: home.to_path_buf(),
-            logs: crate::home::Home::new(home).team_logs(team.name()),
+            logs: crate::home::Home::new(home).team_logs(team),
         }
-    }
-
-    /// Adds this run's decisions (the home's record since the run began).
-    pub(super) fn with_decisions(mut self, items: Vec<crate::approvals::Decision>) -> Summary {
-        self.decisions = super::decisions::Decisions::new(items);
-        self
-    }
-
-    /// Adds this run's failed turns and replay drifts; those that fail it
-    /// ([`TurnFailures::problems`](super::turn_failures::TurnFailures::problems))
-    /// join its error.
-    pub(super) fn with_turn_failures(
-        mut self,
-        found: super::turn_failures::TurnFailures,
-        allowed: bool,
-    ) -> Summary {
-        let ended_failed: Vec<&str> = self
-            .teammates
-            .iter()
-            .filter(|t| t.failure.is_some())
-            .map(|t| t.name.as_str())
-            .collect();
-        let problems = found.problems(allowed, &ended_failed);
-        if !problems.is_empty() {
-            let mut all: Vec<String> = self.error.take().into_iter().collect();
-            all.extend(problems);
-            self.error = Some(all.join("; "));
-            self.ok = false;
-        }
-        self.turn_failures = found;
-        self
     }
 
     pub(super) fn human(&self) -> String {

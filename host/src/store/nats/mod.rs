@@ -283,4 +283,8 @@ impl TeamStore for NatsStore {
     fn failover(&self) -> Option<&dyn super::failover::Failover> {
         Some(self)
     }
+
+    fn remote_location(&self) -> Option<String> {
+        Some(self.url().display())
+    }
 }

@@ -1,5 +1,5 @@
-//! What `teamhost run` does with a team that already exists, before it
-//! creates or touches anything:
+//! What a run does with a team that already exists, before it creates or
+//! touches anything ([`super::Start`]: plain is `Fresh`):
 //!
 //! | the team | plain run | `--replace` | `--resume` |
 //! |---|---|---|---|
@@ -13,12 +13,13 @@
 //! these: nothing here can tell whether it runs. Whether the team exists is
 //! asked so that an unreadable home is that error, never "already exists".
 
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
 
-use super::report::Log;
-use super::RunArgs;
+use super::narrator::Narrator;
+use super::plan::Start;
 use crate::backends::{live_host, teardown};
 use crate::home::Home;
 use crate::store::Team;
@@ -29,12 +30,14 @@ const REPLACE_STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Checks the team against the table above, and deletes it for
 /// `--replace`. `Ok` means: go on (create it, or resume it).
-pub(super) async fn existing_team(
+pub async fn existing_team(
     home: &Home,
     team: &Team,
-    a: &RunArgs,
-    log: &Log,
+    start: Start,
+    manifest_file: &Path,
+    narrator: &dyn Narrator,
 ) -> anyhow::Result<()> {
+    let resume = start == Start::Resume;
     let (h, t) = (home.clone(), team.clone());
     let (exists, live, dead) = tokio::task::spawn_blocking(move || {
         let exists = t.try_exists().with_context(|| {
@@ -52,9 +55,9 @@ pub(super) async fn existing_team(
     })
     .await
     .context("looking at the existing team panicked")??;
-    let manifest = a.manifest.display();
+    let manifest = manifest_file.display();
     if !exists {
-        if a.resume {
+        if resume {
             anyhow::bail!(
                 "team {:?} does not exist at {}: there is nothing to resume; run without --resume to start it",
                 team.name(),
@@ -64,10 +67,10 @@ pub(super) async fn existing_team(
         return Ok(());
     }
     if let Some(host) = live {
-        let what = if a.resume {
+        let what = if resume {
             "resume brings back a team whose host died, and two hosts would run the same teammates"
                 .to_string()
-        } else if a.replace {
+        } else if start == Start::Replace {
             "--replace would delete the tasks, inboxes and requests it is using".to_string()
         } else {
             format!(
@@ -76,10 +79,10 @@ pub(super) async fn existing_team(
         };
         return Err(host.refusal(&what).into());
     }
-    if a.resume {
+    if resume {
         return Ok(());
     }
-    if !a.replace {
+    if start != Start::Replace {
         let who = match dead.first() {
             Some(pid) => format!(", left by teamhost process {pid}, which is no longer running"),
             None => ", and no teamhost host on this machine runs it".to_string(),
@@ -103,7 +106,7 @@ pub(super) async fn existing_team(
     } else {
         String::new()
     };
-    log.line(
+    narrator.line(
         "run",
         format!(
             "deleted the existing team {} (--replace){also}",
@@ -118,7 +121,7 @@ pub(super) async fn existing_team(
 /// while it runs, from before its first teammate is spawned. A claim that
 /// cannot be written is logged: the spawn records still name this host once
 /// teammates run.
-pub(super) fn claim(home: &Home, team: &Team) {
+pub fn claim(home: &Home, team: &Team) {
     if let Err(e) = crate::home::run_claim::claim(home, team.name()) {
         tracing::warn!(team = %team.name(), error = %e, "could not record this run as the team's host");
     }

@@ -8,7 +8,7 @@
 //!
 //! | what | where it is read | fails the run |
 //! |---|---|---|
-//! | a failed turn | the runner's `idle_notification` with `idleReason: "failed"` in the lead's inbox or history, stamped after the run began | unless `--allow-failed-turns` |
+//! | a failed turn | the runner's `idle_notification` with `idleReason: "failed"` in the lead's inbox or history, stamped after the run began | unless the plan allows them (`--allow-failed-turns`) |
 //! | a replay drift | the teammate's usage record: `replay_drift`, the first call its cassette could not answer | always: a replay that no longer follows its recording proves nothing |
 //!
 //! A trap ends its teammate (`failed`), which the summary counts already.
@@ -16,12 +16,12 @@
 use crate::protocol::{Parsed, ProtocolMessage};
 use crate::store::Team;
 
-use super::report::reason_line;
+use crate::protocol::describe::reason_line;
 
 /// The failed turns and replay drifts of one run, by teammate.
 #[derive(Debug, Default, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct TurnFailures {
+pub struct TurnFailures {
     /// Teammates with at least one failed turn, in the order of their first.
     pub failed_turns: Vec<FailedTurns>,
     /// Teammates whose replay drifted: the first difference each.
@@ -31,7 +31,7 @@ pub(super) struct TurnFailures {
 /// One teammate's failed turns.
 #[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct FailedTurns {
+pub struct FailedTurns {
     pub teammate: String,
     pub count: usize,
     /// The first failure's reason, as the runner reported it.
@@ -41,7 +41,7 @@ pub(super) struct FailedTurns {
 /// One teammate's replay drift.
 #[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct ReplayDrift {
+pub struct ReplayDrift {
     pub teammate: String,
     /// What the cassette said: which request, which file, the first
     /// difference.

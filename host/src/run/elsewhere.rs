@@ -1,10 +1,10 @@
-//! After `run --resume` on a shared store (issue 32): the teammates another
-//! host took over before the resume (`ResumeReport::adopted_elsewhere`) work
-//! there, not here. At the end of the run the lead asks them to shut down,
+//! After a resumed run on a shared store (`teamhost run --resume`): the
+//! teammates another host took over before the resume
+//! (`ResumeReport::adopted_elsewhere`) work there, not here. At the end of the run the lead asks them to shut down,
 //! as it asks its own; their host ends once they have, and the team is kept
 //! (not deleted under them).
 
-use super::display::Display;
+use super::narrator::Narrator;
 use crate::protocol::{ShutdownRequest, WireMessage};
 use crate::store::{OutgoingMessage, Team};
 
@@ -15,12 +15,12 @@ pub(super) fn ask_to_stop(
     lead: &str,
     elsewhere: &[(String, String)],
     reason: &str,
-    reporter: &Display,
+    narrator: &dyn Narrator,
 ) -> anyhow::Result<()> {
     for (name, host) in elsewhere {
         let request = ShutdownRequest::new(name, lead, Some(reason.to_string()));
         team.send(name, OutgoingMessage::new(lead, request.to_text()))?;
-        reporter.line(
+        narrator.line(
             "run",
             format!(
                 "asked {name} to shut down on host {host}, which runs it; the team is kept for it"

@@ -1,0 +1,303 @@
+//! One run of a manifest's team, from the start to what is left of it:
+//! [`Run::start`] (layout, an existing team, create and seed, approvals),
+//! [`Run::until_done`] (spawn, then wait), [`Run::shut_down`] (the shutdown
+//! protocol) and [`Run::finish`] (what the run did, read before the team's
+//! files go; the team deleted unless kept).
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use super::ended::{problems, Ended};
+use super::existing::{claim, existing_team};
+use super::messages::{count_messages, MessageCounts};
+use super::narrator::Narrator;
+use super::plan::{RunPlan, Start};
+use super::turn_failures::TurnFailures;
+use crate::approvals::Decision;
+use crate::embed::{ApprovalDesk, Host, ShutdownReport, TeammateInfo};
+use crate::store::{ModelUsage, NewTeam, Task, Team};
+
+/// A run of a manifest's team on a [`Host`], led by the person (or by
+/// nobody: an embedder's program). Its phases, in order: [`Run::start`],
+/// [`Run::until_done`], [`Run::shut_down`], [`Run::finish`]. A caller that
+/// stops between two phases (a forced stop, a store that does not answer)
+/// leaves the team as it is, to resume or delete.
+pub struct Run {
+    host: Host,
+    team: Team,
+    plan: RunPlan,
+    lead: String,
+    /// When the run began, in milliseconds since the epoch: failed turns
+    /// and decisions stamped before it belong to earlier runs.
+    began_ms: u64,
+    spawn_took: Duration,
+    /// Resumed teammates another host took over: `(name, host)`.
+    elsewhere: Vec<(String, String)>,
+    _desk: ApprovalDesk,
+}
+
+/// What a finished run did: everything [`Run::finish`] read before the
+/// team's files went, and whether the run succeeded ([`Finished::error`]).
+#[derive(Debug)]
+pub struct Finished {
+    /// How the work phase ended.
+    pub ended: Ended,
+    /// The tasks as the shutdown left them (a teammate stopped at shutdown
+    /// gave its tasks back).
+    pub tasks: Vec<Task>,
+    /// This host's teammates and how each ended.
+    pub teammates: Vec<TeammateInfo>,
+    /// Who approved the shutdown and who was killed.
+    pub shutdown: ShutdownReport,
+    /// The messages exchanged.
+    pub messages: MessageCounts,
+    /// Failed turns and replay drifts.
+    pub turn_failures: TurnFailures,
+    /// Who decided which request, since the run began.
+    pub decisions: Vec<Decision>,
+    /// Each teammate's model spending, by its file stem.
+    pub usage: std::collections::BTreeMap<String, ModelUsage>,
+    /// Whether the team's files were kept.
+    pub kept: bool,
+    /// Why the run failed, one sentence each; empty when it succeeded.
+    pub problems: Vec<String>,
+}
+
+impl Finished {
+    /// Why the run failed, in one sentence; `None` when it succeeded: the
+    /// work completed, every teammate stopped cleanly, no turn failed
+    /// (unless the plan allowed it) and no replay drifted.
+    pub fn error(&self) -> Option<String> {
+        (!self.problems.is_empty()).then(|| self.problems.join("; "))
+    }
+}
+
+impl Run {
+    /// Starts a run of `plan` on `host`: checks the layout (no teammate's
+    /// directory may hold what the host trusts: [`super::layout_checker`]),
+    /// checks an existing team against [`Start`], then creates the team,
+    /// seeds its tasks and records this process as its host (`Fresh`,
+    /// `Replace`), or checks it is there to resume (`Resume`); then decides
+    /// requests by the manifest's `[approvals]`. Nothing is spawned yet.
+    pub async fn start(host: &Host, plan: RunPlan, narrator: &dyn Narrator) -> anyhow::Result<Run> {
+        let began_ms = now_ms();
+        let m = &plan.manifest;
+        let checker = super::layout_checker(
+            host.home().root(),
+            &plan.manifest_file,
+            m,
+            host.model_access(),
+            &plan.protected,
+        );
+        super::check_teammates(&checker, m)?;
+        super::make_default_dirs(m)?;
+        let team = host.team(&m.team.name)?;
+        existing_team(
+            host.home(),
+            &team,
+            plan.start,
+            &plan.manifest_file,
+            narrator,
+        )
+        .await?;
+        let config = if plan.start == Start::Resume {
+            team.config()?
+        } else {
+            let config = host.create_team(
+                &m.team.name,
+                NewTeam {
+                    description: m.team.description.clone(),
+                    ..Default::default()
+                },
+            )?;
+            claim(host.home(), &team);
+            let ids = super::seed::seed_tasks(&team, m)?;
+            let store = host
+                .store()
+                .backend()
+                .remote_location()
+                .unwrap_or_else(|| host.home().root().display().to_string());
+            narrator.line(
+                "run",
+                format!(
+                    "created team {} with {} task(s) in {store}",
+                    team.name(),
+                    ids.len(),
+                ),
+            );
+            config
+        };
+        // The person (or the embedder) leads: requests routed to the lead
+        // wait for them; the policy's are answered from here on.
+        let routes = m
+            .approvals
+            .routes(false)
+            .map_err(|problems| anyhow::anyhow!("[approvals]: {}", problems.join("; ")))?;
+        let desk = host.serve_approvals(team.name(), routes)?;
+        Ok(Run {
+            host: host.clone(),
+            lead: config.lead_name().to_string(),
+            team,
+            plan,
+            began_ms,
+            spawn_took: Duration::ZERO,
+            elsewhere: Vec::new(),
+            _desk: desk,
+        })
+    }
+
+    /// The run's team.
+    pub fn team(&self) -> &Team {
+        &self.team
+    }
+
+    /// The lead's name in the team's config.
+    pub fn lead(&self) -> &str {
+        &self.lead
+    }
+
+    /// The plan this run follows.
+    pub fn plan(&self) -> &RunPlan {
+        &self.plan
+    }
+
+    /// How long spawning (or resuming) the teammates took.
+    pub fn spawn_took(&self) -> Duration {
+        self.spawn_took
+    }
+
+    /// Resumed teammates another host runs, `(name, host)`: the run waits
+    /// for their work in the task list and asks them to stop at the end.
+    pub fn elsewhere(&self) -> &[(String, String)] {
+        &self.elsewhere
+    }
+
+    /// Spawns the manifest's teammates (after a resume: brings the team's
+    /// back, then spawns those that never joined), then waits until every
+    /// task is completed, the team can make no more progress, every
+    /// teammate has stopped, the plan's timeout passes, or `stop` resolves
+    /// (with the words [`Ended::Interrupted`] carries). A failed spawn is
+    /// [`Ended::SpawnFailed`], not an error.
+    ///
+    /// An error means a refused resume (its host still runs): the team is
+    /// left exactly as it is, with nothing to shut down.
+    pub async fn until_done(
+        &mut self,
+        narrator: &dyn Narrator,
+        stop: impl Future<Output = &'static str>,
+    ) -> anyhow::Result<Ended> {
+        tokio::pin!(stop);
+        let spawning = Instant::now();
+        let (host, team, m) = (&self.host, &self.team, &self.plan.manifest);
+        let spawned = if self.plan.start == Start::Resume {
+            let report = host.resume(team.name()).await.map_err(|e| {
+                anyhow::Error::new(e).context(format!("cannot resume team {:?}", team.name()))
+            })?;
+            claim(host.home(), team);
+            narrator.line("run", report.describe(team.name()));
+            self.elsewhere = report.adopted_elsewhere.clone();
+            let config = team.config()?;
+            tokio::select! {
+                r = super::spawn::join_missing(host, team, m, &config, &report, narrator) => {
+                    r.map_err(|e| Ended::SpawnFailed(format!("{e:#}")))
+                }
+                how = &mut stop => Err(Ended::Interrupted(how)),
+            }
+        } else {
+            tokio::select! {
+                r = super::spawn::spawn_all(host, team, m, narrator) => {
+                    r.map_err(|e| Ended::SpawnFailed(format!("{e:#}")))
+                }
+                how = &mut stop => Err(Ended::Interrupted(how)),
+            }
+        };
+        self.spawn_took = spawning.elapsed();
+        if let Err(ended) = spawned {
+            return Ok(ended);
+        }
+        narrator.work_started(Instant::now() + self.plan.timeout);
+        let ended = super::wait::wait_for_work(
+            host,
+            team,
+            !self.elsewhere.is_empty(),
+            self.plan.timeout,
+            stop,
+        )
+        .await
+        .unwrap_or_else(|e| Ended::HostError(format!("{e:#}")));
+        Ok(ended)
+    }
+
+    /// Shuts the team down after the work phase ended as `ended`: checks
+    /// this host still holds the team's lease (an error, and nothing
+    /// written, when another host took it), asks the teammates running
+    /// elsewhere to stop, then runs the shutdown protocol with the plan's
+    /// shutdown timeout (a teammate that does not approve is killed).
+    ///
+    /// Dropping the future stops waiting: the team is left as it is.
+    pub async fn shut_down(
+        &self,
+        narrator: &dyn Narrator,
+        ended: &Ended,
+    ) -> anyhow::Result<ShutdownReport> {
+        self.host.check_lease(self.team.name())?;
+        let reason = ended.reason();
+        super::elsewhere::ask_to_stop(&self.team, &self.lead, &self.elsewhere, &reason, narrator)?;
+        Ok(self
+            .host
+            .shutdown_team(self.team.name(), &reason, self.plan.shutdown_timeout)
+            .await?)
+    }
+
+    /// Reads what the run did (tasks, teammates, messages, failed turns,
+    /// decisions, model spending), then deletes the team unless the plan
+    /// keeps it or teammates still run on another host.
+    pub async fn finish(self, ended: Ended, shutdown: ShutdownReport) -> anyhow::Result<Finished> {
+        let team = &self.team;
+        let tasks = team.list_tasks()?;
+        let teammates = self.host.teammates(team.name());
+        let messages = count_messages(team, &self.lead)?;
+        let turn_failures = TurnFailures::read(team, &self.lead, self.began_ms)?;
+        let decisions = self
+            .host
+            .decisions(team.name(), self.began_ms)
+            .unwrap_or_default();
+        let usage = team.model_usage().unwrap_or_default();
+        let kept = self.plan.keep || !self.elsewhere.is_empty();
+        let mut all = problems(
+            &ended,
+            &tasks,
+            &teammates,
+            &shutdown,
+            self.plan.shutdown_timeout,
+        );
+        let failed: Vec<&str> = teammates
+            .iter()
+            .filter(|t| matches!(t.state, crate::embed::TeammateState::Failed(_)))
+            .map(|t| t.name.as_str())
+            .collect();
+        all.extend(turn_failures.problems(self.plan.allow_failed_turns, &failed));
+        if !kept {
+            self.host.delete_team(team.name()).await?;
+        }
+        Ok(Finished {
+            ended,
+            tasks,
+            teammates,
+            shutdown,
+            messages,
+            turn_failures,
+            decisions,
+            usage,
+            kept,
+            problems: all,
+        })
+    }
+}
+
+/// Milliseconds since the epoch, now.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

@@ -1,0 +1,61 @@
+//! The messages a run exchanged, counted from the team's histories and
+//! inboxes before its files go ([`count_messages`]).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::protocol::ProtocolMessage;
+use crate::store::{InboxMessage, Team};
+
+/// Messages found in the team's histories (consumed) and inboxes (unread).
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageCounts {
+    /// Every message, read or not.
+    pub total: usize,
+    /// Sent to the lead by anyone else.
+    pub to_lead: usize,
+    /// Sent by the lead.
+    pub from_lead: usize,
+    /// Neither from nor to the lead.
+    pub between_teammates: usize,
+    /// Still unread in an inbox.
+    pub unread: usize,
+    /// `text` for plain messages, else the protocol `type`.
+    pub by_kind: BTreeMap<String, usize>,
+}
+
+impl MessageCounts {
+    fn add(&mut self, to: &str, m: &InboxMessage, lead: &str) {
+        self.total += 1;
+        if m.from == lead {
+            self.from_lead += 1;
+        } else if to == lead {
+            self.to_lead += 1;
+        } else {
+            self.between_teammates += 1;
+        }
+        let kind = match ProtocolMessage::parse(&m.text).kind() {
+            Some(k) => k.to_string(),
+            None => "text".into(),
+        };
+        *self.by_kind.entry(kind).or_default() += 1;
+    }
+}
+
+/// Counts the messages of `team` (its histories and inboxes), `lead`'s
+/// name telling which went to or from the lead.
+pub fn count_messages(team: &Team, lead: &str) -> anyhow::Result<MessageCounts> {
+    let mut counts = MessageCounts::default();
+    for stem in team.agents_with_mail()? {
+        for m in team.history(&stem)? {
+            counts.add(&stem, &m, lead);
+        }
+        for m in team.unread(&stem)? {
+            counts.unread += 1;
+            counts.add(&stem, &m, lead);
+        }
+    }
+    Ok(counts)
+}

@@ -1,0 +1,82 @@
+//! Running a manifest's team until its work is done, as a library
+//! capability: the lifecycle `teamhost run` drives, for any tokio program.
+//!
+//! ```no_run
+//! # async fn example() -> anyhow::Result<()> {
+//! use teamhost::embed::Host;
+//! use teamhost::home::Home;
+//! use teamhost::run::{Run, RunPlan, Silent};
+//!
+//! let host = Host::new(Home::new("/tmp/teamhost-home"))?;
+//! let plan = RunPlan::load("team.toml")?;
+//! let mut run = Run::start(&host, plan, &Silent).await?;
+//! let ctrl_c = async {
+//!     let _ = tokio::signal::ctrl_c().await;
+//!     "Ctrl-C"
+//! };
+//! let ended = run.until_done(&Silent, ctrl_c).await?;
+//! let shutdown = run.shut_down(&Silent, &ended).await?;
+//! let finished = run.finish(ended, shutdown).await?;
+//! if let Some(why) = finished.error() {
+//!     anyhow::bail!("the run failed: {why}");
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! A run has four phases, each a method of [`Run`]; a caller that stops
+//! between two (a forced stop, a store that does not answer) leaves the team
+//! as it is, to resume or delete:
+//!
+//! 1. [`Run::start`]: check the layout, the existing team ([`Start`]),
+//!    create and seed the team (or find the one to resume), serve
+//!    `[approvals]`.
+//! 2. [`Run::until_done`]: spawn the teammates, wait for the work; returns
+//!    why it ended ([`Ended`]).
+//! 3. [`Run::shut_down`]: the shutdown protocol.
+//! 4. [`Run::finish`]: what the run did ([`Finished`], with whether it
+//!    succeeded), read before the team's files go; delete unless kept.
+//!
+//! What a run says goes to a [`Narrator`]; teammates' own events are the
+//! host's ([`crate::embed::Host::events`]). Joined, adopting and
+//! component-led runs are still composed by `teamhost run` itself (they use
+//! [`compile_all`], [`start_all`] and [`Ended`] from here).
+//!
+//! # Layout
+//!
+//! | file | owns |
+//! |---|---|
+//! | `plan.rs` | what to run: [`RunPlan`], [`Start`] |
+//! | `lifecycle.rs` | [`Run`]'s four phases and [`Finished`] |
+//! | `narrator.rs` | where a run's lines go: [`Narrator`], [`Silent`] |
+//! | `layout.rs` | the layout check and the default directories |
+//! | `existing.rs` | a team that exists already: refused, replaced or resumed |
+//! | `seed.rs` | a fresh run's tasks and their dependencies |
+//! | `spawn.rs` | compiling the components, spawning the teammates a few at a time |
+//! | `wait.rs` | the work phase: done, stuck, every teammate stopped, timed out, stopped |
+//! | `elsewhere.rs` | after a resume: the shutdown requests to teammates another host took over |
+//! | `ended.rs` | how the work ended ([`Ended`]) and what makes a run fail ([`problems`]) |
+//! | `turn_failures.rs` | failed turns and replay drifts, read from the store |
+//! | `messages.rs` | the messages exchanged, counted |
+
+mod elsewhere;
+mod ended;
+mod existing;
+mod layout;
+mod lifecycle;
+mod messages;
+mod narrator;
+mod plan;
+mod seed;
+mod spawn;
+mod turn_failures;
+mod wait;
+
+pub use ended::{describe_state, problems, Ended};
+pub use existing::{claim, existing_team};
+pub use layout::{check_teammates, layout_checker, make_default_dirs};
+pub use lifecycle::{Finished, Run};
+pub use messages::{count_messages, MessageCounts};
+pub use narrator::{Narrator, Silent};
+pub use plan::{RunPlan, Start};
+pub use spawn::{compile_all, start_all};
+pub use turn_failures::{FailedTurns, ReplayDrift, TurnFailures};

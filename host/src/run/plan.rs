@@ -1,0 +1,73 @@
+//! What to run: a [`RunPlan`] is a loaded manifest, how the team comes to be
+//! ([`Start`]) and the run's limits.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::layout::Protected;
+use crate::manifest::Manifest;
+
+/// How a run's team comes to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Start {
+    /// Create it; refuse when it exists already.
+    #[default]
+    Fresh,
+    /// Create it; an existing team left by a host that died (or by none of
+    /// this machine) is deleted first. Never one a live host runs.
+    Replace,
+    /// Bring back the team a dead host left ([`crate::embed::Host::resume`])
+    /// and spawn the manifest's teammates that never joined.
+    Resume,
+}
+
+/// A manifest's run, as the library runs it ([`super::Run::start`]).
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    /// The manifest's file: its directory anchors the layout check, and
+    /// messages that point back to it name it.
+    pub manifest_file: PathBuf,
+    /// The manifest, loaded ([`Manifest::load`]).
+    pub manifest: Manifest,
+    /// How the team comes to be.
+    pub start: Start,
+    /// How long the work phase may take, from the last teammate's spawn.
+    pub timeout: Duration,
+    /// How long teammates get to approve the shutdown before they are
+    /// killed.
+    pub shutdown_timeout: Duration,
+    /// Keep the team's files after the run (default: delete them).
+    pub keep: bool,
+    /// A failed turn does not fail the run (a replay drift, a crash and an
+    /// open task still do).
+    pub allow_failed_turns: bool,
+    /// Paths no teammate's directory may hold, besides the home's, the
+    /// manifest's, its components' and the host's model files (which the
+    /// run adds itself): for example the store's TLS and credential files.
+    pub protected: Vec<Protected>,
+}
+
+impl RunPlan {
+    /// A fresh run of `manifest` (loaded from `manifest_file`) with the
+    /// CLI's defaults: 300 s of work, 30 s for the shutdown, files deleted
+    /// afterwards, a failed turn failing the run.
+    pub fn new(manifest_file: impl Into<PathBuf>, manifest: Manifest) -> RunPlan {
+        RunPlan {
+            manifest_file: manifest_file.into(),
+            manifest,
+            start: Start::Fresh,
+            timeout: Duration::from_secs(300),
+            shutdown_timeout: Duration::from_secs(30),
+            keep: false,
+            allow_failed_turns: false,
+            protected: Vec::new(),
+        }
+    }
+
+    /// Loads the manifest at `file` ([`Manifest::load`]) into a fresh plan.
+    pub fn load(file: impl Into<PathBuf>) -> anyhow::Result<RunPlan> {
+        let file = file.into();
+        let manifest = Manifest::load(&file)?;
+        Ok(RunPlan::new(file, manifest))
+    }
+}

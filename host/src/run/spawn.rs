@@ -1,0 +1,228 @@
+//! Starting a run's teammates: every distinct component compiled once, all
+//! at once ([`compile_all`]), then the teammates spawned a few at a time
+//! ([`start_all`]); after a resume, the manifest's teammates that never
+//! joined ([`join_missing`]).
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use super::narrator::Narrator;
+use crate::embed::Host;
+use crate::manifest::Manifest;
+use crate::store::Team;
+
+/// How many teammates `run` starts at once: enough that their registrations
+/// share config writes (group commit) and their first turns overlap, few
+/// enough that a failure stops the rest early.
+const SPAWN_AT_ONCE: usize = 16;
+
+/// Compiles every distinct component of the manifest at once (each once, in
+/// parallel, before any teammate starts: a large component does not hold the
+/// others back; meanwhile the live view shows its teammates `compiling`),
+/// then starts the teammates ([`start_all`]), each in the
+/// colour of its place in the manifest.
+pub(super) async fn spawn_all(
+    host: &Host,
+    team: &Team,
+    m: &Manifest,
+    narrator: &dyn Narrator,
+) -> anyhow::Result<()> {
+    compile_all(host, team, m, narrator).await?;
+    start_all(host, team, m, narrator, true).await
+}
+
+/// After a resume: spawns the manifest's teammates that never joined (the
+/// host died before it got to them). A teammate that could not come back
+/// fails the run.
+pub(super) async fn join_missing(
+    host: &Host,
+    team: &Team,
+    m: &Manifest,
+    config: &crate::store::TeamConfig,
+    report: &crate::embed::ResumeReport,
+    narrator: &dyn Narrator,
+) -> anyhow::Result<()> {
+    let mut missing = m.clone();
+    missing
+        .teammates
+        .retain(|t| config.member(&t.name).is_none());
+    if !missing.teammates.is_empty() {
+        compile_all(host, team, &missing, narrator).await?;
+        start_all(host, team, &missing, narrator, false).await?;
+    }
+    if let Some((name, why)) = report.failed.first() {
+        anyhow::bail!("{name} could not be brought back: {why}");
+    }
+    Ok(())
+}
+
+/// Starts the manifest's teammates, [`SPAWN_AT_ONCE`] at a time (their
+/// components loaded already), each in the colour of its place in the
+/// manifest when `place_colours`, else in the first colour no member has.
+pub async fn start_all(
+    host: &Host,
+    team: &Team,
+    m: &Manifest,
+    narrator: &dyn Narrator,
+    place_colours: bool,
+) -> anyhow::Result<()> {
+    let colours = crate::store::config::COLORS;
+    let mut requests = Vec::with_capacity(m.teammates.len());
+    for (i, t) in m.teammates.iter().enumerate() {
+        let file = t
+            .component
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy();
+        narrator.line(
+            &t.name,
+            format!(
+                "joins: {file}, mode {}, in {}",
+                t.mode,
+                shown(&t.cwd).display()
+            ),
+        );
+        let mut req = t.spawn_request();
+        if place_colours {
+            req.color = Some(colours[i % colours.len()].to_string());
+        }
+        requests.push(req);
+    }
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(SPAWN_AT_ONCE));
+    let mut started = tokio::task::JoinSet::new();
+    for req in requests {
+        let (host, team, gate) = (host.clone(), team.name().to_string(), gate.clone());
+        started.spawn(async move {
+            let _slot = gate.acquire_owned().await;
+            let name = req.name.clone();
+            host.spawn(&team, req)
+                .await
+                .with_context(|| format!("cannot spawn teammate {name:?}"))
+        });
+    }
+    let mut first_error = None;
+    while let Some(done) = started.join_next().await {
+        let result = done.map_err(|e| anyhow::anyhow!("a spawn panicked: {e}"));
+        if let Err(e) = result.and_then(|r| r.map(|_| ())) {
+            if first_error.is_none() {
+                // The rest stop at their next chance; whoever started is
+                // shut down with the team.
+                gate.close();
+                first_error = Some(e);
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Loads (compiling when not cached) every distinct component of `m`, all
+/// at once, through [`Host::compile`] (which shows the teammates waiting for
+/// each as `compiling`), and says how long each took.
+pub async fn compile_all(
+    host: &Host,
+    team: &Team,
+    m: &Manifest,
+    narrator: &dyn Narrator,
+) -> anyhow::Result<()> {
+    let mut components: std::collections::BTreeMap<&Path, Vec<String>> = Default::default();
+    for t in &m.teammates {
+        components
+            .entry(t.component.as_path())
+            .or_default()
+            .push(t.name.clone());
+    }
+    let mut loading = tokio::task::JoinSet::new();
+    for (path, names) in components {
+        let file = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        narrator.line(
+            "run",
+            format!(
+                "compiling {file} for {} (cached after the first time)…",
+                some_names(&names)
+            ),
+        );
+        let (host, team, path) = (host.clone(), team.name().to_string(), path.to_path_buf());
+        loading.spawn(async move {
+            let r = host.compile(&team, &path, &names).await;
+            (file, path, r)
+        });
+    }
+    // A slow compile (a Python or JS component: tens of seconds the first
+    // time) says it is still going, every few seconds.
+    let started = tokio::time::Instant::now();
+    let mut pending: Vec<String> = Vec::new();
+    let mut progress = tokio::time::interval_at(started + PROGRESS_AFTER, PROGRESS_EVERY);
+    for t in &m.teammates {
+        let file = t
+            .component
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy();
+        if !pending.iter().any(|f| *f == file) {
+            pending.push(file.to_string());
+        }
+    }
+    loop {
+        tokio::select! {
+            done = loading.join_next() => {
+                let Some(done) = done else { break };
+                let (file, path, r) = done.map_err(|e| anyhow::anyhow!("compiling panicked: {e}"))?;
+                let took = r.with_context(|| format!("cannot load component {}", path.display()))?;
+                pending.retain(|f| *f != file);
+                narrator.line("run", format!("{file} ready in {:.2}s", took.as_secs_f64()));
+            }
+            _ = progress.tick() => {
+                let secs = started.elapsed().as_secs();
+                for file in &pending {
+                    narrator.line("run", format!("compiling {file} … {secs} s"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How long a compile runs before `run` says it is still compiling.
+const PROGRESS_AFTER: Duration = Duration::from_secs(2);
+
+/// How often it says so again.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+/// `a, b and c`; past three names, `a, b, c and N more`.
+fn some_names(names: &[String]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.clone(),
+        [most @ .., last] if names.len() <= 3 => format!("{} and {last}", most.join(", ")),
+        [first @ .., _] => format!("{} and {} more", first[..3].join(", "), names.len() - 3),
+    }
+}
+
+/// `path` relative to the current directory when it is below it.
+fn shown(path: &Path) -> &Path {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| path.strip_prefix(cwd).ok())
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::some_names;
+
+    #[test]
+    fn a_compile_line_names_up_to_three_teammates() {
+        let names = |n: usize| -> Vec<String> { (1..=n).map(|i| format!("t{i}")).collect() };
+        assert_eq!(some_names(&names(1)), "t1");
+        assert_eq!(some_names(&names(2)), "t1 and t2");
+        assert_eq!(some_names(&names(3)), "t1, t2 and t3");
+        assert_eq!(some_names(&names(1000)), "t1, t2, t3 and 997 more");
+    }
+}

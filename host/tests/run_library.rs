@@ -1,0 +1,260 @@
+//! Running a team through the library ([`teamhost::run::Run`]), with no
+//! `teamhost` process: real `worker` components on a real home. How the work
+//! ends (done, stuck, timed out, stopped from outside), what
+//! [`teamhost::run::Finished`] says about it, and what `Run::start` refuses
+//! (a layout that exposes the host, a team that exists, nothing to resume)
+//! before it creates anything.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use teamhost::embed::{Host, HostOptions};
+use teamhost::home::Home;
+use teamhost::run::{Ended, Narrator, Run, RunPlan, Start};
+use tokio::sync::Notify;
+
+/// Safety bound of every run here.
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// A project like `cli_run`'s: `data/{a,b,c}.txt`, two `worker` teammates
+/// counting words in `data`, tasks 1–3 one file each, task 4 all three
+/// after them. Returns the directory, the manifest's path and the home.
+fn project(name: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("a.txt"), "one two three").unwrap();
+    std::fs::write(data.join("b.txt"), "four five").unwrap();
+    std::fs::write(data.join("c.txt"), "six").unwrap();
+    let mut toml = format!("[team]\nname = {name:?}\n");
+    for who in ["ann", "bob"] {
+        toml += &format!(
+            "[[teammate]]\nname = {who:?}\ncomponent = {:?}\nprompt = \"You count words.\"\ncwd = \"data\"\nmode = \"acceptEdits\"\n",
+            teamhost_tests::WORKER
+        );
+    }
+    for (subject, files, blocked_by) in [
+        ("Count a", "- a.txt", "[]"),
+        ("Count b", "- b.txt", "[]"),
+        ("Count c", "- c.txt", "[]"),
+        ("Count all", "- a.txt\\n- b.txt\\n- c.txt", "[1, 2, 3]"),
+    ] {
+        toml += &format!(
+            "[[task]]\nsubject = {subject:?}\ndescription = \"{files}\"\nblocked_by = {blocked_by}\n"
+        );
+    }
+    let manifest = dir.path().join("team.toml");
+    std::fs::write(&manifest, toml).unwrap();
+    let home = dir.path().join("home");
+    (dir, manifest, home)
+}
+
+/// Keeps every line, and wakes whoever waits for the work phase to start.
+#[derive(Default)]
+struct Recorder {
+    lines: Mutex<Vec<String>>,
+    working: Notify,
+}
+
+impl Recorder {
+    fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+}
+
+impl Narrator for Recorder {
+    fn line(&self, who: &str, what: String) {
+        self.lines.lock().unwrap().push(format!("{who}: {what}"));
+    }
+
+    fn work_started(&self, deadline: Instant) {
+        assert!(deadline > Instant::now() - Duration::from_secs(1));
+        self.working.notify_one();
+    }
+}
+
+fn host(home: &Path) -> Host {
+    Host::with_options(Home::new(home), HostOptions::default()).unwrap()
+}
+
+/// Runs `plan` through every phase, `stop` ending the work when it
+/// resolves; bounded by [`LIMIT`].
+async fn run_through(
+    host: &Host,
+    plan: RunPlan,
+    narrator: &Recorder,
+    stop: impl std::future::Future<Output = &'static str>,
+) -> teamhost::run::Finished {
+    tokio::time::timeout(LIMIT, async {
+        let mut run = Run::start(host, plan, narrator).await.unwrap();
+        let ended = run.until_done(narrator, stop).await.unwrap();
+        let shutdown = run.shut_down(narrator, &ended).await.unwrap();
+        run.finish(ended, shutdown).await.unwrap()
+    })
+    .await
+    .expect("the run ends within the bound")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_completes_its_tasks_shuts_down_and_deletes_its_team() {
+    let (_dir, manifest, home) = project("lib-done");
+    let host = host(&home);
+    let narrator = Recorder::default();
+    let plan = RunPlan::load(&manifest).unwrap();
+    let finished = run_through(&host, plan, &narrator, std::future::pending()).await;
+    assert_eq!(finished.ended, Ended::Completed, "{finished:#?}");
+    assert_eq!(finished.error(), None, "{finished:#?}");
+    assert_eq!(finished.tasks.len(), 4);
+    assert!(finished
+        .tasks
+        .iter()
+        .all(|t| t.status == teamhost::store::TaskStatus::Completed));
+    let mut stopped = finished.shutdown.stopped.clone();
+    stopped.sort();
+    assert_eq!(stopped, ["ann", "bob"], "{finished:#?}");
+    assert!(finished.shutdown.killed.is_empty());
+    assert!(finished.messages.to_lead > 0, "{:?}", finished.messages);
+    assert!(!finished.kept);
+    assert!(
+        !home.join("teams/lib-done").exists(),
+        "the team was deleted"
+    );
+    assert!(!home.join("tasks/lib-done").exists());
+    let lines = narrator.lines();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("run: created team lib-done with 4 task(s)")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("ann: joins: worker.wasm")),
+        "{lines:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_nobody_can_finish_ends_the_run_stuck_naming_it() {
+    let (dir, manifest, home) = project("lib-stuck");
+    std::fs::remove_file(dir.path().join("data/b.txt")).unwrap();
+    let host = host(&home);
+    let narrator = Recorder::default();
+    let mut plan = RunPlan::load(&manifest).unwrap();
+    plan.keep = true;
+    let finished = run_through(&host, plan, &narrator, std::future::pending()).await;
+    let Ended::Stuck(why) = &finished.ended else {
+        panic!("not stuck: {finished:#?}");
+    };
+    assert!(
+        why.starts_with("every teammate is idle but 2 task(s)"),
+        "{why}"
+    );
+    assert!(why.contains("#2 \"Count b\""), "{why}");
+    let error = finished.error().expect("a stuck run fails");
+    assert!(error.starts_with(why.as_str()), "{error}");
+    assert!(finished.kept);
+    assert!(home.join("teams/lib-stuck/config.json").exists(), "kept");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_past_its_timeout_ends_timed_out_and_still_shuts_down() {
+    let (_dir, manifest, home) = project("lib-timeout");
+    let host = host(&home);
+    let narrator = Recorder::default();
+    let mut plan = RunPlan::load(&manifest).unwrap();
+    // No work phase can be done the instant it starts: the tasks are open.
+    plan.timeout = Duration::ZERO;
+    let finished = run_through(&host, plan, &narrator, std::future::pending()).await;
+    assert_eq!(finished.ended, Ended::TimedOut(0), "{finished:#?}");
+    let error = finished.error().expect("a timed-out run fails");
+    assert!(error.contains("the work was not done after 0s"), "{error}");
+    assert!(finished.teammates.iter().all(|t| t.state.is_finished()));
+    assert!(!home.join("teams/lib-timeout").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_from_outside_interrupts_the_work_in_its_own_words() {
+    let (_dir, manifest, home) = project("lib-stop");
+    let host = host(&home);
+    let narrator = Arc::new(Recorder::default());
+    let plan = RunPlan::load(&manifest).unwrap();
+    let woken = narrator.clone();
+    // Resolves once the work phase has started: the interruption lands in
+    // the work, not in the spawns.
+    let stop = async move {
+        woken.working.notified().await;
+        "stopped by the test"
+    };
+    let finished = run_through(&host, plan, &narrator, stop).await;
+    assert_eq!(
+        finished.ended,
+        Ended::Interrupted("stopped by the test"),
+        "{finished:#?}"
+    );
+    assert_eq!(
+        finished.ended.reason(),
+        "the run was interrupted (stopped by the test)"
+    );
+    let error = finished.error().expect("an interrupted run fails");
+    assert!(
+        error.starts_with("interrupted (stopped by the test)"),
+        "{error}"
+    );
+    assert!(finished.teammates.iter().all(|t| t.state.is_finished()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_refuses_a_teammate_directory_holding_the_home_and_creates_nothing() {
+    let (dir, manifest, home) = project("lib-layout");
+    // A hostile manifest: bob works in the directory that holds the home,
+    // where it could rewrite the host's records.
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let text = text.replacen("cwd = \"data\"", "cwd = \".\"", 2);
+    std::fs::write(&manifest, text).unwrap();
+    let host = host(&home);
+    let narrator = Recorder::default();
+    let plan = RunPlan::load(&manifest).unwrap();
+    let refused = match Run::start(&host, plan, &narrator).await {
+        Ok(_) => panic!("a layout exposing the home was accepted"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(refused.contains("ann"), "{refused}");
+    assert!(
+        !home.join("teams/lib-layout").exists(),
+        "nothing was created"
+    );
+    assert!(narrator.lines().is_empty(), "{:?}", narrator.lines());
+    drop(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_refuses_an_existing_team_and_a_resume_of_none() {
+    let (_dir, manifest, home) = project("lib-exists");
+    let host = host(&home);
+    let narrator = Recorder::default();
+    let mut plan = RunPlan::load(&manifest).unwrap();
+    plan.start = Start::Resume;
+    let none = match Run::start(&host, plan.clone(), &narrator).await {
+        Ok(_) => panic!("resumed a team that does not exist"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(none.contains("there is nothing to resume"), "{none}");
+    assert!(!home.join("teams/lib-exists").exists());
+
+    host.create_team("lib-exists", Default::default()).unwrap();
+    let before = std::fs::read(home.join("teams/lib-exists/config.json")).unwrap();
+    plan.start = Start::Fresh;
+    let exists = match Run::start(&host, plan, &narrator).await {
+        Ok(_) => panic!("ran over an existing team"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(exists.contains("already exists"), "{exists}");
+    assert!(exists.contains("--resume"), "{exists}");
+    let after = std::fs::read(home.join("teams/lib-exists/config.json")).unwrap();
+    assert_eq!(before, after, "the existing team is untouched");
+    let tasks = host.team("lib-exists").unwrap().list_tasks().unwrap();
+    assert!(tasks.is_empty(), "no task was seeded: {tasks:?}");
+}
