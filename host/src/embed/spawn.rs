@@ -21,16 +21,9 @@ impl super::Host {
             let mut protected = inner.home.protected_paths(inner.opts.cache_dir.as_deref());
             protected.push(Protected::new(Kind::Component, &req.component));
             protected.extend(inner.opts.models.protected().iter().cloned());
-            let nats = inner
-                .store
-                .backend()
-                .as_any()
-                .downcast_ref::<crate::store::NatsStore>();
-            if let Some(nats) = nats {
-                // A teammate could read a seed or replace the CA it trusts.
-                let files = nats.security().files().into_iter();
-                protected.extend(files.map(|f| Protected::new(Kind::StoreSettings, f)));
-            }
+            // A teammate could read a seed or replace the CA it trusts.
+            let files = inner.store.backend().settings_files().into_iter();
+            protected.extend(files.map(|f| Protected::new(Kind::StoreSettings, f)));
             check(&req.name, &req.cwd, &protected).map_err(invalid)?;
         }
         // Running teammates' directories are recorded canonical (the

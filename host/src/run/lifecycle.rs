@@ -15,6 +15,7 @@ use super::plan::{RunPlan, Start};
 use super::turn_failures::TurnFailures;
 use crate::approvals::Decision;
 use crate::embed::{ApprovalDesk, Host, ShutdownReport, TeammateInfo};
+use crate::layout::{Kind, Protected};
 use crate::store::{ModelUsage, NewTeam, Task, Team};
 
 /// A run of a manifest's team on a [`Host`], led by the person (or by
@@ -82,12 +83,15 @@ impl Run {
     pub async fn start(host: &Host, plan: RunPlan, narrator: &dyn Narrator) -> anyhow::Result<Run> {
         let began_ms = now_ms();
         let m = &plan.manifest;
+        let mut protected = plan.protected.clone();
+        let settings = host.store().backend().settings_files().into_iter();
+        protected.extend(settings.map(|f| Protected::new(Kind::StoreSettings, f)));
         let checker = super::layout_checker(
             host.home().root(),
             &plan.manifest_file,
             m,
             host.model_access(),
-            &plan.protected,
+            &protected,
         );
         super::check_teammates(&checker, m)?;
         super::make_default_dirs(m)?;

@@ -41,9 +41,9 @@ pub struct RunPlan {
     /// A failed turn does not fail the run (a replay drift, a crash and an
     /// open task still do).
     pub allow_failed_turns: bool,
-    /// Paths no teammate's directory may hold, besides the home's, the
-    /// manifest's, its components' and the host's model files (which the
-    /// run adds itself): for example the store's TLS and credential files.
+    /// Paths no teammate's directory may hold, besides those the run adds
+    /// itself: the home's, the manifest's, its components', the host's
+    /// model files and the store's TLS and credential files.
     pub protected: Vec<Protected>,
 }
 

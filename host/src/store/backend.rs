@@ -171,6 +171,15 @@ pub trait TeamStore: Send + Sync + std::fmt::Debug + 'static {
     fn remote_location(&self) -> Option<String> {
         None
     }
+
+    /// The files this store's connection trusts or proves itself with (a
+    /// NATS server's CA, client certificate and key, credentials): no
+    /// teammate's directory may hold one, since a teammate could read a seed
+    /// or replace the CA it trusts ([`crate::layout::Kind::StoreSettings`]).
+    /// Empty (the default, and the file store's answer): none.
+    fn settings_files(&self) -> Vec<std::path::PathBuf> {
+        Vec::new()
+    }
 }
 
 /// One pass over a team's task list, inside [`TeamStore::update_tasks`].

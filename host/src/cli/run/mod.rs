@@ -226,15 +226,7 @@ pub(super) fn run(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let ran = runtime.block_on(run_team(
-        home.root(),
-        store,
-        out,
-        &a,
-        &manifest,
-        models,
-        store_settings(security),
-    ));
+    let ran = runtime.block_on(run_team(home.root(), store, out, &a, &manifest, models));
     if let Some(forced) = ran.as_ref().err().and_then(|e| e.downcast_ref::<Forced>()) {
         // Nothing in the runtime is waited for: an abandoned turn's
         // blocking call may still be returning.
@@ -291,7 +283,6 @@ async fn run_team(
     a: &RunArgs,
     m: &Manifest,
     models: crate::embed::ModelAccess,
-    store_settings: Vec<crate::layout::Protected>,
 ) -> anyhow::Result<()> {
     let start = Instant::now();
     let width = m.teammates.iter().map(|t| t.name.len()).max().unwrap_or(0);
@@ -373,7 +364,7 @@ async fn run_team(
         shutdown_timeout: SHUTDOWN_TIMEOUT,
         keep: a.keep,
         allow_failed_turns: a.allow_failed_turns,
-        protected: store_settings,
+        protected: Vec::new(),
     };
     let mut run = crate::run::Run::start(&host, plan, &log).await?;
     let team = run.team().clone();

@@ -287,4 +287,8 @@ impl TeamStore for NatsStore {
     fn remote_location(&self) -> Option<String> {
         Some(self.url().display())
     }
+
+    fn settings_files(&self) -> Vec<std::path::PathBuf> {
+        self.security().files()
+    }
 }
