@@ -650,15 +650,14 @@ impl Host {
     pub async fn delete_team(&self, team: &str) -> Result<crate::worktree::Cleanup> {
         let t = self.team(team)?;
         let (h, tt) = (self.inner.home.clone(), t.clone());
-        tokio::task::spawn_blocking(move || {
+        crate::store::blocking("looking for the team's host", move || {
             backends::live_host::refuse_if_live(
                 &h,
                 &tt,
                 "deleting the team now would delete the tasks, inboxes and requests it is using",
             )
         })
-        .await
-        .map_err(|e| Error::HostTask(format!("looking for the team's host panicked: {e}")))??;
+        .await?;
         // All at once: each leaves the team through the store, and leaving
         // together they share the config's writes (group commit).
         let mut killing = tokio::task::JoinSet::new();
@@ -678,11 +677,10 @@ impl Host {
         // Other processes' teammates first, while this host still watches
         // them leave; then the team's state, with nothing watching.
         let (h, name) = (home.clone(), t.name().to_string());
-        tokio::task::spawn_blocking(move || backends::started::stop_all(&h, &name, timeout))
-            .await
-            .map_err(|e| {
-                Error::HostTask(format!("stopping the team's processes panicked: {e}"))
-            })??;
+        crate::store::blocking("stopping the team's processes", move || {
+            backends::started::stop_all(&h, &name, timeout)
+        })
+        .await?;
         self.inner
             .teammates
             .lock()
@@ -693,11 +691,10 @@ impl Host {
             .lock()
             .expect("watches lock")
             .remove(t.name());
-        let done = tokio::task::spawn_blocking(move || {
+        let done = crate::store::blocking("deleting the team", move || {
             backends::teardown::delete_team(&home, &t, true, timeout)
         })
-        .await
-        .map_err(|e| Error::HostTask(format!("deleting the team panicked: {e}")))??;
+        .await?;
         self.release_lease_if_done(team).await;
         Ok(done.worktrees)
     }

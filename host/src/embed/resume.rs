@@ -169,7 +169,7 @@ impl Host {
         let team = self.team(team)?;
         let (home, name) = (self.inner.home.clone(), team.name().to_string());
         let t = team.clone();
-        let (config, records, processes) = tokio::task::spawn_blocking(move || {
+        let (config, records, processes) = crate::store::blocking("reading the team", move || {
             // What the dead host's Bash calls left, if a host of this process
             // has not removed it yet (a host removes it when it starts).
             crate::tools::cgroup::sweep_dead_hosts();
@@ -179,18 +179,15 @@ impl Host {
                 crate::home::started::list(&home, &name)?,
             ))
         })
-        .await
-        .map_err(|e| Error::HostTask(format!("reading the team panicked: {e}")))??;
+        .await?;
         let (home, t) = (self.inner.home.clone(), team.clone());
-        tokio::task::spawn_blocking(move || {
+        crate::store::blocking("looking for the team's host", move || {
             crate::backends::live_host::refuse_if_live(
                 &home,
                 &t,
                 "resume brings back a team whose host died, and two hosts would run the same teammates",
             )
-        })
-        .await
-        .map_err(|e| Error::HostTask(format!("looking for the team's host panicked: {e}")))??;
+        }).await?;
         // Before anything is respawned or handed back: this host's lease
         // (issue 32), when leases are on and the store is shared.
         self.ensure_lease(team.name()).await?;
@@ -295,11 +292,10 @@ impl Host {
         report.unassigned = self.unassign_orphans(&team).await?;
         let text = report.describe(team.name());
         let t = team.clone();
-        tokio::task::spawn_blocking(move || {
+        crate::store::blocking("telling the lead", move || {
             t.deliver(&lead, OutgoingMessage::new(HOST_SENDER, text))
         })
-        .await
-        .map_err(|e| Error::HostTask(format!("telling the lead panicked: {e}")))??;
+        .await?;
         Ok(report)
     }
 
@@ -354,7 +350,7 @@ impl Host {
         // The recorded mode wins over one granted in the earlier life, and
         // the teammate now runs here.
         let mode = req.settings.mode.map(|m| m.as_str().to_string());
-        let member = tokio::task::spawn_blocking(move || {
+        let member = crate::store::blocking("updating the member", move || {
             t.update_member(&name, |m| {
                 m.mode = mode.clone();
                 m.backend_type = Some(kind.as_str().into());
@@ -363,8 +359,7 @@ impl Host {
                 m.clone()
             })
         })
-        .await
-        .map_err(|e| Error::HostTask(format!("updating the member panicked: {e}")))??;
+        .await?;
         // The worktree is the one it had: run in it as it is.
         if record.worktree {
             if let Some(wt) = member.worktree_path.clone() {
@@ -411,9 +406,10 @@ impl Host {
         ours.host_start_time = crate::home::process::start_time(std::process::id());
         ours.backend = kind.as_str().into();
         let (home, tn) = (self.inner.home.clone(), team.name().to_string());
-        tokio::task::spawn_blocking(move || spawn_record::record(&home, &tn, &ours))
-            .await
-            .map_err(|e| Error::HostTask(format!("recording the spawn panicked: {e}")))??;
+        crate::store::blocking("recording the spawn", move || {
+            spawn_record::record(&home, &tn, &ours)
+        })
+        .await?;
         Ok(Respawned {
             task: gathered.task,
             unclaimed: gathered.unclaimed,
