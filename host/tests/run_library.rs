@@ -1,5 +1,6 @@
 //! Running a team through the library ([`teamhost::run::Run`]), with no
-//! `teamhost` process: real `worker` components on a real home. How the work
+//! `teamhost` process: real `worker` components on a real home, and a team
+//! led by the scripted lead component (`guests/leadscript`). How the work
 //! ends (done, stuck, timed out, stopped from outside), what
 //! [`teamhost::run::Finished`] says about it, and what `Run::start` refuses
 //! (a layout that exposes the host, a team that exists, nothing to resume)
@@ -257,4 +258,94 @@ async fn start_refuses_an_existing_team_and_a_resume_of_none() {
     assert_eq!(before, after, "the existing team is untouched");
     let tasks = host.team("lib-exists").unwrap().list_tasks().unwrap();
     assert!(tasks.is_empty(), "no task was seeded: {tasks:?}");
+}
+
+/// A manifest for team `name` with one `echo` catalogue entry, led by the
+/// scripted lead (`guests/leadscript`) whose goal is `script`.
+fn led_project(name: &str, script: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("team.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[team]\nname = {name:?}\n[lead]\ncomponent = {:?}\ngoal = {script:?}\n[[catalogue]]\nname = \"echoer\"\ncomponent = {:?}\nauto_claim = false\n",
+            teamhost_tests::LEADSCRIPT,
+            teamhost_tests::ECHO
+        ),
+    )
+    .unwrap();
+    let home = dir.path().join("home");
+    (dir, manifest, home)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_led_run_ends_when_its_lead_deletes_the_team() {
+    let script =
+        "create x\nspawn echoer e1 hello\nwait-message e1 hello\nshutdown e1\nwait-gone e1\ndelete";
+    let (dir, manifest, home) = led_project("lib-led", script);
+    let host = host(&home);
+    let narrator = Recorder::default();
+    let plan = RunPlan::load(&manifest).unwrap();
+    assert!(plan.is_led(), "a manifest with [lead] is led by it");
+    let finished = run_through(&host, plan, &narrator, std::future::pending()).await;
+    assert_eq!(finished.ended, Ended::Completed, "{finished:#?}");
+    assert_eq!(finished.error(), None, "{finished:#?}");
+    assert!(!home.join("teams/lib-led").exists(), "the lead deleted it");
+    let log = std::fs::read_to_string(home.join("logs/lib-led/team-lead.log")).unwrap();
+    assert!(log.contains("spawn\tOK\te1@lib-led"), "{log}");
+    assert!(log.contains("delete\tOK"), "{log}");
+    assert!(
+        dir.path().join("work/e1").is_dir(),
+        "e1 worked beside the manifest"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_led_run_whose_lead_never_finishes_times_out_and_stops_what_it_left() {
+    // The lead forms the team, spawns e1 and waits for a message e1 never
+    // sends: only the timeout ends it.
+    let script = "create x\nspawn echoer e1 hello\nwait-message e1 never-said";
+    let (_dir, manifest, home) = led_project("lib-led-stuck", script);
+    let host = host(&home);
+    let narrator = Recorder::default();
+    let mut plan = RunPlan::load(&manifest).unwrap();
+    plan.timeout = Duration::from_secs(2);
+    plan.shutdown_timeout = Duration::from_secs(10);
+    let finished = run_through(&host, plan, &narrator, std::future::pending()).await;
+    assert_eq!(finished.ended, Ended::TimedOut(2), "{finished:#?}");
+    assert!(finished.error().is_some());
+    assert!(
+        finished.teammates.iter().all(|t| t.state.is_finished()),
+        "the lead and e1 were stopped: {:?}",
+        finished.teammates
+    );
+    assert!(
+        !home.join("teams/lib-led-stuck").exists(),
+        "deleted, not kept"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_led_plan_without_a_catalogue_is_refused_before_anything_starts() {
+    let (dir, _, home) = led_project("lib-led-bare", "create x\ndelete");
+    let manifest = dir.path().join("bare.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[team]\nname = \"lib-led-bare\"\n[lead]\ncomponent = {:?}\ngoal = \"create x\"\n",
+            teamhost_tests::LEADSCRIPT
+        ),
+    )
+    .unwrap();
+    let host = host(&home);
+    let refused = match RunPlan::load(&manifest) {
+        Err(e) => format!("{e:#}"),
+        Ok(plan) => match Run::prepare(&host, plan, &Recorder::default()).await {
+            Ok(_) => panic!("a lead without a catalogue was accepted"),
+            Err(e) => format!("{e:#}"),
+        },
+    };
+    assert!(refused.contains("[[catalogue]]"), "{refused}");
+    assert!(!home.join("teams/lib-led-bare").exists());
+    assert!(!home.join("logs/lib-led-bare").exists(), "no lead started");
 }

@@ -12,7 +12,8 @@ use crate::store::{Task, TaskStatus};
 /// How the work phase of a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ended {
-    /// Every task is completed and every teammate is idle.
+    /// Every task is completed and every teammate is idle; in a led run,
+    /// the lead completed (it deleted its team).
     Completed,
     /// A joined or adopting run: every teammate of this host approved the
     /// lead's shutdown request.
@@ -32,6 +33,10 @@ pub enum Ended {
     /// The host failed while the run waited (its store, its lease): the
     /// error.
     HostError(String),
+    /// A led run: the lead component's runner failed (why, in words).
+    LeadFailed(String),
+    /// A led run: the lead component ended without completing (killed).
+    LeadStopped(String),
 }
 
 impl Ended {
@@ -46,6 +51,8 @@ impl Ended {
             Ended::AllStopped(_) => "teammates-stopped",
             Ended::SpawnFailed(_) => "spawn-failed",
             Ended::HostError(_) => "error",
+            Ended::LeadFailed(_) => "lead-failed",
+            Ended::LeadStopped(_) => "lead-stopped",
         }
     }
 
@@ -71,7 +78,9 @@ impl Ended {
             Ended::Stuck(why)
             | Ended::AllStopped(why)
             | Ended::SpawnFailed(why)
-            | Ended::HostError(why) => Some(why.clone()),
+            | Ended::HostError(why)
+            | Ended::LeadFailed(why)
+            | Ended::LeadStopped(why) => Some(why.clone()),
         }
     }
 

@@ -40,6 +40,20 @@ pub fn check_teammates(checker: &Checker, m: &Manifest) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Refuses a catalogue entry's or the lead's directory that `checker`
+/// refuses, as a teammate's: a led run's teammates are the lead's to spawn.
+pub fn check_lead_dirs(checker: &Checker, m: &Manifest) -> anyhow::Result<()> {
+    for c in m.catalogue.iter().filter(|c| !c.cwd.as_os_str().is_empty()) {
+        checker.check(&c.name, &c.cwd).map_err(anyhow::Error::msg)?;
+    }
+    if let Some(l) = &m.lead {
+        checker
+            .check(crate::store::config::LEAD_NAME, &l.cwd)
+            .map_err(anyhow::Error::msg)?;
+    }
+    Ok(())
+}
+
 /// Makes the default directories (`work/{name}`) of the teammates that left
 /// `cwd` out.
 pub fn make_default_dirs(m: &Manifest) -> anyhow::Result<()> {

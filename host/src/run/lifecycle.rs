@@ -1,10 +1,13 @@
 //! One run of a manifest's team, from the start to what is left of it:
-//! [`Run::start`] (layout, an existing team, create and seed, approvals),
+//! [`Run::start`] ([`Run::prepare`]: the checks that can refuse it;
+//! [`Prepared::begin`]: create and seed, or start the lead; approvals),
 //! [`Run::until_done`] (spawn, then wait), [`Run::shut_down`] (the shutdown
 //! protocol) and [`Run::finish`] (what the run did, read before the team's
 //! files go; the team deleted unless kept).
 
 use std::future::Future;
+
+use anyhow::Context;
 use std::time::{Duration, Instant};
 
 use super::ended::{problems, Ended};
@@ -14,8 +17,10 @@ use super::narrator::Narrator;
 use super::plan::{RunPlan, Start};
 use super::turn_failures::TurnFailures;
 use crate::approvals::Decision;
-use crate::embed::{ApprovalDesk, Host, ShutdownReport, TeammateInfo};
+use crate::approvals::Routes;
+use crate::embed::{ApprovalDesk, Host, LeadSpec, ShutdownReport, TeammateInfo};
 use crate::layout::{Kind, Protected};
+use crate::store::config::LEAD_NAME;
 use crate::store::{ModelUsage, NewTeam, Task, Team};
 
 /// A run of a manifest's team on a [`Host`], led by the person (or by
@@ -73,16 +78,115 @@ impl Finished {
     }
 }
 
+/// A run whose checks passed ([`Run::prepare`]) and which has created
+/// nothing yet.
+pub struct Prepared {
+    host: Host,
+    team: Team,
+    plan: RunPlan,
+    lead_spec: Option<LeadSpec>,
+    routes: Routes,
+    began_ms: u64,
+}
+
+impl Prepared {
+    /// The run's team (not created yet).
+    pub fn team(&self) -> &Team {
+        &self.team
+    }
+
+    /// Creates the team, seeds its tasks and records this process as its
+    /// host (`Fresh`, `Replace`), or reads the one to resume (`Resume`), or
+    /// starts the lead component, which forms the team itself (a led run);
+    /// then answers the policy's requests from here on. Nothing else is
+    /// spawned yet.
+    pub async fn begin(self, narrator: &dyn Narrator) -> anyhow::Result<Run> {
+        let Prepared {
+            host,
+            team,
+            plan,
+            lead_spec,
+            routes,
+            began_ms,
+        } = self;
+        let m = &plan.manifest;
+        let lead = match lead_spec {
+            Some(spec) => {
+                host.start_lead(team.name(), spec)
+                    .await
+                    .map_err(anyhow::Error::from)
+                    .with_context(|| format!("cannot start the lead of team {:?}", team.name()))?;
+                claim(host.home(), &team);
+                LEAD_NAME.to_string()
+            }
+            None if plan.start == Start::Resume => team.config()?.lead_name().to_string(),
+            None => {
+                let config = host.create_team(
+                    &m.team.name,
+                    NewTeam {
+                        description: m.team.description.clone(),
+                        ..Default::default()
+                    },
+                )?;
+                claim(host.home(), &team);
+                let ids = super::seed::seed_tasks(&team, m)?;
+                let store = host
+                    .store()
+                    .backend()
+                    .remote_location()
+                    .unwrap_or_else(|| host.home().root().display().to_string());
+                narrator.line(
+                    "run",
+                    format!(
+                        "created team {} with {} task(s) in {store}",
+                        team.name(),
+                        ids.len(),
+                    ),
+                );
+                config.lead_name().to_string()
+            }
+        };
+        let desk = host.serve_approvals(team.name(), routes)?;
+        Ok(Run {
+            host,
+            lead,
+            team,
+            plan,
+            began_ms,
+            spawn_took: Duration::ZERO,
+            elsewhere: Vec::new(),
+            _desk: desk,
+        })
+    }
+}
+
 impl Run {
-    /// Starts a run of `plan` on `host`: checks the layout (no teammate's
-    /// directory may hold what the host trusts: [`super::layout_checker`]),
-    /// checks an existing team against [`Start`], then creates the team,
-    /// seeds its tasks and records this process as its host (`Fresh`,
-    /// `Replace`), or checks it is there to resume (`Resume`); then decides
-    /// requests by the manifest's `[approvals]`. Nothing is spawned yet.
+    /// Starts a run of `plan` on `host`: [`Run::prepare`], then
+    /// [`Prepared::begin`].
     pub async fn start(host: &Host, plan: RunPlan, narrator: &dyn Narrator) -> anyhow::Result<Run> {
+        Run::prepare(host, plan, narrator)
+            .await?
+            .begin(narrator)
+            .await
+    }
+
+    /// Checks everything that can refuse a run before anything is created:
+    /// a led plan's goal and catalogue, the layout (no teammate's directory
+    /// may hold what the host trusts: [`super::layout_checker`]), an
+    /// existing team against [`Start`] (`Replace` deletes one left by a
+    /// dead host), and the manifest's `[approvals]`. The default
+    /// directories are made.
+    pub async fn prepare(
+        host: &Host,
+        plan: RunPlan,
+        narrator: &dyn Narrator,
+    ) -> anyhow::Result<Prepared> {
         let began_ms = now_ms();
         let m = &plan.manifest;
+        let lead_spec = match plan.is_led() {
+            true => Some(super::led::spec(&plan)?),
+            false => None,
+        };
         let mut protected = plan.protected.clone();
         let settings = host.store().backend().settings_files().into_iter();
         protected.extend(settings.map(|f| Protected::new(Kind::StoreSettings, f)));
@@ -94,6 +198,14 @@ impl Run {
             &protected,
         );
         super::check_teammates(&checker, m)?;
+        super::check_lead_dirs(&checker, m)?;
+        // Who decides requests: the lead component by default in a led
+        // run; else the person (or the embedder), requests routed to the
+        // lead waiting for them.
+        let routes = m
+            .approvals
+            .routes(lead_spec.is_some())
+            .map_err(|problems| anyhow::anyhow!("[approvals]: {}", problems.join("; ")))?;
         super::make_default_dirs(m)?;
         let team = host.team(&m.team.name)?;
         existing_team(
@@ -104,49 +216,13 @@ impl Run {
             narrator,
         )
         .await?;
-        let config = if plan.start == Start::Resume {
-            team.config()?
-        } else {
-            let config = host.create_team(
-                &m.team.name,
-                NewTeam {
-                    description: m.team.description.clone(),
-                    ..Default::default()
-                },
-            )?;
-            claim(host.home(), &team);
-            let ids = super::seed::seed_tasks(&team, m)?;
-            let store = host
-                .store()
-                .backend()
-                .remote_location()
-                .unwrap_or_else(|| host.home().root().display().to_string());
-            narrator.line(
-                "run",
-                format!(
-                    "created team {} with {} task(s) in {store}",
-                    team.name(),
-                    ids.len(),
-                ),
-            );
-            config
-        };
-        // The person (or the embedder) leads: requests routed to the lead
-        // wait for them; the policy's are answered from here on.
-        let routes = m
-            .approvals
-            .routes(false)
-            .map_err(|problems| anyhow::anyhow!("[approvals]: {}", problems.join("; ")))?;
-        let desk = host.serve_approvals(team.name(), routes)?;
-        Ok(Run {
+        Ok(Prepared {
             host: host.clone(),
-            lead: config.lead_name().to_string(),
             team,
             plan,
+            lead_spec,
+            routes,
             began_ms,
-            spawn_took: Duration::ZERO,
-            elsewhere: Vec::new(),
-            _desk: desk,
         })
     }
 
@@ -190,6 +266,10 @@ impl Run {
         narrator: &dyn Narrator,
         stop: impl Future<Output = &'static str>,
     ) -> anyhow::Result<Ended> {
+        if self.plan.is_led() {
+            narrator.work_started(Instant::now() + self.plan.timeout);
+            return Ok(super::led::wait(&self.host, &self.team, self.plan.timeout, stop).await);
+        }
         tokio::pin!(stop);
         let spawning = Instant::now();
         let (host, team, m) = (&self.host, &self.team, &self.plan.manifest);
@@ -245,6 +325,10 @@ impl Run {
         ended: &Ended,
     ) -> anyhow::Result<ShutdownReport> {
         self.host.check_lease(self.team.name())?;
+        if self.plan.is_led() {
+            let timeout = self.plan.shutdown_timeout;
+            return super::led::shut_down(&self.host, &self.team, ended, timeout).await;
+        }
         let reason = ended.reason();
         super::elsewhere::ask_to_stop(&self.team, &self.lead, &self.elsewhere, &reason, narrator)?;
         Ok(self
@@ -258,30 +342,45 @@ impl Run {
     /// keeps it or teammates still run on another host.
     pub async fn finish(self, ended: Ended, shutdown: ShutdownReport) -> anyhow::Result<Finished> {
         let team = &self.team;
-        let tasks = team.list_tasks()?;
+        // A led run's lead deletes its team when it is done: what is gone
+        // reads as nothing.
+        let led = self.plan.is_led();
+        let exists = !led || team.try_exists().unwrap_or(false);
+        let (tasks, messages, turn_failures, usage) = if exists {
+            (
+                team.list_tasks()?,
+                count_messages(team, &self.lead)?,
+                TurnFailures::read(team, &self.lead, self.began_ms)?,
+                team.model_usage().unwrap_or_default(),
+            )
+        } else {
+            Default::default()
+        };
         let teammates = self.host.teammates(team.name());
-        let messages = count_messages(team, &self.lead)?;
-        let turn_failures = TurnFailures::read(team, &self.lead, self.began_ms)?;
         let decisions = self
             .host
             .decisions(team.name(), self.began_ms)
             .unwrap_or_default();
-        let usage = team.model_usage().unwrap_or_default();
         let kept = self.plan.keep || !self.elsewhere.is_empty();
-        let mut all = problems(
-            &ended,
-            &tasks,
-            &teammates,
-            &shutdown,
-            self.plan.shutdown_timeout,
-        );
-        let failed: Vec<&str> = teammates
-            .iter()
-            .filter(|t| matches!(t.state, crate::embed::TeammateState::Failed(_)))
-            .map(|t| t.name.as_str())
-            .collect();
-        all.extend(turn_failures.problems(self.plan.allow_failed_turns, &failed));
-        if !kept {
+        let all = if led {
+            ended.error().into_iter().collect()
+        } else {
+            let mut all = problems(
+                &ended,
+                &tasks,
+                &teammates,
+                &shutdown,
+                self.plan.shutdown_timeout,
+            );
+            let failed: Vec<&str> = teammates
+                .iter()
+                .filter(|t| matches!(t.state, crate::embed::TeammateState::Failed(_)))
+                .map(|t| t.name.as_str())
+                .collect();
+            all.extend(turn_failures.problems(self.plan.allow_failed_turns, &failed));
+            all
+        };
+        if !kept && exists {
             self.host.delete_team(team.name()).await?;
         }
         Ok(Finished {

@@ -27,26 +27,33 @@
 //! between two (a forced stop, a store that does not answer) leaves the team
 //! as it is, to resume or delete:
 //!
-//! 1. [`Run::start`]: check the layout, the existing team ([`Start`]),
-//!    create and seed the team (or find the one to resume), serve
-//!    `[approvals]`.
+//! 1. [`Run::start`]: check the layout, the existing team ([`Start`]) and
+//!    `[approvals]` ([`Run::prepare`], which creates nothing), then create
+//!    and seed the team, find the one to resume, or start the lead
+//!    component ([`Prepared::begin`]); serve `[approvals]`.
 //! 2. [`Run::until_done`]: spawn the teammates, wait for the work; returns
 //!    why it ended ([`Ended`]).
 //! 3. [`Run::shut_down`]: the shutdown protocol.
 //! 4. [`Run::finish`]: what the run did ([`Finished`], with whether it
 //!    succeeded), read before the team's files go; delete unless kept.
 //!
+//! A run is led by the person (or the embedding program), or by a lead
+//! component ([`Leader`]): then the lead spawns the teammates from the
+//! manifest's `[[catalogue]]` and the run ends when it deletes its team.
+//!
 //! What a run says goes to a [`Narrator`]; teammates' own events are the
-//! host's ([`crate::embed::Host::events`]). Joined, adopting and
-//! component-led runs are still composed by `teamhost run` itself (they use
-//! [`compile_all`], [`start_all`] and [`Ended`] from here).
+//! host's ([`crate::embed::Host::events`]). Joined and adopting runs
+//! (`teamhost run --join`, `--adopt`) are still composed by the CLI itself
+//! (they use [`compile_all`], [`start_all`] and [`Ended`] from here).
 //!
 //! # Layout
 //!
 //! | file | owns |
 //! |---|---|
 //! | `plan.rs` | what to run: [`RunPlan`], [`Start`] |
-//! | `lifecycle.rs` | [`Run`]'s four phases and [`Finished`] |
+//! | `lifecycle.rs` | [`Run`]'s four phases, [`Prepared`] and [`Finished`] |
+//! | `led.rs` | a run led by a component: its lead's spec, waiting for it, stopping what it left |
+//! | `lead_spec.rs` | the manifest's `[lead]` and `[[catalogue]]` as `embed::LeadSpec` |
 //! | `narrator.rs` | where a run's lines go: [`Narrator`], [`Silent`] |
 //! | `layout.rs` | the layout check and the default directories |
 //! | `existing.rs` | a team that exists already: refused, replaced or resumed |
@@ -62,6 +69,8 @@ mod elsewhere;
 mod ended;
 mod existing;
 mod layout;
+mod lead_spec;
+mod led;
 mod lifecycle;
 mod messages;
 mod narrator;
@@ -73,10 +82,10 @@ mod wait;
 
 pub use ended::{describe_state, problems, Ended};
 pub use existing::{claim, existing_team};
-pub use layout::{check_teammates, layout_checker, make_default_dirs};
-pub use lifecycle::{Finished, Run};
+pub use layout::{check_lead_dirs, check_teammates, layout_checker, make_default_dirs};
+pub use lifecycle::{Finished, Prepared, Run};
 pub use messages::{count_messages, MessageCounts};
 pub use narrator::{Narrator, Silent};
-pub use plan::{RunPlan, Start};
+pub use plan::{Leader, RunPlan, Start};
 pub use spawn::{compile_all, start_all};
 pub use turn_failures::{FailedTurns, ReplayDrift, TurnFailures};

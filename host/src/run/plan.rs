@@ -1,5 +1,5 @@
 //! What to run: a [`RunPlan`] is a loaded manifest, how the team comes to be
-//! ([`Start`]) and the run's limits.
+//! ([`Start`]), who leads it ([`Leader`]) and the run's limits.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -21,6 +21,24 @@ pub enum Start {
     Resume,
 }
 
+/// Who leads a run.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Leader {
+    /// The person, or the embedding program: the manifest's `[[teammate]]`s
+    /// are spawned, and the work is done when every task is completed.
+    #[default]
+    Person,
+    /// A lead component (the `lead` world): it is started with the goal as
+    /// its first message, spawns teammates from the manifest's
+    /// `[[catalogue]]`, and the run ends when it deletes its team (or ends
+    /// otherwise). `goal` and `component` win over the manifest's `[lead]`
+    /// (`component` made absolute by the caller).
+    Component {
+        goal: Option<String>,
+        component: Option<PathBuf>,
+    },
+}
+
 /// A manifest's run, as the library runs it ([`super::Run::start`]).
 #[derive(Debug, Clone)]
 pub struct RunPlan {
@@ -31,7 +49,10 @@ pub struct RunPlan {
     pub manifest: Manifest,
     /// How the team comes to be.
     pub start: Start,
-    /// How long the work phase may take, from the last teammate's spawn.
+    /// Who leads it.
+    pub leader: Leader,
+    /// How long the work phase may take: from the last teammate's spawn, or
+    /// from the lead component's start.
     pub timeout: Duration,
     /// How long teammates get to approve the shutdown before they are
     /// killed.
@@ -49,13 +70,22 @@ pub struct RunPlan {
 
 impl RunPlan {
     /// A fresh run of `manifest` (loaded from `manifest_file`) with the
-    /// CLI's defaults: 300 s of work, 30 s for the shutdown, files deleted
+    /// CLI's defaults: led by the manifest's `[lead]` when it has one, else
+    /// by the person; 300 s of work, 30 s for the shutdown, files deleted
     /// afterwards, a failed turn failing the run.
     pub fn new(manifest_file: impl Into<PathBuf>, manifest: Manifest) -> RunPlan {
+        let leader = match manifest.lead {
+            Some(_) => Leader::Component {
+                goal: None,
+                component: None,
+            },
+            None => Leader::Person,
+        };
         RunPlan {
             manifest_file: manifest_file.into(),
             manifest,
             start: Start::Fresh,
+            leader,
             timeout: Duration::from_secs(300),
             shutdown_timeout: Duration::from_secs(30),
             keep: false,
@@ -69,5 +99,10 @@ impl RunPlan {
         let file = file.into();
         let manifest = Manifest::load(&file)?;
         Ok(RunPlan::new(file, manifest))
+    }
+
+    /// Whether a component leads this run.
+    pub fn is_led(&self) -> bool {
+        matches!(self.leader, Leader::Component { .. })
     }
 }

@@ -1,9 +1,11 @@
 //! `teamhost run --goal TEXT [--lead COMPONENT]` (or a manifest's `[lead]`
-//! table): a team whose lead is a component (issue 29). The lead is started
-//! with [`Host::start_lead`] instead of the manifest's teammates; it forms
-//! the team, spawns teammates from `[[catalogue]]` and deletes the team when
-//! it is done, which ends the run. The person keeps the live view (or the
-//! event lines) and answers what is escalated to them.
+//! table): a team whose lead is a component, run by the library
+//! ([`crate::run::Leader::Component`]: the lead is started with
+//! [`Host::start_lead`](crate::embed::Host::start_lead) instead of the
+//! manifest's teammates; it forms the team, spawns teammates from
+//! `[[catalogue]]` and deletes the team when it is done, which ends the
+//! run). The person keeps the live view (or the event lines) and answers
+//! what is escalated to them.
 //!
 //! | the run ends when | then |
 //! |---|---|
@@ -11,43 +13,23 @@
 //! | the lead's runner failed or was killed | its reason printed; the teammates shut down; exit 1 |
 //! | the person quits (`q`, Ctrl-C, SIGTERM) or `--timeout` passes | the lead stopped, the teammates shut down; exit 1 |
 //!
-//! Decisions: `--lead` needs `[[catalogue]]` in the manifest (a lead
-//! without one could spawn nothing); a manifest with a lead has no
-//! `[[teammate]]` entries (refused when parsed, and with `--lead`): every
-//! teammate is the lead's to spawn.
+//! What a led run needs (a goal, a `[[catalogue]]`, no `[[teammate]]`) is
+//! checked by the library (`run/led.rs`).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use anyhow::Context;
-
-use super::display::Display;
+use super::display::{Display, Narration};
 use super::report::{Log, Reporter};
-use super::stop::Signals;
+use super::stop::{Signals, Stop};
 use super::{RunArgs, SHUTDOWN_TIMEOUT};
 use crate::cli::Output;
-use crate::embed::{Host, TeammateState};
-use crate::home::Home;
-use crate::manifest::{LeadTable, Manifest};
-use crate::protocol::describe::printable_line;
-use crate::store::config::LEAD_NAME;
+use crate::embed::Host;
+use crate::manifest::Manifest;
+use crate::run::{Ended, Run, RunPlan};
 
 /// Whether this run is led by a component: `--goal`, `--lead` or `[lead]`.
 pub(super) fn is_led(a: &RunArgs, m: &Manifest) -> bool {
     a.goal.is_some() || a.lead.is_some() || m.lead.is_some()
-}
-
-/// Refuses a catalogue entry's or the lead's directory that holds the
-/// manifest, a component, the home or the cache (as a teammate's).
-pub(super) fn check_dirs(checker: &crate::layout::Checker, m: &Manifest) -> anyhow::Result<()> {
-    for c in m.catalogue.iter().filter(|c| !c.cwd.as_os_str().is_empty()) {
-        checker.check(&c.name, &c.cwd).map_err(anyhow::Error::msg)?;
-    }
-    if let Some(l) = &m.lead {
-        checker
-            .check(LEAD_NAME, &l.cwd)
-            .map_err(anyhow::Error::msg)?;
-    }
-    Ok(())
 }
 
 /// What the summary says.
@@ -67,100 +49,30 @@ struct LeadSummary {
 
 /// Runs the led team to its end. See the module docs.
 pub(super) async fn run_led(
-    home: &std::path::Path,
     host: &Host,
     out: &Output,
     a: &RunArgs,
-    m: &Manifest,
+    plan: RunPlan,
     log: Log,
     signals: &mut Signals,
 ) -> anyhow::Result<()> {
     let start = Instant::now();
-    let run_began_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let goal = a
-        .goal
-        .clone()
-        .or_else(|| m.lead.as_ref().and_then(|l| l.goal.clone()))
-        .filter(|g| !g.trim().is_empty())
-        .context(
-            "a team led by a component needs a goal: pass --goal \"TEXT\" or set `goal` in [lead]",
-        )?;
-    if m.catalogue.is_empty() {
-        anyhow::bail!(
-            "{} has no [[catalogue]]: a lead component spawns its teammates only from the manifest's [[catalogue]] entries; add at least one",
-            a.manifest.display()
-        );
-    }
-    if !m.teammates.is_empty() {
-        anyhow::bail!(
-            "{} has [[teammate]] entries, but a lead component spawns every teammate itself: move them to [[catalogue]] or run without --lead/--goal",
-            a.manifest.display()
-        );
-    }
-    let table = m.lead.clone().unwrap_or_else(LeadTable::from_cli);
-    // A bare `team.toml` has the empty path as its parent: the current
-    // directory.
-    let base = a
-        .manifest
-        .parent()
-        .map(|p| match p.as_os_str().is_empty() {
-            true => std::path::absolute("."),
-            false => std::path::absolute(p),
-        })
-        .transpose()?
-        .unwrap_or_default();
-    let lead_component = a.lead.as_ref().map(std::path::absolute).transpose()?;
-    let mut spec = super::lead_spec::lead_spec(
-        &table,
-        &base,
-        lead_component.as_deref(),
-        &goal,
-        &m.catalogue,
-    )
-    .map_err(anyhow::Error::msg)?;
-    if m.lead.is_none() {
-        spec.cwd = crate::manifest::default_cwd(&base, LEAD_NAME);
-    }
-    let team = host.team(&m.team.name)?;
-    let home_dir = Home::new(home);
-    let how = if a.resume {
-        crate::run::Start::Resume
-    } else if a.replace {
-        crate::run::Start::Replace
-    } else {
-        crate::run::Start::Fresh
-    };
-    crate::run::existing_team(&home_dir, &team, how, &a.manifest, &log).await?;
-    // Who decides requests (the lead by default).
-    let routes = m
-        .approvals
-        .routes(true)
-        .map_err(|problems| anyhow::anyhow!("[approvals]: {}", problems.join("; ")))?;
+    let team = host.team(&plan.manifest.team.name)?;
     // The lines' reporter hears every event from the lead's first turn on
     // (the tasks it creates there included): it starts before the lead.
     // The lead's inbox is the lead component's: the reporter consumes none
     // of it (taking it here raced the lead's runner, which then never saw
     // the messages the reporter took).
+    let prepared = Run::prepare(host, plan, &log).await?;
     let lines = a.lines || out.is_json() || !crate::view::terminal_available();
-    let reporter = lines.then(|| Reporter::start(host, &team, None, log));
-    if let Err(e) = host.start_lead(team.name(), spec).await {
-        if let Some(r) = reporter {
-            r.stop().await;
-        }
-        return Err(anyhow::Error::from(e))
-            .with_context(|| format!("cannot start the lead of team {:?}", team.name()));
-    }
-    crate::run::claim(&home_dir, &team);
-    // The policy's requests are answered from here on.
-    let _approval_desk = match host.serve_approvals(team.name(), routes) {
-        Ok(desk) => desk,
+    let reporter = lines.then(|| Reporter::start(host, &team, None, log.clone()));
+    let mut run = match prepared.begin(&log).await {
+        Ok(run) => run,
         Err(e) => {
             if let Some(r) = reporter {
                 r.stop().await;
             }
-            return Err(e.into());
+            return Err(e);
         }
     };
     let display = if let Some(reporter) = reporter {
@@ -180,26 +92,30 @@ pub(super) async fn run_led(
             team.name()
         ),
     );
-    signals
-        .watchdog()
-        .set_deadline(Some(Instant::now() + Duration::from_secs(a.timeout)));
-    // The exit status of a stop without the store: 128 + a signal's number.
-    let mut code = 1;
-    let ended = tokio::select! {
-        end = host.wait_lead(team.name()) => end.ok_or_else(|| "the lead is not running".to_string()),
-        sig = signals.next() => {
-            code = sig.exit_code();
-            Err(format!("interrupted ({})", sig.name()))
-        }
-        how = display.quit_requested() => {
-            signals.watchdog().asked(how);
-            Err(format!("interrupted ({how})"))
-        }
-        _ = tokio::time::sleep(Duration::from_secs(a.timeout)) => Err(format!(
-            "the lead did not finish within {}s; raise --timeout or read its log", a.timeout
-        )),
+    let ended = {
+        let (watchdog, signal) = signals.listen();
+        let narration = Narration {
+            display: &display,
+            watchdog,
+        };
+        let stop = async {
+            tokio::select! {
+                sig = signal => sig.name(),
+                how = display.quit_requested() => how,
+            }
+        };
+        run.until_done(&narration, stop).await?
     };
     signals.watchdog().set_deadline(None);
+    // The exit status of a stop without the store: 128 + a signal's number.
+    let code = match &ended {
+        Ended::Interrupted(how) if Stop::is_signal_name(how) => ended.exit_code(),
+        Ended::Interrupted(how) => {
+            signals.watchdog().asked(how);
+            1
+        }
+        _ => 1,
+    };
     if let Err(why) = super::stop::check_store(signals, &team, SHUTDOWN_TIMEOUT).await {
         return Err(super::stop::stop_without_store(host, signals, display, &why, code).await);
     }
@@ -209,48 +125,32 @@ pub(super) async fn run_led(
         display.stop().await;
         return Err(lost.into());
     }
-    let (outcome, error) = match ended {
-        Ok(TeammateState::Completed) => ("completed".to_string(), None),
-        Ok(TeammateState::Failed(why)) => (
-            "failed".to_string(),
-            Some(format!("the lead failed: {}", printable_line(&why))),
-        ),
-        Ok(other) => (
-            "stopped".to_string(),
-            Some(format!("the lead ended {other:?}")),
-        ),
-        Err(why) => ("interrupted".to_string(), Some(why)),
+    let outcome = match &ended {
+        Ended::Completed => "completed",
+        Ended::LeadFailed(_) => "failed",
+        Ended::LeadStopped(_) => "stopped",
+        _ => "interrupted",
     };
-    if let Some(e) = &error {
+    if let Some(e) = ended.error() {
         display.line("run", format!("stopping: {e}"));
     }
-    // What the lead left running: stopped here (a lead that deleted its
-    // team left nothing).
-    if team.try_exists().unwrap_or(false) {
-        let lead_running = host
-            .teammates(team.name())
-            .iter()
-            .any(|t| t.name == LEAD_NAME && !t.state.is_finished());
-        if lead_running {
-            host.kill(team.name(), LEAD_NAME).await?;
+    // What the lead left running is stopped; then the team is deleted
+    // (unless kept), if the lead did not delete it.
+    let shutdown = match run.shut_down(&display, &ended).await {
+        Ok(report) => report,
+        Err(e) => {
+            display.stop().await;
+            return Err(e);
         }
-        let reason = error.clone().unwrap_or_else(|| "the run is over".into());
-        host.shutdown_team(team.name(), &reason, SHUTDOWN_TIMEOUT)
-            .await?;
-        if !a.keep {
-            host.delete_team(team.name()).await?;
-        }
-    }
+    };
+    let finished = run.finish(ended, shutdown).await?;
     display.stop().await;
     let summary = LeadSummary {
         team: team.name().to_string(),
-        outcome,
-        error,
+        outcome: outcome.to_string(),
+        error: finished.error(),
         seconds: start.elapsed().as_secs_f64(),
-        decisions: super::decisions::Decisions::new(
-            host.decisions(team.name(), run_began_ms)
-                .unwrap_or_default(),
-        ),
+        decisions: super::decisions::Decisions::new(finished.decisions),
     };
     out.print(&summary, || {
         let mut text = format!(

@@ -53,8 +53,7 @@
 //! | `watchdog.rs` | the process ends within a bound once a stop is asked for, whatever the run is stuck on |
 //! | `join.rs` | `--join`: wait for the lead's team, spawn into it, run until the lead shuts the teammates down |
 //! | `adopt.rs` | `--adopt`: stand by for a team, take over the teammates of a host whose lease expired, run until the lead shuts them down |
-//! | `lead.rs` | `--goal`/`--lead`/`[lead]`: a team led by a component, run until the lead deletes it |
-//! | `lead_spec.rs` | the manifest's `[lead]` and `[[catalogue]]` as `embed::LeadSpec` |
+//! | `lead.rs` | `--goal`/`--lead`/`[lead]`: a team led by a component ([`crate::run::Leader::Component`]), shown until the lead deletes it, and its summary |
 //! | `display.rs` | the live view or the event lines, behind one `Display` |
 //! | `report.rs` | the live event lines: `Log`, and the `Reporter` that follows the host's events |
 //! | `summary.rs` | the final summary, as text or JSON, and the message counts in it |
@@ -68,7 +67,6 @@ mod display;
 mod find;
 mod join;
 mod lead;
-mod lead_spec;
 mod report;
 mod stop;
 mod summary;
@@ -261,7 +259,7 @@ fn prepare_dirs(
 ) -> anyhow::Result<()> {
     let checker = crate::run::layout_checker(home, file, m, models, settings);
     crate::run::check_teammates(&checker, m)?;
-    lead::check_dirs(&checker, m)?;
+    crate::run::check_lead_dirs(&checker, m)?;
     crate::run::make_default_dirs(m)
 }
 
@@ -347,9 +345,6 @@ async fn run_team(
     if a.adopt {
         return adopt::run_adopting(home, &host, out, a, m, log, &mut signals).await;
     }
-    if lead::is_led(a, m) {
-        return lead::run_led(home, &host, out, a, m, log, &mut signals).await;
-    }
     let plan = crate::run::RunPlan {
         manifest_file: a.manifest.clone(),
         manifest: m.clone(),
@@ -360,12 +355,23 @@ async fn run_team(
         } else {
             Start::Fresh
         },
+        leader: if lead::is_led(a, m) {
+            crate::run::Leader::Component {
+                goal: a.goal.clone(),
+                component: a.lead.as_ref().map(std::path::absolute).transpose()?,
+            }
+        } else {
+            crate::run::Leader::Person
+        },
         timeout: Duration::from_secs(a.timeout),
         shutdown_timeout: SHUTDOWN_TIMEOUT,
         keep: a.keep,
         allow_failed_turns: a.allow_failed_turns,
         protected: Vec::new(),
     };
+    if plan.is_led() {
+        return lead::run_led(&host, out, a, plan, log, &mut signals).await;
+    }
     let mut run = crate::run::Run::start(&host, plan, &log).await?;
     let team = run.team().clone();
     let lead = run.lead().to_string();
