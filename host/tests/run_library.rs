@@ -349,3 +349,115 @@ async fn a_led_plan_without_a_catalogue_is_refused_before_anything_starts() {
     assert!(!home.join("teams/lib-led-bare").exists());
     assert!(!home.join("logs/lib-led-bare").exists(), "no lead started");
 }
+
+/// Wakes a waiter on every change the store's feed reports.
+struct Heard(Arc<Notify>);
+
+impl teamhost::store::StoreObserver for Heard {
+    fn changed(&self, _: &teamhost::store::StoreEvent) {
+        self.0.notify_one();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_joined_run_works_in_the_leads_team_and_ends_when_the_lead_shuts_it_down() {
+    use teamhost::protocol::{ShutdownRequest, WireMessage};
+    use teamhost::store::{NewTask, OutgoingMessage, TaskStatus};
+
+    let (dir, manifest, home) = project("lib-join");
+    // The joining manifest: the same teammates, no tasks (the lead's).
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let text = &text[..text.find("[[task]]").unwrap()];
+    let joining = dir.path().join("join.toml");
+    std::fs::write(&joining, text).unwrap();
+    // The lead: another host on the same home, which made the team and its
+    // task.
+    let lead_host = host(&home);
+    lead_host
+        .create_team("lib-join", Default::default())
+        .unwrap();
+    let team = lead_host.team("lib-join").unwrap();
+    team.create_task(NewTask {
+        subject: "Count a".into(),
+        description: "- a.txt".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    let heard = Arc::new(Notify::new());
+    let _feed = team.watch(Arc::new(Heard(heard.clone()))).unwrap();
+
+    let host = host(&home);
+    let narrator = Recorder::default();
+    let mut plan = RunPlan::load(&joining).unwrap();
+    plan.start = Start::Join;
+    let joined = tokio::spawn({
+        let host = host.clone();
+        async move {
+            let narrator = Recorder::default();
+            let mut run = Run::start(&host, plan, &narrator).await.unwrap();
+            let ended = run
+                .until_done(&narrator, std::future::pending())
+                .await
+                .unwrap();
+            let shutdown = run.shut_down(&narrator, &ended).await.unwrap();
+            (run.finish(ended, shutdown).await.unwrap(), narrator.lines())
+        }
+    });
+    // The lead waits for its task, then asks both teammates to stop.
+    tokio::time::timeout(LIMIT, async {
+        loop {
+            let notified = heard.notified();
+            let tasks = team.list_tasks().unwrap();
+            if tasks.iter().all(|t| t.status == TaskStatus::Completed) {
+                break;
+            }
+            notified.await;
+        }
+    })
+    .await
+    .expect("the joined teammates complete the lead's task");
+    for name in ["ann", "bob"] {
+        let request = ShutdownRequest::new(name, "team-lead", Some("done".into()));
+        team.send(name, OutgoingMessage::new("team-lead", request.to_text()))
+            .unwrap();
+    }
+    let (finished, lines) = tokio::time::timeout(LIMIT, joined)
+        .await
+        .expect("the joined run ends once its teammates approved")
+        .unwrap();
+    drop(narrator);
+    assert_eq!(finished.ended, Ended::ShutDown, "{finished:#?}");
+    assert_eq!(finished.error(), None, "{finished:#?}");
+    assert!(finished.kept, "the team is the lead's");
+    assert!(home.join("teams/lib-join/config.json").exists());
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("run: joined team lib-join in")),
+        "{lines:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_beside_the_lead_refuses_tasks_and_an_adoption_without_leases() {
+    let (_dir, manifest, home) = project("lib-beside");
+    let host = host(&home);
+    let mut plan = RunPlan::load(&manifest).unwrap();
+    plan.start = Start::Join;
+    let tasks = match Run::prepare(&host, plan.clone(), &Recorder::default()).await {
+        Ok(_) => panic!("a join seeded tasks"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(
+        tasks.contains("4 [[task]] entries, but --join seeds no tasks"),
+        "{tasks}"
+    );
+    plan.manifest.tasks.clear();
+    plan.start = Start::Adopt;
+    let adopt = match Run::prepare(&host, plan, &Recorder::default()).await {
+        Ok(_) => panic!("a standby on the file store"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(adopt.contains("keeps none"), "{adopt}");
+    assert!(!home.join("teams/lib-beside").exists());
+}

@@ -39,7 +39,10 @@ pub struct Run {
     spawn_took: Duration,
     /// Resumed teammates another host took over: `(name, host)`.
     elsewhere: Vec<(String, String)>,
-    _desk: ApprovalDesk,
+    /// A standby's (`Adopt`) teammates, taken over from hosts that died.
+    adopted: Vec<String>,
+    /// `None` beside a lead elsewhere: its host decides.
+    _desk: Option<ApprovalDesk>,
 }
 
 /// What a finished run did: everything [`Run::finish`] read before the
@@ -63,8 +66,11 @@ pub struct Finished {
     pub decisions: Vec<Decision>,
     /// Each teammate's model spending, by its file stem.
     pub usage: std::collections::BTreeMap<String, ModelUsage>,
-    /// Whether the team's files were kept.
+    /// Whether the team's files were kept (always beside a lead
+    /// elsewhere: the team is the lead's).
     pub kept: bool,
+    /// A standby's (`Adopt`) teammates, taken over from hosts that died.
+    pub adopted: Vec<String>,
     /// Why the run failed, one sentence each; empty when it succeeded.
     pub problems: Vec<String>,
 }
@@ -85,7 +91,8 @@ pub struct Prepared {
     team: Team,
     plan: RunPlan,
     lead_spec: Option<LeadSpec>,
-    routes: Routes,
+    /// `None` beside a lead elsewhere: its host decides.
+    routes: Option<Routes>,
     began_ms: u64,
 }
 
@@ -119,6 +126,9 @@ impl Prepared {
                 claim(host.home(), &team);
                 LEAD_NAME.to_string()
             }
+            // The lead's team, made and kept by its own host; its name is
+            // read at the end, when the team may exist.
+            None if plan.start.is_beside() => String::new(),
             None if plan.start == Start::Resume => team.config()?.lead_name().to_string(),
             None => {
                 let config = host.create_team(
@@ -146,7 +156,10 @@ impl Prepared {
                 config.lead_name().to_string()
             }
         };
-        let desk = host.serve_approvals(team.name(), routes)?;
+        let desk = match routes {
+            Some(routes) => Some(host.serve_approvals(team.name(), routes)?),
+            None => None,
+        };
         Ok(Run {
             host,
             lead,
@@ -155,6 +168,7 @@ impl Prepared {
             began_ms,
             spawn_took: Duration::ZERO,
             elsewhere: Vec::new(),
+            adopted: Vec::new(),
             _desk: desk,
         })
     }
@@ -199,23 +213,32 @@ impl Run {
         );
         super::check_teammates(&checker, m)?;
         super::check_lead_dirs(&checker, m)?;
+        let team = host.team(&m.team.name)?;
+        if plan.start.is_beside() {
+            super::beside::check(host, &plan, &team)?;
+        }
         // Who decides requests: the lead component by default in a led
         // run; else the person (or the embedder), requests routed to the
-        // lead waiting for them.
-        let routes = m
-            .approvals
-            .routes(lead_spec.is_some())
-            .map_err(|problems| anyhow::anyhow!("[approvals]: {}", problems.join("; ")))?;
+        // lead waiting for them. Beside a lead elsewhere, its host decides.
+        let routes = match plan.start.is_beside() {
+            true => None,
+            false => Some(
+                m.approvals
+                    .routes(lead_spec.is_some())
+                    .map_err(|problems| anyhow::anyhow!("[approvals]: {}", problems.join("; ")))?,
+            ),
+        };
         super::make_default_dirs(m)?;
-        let team = host.team(&m.team.name)?;
-        existing_team(
-            host.home(),
-            &team,
-            plan.start,
-            &plan.manifest_file,
-            narrator,
-        )
-        .await?;
+        if !plan.start.is_beside() {
+            existing_team(
+                host.home(),
+                &team,
+                plan.start,
+                &plan.manifest_file,
+                narrator,
+            )
+            .await?;
+        }
         Ok(Prepared {
             host: host.clone(),
             team,
@@ -266,6 +289,13 @@ impl Run {
         narrator: &dyn Narrator,
         stop: impl Future<Output = &'static str>,
     ) -> anyhow::Result<Ended> {
+        if self.plan.start.is_beside() {
+            let (ended, spawn, adopted) =
+                super::beside::work(&self.host, &self.plan, &self.team, narrator, stop).await;
+            self.spawn_took = spawn;
+            self.adopted = adopted;
+            return Ok(ended);
+        }
         if self.plan.is_led() {
             narrator.work_started(Instant::now() + self.plan.timeout);
             return Ok(super::led::wait(&self.host, &self.team, self.plan.timeout, stop).await);
@@ -324,6 +354,14 @@ impl Run {
         narrator: &dyn Narrator,
         ended: &Ended,
     ) -> anyhow::Result<ShutdownReport> {
+        if self.plan.start.is_beside() {
+            // Every teammate here approved the lead's shutdown: nothing to
+            // take over, so the lease is given up rather than left to
+            // expire; a standby ends with its lease still its own.
+            let release = self.plan.start == Start::Adopt || *ended == Ended::ShutDown;
+            return super::beside::shut_down(&self.host, &self.team, ended, narrator, release)
+                .await;
+        }
         self.host.check_lease(self.team.name())?;
         if self.plan.is_led() {
             let timeout = self.plan.shutdown_timeout;
@@ -341,6 +379,9 @@ impl Run {
     /// decisions, model spending), then deletes the team unless the plan
     /// keeps it or teammates still run on another host.
     pub async fn finish(self, ended: Ended, shutdown: ShutdownReport) -> anyhow::Result<Finished> {
+        if self.plan.start.is_beside() {
+            return Ok(self.finish_beside(ended, shutdown));
+        }
         let team = &self.team;
         // A led run's lead deletes its team when it is done: what is gone
         // reads as nothing.
@@ -393,8 +434,43 @@ impl Run {
             decisions,
             usage,
             kept,
+            adopted: Vec::new(),
             problems: all,
         })
+    }
+
+    /// What a run beside the lead's did. The lead may have deleted the
+    /// team by now: then there is nothing left to count, which is no error
+    /// of this run. The team stays: it is the lead's.
+    fn finish_beside(self, ended: Ended, shutdown: ShutdownReport) -> Finished {
+        let team = &self.team;
+        let tasks = team.list_tasks().unwrap_or_default();
+        let lead = team
+            .config()
+            .map(|c| c.lead_name().to_string())
+            .unwrap_or_default();
+        let messages = count_messages(team, &lead).unwrap_or_default();
+        let teammates = self.host.teammates(team.name());
+        let all = problems(
+            &ended,
+            &tasks,
+            &teammates,
+            &shutdown,
+            self.plan.shutdown_timeout,
+        );
+        Finished {
+            ended,
+            tasks,
+            teammates,
+            shutdown,
+            messages,
+            turn_failures: TurnFailures::default(),
+            decisions: Vec::new(),
+            usage: team.model_usage().unwrap_or_default(),
+            kept: true,
+            adopted: self.adopted,
+            problems: all,
+        }
     }
 }
 

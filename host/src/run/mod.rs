@@ -41,10 +41,11 @@
 //! component ([`Leader`]): then the lead spawns the teammates from the
 //! manifest's `[[catalogue]]` and the run ends when it deletes its team.
 //!
+//! Beside a lead that runs elsewhere, on a shared store ([`Start::Join`],
+//! [`Start::Adopt`]), a run seeds, answers and deletes nothing.
+//!
 //! What a run says goes to a [`Narrator`]; teammates' own events are the
-//! host's ([`crate::embed::Host::events`]). Joined and adopting runs
-//! (`teamhost run --join`, `--adopt`) are still composed by the CLI itself
-//! (they use [`compile_all`], [`start_all`] and [`Ended`] from here).
+//! host's ([`crate::embed::Host::events`]).
 //!
 //! # Layout
 //!
@@ -60,11 +61,13 @@
 //! | `seed.rs` | a fresh run's tasks and their dependencies |
 //! | `spawn.rs` | compiling the components, spawning the teammates a few at a time |
 //! | `wait.rs` | the work phase: done, stuck, every teammate stopped, timed out, stopped |
+//! | `beside.rs` | runs beside a lead that runs elsewhere: join its team, or stand by and adopt the teammates of a host that died |
 //! | `elsewhere.rs` | after a resume: the shutdown requests to teammates another host took over |
 //! | `ended.rs` | how the work ended ([`Ended`]) and what makes a run fail ([`problems`]) |
 //! | `turn_failures.rs` | failed turns and replay drifts, read from the store |
 //! | `messages.rs` | the messages exchanged, counted |
 
+mod beside;
 mod elsewhere;
 mod ended;
 mod existing;
@@ -87,5 +90,4 @@ pub use lifecycle::{Finished, Prepared, Run};
 pub use messages::{count_messages, MessageCounts};
 pub use narrator::{Narrator, Silent};
 pub use plan::{Leader, RunPlan, Start};
-pub use spawn::{compile_all, start_all};
 pub use turn_failures::{FailedTurns, ReplayDrift, TurnFailures};

@@ -19,6 +19,22 @@ pub enum Start {
     /// Bring back the team a dead host left ([`crate::embed::Host::resume`])
     /// and spawn the manifest's teammates that never joined.
     Resume,
+    /// Join the manifest's teammates to a team whose lead runs elsewhere,
+    /// on a shared store: wait for the team, spawn into it, end when the
+    /// lead has shut them down. Seeds, answers and deletes nothing.
+    Join,
+    /// Stand by for a team on a shared store and take over the teammates of
+    /// any host whose lease expires; end when the lead has shut them down
+    /// or the team is deleted. Seeds, answers and deletes nothing.
+    Adopt,
+}
+
+impl Start {
+    /// Whether the run is beside a lead that runs elsewhere (`Join`,
+    /// `Adopt`).
+    pub fn is_beside(self) -> bool {
+        matches!(self, Start::Join | Start::Adopt)
+    }
 }
 
 /// Who leads a run.
@@ -52,7 +68,8 @@ pub struct RunPlan {
     /// Who leads it.
     pub leader: Leader,
     /// How long the work phase may take: from the last teammate's spawn, or
-    /// from the lead component's start.
+    /// from the lead component's start; beside a lead elsewhere (`Join`,
+    /// `Adopt`), the whole run, spawns included.
     pub timeout: Duration,
     /// How long teammates get to approve the shutdown before they are
     /// killed.

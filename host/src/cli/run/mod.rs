@@ -51,15 +51,13 @@
 //! | `build.rs` | a component missing or older than its sources: the manifest's `build` command, or a warning |
 //! | `stop.rs` | the signals that stop the run, the store checked before a stop waits on it, the forced stop |
 //! | `watchdog.rs` | the process ends within a bound once a stop is asked for, whatever the run is stuck on |
-//! | `join.rs` | `--join`: wait for the lead's team, spawn into it, run until the lead shuts the teammates down |
-//! | `adopt.rs` | `--adopt`: stand by for a team, take over the teammates of a host whose lease expired, run until the lead shuts them down |
+//! | `join.rs` | `--join` and `--adopt`: runs beside a lead elsewhere ([`crate::run::Start::Join`], [`crate::run::Start::Adopt`]), shown as lines, and their summary |
 //! | `lead.rs` | `--goal`/`--lead`/`[lead]`: a team led by a component ([`crate::run::Leader::Component`]), shown until the lead deletes it, and its summary |
 //! | `display.rs` | the live view or the event lines, behind one `Display` |
 //! | `report.rs` | the live event lines: `Log`, and the `Reporter` that follows the host's events |
 //! | `summary.rs` | the final summary, as text or JSON, and the message counts in it |
 //! | `decisions.rs` | the summary's decisions: who decided which request (issue 29) |
 
-mod adopt;
 mod build;
 mod build_jail;
 mod decisions;
@@ -339,16 +337,14 @@ async fn run_team(
         Err(e) => format!("team {} is left as it is ({e})", m.team.name),
     };
     let mut signals = Signals::install(&host, left).context("cannot catch Ctrl-C and SIGTERM")?;
-    if a.join {
-        return join::run_joined(home, &host, out, a, m, log, &mut signals).await;
-    }
-    if a.adopt {
-        return adopt::run_adopting(home, &host, out, a, m, log, &mut signals).await;
-    }
     let plan = crate::run::RunPlan {
         manifest_file: a.manifest.clone(),
         manifest: m.clone(),
-        start: if a.resume {
+        start: if a.join {
+            Start::Join
+        } else if a.adopt {
+            Start::Adopt
+        } else if a.resume {
             Start::Resume
         } else if a.replace {
             Start::Replace
@@ -369,6 +365,9 @@ async fn run_team(
         allow_failed_turns: a.allow_failed_turns,
         protected: Vec::new(),
     };
+    if plan.start.is_beside() {
+        return join::run_beside(home, &host, out, plan, log, &mut signals).await;
+    }
     if plan.is_led() {
         return lead::run_led(&host, out, a, plan, log, &mut signals).await;
     }

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::SHUTDOWN_TIMEOUT;
 use crate::cli::output::push_line;
 use crate::embed::{ShutdownReport, TeammateInfo, TeammateState};
 use crate::manifest::Manifest;
@@ -108,40 +107,6 @@ struct ShutdownLine {
 }
 
 impl Summary {
-    /// The summary of a joined or adopting run, whose team stays: its
-    /// model spending read from the team, its problems by
-    /// [`crate::run::problems`].
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
-        team: &Team,
-        m: &Manifest,
-        outcome: &Ended,
-        tasks: &[Task],
-        teammates: &[TeammateInfo],
-        shutdown: ShutdownReport,
-        messages: MessageCounts,
-        timings: Timings,
-        home: &Path,
-        kept: bool,
-    ) -> Summary {
-        let usage = team.model_usage().unwrap_or_default();
-        let problems = crate::run::problems(outcome, tasks, teammates, &shutdown, SHUTDOWN_TIMEOUT);
-        Summary::assemble(
-            team.name(),
-            m,
-            outcome,
-            tasks,
-            teammates,
-            shutdown,
-            messages,
-            timings,
-            home,
-            kept,
-            &usage,
-            problems,
-        )
-    }
-
     /// The summary of a run the library finished ([`crate::run::Run::finish`]):
     /// what it read before the team's files went, and its problems.
     pub(super) fn of_run(
@@ -167,6 +132,7 @@ impl Summary {
         );
         summary.decisions = super::decisions::Decisions::new(f.decisions);
         summary.turn_failures = f.turn_failures;
+        summary.adopted = f.adopted;
         summary
     }
 
