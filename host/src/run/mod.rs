@@ -66,6 +66,7 @@
 //! | `ended.rs` | how the work ended ([`Ended`]) and what makes a run fail ([`problems`]) |
 //! | `turn_failures.rs` | failed turns and replay drifts, read from the store |
 //! | `messages.rs` | the messages exchanged, counted |
+//! | `models.rs` | the host's model broker for a manifest's `[model]`: [`model_access`] |
 
 mod beside;
 mod elsewhere;
@@ -76,6 +77,7 @@ mod lead_spec;
 mod led;
 mod lifecycle;
 mod messages;
+mod models;
 mod narrator;
 mod plan;
 mod seed;
@@ -88,6 +90,7 @@ pub use existing::{claim, existing_team};
 pub use layout::{check_lead_dirs, check_teammates, layout_checker, make_default_dirs};
 pub use lifecycle::{Finished, Prepared, Run};
 pub use messages::{count_messages, MessageCounts};
+pub use models::{model_access, ModelChoice};
 pub use narrator::{Narrator, Silent};
 pub use plan::{Leader, RunPlan, Start};
 pub use turn_failures::{FailedTurns, ReplayDrift, TurnFailures};

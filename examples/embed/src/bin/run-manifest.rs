@@ -1,22 +1,25 @@
 //! Running a whole team from your own program: a `team.toml` through the
 //! library's run lifecycle (`teamhost::run`), the same one `teamhost run`
-//! drives, without the CLI. Ctrl-C stops the work; the team is shut down
-//! gracefully and deleted either way. From the repository root:
+//! drives, without the CLI. A manifest with `[lead]` is led by its lead
+//! component; its `[model]` table (a replay from cassettes, say) decides the
+//! model calls. Ctrl-C stops the work; the team is shut down gracefully and
+//! deleted either way. From the repository root:
 //!
 //! ```sh
 //! (cd guests && cargo build --release)
 //! cargo run -p teamhost-embed-example --bin run-manifest -- examples/wordcount/team.toml
 //! ```
 //!
-//! The API used: `RunPlan::load`, `Run::start`, `until_done`, `shut_down`,
-//! `finish`, and a `Narrator` that prints the run's lines.
+//! The API used: `RunPlan::load`, `model_access`, `Run::start`,
+//! `until_done`, `shut_down`, `finish`, and a `Narrator` that prints the
+//! run's lines.
 
 use std::time::Instant;
 
 use anyhow::Context;
-use teamhost::embed::Host;
+use teamhost::embed::{Host, HostOptions};
 use teamhost::home::Home;
-use teamhost::run::{Narrator, Run, RunPlan};
+use teamhost::run::{model_access, ModelChoice, Narrator, Run, RunPlan};
 
 /// Prints each of the run's lines with the seconds since it began.
 struct Print(Instant);
@@ -34,10 +37,15 @@ async fn main() -> anyhow::Result<()> {
         .context("usage: run-manifest path/to/team.toml")?;
     // A home of its own, so the example never touches ~/.claude.
     let home = std::env::temp_dir().join(format!("teamhost-run-{}", std::process::id()));
-    let host = Host::new(Home::new(&home))?;
     let say = Print(Instant::now());
 
     let plan = RunPlan::load(&manifest)?;
+    let models = model_access(&home, &ModelChoice::default(), Some(&plan.manifest.model))?;
+    let options = HostOptions {
+        models,
+        ..Default::default()
+    };
+    let host = Host::with_options(Home::new(&home), options)?;
     let mut run = Run::start(&host, plan, &say).await?;
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
@@ -57,10 +65,11 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     println!(
-        "ended {}; {} message(s) to the lead; stopped {:?}",
+        "ended {}; {} message(s) to the lead; stopped {:?}; {} decision(s)",
         finished.ended.name(),
         finished.messages.to_lead,
-        finished.shutdown.stopped
+        finished.shutdown.stopped,
+        finished.decisions.len()
     );
     std::fs::remove_dir_all(&home)?;
     match finished.error() {
