@@ -611,8 +611,8 @@ impl Manifest {
             check_task(i, t, self.tasks.len(), &mut problems);
         }
         lead_spec::check(
-            self.lead.as_ref(),
-            &self.catalogue,
+            self.lead.as_mut(),
+            &mut self.catalogue,
             self.teammates.len(),
             &mut problems,
         );

@@ -130,7 +130,7 @@ async fn plan_mode_sends_the_models_plan_and_works_after_approval() {
             &f.name,
             &id,
             PlanAnswer::Approve {
-                mode: Some("acceptEdits".into()),
+                mode: Some(teamhost::sandbox::PermissionMode::AcceptEdits),
             },
         )
         .unwrap();

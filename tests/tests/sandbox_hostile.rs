@@ -401,7 +401,7 @@ async fn a_teammate_cannot_approve_its_own_plan_nor_can_a_peer() {
             &a.f.name,
             &id,
             PlanAnswer::Approve {
-                mode: Some("acceptEdits".into()),
+                mode: Some(teamhost::sandbox::PermissionMode::AcceptEdits),
             },
         )
         .unwrap();

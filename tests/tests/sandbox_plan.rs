@@ -77,7 +77,7 @@ async fn a_rejected_plan_gets_feedback_and_only_the_approved_pending_plan_unlock
             &a.f.name,
             &v1,
             PlanAnswer::Approve {
-                mode: Some("bypassPermissions".into()),
+                mode: Some(teamhost::sandbox::PermissionMode::BypassPermissions),
             },
         )
         .unwrap();

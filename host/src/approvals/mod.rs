@@ -55,11 +55,11 @@ pub enum PermitAnswer {
 /// The lead's answer to a plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PlanAnswer {
-    /// Approve; the teammate leaves plan mode for `mode` (reference spelling;
-    /// `default` when `None`).
+    /// Approve; the teammate leaves plan mode for `mode` (`default` when
+    /// `None`).
     Approve {
         /// The permission mode granted.
-        mode: Option<String>,
+        mode: Option<crate::sandbox::PermissionMode>,
     },
     /// Reject; the teammate stays in plan mode and gets the feedback.
     Reject {
@@ -240,10 +240,8 @@ pub fn answer_plan(team: &Team, request_id: &str, answer: PlanAnswer) -> Result<
     };
     let response = match answer {
         PlanAnswer::Approve { mode } => {
-            let mode = mode.unwrap_or_else(|| "default".into());
-            mode.parse::<crate::sandbox::PermissionMode>()
-                .map_err(|e| Error::Approval(e.to_string()))?;
-            PlanApprovalResponse::approve(request_id, Some(mode))
+            let mode = mode.unwrap_or(crate::sandbox::PermissionMode::Default);
+            PlanApprovalResponse::approve(request_id, Some(mode.as_str().to_string()))
         }
         PlanAnswer::Reject { feedback } => PlanApprovalResponse::reject(request_id, Some(feedback)),
     }

@@ -109,7 +109,11 @@ pub(super) fn permit(
 pub(super) fn plan(home: &Home, store: &Store, out: &Output, a: PlanArgs) -> anyhow::Result<()> {
     let team = store.team(&a.team.team)?;
     let answer = if a.approve {
-        PlanAnswer::Approve { mode: Some(a.mode) }
+        let mode = a
+            .mode
+            .parse::<crate::sandbox::PermissionMode>()
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        PlanAnswer::Approve { mode: Some(mode) }
     } else {
         PlanAnswer::Reject {
             feedback: a.feedback,

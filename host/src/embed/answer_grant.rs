@@ -10,18 +10,20 @@
 //! | allow with `permission_updates` | each update is an `addRules` with `"behavior": "deny"` (a lead may narrow a teammate, never widen its rules or mode) |
 //! | approve a plan into a mode | that mode has no power the lead's lacks |
 //!
-//! A `delegate` lead uses no tool itself: its grant is its catalogue, as for
-//! its spawns (`lead_grant.rs`), so nothing here bounds it; the seat holds
-//! each of its answers to the requester's catalogue entry
-//! (`LeadSeat::check_within_entry`, `check_plan_mode`) and refuses it a
-//! teammate that did not come from its catalogue.
+//! A `delegate` lead uses no tool itself: its grant is its catalogue
+//! ([`super::lead_grant::delegates`], the one place that rule is written),
+//! so nothing here bounds it; the seat holds each of its answers to the
+//! requester's catalogue entry (`LeadSeat::check_within_entry`,
+//! `check_plan_mode`) and refuses it a teammate that did not come from its
+//! catalogue.
 
 use std::path::Path;
 
 use crate::approvals::{route::tool_call, Answer, PermitAnswer, PlanAnswer, Request};
 use crate::runtime::lead_host::Caller;
 use crate::sandbox::{decide_on_disk, PermissionMode, PolicyContext};
-use crate::subagents::narrow::mode_at_most;
+
+use super::lead_grant::{delegates, within_own_mode};
 
 /// `Some(why)` when `answer` to `request` gives more than `lead` has;
 /// `cwd` is the requester's directory.
@@ -43,10 +45,9 @@ pub fn beyond_grant(
             ));
         }
     }
-    // A delegating lead uses no tool itself: its grant is its catalogue, as
-    // for its spawns (`lead_grant.rs`), and the seat holds each answer to
-    // the requester's catalogue entry.
-    if lead.mode == PermissionMode::Delegate {
+    // A delegating lead's grant is its catalogue (`lead_grant::delegates`):
+    // the seat holds each answer to the requester's catalogue entry.
+    if delegates(lead.mode) {
         return None;
     }
     let lead_mode = lead.mode;
@@ -72,15 +73,10 @@ pub fn beyond_grant(
             })
         }
         (Request::Plan(_), Answer::Plan(PlanAnswer::Approve { mode })) => {
-            let asked = mode.as_deref().unwrap_or("default");
-            match asked.parse::<PermissionMode>() {
-                Ok(m) if mode_at_most(m, lead_mode) => None,
-                Ok(m) => Some(format!(
-                    "approving the plan into {m} mode is more than the lead's own {lead_mode}"
-                )),
-                // A bad mode is refused by the answer itself, with its own message.
-                Err(_) => None,
-            }
+            let m = mode.unwrap_or(PermissionMode::Default);
+            (!within_own_mode(lead_mode, m)).then(|| {
+                format!("approving the plan into {m} mode is more than the lead's own {lead_mode}")
+            })
         }
         // The wrong kind of answer is refused by the answer itself.
         (Request::Permission(_), Answer::Plan(_)) | (Request::Plan(_), Answer::Permit(_)) => None,
@@ -169,7 +165,7 @@ mod tests {
         let plan = Request::Plan(PlanApprovalRequest::new("fixer", "t", "p.md", "x"));
         let delegate = lead(PermissionMode::Delegate, &[]);
         let into_edits = Answer::Plan(PlanAnswer::Approve {
-            mode: Some("acceptEdits".into()),
+            mode: Some(PermissionMode::AcceptEdits),
         });
         assert_eq!(
             beyond_grant(&delegate, &plan, &into_edits, Path::new(CWD)),
@@ -178,7 +174,7 @@ mod tests {
         let l = lead(PermissionMode::Default, &[]);
         let into = |m: &str| {
             Answer::Plan(PlanAnswer::Approve {
-                mode: Some(m.into()),
+                mode: Some(m.parse().unwrap()),
             })
         };
         let cwd = Path::new(CWD);

@@ -82,10 +82,34 @@ pub fn grant(
     })
 }
 
-/// The lead's mode as a ceiling (`None`: a delegate lead, whose ceiling is
-/// the catalogue's).
-fn lead_ceiling(lead: &LeadGrant) -> Option<PermissionMode> {
-    (lead.mode != PermissionMode::Delegate).then_some(lead.mode)
+/// Whether a lead in `mode` delegates: it uses no tool itself, so its own
+/// mode and allow rules are no ceiling on what it gives, and its grant is
+/// its catalogue (the person's, written in the manifest). The one place the
+/// exception is written: what a spawn gets ([`grant`]), what a permission
+/// answer may allow (`answer_grant.rs`, and the seat's check against the
+/// requester's catalogue entry) and what mode a plan approval may give (the
+/// seat's) all ask here. Its deny rules, models and budget still bound it.
+pub fn delegates(mode: PermissionMode) -> bool {
+    mode == PermissionMode::Delegate
+}
+
+/// The lead's own mode as a ceiling on a mode it gives (a spawn's, a plan
+/// approval's); `None` when it [`delegates`].
+pub fn own_mode_ceiling(mode: PermissionMode) -> Option<PermissionMode> {
+    (!delegates(mode)).then_some(mode)
+}
+
+/// Whether `given` is within the own mode ceiling of a lead in `lead_mode`
+/// ([`own_mode_ceiling`]; always, when it delegates).
+pub fn within_own_mode(lead_mode: PermissionMode, given: PermissionMode) -> bool {
+    own_mode_ceiling(lead_mode).is_none_or(|c| mode_at_most(given, c))
+}
+
+/// Whether the lead's own allow rules bound the allow rules it gives: not
+/// when it [`delegates`], nor in `bypassPermissions`, which runs every tool
+/// unasked (its allow rules say nothing).
+pub fn own_rules_bound(mode: PermissionMode) -> bool {
+    !delegates(mode) && mode != PermissionMode::BypassPermissions
 }
 
 fn mode(
@@ -93,7 +117,7 @@ fn mode(
     lead: &LeadGrant,
     asked: Option<PermissionMode>,
 ) -> Result<PermissionMode, String> {
-    let ceiling = lead_ceiling(lead);
+    let ceiling = own_mode_ceiling(lead.mode);
     let Some(mode) = asked else {
         return Ok(match ceiling {
             Some(c) if !mode_at_most(entry.max_mode, c) => c,
@@ -114,14 +138,6 @@ fn mode(
     Ok(mode)
 }
 
-/// Whether the lead's allow rules bound what it gives.
-fn lead_rules_bound(lead: &LeadGrant) -> bool {
-    !matches!(
-        lead.mode,
-        PermissionMode::Delegate | PermissionMode::BypassPermissions
-    )
-}
-
 fn rules(
     entry: &CatalogueEntry,
     lead: &LeadGrant,
@@ -129,7 +145,7 @@ fn rules(
 ) -> Result<ToolRules, String> {
     let entry_allowed = entry.rules.allowed_texts();
     let lead_allowed = lead.rules.allowed_texts();
-    let bound = lead_rules_bound(lead);
+    let bound = own_rules_bound(lead.mode);
     let allowed: Vec<String> = match asked {
         None => entry_allowed
             .iter()

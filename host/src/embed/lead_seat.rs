@@ -793,11 +793,7 @@ impl LeadHost for LeadSeat {
                 )));
             };
             if let PlanAnswer::Approve { mode } = &answer {
-                let mode: PermissionMode = mode
-                    .as_deref()
-                    .unwrap_or("default")
-                    .parse()
-                    .map_err(|e| LeadError::Invalid(format!("{e}")))?;
+                let mode = mode.unwrap_or(PermissionMode::Default);
                 if let Err(refusal) = self.check_plan_mode(&caller, &plan.from, mode) {
                     return Err(self.refused(&request, refusal, &quota));
                 }
@@ -970,7 +966,7 @@ impl LeadSeat {
                     ))),
                 }
             }
-            None if caller.mode == PermissionMode::Delegate => Err(LeadError::Denied(format!(
+            None if lead_grant::delegates(caller.mode) => Err(LeadError::Denied(format!(
                 "{from} was not spawned from this lead's catalogue, and a delegating lead's \
                  grant is its catalogue: {} is escalated to the person",
                 request.id()
@@ -999,9 +995,8 @@ impl LeadSeat {
             // Not a teammate this lead spawned: only the lead's own mode.
             None => caller.mode,
         };
-        let lead_ok =
-            caller.mode == PermissionMode::Delegate || lead_grant::mode_at_most(mode, caller.mode);
-        if lead_grant::mode_at_most(mode, ceiling) && lead_ok {
+        if lead_grant::mode_at_most(mode, ceiling) && lead_grant::within_own_mode(caller.mode, mode)
+        {
             Ok(())
         } else {
             Err(LeadError::Denied(format!(

@@ -59,6 +59,12 @@ pub struct LeadTable {
     /// Its deny rules (also applied to every teammate it spawns).
     #[serde(default)]
     pub disallowed_tools: Vec<String>,
+    /// `mode` and the two rule lists as [`super::Manifest::validate`]
+    /// parsed them, once: the lead's spec takes these and never parses
+    /// again. `None` until validated (or when they did not parse, which
+    /// validation reports).
+    #[serde(skip)]
+    typed: Option<(PermissionMode, ToolRules)>,
     /// Its model alias.
     #[serde(default)]
     pub model: Option<String>,
@@ -114,6 +120,12 @@ pub struct CatalogueSpec {
     /// Always denied.
     #[serde(default)]
     pub disallowed_tools: Vec<String>,
+    /// `max_mode` and the two rule lists as [`super::Manifest::validate`]
+    /// parsed them, once: the lead's spec takes these and never parses
+    /// again. `None` until validated (or when they did not parse, which
+    /// validation reports).
+    #[serde(skip)]
+    typed: Option<(PermissionMode, ToolRules)>,
     /// The model aliases it may use.
     #[serde(default)]
     pub models: Vec<String>,
@@ -201,8 +213,8 @@ fn mode(text: &str, who: &str, key: &str, problems: &mut Vec<String>) -> Option<
 
 /// Every problem of `[lead]` and `[[catalogue]]`, one line each.
 pub(super) fn check(
-    lead: Option<&LeadTable>,
-    catalogue: &[CatalogueSpec],
+    lead: Option<&mut LeadTable>,
+    catalogue: &mut [CatalogueSpec],
     teammates: usize,
     problems: &mut Vec<String>,
 ) {
@@ -229,10 +241,10 @@ pub(super) fn check(
                 "{who}: goal is empty; say what the team is for, or leave it out and pass --goal"
             ));
         }
-        mode(&l.mode, who, "mode", problems);
-        if let Err(e) = ToolRules::new(&l.allowed_tools, &l.disallowed_tools) {
-            problems.push(format!("{who}: {e}"));
-        }
+        let parsed = mode(&l.mode, who, "mode", problems);
+        let rules = ToolRules::new(&l.allowed_tools, &l.disallowed_tools)
+            .map_err(|e| problems.push(format!("{who}: {e}")));
+        l.typed = parsed.zip(rules.ok());
         if let Err(e) = super::teammate_policy(l.model.as_deref(), l.model_policy.as_ref()) {
             problems.push(format!("{who}: {e}"));
         }
@@ -258,7 +270,7 @@ pub(super) fn check(
         }
     }
     let mut seen = BTreeSet::new();
-    for (i, c) in catalogue.iter().enumerate() {
+    for (i, c) in catalogue.iter_mut().enumerate() {
         let who = format!("catalogue entry {:?} ([[catalogue]] #{})", c.name, i + 1);
         if let Err(e) = check_new_member_name(&c.name) {
             problems.push(format!("{who}: name: {e}"));
@@ -278,10 +290,10 @@ pub(super) fn check(
         if !c.cwd.as_os_str().is_empty() && !c.cwd.is_dir() {
             problems.push(format!("{who}: cwd {} is not a directory", c.cwd.display()));
         }
-        mode(&c.max_mode, &who, "max_mode", problems);
-        if let Err(e) = ToolRules::new(&c.allowed_tools, &c.disallowed_tools) {
-            problems.push(format!("{who}: {e}"));
-        }
+        let parsed = mode(&c.max_mode, &who, "max_mode", problems);
+        let rules = ToolRules::new(&c.allowed_tools, &c.disallowed_tools)
+            .map_err(|e| problems.push(format!("{who}: {e}")));
+        c.typed = parsed.zip(rules.ok());
         if let Some(Err(e)) = c.budget_usd.map(crate::model::policy::usd_to_microdollars) {
             problems.push(format!("{who}: {e}"));
         }
@@ -289,9 +301,43 @@ pub(super) fn check(
 }
 
 impl LeadTable {
-    /// The table `--lead` stands for when the manifest has none.
+    /// The table `--lead` stands for when the manifest has none: its
+    /// defaults, validated.
     pub fn from_cli() -> LeadTable {
-        toml::from_str("").expect("every key has a default")
+        let mut table: LeadTable = toml::from_str("").expect("every key has a default");
+        table.typed = Some((PermissionMode::Delegate, ToolRules::default()));
+        table
+    }
+
+    /// The lead's mode and tool rules, as validation parsed them.
+    ///
+    /// # Panics
+    ///
+    /// When the table was not validated, or its mode or rules did not parse
+    /// (validation refused the manifest then): a lead never runs on a mode
+    /// or rules guessed here.
+    pub fn mode_and_rules(&self) -> (PermissionMode, ToolRules) {
+        self.typed
+            .clone()
+            .expect("[lead]: mode_and_rules() of a table Manifest::validate did not accept")
+    }
+}
+
+impl CatalogueSpec {
+    /// The entry's widest mode and its tool rules, as validation parsed
+    /// them.
+    ///
+    /// # Panics
+    ///
+    /// When the entry was not validated, or did not parse (validation
+    /// refused the manifest then).
+    pub fn max_mode_and_rules(&self) -> (PermissionMode, ToolRules) {
+        self.typed.clone().unwrap_or_else(|| {
+            panic!(
+                "catalogue entry {:?}: max_mode_and_rules() of an entry Manifest::validate did not accept",
+                self.name
+            )
+        })
     }
 }
 

@@ -6,7 +6,6 @@ use std::path::Path;
 
 use crate::embed::{CatalogueEntry, LeadSpec};
 use crate::manifest::{teammate_policy, CatalogueSpec, IsolationSpec, LeadTable};
-use crate::sandbox::{PermissionMode, ToolRules};
 use crate::store::config::LEAD_NAME;
 use crate::teammate::TeammateSettings;
 
@@ -28,9 +27,7 @@ pub(super) fn lead_spec(
                 .into(),
         );
     }
-    let mode: PermissionMode = table.mode.parse().map_err(|e| format!("[lead]: {e}"))?;
-    let rules = ToolRules::new(&table.allowed_tools, &table.disallowed_tools)
-        .map_err(|e| format!("[lead]: {e}"))?;
+    let (mode, rules) = table.mode_and_rules();
     let mut spec = LeadSpec::new(component, goal, &table.cwd, base.join("work"));
     spec.settings = TeammateSettings {
         agent_type: Some(LEAD_NAME.into()),
@@ -46,24 +43,20 @@ pub(super) fn lead_spec(
     spec.max_spawns_total = table.max_spawns_total;
     spec.max_refused_answers_per_turn = table.max_refused_answers_per_turn;
     spec.max_refused_answers_total = table.max_refused_answers_total;
-    spec.catalogue = catalogue
-        .iter()
-        .map(catalogue_entry)
-        .collect::<Result<_, _>>()?;
+    spec.catalogue = catalogue.iter().map(catalogue_entry).collect();
     Ok(spec)
 }
 
 /// A `[[catalogue]]` entry as the seat takes it.
-pub(super) fn catalogue_entry(c: &CatalogueSpec) -> Result<CatalogueEntry, String> {
-    let who = format!("catalogue entry {:?}", c.name);
-    Ok(CatalogueEntry {
+pub(super) fn catalogue_entry(c: &CatalogueSpec) -> CatalogueEntry {
+    let (max_mode, rules) = c.max_mode_and_rules();
+    CatalogueEntry {
         name: c.name.clone(),
         description: c.description.clone(),
         component: c.component.clone(),
         cwd: (!c.cwd.as_os_str().is_empty()).then(|| c.cwd.clone()),
-        max_mode: c.max_mode.parse().map_err(|e| format!("{who}: {e}"))?,
-        rules: ToolRules::new(&c.allowed_tools, &c.disallowed_tools)
-            .map_err(|e| format!("{who}: {e}"))?,
+        max_mode,
+        rules,
         models: c.models.clone(),
         budget_usd: c.budget_usd,
         limits: c.limits.to_limits(),
@@ -72,7 +65,7 @@ pub(super) fn catalogue_entry(c: &CatalogueSpec) -> Result<CatalogueEntry, Strin
             IsolationSpec::Worktree => crate::teammate::Isolation::Worktree,
         },
         auto_claim: c.auto_claim,
-    })
+    }
 }
 
 /// The lead's limits: a teammate's, except that a lead breaks a goal into

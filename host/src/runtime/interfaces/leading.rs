@@ -113,7 +113,7 @@ pub(crate) fn permit_answer(answer: PermissionAnswer) -> Result<PermitAnswer, Gu
 pub(crate) fn plan_answer(answer: WitPlanAnswer) -> PlanAnswer {
     match answer {
         WitPlanAnswer::Approve(mode) => PlanAnswer::Approve {
-            mode: mode.map(|m| mode_from_wit(m).as_str().to_string()),
+            mode: mode.map(mode_from_wit),
         },
         WitPlanAnswer::Reject(feedback) => PlanAnswer::Reject { feedback },
     }
@@ -272,7 +272,7 @@ pub(crate) async fn messaging_plan_answer(
     let seat = fixed.lead_seat.clone()?;
     let answer = match response {
         PlanResponse::Approve(mode) => PlanAnswer::Approve {
-            mode: Some(mode_from_wit(mode).as_str().to_string()),
+            mode: Some(mode_from_wit(mode)),
         },
         PlanResponse::Reject(feedback) => PlanAnswer::Reject { feedback },
     };
