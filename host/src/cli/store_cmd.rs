@@ -44,8 +44,7 @@ pub enum StoreCommand {
 pub(super) fn run(store: &Store, out: &Output, c: StoreCommand) -> anyhow::Result<()> {
     let nats = store
         .backend()
-        .as_any()
-        .downcast_ref::<NatsStore>()
+        .nats_store()
         .context("`teamhost store` copies between a NATS store and files: give --store nats://HOST:PORT[/PREFIX] (or set TEAMHOST_STORE)")?;
     let (verb, team, dir, done) = match c {
         StoreCommand::Info => return info(nats, out),

@@ -84,10 +84,14 @@ impl std::fmt::Debug for FencedStore {
 }
 
 impl TeamStore for FencedStore {
-    /// The store underneath, so a caller asking for one kind (the file
-    /// store) finds it through the fence.
-    fn as_any(&self) -> &dyn std::any::Any {
-        self.inner.as_any()
+    /// The store underneath, so a caller asking for one kind finds it
+    /// through the fence.
+    fn file_store(&self) -> Option<&super::FileStore> {
+        self.inner.file_store()
+    }
+
+    fn nats_store(&self) -> Option<&super::NatsStore> {
+        self.inner.nats_store()
     }
 
     fn config_location(&self, team: &str) -> PathBuf {

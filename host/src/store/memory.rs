@@ -133,10 +133,6 @@ impl TeamStore for MemoryStore {
         Some(&self.shared.failover)
     }
 
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
     fn config_location(&self, team: &str) -> PathBuf {
         PathBuf::from(format!("memory:teams/{team}/config.json"))
     }

@@ -206,7 +206,7 @@ impl Store {
     /// The file backend, when this store is one (for tools and tests that
     /// deal with the reference's files themselves).
     pub fn file_store(&self) -> Option<&FileStore> {
-        self.backend.as_any().downcast_ref::<FileStore>()
+        self.backend.file_store()
     }
 
     /// The team called `name` (sanitised; it need not exist yet).

@@ -190,8 +190,8 @@ fn team_streams_prefixes(prefix: &str) -> [String; 2] {
 }
 
 impl TeamStore for NatsStore {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
+    fn nats_store(&self) -> Option<&NatsStore> {
+        Some(self)
     }
 
     fn config_location(&self, team: &str) -> PathBuf {
