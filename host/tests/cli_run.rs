@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::run_common::shown;
+use crate::run_common::{project, shown};
 
 /// Runs `teamhost --home HOME ARGS…` and returns what it did.
 fn teamhost(home: &Path, args: &[&str]) -> Output {
@@ -21,38 +21,6 @@ fn teamhost(home: &Path, args: &[&str]) -> Output {
 }
 
 /// Everything a failing assertion needs to show.
-/// A directory with `data/{a,b,c}.txt` and a manifest `team.toml` for team
-/// `name`: two workers, tasks 1–3 counting one file each, task 4 blocked by
-/// them counting all three. `extra` is appended to the `[team]` table.
-fn project(name: &str, extra: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    std::fs::create_dir(&data).unwrap();
-    std::fs::write(data.join("a.txt"), "one two three").unwrap();
-    std::fs::write(data.join("b.txt"), "four five").unwrap();
-    std::fs::write(data.join("c.txt"), "six").unwrap();
-    let mut toml = format!("[team]\nname = {name:?}\n{extra}\n");
-    for who in ["ann", "bob"] {
-        toml += &format!(
-            "[[teammate]]\nname = {who:?}\ncomponent = {:?}\nprompt = \"You count words.\"\ncwd = \"data\"\nmode = \"acceptEdits\"\n",
-            teamhost_tests::WORKER
-        );
-    }
-    for (subject, files, blocked_by) in [
-        ("Count a", "- a.txt", "[]"),
-        ("Count b", "- b.txt", "[]"),
-        ("Count c", "- c.txt", "[]"),
-        ("Count all", "- a.txt\\n- b.txt\\n- c.txt", "[1, 2, 3]"),
-    ] {
-        toml += &format!(
-            "[[task]]\nsubject = {subject:?}\ndescription = \"{files}\"\nblocked_by = {blocked_by}\n"
-        );
-    }
-    let manifest = dir.path().join("team.toml");
-    std::fs::write(&manifest, toml).unwrap();
-    (dir, manifest)
-}
-
 /// The event lines of `stdout` (before the summary) are one ordered stream
 /// of events only: each a `+  T.TTTs  WHO  WHAT` line, times never going
 /// back, no diagnostic (tracing) line among them; each teammate's messages

@@ -18,35 +18,11 @@ use tokio::sync::Notify;
 /// Safety bound of every run here.
 const LIMIT: Duration = Duration::from_secs(120);
 
-/// A project like `cli_run`'s: `data/{a,b,c}.txt`, two `worker` teammates
-/// counting words in `data`, tasks 1–3 one file each, task 4 all three
-/// after them. Returns the directory, the manifest's path and the home.
+/// [`project`](crate::run_common::project)'s two word counters and four
+/// tasks, with the home beside the manifest: the directory, the manifest's
+/// path and the home.
 fn project(name: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    std::fs::create_dir(&data).unwrap();
-    std::fs::write(data.join("a.txt"), "one two three").unwrap();
-    std::fs::write(data.join("b.txt"), "four five").unwrap();
-    std::fs::write(data.join("c.txt"), "six").unwrap();
-    let mut toml = format!("[team]\nname = {name:?}\n");
-    for who in ["ann", "bob"] {
-        toml += &format!(
-            "[[teammate]]\nname = {who:?}\ncomponent = {:?}\nprompt = \"You count words.\"\ncwd = \"data\"\nmode = \"acceptEdits\"\n",
-            teamhost_tests::WORKER
-        );
-    }
-    for (subject, files, blocked_by) in [
-        ("Count a", "- a.txt", "[]"),
-        ("Count b", "- b.txt", "[]"),
-        ("Count c", "- c.txt", "[]"),
-        ("Count all", "- a.txt\\n- b.txt\\n- c.txt", "[1, 2, 3]"),
-    ] {
-        toml += &format!(
-            "[[task]]\nsubject = {subject:?}\ndescription = \"{files}\"\nblocked_by = {blocked_by}\n"
-        );
-    }
-    let manifest = dir.path().join("team.toml");
-    std::fs::write(&manifest, toml).unwrap();
+    let (dir, manifest) = crate::run_common::project(name, "");
     let home = dir.path().join("home");
     (dir, manifest, home)
 }

@@ -150,7 +150,7 @@ pub(super) async fn work(
         }
         Ok(()) => tokio::select! {
             r = tokio::time::timeout_at(deadline, all_stopped(host, team.name())) => match r {
-                Ok(()) => joined_ended(host, team.name()),
+                Ok(()) => ended_beside(host, team.name(), "every teammate has stopped"),
                 Err(_) => Ended::TimedOut(timeout.as_secs()),
             },
             how = &mut stop => Ended::Interrupted(how),
@@ -236,9 +236,11 @@ async fn all_stopped(host: &Host, team: &str) {
     }
 }
 
-/// How a joined run ended once every teammate stopped: all through the
-/// lead's shutdown, or some otherwise.
-fn joined_ended(host: &Host, team: &str) -> Ended {
+/// How a run beside the lead's ended once its teammates stopped (or the
+/// team went): all through the lead's shutdown, or some otherwise,
+/// `stopped` saying whose ("every teammate has stopped", "the teammates
+/// adopted here (…) have stopped").
+fn ended_beside(host: &Host, team: &str, stopped: &str) -> Ended {
     if let Err(lost) = host.check_lease(team) {
         return Ended::HostError(lost.to_string());
     }
@@ -248,9 +250,18 @@ fn joined_ended(host: &Host, team: &str) -> Ended {
     }
     let states: Vec<String> = mates.iter().map(describe_state).collect();
     Ended::AllStopped(format!(
-        "every teammate has stopped, not all through the lead's shutdown ({})",
+        "{stopped}, not all through the lead's shutdown ({})",
         states.join("; ")
     ))
+}
+
+/// [`ended_beside`] for a standby: whom it adopted.
+fn adopted_ended(host: &Host, team: &str, adopted: &[String]) -> Ended {
+    let stopped = format!(
+        "the teammates adopted here ({}) have stopped",
+        adopted.join(", ")
+    );
+    ended_beside(host, team, &stopped)
 }
 
 /// Loads (compiling once, then from the cache) every component this host
@@ -336,22 +347,4 @@ async fn watch(
             return adopted_ended(host, team, adopted);
         }
     }
-}
-
-/// How a standby run ended once its adopted teammates stopped (or the team
-/// went): all through the lead's shutdown, or some otherwise.
-fn adopted_ended(host: &Host, team: &str, adopted: &[String]) -> Ended {
-    if let Err(lost) = host.check_lease(team) {
-        return Ended::HostError(lost.to_string());
-    }
-    let mates = host.teammates(team);
-    if mates.iter().all(|t| t.state == TeammateState::Completed) {
-        return Ended::ShutDown;
-    }
-    let states: Vec<String> = mates.iter().map(describe_state).collect();
-    Ended::AllStopped(format!(
-        "the teammates adopted here ({}) have stopped, not all through the lead's shutdown ({})",
-        adopted.join(", "),
-        states.join("; ")
-    ))
 }

@@ -1,11 +1,11 @@
-//! Helpers shared by the tests that drive real `teamhost` processes
-//! (`cli_run`, `nats_store`, `orphans`, `resume`, `run_live`): the binary,
-//! a process's output shown whole in a failure, and waiting on file events
-//! (inotify) with a timeout only as a safety bound.
+//! Helpers shared by the tests that run teams (`cli_run`, `nats_store`,
+//! `orphans`, `resume`, `run_live`, `run_library`): the binary, a process's
+//! output shown whole in a failure, a project of word-counting workers, and
+//! waiting on file events (inotify) with a timeout only as a safety bound.
 
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -51,4 +51,36 @@ pub fn wait_on_files(dirs: &[&Path], what: &str, mut check: impl FnMut() -> bool
             panic!("timed out waiting for {what}");
         }
     }
+}
+
+/// A directory with `data/{a,b,c}.txt` and a manifest `team.toml` for team
+/// `name`: two workers, tasks 1–3 counting one file each, task 4 blocked by
+/// them counting all three. `extra` is appended to the `[team]` table.
+pub fn project(name: &str, extra: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("a.txt"), "one two three").unwrap();
+    std::fs::write(data.join("b.txt"), "four five").unwrap();
+    std::fs::write(data.join("c.txt"), "six").unwrap();
+    let mut toml = format!("[team]\nname = {name:?}\n{extra}\n");
+    for who in ["ann", "bob"] {
+        toml += &format!(
+            "[[teammate]]\nname = {who:?}\ncomponent = {:?}\nprompt = \"You count words.\"\ncwd = \"data\"\nmode = \"acceptEdits\"\n",
+            teamhost_tests::WORKER
+        );
+    }
+    for (subject, files, blocked_by) in [
+        ("Count a", "- a.txt", "[]"),
+        ("Count b", "- b.txt", "[]"),
+        ("Count c", "- c.txt", "[]"),
+        ("Count all", "- a.txt\\n- b.txt\\n- c.txt", "[1, 2, 3]"),
+    ] {
+        toml += &format!(
+            "[[task]]\nsubject = {subject:?}\ndescription = \"{files}\"\nblocked_by = {blocked_by}\n"
+        );
+    }
+    let manifest = dir.path().join("team.toml");
+    std::fs::write(&manifest, toml).unwrap();
+    (dir, manifest)
 }

@@ -11,13 +11,13 @@
 use std::path::Path;
 use std::time::Instant;
 
-use super::display::{Display, Narration};
+use super::display::Display;
 use super::report::{Log, Reporter};
 use super::stop::Signals;
 use super::summary::{Summary, Timings};
 use super::Output;
 use crate::embed::Host;
-use crate::run::{Ended, Run, RunPlan};
+use crate::run::{Run, RunPlan};
 
 /// Runs `plan` (a `Join` or an `Adopt`) to its end; see the module docs.
 pub(super) async fn run_beside(
@@ -40,22 +40,8 @@ pub(super) async fn run_beside(
             return Err(e);
         }
     };
-    let outcome = {
-        let (watchdog, signal) = signals.listen();
-        let narration = Narration {
-            display: &reporter,
-            watchdog,
-        };
-        run.until_done(&narration, async { signal.await.name() })
-            .await?
-    };
+    let outcome = super::stop::until_done(&mut run, &reporter, signals).await?;
     let work = start.elapsed();
-    signals.watchdog().set_deadline(None);
-    if let Ended::Interrupted(how) = &outcome {
-        if !super::stop::Stop::is_signal_name(how) {
-            signals.watchdog().asked(how);
-        }
-    }
     // Stopping a teammate here writes to the store (its tasks handed
     // back, the lead told): only while the store answers.
     if let Err(why) = super::stop::check_store(signals, &team, super::SHUTDOWN_TIMEOUT).await {

@@ -18,7 +18,7 @@
 
 use std::time::Instant;
 
-use super::display::{Display, Narration};
+use super::display::Display;
 use super::report::{Log, Reporter};
 use super::stop::{Signals, Stop};
 use super::{RunArgs, SHUTDOWN_TIMEOUT};
@@ -92,28 +92,10 @@ pub(super) async fn run_led(
             team.name()
         ),
     );
-    let ended = {
-        let (watchdog, signal) = signals.listen();
-        let narration = Narration {
-            display: &display,
-            watchdog,
-        };
-        let stop = async {
-            tokio::select! {
-                sig = signal => sig.name(),
-                how = display.quit_requested() => how,
-            }
-        };
-        run.until_done(&narration, stop).await?
-    };
-    signals.watchdog().set_deadline(None);
+    let ended = super::stop::until_done(&mut run, &display, signals).await?;
     // The exit status of a stop without the store: 128 + a signal's number.
     let code = match &ended {
         Ended::Interrupted(how) if Stop::is_signal_name(how) => ended.exit_code(),
-        Ended::Interrupted(how) => {
-            signals.watchdog().asked(how);
-            1
-        }
         _ => 1,
     };
     if let Err(why) = super::stop::check_store(signals, &team, SHUTDOWN_TIMEOUT).await {

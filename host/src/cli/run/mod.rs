@@ -82,9 +82,9 @@ use crate::home::Home;
 use crate::manifest::Manifest;
 use crate::run::{Ended, Start};
 
-use display::{Display, Narration};
+use display::Display;
 use report::{Log, Reporter};
-use stop::{Forced, Signals, Stop};
+use stop::{Forced, Signals};
 use summary::{Summary, Timings};
 
 /// How long teammates get to approve the shutdown before they are killed.
@@ -384,20 +384,7 @@ async fn run_team(
             "teamhost run",
         )?)
     };
-    let worked = {
-        let (watchdog, signal) = signals.listen();
-        let narration = Narration {
-            display: &reporter,
-            watchdog,
-        };
-        let stop = async {
-            tokio::select! {
-                sig = signal => sig.name(),
-                how = reporter.quit_requested() => how,
-            }
-        };
-        run.until_done(&narration, stop).await
-    };
+    let worked = stop::until_done(&mut run, &reporter, &mut signals).await;
     // A refused resume (its host still runs) leaves the team exactly as it
     // is: no shutdown, no deletion.
     let outcome = match worked {
@@ -408,15 +395,7 @@ async fn run_team(
         }
     };
     let work = start.elapsed();
-    // The work phase is over: its deadline with it. A stop the watchdog
-    // could not hear (a key in the live view) starts its clock; then the
-    // stop waits on the store only if the store answers.
-    signals.watchdog().set_deadline(None);
-    if let Ended::Interrupted(how) = &outcome {
-        if !Stop::is_signal_name(how) {
-            signals.watchdog().asked(how);
-        }
-    }
+    // The stop waits on the store only if the store answers.
     if let Err(why) = stop::check_store(&signals, &team, SHUTDOWN_TIMEOUT).await {
         return Err(
             stop::stop_without_store(&host, &signals, reporter, &why, outcome.exit_code()).await,

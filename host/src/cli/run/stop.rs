@@ -239,3 +239,33 @@ pub(super) async fn stop_without_store(
     );
     anyhow::Error::new(Forced { code })
 }
+
+/// The run's work phase ([`crate::run::Run::until_done`]) between the
+/// signals, the watchdog and the display: a signal, or quitting the live
+/// view, stops it; the watchdog is armed when the work starts. Afterwards
+/// the work's deadline is cleared, and a stop the watchdog could not hear (a
+/// key in the live view) starts its clock.
+pub(super) async fn until_done(
+    run: &mut crate::run::Run,
+    display: &Display,
+    signals: &mut Signals,
+) -> anyhow::Result<crate::run::Ended> {
+    let ended = {
+        let (watchdog, signal) = signals.listen();
+        let narration = super::display::Narration { display, watchdog };
+        let stop = async {
+            tokio::select! {
+                sig = signal => sig.name(),
+                how = display.quit_requested() => how,
+            }
+        };
+        run.until_done(&narration, stop).await?
+    };
+    signals.watchdog().set_deadline(None);
+    if let crate::run::Ended::Interrupted(how) = &ended {
+        if !Stop::is_signal_name(how) {
+            signals.watchdog().asked(how);
+        }
+    }
+    Ok(ended)
+}
