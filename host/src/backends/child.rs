@@ -1,13 +1,15 @@
-//! What the process and tmux backends share before a teammate runs: its
-//! registration in the team, its log path, the executable, and the
-//! `teamhost teammate` command line (the reference's flags, then
-//! teamhost's own).
+//! What the process and tmux backends share: the [`Backend`] itself
+//! ([`ChildBackend`]: they differ only in how they start the child), and
+//! before a teammate runs ([`begin`]) its registration in the team, the
+//! rollback of a failed start, its log path, the executable, and the
+//! `teamhost teammate` command line (the reference's flags, then teamhost's
+//! own).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::assembly::{isolate, prepare};
-use super::{BackendKind, SpawnEnv};
+use super::{Backend, BackendKind, SpawnEnv, SpawnFuture};
 use crate::error::{Error, Result};
 use crate::store::{Member, OutgoingMessage, Team};
 use crate::teammate::{NotificationLevel, SpawnRequest};
@@ -124,6 +126,117 @@ fn kept_lead_key(env: &SpawnEnv<'_>, team: &Team, name: &str) -> Option<LeadKey>
     }
     let guard = team.store().lead_guard()?;
     guard.current_key(team.name(), name).map(LeadKey)
+}
+
+/// How a child backend starts `req` (registering it), or starts the
+/// registered `rejoining` member again with `--resumed`.
+pub(crate) type StartChild =
+    for<'a> fn(SpawnEnv<'a>, &'a Team, SpawnRequest, Option<Member>) -> SpawnFuture<'a>;
+
+/// A [`Backend`] whose teammates run `teamhost teammate` as a child
+/// process: the process and tmux backends, which differ only in how they
+/// start it.
+pub(crate) struct ChildBackend {
+    kind: BackendKind,
+    start: StartChild,
+}
+
+impl ChildBackend {
+    /// The backend of `kind` that starts its children with `start`.
+    pub(crate) fn new(kind: BackendKind, start: StartChild) -> ChildBackend {
+        ChildBackend { kind, start }
+    }
+}
+
+impl Backend for ChildBackend {
+    fn kind(&self) -> BackendKind {
+        self.kind
+    }
+
+    fn spawn<'a>(
+        &'a self,
+        env: SpawnEnv<'a>,
+        team: &'a Team,
+        req: SpawnRequest,
+    ) -> SpawnFuture<'a> {
+        (self.start)(env, team, req, None)
+    }
+
+    fn rejoin<'a>(
+        &'a self,
+        env: SpawnEnv<'a>,
+        team: &'a Team,
+        member: Member,
+        req: SpawnRequest,
+    ) -> Option<SpawnFuture<'a>> {
+        Some((self.start)(env, team, req, Some(member)))
+    }
+}
+
+/// A child teammate registered and about to start: what the process and
+/// tmux backends do alike before they start `teamhost teammate`
+/// ([`begin`]).
+pub(crate) struct Starting {
+    /// How the child reaches its team.
+    pub store: ChildStore,
+    /// The member, registered (or rejoining).
+    pub member: Member,
+    /// The lead key the child verifies the lead's messages with.
+    pub key: Option<LeadKey>,
+    /// A new member (else a rejoining one, started with `--resumed`).
+    pub fresh: bool,
+    /// The `teamhost` executable, checked.
+    pub exe: PathBuf,
+}
+
+impl Starting {
+    /// After a failed start: forgets the lead key and removes a member
+    /// registered for it (a rejoining one is left as it is); returns `e`.
+    pub(crate) fn rollback(&self, team: &Team, e: Error) -> Error {
+        forget_lead_key(team, &self.member.name, self.key.as_ref());
+        undo_if_fresh(team, &self.member.name, self.fresh, e)
+    }
+
+    /// The lead key's flags and `--resumed` for a rejoining member.
+    pub(crate) fn flags(&self) -> Vec<OsString> {
+        let mut flags = self.key.as_ref().map(LeadKey::args).unwrap_or_default();
+        if !self.fresh {
+            flags.push("--resumed".into());
+        }
+        flags
+    }
+}
+
+/// Before anything is written, checks how a child would reach `team`
+/// ([`child_store`]; `refuse` may refuse that store for this backend);
+/// then registers `req` as `kind` (or takes the `rejoining` member) and
+/// checks the executable, rolling the registration back if it is missing.
+pub(crate) async fn begin(
+    env: &SpawnEnv<'_>,
+    team: &Team,
+    req: &SpawnRequest,
+    kind: BackendKind,
+    rejoining: Option<Member>,
+    refuse: impl FnOnce(&ChildStore) -> Result<()>,
+) -> Result<Starting> {
+    // A child reaches its team through the files or a NATS server, never
+    // through this process's memory.
+    let store = child_store(team, env.home.root())?;
+    refuse(&store)?;
+    let fresh = rejoining.is_none();
+    let (member, key) = registered(env, team, req, kind, rejoining).await?;
+    let mut starting = Starting {
+        store,
+        member,
+        key,
+        fresh,
+        exe: PathBuf::new(),
+    };
+    match super::exe::checked_exe(env.backends).await {
+        Ok(exe) => starting.exe = exe,
+        Err(e) => return Err(starting.rollback(team, e)),
+    }
+    Ok(starting)
 }
 
 /// Forgets `key` for `name` when the child it was made for did not start

@@ -338,7 +338,7 @@ pub(crate) trait Backend: Send + Sync {
 pub(crate) fn backend(kind: BackendKind) -> Box<dyn Backend> {
     match kind {
         BackendKind::InProcess => Box::new(in_process::InProcess),
-        BackendKind::Process => Box::new(process::ChildProcess),
-        BackendKind::Tmux => Box::new(tmux::TmuxPane),
+        BackendKind::Process => Box::new(process::backend()),
+        BackendKind::Tmux => Box::new(tmux::backend()),
     }
 }

@@ -10,47 +10,24 @@
 //!
 //! A monitor task per teammate then owns the process ([`super::monitor`]).
 //! The registration and the command line ([`super::child`]) and the monitor
-//! are shared with the tmux backend.
+//! are shared with the tmux backend, and so is the `Backend` itself
+//! ([`super::child::ChildBackend`]): the two differ in how they start the child.
 
 use std::process::Stdio;
 
-use super::child::{
-    child_store, forget_lead_key, log_path, registered, teammate_args, undo_if_fresh, LeadKey,
-};
-use super::exe::checked_exe;
+use super::child::{begin, log_path, teammate_args, ChildBackend, Starting};
 use super::monitor::{monitor, Proc};
-use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned};
+use super::{BackendKind, SpawnEnv, Spawned};
 use crate::error::{Error, Result};
 use crate::home::started::Started;
 use crate::store::{Member, Team};
 use crate::teammate::SpawnRequest;
 
-/// The child-process [`Backend`].
-pub(crate) struct ChildProcess;
-
-impl Backend for ChildProcess {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Process
-    }
-
-    fn spawn<'a>(
-        &'a self,
-        env: SpawnEnv<'a>,
-        team: &'a Team,
-        req: SpawnRequest,
-    ) -> SpawnFuture<'a> {
-        Box::pin(start(env, team, req, None))
-    }
-
-    fn rejoin<'a>(
-        &'a self,
-        env: SpawnEnv<'a>,
-        team: &'a Team,
-        member: Member,
-        req: SpawnRequest,
-    ) -> Option<SpawnFuture<'a>> {
-        Some(Box::pin(start(env, team, req, Some(member))))
-    }
+/// The child-process [`Backend`](super::Backend).
+pub(crate) fn backend() -> ChildBackend {
+    ChildBackend::new(BackendKind::Process, |env, team, req, rejoining| {
+        Box::pin(start(env, team, req, rejoining))
+    })
 }
 
 /// Spawns `req` (registering it), or starts the registered `rejoining`
@@ -61,24 +38,25 @@ async fn start(
     req: SpawnRequest,
     rejoining: Option<Member>,
 ) -> Result<Spawned> {
-    // Before anything is written: a child reaches its team through the
-    // files or a NATS server, never through this process's memory.
-    let store = child_store(team, env.home.root())?;
-    let fresh = rejoining.is_none();
-    let (member, key) = registered(&env, team, &req, BackendKind::Process, rejoining).await?;
-    let key_args = key.as_ref().map(LeadKey::args).unwrap_or_default();
-    let rollback = |e: Error| {
-        forget_lead_key(team, &member.name, key.as_ref());
-        undo_if_fresh(team, &member.name, fresh, e)
-    };
+    let starting = begin(
+        &env,
+        team,
+        &req,
+        BackendKind::Process,
+        rejoining,
+        |_| Ok(()),
+    )
+    .await?;
+    let rollback = |e: Error| starting.rollback(team, e);
+    let Starting {
+        store, member, exe, ..
+    } = &starting;
     let log = log_file(&env, team, &member.name).map_err(rollback)?;
-    let exe = checked_exe(env.backends).await.map_err(rollback)?;
-    let mut cmd = tokio::process::Command::new(&exe);
+    let mut cmd = tokio::process::Command::new(exe);
     cmd.args(teammate_args(
-        team, &store, &member, &req, &env.hooks, env.models,
+        team, store, member, &req, &env.hooks, env.models,
     ))
-    .args(key_args)
-    .args(if fresh { None } else { Some("--resumed") })
+    .args(starting.flags())
     .current_dir(member.cwd.as_deref().unwrap_or("."))
     .stdin(Stdio::null())
     .stdout(
@@ -115,11 +93,11 @@ async fn start(
     Ok(monitor(
         &env,
         team,
-        member,
+        starting.member,
         &req,
         Proc::Child(child),
         BackendKind::Process,
-        key,
+        starting.key,
     ))
 }
 

@@ -20,45 +20,21 @@
 use std::ffi::OsStr;
 use std::path::Path;
 
-use super::child::{
-    child_store, forget_lead_key, log_path, registered, teammate_args, undo_if_fresh, LeadKey,
-};
-use super::exe::checked_exe;
+use super::child::{begin, log_path, teammate_args, ChildBackend, Starting};
 use super::monitor::{monitor, Proc};
 use super::panes::{is_ours, kill_pane_if_ours, pane_said, run, tmux};
 use super::started;
-use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned, TmuxOptions};
+use super::{BackendKind, SpawnEnv, Spawned, TmuxOptions};
 use crate::error::{Error, Result};
 use crate::home::started::Started;
 use crate::store::{Member, Team};
 use crate::teammate::SpawnRequest;
 
-/// The tmux-pane [`Backend`].
-pub(crate) struct TmuxPane;
-
-impl Backend for TmuxPane {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Tmux
-    }
-
-    fn spawn<'a>(
-        &'a self,
-        env: SpawnEnv<'a>,
-        team: &'a Team,
-        req: SpawnRequest,
-    ) -> SpawnFuture<'a> {
-        Box::pin(start(env, team, req, None))
-    }
-
-    fn rejoin<'a>(
-        &'a self,
-        env: SpawnEnv<'a>,
-        team: &'a Team,
-        member: Member,
-        req: SpawnRequest,
-    ) -> Option<SpawnFuture<'a>> {
-        Some(Box::pin(start(env, team, req, Some(member))))
-    }
+/// The tmux-pane [`Backend`](super::Backend).
+pub(crate) fn backend() -> ChildBackend {
+    ChildBackend::new(BackendKind::Tmux, |env, team, req, rejoining| {
+        Box::pin(start(env, team, req, rejoining))
+    })
 }
 
 /// Spawns `req` (registering it), or starts the registered `rejoining`
@@ -69,32 +45,26 @@ async fn start(
     req: SpawnRequest,
     rejoining: Option<Member>,
 ) -> Result<Spawned> {
-    // Before anything is written: a child reaches its team through the
-    // files or a NATS server, never through this process's memory.
-    let store = child_store(team, env.home.root())?;
-    if store.secret_url().is_some() {
-        // A pane runs a command line; the URL's credentials would show in it.
-        return Err(Error::Backend(
-            "a NATS store URL with credentials cannot be handed to a tmux pane without showing in its command line; use the process backend (--teammate-mode process) or a URL without credentials".into(),
-        ));
-    }
-    let fresh = rejoining.is_none();
-    let (member, key) = registered(&env, team, &req, BackendKind::Tmux, rejoining).await?;
-    let key_args = key.as_ref().map(LeadKey::args).unwrap_or_default();
-    let rollback = |e: Error| {
-        forget_lead_key(team, &member.name, key.as_ref());
-        undo_if_fresh(team, &member.name, fresh, e)
-    };
-    let exe = checked_exe(env.backends).await.map_err(rollback)?;
+    let starting = begin(&env, team, &req, BackendKind::Tmux, rejoining, |store| {
+        match store.secret_url() {
+            // A pane runs a command line; the URL's credentials would show in it.
+            Some(_) => Err(Error::Backend(
+                "a NATS store URL with credentials cannot be handed to a tmux pane without showing in its command line; use the process backend (--teammate-mode process) or a URL without credentials".into(),
+            )),
+            None => Ok(()),
+        }
+    })
+    .await?;
+    let rollback = |e: Error| starting.rollback(team, e);
+    let Starting {
+        store, member, exe, ..
+    } = &starting;
     let exe_shown = exe.display().to_string();
-    let mut command = vec![exe.into_os_string()];
+    let mut command = vec![exe.clone().into_os_string()];
     command.extend(teammate_args(
-        team, &store, &member, &req, &env.hooks, env.models,
+        team, store, member, &req, &env.hooks, env.models,
     ));
-    command.extend(key_args);
-    if !fresh {
-        command.push("--resumed".into());
-    }
+    command.extend(starting.flags());
     let line = format!(
         "exec {}",
         command
@@ -150,7 +120,7 @@ async fn start(
         // It may already have left (a fast shutdown); the monitor sorts it out.
         Err(e) => {
             tracing::warn!(teammate = %member.name, error = %e, "could not record tmuxPaneId");
-            member
+            member.clone()
         }
     };
     Ok(monitor(
@@ -165,7 +135,7 @@ async fn start(
             pane,
         },
         BackendKind::Tmux,
-        key,
+        starting.key,
     ))
 }
 
