@@ -375,7 +375,7 @@ pub(crate) fn child_store(team: &Team, home: &Path) -> Result<ChildStore> {
             security: Default::default(),
         });
     }
-    if let Some(nats) = team.store().backend().nats_store() {
+    if let Some(nats) = team.store().nats_store() {
         return Ok(ChildStore {
             home: home.to_path_buf(),
             url: Some(nats.url().clone()),

@@ -43,7 +43,6 @@ pub enum StoreCommand {
 /// Runs a store command on `store`, which must be a NATS store.
 pub(super) fn run(store: &Store, out: &Output, c: StoreCommand) -> anyhow::Result<()> {
     let nats = store
-        .backend()
         .nats_store()
         .context("`teamhost store` copies between a NATS store and files: give --store nats://HOST:PORT[/PREFIX] (or set TEAMHOST_STORE)")?;
     let (verb, team, dir, done) = match c {

@@ -52,19 +52,12 @@ impl<T: Send> FeedGuard for T {}
 /// are the crate's: a backend reports a missing task as `Ok(None)` where
 /// the signature allows and leaves the wording to [`super::Team`].
 pub trait TeamStore: Send + Sync + std::fmt::Debug + 'static {
-    /// The file store, when this is one (or fences one): for what only
-    /// files have (their root, for a child process on the same files).
-    /// `None` by default.
-    fn file_store(&self) -> Option<&super::FileStore> {
-        None
-    }
-
-    /// The NATS store, when this is one (or fences one): for what only a
-    /// NATS server has (its URL and security, for a child process; the
-    /// export and import of `teamhost store`). `None` by default.
-    fn nats_store(&self) -> Option<&super::NatsStore> {
-        None
-    }
+    /// The backend itself, for the store's own kind accessors
+    /// ([`super::Store::file_store`], [`super::Store::nats_store`]); nothing
+    /// outside the store downcasts. (As trait methods returning the kinds,
+    /// they would make this trait and its implementations import each
+    /// other.)
+    fn as_any(&self) -> &dyn std::any::Any;
 
     /// Where `team`'s config lives, for messages (a path for the file
     /// backend, a pseudo path for others).

@@ -86,12 +86,8 @@ impl std::fmt::Debug for FencedStore {
 impl TeamStore for FencedStore {
     /// The store underneath, so a caller asking for one kind finds it
     /// through the fence.
-    fn file_store(&self) -> Option<&super::FileStore> {
-        self.inner.file_store()
-    }
-
-    fn nats_store(&self) -> Option<&super::NatsStore> {
-        self.inner.nats_store()
+    fn as_any(&self) -> &dyn std::any::Any {
+        self.inner.as_any()
     }
 
     fn config_location(&self, team: &str) -> PathBuf {

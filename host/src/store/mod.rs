@@ -206,7 +206,14 @@ impl Store {
     /// The file backend, when this store is one (for tools and tests that
     /// deal with the reference's files themselves).
     pub fn file_store(&self) -> Option<&FileStore> {
-        self.backend.file_store()
+        self.backend.as_any().downcast_ref::<FileStore>()
+    }
+
+    /// The NATS backend, when this store is one (for what only a NATS
+    /// server has: its URL and security for a child process, `teamhost
+    /// store`'s export and import).
+    pub fn nats_store(&self) -> Option<&NatsStore> {
+        self.backend.as_any().downcast_ref::<NatsStore>()
     }
 
     /// The team called `name` (sanitised; it need not exist yet).

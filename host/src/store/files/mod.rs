@@ -169,8 +169,8 @@ fn stems(dir: &std::path::Path, ext: &str) -> Result<Vec<String>> {
 }
 
 impl TeamStore for FileStore {
-    fn file_store(&self) -> Option<&FileStore> {
-        Some(self)
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 
     fn config_location(&self, team: &str) -> PathBuf {

@@ -58,6 +58,7 @@ use async_nats::{HeaderMap, StatusCode};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
+use super::answers::{Fail, Stored, TEMPORARILY_UNAVAILABLE};
 use super::reads::{leader_answer, ReadVia};
 use super::security::NatsSecurity;
 use super::url::NatsUrl;
@@ -88,34 +89,6 @@ impl Default for NatsOptions {
             security: NatsSecurity::default(),
         }
     }
-}
-
-/// Why one call failed.
-#[derive(Debug, Clone)]
-pub(super) enum Fail {
-    /// No answer (server down or restarting, timeout): worth retrying.
-    Transient(String),
-    /// The stream is not there.
-    NoStream,
-    /// A compare-and-swap lost: the subject moved past the expected revision.
-    Conflict,
-    /// The server answered with an error.
-    Refused(String),
-    /// No answer within the retry bound.
-    Unavailable(String),
-}
-
-/// One stored message, as a direct get returns it.
-#[derive(Debug, Clone)]
-pub(super) struct Stored {
-    /// Its stream sequence (a KV key's revision).
-    pub seq: u64,
-    /// Its body.
-    pub payload: Bytes,
-    /// A KV delete or purge marker.
-    pub deleted: bool,
-    /// Its `Nats-Msg-Id`, when it has one.
-    pub id: Option<String>,
 }
 
 /// The store's connection: its runtime, the client, and the bounds.
@@ -165,10 +138,6 @@ const DUPLICATE_IN_PROCESS: u64 = 10158;
 /// A new stream leader still applying its log refuses compare-and-swaps
 /// for a moment (2.11+): asked again, it answers.
 const EXPECTED_NOT_READY: u64 = 10163;
-/// "JetStream system temporarily unavailable": a cluster between leaders
-/// (its meta leader or a stream's) answers it to API requests, gets and
-/// publishes alike; asked again once a leader is elected, it answers.
-pub(super) const TEMPORARILY_UNAVAILABLE: u64 = 10008;
 
 impl Conn {
     /// Connects to `url` and checks that the server has JetStream. An
@@ -260,7 +229,7 @@ impl Conn {
             Ok(_) => {
                 let server = conn.client.server_info();
                 let mut conn = conn;
-                conn.replicas = super::setup::replicas(
+                conn.replicas = super::replicas::replicas(
                     url.replicas(),
                     server.cluster.is_some(),
                     &server.version,
@@ -291,7 +260,7 @@ impl Conn {
 
     /// How many servers keep a copy of each stream this store makes: the
     /// URL's `?replicas=N`, else 3 on a JetStream cluster and 1 on a lone
-    /// server (`setup::replicas`).
+    /// server (`replicas.rs`).
     pub fn replicas(&self) -> usize {
         self.replicas
     }

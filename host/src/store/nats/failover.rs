@@ -24,7 +24,7 @@
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 
-use super::client::Fail;
+use super::answers::Fail;
 use super::kv::{self, Slot};
 use super::naming::{token, untoken};
 use super::setup;

@@ -39,7 +39,8 @@ use std::sync::{mpsc, Arc};
 
 use futures_util::StreamExt;
 
-use super::client::{round_trip, Fail};
+use super::answers::Fail;
+use super::client::round_trip;
 use super::naming::untoken;
 use super::NatsStore;
 use crate::error::Result;

@@ -19,7 +19,8 @@
 use async_nats::HeaderMap;
 use bytes::Bytes;
 
-use super::client::{Conn, Fail, Stored};
+use super::answers::{Fail, Stored};
+use super::client::Conn;
 use super::naming::TeamNames;
 
 /// A key as read: its revision (`0` when never written; a deletion's

@@ -44,7 +44,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::client::{Fail, Stored};
+use super::answers::{Fail, Stored};
 use super::naming::{token, untoken, TeamNames};
 use super::setup::{self, Which};
 use super::NatsStore;

@@ -19,9 +19,11 @@
 //! |---|---|
 //! | `url.rs` | [`NatsUrl`]: parsing `nats://…` (one server or a cluster's seed list, `?replicas=N`), the prefix, keeping credentials out of sight |
 //! | `security.rs` | [`NatsSecurity`]: TLS files, credentials file, NKey seed; checked before connecting; the errors that name the setting to fix |
+//! | `answers.rs` | what one call answers: a stored message, or why it failed (`Fail`); the error code reads and writes retry on |
 //! | `client.rs` | [`Conn`](client::Conn): the store's own runtime and client, bounded retries, JetStream's JSON API, compare-and-swaps whose winner is read back from the stream |
 //! | `naming.rs` | bucket, stream, subject and key names; agent names as subject tokens |
-//! | `setup.rs` | making a team's bucket and mail stream by hand (works on 2.9), how many replicas, listing, deleting |
+//! | `replicas.rs` | how many replicas a stream gets: asked, 3 on a cluster, else 1; never more on a server without serialised compare-and-swap |
+//! | `setup.rs` | making a team's bucket and mail stream by hand (works on 2.9), listing, deleting |
 //! | `reads.rs` | reading the last write: direct gets on one server, the stream leader's gets on a replicated stream |
 //! | `kv.rs` | keys with revisions: read, compare-and-swap, delete, set aside |
 //! | `team.rs` | config (create, CAS update, a corrupt one set aside), usage records, plans |
@@ -55,6 +57,7 @@
 //! pane's through `tmux -e`); a teammate's directory may hold none of
 //! those files (`teamhost run` refuses the layout).
 
+mod answers;
 mod client;
 mod describe;
 mod failover;
@@ -63,6 +66,7 @@ mod kv;
 mod mail;
 mod naming;
 mod reads;
+mod replicas;
 pub mod security;
 mod setup;
 mod shelf;
@@ -190,8 +194,8 @@ fn team_streams_prefixes(prefix: &str) -> [String; 2] {
 }
 
 impl TeamStore for NatsStore {
-    fn nats_store(&self) -> Option<&NatsStore> {
-        Some(self)
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 
     fn config_location(&self, team: &str) -> PathBuf {

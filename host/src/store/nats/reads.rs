@@ -29,7 +29,7 @@ use base64::Engine;
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::client::{Fail, Stored, TEMPORARILY_UNAVAILABLE};
+use super::answers::{Fail, Stored, TEMPORARILY_UNAVAILABLE};
 
 /// How one stream is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -26,7 +26,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::client::Fail;
+use super::answers::Fail;
 use super::NatsStore;
 use crate::error::{Error, Result};
 use crate::store::failover::content_hash;

@@ -67,7 +67,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::client::Fail;
+use super::answers::Fail;
 use super::kv::{self, Slot};
 use super::naming::{task_key, TeamNames};
 use super::setup::Which;

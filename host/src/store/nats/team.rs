@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use super::client::Fail;
+use super::answers::Fail;
 use super::kv::{self, Slot};
 use super::naming::{token, untoken, TeamNames};
 use super::setup::{self, Which};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_nats::HeaderMap;
 use bytes::Bytes;
 
-use super::client::Fail;
+use super::answers::Fail;
 use super::*;
 use crate::error::Error;
 use crate::store::{NewMember, NewTask, NewTeam, OutgoingMessage, Store};
