@@ -23,8 +23,10 @@ use crate::layout::{Kind, Protected};
 use crate::store::config::LEAD_NAME;
 use crate::store::{ModelUsage, NewTeam, Task, Team};
 
-/// A run of a manifest's team on a [`Host`], led by the person (or by
-/// nobody: an embedder's program). Its phases, in order: [`Run::start`],
+/// A run of a manifest's team on a [`Host`]: led by the person (or the
+/// embedding program), by a lead component ([`super::Leader`]), or beside a
+/// lead that runs elsewhere ([`Start::Join`], [`Start::Adopt`]). Its
+/// phases, in order: [`Run::start`],
 /// [`Run::until_done`], [`Run::shut_down`], [`Run::finish`]. A caller that
 /// stops between two phases (a forced stop, a store that does not answer)
 /// leaves the team as it is, to resume or delete.
@@ -282,8 +284,9 @@ impl Run {
     /// (with the words [`Ended::Interrupted`] carries). A failed spawn is
     /// [`Ended::SpawnFailed`], not an error.
     ///
-    /// An error means a refused resume (its host still runs): the team is
-    /// left exactly as it is, with nothing to shut down.
+    /// An error means a resume that was refused (its host still runs) or
+    /// failed: the team is left exactly as it is, with nothing to shut
+    /// down.
     pub async fn until_done(
         &mut self,
         narrator: &dyn Narrator,
@@ -346,7 +349,10 @@ impl Run {
     /// this host still holds the team's lease (an error, and nothing
     /// written, when another host took it), asks the teammates running
     /// elsewhere to stop, then runs the shutdown protocol with the plan's
-    /// shutdown timeout (a teammate that does not approve is killed).
+    /// shutdown timeout (a teammate that does not approve is killed). A
+    /// led run stops its lead first, if its team is still there. Beside a
+    /// lead elsewhere, the teammates still running here are killed (the lead
+    /// is told) and the lease given up once the lead shut them all down.
     ///
     /// Dropping the future stops waiting: the team is left as it is.
     pub async fn shut_down(
@@ -386,16 +392,21 @@ impl Run {
         // A led run's lead deletes its team when it is done: what is gone
         // reads as nothing.
         let led = self.plan.is_led();
-        let exists = !led || team.try_exists().unwrap_or(false);
-        let (tasks, messages, turn_failures, usage) = if exists {
+        let (tasks, messages, turn_failures, usage) = if led {
+            // The lead may delete its team between any two reads.
+            (
+                team.list_tasks().unwrap_or_default(),
+                count_messages(team, &self.lead).unwrap_or_default(),
+                TurnFailures::read(team, &self.lead, self.began_ms).unwrap_or_default(),
+                team.model_usage().unwrap_or_default(),
+            )
+        } else {
             (
                 team.list_tasks()?,
                 count_messages(team, &self.lead)?,
                 TurnFailures::read(team, &self.lead, self.began_ms)?,
                 team.model_usage().unwrap_or_default(),
             )
-        } else {
-            Default::default()
         };
         let teammates = self.host.teammates(team.name());
         let decisions = self
@@ -421,7 +432,7 @@ impl Run {
             all.extend(turn_failures.problems(self.plan.allow_failed_turns, &failed));
             all
         };
-        if !kept && exists {
+        if !kept && (!led || team.try_exists().unwrap_or(false)) {
             self.host.delete_team(team.name()).await?;
         }
         Ok(Finished {
