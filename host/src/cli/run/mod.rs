@@ -261,6 +261,39 @@ fn prepare_dirs(
     crate::run::make_default_dirs(m)
 }
 
+/// The library's plan for this run: the flags over the manifest (the
+/// lead component made absolute).
+fn plan_of(a: &RunArgs, m: &Manifest) -> anyhow::Result<crate::run::RunPlan> {
+    Ok(crate::run::RunPlan {
+        manifest_file: a.manifest.clone(),
+        manifest: m.clone(),
+        start: if a.join {
+            Start::Join
+        } else if a.adopt {
+            Start::Adopt
+        } else if a.resume {
+            Start::Resume
+        } else if a.replace {
+            Start::Replace
+        } else {
+            Start::Fresh
+        },
+        leader: if lead::is_led(a, m) {
+            crate::run::Leader::Component {
+                goal: a.goal.clone(),
+                component: a.lead.as_ref().map(std::path::absolute).transpose()?,
+            }
+        } else {
+            crate::run::Leader::Person
+        },
+        timeout: Duration::from_secs(a.timeout),
+        shutdown_timeout: SHUTDOWN_TIMEOUT,
+        keep: a.keep,
+        allow_failed_turns: a.allow_failed_turns,
+        protected: Vec::new(),
+    })
+}
+
 /// The store's TLS and credential files (`--store-ca`, `--store-creds`, …),
 /// which no teammate's directory may hold: a teammate could read a seed or
 /// replace the CA.
@@ -337,34 +370,7 @@ async fn run_team(
         Err(e) => format!("team {} is left as it is ({e})", m.team.name),
     };
     let mut signals = Signals::install(&host, left).context("cannot catch Ctrl-C and SIGTERM")?;
-    let plan = crate::run::RunPlan {
-        manifest_file: a.manifest.clone(),
-        manifest: m.clone(),
-        start: if a.join {
-            Start::Join
-        } else if a.adopt {
-            Start::Adopt
-        } else if a.resume {
-            Start::Resume
-        } else if a.replace {
-            Start::Replace
-        } else {
-            Start::Fresh
-        },
-        leader: if lead::is_led(a, m) {
-            crate::run::Leader::Component {
-                goal: a.goal.clone(),
-                component: a.lead.as_ref().map(std::path::absolute).transpose()?,
-            }
-        } else {
-            crate::run::Leader::Person
-        },
-        timeout: Duration::from_secs(a.timeout),
-        shutdown_timeout: SHUTDOWN_TIMEOUT,
-        keep: a.keep,
-        allow_failed_turns: a.allow_failed_turns,
-        protected: Vec::new(),
-    };
+    let plan = plan_of(a, m)?;
     if plan.start.is_beside() {
         return join::run_beside(home, &host, out, plan, log, &mut signals).await;
     }
