@@ -58,12 +58,13 @@ pub(super) async fn run_led(
 ) -> anyhow::Result<()> {
     let start = Instant::now();
     let team = host.team(&plan.manifest.team.name)?;
+    // Refused before the display starts, and before anything is created.
+    let prepared = Run::prepare(host, plan, &log).await?;
     // The lines' reporter hears every event from the lead's first turn on
     // (the tasks it creates there included): it starts before the lead.
     // The lead's inbox is the lead component's: the reporter consumes none
     // of it (taking it here raced the lead's runner, which then never saw
     // the messages the reporter took).
-    let prepared = Run::prepare(host, plan, &log).await?;
     let lines = a.lines || out.is_json() || !crate::view::terminal_available();
     let reporter = lines.then(|| Reporter::start(host, &team, None, log.clone()));
     let mut run = match prepared.begin(&log).await {
@@ -125,8 +126,9 @@ pub(super) async fn run_led(
             return Err(e);
         }
     };
-    let finished = run.finish(ended, shutdown).await?;
+    let finished = run.finish(ended, shutdown).await;
     display.stop().await;
+    let finished = finished?;
     let summary = LeadSummary {
         team: team.name().to_string(),
         outcome: outcome.to_string(),
