@@ -24,7 +24,7 @@
 //! into a sibling `<file>.swap`, rewritten in place, and was exchanged with
 //! the file (`renameat2(RENAME_EXCHANGE)`); an emptied inbox was truncated
 //! in place. Both rewrote an inode a reader could still hold, and Claude
-//! Code could read a torn or empty file (issue 26). Every file teamhost
+//! Code could read a torn or empty file. Every file teamhost
 //! rewrites under its lock is one the reference reads, so there is one
 //! scheme for all of them; `docs/ARCHITECTURE.md` ("Writes, syncs and
 //! caches") has what it costs. A `<file>.swap` an older version left is

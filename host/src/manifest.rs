@@ -84,7 +84,7 @@ pub struct Manifest {
     /// `.claude/agents`, see `manifest/agent_spec.rs`).
     #[serde(rename = "agent", default)]
     pub agents: Vec<AgentSpec>,
-    /// `[lead]`: the team's lead component (issue 29; see
+    /// `[lead]`: the team's lead component (see
     /// `manifest/lead_spec.rs`). With it `teamhost run` starts the lead
     /// instead of `[[teammate]]` entries.
     #[serde(default)]
@@ -478,8 +478,8 @@ impl Manifest {
     /// What each `[[approvals.route]]` binds: an `entry` must be a
     /// catalogue entry; a `teammate` that names no `[[teammate]]` but a
     /// catalogue entry is refused, since a lead spawns that entry under
-    /// names it picks and the route would bind none of them (issue 40:
-    /// `entry = "…"` is what binds them).
+    /// names it picks and the route would bind none of them (`entry =
+    /// "…"` is what binds them).
     fn check_route_bindings(&self, problems: &mut Vec<String>) {
         let entries = || {
             self.catalogue

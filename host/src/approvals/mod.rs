@@ -11,7 +11,7 @@
 //! | file | owns |
 //! |---|---|
 //! | `mod.rs` | [`Request`], [`PermitAnswer`], [`PlanAnswer`], [`Decider`]: finding requests, answering them in the requester's inbox |
-//! | `route.rs` | [`Routes`]: who decides a request (issue 29's routing), what the policy answers |
+//! | `route.rs` | [`Routes`]: who decides a request (approval routing), what the policy answers |
 //! | `decision.rs` | [`Decision`], [`Answer`]: one decision or escalation, as kept and shown |
 //!
 //! Who may answer what, and the one path every answer takes, is
@@ -255,7 +255,7 @@ fn reply(team: &Team, to: &str, text: String) -> Result<()> {
     team.send(to, OutgoingMessage::new(lead, text)).map(|_| ())
 }
 
-/// Who decides a permission request or a plan (issue 29's approval
+/// Who decides a permission request or a plan (approval
 /// routing): the manifest says it per teammate and per tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -1,4 +1,4 @@
-//! Who decides a request (issue 29's approval routing), and what the
+//! Who decides a request (approval routing), and what the
 //! policy answers. Pure: the manifest's `[approvals]` becomes [`Routes`]
 //! (`manifest/approvals_spec.rs`), and the host asks it per request.
 //!

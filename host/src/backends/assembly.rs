@@ -195,7 +195,7 @@ pub(crate) async fn instantiate(
         budget.restore(earlier);
     }
     budget.keep_in(kept.spent.clone());
-    // Sub-agents (issue 15): made from this teammate's own parts.
+    // Sub-agents: made from this teammate's own parts.
     let seat = seat_config(env, req, &agent, shared, &prepared.dir, budget.clone());
     agent.fixed.subagents = Some(crate::subagents::Seat::new(seat));
     // A failure lets go of the wake registration and names the component.

@@ -1,5 +1,5 @@
 //! [`Host::adopt`]: take over the teammates of another host whose lease on
-//! the team expired (issue 32, host failover), on a store shared by several
+//! the team expired (host failover), on a store shared by several
 //! hosts ([`crate::store::failover`]).
 //!
 //! **Expiry, on this host's clock.** [`LeaseWatch`] notes, for every host's

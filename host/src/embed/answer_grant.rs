@@ -1,5 +1,5 @@
 //! Whether an answer of the lead component stays within the lead's own
-//! grant (issue 29: a lead can never give a teammate more than it has).
+//! grant (a lead can never give a teammate more than it has).
 //! Pure: the lead's mode and rules ([`Caller`]) against what the answer
 //! lets run.
 //!

@@ -63,7 +63,7 @@ pub struct HostOptions {
     /// (providers, credentials, aliases, record/replay). Default: none
     /// configured, so every call is `denied`.
     pub models: super::ModelAccess,
-    /// Host leases (issue 32): `Some(length)` makes this host take a lease
+    /// Host leases (host failover): `Some(length)` makes this host take a lease
     /// on each team it spawns into on a store with failover (NATS), renewed
     /// every `length / 3`, and fences its store with it (see
     /// `embed::host_lease`). `None` (the default): no lease, no fence.

@@ -1,4 +1,4 @@
-//! The one approval path (issue 29): the person's seat (`teamhost permit`
+//! The one approval path: the person's seat (`teamhost permit`
 //! and `plan`, the live view, [`Host::permit`], [`Host::answer_plan`]), the
 //! lead component's seat and the policy desk all answer a permission
 //! request or a plan through [`decide`].

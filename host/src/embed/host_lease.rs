@@ -1,4 +1,4 @@
-//! The host's leases (issue 32, decision 4): the `Host` methods around its
+//! The host's leases (host failover): the `Host` methods around its
 //! table of leases (`lease_table.rs`) — taking a lease at the first spawn into a
 //! team, stopping this host's copies when a lease is lost, releasing it when
 //! the host ends cleanly.

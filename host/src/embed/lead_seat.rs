@@ -562,7 +562,7 @@ impl LeadSeat {
 /// The one place a lead's answer reaches the host:
 /// [`decide`](super::decide::decide) as
 /// [`Answerer::Lead`] with the lead's grant at the moment of the call, the
-/// same path the person's seat and the policy take (decision 3: one
+/// same path the person's seat and the policy take (one
 /// approval path). A refusal there is recorded as an escalation (when
 /// `record_refusal`: the lead is within its limits of refused answers) and
 /// the request stays waiting for the person.

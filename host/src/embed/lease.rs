@@ -4,7 +4,7 @@
 //! taken over from writing again.
 //!
 //! The signatures are the contract `embed::adopt` and the CLI build on
-//! (issue 32); `Host` holds one lease per team through `embed::host_lease`.
+//! (host failover); `Host` holds one lease per team through `embed::host_lease`.
 //!
 //! **Timing.** The lease is renewed every `lease / 3`. The holder counts it
 //! valid until half a lease after it *sent* its last successful renewal; a

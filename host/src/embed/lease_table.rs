@@ -1,5 +1,5 @@
 //! [`HostLeases`]: the table of the leases one host holds, one per team it
-//! runs teammates of on a store with failover (issue 32), and the [`Fence`]
+//! runs teammates of on a store with failover, and the [`Fence`]
 //! its store asks before each write. What the host does with it (take, lose,
 //! release) is in `host_lease.rs`.
 

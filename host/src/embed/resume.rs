@@ -16,7 +16,7 @@
 //! | an LLM teammate's conversation, a teammate's saved state | `{home}/kept/{team}/` | `model.history`, `state.load` |
 //! | the dead host's Bash calls | nothing: their processes died with it (`tools::confine`, "When the host dies") | their leftover control groups removed (`tools::cgroup::sweep_dead_hosts`), with any process still in one |
 //!
-//! On a store shared by several hosts (issue 32), who runs each teammate is
+//! On a store shared by several hosts (host failover), who runs each teammate is
 //! settled in the store first (`resume_claim.rs`): the dead host's lease is
 //! taken over, a teammate an adopting host already took over is left to it
 //! ([`ResumeReport::adopted_elsewhere`]), and every teammate respawned here
@@ -189,7 +189,7 @@ impl Host {
             )
         }).await?;
         // Before anything is respawned or handed back: this host's lease
-        // (issue 32), when leases are on and the store is shared.
+        // (host failover), when leases are on and the store is shared.
         self.ensure_lease(team.name()).await?;
         let records: BTreeMap<String, SpawnRecord> =
             records.into_iter().map(|r| (r.name.clone(), r)).collect();

@@ -1,4 +1,4 @@
-//! Resume and adopt on one shared team (issue 32): before [`Host::resume`]
+//! Resume and adopt on one shared team (host failover): before [`Host::resume`]
 //! respawns anything on a store with failover, it settles in the store who
 //! runs each teammate, so that a resume and an adopting host never both run
 //! one.

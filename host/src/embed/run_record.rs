@@ -1,4 +1,4 @@
-//! Run records (issue 32): what this host runs in a team whose lease it
+//! Run records (host failover): what this host runs in a team whose lease it
 //! holds, kept in the store ([`crate::store::failover`]) so that another
 //! host can start it again when this one dies.
 //!

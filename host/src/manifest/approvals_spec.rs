@@ -1,5 +1,5 @@
-//! `[approvals]`: who decides each permission request and plan (issue 29's
-//! approval routing), becoming [`Routes`] (`approvals/route.rs` has the
+//! `[approvals]`: who decides each permission request and plan (approval
+//! routing), becoming [`Routes`] (`approvals/route.rs` has the
 //! rules of the decision).
 //!
 //! ```toml
@@ -188,7 +188,7 @@ mod tests {
         assert_eq!(routes.policy().plans, PlanPolicy::Approve);
     }
 
-    /// Issue 40: a route binds catalogue spawns only through `entry`.
+    /// A route binds catalogue spawns only through `entry`.
     #[test]
     fn a_route_naming_a_catalogue_entry_as_a_teammate_or_an_unknown_entry_is_refused() {
         let catalogue = "[[catalogue]]\nname = \"helper\"\ncomponent = \"y.wasm\"\n";

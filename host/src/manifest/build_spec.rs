@@ -269,7 +269,7 @@ mod tests {
         assert!(problems[1].contains("without '..'"), "{problems:?}");
     }
 
-    /// Issue 40: `..`, a link and the command itself.
+    /// `..`, a link and the command itself.
     #[test]
     fn a_workdir_through_dot_dot_or_a_link_and_a_command_naming_a_teammate_file_are_refused() {
         let tmp = tempfile::tempdir().unwrap();

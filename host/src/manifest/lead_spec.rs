@@ -1,4 +1,4 @@
-//! A manifest's `[lead]` table and `[[catalogue]]` entries (issue 29): the
+//! A manifest's `[lead]` table and `[[catalogue]]` entries: the
 //! component that leads the team, and what it may spawn.
 //!
 //! | key | default | checked |

@@ -1,7 +1,7 @@
 //! The directories a teammate can write, as the manifest's `build` must see
 //! them: by their **real paths** (every `..` and link resolved), because a
 //! lexical comparison takes `work/../work/mallory`, or a link to
-//! `work/mallory`, for a directory of the project (issue 40).
+//! `work/mallory`, for a directory of the project.
 //!
 //! | who | what it can write |
 //! |---|---|

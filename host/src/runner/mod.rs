@@ -281,7 +281,7 @@ impl Runner {
         }
         let record = std::mem::take(&mut self.instance.agent().coordination.turn);
         // A lead that deleted its team ends here: nothing of the team is
-        // left to write to (decision 1 of issue 29).
+        // left to write to.
         if self.lead_ended() {
             return Some(TeammateState::Completed);
         }

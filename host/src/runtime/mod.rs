@@ -40,7 +40,7 @@ mod stacks;
 mod state;
 mod stopping;
 mod wasi_writes;
-// Sub-agents (issue 15).
+// Sub-agents.
 pub mod lead_host;
 pub mod subagent_host;
 

@@ -1,5 +1,5 @@
 //! The failover seam: what a store shared by several hosts keeps so that one
-//! host can take over another's teammates when it dies (issue 32).
+//! host can take over another's teammates when it dies (host failover).
 //!
 //! Three kinds of record, each compare-and-swapped on a [`Revision`]:
 //!

@@ -1,6 +1,6 @@
 //! [`FencedStore`]: a [`TeamStore`] whose every write for a team first asks
 //! a [`Fence`] whether this host may still write there — the fencing of
-//! issue 32. A host holding a lease on a team wraps its store in one; once
+//! host failover. A host holding a lease on a team wraps its store in one; once
 //! the lease is taken over by another host, the fence refuses
 //! (`Error::LeaseLost`) and the write never reaches the store.
 //!

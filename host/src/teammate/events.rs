@@ -119,7 +119,7 @@ pub enum Event {
         /// What happened.
         call: crate::model::ModelCallEvent,
     },
-    /// This host's lease on `team` was taken over by host `by` (issue 32):
+    /// This host's lease on `team` was taken over by host `by` (host failover):
     /// its copies of `stopped` were stopped here without writing; they run
     /// on `by` now.
     LeaseLost {

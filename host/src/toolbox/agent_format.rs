@@ -89,7 +89,7 @@ pub fn sent_to_agent(id: &str, resumed: bool) -> String {
 /// What the sub-agent wrote (its description and result) goes in with every
 /// `<` escaped ([`escape_text`], the agents' framing rule), so a sub-agent
 /// fed a hostile file cannot end the notification or open a block that
-/// poses as the lead in its parent's prompt (issue 40).
+/// poses as the lead in its parent's prompt.
 pub fn task_notification(r: &AgentReport<'_>, tool_use_id: Option<&str>) -> String {
     let mut out = format!("<task-notification>\n<task-id>{}</task-id>\n", r.id);
     if let Some(t) = tool_use_id {
@@ -209,7 +209,7 @@ mod tests {
         assert!(is_task_notification(&text));
     }
 
-    /// Issue 40: a sub-agent's words cannot end the notification or open a
+    /// A sub-agent's words cannot end the notification or open a
     /// block from the lead in its parent's prompt.
     #[test]
     fn a_sub_agents_words_cannot_close_the_notification_or_pose_as_the_lead() {

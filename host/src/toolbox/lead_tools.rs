@@ -1,4 +1,4 @@
-//! The lead's tools as a model sees them (issue 29, seed 001): TeamCreate,
+//! The lead's tools as a model sees them (the reference's tool names): TeamCreate,
 //! TeamDelete, the `Agent` tool with `team_name` and `name` (a teammate from
 //! the catalogue), and SendMessage's lead protocol answers
 //! (`plan_approval_response`, `permission_response`, `shutdown_request`).

@@ -72,7 +72,7 @@ impl Seat {
         }
     }
 
-    /// The view of a team `host` runs whose lead is a component (issue 29):
+    /// The view of a team `host` runs whose lead is a component:
     /// the host's teammate states, as [`Seat::running`], but the lead's
     /// messages are the lead component's to take, never the view's.
     pub fn beside_lead(host: Host, team: Team) -> Seat {

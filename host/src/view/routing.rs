@@ -1,5 +1,5 @@
-//! Who decides each waiting request, as the view marks it (issue 29's
-//! approval routing), and the latest decision, from the home's decisions
+//! Who decides each waiting request, as the view marks it (approval
+//! routing), and the latest decision, from the home's decisions
 //! record (`home::decisions`) and the routes `teamhost run` kept there.
 //! Without a home, or a team no run set routes for (a Claude Code team),
 //! everything waits for the person, as before.

@@ -174,7 +174,7 @@ fn routes_survive_json_and_json_with_a_bad_rule_is_refused() {
     assert!(serde_json::from_str::<Routes>(&bad).is_err());
 }
 
-/// Issue 40: a route to a stricter decider is not dodged by spelling.
+/// A route to a stricter decider is not dodged by spelling.
 #[test]
 fn a_route_to_a_stricter_decider_catches_any_part_and_any_path_of_the_program() {
     let routes = Routes::new(

@@ -18,7 +18,7 @@
 //! component is taken as up to date).
 //!
 //! The command is the person's own, from the manifest. Nothing a teammate
-//! wrote is run or read by it (issue 40):
+//! wrote is run or read by it:
 //!
 //! 1. its workdir and the path-like words of its command may not lie in a
 //!    directory a teammate can write, by real path: checked with the

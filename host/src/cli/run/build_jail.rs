@@ -1,8 +1,8 @@
 //! The manifest's build, run with every directory a teammate can write
 //! hidden: in a mount namespace of its own, each such directory is covered
 //! by an empty read-only tmpfs, so the build cannot run or read a file a
-//! teammate wrote, however its command reaches the directory (issue 40;
-//! `cli/run/build.rs` has the checks made before).
+//! teammate wrote, however its command reaches the directory
+//! (`cli/run/build.rs` has the checks made before).
 //!
 //! Making a mount namespace needs `CAP_SYS_ADMIN` (root, as on CI). Where
 //! the host lacks it, [`hider`] says so and the build runs without one: the

@@ -1,4 +1,4 @@
-//! The run summary's "decisions" section (issue 29): who decided the
+//! The run summary's "decisions" section: who decided the
 //! team's permission requests and plans during this run, from the home's
 //! decisions record (`home::decisions`): counts, and one line each
 //! (`plan from fixer: approved by the lead`).

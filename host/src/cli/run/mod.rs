@@ -56,7 +56,7 @@
 //! | `display.rs` | the live view or the event lines, behind one `Display` |
 //! | `report.rs` | the live event lines: `Log`, and the `Reporter` that follows the host's events |
 //! | `summary.rs` | the final summary, as text or JSON, and the message counts in it |
-//! | `decisions.rs` | the summary's decisions: who decided which request (issue 29) |
+//! | `decisions.rs` | the summary's decisions: who decided which request |
 
 mod build;
 mod build_jail;
@@ -169,7 +169,7 @@ pub struct RunArgs {
     /// (the default without a terminal, and with --json).
     #[arg(long)]
     lines: bool,
-    /// Run a team whose lead is a component (issue 29): the goal is its
+    /// Run a team whose lead is a component: the goal is its
     /// first message; it spawns teammates from the manifest's
     /// [[catalogue]] and the run ends when it deletes the team.
     #[arg(long, value_name = "TEXT", conflicts_with_all = ["join", "resume"])]
@@ -326,7 +326,7 @@ async fn run_team(
         interactive: crate::backends::detect::interactive_terminal(),
         ..Default::default()
     };
-    // Decision 6 of issue 32: the lease comes from this flag only.
+    // The lease length comes from this flag only, never the manifest.
     let lease = store
         .backend()
         .failover()

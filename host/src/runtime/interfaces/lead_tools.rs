@@ -1,4 +1,4 @@
-//! The toolbox's lead tools (issue 29) run through the lead's seat:
+//! The toolbox's lead tools run through the lead's seat:
 //! TeamCreate, TeamDelete, the `Agent` tool with `team_name`, and
 //! SendMessage's `plan_approval_response`, `permission_response` and
 //! `shutdown_request` all call [`Fixed::lead_seat`](crate::runtime::Fixed)'s

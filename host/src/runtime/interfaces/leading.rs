@@ -1,4 +1,4 @@
-//! `teamhost:agent/leading`: the lead's seat (issue 29).
+//! `teamhost:agent/leading`: the lead's seat.
 //!
 //! Glue only: each function takes the caller's
 //! [`Fixed::lead_seat`](crate::runtime::Fixed) (`None`: not a team's lead,
@@ -239,7 +239,7 @@ impl Host for LeadGlue<'_> {
     }
 }
 
-/// No bypass (issue 29, decision 5): a lead seat's `messaging` calls that
+/// No bypass (the lead's seat has no side door): a lead seat's `messaging` calls that
 /// stop a teammate or answer a plan go through the seat, exactly as
 /// `leading.shutdown` and `leading.answer-plan` do. `None` for a caller
 /// without a seat (the teammate path stays as it was).

@@ -44,7 +44,7 @@ impl ToolGlue<'_> {
 
     async fn authorize_unredacted(&mut self, call: ToolCall) -> Result<ToolCall, GuestError> {
         // Where the call's path leads through links is looked up here, so
-        // `decide_on_disk` stays pure (class 4 of issue 10).
+        // `decide_on_disk` stays pure (no I/O inside the decision).
         match self.permissions.decide_on_disk(&call) {
             Decision::Allow { .. } => Ok(call),
             Decision::Deny { reason } => Err(WitError::Denied(reason).into()),

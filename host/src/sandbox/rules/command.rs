@@ -205,7 +205,7 @@ fn split_loose(command: &str) -> Vec<Vec<String>> {
 /// options and, for `env`, assignments): a deny rule looks through them.
 const PASS_THROUGH: &[&str] = &["command", "exec", "builtin", "nohup", "time", "env"];
 
-/// A command part as a deny rule reads it (issue 40): leading `NAME=value`
+/// A command part as a deny rule reads it: leading `NAME=value`
 /// assignments and pass-through programs ([`PASS_THROUGH`], with their
 /// dash options) dropped, and the program named by its file name, so that
 /// `/bin/rm -f x`, `FOO=1 rm x`, `command rm x` and `env -i rm x` are the
@@ -271,7 +271,7 @@ mod tests {
             .is_some()
     }
 
-    /// Issue 40: a deny rule is not dodged by naming the program another
+    /// A deny rule is not dodged by naming the program another
     /// way; an allow rule still covers only the words as written.
     #[test]
     fn a_deny_rule_catches_the_program_by_any_path_assignment_or_pass_through() {

@@ -1,5 +1,5 @@
 //! The component shelf of a NATS store: components kept by SHA-256 so that
-//! a host can run, by hash, a teammate another host spawned (issue 32). One
+//! a host can run, by hash, a teammate another host spawned (host failover). One
 //! stream per prefix, not per team (a component serves every team).
 //!
 //! | what | where |

@@ -35,7 +35,7 @@
 //! answers said or failed to say, and whatever an earlier read missed: a
 //! snapshot read from a replica behind the leader or a deposed leader (a
 //! task older than the committed intent) once let two claimers both win
-//! (issue 42 item 1; `host/tests/nats_faults.rs` reproduces it), because
+//! (a cluster's claim once won twice; `host/tests/nats_faults.rs` reproduces it), because
 //! the loser's write was refused, taken for "applied by someone else", and
 //! reported as a win. Now a pass none of whose writes won runs again from
 //! step 1; one that won some and lost others (only possible after such a
