@@ -25,6 +25,17 @@ use crate::sandbox::{decide_on_disk, PermissionMode, PolicyContext};
 
 use super::lead_grant::{delegates, within_own_mode};
 
+/// Why a lead may not answer a request of its own: the person does. The one
+/// rule, asked by the seat (which counts the refusal) and by the approval
+/// path ([`super::decide`]) alike.
+pub const OWN_REQUEST: &str = "a lead never answers its own requests";
+
+/// Whether `request` is the lead's own (`lead`: the lead's name in the
+/// team), which the lead may not answer ([`OWN_REQUEST`]).
+pub fn is_own_request(request: &Request, lead: &str) -> bool {
+    request.from() == lead
+}
+
 /// `Some(why)` when `answer` to `request` gives more than `lead` has;
 /// `cwd` is the requester's directory.
 pub fn beyond_grant(

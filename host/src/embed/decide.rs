@@ -258,8 +258,8 @@ fn refusal(
     };
     match answerer {
         Answerer::Person => None,
-        Answerer::Lead(_) if request.from() == lead => {
-            Some("a lead never answers its own request".into())
+        Answerer::Lead(_) if super::answer_grant::is_own_request(request, lead) => {
+            Some(super::answer_grant::OWN_REQUEST.into())
         }
         Answerer::Lead(caller) => match routed() {
             Decider::Lead => super::answer_grant::beyond_grant(

@@ -331,10 +331,10 @@ impl LeadSeat {
                 "no permission or plan request {id:?} in the lead's team"
             )));
         };
-        if request.from() == self.lead_name() {
+        if super::answer_grant::is_own_request(&request, self.lead_name()) {
             let why = format!(
-                "{id} is the lead's own request: a lead never answers its own requests; \
-                 escalated to the person"
+                "{id} is the lead's own request: {}; escalated to the person",
+                super::answer_grant::OWN_REQUEST
             );
             return Err(self.refused(&request, LeadError::Denied(why), quota));
         }
