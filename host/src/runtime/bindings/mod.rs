@@ -8,12 +8,14 @@
 //! ([`GuestError`], declared with `trappable_error_type`; `guest_error.rs`,
 //! beside the bindings because each names the other):
 //! a guest error travels as the WIT `error`, a trap ends the guest (host
-//! bugs, limit breaches). Every other function returns `wasmtime::Result<T>`,
-//! where `Err` traps and a guest-visible failure (`model-error`,
-//! `claim-error`) travels inside `T`.
+//! bugs, limit breaches). `model-error` and `claim-error` are trappable the
+//! same way ([`ModelTrap`], [`ClaimTrap`]; `call_errors.rs`). Every other
+//! function returns `wasmtime::Result<T>`, where `Err` traps.
 
+mod call_errors;
 mod guest_error;
 
+pub use call_errors::{ClaimTrap, ModelTrap};
 pub use guest_error::GuestError;
 
 wasmtime::component::bindgen!({
@@ -23,6 +25,8 @@ wasmtime::component::bindgen!({
     exports: { default: async },
     trappable_error_type: {
         "teamhost:agent/types.error" => crate::runtime::bindings::GuestError,
+        "teamhost:agent/model.model-error" => crate::runtime::bindings::ModelTrap,
+        "teamhost:agent/tasks.claim-error" => crate::runtime::bindings::ClaimTrap,
     },
     with: { "wasi": wasmtime_wasi::p2::bindings },
 });

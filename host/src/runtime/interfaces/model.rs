@@ -19,6 +19,7 @@ use crate::model::ModelCallEvent;
 use crate::runtime::bindings::model::{
     Host, Message, ModelError, ModelInfo, Request, Response, Spend,
 };
+use crate::runtime::bindings::ModelTrap;
 
 impl ModelGlue<'_> {
     fn model_event(&self, event: ModelCallEvent) {
@@ -33,7 +34,7 @@ impl ModelGlue<'_> {
         &mut self,
         req: Request,
         aside: bool,
-    ) -> wasmtime::Result<Result<Response, ModelError>> {
+    ) -> Result<Response, ModelTrap> {
         let req = request_from_wit(req);
         self.model_event(ModelCallEvent::Started {
             model: req.model.clone(),
@@ -54,7 +55,7 @@ impl ModelGlue<'_> {
                     spend,
                     millis: started.elapsed().as_millis() as u64,
                 });
-                Ok(Ok(response_to_wit(response)))
+                Ok(response_to_wit(response))
             }
             Err(e) => {
                 self.model_event(ModelCallEvent::Failed {
@@ -62,7 +63,7 @@ impl ModelGlue<'_> {
                     not_recorded: matches!(e, crate::model::ModelError::NotRecorded(_)),
                     spend,
                 });
-                Ok(Err(error_to_wit(e)))
+                Err(error_to_wit(e).into())
             }
         }
     }
@@ -79,15 +80,16 @@ impl Host for ModelGlue<'_> {
             .collect())
     }
 
-    async fn complete(&mut self, req: Request) -> wasmtime::Result<Result<Response, ModelError>> {
+    async fn complete(&mut self, req: Request) -> Result<Response, ModelTrap> {
         self.complete_brokered(req, false).await
     }
 
-    async fn complete_aside(
-        &mut self,
-        req: Request,
-    ) -> wasmtime::Result<Result<Response, ModelError>> {
+    async fn complete_aside(&mut self, req: Request) -> Result<Response, ModelTrap> {
         self.complete_brokered(req, true).await
+    }
+
+    fn convert_model_error(&mut self, err: ModelTrap) -> wasmtime::Result<ModelError> {
+        err.into_wit()
     }
 
     async fn spent(&mut self) -> wasmtime::Result<Spend> {

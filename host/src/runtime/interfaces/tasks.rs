@@ -16,6 +16,7 @@ use super::{blocking, CoordinationGlue};
 use crate::hooks::HookEvent;
 use crate::runtime::bindings::tasks::{ClaimError, Host, NewTask, OwnerChange, Task, TaskUpdate};
 use crate::runtime::bindings::types::Error as WitError;
+use crate::runtime::bindings::ClaimTrap;
 use crate::runtime::GuestError;
 use crate::sandbox::{CoordinationKind, TasksCall, TeamAct};
 use crate::store::{self, ClaimOutcome, ClaimRefusal};
@@ -228,17 +229,10 @@ impl Host for CoordinationGlue<'_> {
         blocking(move || team.add_dependency(&blocked_by, &task)).await
     }
 
-    async fn claim(
-        &mut self,
-        id: String,
-        check_busy: bool,
-    ) -> wasmtime::Result<Result<Task, ClaimError>> {
-        if let Err(e) = self
-            .permissions
+    async fn claim(&mut self, id: String, check_busy: bool) -> Result<Task, ClaimTrap> {
+        self.permissions
             .authorize_coordination(gate(TasksCall::Claim))
-        {
-            return Ok(Err(ClaimError::Other(e)));
-        }
+            .map_err(ClaimError::Other)?;
         let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
         let claims = self.fixed.claims.clone();
         let outcome = blocking(move || {
@@ -260,8 +254,8 @@ impl Host for CoordinationGlue<'_> {
             outcome
         })
         .await;
-        Ok(match outcome {
-            Err(e) => Err(ClaimError::Other(e.into_wit()?)),
+        match outcome {
+            Err(e) => Err(e.into()),
             Ok(ClaimOutcome::Claimed(t)) => Ok(to_wit_task(t)),
             Ok(ClaimOutcome::Refused {
                 reason,
@@ -276,8 +270,13 @@ impl Host for CoordinationGlue<'_> {
                 ClaimRefusal::AlreadyResolved => ClaimError::AlreadyResolved,
                 ClaimRefusal::Blocked => ClaimError::Blocked(blockers),
                 ClaimRefusal::AgentBusy => ClaimError::AgentBusy(busy_with),
-            }),
-        })
+            }
+            .into()),
+        }
+    }
+
+    fn convert_claim_error(&mut self, err: ClaimTrap) -> wasmtime::Result<ClaimError> {
+        err.into_wit()
     }
 }
 
