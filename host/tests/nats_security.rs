@@ -464,3 +464,50 @@ fn a_child_teammate_process_connects_with_the_hosts_tls_and_credentials() {
     let report = std::fs::read_to_string(data.join("reports/task-1.md")).unwrap();
     assert!(report.contains("**3**"), "{report}");
 }
+
+#[test]
+fn a_teammate_is_refused_a_directory_holding_the_stores_tls_or_credentials_files() {
+    let Some(s) = Secured::start("settings layout") else {
+        return;
+    };
+    let url = s.server.url("guarded");
+    let settings_dir = s.creds.parent().unwrap().to_path_buf();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // With a lease the host's store is fenced: the fence must still say
+    // which files the store trusts.
+    for lease in [None, Some(Duration::from_secs(10))] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = connect(&url, &s.all()).unwrap();
+        let team = store.team("guarded").unwrap();
+        if !team.exists() {
+            team.create(NewTeam::default()).unwrap();
+        }
+        let opts = HostOptions {
+            lease,
+            ..Default::default()
+        };
+        let host = Host::with_store(Home::new(dir.path().join("home")), store, opts).unwrap();
+        let req = SpawnRequest::new("mallory", teamhost_tests::ECHO, "hi", &settings_dir);
+        let refused = rt.block_on(host.spawn("guarded", req));
+        let e = match refused {
+            Ok(_) => panic!(
+                "a teammate got the directory of the store's CA and credentials (lease {lease:?})"
+            ),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.contains(&settings_dir.display().to_string()), "{e}");
+        assert!(
+            host.store()
+                .team("guarded")
+                .unwrap()
+                .config()
+                .unwrap()
+                .member("mallory")
+                .is_none(),
+            "nothing was registered (lease {lease:?})"
+        );
+    }
+}

@@ -197,6 +197,16 @@ impl TeamStore for FencedStore {
     fn failover(&self) -> Option<&dyn Failover> {
         self.failover.as_ref().map(|f| f as &dyn Failover)
     }
+
+    // Reads of what the store underneath is: a fence changes who may
+    // write, not where the teams are or which files the connection trusts.
+    fn remote_location(&self) -> Option<String> {
+        self.inner.remote_location()
+    }
+
+    fn settings_files(&self) -> Vec<std::path::PathBuf> {
+        self.inner.settings_files()
+    }
 }
 
 impl FencedFailover {
