@@ -197,7 +197,7 @@ pub(crate) async fn instantiate(
     budget.keep_in(kept.spent.clone());
     // Sub-agents: made from this teammate's own parts.
     let seat = seat_config(env, req, &agent, shared, &prepared.dir, budget.clone());
-    agent.fixed.subagents = Some(crate::subagents::Seat::new(seat));
+    agent.subagents = Some(crate::subagents::Seat::new(seat));
     // A failure lets go of the wake registration and names the component.
     let instance = match Instance::new(env.runtime, &pre, agent, &instance).await {
         Ok(i) => i,

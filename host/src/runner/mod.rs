@@ -120,39 +120,39 @@ pub(crate) struct Runner {
 impl Runner {
     /// The team it belongs to.
     pub fn team(&self) -> &Team {
-        &self.instance.fixed().team
+        &self.instance.ctx().team.store
     }
 
     /// Its member name.
     pub fn name(&self) -> &str {
-        &self.instance.fixed().identity.name
+        &self.instance.ctx().fixed.identity.name
     }
 
     /// Its agent id (`name@team`).
     pub fn agent_id(&self) -> &str {
-        &self.instance.fixed().identity.agent_id
+        &self.instance.ctx().fixed.identity.agent_id
     }
 
     /// Its display colour.
     pub fn color(&self) -> &str {
-        &self.instance.fixed().identity.color
+        &self.instance.ctx().fixed.identity.color
     }
 
     /// The lead's member name.
     pub fn lead(&self) -> &str {
-        &self.instance.fixed().lead
+        &self.instance.ctx().fixed.lead
     }
 
     /// Whether this runner runs its team's lead component
     /// ([`Host::start_lead`](crate::embed::Host::start_lead)).
     pub fn is_lead(&self) -> bool {
-        self.instance.fixed().lead_seat.is_some() && self.name() == self.lead()
+        self.instance.ctx().lead_seat.is_some() && self.name() == self.lead()
     }
 
     /// Whether this lead deleted its team (its runner then ends).
     fn lead_ended(&self) -> bool {
         self.instance
-            .fixed()
+            .ctx()
             .lead_seat
             .as_ref()
             .is_some_and(|seat| seat.ended())
@@ -495,7 +495,7 @@ impl Runner {
     /// turn. At most [`MAX_IDLE_BLOCKS`] turns in a row are kept that way, so
     /// a hook that always refuses cannot hold a teammate forever.
     async fn idle_hooks(&mut self, blocks: &mut u32) -> Option<String> {
-        let hooks = self.instance.agent().fixed.hooks.clone();
+        let hooks = self.instance.ctx().team.hooks.clone();
         let event = HookEvent::TeammateIdle {
             teammate_name: self.name().to_string(),
             team_name: self.team().name().to_string(),
@@ -504,10 +504,10 @@ impl Runner {
             return None;
         }
         let outcome = hooks.run(&event).await;
-        self.instance
-            .agent()
-            .fixed
-            .report_hook_failures(&outcome)
+        let agent = self.instance.ctx();
+        agent
+            .team
+            .report_hook_failures(&agent.fixed.lead, &outcome)
             .await;
         if outcome.is_blocked() && *blocks < MAX_IDLE_BLOCKS {
             *blocks += 1;
@@ -519,7 +519,7 @@ impl Runner {
 
     /// Runs the lead's `TeammateStart` / `TeammateStop` hooks (informational).
     async fn lifecycle_hooks(&mut self, started: bool) {
-        let hooks = self.instance.agent().fixed.hooks.clone();
+        let hooks = self.instance.ctx().team.hooks.clone();
         let event = HookEvent::Lifecycle {
             started,
             teammate_name: self.name().to_string(),
@@ -529,10 +529,10 @@ impl Runner {
         };
         if hooks.wants(&event) {
             let outcome = hooks.run(&event).await;
-            self.instance
-                .agent()
-                .fixed
-                .report_hook_failures(&outcome)
+            let agent = self.instance.ctx();
+            agent
+                .team
+                .report_hook_failures(&agent.fixed.lead, &outcome)
                 .await;
         }
     }

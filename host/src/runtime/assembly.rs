@@ -20,7 +20,9 @@ use tokio::sync::Notify;
 use super::budget::TreeBudget;
 use super::lead_host::LeadHost;
 use super::permissions::Permissions;
-use super::state::{AgentCtx, Coordination, Fixed, Identity, ModelSeat};
+use super::state::{
+    AgentCtx, Coordination, Fixed, Identity, ModelSeat, StateSeat, TeamSeat, ToolSeat,
+};
 use super::subagent_host::SubagentHost;
 use super::{InstanceConfig, Stopping};
 use crate::home::kept::{ClaimLedger, SavedState};
@@ -255,24 +257,30 @@ impl Assembly {
         let shared = self.shared;
         let agent = AgentCtx {
             fixed: Fixed {
-                team: shared.team,
                 identity: self.identity,
                 lead: shared.lead,
                 limits: shared.limits,
+                budget,
+            },
+            team: TeamSeat {
+                store: shared.team,
                 wake: self.wake,
                 poll_interval: shared.poll_interval,
                 stopping: self.stopping,
                 auto_approve_plans: self.auto_approve_plans,
-                tools,
                 hooks: shared.hooks,
-                hidden_dirs: shared.hidden_dirs,
-                saved_state: self.saved_state,
                 claims: self.claims,
-                subagents: self.subagents,
-                lead_seat: self.lead_seat,
-                budget,
-                state_saves_turn: AtomicU32::new(0),
             },
+            tools: ToolSeat {
+                tools,
+                hidden_dirs: shared.hidden_dirs,
+            },
+            state: StateSeat {
+                saved: self.saved_state,
+                saves_turn: AtomicU32::new(0),
+            },
+            subagents: self.subagents,
+            lead_seat: self.lead_seat,
             permissions,
             coordination: Coordination {
                 pending_plan: self.pending_plan,

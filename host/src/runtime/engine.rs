@@ -15,7 +15,9 @@ use wasmtime::{Config, Engine};
 
 use super::bindings::{self, TeammatePre};
 use super::cache::ComponentCache;
-use super::interfaces::{CoordinationData, LeadData, ModelData, ReadData, SubagentData, ToolData};
+use super::interfaces::{
+    CoordinationData, LeadData, ModelData, ReadData, StateData, SubagentData, ToolData,
+};
 use super::state::TeammateState;
 
 /// How often the epoch advances (and a running guest yields).
@@ -152,7 +154,7 @@ fn add_teamhost_interfaces(linker: &mut Linker<TeammateState>) -> anyhow::Result
     tools::add_to_linker::<_, ToolData>(linker, |s| s.agent.tool_glue())?;
     toolbox::add_to_linker::<_, ToolData>(linker, |s| s.agent.tool_glue())?;
     model::add_to_linker::<_, ModelData>(linker, |s| s.agent.model_glue())?;
-    bindings::state::add_to_linker::<_, ReadData>(linker, |s| s.agent.read_glue())?;
+    bindings::state::add_to_linker::<_, StateData>(linker, |s| s.agent.state_glue())?;
     bindings::subagents::add_to_linker::<_, SubagentData>(linker, |s| s.agent.subagent_glue())?;
     bindings::leading::add_to_linker::<_, LeadData>(linker, |s| s.agent.lead_glue())?;
     Ok(())

@@ -170,8 +170,8 @@ impl Instance {
         self.store
             .data()
             .agent
-            .fixed
-            .state_saves_turn
+            .state
+            .saves_turn
             .store(0, std::sync::atomic::Ordering::SeqCst);
         self.store.data().agent.model.client.start_turn();
         self.model_clock.reset();
@@ -201,7 +201,7 @@ impl Instance {
                 self.check_disk().await?;
                 self.keep_life().await;
                 // Idle from here: no descriptor held for it meanwhile.
-                self.store.data().agent.fixed.tools.release_dir();
+                self.store.data().agent.tools.tools.release_dir();
                 Ok(outcome)
             }
             Ok(Err(trap)) => {
@@ -265,9 +265,10 @@ impl Instance {
         }
     }
 
-    /// What the teammate was given at spawn (its identity, team, lead).
-    pub fn fixed(&self) -> &crate::runtime::Fixed {
-        &self.store.data().agent.fixed
+    /// What the teammate was given at spawn (its identity, team, lead,
+    /// seats), read only.
+    pub fn ctx(&self) -> &AgentCtx {
+        &self.store.data().agent
     }
 
     /// The interface state (identity, turn record, pending requests).

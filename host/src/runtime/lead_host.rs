@@ -4,7 +4,7 @@
 //! [`crate::embed`] because it spawns teammates, deletes teams and answers
 //! requests through the host.
 //!
-//! A teammate's [`Fixed::lead_seat`](super::Fixed) holds its [`LeadHost`]:
+//! A teammate's [`AgentCtx::lead_seat`](super::AgentCtx) holds its [`LeadHost`]:
 //! `None` for every component that is not a team's lead, and then every
 //! `leading` call (and every lead tool) is `denied`. The glue passes the
 //! lead's own permissions at the moment of the call ([`Caller`]), so the seat

@@ -9,7 +9,7 @@
 //! | `cache.rs` | compile once per content hash; precompiled artifacts on disk |
 //! | `function_cache.rs` | Cranelift's incremental cache on disk: a function compiled once is not compiled again |
 //! | `open_guard.rs` | the guest's own opens: never a FIFO, socket or device, never a set-id file to write |
-//! | `state.rs` | what one teammate's `Store` holds: [`AgentCtx`] in parts (fixed, permissions, coordination, model seat) |
+//! | `state.rs` | what one teammate's `Store` holds: [`AgentCtx`] in parts by capability (fixed, team, tools, saved state, sub-agent and lead seats, permissions, coordination, model seat) |
 //! | `assembly.rs` | [`Assembly`]: the one constructor of an agent's context and instance config, for teammates, sub-agents and tests ([`AgentCtx::builder`]) |
 //! | `permissions.rs` | [`Permissions`]: mode and rules, changed only by the lead's answers |
 //! | `stopping.rs` | [`Stopping`]: the host's word that the teammate is being stopped, which ends its waits for the lead |
@@ -53,8 +53,13 @@ pub use disk_meter::DiskMeter;
 pub use engine::{Runtime, FUNCTION_CACHE_ENV};
 pub use instance::{Instance, InstanceConfig};
 pub(crate) use interfaces::{from_wit_status, mode_from_wit, to_wit_message, to_wit_task};
-pub use interfaces::{CoordinationGlue, LeadGlue, ModelGlue, ReadGlue, SubagentGlue, ToolGlue};
+pub use interfaces::{
+    CoordinationGlue, LeadGlue, ModelGlue, ReadGlue, StateGlue, SubagentGlue, ToolGlue,
+};
 pub use pending_take::PendingTake;
 pub use permissions::Permissions;
-pub use state::{AgentCtx, Coordination, Fixed, Identity, ModelSeat, ShutdownDecision, TurnRecord};
+pub use state::{
+    AgentCtx, Coordination, Fixed, Identity, LeadSeatRef, ModelSeat, ShutdownDecision, StateSeat,
+    SubagentSeat, TeamSeat, ToolSeat, TurnRecord,
+};
 pub use stopping::Stopping;

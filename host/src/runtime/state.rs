@@ -102,17 +102,30 @@ pub struct TurnRecord {
     pub acts: TeamActs,
 }
 
-/// What a teammate is given at spawn and keeps unchanged: every interface
-/// reads it, none can change it (the glue views hold it by shared reference).
+/// What every view reads and none can change: who the teammate is, whom it
+/// answers to, and what bounds it. The rest of what it is given at spawn is
+/// held by capability ([`TeamSeat`], [`ToolSeat`], [`StateSeat`], the
+/// sub-agent and lead seats), and a glue view holds only the parts its
+/// interfaces use.
 pub struct Fixed {
-    /// The team's store handle (its writes are the store's to make atomic).
-    pub team: Team,
     /// Who this teammate is.
     pub identity: Identity,
     /// The lead's member name.
     pub lead: String,
     /// Resource and coordination limits.
     pub limits: Limits,
+    /// The budgets it shares with its whole tree (the root teammate's;
+    /// a sub-agent gets its parent's).
+    pub budget: Arc<TreeBudget>,
+}
+
+/// The team capability: the store handle and what a wait on the team needs.
+/// The `team`, `mailbox`, `tasks` and `messaging` interfaces hold it (and
+/// the tools view, for the permission ask and the toolbox's task and
+/// message tools); the `model`, `state` and `subagents` views do not.
+pub struct TeamSeat {
+    /// The team's store handle (its writes are the store's to make atomic).
+    pub store: Team,
     /// Woken when the teammate's inbox changes (shared with its runner, which
     /// is not waiting while a call of its turn is).
     pub wake: Arc<Notify>,
@@ -123,31 +136,39 @@ pub struct Fixed {
     pub stopping: super::Stopping,
     /// Approve plans at once (the reference's behaviour); off by default.
     pub auto_approve_plans: bool,
-    /// The tools, bound to the capability directory at spawn.
-    pub tools: Arc<crate::tools::ToolBox>,
     /// The lead's hooks.
     pub hooks: Arc<crate::hooks::Hooks>,
-    /// Host directories never named to the guest (the machine-local home,
-    /// the file store's home): tool errors show `<teamhost home>` instead.
-    pub hidden_dirs: Vec<std::path::PathBuf>,
-    /// Where its `state.save` goes (`None`: the host keeps no state for it,
-    /// and `state` calls are `unavailable`).
-    pub saved_state: Option<crate::home::kept::SavedState>,
     /// The host's record of the tasks it claims itself (`None`: not
     /// recorded; a resume hands none back).
     pub claims: Option<crate::home::kept::ClaimLedger>,
-    /// Its sub-agents (`None`: it may start none).
-    pub subagents: Option<Arc<dyn super::subagent_host::SubagentHost>>,
-    /// Its lead's seat (`None`: not a team's lead; every `leading` call and
-    /// lead tool is `denied`).
-    pub lead_seat: Option<Arc<dyn super::lead_host::LeadHost>>,
-    /// The budgets it shares with its whole tree (the root teammate's;
-    /// a sub-agent gets its parent's).
-    pub budget: Arc<TreeBudget>,
-    /// `state.save`/`state.clear` calls of the current turn: the one
-    /// counter here that changes (reset when a turn starts).
-    pub state_saves_turn: AtomicU32,
 }
+
+/// The tools capability: the tools bound to the capability directory, and
+/// what their results must not name.
+pub struct ToolSeat {
+    /// The tools, bound to the capability directory at spawn.
+    pub tools: Arc<crate::tools::ToolBox>,
+    /// Host directories never named to the guest (the machine-local home,
+    /// the file store's home): tool errors show `<teamhost home>` instead.
+    pub hidden_dirs: Vec<std::path::PathBuf>,
+}
+
+/// The saved-state capability: the teammate's own file in the host's home.
+pub struct StateSeat {
+    /// Where its `state.save` goes (`None`: the host keeps no state for it,
+    /// and `state` calls are `unavailable`).
+    pub saved: Option<crate::home::kept::SavedState>,
+    /// `state.save`/`state.clear` calls of the current turn (reset when a
+    /// turn starts).
+    pub saves_turn: AtomicU32,
+}
+
+/// A teammate's sub-agent seat (`None`: it may start none).
+pub type SubagentSeat = Option<Arc<dyn super::subagent_host::SubagentHost>>;
+
+/// A teammate's lead seat (`None`: not a team's lead; every `leading` call
+/// and lead tool is `denied`).
+pub type LeadSeatRef = Option<Arc<dyn super::lead_host::LeadHost>>;
 
 /// What the coordination calls (mailbox, tasks, messaging) record as the
 /// teammate works: the per-turn record, the life-long act counts, and the
@@ -207,14 +228,25 @@ impl Coordination {
     }
 }
 
-/// The state teamhost's WIT interfaces are implemented on, in four parts so
-/// each interface gets only what it needs ([`glue views`](crate::runtime::ReadGlue)):
-/// the team and tools interfaces cannot touch the model seat, only the tools
-/// glue (through the lead's answers) can change the permissions, and the
-/// `team` interface changes nothing at all.
+/// The state teamhost's WIT interfaces are implemented on, in parts by
+/// capability so each interface gets only what it needs ([`glue
+/// views`](crate::runtime::ReadGlue)): the model view sees nothing but the
+/// model seat, the state view nothing but its own file, only the tools glue
+/// (through the lead's answers) can change the permissions, and the `team`
+/// interface changes nothing at all.
 pub struct AgentCtx {
-    /// Fixed at spawn.
+    /// Identity, lead, limits and budget: every view reads them.
     pub fixed: Fixed,
+    /// The team's store and waits.
+    pub team: TeamSeat,
+    /// The tools.
+    pub tools: ToolSeat,
+    /// The saved state.
+    pub state: StateSeat,
+    /// Its sub-agents.
+    pub subagents: SubagentSeat,
+    /// Its lead's seat.
+    pub lead_seat: LeadSeatRef,
     /// Mode and rules; changed only by the lead's answers.
     pub permissions: Permissions,
     /// What the coordination calls record.

@@ -2,7 +2,7 @@
 //! tool) and the sub-agent lifecycle, which lives above the runtime in
 //! [`crate::subagents`] because it builds instances of its own.
 //!
-//! A teammate's [`Fixed::subagents`](super::Fixed) holds its
+//! A teammate's [`AgentCtx::subagents`](super::AgentCtx) holds its
 //! [`SubagentHost`]: `None` means it may start no sub-agents (every call is
 //! `denied`). The glue checks the caller's permissions (the `Agent` tool
 //! rule) and passes its current mode and rules; everything else the host

@@ -252,7 +252,7 @@ impl Teller {
         let fixed = &state.agent.fixed;
         Teller {
             meter: fixed.budget.disk().clone(),
-            team: fixed.team.clone(),
+            team: state.agent.team.store.clone(),
             lead: fixed.lead.clone(),
             who: fixed.identity.name.clone(),
             told: fixed.budget.disk().told(),

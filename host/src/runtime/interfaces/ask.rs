@@ -42,7 +42,7 @@ impl ToolGlue<'_> {
         suggestions: Vec<crate::sandbox::Suggestion>,
     ) -> Result<ToolCall, GuestError> {
         let limits = self.fixed.limits.clone();
-        if let Some(why) = self.fixed.stopping.reason() {
+        if let Some(why) = self.team.stopping.reason() {
             return Err(WitError::Denied(format!(
                 "{} needs the lead's permission ({reason}), but the host is stopping ({why}): the lead can no longer answer, so nothing was asked and the call was not run",
                 call.display_name()
@@ -74,7 +74,7 @@ impl ToolGlue<'_> {
                 .with_suggestions(suggestions.iter().map(Suggestion::to_json).collect());
                 let id = request.request_id.clone();
                 let tool_use_id = request.tool_use_id.clone();
-                let (team, lead) = (self.fixed.team.clone(), self.fixed.lead.clone());
+                let (team, lead) = (self.team.store.clone(), self.fixed.lead.clone());
                 let msg = OutgoingMessage::new(&self.fixed.identity.name, request.to_text())
                     .color(Some(self.fixed.identity.color.clone()));
                 // A host failure here is told to the guest, not trapped.
@@ -128,7 +128,7 @@ impl ToolGlue<'_> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let (team, me, lead, want) = (
-                self.fixed.team.clone(),
+                self.team.store.clone(),
                 self.fixed.identity.name.clone(),
                 self.fixed.lead.clone(),
                 id.to_string(),
@@ -169,10 +169,10 @@ impl ToolGlue<'_> {
                 self.record_denial(id, &why).await;
                 return Err(WitError::Denied(why).into());
             }
-            let nap = (deadline - now).min(self.fixed.poll_interval);
-            let stopping = self.fixed.stopping.clone();
+            let nap = (deadline - now).min(self.team.poll_interval);
+            let stopping = self.team.stopping.clone();
             tokio::select! {
-                _ = self.fixed.wake.notified() => {}
+                _ = self.team.wake.notified() => {}
                 _ = tokio::time::sleep(nap) => {}
                 reason = stopping.stopped() => {
                     let why = format!(
@@ -190,7 +190,7 @@ impl ToolGlue<'_> {
     /// answered, so `teamhost status` and the live view stop offering it to
     /// the lead.
     async fn record_denial(&self, id: &str, why: &str) {
-        let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
+        let (team, me) = (self.team.store.clone(), self.fixed.identity.name.clone());
         let text = PermissionResponse::deny(id, why).to_text();
         let recorded = blocking(move || {
             team.record_in_history(
@@ -210,7 +210,7 @@ impl ToolGlue<'_> {
     async fn apply_grant(&mut self, grant: &crate::protocol::PermissionGrant) {
         let me = self.fixed.identity.name.clone();
         if let Some(mode) = self.permissions.apply_grant(grant, &me) {
-            let team = self.fixed.team.clone();
+            let team = self.team.store.clone();
             if let Err(e) = blocking(move || team.set_mode(&me, mode.as_str())).await {
                 // As before: a store error is logged, a failed call is not.
                 let Some(e) = e.as_wit() else { return };

@@ -1,7 +1,7 @@
 //! The toolbox's lead tools run through the lead's seat:
 //! TeamCreate, TeamDelete, the `Agent` tool with `team_name`, and
 //! SendMessage's `plan_approval_response`, `permission_response` and
-//! `shutdown_request` all call [`Fixed::lead_seat`](crate::runtime::Fixed)'s
+//! `shutdown_request` all call [`AgentCtx::lead_seat`](crate::runtime::AgentCtx)'s
 //! [`LeadHost`], the same seat the `leading` interface calls, so a model's
 //! answer takes the one routed approval path and never travels as a raw
 //! message. A component without a seat (every teammate) gets an error
@@ -34,7 +34,7 @@ fn lead_error_text(e: &LeadError) -> String {
 
 impl ToolGlue<'_> {
     fn lead_seat(&self) -> Option<Arc<dyn LeadHost>> {
-        self.fixed.lead_seat.clone()
+        self.lead_seat.clone()
     }
 
     /// The lead's own mode and rules now: the most it may give.

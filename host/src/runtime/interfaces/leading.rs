@@ -1,15 +1,15 @@
 //! `teamhost:agent/leading`: the lead's seat.
 //!
 //! Glue only: each function takes the caller's
-//! [`Fixed::lead_seat`](crate::runtime::Fixed) (`None`: not a team's lead,
+//! [`AgentCtx::lead_seat`](crate::runtime::AgentCtx) (`None`: not a team's lead,
 //! and the call is `denied` "only a team's lead may …"), passes the caller's
 //! mode and rules at the moment of the call ([`Caller`]) where the seat
 //! holds a grant to them, and converts the WIT types to the seam's
 //! ([`crate::runtime::lead_host`]). Every decision is the seat's, in
 //! [`crate::embed`].
 //!
-//! Implemented on [`LeadGlue`]: the caller's fixed parts and its
-//! permissions, read only, and its coordination state for one thing:
+//! Implemented on [`LeadGlue`]: the caller's fixed parts, its lead seat and
+//! its permissions, read only, and its coordination state for one thing:
 //! `delete-team` first finishes this turn's take of its message (a write in
 //! the team's directory that would race the deletion).
 
@@ -27,16 +27,17 @@ use crate::runtime::bindings::leading::{
 use crate::runtime::bindings::types::{self, Error as WitError};
 use crate::runtime::lead_host::{Caller, LeadHost, LeadSpawn, PendingKind};
 use crate::runtime::permissions::Permissions;
-use crate::runtime::state::{AgentCtx, Coordination, Fixed};
+use crate::runtime::state::{AgentCtx, Coordination, Fixed, LeadSeatRef};
 use crate::runtime::GuestError;
 
-/// View for the `leading` interface: the caller's seat (in its fixed
-/// parts) and its permissions, for the grant a spawn or an answer is held
+/// View for the `leading` interface: the caller's seat and its permissions, for the grant a spawn or an answer is held
 /// to; its coordination state only to settle the turn's message take
 /// before `delete-team`.
 pub struct LeadGlue<'a> {
-    /// Fixed at spawn (the seat is [`Fixed::lead_seat`]).
+    /// Identity, lead, limits, budget.
     pub fixed: &'a Fixed,
+    /// The caller's lead seat (`None`: not a team's lead).
+    pub lead_seat: &'a LeadSeatRef,
     /// The caller's mode and rules now.
     pub permissions: &'a Permissions,
     /// The turn's pending message take.
@@ -48,6 +49,7 @@ impl AgentCtx {
     pub fn lead_glue(&mut self) -> LeadGlue<'_> {
         LeadGlue {
             fixed: &self.fixed,
+            lead_seat: &self.lead_seat,
             permissions: &self.permissions,
             coordination: &mut self.coordination,
         }
@@ -67,8 +69,12 @@ impl types::Host for LeadGlue<'_> {
 }
 
 /// The caller's seat, or `denied` naming what only a lead may do.
-pub(crate) fn seat_of(fixed: &Fixed, what: &str) -> Result<Arc<dyn LeadHost>, GuestError> {
-    fixed.lead_seat.clone().ok_or_else(|| {
+pub(crate) fn seat_of(
+    seat: &LeadSeatRef,
+    fixed: &Fixed,
+    what: &str,
+) -> Result<Arc<dyn LeadHost>, GuestError> {
+    seat.clone().ok_or_else(|| {
         WitError::Denied(format!(
             "only a team's lead may {what}; {} is not its team's lead component",
             fixed.identity.name
@@ -87,7 +93,7 @@ pub(crate) fn caller_of(permissions: &Permissions) -> Caller {
 
 impl LeadGlue<'_> {
     fn seat(&self, what: &str) -> Result<Arc<dyn LeadHost>, GuestError> {
-        seat_of(self.fixed, what)
+        seat_of(self.lead_seat, self.fixed, what)
     }
 }
 
@@ -122,7 +128,7 @@ pub(crate) fn plan_answer(answer: WitPlanAnswer) -> PlanAnswer {
 impl Host for LeadGlue<'_> {
     async fn catalogue(&mut self) -> wasmtime::Result<Vec<CatalogueEntry>> {
         // Not a lead: nothing to spawn from (the other calls say why).
-        let Some(seat) = self.fixed.lead_seat.clone() else {
+        let Some(seat) = self.lead_seat.clone() else {
             return Ok(Vec::new());
         };
         Ok(seat
@@ -244,11 +250,11 @@ impl Host for LeadGlue<'_> {
 /// `leading.shutdown` and `leading.answer-plan` do. `None` for a caller
 /// without a seat (the teammate path stays as it was).
 pub(crate) async fn messaging_shutdown(
-    fixed: &Fixed,
+    seat: &LeadSeatRef,
     to: String,
     reason: Option<String>,
 ) -> Option<Result<crate::runtime::bindings::messaging::ShutdownRequestDelivery, GuestError>> {
-    let seat = fixed.lead_seat.clone()?;
+    let seat = seat.clone()?;
     Some(match seat.shutdown(to.clone(), reason).await {
         Ok(request_id) => Ok(
             crate::runtime::bindings::messaging::ShutdownRequestDelivery {
@@ -263,13 +269,13 @@ pub(crate) async fn messaging_shutdown(
 
 /// [`messaging_shutdown`]'s twin for `respond-plan-approval`.
 pub(crate) async fn messaging_plan_answer(
-    fixed: &Fixed,
+    seat: &LeadSeatRef,
     permissions: &Permissions,
     request_id: String,
     response: crate::runtime::bindings::protocol::PlanResponse,
 ) -> Option<Result<(), GuestError>> {
     use crate::runtime::bindings::protocol::PlanResponse;
-    let seat = fixed.lead_seat.clone()?;
+    let seat = seat.clone()?;
     let answer = match response {
         PlanResponse::Approve(mode) => PlanAnswer::Approve {
             mode: Some(mode_from_wit(mode)),

@@ -21,7 +21,7 @@ impl Host for CoordinationGlue<'_> {
         self.permissions
             .authorize_coordination(gate(MailboxCall::Unread))?;
         self.coordination.settle_take().await;
-        let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
+        let (team, me) = (self.team.store.clone(), self.fixed.identity.name.clone());
         blocking(move || Ok(team.unread(&me)?.iter().map(to_wit_message).collect())).await
     }
 
@@ -33,7 +33,7 @@ impl Host for CoordinationGlue<'_> {
         self.permissions
             .authorize_coordination(gate(MailboxCall::Take))?;
         self.coordination.settle_take().await;
-        let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
+        let (team, me) = (self.team.store.clone(), self.fixed.identity.name.clone());
         let mut left = limit.map_or(usize::MAX, |n| n as usize);
         blocking(move || {
             let taken = team.take_where(&me, |m| {
@@ -52,7 +52,7 @@ impl Host for CoordinationGlue<'_> {
         self.permissions
             .authorize_coordination(gate(MailboxCall::History))?;
         self.coordination.settle_take().await;
-        let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
+        let (team, me) = (self.team.store.clone(), self.fixed.identity.name.clone());
         blocking(move || {
             let all = team.history(&me)?;
             let skip = all.len().saturating_sub(limit as usize);
@@ -79,7 +79,7 @@ impl Host for CoordinationGlue<'_> {
             "the message",
             text.len() + summary.as_ref().map_or(0, String::len),
         )?;
-        let team = self.fixed.team.clone();
+        let team = self.team.store.clone();
         let msg = OutgoingMessage {
             from: self.fixed.identity.name.clone(),
             text,

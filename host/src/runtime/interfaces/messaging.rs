@@ -107,7 +107,7 @@ impl Host for CoordinationGlue<'_> {
             "the message",
             content.len() + summary.as_ref().map_or(0, String::len),
         )?;
-        let team = self.fixed.team.clone();
+        let team = self.team.store.clone();
         let msg = self.outgoing(content.clone(), summary.clone());
         let target = to.clone();
         let (_, target_color) = blocking(move || {
@@ -150,7 +150,7 @@ impl Host for CoordinationGlue<'_> {
         self.coordination
             .count_act(&self.fixed.budget, TeamAct::Broadcast)?;
         // Written once into every other inbox: counted that many times.
-        let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
+        let (team, me) = (self.team.store.clone(), self.fixed.identity.name.clone());
         let others = blocking(move || {
             Ok(team
                 .config()?
@@ -166,7 +166,7 @@ impl Host for CoordinationGlue<'_> {
             "the broadcast",
             len.saturating_mul(others),
         )?;
-        let team = self.fixed.team.clone();
+        let team = self.team.store.clone();
         let msg = self.outgoing(content.clone(), summary.clone());
         let recipients = blocking(move || team.broadcast(msg)).await?;
         Ok(BroadcastDelivery {
@@ -194,7 +194,7 @@ impl Host for CoordinationGlue<'_> {
         self.permissions
             .authorize_coordination(gate(MessagingCall::RequestShutdown))?;
         if let Some(through_seat) =
-            super::leading::messaging_shutdown(self.fixed, to.clone(), reason).await
+            super::leading::messaging_shutdown(self.lead_seat, to.clone(), reason).await
         {
             return through_seat;
         }
@@ -240,7 +240,7 @@ impl Host for CoordinationGlue<'_> {
                 let text =
                     ShutdownRejected::new(&request_id, &self.fixed.identity.name, reason.clone())
                         .to_text();
-                let (team, lead) = (self.fixed.team.clone(), self.fixed.lead.clone());
+                let (team, lead) = (self.team.store.clone(), self.fixed.lead.clone());
                 let msg = self.outgoing(text, None);
                 let sent = blocking(move || team.send(&lead, msg).map(|_| ())).await;
                 if sent.is_ok() {
@@ -276,9 +276,9 @@ impl Host for CoordinationGlue<'_> {
             "the plan",
             plan.len().saturating_mul(2),
         )?;
-        let team = self.fixed.team.clone();
+        let team = self.team.store.clone();
         let (me, lead) = (self.fixed.identity.name.clone(), self.fixed.lead.clone());
-        let auto = self.fixed.auto_approve_plans;
+        let auto = self.team.auto_approve_plans;
         let digest = crate::protocol::lead_sig::plan_digest(&plan);
         let sent = blocking(move || {
             let file = team.write_plan(&me, &plan)?;
@@ -323,7 +323,7 @@ impl Host for CoordinationGlue<'_> {
             .into());
         }
         if let Some(through_seat) = super::leading::messaging_plan_answer(
-            self.fixed,
+            self.lead_seat,
             self.permissions,
             request_id,
             response,

@@ -29,8 +29,8 @@ pub(crate) use convert::{from_wit_status, mode_from_wit, to_wit_message, to_wit_
 
 pub(crate) use leading::LeadData;
 pub use leading::LeadGlue;
-pub(crate) use views::{CoordinationData, ModelData, ReadData, SubagentData, ToolData};
-pub use views::{CoordinationGlue, ModelGlue, ReadGlue, SubagentGlue, ToolGlue};
+pub(crate) use views::{CoordinationData, ModelData, ReadData, StateData, SubagentData, ToolData};
+pub use views::{CoordinationGlue, ModelGlue, ReadGlue, StateGlue, SubagentGlue, ToolGlue};
 
 impl super::bindings::protocol::Host for ReadGlue<'_> {}
 
@@ -45,7 +45,13 @@ macro_rules! convert_guest_errors {
         }
     )*};
 }
-convert_guest_errors!(ReadGlue, CoordinationGlue, ToolGlue, SubagentGlue);
+convert_guest_errors!(
+    ReadGlue,
+    StateGlue,
+    CoordinationGlue,
+    ToolGlue,
+    SubagentGlue
+);
 
 /// Runs a blocking store call off the executor. A panic in it is a host bug
 /// and traps the guest; a store error is the guest error of its kind

@@ -8,14 +8,14 @@
 //! (`max_state_saves_per_turn`, `max_state_saves_total`); one more traps,
 //! naming the limit ("state-save limit").
 
-use super::{blocking, ReadGlue, WitError};
+use super::{blocking, StateGlue, WitError};
 use crate::home::kept::{SavedState, MAX_SAVED_STATE};
 use crate::runtime::bindings::state::Host;
 use crate::runtime::GuestError;
 
-impl ReadGlue<'_> {
+impl StateGlue<'_> {
     fn saved_state(&self) -> Result<SavedState, WitError> {
-        self.fixed.saved_state.clone().ok_or_else(|| {
+        self.state.saved.clone().ok_or_else(|| {
             WitError::Unavailable("this host keeps no saved state for this teammate".into())
         })
     }
@@ -24,12 +24,12 @@ impl ReadGlue<'_> {
     fn count_save(&self) -> wasmtime::Result<()> {
         self.fixed
             .budget
-            .count_state_save(&self.fixed.state_saves_turn)
+            .count_state_save(&self.state.saves_turn)
             .map_err(wasmtime::Error::msg)
     }
 }
 
-impl Host for ReadGlue<'_> {
+impl Host for StateGlue<'_> {
     async fn max_bytes(&mut self) -> wasmtime::Result<u32> {
         Ok(MAX_SAVED_STATE as u32)
     }

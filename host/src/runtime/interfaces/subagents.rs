@@ -44,7 +44,7 @@ impl SubagentGlue<'_> {
     pub(crate) fn host(&self) -> Result<Arc<dyn SubagentHost>, GuestError> {
         self.permissions
             .authorize_coordination(CoordinationKind::Subagents)?;
-        let host = self.fixed.subagents.clone().ok_or_else(|| {
+        let host = self.subagents.clone().ok_or_else(|| {
             WitError::Denied(
                 "this agent may not start sub-agents (its host gave it no sub-agent seat)".into(),
             )
@@ -116,7 +116,6 @@ impl Host for SubagentGlue<'_> {
 
     async fn whoami(&mut self) -> wasmtime::Result<Option<Context>> {
         Ok(self
-            .fixed
             .subagents
             .as_ref()
             .and_then(|h| h.context())
@@ -129,7 +128,7 @@ impl Host for SubagentGlue<'_> {
     }
 
     async fn report(&mut self, text: String) -> wasmtime::Result<()> {
-        if let Some(h) = &self.fixed.subagents {
+        if let Some(h) = &self.subagents {
             h.report(text);
         }
         Ok(())

@@ -41,8 +41,8 @@ impl CoordinationGlue<'_> {
     /// open and the guest gets the hook's stderr. Hook failures are told to the
     /// lead and do not stop the completion.
     async fn task_completed_hooks(&mut self, id: &str) -> Result<(), GuestError> {
-        let hooks = self.fixed.hooks.clone();
-        let team = self.fixed.team.clone();
+        let hooks = self.team.hooks.clone();
+        let team = self.team.store.clone();
         let task_id = id.to_string();
         let task = blocking(move || team.task(&task_id)).await?;
         if task.status == store::TaskStatus::Completed {
@@ -59,7 +59,9 @@ impl CoordinationGlue<'_> {
             return Ok(());
         }
         let outcome = hooks.run(&event).await;
-        self.fixed.report_hook_failures(&outcome).await;
+        self.team
+            .report_hook_failures(&self.fixed.lead, &outcome)
+            .await;
         if outcome.is_blocked() {
             return Err(WitError::Denied(format!(
                 "a TaskCompleted hook refused to complete task #{}: {}",
@@ -72,13 +74,13 @@ impl CoordinationGlue<'_> {
     }
 }
 
-impl crate::runtime::Fixed {
-    /// Tells the lead about hooks that failed (never fatal).
-    pub(crate) async fn report_hook_failures(&self, outcome: &crate::hooks::Outcome) {
+impl crate::runtime::TeamSeat {
+    /// Tells `lead` about hooks that failed (never fatal).
+    pub(crate) async fn report_hook_failures(&self, lead: &str, outcome: &crate::hooks::Outcome) {
         if outcome.failures.is_empty() {
             return;
         }
-        let (team, lead) = (self.team.clone(), self.lead.clone());
+        let (team, lead) = (self.store.clone(), lead.to_string());
         let text = outcome.failures.join("\n");
         let _ = blocking(move || {
             team.deliver(
@@ -108,7 +110,7 @@ impl Host for CoordinationGlue<'_> {
             .count_act(&self.fixed.budget, TeamAct::TaskCreate)?;
         self.coordination
             .count_team_bytes(&self.fixed.budget, "the task", size)?;
-        let team = self.fixed.team.clone();
+        let team = self.team.store.clone();
         blocking(move || {
             team.create_task(store::NewTask {
                 subject: task.subject,
@@ -125,14 +127,14 @@ impl Host for CoordinationGlue<'_> {
     async fn get(&mut self, id: String) -> Result<Task, GuestError> {
         self.permissions
             .authorize_coordination(gate(TasksCall::Get))?;
-        let team = self.fixed.team.clone();
+        let team = self.team.store.clone();
         blocking(move || team.task(&id).map(to_wit_task)).await
     }
 
     async fn list(&mut self) -> Result<Vec<Task>, GuestError> {
         self.permissions
             .authorize_coordination(gate(TasksCall::List))?;
-        let team = self.fixed.team.clone();
+        let team = self.team.store.clone();
         blocking(move || Ok(team.list_tasks()?.into_iter().map(to_wit_task).collect())).await
     }
 
@@ -180,8 +182,8 @@ impl Host for CoordinationGlue<'_> {
         if update.status == Some(store::TaskStatus::Completed) {
             self.task_completed_hooks(&id).await?;
         }
-        let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
-        let claims = self.fixed.claims.clone();
+        let (team, me) = (self.team.store.clone(), self.fixed.identity.name.clone());
+        let claims = self.team.claims.clone();
         let may_claim = update
             .owner
             .as_ref()
@@ -210,8 +212,8 @@ impl Host for CoordinationGlue<'_> {
     async fn delete(&mut self, id: String) -> Result<(), GuestError> {
         self.permissions
             .authorize_coordination(gate(TasksCall::Delete))?;
-        let team = self.fixed.team.clone();
-        let claims = self.fixed.claims.clone();
+        let team = self.team.store.clone();
+        let claims = self.team.claims.clone();
         blocking(move || {
             team.delete_task(&id)?;
             if let Some(claims) = claims {
@@ -225,7 +227,7 @@ impl Host for CoordinationGlue<'_> {
     async fn add_dependency(&mut self, task: String, blocked_by: String) -> Result<(), GuestError> {
         self.permissions
             .authorize_coordination(gate(TasksCall::AddDependency))?;
-        let team = self.fixed.team.clone();
+        let team = self.team.store.clone();
         blocking(move || team.add_dependency(&blocked_by, &task)).await
     }
 
@@ -233,8 +235,8 @@ impl Host for CoordinationGlue<'_> {
         self.permissions
             .authorize_coordination(gate(TasksCall::Claim))
             .map_err(ClaimError::Other)?;
-        let (team, me) = (self.fixed.team.clone(), self.fixed.identity.name.clone());
-        let claims = self.fixed.claims.clone();
+        let (team, me) = (self.team.store.clone(), self.fixed.identity.name.clone());
+        let claims = self.team.claims.clone();
         let outcome = blocking(move || {
             // Into the ledger before the task file shows the claim (a crash
             // between the two leaves an id the task list does not confirm,

@@ -33,7 +33,7 @@ impl Host for ReadGlue<'_> {
     async fn roster(&mut self) -> Result<Vec<Member>, GuestError> {
         self.permissions
             .authorize_coordination(CoordinationKind::Team(TeamCall::Roster))?;
-        let team = self.fixed.team.clone();
+        let team = self.team.store.clone();
         let lead = self.fixed.lead.clone();
         blocking(move || {
             let config = team.config()?;

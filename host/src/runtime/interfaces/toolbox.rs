@@ -280,7 +280,7 @@ impl ToolGlue<'_> {
                     .map(|d| format::broadcast(&d.message, &d.recipients))
             }
             SendCall::Text { to, text, .. }
-                if self.fixed.subagents.as_ref().is_some_and(|h| h.knows(&to)) =>
+                if self.subagents.as_ref().is_some_and(|h| h.knows(&to)) =>
             {
                 self.subagent_glue().host().and_then(|h| {
                     let finished = h
@@ -444,7 +444,7 @@ impl Host for ToolGlue<'_> {
                 )
             })
             // `Agent` only for an agent with a sub-agent seat.
-            .filter(|spec| spec.tool != ToolName::Agent || self.fixed.subagents.is_some())
+            .filter(|spec| spec.tool != ToolName::Agent || self.subagents.is_some())
             .map(definition)
             .collect();
         // A lead's `Agent` tool spawns teammates too (and only them in
@@ -459,7 +459,7 @@ impl Host for ToolGlue<'_> {
     }
 
     async fn invoke(&mut self, call: ToolUse) -> wasmtime::Result<ToolResult> {
-        if let Some(h) = &self.fixed.subagents {
+        if let Some(h) = &self.subagents {
             h.count_tool_use();
         }
         // A lead's calls go to its seat (or are refused to a non-lead)

@@ -63,16 +63,16 @@ impl ToolGlue<'_> {
     }
 
     fn toolbox(&self) -> Arc<ToolBox> {
-        self.fixed.tools.clone()
+        self.tools.tools.clone()
     }
 
     /// What hides the host's paths from this teammate: its directory (as
     /// `.`) and the teamhost home (plans, logs, task lists) under a label.
     fn redactor(&self) -> Redactor {
-        self.fixed
+        self.tools
             .hidden_dirs
             .iter()
-            .fold(Redactor::for_tools(&self.fixed.tools), |r, dir| {
+            .fold(Redactor::for_tools(&self.tools.tools), |r, dir| {
                 r.hide(dir, "<teamhost home>")
             })
     }

@@ -1,15 +1,18 @@
 //! The glue views: each WIT interface is implemented on the narrowest part of
 //! [`AgentCtx`] it needs, the way wasmtime-wasi implements `random` on its
-//! random context rather than on the whole store data.
+//! random context rather than on the whole store data. [`Fixed`] (identity,
+//! lead, limits, budget) is what every view but the model's reads; the rest
+//! is held by capability.
 //!
 //! | view | interfaces | reads | changes |
 //! |---|---|---|---|
-//! | [`ReadGlue`] | `team`, `types`, `protocol` | fixed, permissions, coordination | nothing |
-//! | [`CoordinationGlue`] | `mailbox`, `tasks`, `messaging` | fixed, permissions | coordination records |
-//! | [`ToolGlue`] | `tools`, `toolbox` | fixed | permissions (only through the lead's grant), coordination records (the toolbox's task and message tools) |
-//! | [`ModelGlue`] | `model` | fixed | the model seat |
-//! | [`ReadGlue`] | `state` | fixed (its own file's path) | nothing in memory: its saved-state file |
-//! | [`SubagentGlue`] | `subagents` | fixed (its sub-agent seat), permissions | nothing of its own (the seat keeps the sub-agents) |
+//! | [`ReadGlue`] | `team`, `types`, `protocol` | fixed, team seat, permissions, coordination | nothing |
+//! | [`CoordinationGlue`] | `mailbox`, `tasks`, `messaging` | fixed, team seat, lead seat (a lead's shutdown and plan answers go through it), permissions | coordination records |
+//! | [`ToolGlue`] | `tools`, `toolbox` | fixed, team seat, tool seat, sub-agent and lead seats (the toolbox's `Agent` and lead tools) | permissions (only through the lead's grant), coordination records (the toolbox's task and message tools) |
+//! | [`ModelGlue`] | `model` | nothing else | the model seat |
+//! | [`StateGlue`] | `state` | fixed (its budget), the state seat | nothing in memory: its saved-state file |
+//! | [`SubagentGlue`] | `subagents` | fixed, sub-agent seat, permissions | nothing of its own (the seat keeps the sub-agents) |
+//! | [`LeadGlue`](super::LeadGlue) | `leading` | fixed, lead seat, permissions | the turn's message take (settled before `delete-team`) |
 //!
 //! `types` has no functions, only `convert_error` (turning a
 //! [`GuestError`](crate::runtime::GuestError) back into the WIT `error` or a
@@ -17,14 +20,20 @@
 //! (`mod.rs`), since the generated code converts through the caller's view.
 //!
 //! The borrow checker holds the table: a view holds `&` to what it reads and
-//! `&mut` only to what it changes, so no interface can change what its view
-//! does not hand out (the coordination glue cannot rewrite the mode, the
-//! team glue cannot count an act, no tool call can reach the model's meter).
+//! `&mut` only to what it changes, and no field for a capability its
+//! interfaces do not use, so no interface can change what its view does
+//! not hand out (the coordination glue cannot rewrite the mode, the team
+//! glue cannot count an act, no tool call can reach the model's meter, the
+//! model glue cannot reach the team or the tools, the state glue cannot
+//! write to the team).
 
 use wasmtime::component::HasData;
 
 use crate::runtime::permissions::Permissions;
-use crate::runtime::state::{AgentCtx, Coordination, Fixed, ModelSeat};
+use crate::runtime::state::{
+    AgentCtx, Coordination, Fixed, LeadSeatRef, ModelSeat, StateSeat, SubagentSeat, TeamSeat,
+    ToolSeat,
+};
 
 /// Read-only view for the `team`, `types` and `protocol` interfaces.
 ///
@@ -36,8 +45,10 @@ use crate::runtime::state::{AgentCtx, Coordination, Fixed, ModelSeat};
 /// }
 /// ```
 pub struct ReadGlue<'a> {
-    /// Fixed at spawn.
+    /// Identity, lead, limits, budget.
     pub fixed: &'a Fixed,
+    /// The team's store.
+    pub team: &'a TeamSeat,
     /// Mode and rules, for decisions.
     pub permissions: &'a Permissions,
     /// The act counts, for the limits left.
@@ -57,9 +68,21 @@ pub struct ReadGlue<'a> {
 ///     *g.permissions = all;
 /// }
 /// ```
+///
+/// Nor reach the tools:
+///
+/// ```compile_fail,E0609
+/// fn tools(g: &teamhost::runtime::CoordinationGlue<'_>) {
+///     let _ = &g.tools;
+/// }
+/// ```
 pub struct CoordinationGlue<'a> {
-    /// Fixed at spawn.
+    /// Identity, lead, limits, budget.
     pub fixed: &'a Fixed,
+    /// The team's store and waits.
+    pub team: &'a TeamSeat,
+    /// The lead's seat, for a lead's shutdown requests and plan answers.
+    pub lead_seat: &'a LeadSeatRef,
     /// Mode and rules, for decisions.
     pub permissions: &'a Permissions,
     /// Act counts, the turn's record, pending protocol requests.
@@ -69,28 +92,66 @@ pub struct CoordinationGlue<'a> {
 /// View for the `tools` and `toolbox` interfaces: the only one that may
 /// change the permissions, and only with a grant from the lead.
 pub struct ToolGlue<'a> {
-    /// Fixed at spawn.
+    /// Identity, lead, limits, budget.
     pub fixed: &'a Fixed,
+    /// The team's store and waits (the permission ask, the toolbox's team
+    /// tools).
+    pub team: &'a TeamSeat,
+    /// The tools.
+    pub tools: &'a ToolSeat,
+    /// The sub-agent seat (the `Agent` tool).
+    pub subagents: &'a SubagentSeat,
+    /// The lead seat (the lead's tools).
+    pub lead_seat: &'a LeadSeatRef,
     /// Mode and rules; changed by [`Permissions::apply_grant`].
     pub permissions: &'a mut Permissions,
     /// For the toolbox's task and message tools.
     pub coordination: &'a mut Coordination,
 }
 
-/// View for the `model` interface.
+/// View for the `model` interface: the model seat and nothing else.
 ///
-/// It does not see the permissions at all:
+/// It does not see the permissions:
 ///
 /// ```compile_fail,E0609
 /// fn mode(g: &teamhost::runtime::ModelGlue<'_>) -> teamhost::sandbox::PermissionMode {
 ///     g.permissions.mode()
 /// }
 /// ```
+///
+/// Nor the team or the tools:
+///
+/// ```compile_fail,E0609
+/// fn team(g: &teamhost::runtime::ModelGlue<'_>) {
+///     let _ = &g.team;
+/// }
+/// ```
+///
+/// ```compile_fail,E0609
+/// fn tools(g: &teamhost::runtime::ModelGlue<'_>) {
+///     let _ = &g.tools;
+/// }
+/// ```
 pub struct ModelGlue<'a> {
-    /// Fixed at spawn.
-    pub fixed: &'a Fixed,
     /// The client, its meter and where its calls are reported.
     pub model: &'a mut ModelSeat,
+}
+
+/// View for the `state` interface: the teammate's own saved-state file and
+/// the budget its writes count against.
+///
+/// It cannot reach the team:
+///
+/// ```compile_fail,E0609
+/// fn team(g: &teamhost::runtime::StateGlue<'_>) {
+///     let _ = &g.team;
+/// }
+/// ```
+pub struct StateGlue<'a> {
+    /// Identity, lead, limits, budget.
+    pub fixed: &'a Fixed,
+    /// Its saved-state file and this turn's save count.
+    pub state: &'a StateSeat,
 }
 
 impl AgentCtx {
@@ -98,6 +159,7 @@ impl AgentCtx {
     pub fn read_glue(&self) -> ReadGlue<'_> {
         ReadGlue {
             fixed: &self.fixed,
+            team: &self.team,
             permissions: &self.permissions,
             coordination: &self.coordination,
         }
@@ -107,6 +169,8 @@ impl AgentCtx {
     pub fn coordination_glue(&mut self) -> CoordinationGlue<'_> {
         CoordinationGlue {
             fixed: &self.fixed,
+            team: &self.team,
+            lead_seat: &self.lead_seat,
             permissions: &self.permissions,
             coordination: &mut self.coordination,
         }
@@ -116,6 +180,10 @@ impl AgentCtx {
     pub fn tool_glue(&mut self) -> ToolGlue<'_> {
         ToolGlue {
             fixed: &self.fixed,
+            team: &self.team,
+            tools: &self.tools,
+            subagents: &self.subagents,
+            lead_seat: &self.lead_seat,
             permissions: &mut self.permissions,
             coordination: &mut self.coordination,
         }
@@ -124,8 +192,15 @@ impl AgentCtx {
     /// The model view.
     pub fn model_glue(&mut self) -> ModelGlue<'_> {
         ModelGlue {
-            fixed: &self.fixed,
             model: &mut self.model,
+        }
+    }
+
+    /// The saved-state view.
+    pub fn state_glue(&self) -> StateGlue<'_> {
+        StateGlue {
+            fixed: &self.fixed,
+            state: &self.state,
         }
     }
 }
@@ -136,6 +211,8 @@ impl ToolGlue<'_> {
     pub fn coordination_glue(&mut self) -> CoordinationGlue<'_> {
         CoordinationGlue {
             fixed: self.fixed,
+            team: self.team,
+            lead_seat: self.lead_seat,
             permissions: self.permissions,
             coordination: self.coordination,
         }
@@ -144,10 +221,12 @@ impl ToolGlue<'_> {
 
 /// View for the `subagents` interface: decisions on the permissions (the
 /// `Agent` rule, the caller's mode and rules handed to the lifecycle); the
-/// sub-agents themselves live behind [`Fixed::subagents`].
+/// sub-agents themselves live behind the seat.
 pub struct SubagentGlue<'a> {
-    /// Fixed at spawn.
+    /// Identity, lead, limits, budget.
     pub fixed: &'a Fixed,
+    /// The sub-agent seat.
+    pub subagents: &'a SubagentSeat,
     /// Mode and rules, for decisions and narrowing.
     pub permissions: &'a Permissions,
 }
@@ -157,6 +236,7 @@ impl AgentCtx {
     pub fn subagent_glue(&mut self) -> SubagentGlue<'_> {
         SubagentGlue {
             fixed: &self.fixed,
+            subagents: &self.subagents,
             permissions: &self.permissions,
         }
     }
@@ -167,6 +247,7 @@ impl ToolGlue<'_> {
     pub fn subagent_glue(&self) -> SubagentGlue<'_> {
         SubagentGlue {
             fixed: self.fixed,
+            subagents: self.subagents,
             permissions: self.permissions,
         }
     }
@@ -182,6 +263,12 @@ impl HasData for SubagentData {
 pub(crate) struct ReadData;
 impl HasData for ReadData {
     type Data<'a> = ReadGlue<'a>;
+}
+
+/// Selects [`StateGlue`] for `add_to_linker`.
+pub(crate) struct StateData;
+impl HasData for StateData {
+    type Data<'a> = StateGlue<'a>;
 }
 
 /// Selects [`CoordinationGlue`] for `add_to_linker`.
