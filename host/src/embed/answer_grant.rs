@@ -1,7 +1,10 @@
-//! Whether an answer of the lead component stays within the lead's own
-//! grant (a lead can never give a teammate more than it has).
-//! Pure: the lead's mode and rules ([`Caller`]) against what the answer
-//! lets run.
+//! [`LeadGrant`]'s questions about answers: whether an answer of the lead
+//! component stays within the requester's catalogue entry
+//! ([`LeadGrant::within_entry`], asked by the seat before the one approval
+//! path) and within the lead's own grant ([`LeadGrant::within_own`], asked
+//! by that path after routing), so a lead can never give a teammate more
+//! than the person gave it. Pure: the lead's mode and rules against what
+//! the answer lets run.
 //!
 //! | answer | within the grant when |
 //! |---|---|
@@ -12,18 +15,17 @@
 //!
 //! A `delegate` lead uses no tool itself: its grant is its catalogue
 //! ([`super::lead_grant::delegates`], the one place that rule is written),
-//! so nothing here bounds it; the seat holds each of its answers to the
-//! requester's catalogue entry (`LeadSeat::check_within_entry`,
-//! `check_plan_mode`) and refuses it a teammate that did not come from its
-//! catalogue.
+//! so its own grant bounds nothing; [`LeadGrant::within_entry`] holds each
+//! of its answers to the requester's catalogue entry and refuses it a
+//! teammate that did not come from its catalogue.
 
 use std::path::Path;
 
 use crate::approvals::{route::tool_call, Answer, PermitAnswer, PlanAnswer, Request};
-use crate::runtime::lead_host::Caller;
 use crate::sandbox::{decide_on_disk, PermissionMode, PolicyContext};
 
-use super::lead_grant::{delegates, within_own_mode};
+use super::lead_grant::{delegates, mode_at_most, within_own_mode, LeadGrant};
+use super::lead_spec::CatalogueEntry;
 
 /// Why a lead may not answer a request of its own: the person does. The one
 /// rule, asked by the seat (which counts the refusal) and by the approval
@@ -36,14 +38,76 @@ pub fn is_own_request(request: &Request, lead: &str) -> bool {
     request.from() == lead
 }
 
-/// `Some(why)` when `answer` to `request` gives more than `lead` has;
-/// `cwd` is the requester's directory.
-pub fn beyond_grant(
-    lead: &Caller,
-    request: &Request,
-    answer: &Answer,
-    cwd: &Path,
-) -> Option<String> {
+impl LeadGrant {
+    /// Whether `answer` to `request` stays within this lead's own grant;
+    /// `Err(why)` when it gives more than the lead has. `cwd` is the
+    /// requester's directory. The one approval path asks it of every
+    /// answer of a lead ([`super::decide`]), after routing.
+    pub fn within_own(&self, request: &Request, answer: &Answer, cwd: &Path) -> Result<(), String> {
+        match beyond_own(self, request, answer, cwd) {
+            None => Ok(()),
+            Some(why) => Err(why),
+        }
+    }
+
+    /// Whether `answer` to `request` stays within what the requester's
+    /// catalogue entry allows (`entry`: `None` when the requester did not
+    /// come from this lead's catalogue). Allowing a call: the entry's
+    /// `max_mode` and allow rules would run it unasked, and a delegating
+    /// lead may allow no call of a teammate it did not spawn. Approving a
+    /// plan: into at most the entry's `max_mode` (without an entry, the
+    /// lead's mode) and at most the lead's own. Refusing is always within.
+    pub fn within_entry(
+        &self,
+        entry: Option<&CatalogueEntry>,
+        request: &Request,
+        answer: &Answer,
+        cwd: &Path,
+    ) -> Result<(), String> {
+        match answer {
+            Answer::Permit(PermitAnswer::Deny { .. }) | Answer::Plan(PlanAnswer::Reject { .. }) => {
+                Ok(())
+            }
+            Answer::Permit(PermitAnswer::Allow { .. }) => match entry {
+                Some(entry) => {
+                    let most = LeadGrant {
+                        mode: entry.max_mode,
+                        rules: entry.rules.clone(),
+                        models: Vec::new(),
+                        budget_left_microdollars: None,
+                    };
+                    most.within_own(request, answer, cwd).map_err(|why| {
+                        format!(
+                            "it asks for more than catalogue entry {:?} allows ({why})",
+                            entry.name
+                        )
+                    })
+                }
+                None if delegates(self.mode) => Err(format!(
+                    "{} was not spawned from this lead's catalogue, and a delegating lead's \
+                     grant is its catalogue",
+                    request.from()
+                )),
+                None => Ok(()),
+            },
+            Answer::Plan(PlanAnswer::Approve { mode }) => {
+                let mode = mode.unwrap_or(PermissionMode::Default);
+                let ceiling = entry.map_or(self.mode, |e| e.max_mode);
+                if mode_at_most(mode, ceiling) && within_own_mode(self.mode, mode) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "approving {}'s plan into mode {mode} is more than the lead may give",
+                        request.from()
+                    ))
+                }
+            }
+        }
+    }
+}
+
+/// `Some(why)` when `answer` to `request` gives more than `lead` has.
+fn beyond_own(lead: &LeadGrant, request: &Request, answer: &Answer, cwd: &Path) -> Option<String> {
     // Whoever answers, a permission update may only narrow.
     if let Answer::Permit(PermitAnswer::Allow {
         permission_updates, ..
@@ -107,11 +171,17 @@ mod tests {
     use crate::protocol::{PermissionRequest, PlanApprovalRequest};
     use crate::sandbox::ToolRules;
 
-    fn lead(mode: PermissionMode, allow: &[&str]) -> Caller {
-        Caller {
+    fn lead(mode: PermissionMode, allow: &[&str]) -> LeadGrant {
+        LeadGrant {
             mode,
             rules: ToolRules::new(allow.iter().copied(), [] as [&str; 0]).unwrap(),
+            models: Vec::new(),
+            budget_left_microdollars: None,
         }
+    }
+
+    fn beyond_grant(lead: &LeadGrant, r: &Request, a: &Answer, cwd: &Path) -> Option<String> {
+        lead.within_own(r, a, cwd).err()
     }
 
     fn allow(updates: Vec<serde_json::Value>) -> Answer {
@@ -207,5 +277,57 @@ mod tests {
         )
         .unwrap();
         assert!(why.contains("only add deny rules"), "{why}");
+    }
+
+    #[test]
+    fn within_entry_holds_an_answer_to_the_requesters_catalogue_entry() {
+        let cwd = Path::new(CWD);
+        let entry = CatalogueEntry {
+            max_mode: PermissionMode::AcceptEdits,
+            rules: ToolRules::new(["Bash(cargo test:*)"], [] as [&str; 0]).unwrap(),
+            ..CatalogueEntry::new("tester", "tester.wasm")
+        };
+        let delegate = lead(PermissionMode::Delegate, &[]);
+        let yes = allow(vec![]);
+        assert_eq!(
+            delegate.within_entry(Some(&entry), &bash("cargo test"), &yes, cwd),
+            Ok(())
+        );
+        let why = delegate
+            .within_entry(Some(&entry), &bash("git push"), &yes, cwd)
+            .unwrap_err();
+        assert!(why.contains("catalogue entry \"tester\" allows"), "{why}");
+        // A delegating lead may allow no call of a teammate it did not spawn;
+        // another lead's own grant is asked on the approval path instead.
+        let why = delegate
+            .within_entry(None, &bash("cargo test"), &yes, cwd)
+            .unwrap_err();
+        assert!(
+            why.contains("not spawned from this lead's catalogue"),
+            "{why}"
+        );
+        let l = lead(PermissionMode::Default, &[]);
+        assert_eq!(l.within_entry(None, &bash("git push"), &yes, cwd), Ok(()));
+        // Refusing is always within.
+        let deny = Answer::Permit(PermitAnswer::Deny {
+            reason: "no".into(),
+        });
+        assert_eq!(delegate.within_entry(None, &bash("x"), &deny, cwd), Ok(()));
+        // A plan: at most the entry's max_mode, and at most the lead's own.
+        let plan = Request::Plan(PlanApprovalRequest::new("fixer", "t", "p.md", "x"));
+        let into = |m: PermissionMode| Answer::Plan(PlanAnswer::Approve { mode: Some(m) });
+        let edits = into(PermissionMode::AcceptEdits);
+        assert_eq!(
+            delegate.within_entry(Some(&entry), &plan, &edits, cwd),
+            Ok(())
+        );
+        let bypass = into(PermissionMode::BypassPermissions);
+        assert!(delegate
+            .within_entry(Some(&entry), &plan, &bypass, cwd)
+            .is_err());
+        let why = l
+            .within_entry(Some(&entry), &plan, &edits, cwd)
+            .unwrap_err();
+        assert!(why.contains("fixer's plan into mode acceptEdits"), "{why}");
     }
 }

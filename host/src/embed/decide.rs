@@ -262,12 +262,9 @@ fn refusal(
             Some(super::answer_grant::OWN_REQUEST.into())
         }
         Answerer::Lead(caller) => match routed() {
-            Decider::Lead => super::answer_grant::beyond_grant(
-                caller,
-                request,
-                answer,
-                &member_cwd(team, request.from()),
-            ),
+            Decider::Lead => super::lead_grant::LeadGrant::answering(caller)
+                .within_own(request, answer, &member_cwd(team, request.from()))
+                .err(),
             other => Some(format!("the manifest routes it to {}", by_whom(other))),
         },
         Answerer::Policy => match routed() {

@@ -1,8 +1,15 @@
-//! What a lead may give a teammate it spawns: at most its catalogue entry's
-//! limits **and** at most the lead's own grant. Pure functions, tested on
-//! their own; a wider ask is refused with what was wider and what the most
-//! is, never narrowed silently (only what the lead leaves unasked is
-//! narrowed, as `leading.wit` documents).
+//! [`LeadGrant`]: what a lead component may give, asked of one type. Its
+//! questions: [`LeadGrant::may_spawn`] (what a teammate it spawns gets,
+//! here), and for its answers to a permission or plan request
+//! [`LeadGrant::within_entry`] and [`LeadGrant::within_own`]
+//! (`answer_grant.rs`). Each is at most the requester's catalogue entry
+//! **and** at most the lead's own grant, with the `delegate` exception
+//! ([`delegates`]) written once here. Pure, tested on their own; a wider
+//! ask is refused with what was wider and what the most is, never narrowed
+//! silently (only what the lead leaves unasked is narrowed, as
+//! `leading.wit` documents).
+//!
+//! What a spawn gets:
 //!
 //! | what | the entry's most | the lead's own grant | unasked |
 //! |---|---|---|---|
@@ -24,13 +31,14 @@
 //! no ceiling either.
 
 use crate::model::policy::{microdollars_text, usd_to_microdollars};
-use crate::runtime::lead_host::LeadSpawn;
+use crate::runtime::lead_host::{Caller, LeadSpawn};
 use crate::sandbox::{PermissionMode, ToolRules};
 pub use crate::subagents::narrow::mode_at_most;
 
 use super::lead_spec::CatalogueEntry;
 
-/// The lead's own grant at the moment of a spawn.
+/// The lead's own grant at the moment of an act: its mode and rules now,
+/// and for a spawn what models and budget it has to give.
 #[derive(Debug, Clone)]
 pub struct LeadGrant {
     /// Its mode now.
@@ -60,55 +68,69 @@ pub struct Granted {
     pub budget_microdollars: Option<u64>,
 }
 
-/// The grant for `ask` from `entry` by `lead`, or why it is wider.
-/// `unset_budget` says what cost budget a teammate given no budget gets
-/// with a model alias (the broker's rule,
-/// [`crate::model::ModelHub::budget_for`]): that is what it is charged.
-pub fn grant(
-    entry: &CatalogueEntry,
-    lead: &LeadGrant,
-    ask: &LeadSpawn,
-    unset_budget: &dyn Fn(&str) -> Option<u64>,
-) -> Result<Granted, String> {
-    let mode = mode(entry, lead, ask.mode)?;
-    let rules = rules(entry, lead, ask.tools.as_deref())?;
-    let model = model(entry, lead, ask.model.as_deref())?;
-    let budget_microdollars = budget(entry, lead, ask.budget_usd, model.as_deref(), unset_budget)?;
-    Ok(Granted {
-        mode,
-        rules,
-        model,
-        budget_microdollars,
-    })
+impl LeadGrant {
+    /// The grant of a lead answering a request: its mode and rules at the
+    /// moment of the call (models and budget bound only a spawn).
+    pub fn answering(caller: &Caller) -> LeadGrant {
+        LeadGrant {
+            mode: caller.mode,
+            rules: caller.rules.clone(),
+            models: Vec::new(),
+            budget_left_microdollars: None,
+        }
+    }
+
+    /// What a teammate spawned from `entry` for `ask` gets, or why the ask
+    /// is wider than the entry or this grant. `unset_budget` says what cost
+    /// budget a teammate given no budget gets with a model alias (the
+    /// broker's rule, [`crate::model::ModelHub::budget_for`]): that is what
+    /// it is charged.
+    pub fn may_spawn(
+        &self,
+        entry: &CatalogueEntry,
+        ask: &LeadSpawn,
+        unset_budget: &dyn Fn(&str) -> Option<u64>,
+    ) -> Result<Granted, String> {
+        let mode = mode(entry, self, ask.mode)?;
+        let rules = rules(entry, self, ask.tools.as_deref())?;
+        let model = model(entry, self, ask.model.as_deref())?;
+        let budget_microdollars =
+            budget(entry, self, ask.budget_usd, model.as_deref(), unset_budget)?;
+        Ok(Granted {
+            mode,
+            rules,
+            model,
+            budget_microdollars,
+        })
+    }
 }
 
 /// Whether a lead in `mode` delegates: it uses no tool itself, so its own
 /// mode and allow rules are no ceiling on what it gives, and its grant is
 /// its catalogue (the person's, written in the manifest). The one place the
-/// exception is written: what a spawn gets ([`grant`]), what a permission
-/// answer may allow (`answer_grant.rs`, and the seat's check against the
-/// requester's catalogue entry) and what mode a plan approval may give (the
-/// seat's) all ask here. Its deny rules, models and budget still bound it.
+/// exception is written: what a spawn gets ([`LeadGrant::may_spawn`]),
+/// and what an answer may allow or approve ([`LeadGrant::within_entry`],
+/// [`LeadGrant::within_own`]) all ask here. Its deny rules, models and budget still bound it.
 pub fn delegates(mode: PermissionMode) -> bool {
     mode == PermissionMode::Delegate
 }
 
 /// The lead's own mode as a ceiling on a mode it gives (a spawn's, a plan
 /// approval's); `None` when it [`delegates`].
-pub fn own_mode_ceiling(mode: PermissionMode) -> Option<PermissionMode> {
+fn own_mode_ceiling(mode: PermissionMode) -> Option<PermissionMode> {
     (!delegates(mode)).then_some(mode)
 }
 
 /// Whether `given` is within the own mode ceiling of a lead in `lead_mode`
 /// ([`own_mode_ceiling`]; always, when it delegates).
-pub fn within_own_mode(lead_mode: PermissionMode, given: PermissionMode) -> bool {
+pub(super) fn within_own_mode(lead_mode: PermissionMode, given: PermissionMode) -> bool {
     own_mode_ceiling(lead_mode).is_none_or(|c| mode_at_most(given, c))
 }
 
 /// Whether the lead's own allow rules bound the allow rules it gives: not
 /// when it [`delegates`], nor in `bypassPermissions`, which runs every tool
 /// unasked (its allow rules say nothing).
-pub fn own_rules_bound(mode: PermissionMode) -> bool {
+fn own_rules_bound(mode: PermissionMode) -> bool {
     !delegates(mode) && mode != PermissionMode::BypassPermissions
 }
 
@@ -300,14 +322,16 @@ mod tests {
     fn unasked_values_are_the_entrys_narrowed_to_the_lead() {
         let mut l = lead(Default);
         l.budget_left_microdollars = Some(5_000_000);
-        let g = grant(&entry(), &l, &ask(), &none).unwrap();
+        let g = l.may_spawn(&entry(), &ask(), &none).unwrap();
         assert_eq!(g.mode, Default);
         assert_eq!(g.rules.allowed_texts(), ["Read", "Edit"]);
         assert_eq!(g.rules.disallowed_texts(), ["WebFetch", "Bash(rm:*)"]);
         assert_eq!(g.model.as_deref(), Some("fast"));
         assert_eq!(g.budget_microdollars, Some(2_000_000));
         // The entry's budget is more than the lead has left: refused, not cut.
-        let e = grant(&entry(), &lead(Default), &ask(), &none).unwrap_err();
+        let e = lead(Default)
+            .may_spawn(&entry(), &ask(), &none)
+            .unwrap_err();
         assert!(e.contains("left to give"), "{e}");
     }
 
@@ -315,7 +339,7 @@ mod tests {
     fn a_delegate_lead_gives_what_the_catalogue_allows() {
         let mut l = lead(Delegate);
         l.budget_left_microdollars = None;
-        let g = grant(&entry(), &l, &ask(), &none).unwrap();
+        let g = l.may_spawn(&entry(), &ask(), &none).unwrap();
         assert_eq!(g.mode, AcceptEdits);
         assert_eq!(
             g.rules.allowed_texts(),
@@ -332,13 +356,13 @@ mod tests {
     fn a_mode_wider_than_the_entry_or_the_lead_is_refused_naming_the_most() {
         let mut a = ask();
         a.mode = Some(BypassPermissions);
-        let e = grant(&entry(), &lead(Delegate), &a, &none).unwrap_err();
+        let e = lead(Delegate).may_spawn(&entry(), &a, &none).unwrap_err();
         assert!(
             e.contains("wider than catalogue entry") && e.contains("acceptEdits"),
             "{e}"
         );
         a.mode = Some(AcceptEdits);
-        let e = grant(&entry(), &lead(Default), &a, &none).unwrap_err();
+        let e = lead(Default).may_spawn(&entry(), &a, &none).unwrap_err();
         assert!(
             e.contains("lead's own mode") && e.contains("at most default"),
             "{e}"
@@ -349,13 +373,13 @@ mod tests {
     fn more_tools_than_the_entry_or_the_lead_are_refused() {
         let mut a = ask();
         a.tools = Some(vec!["Write".into()]);
-        let e = grant(&entry(), &lead(Delegate), &a, &none).unwrap_err();
+        let e = lead(Delegate).may_spawn(&entry(), &a, &none).unwrap_err();
         assert!(
             e.contains("\"Write\"") && e.contains("catalogue entry"),
             "{e}"
         );
         a.tools = Some(vec!["Bash(cargo test:*)".into()]);
-        let e = grant(&entry(), &lead(Default), &a, &none).unwrap_err();
+        let e = lead(Default).may_spawn(&entry(), &a, &none).unwrap_err();
         assert!(e.contains("lead's own rules"), "{e}");
     }
 
@@ -363,11 +387,13 @@ mod tests {
     fn a_model_the_entry_or_the_lead_lacks_is_refused() {
         let mut a = ask();
         a.model = Some("huge".into());
-        assert!(grant(&entry(), &lead(Default), &a, &none)
+        assert!(lead(Default)
+            .may_spawn(&entry(), &a, &none)
             .unwrap_err()
             .contains("catalogue entry"));
         a.model = Some("smart".into());
-        assert!(grant(&entry(), &lead(Default), &a, &none)
+        assert!(lead(Default)
+            .may_spawn(&entry(), &a, &none)
             .unwrap_err()
             .contains("the lead may use itself"));
     }
@@ -376,18 +402,21 @@ mod tests {
     fn a_bigger_budget_than_the_entry_or_what_the_lead_has_left_is_refused() {
         let mut a = ask();
         a.budget_usd = Some(3.0);
-        assert!(grant(&entry(), &lead(Default), &a, &none)
+        assert!(lead(Default)
+            .may_spawn(&entry(), &a, &none)
             .unwrap_err()
             .contains("at most US$2"));
         a.budget_usd = Some(1.75);
-        assert!(grant(&entry(), &lead(Default), &a, &none)
+        assert!(lead(Default)
+            .may_spawn(&entry(), &a, &none)
             .unwrap_err()
             .contains("left to give: at most US$1.5"));
         a.budget_usd = Some(f64::NAN);
-        assert!(grant(&entry(), &lead(Default), &a, &none).is_err());
+        assert!(lead(Default).may_spawn(&entry(), &a, &none).is_err());
         a.budget_usd = Some(1.0);
         assert_eq!(
-            grant(&entry(), &lead(Default), &a, &none)
+            lead(Default)
+                .may_spawn(&entry(), &a, &none)
                 .unwrap()
                 .budget_microdollars,
             Some(1_000_000)
@@ -403,13 +432,13 @@ mod tests {
         let mut a = ask();
         for usd in [1e308, f64::INFINITY, -1.0] {
             a.budget_usd = Some(usd);
-            let err = grant(&e, &l, &a, &none).unwrap_err();
+            let err = l.may_spawn(&e, &a, &none).unwrap_err();
             assert!(err.starts_with("the spawn's budget_usd"), "{err}");
         }
         // A catalogue entry's own amount is held to the same rule.
         e.budget_usd = Some(1e300);
         a.budget_usd = None;
-        let err = grant(&e, &l, &a, &none).unwrap_err();
+        let err = l.may_spawn(&e, &a, &none).unwrap_err();
         assert!(err.contains("catalogue entry \"worker\""), "{err}");
     }
 
@@ -420,10 +449,10 @@ mod tests {
         e.budget_usd = None;
         let mut l = lead(Default);
         l.budget_left_microdollars = Some(1_000_000);
-        let g = grant(&e, &l, &ask(), &default).unwrap();
+        let g = l.may_spawn(&e, &ask(), &default).unwrap();
         assert_eq!(g.budget_microdollars, Some(1_000_000));
         l.budget_left_microdollars = Some(999_999);
-        let err = grant(&e, &l, &ask(), &default).unwrap_err();
+        let err = l.may_spawn(&e, &ask(), &default).unwrap_err();
         assert!(
             err.contains("default cost budget of US$1")
                 && err.contains("at most US$0.999999")
@@ -432,7 +461,7 @@ mod tests {
         );
         // A free or unpriced model gets no cost budget: nothing to charge.
         assert_eq!(
-            grant(&e, &l, &ask(), &none).unwrap().budget_microdollars,
+            l.may_spawn(&e, &ask(), &none).unwrap().budget_microdollars,
             None
         );
     }

@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use super::api::Inner;
 use super::decide::{decide_recording, member_cwd, requester, routes_of, Answerer, DecideError};
-use super::lead_grant::{self, LeadGrant};
+use super::lead_grant::LeadGrant;
 use super::lead_spec::{CatalogueEntry, LeadSpec};
 use super::{Host, SpawnRequest, TeammateSettings};
 use crate::approvals::{self, Answer, Decider, Decision, PermitAnswer, PlanAnswer, Request};
@@ -47,7 +47,6 @@ use crate::runtime::lead_host::{
     TeammateView,
 };
 use crate::runtime::TreeBudget;
-use crate::sandbox::PermissionMode;
 use crate::store::{OutgoingMessage, Team};
 use crate::teammate::TeammateState;
 
@@ -399,13 +398,10 @@ impl LeadSeat {
         let unset_budget = |model: &str| hub.budget_for(&ModelPolicy::new(vec![model.to_string()]));
         let granted = {
             let mut given = self.given.lock().expect("given lock");
-            let granted = lead_grant::grant(
-                &entry,
-                &self.lead_grant(&caller, &host, *given),
-                &req,
-                &unset_budget,
-            )
-            .map_err(LeadError::Denied)?;
+            let granted = self
+                .lead_grant(&caller, &host, *given)
+                .may_spawn(&entry, &req, &unset_budget)
+                .map_err(LeadError::Denied)?;
             self.count_text("the spawn prompt", &req.prompt)?;
             *given = given.saturating_add(granted.budget_microdollars.unwrap_or(0));
             granted
@@ -757,7 +753,8 @@ impl LeadHost for LeadSeat {
                 )));
             }
             let host = self.host()?;
-            if let Err(refusal) = self.check_within_entry(&caller, &request, &answer) {
+            let within = Answer::Permit(answer.clone());
+            if let Err(refusal) = self.check_within_entry(&caller, &request, &within) {
                 return Err(self.refused(&request, refusal, &quota));
             }
             if let Some((what, text)) = permit_text(&answer) {
@@ -787,16 +784,14 @@ impl LeadHost for LeadSeat {
             }
             let quota = self.refusal_quota();
             let request = self.answerable(&request_id, &quota)?;
-            let Request::Plan(plan) = &request else {
+            let Request::Plan(_) = &request else {
                 return Err(LeadError::Invalid(format!(
                     "{request_id} is a permission request: answer it with answer-permission"
                 )));
             };
-            if let PlanAnswer::Approve { mode } = &answer {
-                let mode = mode.unwrap_or(PermissionMode::Default);
-                if let Err(refusal) = self.check_plan_mode(&caller, &plan.from, mode) {
-                    return Err(self.refused(&request, refusal, &quota));
-                }
+            let within = Answer::Plan(answer.clone());
+            if let Err(refusal) = self.check_within_entry(&caller, &request, &within) {
+                return Err(self.refused(&request, refusal, &quota));
             }
             if let PlanAnswer::Reject { feedback } = &answer {
                 self.count_text("the plan feedback", feedback)?;
@@ -922,88 +917,34 @@ impl LeadHost for LeadSeat {
 }
 
 impl LeadSeat {
-    /// Allowing a call may give at most what the requester's catalogue
-    /// entry allows (its `max_mode` and allow rules would run the call
-    /// unasked); [`decide`] then holds it to the lead's own grant. A
-    /// delegate lead has no grant of its own beyond its catalogue, so it may
-    /// not allow a call of a teammate it did not spawn.
+    /// The catalogue entry teammate `name` was spawned from by this lead
+    /// (`None`: it was not).
+    fn entry_of(&self, name: &str) -> Option<CatalogueEntry> {
+        let entry = self
+            .spawned
+            .lock()
+            .expect("spawned lock")
+            .get(name)
+            .cloned();
+        entry.and_then(|e| self.entry(&e).ok().cloned())
+    }
+
+    /// An answer gives at most what the requester's catalogue entry allows
+    /// ([`LeadGrant::within_entry`]); [`decide`] then holds it to the
+    /// lead's own grant. A refusal is the person's to answer.
     fn check_within_entry(
         &self,
         caller: &Caller,
         request: &Request,
-        answer: &PermitAnswer,
+        answer: &Answer,
     ) -> Result<(), LeadError> {
-        if matches!(answer, PermitAnswer::Deny { .. }) {
-            return Ok(());
-        }
-        let from = request.from().to_string();
-        let entry = self
-            .spawned
-            .lock()
-            .expect("spawned lock")
-            .get(&from)
-            .cloned()
-            .and_then(|e| self.entry(&e).ok().cloned());
-        match entry {
-            Some(entry) => {
-                let most = Caller {
-                    mode: entry.max_mode,
-                    rules: entry.rules.clone(),
-                };
-                let answer = Answer::Permit(answer.clone());
-                match super::answer_grant::beyond_grant(
-                    &most,
-                    request,
-                    &answer,
-                    &member_cwd(&self.team, &from),
-                ) {
-                    None => Ok(()),
-                    Some(why) => Err(LeadError::Denied(format!(
-                        "{} asks for more than catalogue entry {:?} allows ({why}); \
-                         escalated to the person",
-                        request.id(),
-                        entry.name
-                    ))),
-                }
-            }
-            None if lead_grant::delegates(caller.mode) => Err(LeadError::Denied(format!(
-                "{from} was not spawned from this lead's catalogue, and a delegating lead's \
-                 grant is its catalogue: {} is escalated to the person",
-                request.id()
-            ))),
-            None => Ok(()),
-        }
-    }
-
-    /// A plan approval's mode: at most what the teammate's catalogue entry
-    /// allows and at most the lead's own mode (a delegate lead: the
-    /// entry's); a wider one is the person's to give.
-    fn check_plan_mode(
-        &self,
-        caller: &Caller,
-        teammate: &str,
-        mode: PermissionMode,
-    ) -> Result<(), LeadError> {
-        let entry = self
-            .spawned
-            .lock()
-            .expect("spawned lock")
-            .get(teammate)
-            .cloned();
-        let ceiling = match entry.and_then(|e| self.entry(&e).ok().map(|e| e.max_mode)) {
-            Some(max) => max,
-            // Not a teammate this lead spawned: only the lead's own mode.
-            None => caller.mode,
-        };
-        if lead_grant::mode_at_most(mode, ceiling) && lead_grant::within_own_mode(caller.mode, mode)
-        {
-            Ok(())
-        } else {
-            Err(LeadError::Denied(format!(
-                "approving {teammate}'s plan into mode {mode} is more than the lead may give; \
-                 escalated to the person"
-            )))
-        }
+        let entry = self.entry_of(request.from());
+        let cwd = member_cwd(&self.team, request.from());
+        LeadGrant::answering(caller)
+            .within_entry(entry.as_ref(), request, answer, &cwd)
+            .map_err(|why| {
+                LeadError::Denied(format!("{}: {why}; escalated to the person", request.id()))
+            })
     }
 }
 
