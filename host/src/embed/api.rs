@@ -66,7 +66,7 @@ pub struct HostOptions {
     /// Host leases (host failover): `Some(length)` makes this host take a lease
     /// on each team it spawns into on a store with failover (NATS), renewed
     /// every `length / 3`, and fences its store with it (see
-    /// `embed::host_lease`). `None` (the default): no lease, no fence.
+    /// `embed/failover/host_lease.rs`). `None` (the default): no lease, no fence.
     /// `teamhost run` sets `Some(--lease)` on a store with failover.
     pub lease: Option<Duration>,
     /// Who this host is in leases and run records. `None` (the default):
@@ -131,7 +131,7 @@ pub(super) struct Inner {
     /// File watches of the teams this host runs teammates of.
     pub(super) watches: Mutex<HashMap<String, TeamWatch>>,
     /// The leases this host holds, and the fence of its store.
-    pub(super) leases: Arc<super::lease_table::HostLeases>,
+    pub(super) leases: Arc<super::lease::table::HostLeases>,
 }
 
 impl Host {
@@ -172,7 +172,7 @@ impl Host {
             .identity
             .clone()
             .unwrap_or_else(|| super::lease::HostIdentity::this_process().clone());
-        let (leases, store) = super::lease_table::HostLeases::new(me, opts.lease, store);
+        let (leases, store) = super::lease::table::HostLeases::new(me, opts.lease, store);
         let store = store.with_observer(hub.clone());
         // The keys of `sign_lead_entries` live in this host's memory and
         // in the home's keyring (0600), for the lead's commands.

@@ -74,7 +74,7 @@ impl Host {
     }
 
     /// [`Host::attach`], with what its earlier life left in flight already
-    /// gathered when `gathered` is given (an adoption: `embed/adopt.rs`).
+    /// gathered when `gathered` is given (an adoption: `embed/failover/adopt.rs`).
     pub(super) async fn attach_with(
         &self,
         team: &str,

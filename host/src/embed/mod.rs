@@ -14,38 +14,44 @@
 //! host.shutdown_team("demo", "done", std::time::Duration::from_secs(10)).await?;
 //! # Ok(()) }
 //! ```
+//!
+//! | file / folder | what it owns |
+//! |---|---|
+//! | `api.rs` | [`Host`] and [`HostOptions`]: the facade (create teams, spawn, talk as the lead, watch, shut down) |
+//! | `spawn.rs` | the layout check every spawn and attach passes first |
+//! | `attach.rs` | [`Host::attach`]: run a teammate its lead already wrote into the team (`teamhost teammate`) |
+//! | `compile.rs` | compiling a team's components before its teammates are spawned, and who waits to join meanwhile |
+//! | `resume.rs` | [`Host::resume`]: bring back a team whose host died |
+//! | `lease/` | the leases of host failover: a host's claim on a team, and the table a host's store asks before each write |
+//! | `failover/` | keeping this host's leases, its run records, and [`Host::adopt`]: taking over a dead host's teammates |
+//! | `grant/` | the lead's grant: [`LeadSpec`], the catalogue, and [`LeadGrant`], which answers what a lead may give |
+//! | `approvals/` | the one approval path ([`decide`]) and the policy desk ([`ApprovalDesk`]) |
+//! | `lead/` | a lead component in its seat: [`Host::start_lead`] and [`LeadSeat`] |
 
-mod adopt;
-mod answer_grant;
 mod api;
-mod approval_desk;
+pub mod approvals;
 mod attach;
 mod compile;
-mod decide;
-mod host_lease;
-pub mod lead_grant;
-mod lead_seat;
-mod lead_spec;
-mod lead_start;
+pub mod failover;
+pub mod grant;
+pub mod lead;
 pub mod lease;
-mod lease_table;
 mod resume;
-mod resume_claim;
-mod run_record;
 mod spawn;
 
 pub use crate::teammate::{
     Event, Isolation, ModelAccess, Resumed, SpawnRequest, TeammateInfo, TeammateSettings,
     TeammateState,
 };
-pub use adopt::{AdoptReport, LeaseWatch, LEASE_POLL};
 pub use api::{Host, HostOptions, ShutdownReport};
-pub use approval_desk::ApprovalDesk;
+pub use approvals::{
+    decide, member_cwd, requester, routes_of, Answerer, ApprovalDesk, DecideError,
+};
 pub use attach::Attach;
-pub use decide::{decide, member_cwd, requester, routes_of, Answerer, DecideError};
-pub use lead_seat::LeadSeat;
-pub use lead_spec::{
-    CatalogueEntry, LeadSpec, DEFAULT_MAX_REFUSED_ANSWERS_PER_TURN,
+pub use failover::{AdoptReport, LeaseWatch, LEASE_POLL};
+pub use grant::{
+    CatalogueEntry, LeadGrant, LeadSpec, DEFAULT_MAX_REFUSED_ANSWERS_PER_TURN,
     DEFAULT_MAX_REFUSED_ANSWERS_TOTAL, DEFAULT_MAX_SPAWNS_TOTAL, DEFAULT_MAX_TEAMMATES,
 };
+pub use lead::LeadSeat;
 pub use resume::ResumeReport;

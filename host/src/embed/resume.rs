@@ -39,7 +39,7 @@
 use std::collections::BTreeMap;
 
 use super::attach::ClaimEvidence;
-use super::resume_claim::Claim;
+use super::failover::resume_claim::Claim;
 use super::{Attach, Host};
 use crate::error::{Error, Result};
 use crate::home::spawn_record::{self, SpawnRecord};
@@ -78,7 +78,7 @@ pub struct ResumeReport {
     /// Teammates another host runs now (on a shared store: an adopting
     /// host took them over, or a live host runs them), as `(teammate,
     /// host id)`: not respawned here, their tasks and mail left alone
-    /// (`embed/resume_claim.rs`).
+    /// (`embed/failover/resume_claim.rs`).
     pub adopted_elsewhere: Vec<(String, String)>,
     /// Hosts of this machine that died holding a lease on the team (on a
     /// shared store), whose leases this resume took over before

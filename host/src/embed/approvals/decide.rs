@@ -26,8 +26,8 @@
 
 use std::path::PathBuf;
 
-use super::Host;
 use crate::approvals::{self, by_whom, Answer, Decider, Decision, Request, Requester, Routes};
+use crate::embed::Host;
 use crate::error::Error;
 use crate::home::{decisions, Home};
 use crate::runtime::lead_host::Caller;
@@ -258,11 +258,11 @@ fn refusal(
     };
     match answerer {
         Answerer::Person => None,
-        Answerer::Lead(_) if super::answer_grant::is_own_request(request, lead) => {
-            Some(super::answer_grant::OWN_REQUEST.into())
+        Answerer::Lead(_) if crate::embed::grant::is_own_request(request, lead) => {
+            Some(crate::embed::grant::OWN_REQUEST.into())
         }
         Answerer::Lead(caller) => match routed() {
-            Decider::Lead => super::lead_grant::LeadGrant::answering(caller)
+            Decider::Lead => crate::embed::grant::LeadGrant::answering(caller)
                 .within_own(request, answer, &member_cwd(team, request.from()))
                 .err(),
             other => Some(format!("the manifest routes it to {}", by_whom(other))),

@@ -2,16 +2,16 @@
 //! `leading` glue (and the toolbox's lead tools) call.
 //!
 //! A seat acts on the one team it was started for
-//! ([`Host::start_lead`](super::Host::start_lead)): it never takes a team
+//! ([`Host::start_lead`](crate::embed::Host::start_lead)): it never takes a team
 //! name from the guest. What it does, and what it refuses:
 //!
 //! | call | does | refuses |
 //! |---|---|---|
 //! | `create_team` | forms the team (its description) | `conflict` when formed; a different name is ignored and said so |
-//! | `spawn` | [`Host::spawn`](super::Host::spawn) with the entry's component, granted by [`lead_grant`](super::lead_grant) from the budget the broker keeps for the lead | `conflict` before `create_team` or for a taken name; `not-found` outside the catalogue; `denied` wider than the entry or the lead, past `max_teammates` at once or `max_spawns_total` over its life |
+//! | `spawn` | [`Host::spawn`](crate::embed::Host::spawn) with the entry's component, granted by [`lead_grant`](crate::embed::grant::lead_grant) from the budget the broker keeps for the lead | `conflict` before `create_team` or for a taken name; `not-found` outside the catalogue; `denied` wider than the entry or the lead, past `max_teammates` at once or `max_spawns_total` over its life |
 //! | `answer_*` | [`answer_through_host`] | `not-found` for an id not in this team; `denied` for the lead's own request (the person answers it) or a plan mode wider than the lead's; `conflict` once answered |
 //! | `shutdown` | a `shutdown_request` from the lead | `not-found` for a non-member |
-//! | `delete_team` | [`Host::delete_team`](super::Host::delete_team), then ends the lead's run | `conflict` while a teammate is a member |
+//! | `delete_team` | [`Host::delete_team`](crate::embed::Host::delete_team), then ends the lead's run | `conflict` while a teammate is a member |
 //!
 //! **What the seat writes is bounded.** Every text of the lead's the seat
 //! writes into the team (the description, a spawn prompt, a shutdown
@@ -32,12 +32,14 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use super::api::Inner;
-use super::decide::{decide_recording, member_cwd, requester, routes_of, Answerer, DecideError};
-use super::lead_grant::LeadGrant;
-use super::lead_spec::{CatalogueEntry, LeadSpec};
-use super::{Host, SpawnRequest, TeammateSettings};
 use crate::approvals::{self, Answer, Decider, Decision, PermitAnswer, PlanAnswer, Request};
+use crate::embed::api::Inner;
+use crate::embed::approvals::{
+    decide_recording, member_cwd, requester, routes_of, Answerer, DecideError,
+};
+use crate::embed::grant::LeadGrant;
+use crate::embed::grant::{CatalogueEntry, LeadSpec};
+use crate::embed::{Host, SpawnRequest, TeammateSettings};
 use crate::error::Error;
 use crate::home::decisions;
 use crate::model::ModelPolicy;
@@ -57,7 +59,7 @@ const STOPPING_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 const DETAIL_CHARS: usize = 2_000;
 
 /// A lead component's seat in one team. Built by
-/// [`Host::start_lead`](super::Host::start_lead).
+/// [`Host::start_lead`](crate::embed::Host::start_lead).
 pub struct LeadSeat {
     host: Weak<Inner>,
     team: Team,
@@ -133,7 +135,7 @@ impl RefusalCount {
 }
 
 impl LeadSeat {
-    pub(super) fn new(host: &Host, team: Team, spec: LeadSpec) -> LeadSeat {
+    pub(in crate::embed) fn new(host: &Host, team: Team, spec: LeadSpec) -> LeadSeat {
         LeadSeat {
             host: Arc::downgrade(&host.inner),
             team,
@@ -152,7 +154,7 @@ impl LeadSeat {
     /// Gives the seat the lead's own tree budget and turn count (once,
     /// before the lead's first turn): what the seat writes for the lead is
     /// counted there, and its refusals per turn by those turns.
-    pub(super) fn attach(&self, budget: Arc<TreeBudget>, turns: Arc<AtomicU64>) {
+    pub(in crate::embed) fn attach(&self, budget: Arc<TreeBudget>, turns: Arc<AtomicU64>) {
         if self.meters.set(SeatMeters { budget, turns }).is_err() {
             tracing::warn!("a lead seat was attached twice; the first meters stay");
         }
@@ -234,7 +236,7 @@ impl LeadSeat {
         }
     }
 
-    /// Counts a refusal [`decide`](super::decide::decide) made (and
+    /// Counts a refusal [`decide`](crate::embed::approvals::decide) made (and
     /// recorded, while `quota` allowed).
     fn decided_refusal(
         &self,
@@ -330,10 +332,10 @@ impl LeadSeat {
                 "no permission or plan request {id:?} in the lead's team"
             )));
         };
-        if super::answer_grant::is_own_request(&request, self.lead_name()) {
+        if crate::embed::grant::is_own_request(&request, self.lead_name()) {
             let why = format!(
                 "{id} is the lead's own request: {}; escalated to the person",
-                super::answer_grant::OWN_REQUEST
+                crate::embed::grant::OWN_REQUEST
             );
             return Err(self.refused(&request, LeadError::Denied(why), quota));
         }
@@ -556,7 +558,7 @@ impl LeadSeat {
 }
 
 /// The one place a lead's answer reaches the host:
-/// [`decide`](super::decide::decide) as
+/// [`decide`](crate::embed::approvals::decide) as
 /// [`Answerer::Lead`] with the lead's grant at the moment of the call, the
 /// same path the person's seat and the policy take (one
 /// approval path). A refusal there is recorded as an escalation (when
@@ -593,7 +595,7 @@ pub(crate) fn answer_through_host(
 }
 
 /// Records that the lead was refused `request` before it reached
-/// [`decide`](super::decide::decide) (its own request, a plan mode wider
+/// [`decide`](crate::embed::approvals::decide) (its own request, a plan mode wider
 /// than its entry), so the person sees it escalated like every other
 /// refusal.
 fn record_escalation(host: &Host, team: &Team, request: &Request, why: &str) {

@@ -1,28 +1,28 @@
 //! [`HostLeases`]: the table of the leases one host holds, one per team it
 //! runs teammates of on a store with failover, and the [`Fence`]
 //! its store asks before each write. What the host does with it (take, lose,
-//! release) is in `host_lease.rs`.
+//! release) is in `failover/host_lease.rs`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use super::lease::{HostIdentity, TeamLease};
+use crate::embed::lease::{HostIdentity, TeamLease};
 use crate::error::{Error, Result};
 use crate::store::{Fence, FencedStore, Store, TeamStore};
 
 /// The leases one host holds, by team, and the teams it lost.
 pub(crate) struct HostLeases {
-    pub(super) me: HostIdentity,
+    pub(in crate::embed) me: HostIdentity,
     /// `HostOptions::lease`.
-    pub(super) length: Option<Duration>,
+    pub(in crate::embed) length: Option<Duration>,
     /// The store underneath the fence: where leases are taken and renewed.
-    pub(super) plain: Arc<dyn TeamStore>,
-    pub(super) held: Mutex<HashMap<String, Arc<TeamLease>>>,
+    pub(in crate::embed) plain: Arc<dyn TeamStore>,
+    pub(in crate::embed) held: Mutex<HashMap<String, Arc<TeamLease>>>,
     /// Teams whose lease was taken over, and by whom: fenced for good.
-    pub(super) lost: Mutex<HashMap<String, String>>,
+    pub(in crate::embed) lost: Mutex<HashMap<String, String>>,
     /// Serialises takes, so two spawns into one team take one lease.
-    pub(super) taking: tokio::sync::Mutex<()>,
+    pub(in crate::embed) taking: tokio::sync::Mutex<()>,
 }
 
 impl HostLeases {

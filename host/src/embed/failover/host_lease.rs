@@ -1,5 +1,5 @@
 //! The host's leases (host failover): the `Host` methods around its
-//! table of leases (`lease_table.rs`) — taking a lease at the first spawn into a
+//! table of leases (`lease/table.rs`) — taking a lease at the first spawn into a
 //! team, stopping this host's copies when a lease is lost, releasing it when
 //! the host ends cleanly.
 //!
@@ -13,22 +13,22 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use super::api::Host;
-use super::lease::{HostIdentity, TeamLease};
-use super::{Event, TeammateState};
 use crate::backends::BackendKind;
+use crate::embed::api::Host;
+use crate::embed::lease::{HostIdentity, TeamLease};
+use crate::embed::{Event, TeammateState};
 use crate::error::{Error, Result};
 
 impl Host {
     /// This host's lease on `team`, while it holds one: taken on the first
     /// spawn into a team on a store with failover when
-    /// [`HostOptions::lease`](super::HostOptions::lease) is set.
+    /// [`HostOptions::lease`](crate::embed::HostOptions::lease) is set.
     pub fn team_lease(&self, team: &str) -> Option<Arc<TeamLease>> {
         self.inner.leases.get(team)
     }
 
     /// Who this host is in leases and run records:
-    /// [`HostOptions::identity`](super::HostOptions::identity), else
+    /// [`HostOptions::identity`](crate::embed::HostOptions::identity), else
     /// [`HostIdentity::this_process`].
     pub fn host_identity(&self) -> &HostIdentity {
         self.inner.leases.identity()
@@ -48,7 +48,7 @@ impl Host {
 
     /// Takes this host's lease on `team` unless it holds one, when leases
     /// are on and the store has failover; watches it for a takeover.
-    pub(super) async fn ensure_lease(&self, team: &str) -> Result<()> {
+    pub(in crate::embed) async fn ensure_lease(&self, team: &str) -> Result<()> {
         let leases = &self.inner.leases;
         let Some(length) = leases.length else {
             return Ok(());

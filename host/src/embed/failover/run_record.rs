@@ -5,26 +5,26 @@
 //! | when | what |
 //! |---|---|
 //! | spawn, between the member's registration and its runner's start ([`crate::backends::SpawnEnv::before_start`], beside the spawn record) | the teammate's [`RunRecord`] (generation 1, this host's id), created; its component's bytes put on the store's shelf, once per hash per host process |
-//! | takeover ([`Host::adopt`](super::Host::adopt)) | the record rewritten naming this host, `generation + 1` |
+//! | takeover ([`Host::adopt`](crate::embed::Host::adopt)) | the record rewritten naming this host, `generation + 1` |
 //! | the teammate ends on this host | the record removed, compare-and-swapped on the revision this host wrote: a record another host has rewritten since is left alone |
 //! | this host lost its lease | nothing: the adopter owns the record now |
 //!
 //! Only a host holding a lease on the team writes records
-//! ([`Host::team_lease`](super::Host::team_lease)); nothing a teammate can
+//! ([`Host::team_lease`](crate::embed::Host::team_lease)); nothing a teammate can
 //! write reaches them (the request comes from the host's manifest or its
 //! lead, the hash from the component's bytes).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use super::Host;
 use crate::embed::lease::{HostIdentity, TeamLease};
+use crate::embed::Host;
 use crate::error::{Error, Result};
 use crate::home::spawn_record::SpawnRecord;
 use crate::store::{Failover, Revision, RunRecord, Team};
 
 /// The run record a spawn record describes, naming host `me`, generation 1.
-pub(super) fn run_record_of(spawn: &SpawnRecord, me: &HostIdentity) -> RunRecord {
+pub(in crate::embed) fn run_record_of(spawn: &SpawnRecord, me: &HostIdentity) -> RunRecord {
     RunRecord {
         name: spawn.name.clone(),
         host: me.id.clone(),
@@ -79,7 +79,11 @@ impl Host {
     /// there, and shelves its component: the revision written, `None` when
     /// no lease is held (nothing to do) . Called from the spawn's
     /// `before_start` hook (synchronous: store calls block this thread).
-    pub(super) fn record_run(&self, team: &Team, spawn: &SpawnRecord) -> Result<Option<Revision>> {
+    pub(in crate::embed) fn record_run(
+        &self,
+        team: &Team,
+        spawn: &SpawnRecord,
+    ) -> Result<Option<Revision>> {
         if self.team_lease(team.name()).is_none() {
             return Ok(None);
         }
@@ -110,7 +114,7 @@ impl Host {
     /// Removes `name`'s run record (written at `rev`) once its teammate has
     /// finished on this host, unless this host's lease was lost by then
     /// (the adopter owns the record) or another host rewrote it.
-    pub(super) fn forget_run_when_done(&self, team: &Team, name: &str, rev: Revision) {
+    pub(in crate::embed) fn forget_run_when_done(&self, team: &Team, name: &str, rev: Revision) {
         let Some(mut state) = self.state_receiver(team.name(), name) else {
             return;
         };

@@ -35,7 +35,7 @@ use crate::runtime::lead_host::{Caller, LeadSpawn};
 use crate::sandbox::{PermissionMode, ToolRules};
 pub use crate::subagents::narrow::mode_at_most;
 
-use super::lead_spec::CatalogueEntry;
+use crate::embed::grant::spec::CatalogueEntry;
 
 /// The lead's own grant at the moment of an act: its mode and rules now,
 /// and for a spawn what models and budget it has to give.

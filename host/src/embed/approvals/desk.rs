@@ -1,6 +1,6 @@
 //! The policy desk: a task of the host that answers, as they arrive in the
 //! lead's inbox, the requests the team's routes give to the policy, through
-//! the one approval path ([`super::decide`]); what no policy rule names is
+//! the one approval path ([`crate::embed::approvals::decide`]); what no policy rule names is
 //! recorded as escalated and waits for the person. Started by
 //! [`Host::serve_approvals`] (`teamhost run` starts it); it stops when its
 //! [`ApprovalDesk`] is stopped or dropped, or the team is deleted.
@@ -18,11 +18,11 @@ use std::sync::Arc;
 
 use tokio::sync::{oneshot, Notify};
 
-use super::decide::{decide, requester, Answerer, DecideError};
-use super::{Event, Host};
 use crate::approvals::{
     self, Answer, Decider, Decision, PermitAnswer, PlanAnswer, PolicyVerdict, Request, Routes,
 };
+use crate::embed::approvals::decide::{decide, requester, Answerer, DecideError};
+use crate::embed::{Event, Host};
 use crate::error::Result;
 use crate::home::{decisions, Home};
 use crate::store::{HistoryCache, StoreEvent, StoreObserver, Team};

@@ -3,8 +3,8 @@
 //! while the host lives, and the fence that keeps a host whose lease was
 //! taken over from writing again.
 //!
-//! The signatures are the contract `embed::adopt` and the CLI build on
-//! (host failover); `Host` holds one lease per team through `embed::host_lease`.
+//! The signatures are the contract `embed::failover` and the CLI build on
+//! (host failover); `Host` holds one lease per team (`failover/host_lease.rs`).
 //!
 //! **Timing.** The lease is renewed every `lease / 3`. The holder counts it
 //! valid until half a lease after it *sent* its last successful renewal; a

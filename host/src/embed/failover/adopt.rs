@@ -41,8 +41,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::attach::ClaimEvidence;
-use super::{Attach, Host};
+use crate::embed::attach::ClaimEvidence;
+use crate::embed::{Attach, Host};
 use crate::error::{Error, Result};
 use crate::protocol::HOST_SENDER;
 use crate::store::{
@@ -167,7 +167,7 @@ impl AdoptReport {
 impl Host {
     /// Takes this host's lease on `team` now, before any teammate runs here
     /// (a standby host: `teamhost run --adopt`), when leases are on
-    /// ([`HostOptions::lease`](super::HostOptions::lease)) and the store has
+    /// ([`HostOptions::lease`](crate::embed::HostOptions::lease)) and the store has
     /// failover; nothing otherwise. [`Host::adopt`] takes it too.
     pub async fn hold_team_lease(&self, team: &str) -> Result<()> {
         self.ensure_lease(team).await

@@ -1,4 +1,4 @@
-//! What [`Host::start_lead`](super::Host::start_lead) takes: the lead
+//! What [`Host::start_lead`](crate::embed::Host::start_lead) takes: the lead
 //! component and its own grant ([`LeadSpec`]), and the catalogue of
 //! components it may spawn, each with the most it may be given
 //! ([`CatalogueEntry`]). A manifest's `[lead]` table and `[[catalogue]]`
@@ -31,7 +31,7 @@ pub struct LeadSpec {
     /// How the lead runs: its mode (`delegate` by default), tool rules,
     /// model and model policy, limits. Its allow rules, models and model
     /// budget are also the most it may give a teammate (see
-    /// [`crate::embed::lead_grant`]).
+    /// [`crate::embed::LeadGrant`]).
     pub settings: TeammateSettings,
     /// What it may spawn, in the manifest's order.
     pub catalogue: Vec<CatalogueEntry>,

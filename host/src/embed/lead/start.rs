@@ -11,11 +11,11 @@
 
 use std::sync::Arc;
 
-use super::attach::lead_env;
-use super::lead_seat::LeadSeat;
-use super::lead_spec::LeadSpec;
-use super::{Host, SpawnRequest, TeammateInfo, TeammateState};
 use crate::backends::assembly::{self, Placement};
+use crate::embed::attach::lead_env;
+use crate::embed::grant::LeadSpec;
+use crate::embed::lead::seat::LeadSeat;
+use crate::embed::{Host, SpawnRequest, TeammateInfo, TeammateState};
 use crate::error::{Error, Result};
 use crate::store::config::LEAD_NAME;
 use crate::store::{NewTeam, OutgoingMessage};

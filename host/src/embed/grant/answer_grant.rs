@@ -14,7 +14,7 @@
 //! | approve a plan into a mode | that mode has no power the lead's lacks |
 //!
 //! A `delegate` lead uses no tool itself: its grant is its catalogue
-//! ([`super::lead_grant::delegates`], the one place that rule is written),
+//! ([`crate::embed::grant::lead_grant::delegates`], the one place that rule is written),
 //! so its own grant bounds nothing; [`LeadGrant::within_entry`] holds each
 //! of its answers to the requester's catalogue entry and refuses it a
 //! teammate that did not come from its catalogue.
@@ -24,12 +24,12 @@ use std::path::Path;
 use crate::approvals::{route::tool_call, Answer, PermitAnswer, PlanAnswer, Request};
 use crate::sandbox::{decide_on_disk, PermissionMode, PolicyContext};
 
-use super::lead_grant::{delegates, mode_at_most, within_own_mode, LeadGrant};
-use super::lead_spec::CatalogueEntry;
+use crate::embed::grant::lead_grant::{delegates, mode_at_most, within_own_mode, LeadGrant};
+use crate::embed::grant::spec::CatalogueEntry;
 
 /// Why a lead may not answer a request of its own: the person does. The one
 /// rule, asked by the seat (which counts the refusal) and by the approval
-/// path ([`super::decide`]) alike.
+/// path ([`crate::embed::approvals::decide`]) alike.
 pub const OWN_REQUEST: &str = "a lead never answers its own requests";
 
 /// Whether `request` is the lead's own (`lead`: the lead's name in the
@@ -42,7 +42,7 @@ impl LeadGrant {
     /// Whether `answer` to `request` stays within this lead's own grant;
     /// `Err(why)` when it gives more than the lead has. `cwd` is the
     /// requester's directory. The one approval path asks it of every
-    /// answer of a lead ([`super::decide`]), after routing.
+    /// answer of a lead ([`crate::embed::approvals::decide`]), after routing.
     pub fn within_own(&self, request: &Request, answer: &Answer, cwd: &Path) -> Result<(), String> {
         match beyond_own(self, request, answer, cwd) {
             None => Ok(()),

@@ -10,7 +10,7 @@
 //! | a lease `Released` | its host ended cleanly: nobody runs its teammates |
 //! | a teammate's run record naming this host, a dead host of this machine, a released host or a host with no lease | respawned here: its record rewritten naming this host (`generation + 1`, `adopted_from`), compare-and-swapped at the revision read, BEFORE it is respawned; removed when it ends here |
 //! | no run record | respawned here: a record created first ([`run_record_of`]) |
-//! | a run record naming any other host (live, or an adopter) | NOT respawned, its tasks and mail left alone; [`ResumeReport::adopted_elsewhere`](super::ResumeReport::adopted_elsewhere) names the host |
+//! | a run record naming any other host (live, or an adopter) | NOT respawned, its tasks and mail left alone; [`ResumeReport::adopted_elsewhere`](crate::embed::ResumeReport::adopted_elsewhere) names the host |
 //! | a record rewritten by another host between the read and the swap | that host runs it: left to it, as above |
 //!
 //! Nothing a teammate writes reaches these decisions: leases and run records
@@ -18,9 +18,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::run_record::run_record_of;
-use super::Host;
+use crate::embed::failover::run_record::run_record_of;
 use crate::embed::lease::HostIdentity;
+use crate::embed::Host;
 use crate::error::{Error, Result};
 use crate::home::spawn_record::SpawnRecord;
 use crate::store::{blocking, Failover, HostLease, LeaseState, Revision, RunRecord, TeamStore};
@@ -30,7 +30,7 @@ const TRIES: usize = 5;
 
 /// Who runs what in a team, as a resume on this machine settled it.
 #[derive(Debug, Default)]
-pub(super) struct Claims {
+pub(in crate::embed) struct Claims {
     /// Hosts whose teammates this resume may run: this one, the dead local
     /// hosts whose leases it took, hosts whose lease was released.
     free: BTreeSet<String>,
@@ -42,11 +42,11 @@ pub(super) struct Claims {
     /// Every run record with its revision, by teammate.
     runs: BTreeMap<String, (RunRecord, Revision)>,
     /// Dead local hosts whose lease this resume took over.
-    pub(super) taken: Vec<String>,
+    pub(in crate::embed) taken: Vec<String>,
 }
 
 /// Where one teammate goes.
-pub(super) enum Claim {
+pub(in crate::embed) enum Claim {
     /// Respawn it here; its record names this host at this revision.
     Here(Revision),
     /// Another host runs it (or owns it): its id.
@@ -78,7 +78,7 @@ impl Host {
     /// `host_pid`s of `records`) and reads who runs what: `None` when this
     /// host holds no lease on `team` or its store has no failover (nothing
     /// to settle).
-    pub(super) async fn claim_dead_leases(
+    pub(in crate::embed) async fn claim_dead_leases(
         &self,
         team: &str,
         records: &BTreeMap<String, SpawnRecord>,
@@ -103,7 +103,7 @@ impl Host {
 
     /// Settles `name`'s teammate before a respawn: its run record rewritten
     /// (or created from `spawn`) naming this host, or the host that owns it.
-    pub(super) async fn claim_member(
+    pub(in crate::embed) async fn claim_member(
         &self,
         team: &str,
         claims: &Claims,
@@ -150,7 +150,7 @@ impl Host {
 
     /// Removes the run record written at `rev` for a teammate whose respawn
     /// failed: nobody runs it (logged when it fails).
-    pub(super) async fn unclaim_member(&self, team: &str, name: &str, rev: Revision) {
+    pub(in crate::embed) async fn unclaim_member(&self, team: &str, name: &str, rev: Revision) {
         let backend = self.inner.store.backend().clone();
         let (t, n) = (team.to_string(), name.to_string());
         let removed = blocking("removing a run record", move || {
