@@ -51,14 +51,12 @@ impl<T: Send> FeedGuard for T {}
 /// already checked ([`super::names`]); team names are sanitised. Errors
 /// are the crate's: a backend reports a missing task as `Ok(None)` where
 /// the signature allows and leaves the wording to [`super::Team`].
-pub trait TeamStore: Send + Sync + std::fmt::Debug + 'static {
-    /// The backend itself, for the store's own kind accessors
-    /// ([`super::Store::file_store`], [`super::Store::nats_store`]); nothing
-    /// outside the store downcasts. (As trait methods returning the kinds,
-    /// they would make this trait and its implementations import each
-    /// other.)
-    fn as_any(&self) -> &dyn std::any::Any;
-
+///
+/// `Any` is a supertrait so that the store's own kind accessors
+/// ([`super::Store::file_store`], [`super::Store::nats_store`]) can look
+/// through `dyn TeamStore` by trait upcasting; nothing outside the store
+/// asks a backend its kind.
+pub trait TeamStore: std::any::Any + Send + Sync + std::fmt::Debug {
     /// Where `team`'s config lives, for messages (a path for the file
     /// backend, a pseudo path for others).
     fn config_location(&self, team: &str) -> PathBuf;

@@ -84,12 +84,6 @@ impl std::fmt::Debug for FencedStore {
 }
 
 impl TeamStore for FencedStore {
-    /// The store underneath, so a caller asking for one kind finds it
-    /// through the fence.
-    fn as_any(&self) -> &dyn std::any::Any {
-        self.inner.as_any()
-    }
-
     fn config_location(&self, team: &str) -> PathBuf {
         self.inner.config_location(team)
     }
@@ -330,5 +324,22 @@ mod tests {
             .send("team-lead", OutgoingMessage::new("x", "hi"))
             .unwrap();
         f.put_component(b"wasm").unwrap();
+    }
+
+    #[test]
+    fn a_fenced_store_is_still_of_its_inner_kind() {
+        let tmp = tempfile::tempdir().unwrap();
+        let files: Arc<dyn TeamStore> = Arc::new(crate::store::FileStore::new(tmp.path()));
+        let fence = Arc::new(Refusing::default());
+        let fenced = Store::with_backend(Arc::new(FencedStore::new(files.clone(), fence.clone())));
+        assert!(
+            fenced.file_store().is_some(),
+            "the file store shows through the fence"
+        );
+        assert!(fenced.nats_store().is_none());
+        assert!(Store::with_backend(files).file_store().is_some());
+        let memory: Arc<dyn TeamStore> = Arc::new(MemoryStore::new());
+        let fenced = Store::with_backend(Arc::new(FencedStore::new(memory, fence)));
+        assert!(fenced.file_store().is_none() && fenced.nats_store().is_none());
     }
 }

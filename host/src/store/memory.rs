@@ -129,10 +129,6 @@ impl State {
 }
 
 impl TeamStore for MemoryStore {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
     fn failover(&self) -> Option<&dyn super::failover::Failover> {
         Some(&self.shared.failover)
     }

@@ -206,14 +206,25 @@ impl Store {
     /// The file backend, when this store is one (for tools and tests that
     /// deal with the reference's files themselves).
     pub fn file_store(&self) -> Option<&FileStore> {
-        self.backend.as_any().downcast_ref::<FileStore>()
+        self.kind().downcast_ref::<FileStore>()
     }
 
     /// The NATS backend, when this store is one (for what only a NATS
     /// server has: its URL and security for a child process, `teamhost
     /// store`'s export and import).
     pub fn nats_store(&self) -> Option<&NatsStore> {
-        self.backend.as_any().downcast_ref::<NatsStore>()
+        self.kind().downcast_ref::<NatsStore>()
+    }
+
+    /// The backend whose kind this store is: the one underneath a fence
+    /// ([`FencedStore`]), else the backend itself. The one place a backend
+    /// is downcast.
+    fn kind(&self) -> &dyn std::any::Any {
+        let any: &dyn std::any::Any = &*self.backend;
+        match any.downcast_ref::<FencedStore>() {
+            Some(fenced) => &**fenced.inner() as &dyn std::any::Any,
+            None => any,
+        }
     }
 
     /// The team called `name` (sanitised; it need not exist yet).

@@ -169,10 +169,6 @@ fn stems(dir: &std::path::Path, ext: &str) -> Result<Vec<String>> {
 }
 
 impl TeamStore for FileStore {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
     fn config_location(&self, team: &str) -> PathBuf {
         self.paths(team)
             .map(|p| p.config())

@@ -194,10 +194,6 @@ fn team_streams_prefixes(prefix: &str) -> [String; 2] {
 }
 
 impl TeamStore for NatsStore {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
     fn config_location(&self, team: &str) -> PathBuf {
         self.location(team, "config")
     }
