@@ -27,6 +27,7 @@
 //! | [`run`] | running a manifest's team until its work is done: [`run::Run`]'s start, work, shutdown and finish |
 //! | `cli` | the `teamhost` command line (feature `cli`, on by default) |
 //! | [`error`] | the library's public error type |
+//! | `blocking` | blocking work run off the async executor: the one helper, one wording for a panic |
 //!
 //! The store needs neither wasm nor tokio: the CLI and tests use it directly.
 //!
@@ -39,6 +40,7 @@
 
 pub mod approvals;
 pub mod backends;
+pub(crate) mod blocking;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod durable;

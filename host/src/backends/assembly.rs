@@ -31,9 +31,8 @@ macro_rules! load {
     ($runtime:expr, $req:expr) => {{
         let runtime = $runtime.clone();
         let path = $req.component.clone();
-        tokio::task::spawn_blocking(move || runtime.prepare(&path))
-            .await
-            .map_err(|e| Error::HostTask(format!("component loading panicked: {e}")))?
+        crate::blocking::run("component loading", move || runtime.prepare(&path))
+            .await?
             .map_err(|e| Error::Component {
                 path: $req.component.clone(),
                 message: format!("{e:#}"),

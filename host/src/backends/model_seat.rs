@@ -223,11 +223,10 @@ async fn write_changes(
 
 async fn write(team: Team, name: String, usage: ModelUsage) {
     let who = name.clone();
-    match tokio::task::spawn_blocking(move || team.write_model_usage(&who, &usage)).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => {
-            tracing::warn!(teammate = %name, error = %e, "model usage record not written")
-        }
-        Err(e) => tracing::warn!(teammate = %name, error = %e, "model usage record not written"),
+    let written = crate::blocking::try_run("the model usage record", move || {
+        team.write_model_usage(&who, &usage)
+    });
+    if let Err(e) = written.await {
+        tracing::warn!(teammate = %name, error = %e, "model usage record not written");
     }
 }

@@ -81,11 +81,11 @@ async fn start(
     // The store's TLS/credentials files reach the pane's environment with
     // `-e` (tmux's own arguments), not its command line.
     let env_args = forwarded_env(&store.env());
-    let placed = tokio::task::spawn_blocking(move || {
+    let placed = crate::blocking::run("tmux placement", move || {
         place(&home, &t, &name, &opts, &dir, &line, &log, &env_args)
     })
     .await
-    .map_err(|e| rollback(Error::HostTask(format!("tmux placement panicked: {e}"))))?
+    .map_err(rollback)?
     .map_err(rollback)?;
     let (pane, pid) = placed;
     let fd = started::pidfd_open(pid).map_err(|e| {

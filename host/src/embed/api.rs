@@ -600,7 +600,7 @@ impl Host {
             handle.abort();
             let team2 = team.clone();
             let n = name.to_string();
-            let cleanup = tokio::task::spawn_blocking(move || {
+            let cleanup = crate::blocking::try_run("cleanup after a kill", move || {
                 let config = team2.config()?;
                 let id = config
                     .member(&n)
@@ -613,10 +613,10 @@ impl Host {
                     &lead,
                     OutgoingMessage::new(crate::runner::HOST_SENDER, u.notification),
                 )?;
-                Ok::<_, Error>(())
+                Ok(())
             })
             .await;
-            if let Ok(Err(e)) = cleanup {
+            if let Err(e) = cleanup {
                 tracing::error!(teammate = %name, error = %e, "cleanup after kill failed");
             }
             self.inner.hub.unregister(team.name(), name);

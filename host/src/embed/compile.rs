@@ -33,11 +33,12 @@ impl super::Host {
 
         let started = Instant::now();
         let (runtime, file) = (self.inner.runtime.clone(), path.to_path_buf());
-        let loaded = tokio::task::spawn_blocking(move || runtime.prepare(&file)).await;
+        let loaded =
+            crate::blocking::run("component loading", move || runtime.prepare(&file)).await;
         let took = started.elapsed();
 
         let result = match loaded {
-            Err(e) => Err(Error::HostTask(format!("component loading panicked: {e}"))),
+            Err(e) => Err(e),
             Ok(Err(e)) => Err(Error::Component {
                 path: path.to_path_buf(),
                 message: format!("{e:#}"),

@@ -426,7 +426,7 @@ impl Host {
     /// once. They move to its history, read.
     async fn withdraw_shutdowns(&self, team: &Team, name: &str, lead: &str) -> Result<bool> {
         let (t, who, lead) = (team.clone(), name.to_string(), lead.to_string());
-        tokio::task::spawn_blocking(move || {
+        crate::blocking::try_run("withdrawing shutdown requests", move || {
             let taken = t.take_where(&who, |m| {
                 m.from == lead
                     && matches!(
@@ -439,7 +439,6 @@ impl Host {
             Ok(!taken.is_empty())
         })
         .await
-        .map_err(|e| Error::HostTask(format!("withdrawing shutdown requests panicked: {e}")))?
     }
 
     /// Delivers again the message `name`'s interrupted turn was handling,
@@ -447,7 +446,7 @@ impl Host {
     async fn redeliver_interrupted(&self, team: &Team, name: &str) -> Result<bool> {
         let journal = crate::home::kept::TurnJournal::of(&self.inner.home, team.name(), name)?;
         let (t, who) = (team.clone(), name.to_string());
-        tokio::task::spawn_blocking(move || {
+        crate::blocking::try_run("redelivering a message", move || {
             let Some(msg) = journal.take_interrupted()? else {
                 return Ok(false);
             };
@@ -465,7 +464,6 @@ impl Host {
             Ok(true)
         })
         .await
-        .map_err(|e| Error::HostTask(format!("redelivering a message panicked: {e}")))?
     }
 
     /// Reports to the lead the completion of the task `member`'s cut turn
@@ -482,7 +480,7 @@ impl Host {
     ) -> Result<Option<String>> {
         let note = crate::home::kept::TaskNote::of(&self.inner.home, team.name(), &member.name)?;
         let (t, who, color) = (team.clone(), member.name.clone(), member.color.clone());
-        tokio::task::spawn_blocking(move || {
+        crate::blocking::try_run("reporting a completion", move || {
             use crate::protocol::{CompletedStatus, IdleNotification, IdleReason, WireMessage};
             let Some(id) = note.take_interrupted()? else {
                 return Ok(None);
@@ -514,7 +512,6 @@ impl Host {
             Ok(Some(id))
         })
         .await
-        .map_err(|e| Error::HostTask(format!("reporting a completion panicked: {e}")))?
     }
 
     /// What `name`'s earlier life left in flight in `team`: its task in
@@ -533,7 +530,7 @@ impl Host {
             ClaimEvidence::Ledger => ledger.holds(id),
             ClaimEvidence::TaskList => Ok(true),
         };
-        tokio::task::spawn_blocking(move || {
+        crate::blocking::try_run("reading what was in flight", move || {
             let mut resumed = Resumed::default();
             for task in t.list_tasks()? {
                 if task.owner.as_deref() != Some(me.as_str())
@@ -559,14 +556,13 @@ impl Host {
             Ok(resumed)
         })
         .await
-        .map_err(|e| Error::HostTask(format!("reading what was in flight panicked: {e}")))?
     }
 
     /// Returns to `pending` every unfinished task whose owner is no longer a
     /// member; the ids.
     async fn unassign_orphans(&self, team: &Team) -> Result<Vec<String>> {
         let t = team.clone();
-        tokio::task::spawn_blocking(move || {
+        crate::blocking::try_run("returning tasks", move || {
             let config = t.config()?;
             let mut owners: Vec<String> = t
                 .list_tasks()?
@@ -587,7 +583,6 @@ impl Host {
             Ok(ids)
         })
         .await
-        .map_err(|e| Error::HostTask(format!("returning tasks panicked: {e}")))?
     }
 }
 

@@ -210,7 +210,7 @@ async fn team_made(team: &Team, narrator: &dyn Narrator) -> anyhow::Result<()> {
 /// answer holds this future, never the runtime thread a stop needs.
 async fn exists(team: &Team) -> bool {
     let t = team.clone();
-    tokio::task::spawn_blocking(move || t.exists())
+    crate::blocking::run("reading the team", move || t.exists())
         .await
         .unwrap_or(true)
 }
@@ -278,9 +278,8 @@ async fn compile(
             format!("compiling {file} (cached after the first time)…"),
         );
         let (runtime, p) = (host.runtime().clone(), path.clone());
-        tokio::task::spawn_blocking(move || runtime.prepare(&p))
-            .await
-            .map_err(|e| anyhow::anyhow!("compiling {file} panicked: {e}"))?
+        crate::blocking::run("compiling a component", move || runtime.prepare(&p))
+            .await?
             .map_err(|e| anyhow::anyhow!("component {}: {e:#}", path.display()))?;
     }
     Ok(())

@@ -39,7 +39,7 @@ pub async fn existing_team(
 ) -> anyhow::Result<()> {
     let resume = start == Start::Resume;
     let (h, t) = (home.clone(), team.clone());
-    let (exists, live, dead) = tokio::task::spawn_blocking(move || {
+    let (exists, live, dead) = crate::blocking::run("looking at the existing team", move || {
         let exists = t.try_exists().with_context(|| {
             format!(
                 "cannot tell whether team {:?} exists at {}",
@@ -53,8 +53,7 @@ pub async fn existing_team(
         let live = live_host::find(&h, &t)?;
         Ok((true, live, live_host::dead_hosts(&h, t.name())))
     })
-    .await
-    .context("looking at the existing team panicked")??;
+    .await??;
     let manifest = manifest_file.display();
     if !exists {
         if resume {
@@ -94,11 +93,10 @@ pub async fn existing_team(
         );
     }
     let (h, t) = (home.clone(), team.clone());
-    let done = tokio::task::spawn_blocking(move || {
+    let done = crate::blocking::run("deleting the existing team", move || {
         teardown::delete_team(&h, &t, true, REPLACE_STOP_TIMEOUT)
     })
-    .await
-    .context("deleting the existing team panicked")?
+    .await?
     .with_context(|| format!("cannot delete the existing team {:?}", team.name()))?;
     let stopped = done.stopped.stopped.len() + done.stopped.killed.len();
     let also = if stopped > 0 {

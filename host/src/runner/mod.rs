@@ -274,8 +274,9 @@ impl Runner {
         // The message is consumed before anything follows the turn.
         self.instance.agent().coordination.settle_take().await;
         if let Some(journal) = self.journal.clone().filter(|_| journaled) {
-            let closed = tokio::task::spawn_blocking(move || journal.close()).await;
-            if !matches!(closed, Ok(Ok(()))) {
+            let closed =
+                crate::blocking::try_run("clearing the turn's note", move || journal.close());
+            if closed.await.is_err() {
                 tracing::warn!(teammate = %self.name(), "the turn's note was not cleared; a resume may deliver its message again");
             }
         }
@@ -344,7 +345,7 @@ impl Runner {
             let handed_back = self.handed_back.clone();
             let note = self.task_note.clone();
             let claims = self.claims.clone();
-            let polled = tokio::task::spawn_blocking(move || {
+            let polled = crate::blocking::try_run("polling for work", move || {
                 let found = match poll::next_turn(
                     &team,
                     &me,
@@ -372,11 +373,11 @@ impl Runner {
                         }
                     }
                 }
-                Ok::<_, crate::Error>(found.map(|f| (f, noted)))
+                Ok(found.map(|f| (f, noted)))
             })
             .await;
             match polled {
-                Ok(Ok(Some((found, noted)))) => {
+                Ok(Some((found, noted))) => {
                     self.links.listening.store(false, Ordering::SeqCst);
                     self.note_open |= noted;
                     if matches!(found.turn.kind, TurnKind::TaskClaimed(_)) {
@@ -384,18 +385,15 @@ impl Runner {
                     }
                     return Some(Box::new(found));
                 }
-                Ok(Ok(None)) => {
+                Ok(None) => {
                     // Nothing, not even the task handed back (finished or
                     // taken from it meanwhile): claim as usual from now on.
                     if self.handed_back.take().is_some() {
                         continue;
                     }
                 }
-                Ok(Err(e)) => {
-                    tracing::warn!(teammate = %self.name(), error = %e, "polling for work failed; will retry")
-                }
                 Err(e) => {
-                    tracing::error!(teammate = %self.name(), error = %e, "poll task panicked; will retry")
+                    tracing::warn!(teammate = %self.name(), error = %e, "polling for work failed; will retry")
                 }
             }
             // The busy streak is over: `isActive: false` lands before the
@@ -462,8 +460,10 @@ impl Runner {
             let mode = crate::runtime::mode_from_wit(mode);
             self.instance.agent().permissions.enter_approved_mode(mode);
             let (team, me) = (self.team().clone(), self.name().to_string());
-            let r = tokio::task::spawn_blocking(move || team.set_mode(&me, mode.as_str())).await;
-            if let Ok(Err(e)) = r {
+            let r = crate::blocking::try_run("recording the mode", move || {
+                team.set_mode(&me, mode.as_str())
+            });
+            if let Err(e) = r.await {
                 tracing::warn!(teammate = %self.name(), error = %e, "could not record the new mode");
             }
         }
@@ -617,7 +617,7 @@ impl Runner {
             self.lead().to_string(),
             self.name().to_string(),
         );
-        let stored = tokio::task::spawn_blocking(move || {
+        let stored = crate::blocking::try_run("the idle notification", move || {
             if let Some(notice) = budget_notice {
                 team.deliver(&lead, notice)?;
             }
@@ -631,18 +631,15 @@ impl Runner {
                     tracing::warn!(teammate = %name, error = %e, "the task's note was not cleared; a resume will look for its report in the lead's mail");
                 }
             }
-            Ok::<_, crate::Error>(())
+            Ok(())
         })
         .await;
         match stored {
-            Ok(Ok(())) if !deliver => {
+            Ok(()) if !deliver => {
                 tracing::debug!(teammate = %self.name(), level = %self.config.notifications,
                     "idle notification recorded in the lead's history only")
             }
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                tracing::error!(teammate = %self.name(), error = %e, "idle notification for the lead lost")
-            }
+            Ok(()) => {}
             Err(e) => {
                 tracing::error!(teammate = %self.name(), error = %e, "idle notification for the lead lost")
             }
@@ -727,14 +724,10 @@ impl Runner {
     /// Delivers to the lead's inbox; a failure is logged, never fatal.
     async fn tell_lead(&mut self, msg: OutgoingMessage) {
         let (team, lead) = (self.team().clone(), self.lead().to_string());
-        match tokio::task::spawn_blocking(move || team.deliver(&lead, msg)).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => {
-                tracing::error!(teammate = %self.name(), error = %e, "message to the lead lost")
-            }
-            Err(e) => {
-                tracing::error!(teammate = %self.name(), error = %e, "message to the lead lost")
-            }
+        let told =
+            crate::blocking::try_run("a message to the lead", move || team.deliver(&lead, msg));
+        if let Err(e) = told.await {
+            tracing::error!(teammate = %self.name(), error = %e, "message to the lead lost");
         }
     }
 

@@ -259,8 +259,9 @@ impl Instance {
     /// teammate goes on, and a resume would count from the last record.
     async fn keep_life(&mut self) {
         let budget = self.store.data().agent.fixed.budget.clone();
-        let saved = tokio::task::spawn_blocking(move || budget.save_life()).await;
-        if let Ok(Err(e)) | Err(e) = saved.map_err(|e| crate::Error::HostTask(e.to_string())) {
+        let saved =
+            crate::blocking::try_run("keeping the life's spending", move || budget.save_life());
+        if let Err(e) = saved.await {
             tracing::warn!(error = %e, "the teammate's life-long spending was not kept");
         }
     }

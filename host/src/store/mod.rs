@@ -58,23 +58,15 @@ pub use nats::{NatsSecurity, NatsStore, NatsUrl};
 pub use tasks::{ClaimOutcome, ClaimRefusal, NewTask, Task, TaskStatus, TaskUpdate, Unassigned};
 pub use usage::ModelUsage;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
-/// Runs a store call on one of tokio's blocking threads and waits for it.
-/// The store is synchronous ([`backend`] says why); an async caller that
-/// called it on its own thread would hold a runtime worker through the
-/// store's locks and synced writes, and a group commit (`files/combine.rs`)
-/// could then take in no more callers at once than the runtime has
-/// workers. A panic in `f` is reported as [`Error::HostTask`], with
-/// `what` (what was being done).
-pub(crate) async fn blocking<T: Send + 'static>(
-    what: &str,
-    f: impl FnOnce() -> Result<T> + Send + 'static,
-) -> Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::HostTask(format!("{what} panicked: {e}")))?
-}
+/// Runs a store call on one of tokio's blocking threads and waits for it
+/// ([`crate::blocking::try_run`]). The store is synchronous ([`backend`]
+/// says why); an async caller that called it on its own thread would hold
+/// a runtime worker through the store's locks and synced writes, and a
+/// group commit (`files/combine.rs`) could then take in no more callers at
+/// once than the runtime has workers.
+pub(crate) use crate::blocking::try_run as blocking;
 
 /// The tasks one pass over a team's task list wrote, as they were written,
 /// and when: stamped inside the pass (under the list's lock, or in the

@@ -327,16 +327,18 @@ async fn more_work(
 
 async fn remove_worktree(home: Home, wt: PathBuf) {
     let shown = wt.display().to_string();
-    match tokio::task::spawn_blocking(move || crate::worktree::remove_if_clean(&home, &wt)).await {
-        Ok(Ok(true)) => {
+    let removed = crate::blocking::try_run("worktree cleanup", move || {
+        crate::worktree::remove_if_clean(&home, &wt)
+    });
+    match removed.await {
+        Ok(true) => {
             tracing::debug!(worktree = %shown, "a sub-agent's clean worktree was removed")
         }
-        Ok(Ok(false)) => {
+        Ok(false) => {
             tracing::info!(worktree = %shown, "a sub-agent's worktree holds changes: kept")
         }
-        Ok(Err(e)) => {
+        Err(e) => {
             tracing::warn!(worktree = %shown, error = %e, "a sub-agent's worktree could not be cleaned up")
         }
-        Err(e) => tracing::warn!(worktree = %shown, error = %e, "worktree cleanup panicked"),
     }
 }

@@ -140,8 +140,8 @@ impl Seat {
         let team = self.cfg.team().clone();
         let to = self.cfg.identity.name.clone();
         let msg = crate::store::OutgoingMessage::new(crate::protocol::HOST_SENDER, text);
-        let sent = tokio::task::spawn_blocking(move || team.send(&to, msg)).await;
-        if !matches!(sent, Ok(Ok(_))) {
+        let sent = crate::blocking::try_run("a notification", move || team.send(&to, msg)).await;
+        if sent.is_err() {
             tracing::warn!(teammate = %self.cfg.identity.name, "a sub-agent's notification could not be delivered");
         }
     }
@@ -172,9 +172,9 @@ impl Seat {
     ) -> Result<(Instance, Arc<Seat>), SubagentError> {
         let runtime = self.cfg.runtime.clone();
         let path = child.component.clone();
-        let pre = tokio::task::spawn_blocking(move || runtime.prepare(&path))
+        let pre = crate::blocking::run("component loading", move || runtime.prepare(&path))
             .await
-            .map_err(|e| unavailable("component loading panicked", e.to_string()))?
+            .map_err(|e| unavailable("the host failed", e.to_string()))?
             .map_err(|e| {
                 unavailable(
                     "the sub-agent's component cannot be loaded",

@@ -121,10 +121,9 @@ impl Seat {
             )));
         }
         let team = self.cfg.team().clone();
-        let config = tokio::task::spawn_blocking(move || team.config())
+        let config = crate::blocking::try_run("reading the team", move || team.config())
             .await
-            .ok()
-            .and_then(|c| c.ok());
+            .ok();
         if config.as_ref().is_some_and(|c| c.member(name).is_some()) {
             return Err(SubagentError::Invalid(format!(
                 "{name:?} is a member of the team; a sub-agent's name must not be one"
@@ -189,13 +188,14 @@ impl Seat {
             full_name.to_string(),
             self.cfg.dir.clone(),
         );
-        tokio::task::spawn_blocking(move || crate::worktree::create_from(&home, &team, &name, &dir))
-            .await
-            .map_err(|e| SubagentError::Unavailable(format!("worktree creation panicked: {e}")))?
-            .map_err(|e| match e {
-                crate::Error::Worktree(m) | crate::Error::Encode(m) => SubagentError::Denied(m),
-                other => SubagentError::Unavailable(other.to_string()),
-            })
+        crate::blocking::try_run("worktree creation", move || {
+            crate::worktree::create_from(&home, &team, &name, &dir)
+        })
+        .await
+        .map_err(|e| match e {
+            crate::Error::Worktree(m) | crate::Error::Encode(m) => SubagentError::Denied(m),
+            other => SubagentError::Unavailable(other.to_string()),
+        })
     }
 
     /// The child's record: who it is, what it is made of, where it works.

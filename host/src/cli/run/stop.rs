@@ -193,11 +193,10 @@ pub(super) async fn force(
 /// not awaited, when it does not return in time.
 pub(super) async fn store_answers(team: &Team) -> Result<(), String> {
     let t = team.clone();
-    let asked = tokio::task::spawn_blocking(move || t.try_exists());
+    let asked = crate::blocking::try_run("reading it", move || t.try_exists());
     match tokio::time::timeout(STORE_CHECK, asked).await {
-        Ok(Ok(Ok(_))) => Ok(()),
-        Ok(Ok(Err(e))) => Err(e.to_string()),
-        Ok(Err(e)) => Err(format!("reading it panicked: {e}")),
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err(format!("no answer within {}s", STORE_CHECK.as_secs())),
     }
 }

@@ -135,22 +135,17 @@ impl Host {
                 // A pass that panics loses the cache: the next starts afresh.
                 let mut kept = std::mem::replace(&mut cache, fresh());
                 let w = wakes.clone();
-                let done = tokio::task::spawn_blocking(move || {
+                let done = crate::blocking::run("the policy desk's pass", move || {
                     let passed = pass(&h, &t, &r, &mut kept, &w);
                     (passed, kept)
                 })
                 .await;
-                match done.map(|(passed, kept)| {
+                let passed = done.and_then(|(passed, kept)| {
                     cache = kept;
                     passed
-                }) {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => {
-                        tracing::warn!(cause = %e, "team {}: the policy desk's pass failed", team.name())
-                    }
-                    Err(e) => {
-                        tracing::error!(cause = %e, "team {}: the policy desk's pass panicked", team.name())
-                    }
+                });
+                if let Err(e) = passed {
+                    tracing::warn!(cause = %e, "team {}: the policy desk's pass failed", team.name());
                 }
                 if !team.exists() {
                     return;

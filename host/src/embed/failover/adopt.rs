@@ -393,9 +393,10 @@ impl Host {
         let mut seen = Vec::new();
         for path in components {
             let (rt, p) = (runtime.clone(), path.clone());
-            let hashed = tokio::task::spawn_blocking(move || rt.cache().load(&p).map(|(h, _)| h))
-                .await
-                .map_err(|e| Error::HostTask(format!("hashing a component panicked: {e}")))?;
+            let hashed = crate::blocking::run("hashing a component", move || {
+                rt.cache().load(&p).map(|(h, _)| h)
+            })
+            .await?;
             match hashed {
                 Ok(hash) if hash == run.component_sha256 => return Ok(path.clone()),
                 Ok(hash) => seen.push((path.clone(), hash)),

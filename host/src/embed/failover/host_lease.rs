@@ -152,11 +152,9 @@ impl Host {
         let Some(lease) = lock(&self.inner.leases.held).remove(team) else {
             return;
         };
-        let released = tokio::task::spawn_blocking(move || lease.release()).await;
-        match released {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!(team, error = %e, "the lease was not released"),
-            Err(e) => tracing::warn!(team, error = %e, "releasing the lease panicked"),
+        let released = crate::blocking::try_run("releasing the lease", move || lease.release());
+        if let Err(e) = released.await {
+            tracing::warn!(team, error = %e, "the lease was not released");
         }
     }
 }

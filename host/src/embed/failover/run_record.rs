@@ -125,7 +125,7 @@ impl Host {
             if lease.as_ref().is_some_and(|l| l.lost().borrow().is_some()) {
                 return;
             }
-            let removed = tokio::task::spawn_blocking(move || {
+            let removed = crate::blocking::try_run("removing a run record", move || {
                 let backend = host.inner.store.backend().clone();
                 match backend.failover() {
                     Some(f) => f.remove_run(&team, &name, rev).map(|r| (r, name)),
@@ -134,11 +134,11 @@ impl Host {
             })
             .await;
             match removed {
-                Ok(Ok((false, name))) => {
+                Ok((false, name)) => {
                     tracing::debug!(teammate = %name, "run record not removed: another host rewrote it")
                 }
-                Ok(Err(e)) => tracing::warn!(error = %e, "a run record was not removed"),
-                _ => {}
+                Err(e) => tracing::warn!(error = %e, "a run record was not removed"),
+                Ok((true, _)) => {}
             }
         });
     }

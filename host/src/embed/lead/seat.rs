@@ -710,15 +710,14 @@ impl LeadHost for LeadSeat {
                 }
             }
             let team = self.team.clone();
-            let written = tokio::task::spawn_blocking(move || {
+            let written = crate::blocking::try_run("writing the team", move || {
                 team.update_config(|c| {
                     c.description = description.clone();
                     Ok(())
                 })
             })
-            .await
-            .map_err(|e| LeadError::Unavailable(format!("writing the team panicked: {e}")));
-            if let Err(e) = written.and_then(|r| r.map_err(unavailable)) {
+            .await;
+            if let Err(e) = written.map_err(unavailable) {
                 self.formed.store(false, Ordering::SeqCst);
                 return Err(e);
             }
@@ -835,11 +834,10 @@ impl LeadHost for LeadSeat {
                 .expect("asked lock")
                 .insert(name.clone());
             let (team, lead) = (self.team.clone(), self.lead_name());
-            tokio::task::spawn_blocking(move || {
+            crate::blocking::try_run("sending a shutdown request", move || {
                 team.send(&name, OutgoingMessage::new(lead, request.to_text()))
             })
             .await
-            .map_err(|e| LeadError::Unavailable(format!("sending panicked: {e}")))?
             .map_err(unavailable)?;
             Ok(id)
         })

@@ -173,10 +173,10 @@ impl TeamLease {
         let team_owned = team.to_string();
         let me_owned = me.clone();
         let s = Arc::clone(&store);
-        let (revision, sent) =
-            tokio::task::spawn_blocking(move || create_record(&*s, &team_owned, &me_owned, lease))
-                .await
-                .map_err(|e| Error::HostTask(format!("taking the lease on team {team}: {e}")))??;
+        let (revision, sent) = crate::blocking::try_run("taking the lease", move || {
+            create_record(&*s, &team_owned, &me_owned, lease)
+        })
+        .await?;
         let (lost, _) = watch::channel(None);
         let held = Arc::new(TeamLease {
             store,

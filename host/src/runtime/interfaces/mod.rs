@@ -53,42 +53,42 @@ convert_guest_errors!(
     SubagentGlue
 );
 
-/// Runs a blocking store call off the executor. A panic in it is a host bug
-/// and traps the guest; a store error is the guest error of its kind
-/// ([`GuestError`]'s `From<crate::Error>`).
+/// Runs a blocking host call (the store, a tool, the lead's seat) off the
+/// executor ([`crate::blocking::run`]). A panic in it is a host bug and
+/// traps the guest; its error is the guest error of its kind
+/// ([`GuestError`]'s `From` a store error, a tool error, a seat error).
+/// The typed entry points below only fix `E` for the closures' `?`.
+async fn off_executor<T: Send + 'static, E: Send + 'static>(
+    what: &str,
+    f: impl FnOnce() -> Result<T, E> + Send + 'static,
+) -> Result<T, GuestError>
+where
+    GuestError: From<E>,
+{
+    match crate::blocking::run(what, f).await {
+        Ok(r) => Ok(r?),
+        Err(e) => Err(GuestError::trap(wasmtime::Error::msg(e.to_string()))),
+    }
+}
+
+/// A blocking store call ([`off_executor`]).
 pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> crate::Result<T> + Send + 'static,
 ) -> Result<T, GuestError> {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(r) => Ok(r?),
-        Err(e) => Err(GuestError::trap(wasmtime::Error::msg(format!(
-            "host store call failed: {e}"
-        )))),
-    }
+    off_executor("a host store call", f).await
 }
 
-/// Runs a blocking tool call off the executor, mapping its error to the WIT
-/// error of the same kind ([`GuestError`]'s `From<ToolError>`).
+/// A blocking tool call ([`off_executor`]).
 pub(crate) async fn blocking_tool<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, crate::tools::ToolError> + Send + 'static,
 ) -> Result<T, GuestError> {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(r) => Ok(r?),
-        Err(e) => Err(GuestError::trap(wasmtime::Error::msg(format!(
-            "host tool call failed: {e}"
-        )))),
-    }
+    off_executor("a host tool call", f).await
 }
 
-/// Runs a blocking lead-seat call off the executor (the seat reads the
-/// team's files), mapping its error to the WIT error of the same kind.
+/// A blocking lead-seat call ([`off_executor`]; the seat reads the team's
+/// files).
 pub(crate) async fn blocking_lead<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, crate::runtime::lead_host::LeadError> + Send + 'static,
 ) -> Result<T, GuestError> {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(r) => Ok(r?),
-        Err(e) => Err(GuestError::trap(wasmtime::Error::msg(format!(
-            "host lead-seat call failed: {e}"
-        )))),
-    }
+    off_executor("a host lead-seat call", f).await
 }
