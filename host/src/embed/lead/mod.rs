@@ -7,9 +7,19 @@
 //! | file | what it owns |
 //! |---|---|
 //! | `start.rs` | `Host::start_lead`: the lead as its team's lead member, through the teammates' assembly and runner, with a seat |
-//! | `seat.rs` | [`LeadSeat`]: spawn, answer, shut down, delete the team, list; its limits and refusal counts |
+//! | `seat.rs` | [`LeadSeat`]: its state, what every act shares (the bounds on its texts, its team, its catalogue) and the `LeadHost` calls, each handed to the file below |
+//! | `spawns.rs` | spawning a teammate from the catalogue, granted by [`LeadGrant::may_spawn`](crate::embed::LeadGrant::may_spawn), within its limits |
+//! | `answers.rs` | answering permission and plan requests: which it may answer, the entry's bound, the one approval path |
+//! | `refusals.rs` | its refused answers counted this turn and over its life (pure) |
+//! | `team_life.rs` | forming the team, asking a teammate to shut down, deleting the team |
+//! | `views.rs` | what it reads: its catalogue, the requests waiting, its teammates |
 
+mod answers;
+mod refusals;
 mod seat;
+mod spawns;
 mod start;
+mod team_life;
+mod views;
 
 pub use seat::LeadSeat;

@@ -103,7 +103,7 @@ pub struct ToolGlue<'a> {
     pub subagents: &'a SubagentSeat,
     /// The lead seat (the lead's tools).
     pub lead_seat: &'a LeadSeatRef,
-    /// Mode and rules; changed by [`Permissions::apply_grant`].
+    /// Mode and rules; changed by `Permissions::apply_grant`.
     pub permissions: &'a mut Permissions,
     /// For the toolbox's task and message tools.
     pub coordination: &'a mut Coordination,

@@ -1,196 +1,22 @@
-//! The broker: [`ModelHub`], one per host, and [`ModelClient`], one per
-//! teammate.
-//!
-//! A teammate's call goes: policy (is the alias allowed? is the request
-//! well formed and within the per-call maximum?) → meter (calls per turn,
-//! rate limit, budgets: [`super::meter`]) → cassette (replay modes:
-//! [`super::cassette`]) → provider (built on first use from the host's
-//! config: [`super::config`]) → cassette (record modes) → meter (the actual
-//! usage is charged). Nothing is held locked across the provider call, so
-//! teammates never wait on each other in the broker, and dropping the
-//! call's future (the teammate was stopped) abandons the HTTP request and
-//! gives the reservation back.
-//!
-//! Every error the guest gets is built here or by a provider, without keys,
-//! headers or URLs.
+//! [`ModelClient`]: one teammate's access to models, made by its host's
+//! [`ModelHub`] ([`ModelHub::client`]). A call goes policy → meter →
+//! cassette → provider → cassette → meter (see [`super`]).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
-use super::cassette::{Cassette, CassetteMode, Lookup};
-use super::config::{ModelConfig, ModelEntry, ProviderSpec};
-use super::meter::{Meter, Reservation};
-use super::policy::{ModelPolicy, DEFAULT_BUDGET_MICRODOLLARS};
-use super::provider::{self, Provider, ProviderCall};
-use super::scripted::{Script, Scripted};
-use super::team_budget::TeamBudget;
-use super::transcript::Transcript;
-use super::types::{
-    ContentBlock, ModelError, ModelInfo, Request, Response, Role, Spend, ToolChoice,
-};
-
-/// The cost budget the broker holds a teammate with `policy` to, whose
-/// allowed models are `models`: the policy's own `budget_microdollars`,
-/// else [`DEFAULT_BUDGET_MICRODOLLARS`] where it can be kept and means
-/// something (every model has a price and one of them is not free), else
-/// none. The one rule: [`ModelHub::client`] applies it and a lead's seat
-/// gives and charges by it ([`ModelHub::budget_for`]).
-pub fn applied_budget<'a>(
-    policy: &ModelPolicy,
-    models: impl IntoIterator<Item = &'a ModelEntry>,
-) -> Option<u64> {
-    if policy.budget_microdollars.is_some() {
-        return policy.budget_microdollars;
-    }
-    let (mut priced, mut costly) = (true, false);
-    for entry in models {
-        match &entry.price {
-            Some(p) => costly |= p.input > 0.0 || p.output > 0.0,
-            None => priced = false,
-        }
-    }
-    (priced && costly).then_some(DEFAULT_BUDGET_MICRODOLLARS)
-}
-
-/// A provider built from the config, or why it could not be.
-type Built = Result<Arc<dyn Provider>, String>;
-
-/// The largest request a guest may send, as JSON (8 MiB).
-pub const MAX_REQUEST_BYTES: usize = 8 << 20;
-
-/// Host-wide model state: the config, the providers built so far, the
-/// cassettes open.
-pub struct ModelHub {
-    config: ModelConfig,
-    mode: CassetteMode,
-    cassettes: Option<PathBuf>,
-    enabled: bool,
-    providers: Mutex<HashMap<String, Built>>,
-    open: Mutex<HashMap<(String, String), Arc<Cassette>>>,
-    /// The team-wide cost budget (microdollars) of every team it serves.
-    team_budget: Mutex<Option<u64>>,
-    /// Each team's purse, opened with its first teammate.
-    purses: Mutex<HashMap<String, Arc<TeamBudget>>>,
-}
-
-impl std::fmt::Debug for ModelHub {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ModelHub")
-            .field("mode", &self.mode)
-            .field("cassettes", &self.cassettes)
-            .field("enabled", &self.enabled)
-            .finish_non_exhaustive()
-    }
-}
+use super::hub::{applied_budget, ModelHub};
+use super::request_check::{truncate, validate};
+use crate::model::cassette::{Cassette, CassetteMode, Lookup};
+use crate::model::config::ModelEntry;
+use crate::model::meter::{Meter, Reservation};
+use crate::model::policy::ModelPolicy;
+use crate::model::provider::ProviderCall;
+use crate::model::transcript::Transcript;
+use crate::model::types::{ContentBlock, ModelError, ModelInfo, Request, Response, Spend};
 
 impl ModelHub {
-    /// A hub answering from `config`'s providers in `mode`, with cassettes
-    /// under `cassettes` (required by every mode but `live`).
-    pub fn new(
-        config: ModelConfig,
-        mode: CassetteMode,
-        cassettes: Option<PathBuf>,
-    ) -> crate::Result<Arc<Self>> {
-        if mode != CassetteMode::Live && cassettes.is_none() {
-            return Err(crate::Error::ModelSetup(format!(
-                "model mode {mode} needs a cassette directory"
-            )));
-        }
-        Ok(Arc::new(ModelHub {
-            config,
-            mode,
-            cassettes,
-            enabled: true,
-            providers: Mutex::default(),
-            open: Mutex::default(),
-            team_budget: Mutex::default(),
-            purses: Mutex::default(),
-        }))
-    }
-
-    /// A hub with no model access: every teammate's `models()` is empty and
-    /// a teammate given a model policy cannot be spawned.
-    pub fn none() -> Arc<Self> {
-        Arc::new(ModelHub {
-            config: ModelConfig::from_env(),
-            mode: CassetteMode::Live,
-            cassettes: None,
-            enabled: false,
-            providers: Mutex::default(),
-            open: Mutex::default(),
-            team_budget: Mutex::default(),
-            purses: Mutex::default(),
-        })
-    }
-
-    /// Its mode.
-    pub fn mode(&self) -> CassetteMode {
-        self.mode
-    }
-
-    /// Its config.
-    pub fn config(&self) -> &ModelConfig {
-        &self.config
-    }
-
-    /// Puts a provider in place of the one the config names (for tests and
-    /// embedders with their own provider).
-    pub fn set_provider(&self, name: &str, provider: Arc<dyn Provider>) {
-        self.providers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(name.to_string(), Ok(provider));
-    }
-
-    /// Gives every team this hub serves a cost budget of `microdollars`
-    /// over its life, shared by all its teammates and sub-agents (the
-    /// manifest's `[model] team_budget_usd`); `None`: none. Set it before
-    /// the first client.
-    pub fn set_team_budget(&self, microdollars: Option<u64>) {
-        *self.team_budget.lock().unwrap_or_else(|p| p.into_inner()) = microdollars;
-    }
-
-    /// Opens `team`'s purse, when the hub has a team budget and it is not
-    /// open yet, counting `spent_before` (what the team's usage records
-    /// say it spent: a resumed team's budget is for its whole life).
-    pub fn open_team_budget(&self, team: &str, spent_before: impl FnOnce() -> u64) {
-        let _ = self.team_purse(team, spent_before);
-    }
-
-    fn team_purse(
-        &self,
-        team: &str,
-        spent_before: impl FnOnce() -> u64,
-    ) -> Option<Arc<TeamBudget>> {
-        let budget = (*self.team_budget.lock().unwrap_or_else(|p| p.into_inner()))?;
-        let mut purses = self.purses.lock().unwrap_or_else(|p| p.into_inner());
-        Some(
-            purses
-                .entry(team.to_string())
-                .or_insert_with(|| Arc::new(TeamBudget::new(budget, spent_before())))
-                .clone(),
-        )
-    }
-
-    /// The cost budget, in microdollars, a client built for `policy` is
-    /// held to ([`applied_budget`] over the models of this hub's catalog):
-    /// what a lead's seat gives and charges is read here, so it is always
-    /// what the broker keeps. An alias the catalog lacks counts as
-    /// unpriced (a client for it is refused anyway).
-    pub fn budget_for(&self, policy: &ModelPolicy) -> Option<u64> {
-        let entries: Option<Vec<ModelEntry>> = policy
-            .allow
-            .iter()
-            .map(|alias| self.config.resolve(alias))
-            .collect();
-        match entries {
-            Some(entries) => applied_budget(policy, entries.iter()),
-            None => policy.budget_microdollars,
-        }
-    }
-
     /// The client of `teammate` in `team`. Without a policy the client is
     /// disabled. With one, every allowed alias must be in the catalog, and
     /// with a cost budget every allowed model must have a price.
@@ -205,7 +31,7 @@ impl ModelHub {
 
     /// [`client`](Self::client), keeping the teammate's conversation in
     /// `transcript` after each successful call (see
-    /// [`super::transcript`]); `model.history` reads it back.
+    /// [`crate::model::transcript`]); `model.history` reads it back.
     pub fn client_keeping(
         self: &Arc<Self>,
         team: &str,
@@ -277,61 +103,6 @@ impl ModelHub {
             })),
         })
     }
-
-    /// The teammate's cassette, shared by its later lives in this host (a
-    /// respawned teammate appends to the recording of its first life).
-    fn cassette(
-        &self,
-        dir: &Path,
-        team: &str,
-        teammate: &str,
-        mode: CassetteMode,
-    ) -> crate::Result<Arc<Cassette>> {
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        let key = (team.to_string(), teammate.to_string());
-        if let Some(c) = open.get(&key) {
-            return Ok(c.clone());
-        }
-        let c = Arc::new(Cassette::open(dir, team, teammate, mode)?);
-        open.insert(key, c.clone());
-        Ok(c)
-    }
-
-    /// The provider named `name`, built on first use.
-    fn provider(&self, name: &str) -> Result<Arc<dyn Provider>, ModelError> {
-        let mut providers = self.providers.lock().unwrap_or_else(|p| p.into_inner());
-        let built = providers
-            .entry(name.to_string())
-            .or_insert_with(|| build_provider(&self.config, name));
-        built.clone().map_err(ModelError::Unavailable)
-    }
-}
-
-fn build_provider(config: &ModelConfig, name: &str) -> Result<Arc<dyn Provider>, String> {
-    match config.providers.get(name) {
-        None => Err(format!("the host has no provider {name:?}")),
-        Some(ProviderSpec::Scripted { script }) => Script::load(script)
-            .map(|s| Arc::new(Scripted::new(s)) as Arc<dyn Provider>)
-            .map_err(|e| e.to_string()),
-        Some(ProviderSpec::Http { settings, key_env }) => {
-            if settings.api_key.is_none() && is_remote(&settings.base_url) {
-                let var = key_env.as_deref().unwrap_or("its api_key_env variable");
-                return Err(format!(
-                    "the host has no key for provider {name:?}: set {var} in the environment of the teamhost process that runs the teammate (a teammate a Claude Code lead starts in a tmux pane does not get the lead's {var}: export it in the wrapper script that runs `teamhost teammate`, or in the tmux server's environment with `tmux set-environment -g {var} ...`)"
-                ));
-            }
-            provider::build(settings.clone())
-                .map_err(|e| format!("cannot set up provider {name:?}: {e}"))
-        }
-    }
-}
-
-/// Whether a base URL is a hosted API (which needs a key) rather than a
-/// server on this machine.
-fn is_remote(base_url: &str) -> bool {
-    let rest = base_url.split("://").nth(1).unwrap_or(base_url);
-    let host = rest.split(['/', ':']).next().unwrap_or("");
-    !matches!(host, "127.0.0.1" | "localhost" | "0.0.0.0") && !rest.starts_with("[::1]")
 }
 
 struct ClientInner {
@@ -457,7 +228,12 @@ impl ModelClient {
 
     /// Counts what the teammate's earlier life spent against its budgets
     /// (see [`Meter::carry_over`]); nothing without a model policy.
-    pub fn carry_over(&self, calls: u64, usage: &super::types::Usage, cost_microdollars: u64) {
+    pub fn carry_over(
+        &self,
+        calls: u64,
+        usage: &crate::model::types::Usage,
+        cost_microdollars: u64,
+    ) {
         if let Some(c) = &self.inner {
             c.meter.carry_over(calls, usage, cost_microdollars);
         }
@@ -541,9 +317,9 @@ impl ModelClient {
     }
 
     /// The conversation kept for this teammate, ready to continue (see
-    /// [`super::transcript`]); empty without a model policy, without a
+    /// [`crate::model::transcript`]); empty without a model policy, without a
     /// transcript, or when the kept one cannot be read (logged).
-    pub fn history(&self) -> Vec<super::types::Message> {
+    pub fn history(&self) -> Vec<crate::model::types::Message> {
         let Some(t) = self.inner.as_ref().and_then(|c| c.transcript.as_ref()) else {
             return Vec::new();
         };
@@ -687,7 +463,7 @@ impl ClientInner {
             };
             match served {
                 Some(response) => {
-                    let response = super::replay_ids::rebind(response, request);
+                    let response = crate::model::replay_ids::rebind(response, request);
                     let (response, estimated) = billed(response, input_estimate);
                     self.meter
                         .settle_as(reservation, &response.usage, price, estimated);
@@ -759,181 +535,5 @@ impl ClientInner {
             ms = started.elapsed().as_millis() as u64,
             "model call"
         );
-    }
-}
-
-fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() > n {
-        format!("{}…", s.chars().take(n).collect::<String>())
-    } else {
-        s.to_string()
-    }
-}
-
-/// Checks a request's shape; returns its size as JSON.
-fn validate(request: &Request) -> Result<usize, ModelError> {
-    let invalid = |s: String| Err(ModelError::Invalid(s));
-    let size = serde_json::to_vec(request)
-        .map(|v| v.len())
-        .unwrap_or(usize::MAX);
-    if size > MAX_REQUEST_BYTES {
-        return invalid(format!(
-            "the request is {size} bytes of JSON; the most is {MAX_REQUEST_BYTES}: drop or shorten older messages"
-        ));
-    }
-    let Some(first) = request.messages.first() else {
-        return invalid("a request needs at least one message".into());
-    };
-    if first.role != Role::User {
-        return invalid("the first message must be the user's".into());
-    }
-    if let Some(t) = request.temperature {
-        if !(0.0..=1.0).contains(&t) {
-            return invalid(format!("temperature {t} is outside 0..=1"));
-        }
-    }
-    let mut names = std::collections::HashSet::new();
-    for tool in &request.tools {
-        let ok_name = !tool.name.is_empty()
-            && tool.name.len() <= 64
-            && tool
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-        if !ok_name {
-            return invalid(format!(
-                "tool name {:?} must be 1 to 64 characters of letters, digits, '_' or '-'",
-                truncate(&tool.name, 64)
-            ));
-        }
-        if !names.insert(tool.name.as_str()) {
-            return invalid(format!("tool {:?} is defined twice", tool.name));
-        }
-        match serde_json::from_str::<serde_json::Value>(&tool.input_schema) {
-            Ok(serde_json::Value::Object(_)) => {}
-            _ => {
-                return invalid(format!(
-                    "the input schema of tool {:?} is not a JSON object",
-                    tool.name
-                ))
-            }
-        }
-    }
-    if let Some(ToolChoice::Tool(name)) = &request.tool_choice {
-        if !names.contains(name.as_str()) {
-            return invalid(format!(
-                "tool-choice names {:?}, which is not among the request's tools",
-                truncate(name, 64)
-            ));
-        }
-    }
-    // Every tool result answers a tool use of the assistant message just
-    // before it.
-    let mut asked: Vec<&str> = Vec::new();
-    for (i, message) in request.messages.iter().enumerate() {
-        let mut uses = Vec::new();
-        for block in &message.content {
-            match block {
-                ContentBlock::ToolUse(u) if message.role == Role::Assistant => {
-                    uses.push(u.id.as_str())
-                }
-                ContentBlock::ToolUse(_) => {
-                    return invalid(format!("message {i}: only the assistant writes tool uses"))
-                }
-                ContentBlock::ToolResult(r)
-                    if message.role == Role::User && !asked.contains(&r.tool_use_id.as_str()) =>
-                {
-                    return invalid(format!(
-                        "message {i} answers tool use {:?}, which the assistant message before it did not make",
-                        truncate(&r.tool_use_id, 64)
-                    ));
-                }
-                ContentBlock::ToolResult(_) if message.role == Role::User => {}
-                ContentBlock::ToolResult(_) => {
-                    return invalid(format!("message {i}: tool results belong in user messages"))
-                }
-                _ => {}
-            }
-        }
-        asked = uses;
-    }
-    Ok(size)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::types::{Message, ToolResult, ToolUse};
-
-    fn msg(role: Role, content: Vec<ContentBlock>) -> Message {
-        Message { role, content }
-    }
-
-    #[test]
-    fn an_orphan_tool_result_is_invalid() {
-        let use_ = ContentBlock::ToolUse(ToolUse {
-            id: "a".into(),
-            name: "Read".into(),
-            input: "{}".into(),
-        });
-        let result = |id: &str| {
-            ContentBlock::ToolResult(ToolResult {
-                tool_use_id: id.into(),
-                content: String::new(),
-                is_error: false,
-            })
-        };
-        let good = Request::new(vec![
-            msg(Role::User, vec![ContentBlock::Text("x".into())]),
-            msg(Role::Assistant, vec![use_.clone()]),
-            msg(Role::User, vec![result("a")]),
-        ]);
-        assert!(validate(&good).is_ok());
-        let orphan = Request::new(vec![msg(Role::User, vec![result("zzz")])]);
-        assert!(
-            matches!(validate(&orphan), Err(ModelError::Invalid(m)) if m.contains("did not make"))
-        );
-        assert!(validate(&Request::new(vec![])).is_err());
-        assert!(validate(&Request::new(vec![msg(Role::Assistant, vec![use_])])).is_err());
-    }
-
-    #[test]
-    fn the_default_budget_applies_only_to_priced_costly_models_left_without_one() {
-        use super::super::config::Price;
-        let entry = |price: Option<(f64, f64)>| ModelEntry {
-            provider: "p".into(),
-            id: "m".into(),
-            context_window: 1,
-            max_output_tokens: 1,
-            price: price.map(|(input, output)| Price {
-                input,
-                output,
-                cache_read: None,
-                cache_write: None,
-            }),
-            prompt_caching: false,
-        };
-        let unset = ModelPolicy::new(vec!["m".into()]);
-        let costly = [entry(Some((3.0, 15.0)))];
-        assert_eq!(
-            applied_budget(&unset, &costly),
-            Some(DEFAULT_BUDGET_MICRODOLLARS)
-        );
-        assert_eq!(applied_budget(&unset, &[entry(Some((0.0, 0.0)))]), None);
-        assert_eq!(
-            applied_budget(&unset, &[costly[0].clone(), entry(None)]),
-            None
-        );
-        let mut set = unset.clone();
-        set.budget_microdollars = Some(7);
-        assert_eq!(applied_budget(&set, &costly), Some(7));
-    }
-
-    #[test]
-    fn local_servers_need_no_key() {
-        assert!(!is_remote("http://127.0.0.1:8080/v1"));
-        assert!(!is_remote("http://localhost:11434/v1"));
-        assert!(!is_remote("http://[::1]:8000"));
-        assert!(is_remote("https://api.anthropic.com"));
     }
 }

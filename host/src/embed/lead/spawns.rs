@@ -1,0 +1,144 @@
+//! A lead's spawns: a teammate from its catalogue, named and prompted by the
+//! lead, granted at most the entry and the lead's own grant
+//! ([`LeadGrant::may_spawn`]) from the budget the broker keeps for the
+//! lead, within `max_teammates` at once and `max_spawns_total` over its
+//! life.
+
+use std::sync::atomic::Ordering;
+
+use crate::embed::grant::LeadGrant;
+use crate::embed::lead::seat::{unavailable, LeadSeat};
+use crate::embed::{Host, SpawnRequest, TeammateSettings};
+use crate::model::ModelPolicy;
+use crate::runtime::lead_host::{Caller, LeadError, LeadSpawn};
+
+impl LeadSeat {
+    /// The lead's own grant now, `given` microdollars already given: its
+    /// budget is the one its broker keeps (the default included).
+    pub(super) fn lead_grant(&self, caller: &Caller, host: &Host, given: u64) -> LeadGrant {
+        let policy = self.spec.settings.model_policy.as_ref();
+        let hub = host.inner.opts.models.hub();
+        LeadGrant {
+            mode: caller.mode,
+            rules: caller.rules.clone(),
+            models: policy.map(|p| p.allow.clone()).unwrap_or_default(),
+            budget_left_microdollars: policy
+                .and_then(|p| hub.budget_for(p))
+                .map(|budget| budget.saturating_sub(given)),
+        }
+    }
+
+    pub(super) async fn spawn_now(
+        &self,
+        caller: Caller,
+        req: LeadSpawn,
+    ) -> Result<String, LeadError> {
+        self.require_formed()?;
+        let entry = self.entry(&req.entry)?.clone();
+        if req.name.trim().is_empty() || req.prompt.trim().is_empty() {
+            return Err(LeadError::Invalid(
+                "a teammate needs a name and a prompt".into(),
+            ));
+        }
+        self.check_text("the spawn prompt", &req.prompt)?;
+        // A name is a file stem in the team's directory and the teammate's
+        // default directory, and what the team reads as who wrote: nothing
+        // path-like, nothing that looks like the lead, the person, the host,
+        // a flag or another member.
+        crate::store::names::check_new_member_name(&req.name)
+            .map_err(|e| LeadError::Invalid(format!("teammate name: {e}")))?;
+        let members = self.members()?;
+        if req.name == self.lead_name() || members.iter().any(|m| m.name == req.name) {
+            return Err(LeadError::Conflict(format!(
+                "{:?} is already a member of the team: choose another name",
+                req.name
+            )));
+        }
+        let names = members.iter().map(|m| m.name.as_str());
+        crate::store::names::check_distinct(&req.name, names.chain([self.lead_name()]))
+            .map_err(|e| LeadError::Conflict(format!("teammate name: {e}")))?;
+        if members.len() >= self.spec.max_teammates {
+            return Err(LeadError::Denied(format!(
+                "the lead may have at most {} teammates at once; shut one down first \
+                 (or raise [lead] max_teammates)",
+                self.spec.max_teammates
+            )));
+        }
+        let spawned = self.spawns.load(Ordering::SeqCst);
+        if spawned >= self.spec.max_spawns_total {
+            return Err(LeadError::Denied(format!(
+                "the lead may spawn at most {} teammates over its life and has spawned {spawned} \
+                 (shut-down teammates count too); raise [lead] max_spawns_total to allow more",
+                self.spec.max_spawns_total
+            )));
+        }
+        let host = self.host()?;
+        // What the purse is charged is what the broker will hold the
+        // teammate to: its budget, or the default its model gets.
+        let hub = host.inner.opts.models.hub().clone();
+        let unset_budget = |model: &str| hub.budget_for(&ModelPolicy::new(vec![model.to_string()]));
+        let granted = {
+            let mut given = self.given.lock().expect("given lock");
+            let granted = self
+                .lead_grant(&caller, &host, *given)
+                .may_spawn(&entry, &req, &unset_budget)
+                .map_err(LeadError::Denied)?;
+            self.count_text("the spawn prompt", &req.prompt)?;
+            *given = given.saturating_add(granted.budget_microdollars.unwrap_or(0));
+            granted
+        };
+        // Counted before the spawn runs, whatever its end: every spawn
+        // writes a member, a directory and an inbox.
+        self.spawns.fetch_add(1, Ordering::SeqCst);
+        let charged = granted.budget_microdollars.unwrap_or(0);
+        let give_back = || {
+            let mut given = self.given.lock().expect("given lock");
+            *given = given.saturating_sub(charged);
+        };
+        let cwd = match &entry.cwd {
+            Some(dir) => dir.clone(),
+            None => {
+                let dir = self.spec.work_dir.join(&req.name);
+                if let Err(e) = std::fs::create_dir_all(&dir) {
+                    give_back();
+                    return Err(LeadError::Unavailable(format!(
+                        "cannot make the teammate's directory: {e}"
+                    )));
+                }
+                dir
+            }
+        };
+        let model_policy = granted.model.as_ref().map(|m| {
+            let mut p = ModelPolicy::new(vec![m.clone()]);
+            p.budget_microdollars = granted.budget_microdollars;
+            p
+        });
+        let settings = TeammateSettings {
+            agent_type: Some(entry.name.clone()),
+            model: granted.model.clone(),
+            mode: Some(granted.mode),
+            plan_mode_required: req.plan_mode_required,
+            rules: granted.rules,
+            auto_claim: entry.auto_claim,
+            limits: entry.limits.clone(),
+            model_policy,
+            ..TeammateSettings::default()
+        };
+        let mut spawn = SpawnRequest::new(&req.name, &entry.component, &req.prompt, cwd);
+        spawn.isolation = entry.isolation;
+        spawn.settings = settings;
+        match host.spawn(self.team.name(), spawn).await {
+            Ok(info) => {
+                self.spawned
+                    .lock()
+                    .expect("spawned lock")
+                    .insert(info.name.clone(), entry.name.clone());
+                Ok(info.agent_id)
+            }
+            Err(e) => {
+                give_back();
+                Err(unavailable(e))
+            }
+        }
+    }
+}
