@@ -17,8 +17,11 @@
 //!
 //! | file / folder | what it owns |
 //! |---|---|
-//! | `api.rs` | [`Host`] and [`HostOptions`]: the facade (create teams, spawn, talk as the lead, watch, shut down) |
-//! | `spawn.rs` | the layout check every spawn and attach passes first |
+//! | `api.rs` | [`Host`]: its state, constructors and accessors, creating a team |
+//! | `options.rs` | [`HostOptions`]: a host's settings and their defaults |
+//! | `spawn.rs` | [`Host::spawn`], after the layout check every spawn and attach passes first |
+//! | `watching.rs` | talking to a team as its lead and watching it: messages, requests, events, states, [`Host::wait_idle`] |
+//! | `stopping.rs` | [`Host::shutdown_team`], `kill`, `delete_team`, `abort_all`: stopping teammates and teams |
 //! | `attach.rs` | [`Host::attach`]: run a teammate its lead already wrote into the team (`teamhost teammate`) |
 //! | `compile.rs` | compiling a team's components before its teammates are spawned, and who waits to join meanwhile |
 //! | `resume.rs` | [`Host::resume`]: bring back a team whose host died |
@@ -36,14 +39,17 @@ pub mod failover;
 pub mod grant;
 pub mod lead;
 pub mod lease;
+mod options;
 mod resume;
 mod spawn;
+mod stopping;
+mod watching;
 
 pub use crate::teammate::{
     Event, Isolation, ModelAccess, Resumed, SpawnRequest, TeammateInfo, TeammateSettings,
     TeammateState,
 };
-pub use api::{Host, HostOptions, ShutdownReport};
+pub use api::Host;
 pub use approvals::{
     decide, member_cwd, requester, routes_of, Answerer, ApprovalDesk, DecideError,
 };
@@ -54,4 +60,6 @@ pub use grant::{
     DEFAULT_MAX_REFUSED_ANSWERS_TOTAL, DEFAULT_MAX_SPAWNS_TOTAL, DEFAULT_MAX_TEAMMATES,
 };
 pub use lead::LeadSeat;
+pub use options::HostOptions;
 pub use resume::ResumeReport;
+pub use stopping::ShutdownReport;

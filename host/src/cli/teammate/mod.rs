@@ -62,6 +62,13 @@
 //! could not start; 128+N when stopped by signal N (SIGTERM, SIGINT, SIGHUP:
 //! it first leaves the team cleanly: tasks back to `pending`, the lead told);
 //! 4 when its team was deleted under it.
+//!
+//! | file | what it owns |
+//! |---|---|
+//! | `mod.rs` | the flags ([`TeammateArgs`]), the run and its end (exit statuses) |
+//! | `finding.rs` | where it runs: the home, the component, its identity, the task list |
+//! | `start.rs` | joining its member: hooks, the spawn request, placement, a failed start reported to the lead |
+//! | `log.rs` | its event lines: text on stderr, JSON lines with `--json` |
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -74,10 +81,15 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::Output;
-use crate::embed::{Attach, Event, Host, HostOptions, SpawnRequest, TeammateState};
+use crate::embed::{Event, TeammateState};
 use crate::home::Home;
-use crate::hooks::{settings, Hooks};
-use crate::store::Member;
+
+mod finding;
+mod log;
+mod start;
+
+use finding::{identity, task_list, teammate_home};
+use start::{join, report_start_failure, ConfigTicks};
 
 /// Exit status when the team was deleted while the teammate ran.
 const EXIT_TEAM_GONE: i32 = 4;
@@ -140,80 +152,6 @@ pub struct TeammateArgs {
     /// Model calls: live, recorded or replayed.
     #[command(flatten)]
     model_calls: crate::cli::model_args::ModelArgs,
-}
-
-/// The home `teamhost teammate` works in, and whether it is Claude Code's
-/// (then teamhost's own files, such as the component cache, stay in
-/// teamhost's usual home). See the module docs.
-pub fn teammate_home(flag: Option<&Path>) -> anyhow::Result<(Home, bool)> {
-    if let Some(dir) = flag {
-        return Ok((Home::new(dir), false));
-    }
-    if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
-        return Ok((Home::new(dir), true));
-    }
-    if std::env::var("CLAUDECODE").is_ok_and(|v| v == "1") {
-        if let Some(h) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-            return Ok((Home::new(PathBuf::from(h).join(".claude")), true));
-        }
-    }
-    Ok((Home::resolve(None)?, false))
-}
-
-/// Finds the component: `wanted` (flag or `$TEAMHOST_COMPONENT`) as a path or
-/// a name, else the agent's name, then its type, as names.
-fn resolve_component(
-    wanted: Option<&str>,
-    name: &str,
-    agent_type: &str,
-) -> anyhow::Result<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("TEAMHOST_COMPONENT_PATH")
-        .map(|v| std::env::split_paths(&v).collect())
-        .unwrap_or_default();
-    if let Ok(home) = Home::resolve(None) {
-        dirs.push(home.components());
-    }
-    let find = |n: &str| {
-        dirs.iter()
-            .map(|d| d.join(format!("{n}.wasm")))
-            .find(|p| p.is_file())
-    };
-    if let Some(w) = wanted.filter(|w| !w.is_empty()) {
-        let as_path = Path::new(w);
-        if w.contains('/') || w.ends_with(".wasm") || as_path.is_file() {
-            if !as_path.is_file() {
-                bail!("the component {w} does not exist (from --component or TEAMHOST_COMPONENT)");
-            }
-            return Ok(std::path::absolute(as_path)?);
-        }
-        return find(w).ok_or_else(|| {
-            anyhow::anyhow!(
-                "no component named {w:?}: looked for {w}.wasm in {}; pass a path instead",
-                shown_dirs(&dirs)
-            )
-        });
-    }
-    if let Some(p) = find(name).or_else(|| find(agent_type)) {
-        return Ok(p);
-    }
-    bail!(
-        "no component for teammate {name}: pass --component PATH, or set TEAMHOST_COMPONENT=/path/to/teammate.wasm \
-         (a Claude Code lead runs CLAUDE_CODE_TEAMMATE_COMMAND with its own flags, so use a wrapper script: \
-         `#!/bin/sh` then `TEAMHOST_COMPONENT=/path/to/teammate.wasm exec teamhost teammate \"$@\"`), \
-         or put {name}.wasm or {agent_type}.wasm in {}",
-        shown_dirs(&dirs)
-    )
-}
-
-fn shown_dirs(dirs: &[PathBuf]) -> String {
-    if dirs.is_empty() {
-        "$TEAMHOST_COMPONENT_PATH (unset)".into()
-    } else {
-        dirs.iter()
-            .map(|d| d.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
 }
 
 /// How the run ended.
@@ -298,101 +236,6 @@ pub(super) fn run(
         End::Signalled(sig) => std::process::exit(128 + sig),
         End::TeamGone => std::process::exit(EXIT_TEAM_GONE),
     }
-}
-
-/// The hooks this teammate runs: `--settings`, else the settings files of
-/// the user and of the teammate's directory (its member `cwd`, else the
-/// current directory), leaving out every file inside that directory, which
-/// the teammate can write ([`settings::trusted_files`]).
-fn hooks(
-    home: &Home,
-    store: &crate::store::Store,
-    a: &TeammateArgs,
-    name: &str,
-    team: &str,
-) -> anyhow::Result<Hooks> {
-    if let Some(given) = &a.settings {
-        let text = if given.trim_start().starts_with('{') {
-            given.clone()
-        } else {
-            std::fs::read_to_string(given)
-                .with_context(|| format!("cannot read --settings {given}"))?
-        };
-        let value: serde_json::Value =
-            serde_json::from_str(&text).context("--settings is not a JSON document")?;
-        return Hooks::from_settings(&value).map_err(|e| anyhow::anyhow!("--settings: {e}"));
-    }
-    let dir = store
-        .team(team)
-        .and_then(|t| t.config())
-        .ok()
-        .and_then(|c| c.member(name).and_then(|m| m.cwd.clone()))
-        .map(PathBuf::from)
-        .filter(|d| d.is_dir())
-        .map_or_else(std::env::current_dir, Ok)
-        .context("cannot tell the teammate's directory")?;
-    let (files, skipped) =
-        settings::trusted_files(settings::settings_files(&home.settings(), &dir), &dir);
-    for s in skipped.iter().filter(|s| s.file.symlink_metadata().is_ok()) {
-        tracing::warn!("{s}");
-    }
-    settings::load_files(&files).map_err(|e| anyhow::anyhow!("cannot read the hooks: {e}"))
-}
-
-/// The store with the task list a Claude Code 2.1.332 lead names in
-/// `CLAUDE_CODE_TASK_LIST_ID` (its list id, when it differs from the team
-/// name): the tasks are then in `tasks/{id}/`. Files only: a NATS team has
-/// one list.
-fn task_list(store: crate::store::Store, team: &str) -> anyhow::Result<crate::store::Store> {
-    let Some(list) = std::env::var("CLAUDE_CODE_TASK_LIST_ID")
-        .ok()
-        .filter(|v| !v.is_empty())
-    else {
-        return Ok(store);
-    };
-    let Some(files) = store.file_store() else {
-        tracing::warn!(%list, "CLAUDE_CODE_TASK_LIST_ID is ignored: the team is on a NATS store, with one task list");
-        return Ok(store);
-    };
-    let files = files
-        .clone()
-        .with_task_list(team, &list)
-        .with_context(|| format!("CLAUDE_CODE_TASK_LIST_ID={list:?} cannot name a task list"))?;
-    Ok(crate::store::Store::with_backend(std::sync::Arc::new(
-        files,
-    )))
-}
-
-/// Name and team from the flags.
-fn identity(a: &TeammateArgs) -> anyhow::Result<(String, String)> {
-    let (id_name, id_team) = match a.agent_id.as_deref().map(|id| id.split_once('@')) {
-        Some(Some((n, t))) => (Some(n.to_string()), Some(t.to_string())),
-        Some(None) => bail!(
-            "--agent-id {:?} is not NAME@TEAM",
-            a.agent_id.as_deref().unwrap_or_default()
-        ),
-        None => (None, None),
-    };
-    let pick =
-        |flag: &Option<String>, from_id: Option<String>, what: &str| -> anyhow::Result<String> {
-            match (flag, from_id) {
-                (Some(f), Some(i))
-                    if *f != i
-                        && crate::store::names::sanitize_team_name(f).ok()
-                            != crate::store::names::sanitize_team_name(&i).ok() =>
-                {
-                    bail!("--agent-id says {what} {i:?} but --{what}-name says {f:?}")
-                }
-                (Some(f), _) => Ok(f.clone()),
-                (None, Some(i)) => Ok(i),
-                (None, None) => bail!(
-                    "which teammate? pass --agent-id NAME@TEAM (or --agent-name and --team-name)"
-                ),
-            }
-        };
-    let name = pick(&a.agent_name, id_name, "agent")?;
-    let team = pick(&a.team_name, id_team, "team")?;
-    Ok((name, team))
 }
 
 async fn run_teammate(
@@ -558,242 +401,9 @@ async fn run_teammate(
     Ok(end)
 }
 
-/// Everything between knowing the member and running it: hooks, model
-/// access, the host, the request, the attach. Returns the host, its event
-/// feed (subscribed before the attach, so no event of the teammate's is
-/// missed) and the log.
-#[allow(clippy::too_many_arguments)]
-async fn join(
-    home: Home,
-    store: crate::store::Store,
-    cache_dir: Option<PathBuf>,
-    out: &Output,
-    a: &TeammateArgs,
-    member: &Member,
-    team_name: &str,
-    start: Instant,
-) -> anyhow::Result<(Host, tokio::sync::broadcast::Receiver<Event>, Log)> {
-    let name = member.name.as_str();
-    let hooks = hooks(&home, &store, a, name, team_name)?;
-    let opts = HostOptions {
-        poll_interval: Duration::from_millis(a.poll_ms.max(1)),
-        watch_files: !a.no_watch,
-        cache_dir: cache_dir.clone(),
-        notifications: a.how.notifications,
-        hooks: std::sync::Arc::new(hooks),
-        // teamhost's own files (its model config) stay in teamhost's home
-        // when the team is Claude Code's (the cache's parent's parent).
-        models: crate::cli::model_args::model_access(
-            cache_dir
-                .as_deref()
-                .and_then(|c| c.parent())
-                .and_then(|c| c.parent())
-                .unwrap_or(home.root()),
-            &a.model_calls,
-            None,
-        )?,
-        ..Default::default()
-    };
-    let host = Host::with_store(home.clone(), store, opts)?;
-    let team = host.team(team_name)?;
-    let req = request(a, member)?;
-    if a.how.dangerously_skip_permissions {
-        tracing::warn!(
-            "--dangerously-skip-permissions: {name} runs in bypassPermissions mode: it may edit \
-             anything in {} and run Bash there without asking; to restrict it, give its wrapper \
-             --disallowed-tools rules or drop the flag",
-            req.cwd.display()
-        );
-    }
-    let how = placement(a, member, team.name());
-    let log = Log::new(out.is_json(), start, name);
-    let events = host.events();
-    host.attach(team.name(), req.clone(), how.clone()).await?;
-    log.line(
-        "joined",
-        format!(
-            "team {} as {} ({}), {}, mode {}, in {}, home {}",
-            team.name(),
-            name,
-            member.color.as_deref().unwrap_or("-"),
-            req.component.display(),
-            req.settings.permission_mode().as_str(),
-            req.cwd.display(),
-            home.root().display()
-        ),
-        json!({"team": team.name(), "name": name, "backendType": how.backend_type, "paneId": how.pane_id, "mode": req.settings.permission_mode().as_str()}),
-    );
-    Ok((host, events, log))
-}
-
-/// A member that could not start: its tasks go back to `pending`, it leaves
-/// the config, its unread spawn prompt goes, and the lead is told why, from
-/// `teamhost`, in the words a failed teammate's end uses. When a process
-/// teamhost started for the same member still runs (a second `teamhost
-/// teammate` for a member that already runs), the lead is only told: the
-/// running one keeps its place.
-fn report_start_failure(
-    home: &Home,
-    team: &crate::store::Team,
-    member: &Member,
-    why: &str,
-) -> crate::Result<()> {
-    let lead = team.config()?.lead_name().to_string();
-    let me = std::process::id();
-    let another_runs = crate::home::started::list(home, team.name())
-        .unwrap_or_default()
-        .iter()
-        .any(|p| p.name == member.name && p.pid != me && p.open_if_running().is_some());
-    if another_runs {
-        team.deliver(
-            &lead,
-            crate::store::OutgoingMessage::new(
-                crate::protocol::HOST_SENDER,
-                format!(
-                    "a second start of {} failed: {why}. The one already running goes on.",
-                    member.name
-                ),
-            ),
-        )?;
-        return Ok(());
-    }
-    let unassigned = team.unassign_agent(&member.name, &member.agent_id, true)?;
-    match team.remove_member(&member.name) {
-        Ok(_) | Err(crate::Error::MemberNotFound { .. }) => {}
-        Err(e) => return Err(e),
-    }
-    team.take_unread(&member.name)?;
-    team.deliver(
-        &lead,
-        crate::store::OutgoingMessage::new(
-            crate::protocol::HOST_SENDER,
-            format!(
-                "{} could not start: {why}. {}",
-                member.name, unassigned.notification
-            ),
-        ),
-    )?;
-    Ok(())
-}
-
-/// Forwards the store feed's config changes (the team may be gone).
-struct ConfigTicks(tokio::sync::mpsc::UnboundedSender<()>);
-
-impl crate::store::StoreObserver for ConfigTicks {
-    fn changed(&self, event: &crate::store::StoreEvent) {
-        if matches!(event, crate::store::StoreEvent::ConfigChanged { .. }) {
-            let _ = self.0.send(());
-        }
-    }
-}
-
-/// The spawn request for the member: its settings from the flags over the
-/// member entry ([`SettingsArgs::over`](super::settings_args::SettingsArgs::over)),
-/// its component found by name or type.
-fn request(a: &TeammateArgs, member: &Member) -> anyhow::Result<SpawnRequest> {
-    let mut settings = a.how.over(member)?;
-    let agent_type = settings
-        .agent_type
-        .get_or_insert_with(|| "general-purpose".into())
-        .clone();
-    let component = resolve_component(a.component.as_deref(), &member.name, &agent_type)?;
-    let cwd = member
-        .cwd
-        .as_deref()
-        .map(PathBuf::from)
-        .filter(|d| d.is_dir())
-        .map_or_else(std::env::current_dir, Ok)
-        .context("cannot tell the teammate's directory")?;
-    Ok(SpawnRequest {
-        settings,
-        ..SpawnRequest::new(member.name.clone(), component, "", cwd)
-    })
-}
-
-/// Backend and pane it reports, and where the guest's output goes.
-fn placement(a: &TeammateArgs, member: &Member, team: &str) -> Attach {
-    let pane = std::env::var("TMUX_PANE").ok().filter(|p| !p.is_empty());
-    let (backend_type, pane_id) = match pane {
-        Some(p) => ("tmux".to_string(), p),
-        None => {
-            let b = member
-                .backend_type
-                .clone()
-                .filter(|b| b != "in-process")
-                .unwrap_or_else(|| "process".into());
-            // A pane id recorded for an in-process member does not describe
-            // this process: name the backend instead.
-            let p = member
-                .tmux_pane_id
-                .clone()
-                .filter(|p| !p.is_empty() && p != "in-process")
-                .unwrap_or_else(|| b.clone());
-            (b, p)
-        }
-    };
-    let guest_log = a.log.clone().or_else(|| {
-        // The guest writes where this process's stderr goes (a pane, or the
-        // process backend's log file); a file when stderr cannot be reopened.
-        let stderr = PathBuf::from("/proc/self/fd/2");
-        match std::fs::OpenOptions::new().append(true).open(&stderr) {
-            Ok(_) => Some(stderr),
-            Err(_) => Home::resolve(None)
-                .ok()
-                .map(|h| h.teammate_log(team, &member.name)),
-        }
-    });
-    Attach {
-        backend_type,
-        pane_id,
-        guest_log,
-        resumed: a.resumed,
-    }
-}
-
-/// Event lines: human text on stderr, and JSON lines on stdout with `--json`.
-struct Log {
-    json: bool,
-    start: Instant,
-    name: String,
-}
-
-impl Log {
-    fn new(json: bool, start: Instant, name: &str) -> Log {
-        Log {
-            json,
-            start,
-            name: name.to_string(),
-        }
-    }
-
-    fn line(&self, event: &str, text: impl AsRef<str>, mut fields: serde_json::Value) {
-        let t = self.start.elapsed().as_secs_f64();
-        // stderr may be a pane that was just closed: never panic on it.
-        let _ = writeln!(
-            std::io::stderr(),
-            "+{t:7.3}s  {}  {event:<6} {}",
-            // One event, one line: a failure reason cannot start another.
-            crate::protocol::describe::printable_line(&self.name),
-            crate::protocol::describe::printable_line(text.as_ref())
-        );
-        if self.json {
-            let at_us = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_micros() as u64)
-                .unwrap_or_default();
-            if let serde_json::Value::Object(m) = &mut fields {
-                m.insert("event".into(), event.into());
-                m.insert("atUs".into(), at_us.into());
-            }
-            let mut stdout = std::io::stdout().lock();
-            let _ = writeln!(stdout, "{fields}");
-            let _ = stdout.flush();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::finding::resolve_component;
     use super::*;
     use crate::cli::settings_args::split_rules;
     use crate::runner::NotificationLevel;
