@@ -174,7 +174,7 @@ impl Seat {
         let path = child.component.clone();
         let pre = crate::blocking::run("component loading", move || runtime.prepare(&path))
             .await
-            .map_err(|e| unavailable("the host failed", e.to_string()))?
+            .map_err(|e| unavailable("the sub-agent's component cannot be loaded", e.to_string()))?
             .map_err(|e| {
                 unavailable(
                     "the sub-agent's component cannot be loaded",
