@@ -278,27 +278,104 @@ async fn a_led_run_ends_when_its_lead_deletes_the_team() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_led_run_whose_lead_never_finishes_times_out_and_stops_what_it_left() {
-    // The lead forms the team, spawns e1 and waits for a message e1 never
-    // sends: only the timeout ends it.
-    let script = "create x\nspawn echoer e1 hello\nwait-message e1 never-said";
-    let (_dir, manifest, home) = led_project("lib-led-stuck", script);
+    // The lead forms the team, spawns p1 and tells it to hold a Bash call
+    // open: p1 asks the lead, who never answers, so a request waits (the
+    // person could still answer it) and only the timeout ends the run.
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("team.toml");
+    let script = "create x\nspawn prober p1 hello\nsay p1 hold\nwait-message p1 never-said";
+    std::fs::write(
+        &manifest,
+        format!(
+            "[team]\nname = \"lib-led-slow\"\n[lead]\ncomponent = {:?}\ngoal = {script:?}\n[[catalogue]]\nname = \"prober\"\ncomponent = {:?}\nauto_claim = false\n",
+            teamhost_tests::LEADSCRIPT,
+            teamhost_tests::PROBE
+        ),
+    )
+    .unwrap();
+    let home = dir.path().join("home");
     let host = host(&home);
     let narrator = Recorder::default();
     let mut plan = RunPlan::load(&manifest).unwrap();
-    plan.timeout = Duration::from_secs(2);
+    plan.timeout = Duration::from_secs(3);
     plan.shutdown_timeout = Duration::from_secs(10);
     let finished = run_through(&host, plan, &narrator, std::future::pending()).await;
-    assert_eq!(finished.ended, Ended::TimedOut(2), "{finished:#?}");
+    assert_eq!(finished.ended, Ended::TimedOut(3), "{finished:#?}");
     assert!(finished.error().is_some());
     assert!(
         finished.teammates.iter().all(|t| t.state.is_finished()),
-        "the lead and e1 were stopped: {:?}",
+        "the lead and p1 were stopped: {:?}",
         finished.teammates
     );
     assert!(
-        !home.join("teams/lib-led-stuck").exists(),
+        !home.join("teams/lib-led-slow").exists(),
         "deleted, not kept"
     );
+}
+
+/// The lead's turns in `finished`.
+fn lead_turns(finished: &teamhost::run::Finished) -> u64 {
+    finished
+        .teammates
+        .iter()
+        .find(|t| t.name == "team-lead")
+        .map(|t| t.turns)
+        .expect("the lead is listed")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lead_left_with_nothing_to_wake_it_is_told_once_then_the_run_ends_stuck() {
+    // The lead forms the team and stops acting (as one whose model calls
+    // ran out before it spawned anyone): nothing would ever wake it.
+    let (_dir, manifest, home) = led_project("lib-led-idle", "create x");
+    let host = host(&home);
+    let narrator = Recorder::default();
+    let mut plan = RunPlan::load(&manifest).unwrap();
+    // Far beyond what the test takes: the run ends by the rule, not by this.
+    plan.timeout = LIMIT;
+    let finished = run_through(&host, plan, &narrator, std::future::pending()).await;
+    let Ended::Stuck(why) = &finished.ended else {
+        panic!("{finished:#?}")
+    };
+    assert!(
+        why.contains("nothing was left to wake the lead") && why.contains("spawned no teammate"),
+        "{why}"
+    );
+    assert_eq!(
+        lead_turns(&finished),
+        2,
+        "the goal, then the telling: {finished:#?}"
+    );
+    assert!(finished.error().is_some());
+    assert!(
+        !home.join("teams/lib-led-idle").exists(),
+        "deleted, not kept"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lead_whose_teammates_went_idle_and_who_does_nothing_ends_stuck_naming_them() {
+    // e1 answers the lead's prompt and goes idle; the lead's script is
+    // done, so after its telling nothing changes.
+    let (dir, manifest, home) = led_project("lib-led-idle2", "create x\nspawn echoer e1 hello");
+    let host = host(&home);
+    let narrator = Recorder::default();
+    let mut plan = RunPlan::load(&manifest).unwrap();
+    plan.timeout = LIMIT;
+    plan.keep = true;
+    let finished = run_through(&host, plan, &narrator, std::future::pending()).await;
+    let Ended::Stuck(why) = &finished.ended else {
+        panic!("{finished:#?}")
+    };
+    assert!(why.contains("teammates: e1"), "{why}");
+    // The telling is in the lead's mail, from the host.
+    let history =
+        std::fs::read_to_string(home.join("teams/lib-led-idle2/history/team-lead.jsonl")).unwrap();
+    assert!(
+        history.contains("Nothing is left to wake you") && history.contains("\"teamhost\""),
+        "{history}"
+    );
+    drop(dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,7 +8,21 @@
 //! | the lead deleted its team (its runner completed) | `Completed` |
 //! | the lead's runner failed | `LeadFailed` |
 //! | the lead was stopped otherwise (killed) | `LeadStopped` |
+//! | nothing is left to wake the lead, and the turn it was given to act ended the same way | `Stuck` |
 //! | the stop future resolved, or the timeout passed | `Interrupted`, `TimedOut` |
+//!
+//! **Nothing left to wake it.** A lead that ends a turn without acting (its
+//! per-turn model calls spent before it spawned anyone, a model that only
+//! talked) would wait for a message nobody will send. When the team is
+//! settled (every runner idle, no unread message, no claimable task: the
+//! rule of [`Host::wait_idle`]), no permission or plan request waits for an
+//! answer (the person may still give one) and that holds for a moment
+//! ([`SETTLE`]), the lead is told so once, in a message from `teamhost`
+//! ([`NOTHING_TO_WAKE`]), which is a new turn with its per-turn limits
+//! reset. If the team settles again without anything changing but the
+//! lead's turn count, the run ends `Stuck`, saying why. Anything that
+//! changes (a task, a teammate's turn, a member) earns the lead another
+//! telling later.
 //!
 //! Decisions: a led run needs a goal (the plan's, else `[lead] goal`) and a
 //! `[[catalogue]]` (a lead without one could spawn nothing), and has no
@@ -25,7 +39,9 @@ use super::plan::{Leader, RunPlan};
 use crate::embed::{Host, LeadSpec, ShutdownReport, TeammateState};
 use crate::manifest::LeadTable;
 use crate::protocol::describe::printable_line;
+use crate::protocol::HOST_SENDER;
 use crate::store::config::LEAD_NAME;
+use crate::store::OutgoingMessage;
 use crate::store::Team;
 
 /// The lead to start, from the plan and the manifest's `[lead]` and
@@ -76,7 +92,20 @@ pub(super) fn spec(plan: &RunPlan) -> anyhow::Result<LeadSpec> {
     Ok(spec)
 }
 
-/// Waits until the lead's runner ends, `timeout` passes or `stop` resolves.
+/// How long a settled team must stay unchanged before the lead is told
+/// that nothing is left to wake it (and, the second time, before the run
+/// ends): `Host::wait_idle` can return in the instant between a wake-up and
+/// a turn; this outlasts that window.
+const SETTLE: Duration = Duration::from_millis(500);
+
+/// What the lead is told when nothing is left to wake it.
+pub const NOTHING_TO_WAKE: &str = "Nothing is left to wake you: no teammate is working, \
+no message is waiting for anyone and no request waits for an answer. Act now: spawn a \
+teammate from the catalogue, create or assign tasks, message a teammate, or delete the \
+team if the goal is met. If this turn ends the same way, the run ends here.";
+
+/// Waits until the lead's runner ends, nothing is left to wake it twice
+/// (see the module docs), `timeout` passes or `stop` resolves.
 pub(super) async fn wait(
     host: &Host,
     team: &Team,
@@ -92,8 +121,105 @@ pub(super) async fn wait(
             }
             Some(other) => Ended::LeadStopped(format!("the lead ended {other:?}")),
         },
+        why = nothing_to_wake(host, team) => Ended::Stuck(why),
         how = stop => Ended::Interrupted(how),
         _ = tokio::time::sleep(timeout) => Ended::TimedOut(timeout.as_secs()),
+    }
+}
+
+/// Resolves, with why, once the team settled with nothing to wake the lead
+/// and the turn it was then given ended the same way; never while the
+/// team's files cannot be read (the timeout bounds that).
+async fn nothing_to_wake(host: &Host, team: &Team) -> String {
+    // What the lead's telling is compared against: `None` until it is told.
+    let mut told: Option<Vec<String>> = None;
+    loop {
+        let Some(state) = settled(host, team).await else {
+            tokio::time::sleep(SETTLE).await;
+            continue;
+        };
+        tokio::time::sleep(SETTLE).await;
+        if settled(host, team).await.as_ref() != Some(&state) {
+            continue;
+        }
+        match &told {
+            Some(before) if *before == state => {
+                return format!(
+                    "nothing was left to wake the lead: every teammate idle, no message or \
+                     request waiting; told so, its next turn changed nothing ({})",
+                    describe(host, team).await
+                );
+            }
+            _ => {}
+        }
+        let t = team.clone();
+        let notice = OutgoingMessage::new(HOST_SENDER, NOTHING_TO_WAKE);
+        let lead = crate::store::config::LEAD_NAME;
+        let sent =
+            crate::blocking::try_run("telling the lead", move || t.deliver(lead, notice)).await;
+        match sent {
+            Ok(_) => told = Some(state),
+            Err(e) => {
+                tracing::warn!(error = %e, "the lead could not be told that nothing is left to wake it")
+            }
+        }
+    }
+}
+
+/// The team's state when it is settled with no request waiting (`None`
+/// otherwise): what must not change between two looks for the lead to be
+/// left with nothing to wake it. The lead's own turn count is left out, so
+/// the turn it is given to act is not counted as a change.
+async fn settled(host: &Host, team: &Team) -> Option<Vec<String>> {
+    host.wait_idle(team.name()).await.ok()?;
+    let t = team.clone();
+    let read = crate::blocking::try_run("reading the team", move || {
+        Ok((t.list_tasks()?, crate::approvals::pending(&t)?.len()))
+    });
+    let (tasks, waiting) = read.await.ok()?;
+    if waiting > 0 {
+        return None;
+    }
+    let lead = crate::store::config::LEAD_NAME;
+    Some(
+        tasks
+            .iter()
+            .map(|t| format!("#{} {} {:?}", t.id, t.status.as_str(), t.owner))
+            .chain(
+                host.teammates(team.name())
+                    .iter()
+                    .map(|m| match m.name == lead {
+                        true => format!("{} {}", m.name, m.state.as_str()),
+                        false => format!("{} {} {}", m.name, m.state.as_str(), m.turns),
+                    }),
+            )
+            .collect(),
+    )
+}
+
+/// The teammates and the open tasks, for the reason a stuck run gives.
+async fn describe(host: &Host, team: &Team) -> String {
+    let mates: Vec<String> = host
+        .teammates(team.name())
+        .iter()
+        .filter(|m| m.name != crate::store::config::LEAD_NAME)
+        .map(|m| format!("{} {}", m.name, m.state.as_str()))
+        .collect();
+    let t = team.clone();
+    let open = crate::blocking::try_run("reading the tasks", move || t.list_tasks())
+        .await
+        .map(|ts| {
+            ts.iter()
+                .filter(|t| t.status != crate::store::TaskStatus::Completed)
+                .count()
+        })
+        .unwrap_or(0);
+    match mates.is_empty() {
+        true => format!("it spawned no teammate; {open} task(s) not completed"),
+        false => format!(
+            "teammates: {}; {open} task(s) not completed",
+            mates.join(", ")
+        ),
     }
 }
 
