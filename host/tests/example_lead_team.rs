@@ -88,6 +88,27 @@ fn the_offline_lead_team_forms_works_decides_and_deletes_itself_from_its_cassett
     assert!(out.status.success(), "{shown}");
     let summary: Value = serde_json::from_slice(&out.stdout).expect(&shown);
     assert_eq!(summary["outcome"], "completed", "{shown}");
+    // The shape of every run's summary, read before the lead deleted its
+    // team: ok, the tasks, the teammates with their model use, the mail,
+    // the spending.
+    assert_eq!(summary["ok"], true, "{shown}");
+    let tasks = summary["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2, "{shown}");
+    assert!(tasks.iter().all(|t| t["status"] == "completed"), "{shown}");
+    let mates: Vec<&str> = summary["teammates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    for name in ["team-lead", "fixer", "tester"] {
+        assert!(mates.contains(&name), "no {name} in {shown}");
+    }
+    assert!(
+        summary["messages"]["total"].as_u64().unwrap() > 0,
+        "{shown}"
+    );
+    assert!(summary["modelSpending"].is_string(), "{shown}");
 
     // The summary's decisions: the plan by the lead, the `rm` by the policy.
     let decisions = &summary["decisions"];

@@ -20,6 +20,11 @@ use crate::runner::watch::TeamWatch;
 use crate::runtime::Runtime;
 use crate::store::{NewTeam, Store, Team, TeamConfig};
 
+/// What runs once, on the blocking pool, just before a team's state is
+/// deleted: the team, still whole, and its teammates as this host last saw
+/// them ([`Host::before_delete`](Host::before_delete)).
+pub type LastLook = Box<dyn FnOnce(&Team, Vec<TeammateInfo>) + Send>;
+
 /// Runs teams of WebAssembly teammates inside the caller's tokio runtime.
 /// Cheap to clone; all clones drive the same teammates. Spawning needs a
 /// multi-threaded tokio runtime.
@@ -45,6 +50,9 @@ pub(super) struct Inner {
     pub(super) watches: Mutex<HashMap<String, TeamWatch>>,
     /// The leases this host holds, and the fence of its store.
     pub(super) leases: Arc<super::lease::table::HostLeases>,
+    /// What to run once before a team's state is deleted, by team
+    /// ([`Host::before_delete`]).
+    pub(super) last_looks: Mutex<HashMap<String, LastLook>>,
 }
 
 impl Host {
@@ -108,6 +116,7 @@ impl Host {
                 joining: Mutex::new(BTreeMap::new()),
                 watches: Mutex::new(HashMap::new()),
                 leases,
+                last_looks: Mutex::new(HashMap::new()),
             }),
         })
     }

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Event, TeammateState};
+use super::{Event, TeammateInfo, TeammateState};
 use crate::backends::{self, BackendKind};
 use crate::error::{Error, Result};
 use crate::protocol::{ShutdownRequest, WireMessage};
-use crate::store::OutgoingMessage;
+use crate::store::{OutgoingMessage, Team};
 
 use super::api::watch_of;
 use super::Host;
@@ -184,6 +184,30 @@ impl Host {
     /// machine runs the team ([`Error::TeamRunning`], see
     /// [`backends::live_host`]): this host deletes its own teams only.
     pub async fn delete_team(&self, team: &str) -> Result<crate::worktree::Cleanup> {
+        self.delete_team_now(team).await
+    }
+
+    /// Registers `look` to run once, on the blocking pool, just before
+    /// [`Host::delete_team`] deletes `team`'s state (whoever asks for it: the
+    /// caller, or a lead component's `delete-team`), once its teammates
+    /// here have stopped: it gets the team, still whole, and those
+    /// teammates as this host saw them last. For a caller that reports on
+    /// a team its lead deletes (a led run's summary). A later registration
+    /// replaces an earlier one; a panic in `look` is logged and the
+    /// deletion goes on.
+    pub fn before_delete(
+        &self,
+        team: &str,
+        look: impl FnOnce(&Team, Vec<TeammateInfo>) + Send + 'static,
+    ) {
+        self.inner
+            .last_looks
+            .lock()
+            .expect("last looks lock")
+            .insert(team.to_string(), Box::new(look));
+    }
+
+    async fn delete_team_now(&self, team: &str) -> Result<crate::worktree::Cleanup> {
         let t = self.team(team)?;
         let (h, tt) = (self.inner.home.clone(), t.clone());
         crate::store::blocking("looking for the team's host", move || {
@@ -217,6 +241,16 @@ impl Host {
             backends::started::stop_all(&h, &name, timeout)
         })
         .await?;
+        let look = (self.inner.last_looks.lock().expect("last looks lock")).remove(t.name());
+        if let Some(look) = look {
+            let (whole, mates) = (t.clone(), self.teammates(t.name()));
+            let looked = crate::blocking::run("a last look at the team", move || {
+                look(&whole, mates);
+            });
+            if let Err(e) = looked.await {
+                tracing::warn!(team = %t.name(), error = %e, "the last look before deleting the team failed");
+            }
+        }
         self.inner
             .teammates
             .lock()

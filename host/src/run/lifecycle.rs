@@ -45,6 +45,8 @@ pub struct Run {
     adopted: Vec<String>,
     /// `None` beside a lead elsewhere: its host decides.
     _desk: Option<ApprovalDesk>,
+    /// A led run's last look at its team before its lead deletes it.
+    last_look: Option<super::last_look::Slot>,
 }
 
 /// What a finished run did: everything [`Run::finish`] read before the
@@ -162,6 +164,9 @@ impl Prepared {
             Some(routes) => Some(host.serve_approvals(team.name(), routes)?),
             None => None,
         };
+        let last_look = plan
+            .is_led()
+            .then(|| super::last_look::watch(&host, &team, &lead, began_ms));
         Ok(Run {
             host,
             lead,
@@ -172,6 +177,7 @@ impl Prepared {
             elsewhere: Vec::new(),
             adopted: Vec::new(),
             _desk: desk,
+            last_look,
         })
     }
 }
@@ -392,7 +398,16 @@ impl Run {
         // A led run's lead deletes its team when it is done: what is gone
         // reads as nothing.
         let led = self.plan.is_led();
-        let (tasks, messages, turn_failures, usage) = if led {
+        let seen = self
+            .last_look
+            .as_ref()
+            .and_then(|slot| slot.lock().unwrap_or_else(|p| p.into_inner()).take());
+        let mut teammates = self.host.teammates(team.name());
+        let (tasks, messages, turn_failures, usage) = if let Some(seen) = seen {
+            // The lead deleted its team: what the last look saw of it.
+            teammates = super::last_look::merge(seen.teammates, teammates);
+            (seen.tasks, seen.messages, seen.turn_failures, seen.usage)
+        } else if led {
             // The lead may delete its team between any two reads.
             (
                 team.list_tasks().unwrap_or_default(),
@@ -408,7 +423,6 @@ impl Run {
                 team.model_usage().unwrap_or_default(),
             )
         };
-        let teammates = self.host.teammates(team.name());
         let decisions = self
             .host
             .decisions(team.name(), self.began_ms)

@@ -54,6 +54,7 @@
 //! | `plan.rs` | what to run: [`RunPlan`], [`Start`] |
 //! | `lifecycle.rs` | [`Run`]'s four phases, [`Prepared`] and [`Finished`] |
 //! | `led.rs` | a run led by a component: its lead's spec, waiting for it, stopping what it left |
+//! | `last_look.rs` | a led run's last look at its team, before its lead deletes it |
 //! | `lead_spec.rs` | the manifest's `[lead]` and `[[catalogue]]` as `embed::LeadSpec` |
 //! | `narrator.rs` | where a run's lines go: [`Narrator`], [`Silent`] |
 //! | `layout.rs` | the layout check and the default directories |
@@ -72,6 +73,7 @@ mod beside;
 mod elsewhere;
 mod ended;
 mod existing;
+mod last_look;
 mod layout;
 mod lead_spec;
 mod led;

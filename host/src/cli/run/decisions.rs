@@ -50,8 +50,12 @@ impl Decisions {
             self.by_lead, self.by_person, self.by_policy, self.escalated
         ));
         for d in &self.items {
-            // The tool name is the teammate's text: `push_line` makes it inert.
-            push_line(s, format!("  {}", d.line()));
+            // The tool name and the summary are the teammate's text:
+            // `push_line` makes them inert.
+            match d.tool.is_some() && !d.summary.is_empty() {
+                true => push_line(s, format!("  {}: {}", d.line(), d.summary)),
+                false => push_line(s, format!("  {}", d.line())),
+            }
         }
     }
 }
@@ -93,6 +97,8 @@ mod tests {
             "{s}"
         );
         assert!(!s.contains('\u{1b}'), "{s:?}");
+        // A permission request's line says what was asked.
+        assert!(s.contains("by the policy: ls"), "{s}");
         let j = serde_json::to_value(&d).unwrap();
         assert_eq!(j["byLead"], 1);
         assert_eq!(j["items"][0]["decider"], "lead");

@@ -11,16 +11,23 @@
 //! |---|---|
 //! | the lead deleted its team | the summary; exit 0 |
 //! | the lead's runner failed or was killed | its reason printed; the teammates shut down; exit 1 |
+//! | nothing was left to wake the lead, even after it was told so | the reason printed; the teammates shut down; exit 1 |
 //! | the person quits (`q`, Ctrl-C, SIGTERM) or `--timeout` passes | the lead stopped, the teammates shut down; exit 1 |
+//!
+//! The summary has the shape of every run's ([`super::summary::Summary`]:
+//! `ok`, the outcome, the tasks, the teammates with their turns and model
+//! use, the messages, the decisions, the spending), under a first line
+//! saying how the lead's run ended.
 //!
 //! What a led run needs (a goal, a `[[catalogue]]`, no `[[teammate]]`) is
 //! checked by the library (`run/led.rs`).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::display::Display;
 use super::report::{Log, Reporter};
 use super::stop::{Signals, Stop};
+use super::summary::{Summary, Timings};
 use super::{RunArgs, SHUTDOWN_TIMEOUT};
 use crate::cli::Output;
 use crate::embed::Host;
@@ -30,21 +37,6 @@ use crate::run::{Ended, Run, RunPlan};
 /// Whether this run is led by a component: `--goal`, `--lead` or `[lead]`.
 pub(super) fn is_led(a: &RunArgs, m: &Manifest) -> bool {
     a.goal.is_some() || a.lead.is_some() || m.lead.is_some()
-}
-
-/// What the summary says.
-#[derive(serde::Serialize)]
-struct LeadSummary {
-    team: String,
-    /// `completed` (the lead deleted its team), `failed`, `killed`,
-    /// `interrupted`, `timed-out`.
-    outcome: String,
-    /// Why, when it did not complete.
-    error: Option<String>,
-    /// How long the run took, in seconds.
-    seconds: f64,
-    /// Who decided the team's requests: the lead, the person, the policy.
-    decisions: super::decisions::Decisions,
 }
 
 /// Runs the led team to its end. See the module docs.
@@ -58,6 +50,7 @@ pub(super) async fn run_led(
 ) -> anyhow::Result<()> {
     let start = Instant::now();
     let team = host.team(&plan.manifest.team.name)?;
+    let manifest = plan.manifest.clone();
     // Refused before the display starts, and before anything is created.
     let prepared = Run::prepare(host, plan, &log).await?;
     // The lines' reporter hears every event from the lead's first turn on
@@ -94,6 +87,7 @@ pub(super) async fn run_led(
         ),
     );
     let ended = super::stop::until_done(&mut run, &display, signals).await?;
+    let work = start.elapsed();
     // The exit status of a stop without the store: 128 + a signal's number.
     let code = match &ended {
         Ended::Interrupted(how) if Stop::is_signal_name(how) => ended.exit_code(),
@@ -112,13 +106,16 @@ pub(super) async fn run_led(
         Ended::Completed => "completed",
         Ended::LeadFailed(_) => "failed",
         Ended::LeadStopped(_) => "stopped",
-        _ => "interrupted",
+        Ended::Stuck(_) => "got stuck",
+        Ended::TimedOut(_) => "timed out",
+        _ => "was interrupted",
     };
     if let Some(e) = ended.error() {
         display.line("run", format!("stopping: {e}"));
     }
     // What the lead left running is stopped; then the team is deleted
     // (unless kept), if the lead did not delete it.
+    let stopping = Instant::now();
     let shutdown = match run.shut_down(&display, &ended).await {
         Ok(report) => report,
         Err(e) => {
@@ -126,26 +123,22 @@ pub(super) async fn run_led(
             return Err(e);
         }
     };
+    let timings = Timings {
+        start,
+        spawn: Duration::ZERO,
+        work,
+        shutdown: stopping.elapsed(),
+    };
     let finished = run.finish(ended, shutdown).await;
     display.stop().await;
-    let finished = finished?;
-    let summary = LeadSummary {
-        team: team.name().to_string(),
-        outcome: outcome.to_string(),
-        error: finished.error(),
-        seconds: start.elapsed().as_secs_f64(),
-        decisions: super::decisions::Decisions::new(finished.decisions),
-    };
+    let summary = Summary::of_run(&team, &manifest, finished?, timings, host.home().root());
     out.print(&summary, || {
-        let mut text = format!(
-            "team {}: the lead's run {} in {:.1}s\n",
-            summary.team, summary.outcome, summary.seconds
-        );
-        if let Some(e) = &summary.error {
-            text.push_str(&format!("error: {e}\n"));
-        }
-        summary.decisions.human(&mut text);
-        text
+        format!(
+            "team {}: the lead's run {outcome} in {:.1}s\n{}",
+            team.name(),
+            start.elapsed().as_secs_f64(),
+            summary.human()
+        )
     })?;
     match summary.error {
         None => Ok(()),

@@ -166,12 +166,7 @@ impl Summary {
             .map(|t| MateLine {
                 name: t.name.clone(),
                 agent_id: t.agent_id.clone(),
-                component: m
-                    .teammates
-                    .iter()
-                    .find(|s| s.name == t.name)
-                    .map(|s| s.component.clone())
-                    .unwrap_or_default(),
+                component: component_of(m, t),
                 state: t.state.as_str(),
                 failure: match &t.state {
                     TeammateState::Failed(why) => Some(why.clone()),
@@ -357,4 +352,21 @@ impl Summary {
         s += &format!("guest logs: {}\n", self.logs.display());
         s
     }
+}
+
+/// The component teammate `t` runs: its `[[teammate]]` entry's, the
+/// `[lead]`'s for a led team's lead, else (a teammate its lead spawned)
+/// empty: which catalogue entry it came from is the lead's record.
+fn component_of(m: &Manifest, t: &TeammateInfo) -> PathBuf {
+    let lead = m
+        .lead
+        .as_ref()
+        .filter(|_| t.name == crate::store::config::LEAD_NAME)
+        .map(|l| l.component.clone());
+    m.teammates
+        .iter()
+        .find(|s| s.name == t.name)
+        .map(|s| s.component.clone())
+        .or(lead)
+        .unwrap_or_default()
 }
