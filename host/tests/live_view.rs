@@ -5,7 +5,9 @@
 //!   answers a teammate's permission request, and the `permission_response` is
 //!   on disk;
 //! - `teamhost watch`: a plan is read in full, rejected with a typed reason,
-//!   and a message is typed to a teammate.
+//!   and a message is typed to a teammate;
+//! - a team led by a component, at 80×24: the lead's own permission request
+//!   (a lead never answers its own) is the person's, answered with a key.
 //!
 //! A command's end is a `tmux wait-for` channel the pane's shell signals.
 
@@ -42,6 +44,11 @@ impl Tmux {
     /// Starts `command` (then `echo $? > exit_file`, then signal `done`) in a
     /// 180×45 session named `live`.
     fn run_in_pane(&self, command: &str, exit_file: &Path) {
+        self.run_in_pane_sized(command, exit_file, (180, 45));
+    }
+
+    /// [`Tmux::run_in_pane`] on a terminal of `(columns, rows)`.
+    fn run_in_pane_sized(&self, command: &str, exit_file: &Path, (cols, rows): (u16, u16)) {
         let script = format!(
             "{command}; echo $? > '{exit}'; tmux -S '{sock}' wait-for -S done; exec cat",
             exit = exit_file.display(),
@@ -55,9 +62,9 @@ impl Tmux {
             "-s",
             "live",
             "-x",
-            "180",
+            &cols.to_string(),
             "-y",
-            "45",
+            &rows.to_string(),
             &script,
         ]);
     }
@@ -345,4 +352,75 @@ subject = "Step 1"
         "{key} took {took:?}:\n{screen}"
     );
     assert!(!tmp.path().join("p/bash.log").exists());
+}
+
+/// Every file called `name` below `dir`.
+fn find_files(dir: &Path, name: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(find_files(&path, name));
+        } else if path.file_name().is_some_and(|n| n == name) {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_led_team_at_80_by_24_shows_the_leads_own_request_and_a_key_answers_it_as_the_person() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let manifest = tmp.path().join("team.toml");
+    // The lead writes a file in `default` mode: its own permission request,
+    // which only the person may answer; then it deletes its team.
+    write(
+        &manifest,
+        &format!(
+            "[team]\nname = \"ledview\"\n[lead]\ncomponent = {:?}\nmode = \"default\"\ngoal = \"create x\\nwrite note.txt from the lead\\ndelete\"\n[[catalogue]]\nname = \"echoer\"\ncomponent = {:?}\n",
+            teamhost_tests::LEADSCRIPT,
+            teamhost_tests::ECHO,
+        ),
+    );
+    let exit_file = tmp.path().join("exit-code");
+    let tmux = Tmux {
+        sock: tmp.path().join("sock"),
+    };
+    tmux.run_in_pane_sized(
+        &format!(
+            "'{bin}' --home '{home}' run '{manifest}'",
+            bin = env!("CARGO_BIN_EXE_teamhost"),
+            home = home.display(),
+            manifest = manifest.display(),
+        ),
+        &exit_file,
+        (80, 24),
+    );
+    // At 80 columns: the lead on the board, its request, whom it waits for.
+    let screen = tmux.view_shows(&[
+        "team ledview",
+        "team-lead",
+        "team-lead permission asks: Write",
+    ]);
+    assert!(
+        screen.lines().all(|l| l.chars().count() <= 80),
+        "nothing is drawn past the terminal's width:\n{screen}"
+    );
+    assert_eq!(screen.lines().count(), 24, "{screen}");
+    // One key allows it, as the person.
+    tmux.ok(&["send-keys", "-t", "live", "a"]);
+    let code = tmux.wait_done(&exit_file);
+    let shown = tmux.ok(&["capture-pane", "-p", "-S", "-200", "-t", "live"]);
+    assert_eq!(code, "0", "the run failed; the pane shows:\n{shown}");
+    assert!(shown.contains("the lead's run completed"), "{shown}");
+    assert!(shown.contains("1 by the person"), "{shown}");
+    assert!(
+        shown.contains("Write from team-lead: allowed by the person"),
+        "{shown}"
+    );
+    // The write ran, after the person's answer, in the lead's directory.
+    let notes = find_files(tmp.path(), "note.txt");
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(std::fs::read_to_string(&notes[0]).unwrap(), "from the lead");
 }

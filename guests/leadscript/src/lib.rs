@@ -26,6 +26,7 @@
 //! | `delete` | `leading.delete-team` |
 //! | `echo TEXT…` | prints TEXT |
 //! | `say NAME TEXT…` | `messaging.send` |
+//! | `write PATH TEXT…` | `tools.write` in the lead's own directory (in `default` mode it asks: the lead's own permission request, which the person answers) |
 //!
 //! A word `big:N` anywhere stands for N `x` characters (the hostile tests'
 //! oversized texts).
@@ -308,6 +309,12 @@ fn run(script: &mut Script, line: &str) -> bool {
         "say" => {
             let to = args.first().copied().unwrap_or("");
             report(cmd, messaging::send(to, &rest(1), None), |d| d.message);
+        }
+        "write" => {
+            let path = args.first().copied().unwrap_or("");
+            report(cmd, teamhost::agent::tools::write(path, &rest(1)), |()| {
+                path.to_string()
+            });
         }
         other => print(other, false, "unknown command"),
     }
