@@ -279,15 +279,16 @@ async fn a_led_run_ends_when_its_lead_deletes_the_team() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_led_run_whose_lead_never_finishes_times_out_and_stops_what_it_left() {
     // The lead forms the team, spawns p1 and tells it to hold a Bash call
-    // open: p1 asks the lead, who never answers, so a request waits (the
-    // person could still answer it) and only the timeout ends the run.
+    // open: p1 asks the person ([approvals]), who never answers, so a
+    // request waits (the person could still answer it) and only the
+    // timeout ends the run.
     let dir = tempfile::tempdir().unwrap();
     let manifest = dir.path().join("team.toml");
     let script = "create x\nspawn prober p1 hello\nsay p1 hold\nwait-message p1 never-said";
     std::fs::write(
         &manifest,
         format!(
-            "[team]\nname = \"lib-led-slow\"\n[lead]\ncomponent = {:?}\ngoal = {script:?}\n[[catalogue]]\nname = \"prober\"\ncomponent = {:?}\nauto_claim = false\n",
+            "[team]\nname = \"lib-led-slow\"\n[lead]\ncomponent = {:?}\ngoal = {script:?}\n[[catalogue]]\nname = \"prober\"\ncomponent = {:?}\nauto_claim = false\n[approvals]\ndefault = \"person\"\n",
             teamhost_tests::LEADSCRIPT,
             teamhost_tests::PROBE
         ),
@@ -376,6 +377,52 @@ async fn a_lead_whose_teammates_went_idle_and_who_does_nothing_ends_stuck_naming
         "{history}"
     );
     drop(dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lead_that_leaves_its_teammates_plan_unanswered_is_told_which_then_the_run_ends_stuck() {
+    // h1, in plan mode, asks the lead (the default route) to approve its
+    // plan and waits; the lead's script waits for a message instead and
+    // never answers.
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("team.toml");
+    let script = "create x\nspawn planner h1 mode=plan plan # my plan\nwait-message h1 never-said";
+    std::fs::write(
+        &manifest,
+        format!(
+            "[team]\nname = \"lib-led-owed\"\n[lead]\ncomponent = {:?}\ngoal = {script:?}\n[[catalogue]]\nname = \"planner\"\ncomponent = {:?}\nauto_claim = false\n",
+            teamhost_tests::LEADSCRIPT,
+            teamhost_tests::HOSTILE
+        ),
+    )
+    .unwrap();
+    let home = dir.path().join("home");
+    let host = host(&home);
+    let narrator = Recorder::default();
+    let mut plan = RunPlan::load(&manifest).unwrap();
+    plan.timeout = LIMIT;
+    plan.shutdown_timeout = Duration::from_secs(10);
+    plan.keep = true;
+    let finished = run_through(&host, plan, &narrator, std::future::pending()).await;
+    let Ended::Stuck(why) = &finished.ended else {
+        panic!("{finished:#?}")
+    };
+    assert!(
+        why.contains("requests waiting for its answer") && why.contains("from h1: a plan"),
+        "{why}"
+    );
+    let history =
+        std::fs::read_to_string(home.join("teams/lib-led-owed/history/team-lead.jsonl")).unwrap();
+    assert!(
+        history.contains("These requests wait for your answer")
+            && history.contains("from h1: a plan"),
+        "{history}"
+    );
+    assert!(
+        finished.teammates.iter().all(|t| t.state.is_finished()),
+        "the lead and h1 were stopped: {:?}",
+        finished.teammates
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,14 +15,18 @@
 //! per-turn model calls spent before it spawned anyone, a model that only
 //! talked) would wait for a message nobody will send. When the team is
 //! settled (every runner idle, no unread message, no claimable task: the
-//! rule of [`Host::wait_idle`]), no permission or plan request waits for an
-//! answer (the person may still give one) and that holds for a moment
-//! ([`SETTLE`]), the lead is told so once, in a message from `teamhost`
-//! ([`NOTHING_TO_WAKE`]), which is a new turn with its per-turn limits
+//! rule of [`Host::wait_idle`]), no permission or plan request waits for
+//! the person or the policy (they may still answer) and that holds for a
+//! moment ([`SETTLE`]), the lead is told so once, in a message from
+//! `teamhost` ([`NOTHING_TO_WAKE`], with the requests that wait for the
+//! lead's own answer, if any), which is a new turn with its per-turn limits
 //! reset. If the team settles again without anything changing but the
 //! lead's turn count, the run ends `Stuck`, saying why. Anything that
-//! changes (a task, a teammate's turn, a member) earns the lead another
-//! telling later.
+//! changes (a task, a teammate's turn, a member, a request answered) earns
+//! the lead another telling later. A teammate that waits, inside its turn,
+//! for the lead's answer to a permission request is busy, not idle: that
+//! case is still bounded by the timeout only (a plan's wait is idle, and
+//! is told).
 //!
 //! Decisions: a led run needs a goal (the plan's, else `[lead] goal`) and a
 //! `[[catalogue]]` (a lead without one could spawn nothing), and has no
@@ -144,16 +148,29 @@ async fn nothing_to_wake(host: &Host, team: &Team) -> String {
         }
         match &told {
             Some(before) if *before == state => {
+                let owed = owed(host, team).await;
+                let waiting = match owed.is_empty() {
+                    true => "no message or request waiting".to_string(),
+                    false => format!("requests waiting for its answer: {}", owed.join("; ")),
+                };
                 return format!(
-                    "nothing was left to wake the lead: every teammate idle, no message or \
-                     request waiting; told so, its next turn changed nothing ({})",
+                    "nothing was left to wake the lead: every teammate idle, {waiting}; told \
+                     so, its next turn changed nothing ({})",
                     describe(host, team).await
                 );
             }
             _ => {}
         }
+        let text = match owed(host, team).await {
+            owed if owed.is_empty() => NOTHING_TO_WAKE.to_string(),
+            owed => format!(
+                "{NOTHING_TO_WAKE} These requests wait for your answer (leading.pending, \
+                 answer-permission, answer-plan): {}.",
+                owed.join("; ")
+            ),
+        };
         let t = team.clone();
-        let notice = OutgoingMessage::new(HOST_SENDER, NOTHING_TO_WAKE);
+        let notice = OutgoingMessage::new(HOST_SENDER, text);
         let lead = crate::store::config::LEAD_NAME;
         let sent =
             crate::blocking::try_run("telling the lead", move || t.deliver(lead, notice)).await;
@@ -166,25 +183,26 @@ async fn nothing_to_wake(host: &Host, team: &Team) -> String {
     }
 }
 
-/// The team's state when it is settled with no request waiting (`None`
-/// otherwise): what must not change between two looks for the lead to be
-/// left with nothing to wake it. The lead's own turn count is left out, so
-/// the turn it is given to act is not counted as a change.
+/// The team's state when it is settled with no request waiting for the
+/// person or the policy (`None` otherwise): what must not change between
+/// two looks for the lead to be left with nothing to wake it. The lead's
+/// own turn count is left out, so the turn it is given to act is not
+/// counted as a change; the requests waiting for the lead are in.
 async fn settled(host: &Host, team: &Team) -> Option<Vec<String>> {
     host.wait_idle(team.name()).await.ok()?;
-    let t = team.clone();
+    let (t, home) = (team.clone(), host.home().clone());
     let read = crate::blocking::try_run("reading the team", move || {
-        Ok((t.list_tasks()?, crate::approvals::pending(&t)?.len()))
+        Ok((t.list_tasks()?, waiting_for_lead(&home, &t)?))
     });
-    let (tasks, waiting) = read.await.ok()?;
-    if waiting > 0 {
-        return None;
-    }
+    let (tasks, owed) = read.await.ok()?;
+    // A request for the person or the policy: they may still answer it.
+    let owed = owed?;
     let lead = crate::store::config::LEAD_NAME;
     Some(
         tasks
             .iter()
             .map(|t| format!("#{} {} {:?}", t.id, t.status.as_str(), t.owner))
+            .chain(owed.iter().map(|o| format!("waits {o}")))
             .chain(
                 host.teammates(team.name())
                     .iter()
@@ -195,6 +213,44 @@ async fn settled(host: &Host, team: &Team) -> Option<Vec<String>> {
             )
             .collect(),
     )
+}
+
+/// The requests waiting for the lead's own answer, one line each
+/// (`perm-… from tester: Bash`); `None` when a request waits for the
+/// person or the policy. Reads the team's files: call it on the blocking
+/// pool.
+fn waiting_for_lead(home: &crate::home::Home, team: &Team) -> crate::Result<Option<Vec<String>>> {
+    let lead = crate::store::config::LEAD_NAME;
+    let routes = crate::embed::routes_of(home, team.name());
+    let mut owed = Vec::new();
+    for r in crate::approvals::pending(team)? {
+        let from = crate::embed::requester(team, r.from());
+        if routes.decider_for(&r, lead, &from) != crate::approvals::Decider::Lead {
+            return Ok(None);
+        }
+        owed.push(match &r {
+            crate::approvals::Request::Permission(p) => {
+                format!(
+                    "{} from {}: {}",
+                    r.id(),
+                    r.from(),
+                    printable_line(&p.tool_name)
+                )
+            }
+            crate::approvals::Request::Plan(_) => format!("{} from {}: a plan", r.id(), r.from()),
+        });
+    }
+    Ok(Some(owed))
+}
+
+/// The requests waiting for the lead's own answer ([`waiting_for_lead`]).
+async fn owed(host: &Host, team: &Team) -> Vec<String> {
+    let (t, home) = (team.clone(), host.home().clone());
+    crate::blocking::try_run("reading the requests", move || waiting_for_lead(&home, &t))
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_default()
 }
 
 /// The teammates and the open tasks, for the reason a stuck run gives.
