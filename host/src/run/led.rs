@@ -103,10 +103,10 @@ pub(super) fn spec(plan: &RunPlan) -> anyhow::Result<LeadSpec> {
 const SETTLE: Duration = Duration::from_millis(500);
 
 /// What the lead is told when nothing is left to wake it.
-pub const NOTHING_TO_WAKE: &str = "Nothing is left to wake you: no teammate is working, \
-no message is waiting for anyone and no request waits for an answer. Act now: spawn a \
-teammate from the catalogue, create or assign tasks, message a teammate, or delete the \
-team if the goal is met. If this turn ends the same way, the run ends here.";
+pub const NOTHING_TO_WAKE: &str = "Nothing is left to wake you: no teammate is working \
+and no message is waiting for anyone. Act now: spawn a teammate from the catalogue, create \
+or assign tasks, message a teammate, answer what waits for you, or delete the team if the \
+goal is met. If this turn ends the same way, the run ends here.";
 
 /// Waits until the lead's runner ends, nothing is left to wake it twice
 /// (see the module docs), `timeout` passes or `stop` resolves.
