@@ -236,6 +236,36 @@ async fn start_refuses_an_existing_team_and_a_resume_of_none() {
     assert!(tasks.is_empty(), "no task was seeded: {tasks:?}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_refused_for_an_existing_team_makes_no_default_directory() {
+    // A teammate without `cwd` works in `work/NAME` beside the manifest,
+    // made by the run: not by a run that is refused.
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("team.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[team]\nname = \"lib-nodirs\"\n[[teammate]]\nname = \"e1\"\ncomponent = {:?}\nprompt = \"hi\"\n",
+            teamhost_tests::ECHO
+        ),
+    )
+    .unwrap();
+    let home = dir.path().join("home");
+    let host = host(&home);
+    host.create_team("lib-nodirs", Default::default()).unwrap();
+    let narrator = Recorder::default();
+    let plan = RunPlan::load(&manifest).unwrap();
+    let refused = match Run::start(&host, plan, &narrator).await {
+        Ok(_) => panic!("ran over an existing team"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(refused.contains("already exists"), "{refused}");
+    assert!(
+        !dir.path().join("work").exists(),
+        "a refused run made the teammate's default directory"
+    );
+}
+
 /// A manifest for team `name` with one `echo` catalogue entry, led by the
 /// scripted lead (`guests/leadscript`) whose goal is `script`.
 fn led_project(name: &str, script: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {

@@ -236,7 +236,6 @@ impl Run {
                     .map_err(|problems| anyhow::anyhow!("[approvals]: {}", problems.join("; ")))?,
             ),
         };
-        super::make_default_dirs(m)?;
         if !plan.start.is_beside() {
             existing_team(
                 host.home(),
@@ -247,6 +246,8 @@ impl Run {
             )
             .await?;
         }
+        // After the existing team's check: a run it refuses makes nothing.
+        super::make_default_dirs(m)?;
         Ok(Prepared {
             host: host.clone(),
             team,
