@@ -38,6 +38,7 @@ mod nats_store;
 mod orphans;
 mod processes;
 mod resume;
+mod resume_led;
 mod run_library;
 mod run_live;
 mod run_special_files;

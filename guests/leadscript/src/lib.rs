@@ -28,8 +28,21 @@
 //! | `say NAME TEXT…` | `messaging.send` |
 //! | `write PATH TEXT…` | `tools.write` in the lead's own directory (in `default` mode it asks: the lead's own permission request, which the person answers) |
 //!
+//! | `wait-done` | waits until the task list has tasks and every one is completed |
+//! | `wait-reports N` | waits until idle notifications have reported N different tasks completed |
+//!
 //! A word `big:N` anywhere stands for N `x` characters (the hostile tests'
 //! oversized texts).
+//!
+//! Every idle notification that reports a task completed prints
+//! `report\tOK\tID from NAME`, once per notification received.
+//!
+//! **Across a resume.** The script, its place in it, the remembered ids, the
+//! messages seen and the reports are saved (`state.save`) at the end of each
+//! turn (once: a turn's saves are limited); an instance that starts with a
+//! saved state goes on from there (printing `resumed\tOK\tat line N`)
+//! instead of reading its first message as a script. The commands of a
+//! turn the host cut run again.
 //!
 //! A shutdown request (when it runs as a teammate) is approved.
 //!
@@ -47,10 +60,11 @@ use std::cell::RefCell;
 
 use exports::teamhost::agent::handler::{Guest, Turn, TurnKind, TurnOutcome};
 use teamhost::agent::leading::{self, PermissionAnswer, PlanAnswer, RequestKind, SpawnRequest};
-use teamhost::agent::protocol::ShutdownResponse;
+use teamhost::agent::protocol::{ProtocolMessage, ShutdownResponse};
+use teamhost::agent::tasks::TaskStatus;
 use teamhost::agent::team::PermissionMode;
 use teamhost::agent::types::Error;
-use teamhost::agent::{messaging, tasks};
+use teamhost::agent::{messaging, state, tasks};
 
 struct Script {
     lines: Vec<String>,
@@ -59,6 +73,96 @@ struct Script {
     permission: Option<String>,
     /// Every plain message the lead got, `(from, text)`, for `wait-message`.
     seen: Vec<(String, String)>,
+    /// The task ids idle notifications reported completed, in order.
+    reports: Vec<String>,
+}
+
+impl Script {
+    /// Saves the script and where it is (`state.save`); a failure prints
+    /// `state\tERR\t…` and the script goes on.
+    fn save(&self) {
+        let mut out = format!(
+            "{}\n{}\n{}\n{}\n",
+            self.next,
+            escape(self.plan.as_deref().unwrap_or("")),
+            escape(self.permission.as_deref().unwrap_or("")),
+            self.lines.len()
+        );
+        for line in &self.lines {
+            out += &escape(line);
+            out.push('\n');
+        }
+        out += &format!("{}\n", self.reports.len());
+        for id in &self.reports {
+            out += &escape(id);
+            out.push('\n');
+        }
+        for (from, text) in &self.seen {
+            out += &format!("{}\t{}\n", escape(from), escape(text));
+        }
+        if let Err(e) = state::save(out.as_bytes()) {
+            print("state", false, &describe(&e));
+        }
+    }
+
+    /// What [`save`](Self::save) wrote; `None` when it does not parse.
+    fn decode(bytes: &[u8]) -> Option<Script> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let mut rows = text.split('\n');
+        let next = rows.next()?.parse().ok()?;
+        let some = |s: String| (!s.is_empty()).then_some(s);
+        let plan = some(unescape_saved(rows.next()?));
+        let permission = some(unescape_saved(rows.next()?));
+        let count: usize = rows.next()?.parse().ok()?;
+        let lines = (0..count)
+            .map(|_| rows.next().map(unescape_saved))
+            .collect::<Option<Vec<_>>>()?;
+        let count: usize = rows.next()?.parse().ok()?;
+        let reports = (0..count)
+            .map(|_| rows.next().map(unescape_saved))
+            .collect::<Option<Vec<_>>>()?;
+        let seen = rows
+            .filter(|r| !r.is_empty())
+            .map(|r| {
+                let (from, text) = r.split_once('\t')?;
+                Some((unescape_saved(from), unescape_saved(text)))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Script {
+            lines,
+            next,
+            plan,
+            permission,
+            seen,
+            reports,
+        })
+    }
+}
+
+/// `text` with `\`, newlines and tabs escaped, for one saved field.
+fn escape(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('\n', "\\n")
+        .replace('\t', "\\t")
+}
+
+/// [`escape`] undone.
+fn unescape_saved(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    out
 }
 
 thread_local! {
@@ -78,6 +182,12 @@ impl Guest for LeadScript {
         }
         SCRIPT.with(|cell| {
             let mut slot = cell.borrow_mut();
+            if slot.is_none() {
+                if let Some(saved) = state::load().ok().flatten().and_then(|b| Script::decode(&b)) {
+                    print("resumed", true, &format!("at line {}", saved.next + 1));
+                    *slot = Some(saved);
+                }
+            }
             if slot.is_none() {
                 let goal = if turn.prompt.is_empty() {
                     turn.messages
@@ -104,20 +214,31 @@ impl Guest for LeadScript {
                     plan: None,
                     permission: None,
                     seen: Vec::new(),
+                    reports: Vec::new(),
                 });
             }
             let script = slot.as_mut().expect("set above");
-            for m in turn.messages.iter().filter(|m| m.protocol.is_none()) {
-                script.seen.push((m.from.clone(), m.text.clone()));
+            for m in &turn.messages {
+                match &m.protocol {
+                    None => script.seen.push((m.from.clone(), m.text.clone())),
+                    Some(ProtocolMessage::IdleNotification(n)) => {
+                        if let Some(id) = &n.completed_task_id {
+                            print("report", true, &format!("{id} from {}", n.from));
+                            script.reports.push(id.clone());
+                        }
+                    }
+                    Some(_) => {}
+                }
             }
             while script.next < script.lines.len() {
                 let line = script.lines[script.next].clone();
                 if !run(script, &line) {
                     // A wait not satisfied yet: look again next turn.
-                    return;
+                    break;
                 }
                 script.next += 1;
             }
+            script.save();
         });
         Ok(TurnOutcome { task: None })
     }
@@ -303,6 +424,29 @@ fn run(script: &mut Script, line: &str) -> bool {
                     .collect::<Vec<_>>()
                     .join(",")
             });
+        }
+        "wait-reports" => {
+            let want: usize = args.first().and_then(|n| n.parse().ok()).unwrap_or(0);
+            let mut ids = script.reports.clone();
+            ids.sort();
+            ids.dedup();
+            if ids.len() < want {
+                return false;
+            }
+            print(cmd, true, &ids.join(","));
+        }
+        "wait-done" => {
+            let list = match tasks::list() {
+                Ok(l) => l,
+                Err(e) => {
+                    print(cmd, false, &describe(&e));
+                    return true;
+                }
+            };
+            if list.is_empty() || list.iter().any(|t| !matches!(t.status, TaskStatus::Completed)) {
+                return false;
+            }
+            print(cmd, true, &format!("{} tasks completed", list.len()));
         }
         "delete" => report(cmd, leading::delete_team(), |()| String::new()),
         "echo" => print(cmd, true, &rest(0)),

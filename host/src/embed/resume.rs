@@ -443,7 +443,7 @@ impl Host {
 
     /// Delivers again the message `name`'s interrupted turn was handling,
     /// unless it is still unread (the host died before it was consumed).
-    async fn redeliver_interrupted(&self, team: &Team, name: &str) -> Result<bool> {
+    pub(super) async fn redeliver_interrupted(&self, team: &Team, name: &str) -> Result<bool> {
         let journal = crate::home::kept::TurnJournal::of(&self.inner.home, team.name(), name)?;
         let (t, who) = (team.clone(), name.to_string());
         crate::blocking::try_run("redelivering a message", move || {

@@ -12,6 +12,7 @@
 //! | `{name}.claims.json` | when it claims a task through the host: its runner's claim, its own `tasks.claim`, its own `tasks.update` making it the owner of a task in progress ([`ClaimLedger`]); a task it completes, gives up or hands on leaves it | resume: only a task listed here is handed back to it as its own |
 //! | `{name}.spent.json` | after each of its turns that spent something counted over its life ([`SpentRecord`]) | resume: its tree's life-long budgets go on from there instead of from zero |
 //! | `{name}.state` | `state.save` ([`SavedState`]) | `state.load` |
+//! | `.lead.json` (the team's lead component's) | when a lead component starts, and each time its seat changes: formed, a spawn, a budget given, a shutdown asked, a refusal (`home::lead_record`) | `teamhost run --resume` of a led team: the seat goes on from there |
 //! | `host.json` (the team's, not a teammate's) | `teamhost run` when it creates or resumes the team (`backends::live_host::claim`) | every command that would delete or take over the team: it refuses while that host lives |
 //!
 //! The home is the host's: no teammate's directory may lie in it (see

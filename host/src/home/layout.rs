@@ -5,6 +5,7 @@
 //! {home}/teams/, {home}/tasks/           the team store's (store/files/paths.rs)
 //! {home}/kept/{team}/{stem}.{Kept}       what a teammate's life keeps (kept.rs, spawn records)
 //! {home}/kept/{team}/host.json           the run's claim on the team (backends::live_host)
+//! {home}/kept/{team}/.lead.json          a lead component's seat, to resume it (lead_record.rs)
 //! {home}/started/{team}/{stem}.json      process records (backends::started)
 //! {home}/lead-keys/{team}/{stem}.json    the lead's private key for a keyed teammate (lead_keys.rs; 0600)
 //! {home}/subagents/{team}/{stem}.json    a teammate's sub-agent counts (subagents::tree)
@@ -91,6 +92,13 @@ impl Home {
     /// team.
     pub fn run_claim(&self, team: &str) -> PathBuf {
         self.kept_dir(team).join("host.json")
+    }
+
+    /// `{home}/kept/{team}/.lead.json`: the seat of the team's lead
+    /// component, kept to resume it (a member's file stem never starts
+    /// with `.`).
+    pub fn lead_record(&self, team: &str) -> PathBuf {
+        self.kept_dir(team).join(".lead.json")
     }
 
     /// `{home}/started/{team}`: the team's process records.

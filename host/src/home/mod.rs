@@ -10,6 +10,7 @@
 //! | `mod.rs` | [`Home`]: where it is (`resolve`), whether it can be used |
 //! | `layout.rs` | every path under the home: [`Kept`] files, cache, logs, worktrees, records, counts |
 //! | `spawn_record.rs` | how a teammate was spawned, to spawn it again on resume (`{name}.spawn.json`) |
+//! | `lead_record.rs` | a lead component's seat (formed, spawns, purse, refusals), to resume a led team (`.lead.json`) |
 //! | `process.rs` | which process wrote a record (pid and start time), and whether it still runs |
 //! | `lead_keys.rs` | the lead's private keys for its keyed teammates (`lead-keys/{team}/`, 0600), [`lead_keys::HomeKeyring`] |
 //! | `started.rs` | process records: every teammate process teamhost started (`started/{team}/`) |
@@ -25,6 +26,7 @@ pub mod decisions;
 pub mod kept;
 mod layout;
 pub mod lead_keys;
+pub mod lead_record;
 pub mod process;
 pub mod run_claim;
 pub mod spawn_record;

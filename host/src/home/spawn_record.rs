@@ -92,11 +92,13 @@ impl SpawnRecord {
     }
 }
 
-fn short(hex: &str) -> &str {
+/// The first 12 hex digits of a digest, as messages show it.
+pub(crate) fn short(hex: &str) -> &str {
     &hex[..hex.len().min(12)]
 }
 
-fn sha256_of(path: &Path) -> Result<String> {
+/// SHA-256 of the file at `path`, hex.
+pub(crate) fn sha256_of(path: &Path) -> Result<String> {
     let bytes = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
     let digest = sha2::Sha256::digest(&bytes);
     Ok(digest.iter().map(|b| format!("{b:02x}")).collect())

@@ -28,6 +28,13 @@
 //! case is still bounded by the timeout only (a plan's wait is idle, and
 //! is told).
 //!
+//! **After a crash** ([`Start::Resume`]): the team's teammates and its lead
+//! come back together ([`Host::resume_led`](crate::embed::Host::resume_led)),
+//! the lead with its seat as this machine kept it; the goal is not needed
+//! and not delivered again. A team whose lead was a component resumes only
+//! led (by the component that led it), and a team led by the person only
+//! without one ([`check_resume`]).
+//!
 //! Decisions: a led run needs a goal (the plan's, else `[lead] goal`) and a
 //! `[[catalogue]]` (a lead without one could spawn nothing), and has no
 //! `[[teammate]]` entries: every teammate is the lead's to spawn. It
@@ -39,7 +46,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::ended::Ended;
-use super::plan::{Leader, RunPlan};
+use super::plan::{Leader, RunPlan, Start};
 use crate::embed::{Host, LeadSpec, ShutdownReport, TeammateState};
 use crate::manifest::LeadTable;
 use crate::protocol::describe::printable_line;
@@ -59,10 +66,16 @@ pub(super) fn spec(plan: &RunPlan) -> anyhow::Result<LeadSpec> {
     };
     let goal = goal
         .or_else(|| m.lead.as_ref().and_then(|l| l.goal.clone()))
-        .filter(|g| !g.trim().is_empty())
-        .context(
-            "a team led by a component needs a goal: pass --goal \"TEXT\" or set `goal` in [lead]",
-        )?;
+        .filter(|g| !g.trim().is_empty());
+    // A resumed lead had its goal in its first life: none is needed, and
+    // none is delivered again.
+    let goal = match (goal, plan.start) {
+        (Some(goal), _) => goal,
+        (None, Start::Resume) => String::new(),
+        (None, _) => anyhow::bail!(
+            "a team led by a component needs a goal: pass --goal \"TEXT\" or set `goal` in [lead]"
+        ),
+    };
     if m.catalogue.is_empty() {
         anyhow::bail!(
             "{} has no [[catalogue]]: a lead component spawns its teammates only from the manifest's [[catalogue]] entries; add at least one",
@@ -94,6 +107,29 @@ pub(super) fn spec(plan: &RunPlan) -> anyhow::Result<LeadSpec> {
         spec.cwd = crate::manifest::default_cwd(&base, LEAD_NAME);
     }
     Ok(spec)
+}
+
+/// Refuses a resume whose leader is not the team's: a team with a lead
+/// component's record on this machine resumes only with a lead component
+/// (the record then checks it is the same one), and one without only with
+/// none.
+pub(super) fn check_resume(host: &Host, plan: &RunPlan, team: &Team) -> anyhow::Result<()> {
+    let record = crate::home::lead_record::LeadRecord::load(host.home(), team.name())
+        .with_context(|| format!("cannot read the lead's record of team {:?}", team.name()))?;
+    match (record, plan.is_led()) {
+        (Some(record), false) => anyhow::bail!(
+            "team {:?} was led by the component {}: resume it led, with `[lead] component` in {} or --lead {}",
+            team.name(),
+            record.component.display(),
+            plan.manifest_file.display(),
+            record.component.display()
+        ),
+        (None, true) => anyhow::bail!(
+            "team {:?} was not led by a component of this machine's teamhost (it has no lead's record here): resume it without --lead and without [lead]",
+            team.name()
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// How long a settled team must stay unchanged before the lead is told

@@ -108,9 +108,10 @@ impl Prepared {
 
     /// Creates the team, seeds its tasks and records this process as its
     /// host (`Fresh`, `Replace`), or reads the one to resume (`Resume`), or
-    /// starts the lead component, which forms the team itself (a led run);
-    /// then answers the policy's requests from here on. Nothing else is
-    /// spawned yet.
+    /// starts the lead component, which forms the team itself (a led run),
+    /// or brings a led team back, its teammates and its lead with its seat
+    /// (a led `Resume`: [`Host::resume_led`]); then answers the policy's
+    /// requests from here on. Nothing else is spawned yet.
     pub async fn begin(self, narrator: &dyn Narrator) -> anyhow::Result<Run> {
         let Prepared {
             host,
@@ -121,7 +122,24 @@ impl Prepared {
             began_ms,
         } = self;
         let m = &plan.manifest;
+        let mut elsewhere = Vec::new();
         let lead = match lead_spec {
+            // Its teammates and its lead, back together; the lead is told.
+            Some(spec) if plan.start == Start::Resume => {
+                let (report, _) = host
+                    .resume_led(team.name(), spec)
+                    .await
+                    .map_err(anyhow::Error::from)
+                    .with_context(|| format!("cannot resume team {:?}", team.name()))?;
+                claim(host.home(), &team);
+                narrator.line("run", report.describe(team.name()));
+                narrator.line(
+                    "run",
+                    "resumed the lead with its seat as it was kept".into(),
+                );
+                elsewhere = report.adopted_elsewhere;
+                LEAD_NAME.to_string()
+            }
             Some(spec) => {
                 host.start_lead(team.name(), spec)
                     .await
@@ -174,7 +192,7 @@ impl Prepared {
             plan,
             began_ms,
             spawn_took: Duration::ZERO,
-            elsewhere: Vec::new(),
+            elsewhere,
             adopted: Vec::new(),
             _desk: desk,
             last_look,
@@ -245,6 +263,9 @@ impl Run {
                 narrator,
             )
             .await?;
+        }
+        if plan.start == Start::Resume {
+            super::led::check_resume(host, &plan, &team)?;
         }
         // After the existing team's check: a run it refuses makes nothing.
         super::make_default_dirs(m)?;

@@ -40,6 +40,8 @@
 //! A run is led by the person (or the embedding program), or by a lead
 //! component ([`Leader`]): then the lead spawns the teammates from the
 //! manifest's `[[catalogue]]` and the run ends when it deletes its team.
+//! A led run killed mid-work resumes led ([`Start::Resume`]): its teammates
+//! and its lead come back, the lead with its seat as this machine kept it.
 //!
 //! Beside a lead that runs elsewhere, on a shared store ([`Start::Join`],
 //! [`Start::Adopt`]), a run seeds, answers and deletes nothing.

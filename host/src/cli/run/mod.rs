@@ -131,7 +131,9 @@ pub struct RunArgs {
     /// unfinished tasks back, and run to the end as usual. Seeds nothing;
     /// spawns the manifest's teammates that never joined. On a NATS store,
     /// takes the dead host's lease over first and leaves a teammate another
-    /// host (`--adopt`) already took over to that host. See
+    /// host (`--adopt`) already took over to that host. A team led by a
+    /// component comes back with its lead and the lead's seat (what it
+    /// spawned, gave and was refused); its goal is not given again. See
     /// docs/guides/resume.md.
     #[arg(long, conflicts_with_all = ["replace", "join"])]
     resume: bool,
@@ -175,7 +177,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "TEXT", conflicts_with_all = ["join", "resume"])]
     goal: Option<String>,
     /// The lead component (the `lead` world); wins over [lead] component.
-    #[arg(long, value_name = "COMPONENT", conflicts_with_all = ["join", "resume"])]
+    /// With --resume: the component that led the team (checked by SHA-256).
+    #[arg(long, value_name = "COMPONENT", conflicts_with = "join")]
     lead: Option<PathBuf>,
     /// On a store shared by several hosts (NATS): this host's lease on the
     /// team lasts this many seconds without renewal (renewed every third of
@@ -351,14 +354,6 @@ async fn run_team(
             "team {} is left to its lead at {}",
             t.name(),
             t.location().display()
-        ),
-        // A run led by a component cannot be resumed (`--resume` excludes
-        // `--goal` and `--lead`).
-        Ok(t) if lead::is_led(a, m) => format!(
-            "team {} is left as it is at {}: once its store answers, remove it with `teamhost team delete {} --force`",
-            t.name(),
-            t.location().display(),
-            t.name()
         ),
         Ok(t) => format!(
             "team {} is left as it is at {}: once its store answers, continue it with `teamhost run --resume {}`, or remove it with `teamhost team delete {} --force`",

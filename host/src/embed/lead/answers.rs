@@ -128,7 +128,45 @@ impl LeadSeat {
             })
     }
 
+    /// Answers a permission request; a refusal counted is kept
+    /// (`record.rs`).
     pub(super) async fn answer_permission_now(
+        &self,
+        caller: Caller,
+        request_id: String,
+        answer: PermitAnswer,
+    ) -> Result<(), LeadError> {
+        let before = self.refusals_total();
+        let answered = self.answer_permission_counted(caller, request_id, answer);
+        self.keep_if_refused(before).await;
+        answered
+    }
+
+    /// Answers a plan; a refusal counted is kept (`record.rs`).
+    pub(super) async fn answer_plan_now(
+        &self,
+        caller: Caller,
+        request_id: String,
+        answer: PlanAnswer,
+    ) -> Result<(), LeadError> {
+        let before = self.refusals_total();
+        let answered = self.answer_plan_counted(caller, request_id, answer);
+        self.keep_if_refused(before).await;
+        answered
+    }
+
+    fn refusals_total(&self) -> u32 {
+        self.refusals.lock().expect("refusals lock").total()
+    }
+
+    /// Keeps the seat when a refusal was counted since `before`.
+    async fn keep_if_refused(&self, before: u32) {
+        if self.refusals_total() != before {
+            self.keep().await;
+        }
+    }
+
+    fn answer_permission_counted(
         &self,
         caller: Caller,
         request_id: String,
@@ -163,7 +201,7 @@ impl LeadSeat {
         self.decided_refusal(answered, &quota)
     }
 
-    pub(super) async fn answer_plan_now(
+    fn answer_plan_counted(
         &self,
         caller: Caller,
         request_id: String,

@@ -12,6 +12,20 @@ pub(super) struct RefusalCount {
 }
 
 impl RefusalCount {
+    /// A count going on from `total` refusals of an earlier life (a
+    /// resumed lead); none this turn.
+    pub(super) fn resumed(total: u32) -> RefusalCount {
+        RefusalCount {
+            total,
+            ..RefusalCount::default()
+        }
+    }
+
+    /// The refusals over the lead's life.
+    pub(super) fn total(&self) -> u32 {
+        self.total
+    }
+
     /// `Ok` while a refusal in `turn` may still be recorded; else which
     /// limit it passed, with the manifest key that raises it.
     pub(super) fn quota(&self, turn: u64, per_turn: u32, total: u32) -> Result<(), String> {

@@ -36,6 +36,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
+use super::record::RecordKeeper;
 use super::refusals::RefusalCount;
 use crate::approvals::PermitAnswer;
 use crate::approvals::PlanAnswer;
@@ -43,6 +44,7 @@ use crate::embed::api::Inner;
 use crate::embed::grant::{CatalogueEntry, LeadSpec};
 use crate::embed::Host;
 use crate::error::Error;
+use crate::home::lead_record::LeadRecord;
 use crate::runtime::lead_host::{
     BoxFuture, Caller, CatalogueView, LeadError, LeadHost, LeadSpawn, PendingView, TeammateView,
 };
@@ -74,6 +76,8 @@ pub struct LeadSeat {
     /// The lead's own budgets and turn count, attached once its instance
     /// is built ([`LeadSeat::attach`]).
     pub(super) meters: OnceLock<SeatMeters>,
+    /// Keeps the seat on this machine after each change (`record.rs`).
+    pub(super) keeper: RecordKeeper,
 }
 
 /// What the seat counts in the lead's own instance.
@@ -85,19 +89,75 @@ pub(super) struct SeatMeters {
 }
 
 impl LeadSeat {
-    pub(in crate::embed) fn new(host: &Host, team: Team, spec: LeadSpec) -> LeadSeat {
+    /// The seat of a lead that starts, or of one resumed from `record`
+    /// (the seat as it was kept: formed, its spawns, its purse, its
+    /// refusals); kept on `host`'s home from here on.
+    pub(in crate::embed) fn new(
+        host: &Host,
+        team: Team,
+        spec: LeadSpec,
+        record: LeadRecord,
+    ) -> LeadSeat {
+        let keeper = RecordKeeper::new(
+            &host.inner.home,
+            team.name(),
+            LeadRecord {
+                component: record.component.clone(),
+                component_sha256: record.component_sha256.clone(),
+                ..LeadRecord::default()
+            },
+        );
         LeadSeat {
             host: Arc::downgrade(&host.inner),
             team,
             spec,
-            formed: AtomicBool::new(false),
+            formed: AtomicBool::new(record.formed),
             ended: AtomicBool::new(false),
-            spawned: Mutex::new(HashMap::new()),
-            asked_to_stop: Mutex::new(Default::default()),
-            given: Mutex::new(0),
-            spawns: AtomicUsize::new(0),
-            refusals: Mutex::new(RefusalCount::default()),
+            spawned: Mutex::new(record.spawned.into_iter().collect()),
+            asked_to_stop: Mutex::new(record.asked_to_stop.into_iter().collect()),
+            given: Mutex::new(record.given_microdollars),
+            spawns: AtomicUsize::new(record.spawns),
+            refusals: Mutex::new(RefusalCount::resumed(record.refused_total)),
             meters: OnceLock::new(),
+            keeper,
+        }
+    }
+
+    /// The seat now, as [`LeadRecord`] keeps it.
+    pub(super) fn snapshot(&self) -> LeadRecord {
+        LeadRecord {
+            formed: self.formed.load(Ordering::SeqCst),
+            spawned: self
+                .spawned
+                .lock()
+                .expect("spawned lock")
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            asked_to_stop: self
+                .asked_to_stop
+                .lock()
+                .expect("asked lock")
+                .iter()
+                .cloned()
+                .collect(),
+            given_microdollars: *self.given.lock().expect("given lock"),
+            spawns: self.spawns.load(Ordering::SeqCst),
+            refused_total: self.refusals.lock().expect("refusals lock").total(),
+            ..self.keeper.base().clone()
+        }
+    }
+
+    /// Keeps the seat as it is now on this machine, synced (`record.rs`).
+    /// A write that fails is logged, not the act's failure: the act is
+    /// done; a resume after it would go on from the seat kept before.
+    pub(super) async fn keep(&self) {
+        if let Err(e) = self.keeper.keep(|| self.snapshot()).await {
+            tracing::error!(
+                team = %self.team.name(),
+                error = %e,
+                "the lead's seat could not be kept; a resume would go on from the seat kept before"
+            );
         }
     }
 
@@ -203,6 +263,22 @@ impl LeadSeat {
             .collect())
     }
 
+    /// Removes the seat's record once the lead deleted its team (its last
+    /// turn may have kept the seat after the delete): a later team of the
+    /// same name is not taken for a led one. The lead's conversation, which
+    /// that turn also wrote, stays as the record of what the lead did.
+    fn forget_record(&self) {
+        let Some(host) = self.host.upgrade() else {
+            return;
+        };
+        let path = host.home.lead_record(self.team.name());
+        if let Err(e) = std::fs::remove_file(&path) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!(path = %path.display(), error = %e, "the lead's record was not removed");
+            }
+        }
+    }
+
     /// Whether `delete_team` ended the lead's run.
     pub fn ended(&self) -> bool {
         self.ended.load(Ordering::SeqCst)
@@ -281,5 +357,11 @@ impl LeadHost for LeadSeat {
 
     fn ended(&self) -> bool {
         LeadSeat::ended(self)
+    }
+
+    fn after_end(&self) {
+        if self.ended() {
+            self.forget_record();
+        }
     }
 }

@@ -6,7 +6,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::embed::grant::LeadGrant;
+use crate::embed::grant::{CatalogueEntry, Granted, LeadGrant};
 use crate::embed::lead::seat::{unavailable, LeadSeat};
 use crate::embed::{Host, SpawnRequest, TeammateSettings};
 use crate::model::ModelPolicy;
@@ -90,6 +90,25 @@ impl LeadSeat {
         // Counted before the spawn runs, whatever its end: every spawn
         // writes a member, a directory and an inbox.
         self.spawns.fetch_add(1, Ordering::SeqCst);
+        // Charged and counted on this machine before it runs: a host that
+        // dies during the spawn leaves the budget given, never more than
+        // the purse held.
+        self.keep().await;
+        let spawned = self.spawn_granted(&host, &entry, req, granted).await;
+        // With its teammate, or with the budget given back.
+        self.keep().await;
+        spawned
+    }
+
+    /// Spawns what [`spawn_now`](Self::spawn_now) granted and charged;
+    /// gives the budget back when the spawn fails.
+    async fn spawn_granted(
+        &self,
+        host: &Host,
+        entry: &CatalogueEntry,
+        req: LeadSpawn,
+        granted: Granted,
+    ) -> Result<String, LeadError> {
         let charged = granted.budget_microdollars.unwrap_or(0);
         let give_back = || {
             let mut given = self.given.lock().expect("given lock");

@@ -17,8 +17,10 @@ use crate::embed::grant::LeadSpec;
 use crate::embed::lead::seat::LeadSeat;
 use crate::embed::{Host, SpawnRequest, TeammateInfo, TeammateState};
 use crate::error::{Error, Result};
+use crate::home::lead_record::LeadRecord;
 use crate::store::config::LEAD_NAME;
-use crate::store::{NewTeam, OutgoingMessage};
+use crate::store::{Member, NewTeam, OutgoingMessage, Team};
+use crate::teammate::Resumed;
 
 impl Host {
     /// Starts `spec`'s lead component as the lead of a new team `team` and
@@ -31,22 +33,10 @@ impl Host {
     /// component cannot be loaded or instantiated.
     pub async fn start_lead(&self, team: &str, spec: LeadSpec) -> Result<TeammateInfo> {
         check_spec(&spec)?;
+        let record = LeadRecord::starting(&spec.component)?;
         let t = self.team(team)?;
-        std::fs::create_dir_all(&spec.cwd).map_err(|e| {
-            Error::Spawn(format!(
-                "the lead's directory {} cannot be made: {e}",
-                spec.cwd.display()
-            ))
-        })?;
-        let mut req = SpawnRequest::new(LEAD_NAME, &spec.component, &spec.goal, &spec.cwd);
-        req.settings = spec.settings.clone();
-        req.settings.auto_claim = false;
-        req.settings
-            .notifications
-            .get_or_insert(self.inner.opts.notifications);
-        self.check_layout(t.name(), &req)?;
-        let env = self.spawn_env(&t)?;
-        let prepared = assembly::prepare(env.runtime, &req).await?;
+        let req = self.lead_request(&t, &spec)?;
+        let prepared = assembly::prepare(self.spawn_env(&t)?.runtime, &req).await?;
         t.create(NewTeam {
             lead_model: req.settings.model.clone(),
             cwd: Some(prepared.dir.display().to_string()),
@@ -72,23 +62,60 @@ impl Host {
             .map_err(undo)?;
         t.deliver(LEAD_NAME, OutgoingMessage::new("user", spec.goal.clone()))
             .map_err(undo)?;
-        let seat = Arc::new(LeadSeat::new(self, t.clone(), spec));
-        let env = lead_env(env, seat.clone());
+        let seat = Arc::new(LeadSeat::new(self, t.clone(), spec, record));
+        // Kept before its first turn: a led team is resumable from here on.
+        seat.keeper.keep(|| seat.snapshot()).await.map_err(undo)?;
+        self.launch_lead(&t, &req, prepared, member, seat, None)
+            .await
+            .map_err(undo)
+    }
+
+    /// The lead's request: `spec`'s component in its directory (made
+    /// here), with its settings; it claims no tasks. Its directory passes
+    /// the layout check.
+    pub(super) fn lead_request(&self, t: &Team, spec: &LeadSpec) -> Result<SpawnRequest> {
+        std::fs::create_dir_all(&spec.cwd).map_err(|e| {
+            Error::Spawn(format!(
+                "the lead's directory {} cannot be made: {e}",
+                spec.cwd.display()
+            ))
+        })?;
+        let mut req = SpawnRequest::new(LEAD_NAME, &spec.component, &spec.goal, &spec.cwd);
+        req.settings = spec.settings.clone();
+        req.settings.auto_claim = false;
+        req.settings
+            .notifications
+            .get_or_insert(self.inner.opts.notifications);
+        self.check_layout(t.name(), &req)?;
+        Ok(req)
+    }
+
+    /// Instantiates the lead's registered `member` with `seat` in its seat
+    /// (what a resumed one takes over in `resumed`), attaches the seat to
+    /// its meters and starts its runner.
+    pub(super) async fn launch_lead(
+        &self,
+        t: &Team,
+        req: &SpawnRequest,
+        prepared: assembly::Prepared,
+        member: Member,
+        seat: Arc<LeadSeat>,
+        resumed: Option<Resumed>,
+    ) -> Result<TeammateInfo> {
+        let env = lead_env(self.spawn_env(t)?, seat.clone());
         let log = env.log_dir.join(t.name()).join(format!("{LEAD_NAME}.log"));
         let place = Placement {
             backend_type: "in-process".into(),
             pane_id: "in-process".into(),
             log: Some(log),
-            resumed: None,
+            resumed,
         };
-        let ready = assembly::instantiate(&env, &t, member, &req, prepared, place)
-            .await
-            .map_err(undo)?;
+        let ready = assembly::instantiate(&env, t, member, req, prepared, place).await?;
         // Before its first turn: what the seat writes for the lead counts
         // with the lead's own team bytes, its refusals by the lead's turns.
         seat.attach(ready.budget().clone(), ready.turns());
         let spawned = ready.run(&env);
-        Ok(self.keep(&t, spawned))
+        Ok(self.keep(t, spawned))
     }
 
     /// Waits until `team`'s lead, started by [`Host::start_lead`] in this
@@ -109,7 +136,7 @@ impl Host {
 }
 
 /// The checks nothing needs to be written for.
-fn check_spec(spec: &LeadSpec) -> Result<()> {
+pub(super) fn check_spec(spec: &LeadSpec) -> Result<()> {
     if spec.max_teammates == 0 || spec.max_spawns_total == 0 {
         return Err(Error::Spawn(
             "max_teammates or max_spawns_total is 0: a lead needs at least one teammate".into(),

@@ -45,6 +45,7 @@ impl LeadSeat {
             self.formed.store(false, Ordering::SeqCst);
             return Err(e);
         }
+        self.keep().await;
         // The WIT contract: the team's real name, whatever `name` said
         // (the host names the lead's team; the toolbox tells a model).
         let _ = name;
@@ -73,6 +74,9 @@ impl LeadSeat {
             .lock()
             .expect("asked lock")
             .insert(name.clone());
+        // Kept before it is sent: a resume asks again whoever was asked
+        // and has not approved.
+        self.keep().await;
         let (team, lead) = (self.team.clone(), self.lead_name());
         crate::blocking::try_run("sending a shutdown request", move || {
             team.send(&name, OutgoingMessage::new(lead, request.to_text()))
