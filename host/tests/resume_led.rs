@@ -18,21 +18,50 @@ const TEAM: &str = "resume-led";
 /// is done and reported, w1 goes and a third spawn is tried, within
 /// `max_teammates` but past `max_spawns_total` (refused only if the spawns
 /// of the first life still count); then w2 goes and the team is deleted.
+///
+/// Its purse: US$0.50. Before the crash it spends one model call
+/// (US$0.12003, [`CALL`]) and gives each worker US$0.10; after it, one more
+/// call fits (US$0.05994 left) and the next does not, which holds only if
+/// what the first life spent and gave still counts.
 const SCRIPT: &str = "create resume-led
 task Step 1
 task Step 2
 task Step 3
 task Step 4
-spawn worker w1 complete-tasks bash-on-task
-spawn worker w2 complete-tasks bash-on-task
+think 1 8000
+spawn worker w1 model=fake budget=0.1 complete-tasks bash-on-task
+spawn worker w2 model=fake budget=0.1 complete-tasks bash-on-task
 wait-done
 wait-reports 4
+think 1 8000
+think 1 8000
 shutdown w1
 wait-gone w1
 spawn worker w3 complete-tasks
 shutdown w2
 wait-gone w2
 delete";
+
+/// What one call of the scripted model costs, in microdollars: 10 tokens
+/// in at $3 and 8,000 out at $15 per million.
+const CALL: u64 = 30 + 120_000;
+
+/// The host's model config: `fake`, played by `script.json`, priced.
+const MODELS: &str = r#"[providers.script]
+dialect = "scripted"
+script = "script.json"
+
+[models.fake]
+provider = "script"
+id = "fake-1"
+context_window = 100000
+max_output_tokens = 8000
+price = { input = 3.0, output = 15.0 }
+"#;
+
+/// Every call answers one word and reports 8,000 output tokens.
+const ANSWER: &str = r#"{"agents":[{"name":"any","match":[],"turns_by":"calls","after_last":"repeat-last",
+  "turns":[{"text":"ok","usage":{"input_tokens":10,"output_tokens":8000}}]}]}"#;
 
 struct Led {
     dir: tempfile::TempDir,
@@ -47,13 +76,16 @@ impl Led {
         std::fs::write(
             &manifest,
             format!(
-                "[team]\nname = {TEAM:?}\n\n[lead]\ncomponent = {:?}\ngoal = '''\n{SCRIPT}\n'''\nmax_teammates = 2\nmax_spawns_total = 2\n\n\
-                 [[catalogue]]\nname = \"worker\"\ncomponent = {:?}\nmax_mode = \"acceptEdits\"\nallowed_tools = [\"Bash\"]\n",
+                "[team]\nname = {TEAM:?}\n\n[lead]\ncomponent = {:?}\ngoal = '''\n{SCRIPT}\n'''\nmodel = \"fake\"\nmax_teammates = 2\nmax_spawns_total = 2\n\n\
+                 [lead.model_policy]\nbudget_usd = 0.5\nmax_tokens_per_call = 8000\n\n\
+                 [[catalogue]]\nname = \"worker\"\ncomponent = {:?}\nmax_mode = \"acceptEdits\"\nallowed_tools = [\"Bash\"]\nmodels = [\"fake\"]\nbudget_usd = 1.0\n",
                 teamhost_tests::LEADSCRIPT,
                 teamhost_tests::PROBE,
             ),
         )
         .unwrap();
+        std::fs::write(dir.path().join("models.toml"), MODELS).unwrap();
+        std::fs::write(dir.path().join("script.json"), ANSWER).unwrap();
         Led {
             home: dir.path().join("home"),
             manifest,
@@ -71,7 +103,9 @@ impl Led {
             .arg(&self.home)
             .arg("run")
             .arg(&self.manifest)
-            .args(["--lines", "--timeout", "100"])
+            .args(["--lines", "--timeout", "100", "--model-mode", "live"])
+            .arg("--model-config")
+            .arg(self.dir.path().join("models.toml"))
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -133,6 +167,7 @@ fn a_led_run_killed_mid_work_resumes_with_its_lead_s_seat_and_finishes_every_tas
     assert_eq!(record["spawns"], 2, "{record}");
     assert_eq!(record["spawned"]["w1"], "worker", "{record}");
     assert_eq!(record["spawned"]["w2"], "worker", "{record}");
+    assert_eq!(record["givenMicrodollars"], 200_000, "{record}");
     assert!(
         led.completions().is_empty(),
         "nothing completed before the kill"
@@ -172,11 +207,27 @@ fn a_led_run_killed_mid_work_resumes_with_its_lead_s_seat_and_finishes_every_tas
     assert_eq!(led.completions(), vec![1, 2, 3, 4], "{text}");
     let log = led.lead_log();
     // The lead went on from where its script was, not from the start.
-    assert!(log.contains("resumed\tOK\tat line 8"), "{log}");
+    assert!(log.contains("resumed\tOK\tat line 9"), "{log}");
     assert_eq!(log.matches("create\tOK").count(), 1, "{log}");
     // Its spawns of the first life still count against max_spawns_total.
     assert!(
         log.contains("spawn\tERR\tdenied: the lead may spawn at most 2 teammates over its life and has spawned 2"),
+        "{log}"
+    );
+    // What it spent on its own call and gave in its first life still
+    // counts: one more call fits, a second does not.
+    assert!(
+        log.contains(&format!("think\tOK\tspent {CALL} left {}", 500_000 - CALL)),
+        "{log}"
+    );
+    let left = 500_000 - 2 * CALL - 200_000;
+    assert!(
+        log.contains(&format!("think\tOK\tspent {} left {left}", 2 * CALL)),
+        "{log}"
+    );
+    assert!(
+        log.contains("think\tERR\tbudget-exhausted: ")
+            && log.contains("$0.200000 given to teammates"),
         "{log}"
     );
     // Each completion reached the lead once.

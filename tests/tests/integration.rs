@@ -18,6 +18,7 @@ mod failure;
 mod hooks;
 mod lead_agent;
 mod lead_hostile;
+mod lead_purse;
 mod lead_seat;
 mod live_model;
 mod memory_store;

@@ -28,6 +28,7 @@
 //! | `say NAME TEXT…` | `messaging.send` |
 //! | `write PATH TEXT…` | `tools.write` in the lead's own directory (in `default` mode it asks: the lead's own permission request, which the person answers) |
 //!
+//! | `think N [MAX_TOKENS]` | makes N model calls of its own (`model.complete`, a one-word question, `max-tokens` MAX_TOKENS or the policy's), then prints what it spent and has left (`model.spent`); a refused call prints `ERR` with the model error |
 //! | `wait-done` | waits until the task list has tasks and every one is completed |
 //! | `wait-reports N` | waits until idle notifications have reported N different tasks completed |
 //!
@@ -425,6 +426,7 @@ fn run(script: &mut Script, line: &str) -> bool {
                     .join(",")
             });
         }
+        "think" => think(args),
         "wait-reports" => {
             let want: usize = args.first().and_then(|n| n.parse().ok()).unwrap_or(0);
             let mut ids = script.reports.clone();
@@ -463,6 +465,51 @@ fn run(script: &mut Script, line: &str) -> bool {
         other => print(other, false, "unknown command"),
     }
     true
+}
+
+fn think(args: &[&str]) {
+    use teamhost::agent::model::{self, ContentBlock, Message, ModelError, Request, Role};
+    let times: usize = args.first().and_then(|n| n.parse().ok()).unwrap_or(1);
+    let max_tokens = args.get(1).and_then(|n| n.parse().ok());
+    for i in 0..times {
+        let request = Request {
+            model: String::new(),
+            system: Some("You answer in one word.".into()),
+            messages: vec![Message {
+                role: Role::User,
+                content: vec![ContentBlock::Text(format!("think {i}"))],
+            }],
+            tools: Vec::new(),
+            tool_choice: None,
+            max_tokens,
+            temperature: None,
+            stop_sequences: Vec::new(),
+        };
+        if let Err(e) = model::complete(&request) {
+            let text = match e {
+                ModelError::Denied(s) => format!("denied: {s}"),
+                ModelError::BudgetExhausted(s) => format!("budget-exhausted: {s}"),
+                ModelError::RateLimited(r) => format!("rate-limited: {}", r.message),
+                ModelError::Invalid(s) => format!("invalid: {s}"),
+                ModelError::Unavailable(s) => format!("unavailable: {s}"),
+                ModelError::NotRecorded(s) => format!("not-recorded: {s}"),
+            };
+            print("think", false, &text);
+            return;
+        }
+    }
+    let spent = model::spent();
+    print(
+        "think",
+        true,
+        &format!(
+            "spent {} left {}",
+            spent.cost_microdollars,
+            spent
+                .cost_left_microdollars
+                .map_or("none".to_string(), |l| l.to_string())
+        ),
+    );
 }
 
 fn spawn(args: &[&str]) {

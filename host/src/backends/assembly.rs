@@ -115,6 +115,8 @@ pub(crate) struct Ready {
     handles: RunnerHandles,
     stopping: crate::runtime::Stopping,
     budget: Arc<crate::runtime::TreeBudget>,
+    /// Its model client (a lead's seat gives from its budget).
+    model: crate::model::ModelClient,
 }
 
 /// In a team whose config names a team lead key, has this host's
@@ -172,6 +174,7 @@ pub(crate) async fn instantiate(
     let signals = (registration.wake.clone(), stopping.clone());
     let seat =
         super::model_seat::model_seat(env, team, &member.name, req, place.resumed.is_some())?;
+    let model = seat.client.clone();
     let mut assembly = assemble(env, team, &member, req, &prepared.dir, &place, lead, &kept)?
         .signals(signals.0, signals.1)
         .model(seat);
@@ -216,6 +219,7 @@ pub(crate) async fn instantiate(
         handles,
         stopping,
         budget,
+        model,
     })
 }
 
@@ -410,6 +414,11 @@ impl Ready {
         &self.budget
     }
 
+    /// Its model client: a lead's seat gives from its budget.
+    pub(crate) fn model(&self) -> &crate::model::ModelClient {
+        &self.model
+    }
+
     /// The count of turns the runner has started (each turn adds one as it
     /// begins).
     pub(crate) fn turns(&self) -> Arc<AtomicU64> {
@@ -430,6 +439,7 @@ impl Ready {
                 },
             stopping,
             budget: _,
+            model: _,
         } = self;
         let turns = runner.links.turns.clone();
         let busy = runner.links.busy.clone();

@@ -23,6 +23,10 @@
 //!   sleeps on a guest's behalf. Answers served from a cassette are not
 //!   rate limited.
 //!
+//! - **Budget given away.** A lead's meter is its purse: what its seat
+//!   gives a teammate it spawns ([`Meter::give`]) is taken from the same
+//!   cost budget its own calls (and its sub-agents') spend, so its calls
+//!   and its gifts together never exceed it.
 //! - **The team's budget.** A meter given the team's purse
 //!   ([`super::team_budget`]) reserves and settles each call's cost there
 //!   too: a call the whole team cannot afford is `budget-exhausted`.
@@ -54,6 +58,8 @@ struct State {
     cost: u64,
     reserved_tokens: u64,
     reserved_cost: u64,
+    /// Cost budget given away (a lead's gifts to its teammates).
+    given: u64,
     calls_this_turn: u32,
     estimated_calls: u64,
     bucket: f64,
@@ -94,6 +100,7 @@ impl Meter {
                 cost: 0,
                 reserved_tokens: 0,
                 reserved_cost: 0,
+                given: 0,
                 calls_this_turn: 0,
                 estimated_calls: 0,
                 bucket,
@@ -151,10 +158,17 @@ impl Meter {
             }
         }
         if let Some(budget) = self.policy.budget_microdollars {
-            let committed = s.cost.saturating_add(s.reserved_cost);
+            let committed = s
+                .cost
+                .saturating_add(s.reserved_cost)
+                .saturating_add(s.given);
             if committed.saturating_add(cost) > budget {
+                let given = match s.given {
+                    0 => String::new(),
+                    g => format!(", {} given to teammates", usd(g)),
+                };
                 let text = format!(
-                    "cost budget exhausted: {} of {} spent{}, and this call may cost up to {}; raise budget_usd under [teammate.model_policy] in the manifest to allow more",
+                    "cost budget exhausted: {} of {} spent{}{given}, and this call may cost up to {}; raise budget_usd in its model policy ([teammate.model_policy], or [lead.model_policy] for a lead, in the manifest) to allow more",
                     usd(s.cost),
                     usd(budget),
                     in_flight(s.reserved_cost, "µ$"),
@@ -249,6 +263,58 @@ impl Meter {
         s.calls_this_turn = s.calls_this_turn.saturating_sub(1);
     }
 
+    /// Gives `amount` microdollars of the cost budget away (a lead's gift
+    /// to a teammate it spawns): refused, saying what was spent, given and
+    /// held, when the budget left after this meter's spending, its calls
+    /// in flight and its earlier gifts does not cover it. Without a cost
+    /// budget it is only counted.
+    pub fn give(&self, amount: u64) -> Result<(), String> {
+        let mut s = self.lock();
+        if let Some(budget) = self.policy.budget_microdollars {
+            let committed = s
+                .cost
+                .saturating_add(s.reserved_cost)
+                .saturating_add(s.given);
+            if committed.saturating_add(amount) > budget {
+                return Err(format!(
+                    "budget {} is more than the lead has left to give: at most {} (of its {}, it spent {} on its own model calls{}, gave {})",
+                    usd(amount),
+                    usd(budget.saturating_sub(committed)),
+                    usd(budget),
+                    usd(s.cost),
+                    in_flight(s.reserved_cost, "µ$"),
+                    usd(s.given)
+                ));
+            }
+        }
+        s.given = s.given.saturating_add(amount);
+        Ok(())
+    }
+
+    /// Takes back a gift of `amount` (the spawn it was for failed).
+    pub fn give_back(&self, amount: u64) {
+        let mut s = self.lock();
+        s.given = s.given.saturating_sub(amount);
+    }
+
+    /// Counts gifts an earlier life made (a resumed lead), unchecked: they
+    /// were within the budget when made.
+    pub fn carry_over_given(&self, amount: u64) {
+        let mut s = self.lock();
+        s.given = s.given.saturating_add(amount);
+    }
+
+    /// What is left of the cost budget after what was spent, what calls in
+    /// flight hold and what was given; `None` without a cost budget.
+    pub fn cost_left_to_give(&self) -> Option<u64> {
+        let s = self.lock();
+        self.policy.budget_microdollars.map(|b| {
+            b.saturating_sub(s.cost)
+                .saturating_sub(s.reserved_cost)
+                .saturating_sub(s.given)
+        })
+    }
+
     /// A new turn: calls per turn start again.
     pub fn start_turn(&self) {
         self.lock().calls_this_turn = 0;
@@ -268,7 +334,7 @@ impl Meter {
             cost_left_microdollars: self
                 .policy
                 .budget_microdollars
-                .map(|b| b.saturating_sub(s.cost)),
+                .map(|b| b.saturating_sub(s.cost).saturating_sub(s.given)),
             calls_left_this_turn: self
                 .policy
                 .calls_per_turn
@@ -277,6 +343,7 @@ impl Meter {
             budget_microdollars: self.policy.budget_microdollars,
             team_spent_microdollars: self.team.as_ref().map(|t| t.spent()),
             team_budget_microdollars: self.team.as_ref().map(|t| t.budget()),
+            given_microdollars: s.given,
         }
     }
 

@@ -251,4 +251,8 @@ pub struct Spend {
     /// The team's cost budget (microdollars), when it has one.
     #[serde(default)]
     pub team_budget_microdollars: Option<u64>,
+    /// What a lead gave its teammates out of its cost budget
+    /// (microdollars); 0 for a teammate.
+    #[serde(default)]
+    pub given_microdollars: u64,
 }

@@ -45,6 +45,7 @@ use crate::embed::grant::{CatalogueEntry, LeadSpec};
 use crate::embed::Host;
 use crate::error::Error;
 use crate::home::lead_record::LeadRecord;
+use crate::model::ModelClient;
 use crate::runtime::lead_host::{
     BoxFuture, Caller, CatalogueView, LeadError, LeadHost, LeadSpawn, PendingView, TeammateView,
 };
@@ -86,6 +87,9 @@ pub(super) struct SeatMeters {
     pub(super) budget: Arc<TreeBudget>,
     /// The turns the lead's runner has started.
     pub(super) turns: Arc<AtomicU64>,
+    /// The lead's model client: its meter is the lead's purse, what it
+    /// spends on its own calls and what it gives (`spawns.rs`).
+    pub(super) model: ModelClient,
 }
 
 impl LeadSeat {
@@ -161,13 +165,28 @@ impl LeadSeat {
         }
     }
 
-    /// Gives the seat the lead's own tree budget and turn count (once,
-    /// before the lead's first turn): what the seat writes for the lead is
-    /// counted there, and its refusals per turn by those turns.
-    pub(in crate::embed) fn attach(&self, budget: Arc<TreeBudget>, turns: Arc<AtomicU64>) {
-        if self.meters.set(SeatMeters { budget, turns }).is_err() {
+    /// Gives the seat the lead's own tree budget, turn count and model
+    /// client (once, before the lead's first turn): what the seat writes for
+    /// the lead is counted there, its refusals per turn by those turns, and
+    /// what it gives comes out of the client's cost budget, which counts
+    /// the gifts of an earlier life (a resumed seat's) from here on.
+    pub(in crate::embed) fn attach(
+        &self,
+        budget: Arc<TreeBudget>,
+        turns: Arc<AtomicU64>,
+        model: ModelClient,
+    ) {
+        let given = *self.given.lock().expect("given lock");
+        let meters = SeatMeters {
+            budget,
+            turns,
+            model: model.clone(),
+        };
+        if self.meters.set(meters).is_err() {
             tracing::warn!("a lead seat was attached twice; the first meters stay");
+            return;
         }
+        model.carry_over_given(given);
     }
 
     /// The lead's turn now (0 before it is attached).

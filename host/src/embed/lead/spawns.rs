@@ -13,18 +13,41 @@ use crate::model::ModelPolicy;
 use crate::runtime::lead_host::{Caller, LeadError, LeadSpawn};
 
 impl LeadSeat {
-    /// The lead's own grant now, `given` microdollars already given: its
-    /// budget is the one its broker keeps (the default included).
+    /// The lead's own grant now, `given` microdollars already given: what
+    /// is left of its budget (the one its broker keeps, the default
+    /// included) after its own model calls, those in flight and its gifts,
+    /// as its meter counts them; before its meter is attached, its budget
+    /// less its gifts.
     pub(super) fn lead_grant(&self, caller: &Caller, host: &Host, given: u64) -> LeadGrant {
         let policy = self.spec.settings.model_policy.as_ref();
         let hub = host.inner.opts.models.hub();
+        let metered = self.meters.get().and_then(|m| m.model.cost_left_to_give());
         LeadGrant {
             mode: caller.mode,
             rules: caller.rules.clone(),
             models: policy.map(|p| p.allow.clone()).unwrap_or_default(),
-            budget_left_microdollars: policy
-                .and_then(|p| hub.budget_for(p))
-                .map(|budget| budget.saturating_sub(given)),
+            budget_left_microdollars: metered.or_else(|| {
+                policy
+                    .and_then(|p| hub.budget_for(p))
+                    .map(|budget| budget.saturating_sub(given))
+            }),
+        }
+    }
+
+    /// Takes `amount` out of the lead's purse (its meter: what it may still
+    /// spend on its own calls shrinks by it); `denied` when its calls took
+    /// what was left meanwhile.
+    fn charge(&self, amount: u64) -> Result<(), LeadError> {
+        match self.meters.get() {
+            Some(m) => m.model.give(amount).map_err(LeadError::Denied),
+            None => Ok(()),
+        }
+    }
+
+    /// Gives back a charge whose spawn failed.
+    fn refund(&self, amount: u64) {
+        if let Some(m) = self.meters.get() {
+            m.model.give_back(amount);
         }
     }
 
@@ -83,8 +106,13 @@ impl LeadSeat {
                 .lead_grant(&caller, &host, *given)
                 .may_spawn(&entry, &req, &unset_budget)
                 .map_err(LeadError::Denied)?;
-            self.count_text("the spawn prompt", &req.prompt)?;
-            *given = given.saturating_add(granted.budget_microdollars.unwrap_or(0));
+            let charge = granted.budget_microdollars.unwrap_or(0);
+            self.charge(charge)?;
+            if let Err(e) = self.count_text("the spawn prompt", &req.prompt) {
+                self.refund(charge);
+                return Err(e);
+            }
+            *given = given.saturating_add(charge);
             granted
         };
         // Counted before the spawn runs, whatever its end: every spawn
@@ -113,6 +141,7 @@ impl LeadSeat {
         let give_back = || {
             let mut given = self.given.lock().expect("given lock");
             *given = given.saturating_sub(charged);
+            self.refund(charged);
         };
         let cwd = match &entry.cwd {
             Some(dir) => dir.clone(),

@@ -112,8 +112,9 @@ impl Host {
         };
         let ready = assembly::instantiate(&env, t, member, req, prepared, place).await?;
         // Before its first turn: what the seat writes for the lead counts
-        // with the lead's own team bytes, its refusals by the lead's turns.
-        seat.attach(ready.budget().clone(), ready.turns());
+        // with the lead's own team bytes, its refusals by the lead's turns,
+        // its gifts in its model budget.
+        seat.attach(ready.budget().clone(), ready.turns(), ready.model().clone());
         let spawned = ready.run(&env);
         Ok(self.keep(t, spawned))
     }

@@ -239,6 +239,39 @@ impl ModelClient {
         }
     }
 
+    /// Gives `amount` microdollars of this client's cost budget away
+    /// ([`Meter::give`]): a lead's gift to a teammate, out of the budget its
+    /// own calls spend. Without a model policy nothing is counted (what a
+    /// lead without one may give is bounded by its grant alone).
+    pub fn give(&self, amount: u64) -> Result<(), String> {
+        match &self.inner {
+            Some(c) => c.meter.give(amount),
+            None => Ok(()),
+        }
+    }
+
+    /// Takes back a gift ([`Meter::give_back`]).
+    pub fn give_back(&self, amount: u64) {
+        if let Some(c) = &self.inner {
+            c.meter.give_back(amount);
+        }
+    }
+
+    /// Counts an earlier life's gifts ([`Meter::carry_over_given`]).
+    pub fn carry_over_given(&self, amount: u64) {
+        if let Some(c) = &self.inner {
+            c.meter.carry_over_given(amount);
+        }
+    }
+
+    /// What is left to give ([`Meter::cost_left_to_give`]); `None` without
+    /// a cost budget or a model policy.
+    pub fn cost_left_to_give(&self) -> Option<u64> {
+        self.inner
+            .as_ref()
+            .and_then(|c| c.meter.cost_left_to_give())
+    }
+
     /// A new turn (calls per turn start again). A sub-agent's client does
     /// nothing: its calls count in its parent's turn.
     pub fn start_turn(&self) {
