@@ -49,6 +49,11 @@ pub struct Snapshot {
     /// more (by agent file name).
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub model_usage: std::collections::BTreeMap<String, crate::store::ModelUsage>,
+    /// The team's cost account, when it has a team budget: its budget and
+    /// what each process of the team claimed of it
+    /// (`model::team_account`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub team_account: Option<crate::model::team_account::TeamAccount>,
 }
 
 /// One line about a teammate's model use: calls, tokens, cost, what is
@@ -67,6 +72,12 @@ pub fn describe_model_usage(u: &crate::store::ModelUsage) -> String {
     );
     if let Some(budget) = u.cost_budget_microdollars {
         s.push_str(&format!(" of ${:.4} budget", budget as f64 / 1e6));
+    }
+    if u.given_microdollars > 0 {
+        s.push_str(&format!(
+            ", ${:.4} of it given to teammates",
+            u.given_microdollars as f64 / 1e6
+        ));
     }
     if u.estimated_calls > 0 {
         s.push_str(&format!(
@@ -271,6 +282,10 @@ pub fn snapshot_cached(
         pending_requests,
         recent_messages: recent(&lead_mail, messages),
         model_usage,
+        team_account: config
+            .extra
+            .get(crate::store::config::TEAM_ACCOUNT_FIELD)
+            .and_then(|v| serde_json::from_value(v.clone()).ok()),
     })
 }
 

@@ -46,6 +46,7 @@ mod stop_without_store;
 mod store_mailbox;
 mod store_tasks;
 mod store_team;
+mod team_account;
 mod team_lead_key;
 mod teammate_layout;
 mod tools;

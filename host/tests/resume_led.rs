@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
-use crate::run_common::{shown, teamhost, wait_on_files};
+use crate::run_common::{shown, teamhost, wait_on_files, write_scripted_models};
 use serde_json::Value;
 
 const TEAM: &str = "resume-led";
@@ -46,19 +46,6 @@ delete";
 /// in at $3 and 8,000 out at $15 per million.
 const CALL: u64 = 30 + 120_000;
 
-/// The host's model config: `fake`, played by `script.json`, priced.
-const MODELS: &str = r#"[providers.script]
-dialect = "scripted"
-script = "script.json"
-
-[models.fake]
-provider = "script"
-id = "fake-1"
-context_window = 100000
-max_output_tokens = 8000
-price = { input = 3.0, output = 15.0 }
-"#;
-
 /// Every call answers one word and reports 8,000 output tokens.
 const ANSWER: &str = r#"{"agents":[{"name":"any","match":[],"turns_by":"calls","after_last":"repeat-last",
   "turns":[{"text":"ok","usage":{"input_tokens":10,"output_tokens":8000}}]}]}"#;
@@ -84,8 +71,7 @@ impl Led {
             ),
         )
         .unwrap();
-        std::fs::write(dir.path().join("models.toml"), MODELS).unwrap();
-        std::fs::write(dir.path().join("script.json"), ANSWER).unwrap();
+        write_scripted_models(dir.path(), ANSWER);
         Led {
             home: dir.path().join("home"),
             manifest,

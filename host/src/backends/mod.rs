@@ -14,6 +14,7 @@
 //! | `monitor.rs` | the task that owns an external teammate's process (process, tmux) |
 //! | `panes.rs` | tmux pane primitives (tmux, the monitor, `started.rs`) |
 //! | `model_seat.rs` | a teammate's model client and usage record |
+//! | `team_account.rs` | the team's cost account in its config: one team budget for every process of the team |
 //! | `detect.rs` | choosing a backend as the reference does |
 //! | `started.rs` | the machine-local record of every process teamhost starts, so `teamhost team delete --force`, from any process, can stop them |
 //! | `teardown.rs` | deleting a team for good (CLI and `Host::delete_team`) |
@@ -38,6 +39,7 @@ pub(crate) mod monitor;
 pub(crate) mod panes;
 pub(crate) mod process;
 pub mod started;
+pub(crate) mod team_account;
 pub mod teardown;
 pub(crate) mod tmux;
 

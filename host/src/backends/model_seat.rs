@@ -54,16 +54,10 @@ pub(crate) fn model_seat(
         team.name(),
         name,
     )?);
-    // The team's purse counts what every teammate spent before (a
-    // resumed team's budget is for its whole life).
-    env.models.hub().open_team_budget(team.name(), || {
-        team.model_usage()
-            .map(|all| all.values().map(|u| u.cost_microdollars).sum())
-            .unwrap_or_else(|e| {
-                tracing::warn!(team = %team.name(), error = %e, "the team's usage records are unreadable: its budget counts nothing spent before");
-                0
-            })
-    });
+    // The team's purse: on the team's account in its config, shared by
+    // every process of the team; a new account counts what every teammate
+    // spent before (a resumed team's budget is for its whole life).
+    super::team_account::open(env.models.hub(), team)?;
     let client = env.models.hub().client_keeping(
         team.name(),
         name,
@@ -124,11 +118,19 @@ pub(crate) fn model_seat(
         closing,
         writer,
     };
+    // At its end, what this process claimed of the team's budget and did
+    // not spend goes back to the team (off the executor: a store write).
+    let (hub, account_team) = (env.models.hub().clone(), team.name().to_string());
+    let at_end = move || async move {
+        recorder.finish().await;
+        let settle = move || hub.settle_team_account(&account_team);
+        let _ = crate::blocking::run("handing back the team budget's rest", settle).await;
+    };
     Ok(crate::runtime::ModelSeat {
         client,
         sink: Some(sink),
         clock: Default::default(),
-        at_end: Some(crate::model::AtEnd::new(move || recorder.finish())),
+        at_end: Some(crate::model::AtEnd::new(at_end)),
     })
 }
 
@@ -169,6 +171,7 @@ fn record_call(u: &mut ModelUsage, call: &ModelCallEvent) {
     u.cost_left_microdollars = spend.cost_left_microdollars;
     u.cost_budget_microdollars = spend.budget_microdollars;
     u.team_budget_microdollars = spend.team_budget_microdollars;
+    u.given_microdollars = spend.given_microdollars;
     u.updated_at = now;
 }
 

@@ -142,8 +142,14 @@ impl Host {
     }
 
     /// What a backend needs from this host to start a teammate of `team`.
+    /// With a team budget, the team's cost account is opened first (made,
+    /// the first time), so a teammate in a process of its own finds it.
     pub(super) fn spawn_env(&self, team: &Team) -> Result<SpawnEnv<'_>> {
         let inner = &self.inner;
+        let hub = inner.opts.models.hub();
+        if hub.team_budget().is_some() {
+            crate::backends::team_account::open(hub, team)?;
+        }
         let log_dir = inner
             .opts
             .log_dir

@@ -28,6 +28,7 @@ pub mod policy;
 pub mod provider;
 pub mod replay_ids;
 pub mod scripted;
+pub mod team_account;
 pub mod team_budget;
 pub mod transcript;
 pub mod types;

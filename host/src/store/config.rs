@@ -30,6 +30,13 @@ pub const LEAD_NAME: &str = "team-lead";
 /// creates the team; kept in `extra` by every other write.
 pub const TEAM_LEAD_KEY_FIELD: &str = "teamhostLeadVerifyKey";
 
+/// The top-level `config.json` key of the team's cost account (the
+/// manifest's `[model] team_budget_usd` and what each process of the team
+/// claimed of it: `model::team_account`), so that every teamhost process
+/// of the team, on any store, spends from one budget. Written by the
+/// processes that claim from it; kept in `extra` by every other write.
+pub const TEAM_ACCOUNT_FIELD: &str = "teamhostTeamAccount";
+
 /// The whole `config.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

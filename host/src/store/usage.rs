@@ -49,6 +49,10 @@ pub struct ModelUsage {
     /// The team's cost budget (microdollars), when the team has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub team_budget_microdollars: Option<u64>,
+    /// What a lead gave the teammates it spawned out of its cost budget
+    /// (microdollars); 0, and left out, for a teammate.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub given_microdollars: u64,
     /// When a call it is waiting on started (ISO 8601), while it waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_since: Option<String>,

@@ -84,3 +84,25 @@ pub fn project(name: &str, extra: &str) -> (tempfile::TempDir, PathBuf) {
     std::fs::write(&manifest, toml).unwrap();
     (dir, manifest)
 }
+
+/// A host model config with one model, `fake` ($3 in, $15 out per million
+/// tokens), played by the scripted provider from `script.json` beside it.
+pub const SCRIPTED_MODELS: &str = r#"[providers.script]
+dialect = "scripted"
+script = "script.json"
+
+[models.fake]
+provider = "script"
+id = "fake-1"
+context_window = 100000
+max_output_tokens = 8000
+price = { input = 3.0, output = 15.0 }
+"#;
+
+/// Writes [`SCRIPTED_MODELS`] as `dir/models.toml` and `script` (the
+/// scripted provider's JSON) as `dir/script.json`; returns the config's path.
+pub fn write_scripted_models(dir: &Path, script: &str) -> PathBuf {
+    std::fs::write(dir.join("models.toml"), SCRIPTED_MODELS).unwrap();
+    std::fs::write(dir.join("script.json"), script).unwrap();
+    dir.join("models.toml")
+}

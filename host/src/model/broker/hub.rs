@@ -133,11 +133,66 @@ impl ModelHub {
         *self.team_budget.lock().unwrap_or_else(|p| p.into_inner()) = microdollars;
     }
 
+    /// The team budget this hub gives every team (the manifest's), if any.
+    pub fn team_budget(&self) -> Option<u64> {
+        *self.team_budget.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Opens `team`'s purse, when the hub has a team budget and it is not
     /// open yet, counting `spent_before` (what the team's usage records
-    /// say it spent: a resumed team's budget is for its whole life).
+    /// say it spent: a resumed team's budget is for its whole life). Only
+    /// this process's calls count from then on: a purse on the team's
+    /// account ([`ModelHub::open_team_account`]) counts every process's.
     pub fn open_team_budget(&self, team: &str, spent_before: impl FnOnce() -> u64) {
         let _ = self.team_purse(team, spent_before);
+    }
+
+    /// Opens `team`'s purse on the team's account in `store` (the
+    /// account as `account` is now), unless a purse for the team is open
+    /// already: from here on this process's teammates of `team` spend from
+    /// what it claims there ([`TeamBudget::on_account`]).
+    pub fn open_team_account(
+        &self,
+        team: &str,
+        account: &crate::model::team_account::TeamAccount,
+        store: Arc<dyn crate::model::team_account::AccountStore>,
+    ) {
+        static PURSES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let mut purses = self.purses.lock().unwrap_or_else(|p| p.into_inner());
+        if purses.contains_key(team) {
+            return;
+        }
+        // One holder per purse: two hosts in one process (tests, an
+        // embedder's) never share a claim.
+        let n = PURSES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let holder = format!("{}/{n}", crate::model::team_account::holder_id());
+        purses.insert(
+            team.to_string(),
+            Arc::new(TeamBudget::on_account(account, store, holder)),
+        );
+    }
+
+    /// Whether `team` has a purse open in this hub.
+    pub fn has_team_purse(&self, team: &str) -> bool {
+        self.purses
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(team)
+    }
+
+    /// Hands back to `team`'s account what this process claimed and did
+    /// not spend ([`TeamBudget::settle_account`]): one of its teammates
+    /// ended.
+    pub fn settle_team_account(&self, team: &str) {
+        let purse = self
+            .purses
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(team)
+            .cloned();
+        if let Some(purse) = purse {
+            purse.settle_account();
+        }
     }
 
     pub(super) fn team_purse(
@@ -145,8 +200,11 @@ impl ModelHub {
         team: &str,
         spent_before: impl FnOnce() -> u64,
     ) -> Option<Arc<TeamBudget>> {
-        let budget = (*self.team_budget.lock().unwrap_or_else(|p| p.into_inner()))?;
         let mut purses = self.purses.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(open) = purses.get(team) {
+            return Some(open.clone());
+        }
+        let budget = (*self.team_budget.lock().unwrap_or_else(|p| p.into_inner()))?;
         Some(
             purses
                 .entry(team.to_string())
