@@ -160,6 +160,23 @@ fn the_offline_lead_team_forms_works_decides_and_deletes_itself_from_its_cassett
     let conversation: Value =
         serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
     let results = tool_results(&conversation);
+    // The summary counts every call the lead made, its last one (in the
+    // turn that deleted the team) included: one answer each in its
+    // conversation.
+    let answers = conversation["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .count() as u64;
+    let lead = summary["teammates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "team-lead")
+        .unwrap();
+    assert_eq!(lead["model"]["calls"], answers, "{shown}");
+    assert!(lead["model"]["waitingSince"].is_null(), "{shown}");
     let said = |what: &str| results.iter().any(|r| r.contains(what));
     for what in [
         r#""lead_agent_id":"team-lead@lead-team""#,

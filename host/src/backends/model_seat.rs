@@ -134,8 +134,10 @@ pub(crate) fn model_seat(
     })
 }
 
-/// Folds one model call event into the teammate's usage record.
-fn record_call(u: &mut ModelUsage, call: &ModelCallEvent) {
+/// Folds one model call event into the teammate's usage record (its
+/// figures are the meter's totals, so the latest event alone brings a stale
+/// record up to date).
+pub(crate) fn record_call(u: &mut ModelUsage, call: &ModelCallEvent) {
     let now = crate::protocol::time::timestamp_now();
     let spend = match call {
         ModelCallEvent::Started { .. } => {

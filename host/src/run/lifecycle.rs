@@ -420,10 +420,7 @@ impl Run {
         // A led run's lead deletes its team when it is done: what is gone
         // reads as nothing.
         let led = self.plan.is_led();
-        let seen = self
-            .last_look
-            .as_ref()
-            .and_then(|slot| slot.lock().unwrap_or_else(|p| p.into_inner()).take());
+        let seen = self.last_look.as_ref().and_then(|slot| slot.take());
         let mut teammates = self.host.teammates(team.name());
         let (tasks, messages, turn_failures, usage) = if let Some(seen) = seen {
             // The lead deleted its team: what the last look saw of it.
