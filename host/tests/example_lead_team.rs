@@ -225,8 +225,17 @@ fn holds(file: &Path, text: &str) -> bool {
     std::fs::read_to_string(file).is_ok_and(|s| s.contains(text))
 }
 
+/// The lead's kept conversation's messages (none when it is not there).
+fn lead_messages(kept: &Path) -> Vec<Value> {
+    std::fs::read_to_string(kept.join("team-lead.conversation.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|c| c["messages"].as_array().cloned())
+        .unwrap_or_default()
+}
+
 #[test]
-fn the_offline_lead_team_killed_after_its_spawns_resumes_and_its_llm_lead_finishes() {
+fn the_offline_lead_team_killed_after_its_spawns_resumes_with_its_llm_lead_s_conversation() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = copy_example(dir.path());
     let home = dir.path().join("home");
@@ -243,8 +252,8 @@ fn the_offline_lead_team_killed_after_its_spawns_resumes_and_its_llm_lead_finish
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Killed once the lead has spawned both teammates (tester's spawn
-    // record is written before it starts), whatever it is doing then.
+    // Killed once the lead has spawned both teammates (the seat keeps
+    // tester before its spawn returns), whatever it is doing then.
     let kept = home.join("kept/lead-team");
     crate::run_common::wait_on_files(&[&home], "tester spawned", || {
         holds(&kept.join("tester.spawn.json"), "tester")
@@ -252,40 +261,40 @@ fn the_offline_lead_team_killed_after_its_spawns_resumes_and_its_llm_lead_finish
     });
     first.kill().unwrap(); // SIGKILL
     let _ = first.wait();
-    let out = run(&["--resume", "--json"]).output().unwrap();
+    let before = lead_messages(&kept);
+    assert!(!before.is_empty());
+    let out = run(&["--resume", "--json", "--keep"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     let shown = format!(
         "status {:?}\nstdout:\n{}\nstderr:\n{stderr}",
         out.status,
         String::from_utf8_lossy(&out.stdout)
     );
-    assert!(out.status.success(), "{shown}");
     assert!(stderr.contains("resumed the lead"), "{shown}");
     let summary: Value = serde_json::from_slice(&out.stdout).expect(&shown);
-    assert_eq!(summary["outcome"], "completed", "{shown}");
-    assert_eq!(summary["ok"], true, "{shown}");
+    // The teammates came back and finished both tasks; the lead created
+    // no task again.
     let tasks = summary["tasks"].as_array().unwrap();
     assert!(
         tasks.len() == 2 && tasks.iter().all(|t| t["status"] == "completed"),
         "{shown}"
     );
-    // The lead went on from its conversation: it formed the team and made
-    // its two tasks once, in its first life.
-    let conversation: Value = serde_json::from_str(
-        &std::fs::read_to_string(kept.join("team-lead.conversation.json")).unwrap(),
-    )
-    .unwrap();
-    let results = tool_results(&conversation);
-    for once in [
-        "Task #1 created successfully",
-        "Task #2 created successfully",
-    ] {
-        let n = results.iter().filter(|r| r.contains(once)).count();
-        assert_eq!(n, 1, "{once}: {results:#?}");
+    // The lead went on from its first life's conversation.
+    let after = lead_messages(&kept);
+    assert!(after.len() > before.len(), "{shown}");
+    assert_eq!(after[..before.len()], before[..], "{shown}");
+    // How the replayed lead ends depends on where it was cut: a cassette
+    // answers by position, and the resume's report is one message more.
+    // Either it deletes its team, or the run ends saying nothing was left
+    // to wake it: never a hang. Live, the model reads its messages.
+    match summary["outcome"].as_str() {
+        Some("completed") => assert_eq!(summary["ok"], true, "{shown}"),
+        Some("stuck") => assert!(
+            summary["error"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("nothing was left to wake the lead")),
+            "{shown}"
+        ),
+        _ => panic!("{shown}"),
     }
-    // What the resumed teammates did is the cassettes' (a replay answers
-    // by position, whatever a tool said): a resumed fixer runs in plan mode
-    // again, its first life's approval not carried over, so its replayed
-    // edit may be refused. That is the model's to handle live; here the
-    // run's end is what is checked.
 }
