@@ -86,6 +86,7 @@ fn seat(runtime: &Runtime, dir: &std::path::Path, home: &Home) -> Arc<Seat> {
         definitions: Arc::new(Definitions::new()),
         tree: Tree::new(home, "bench", "parent", limits_sub),
         budget,
+        forked: false,
     })
 }
 

@@ -100,6 +100,12 @@ pub struct Manifest {
     /// [`Manifest::resolve_paths`]; empty before).
     #[serde(skip)]
     pub base: PathBuf,
+    /// The sub-agent definitions the manifest gives (its `[[agent]]`s, the
+    /// project's `.claude/agents`, `[team] fork_subagents`): every
+    /// teammate's, and the lead's and those it spawns in a led run. Set by
+    /// [`Manifest::parse`]; `None` when there are none.
+    #[serde(skip)]
+    pub agent_definitions: Option<std::sync::Arc<crate::teammate::Definitions>>,
 }
 
 /// `[hooks]`: shell commands run at points of a teammate's life; see
@@ -167,6 +173,13 @@ pub struct TeamSpec {
     /// the run starts.
     #[serde(default)]
     pub store: Option<String>,
+    /// An `Agent` call that names no `subagent_type` forks its caller (a
+    /// sub-agent going on from the caller's conversation, with its model
+    /// and tools, in the background) instead of starting a fresh
+    /// `general-purpose` one, for every teammate and the lead: the
+    /// reference's fork path. Default `false`, as the reference's.
+    #[serde(default)]
+    pub fork_subagents: bool,
 }
 
 /// One `[[teammate]]`: a component to spawn in-process.
@@ -439,9 +452,18 @@ impl Manifest {
                     problems,
                 }
             })?;
+        let defs = match (defs, manifest.team.fork_subagents) {
+            (defs, false) => defs,
+            (defs, true) => Some(std::sync::Arc::new(
+                defs.map(|d| (*d).clone())
+                    .unwrap_or_default()
+                    .with_fork(true),
+            )),
+        };
         for t in &mut manifest.teammates {
             t.agent_definitions = defs.clone();
         }
+        manifest.agent_definitions = defs;
         Ok(manifest)
     }
 

@@ -66,6 +66,7 @@ fn parent_with(place: impl FnOnce(&Home, &std::path::Path) -> std::path::PathBuf
         definitions: Arc::new(Definitions::new()),
         tree: tree.clone(),
         budget,
+        forked: false,
     });
     Parent {
         _tmp: tmp,

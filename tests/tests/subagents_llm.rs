@@ -258,3 +258,94 @@ async fn task_output_waits_for_a_background_sub_agent_and_gives_its_result() {
         "{stop}"
     );
 }
+
+/// `ann` may fork (`[team] fork_subagents`): an `Agent` call without a
+/// `subagent_type` forks her.
+fn forking(f: &Fixture) -> SpawnRequest {
+    let mut req = agent(f, "ann", "go");
+    req.settings.agents = Some(std::sync::Arc::new(
+        teamhost::teammate::Definitions::new().with_fork(true),
+    ));
+    req
+}
+
+/// The cassette names of `parent`'s sub-agents in `team`, sorted.
+fn sub_cassettes(cassettes: &Path, team: &str, parent: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(cassettes.join(team))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .map(|n| n.trim_end_matches(".jsonl").to_string())
+        .filter(|n| n.starts_with(&format!("{parent}.")))
+        .collect();
+    names.sort();
+    names
+}
+
+/// ann and her forks share one script: a fork's first request holds ann's
+/// conversation, so it gets the turn ann would get at that point. At turn
+/// 1, ann forks again, and her first fork tries to fork (refused); at turn
+/// 2 both forks answer; then ann tells the lead.
+const FORKS: &str = r#"{"agents":[
+ {"name":"ann","match":["You are ann,"],"after_last":"repeat-last","turns":[
+   {"tool_use":[{"id":"c1","name":"Agent","input":{"description":"first fork","prompt":"FORK-TASK-1: count"}}]},
+   {"tool_use":[{"id":"c2","name":"Agent","input":{"description":"another fork","prompt":"FORK-TASK-2: count"}}]},
+   {"text":"forked work done"},
+   {"tool_use":[{"id":"c3","name":"SendMessage","input":{"to":"team-lead","message":"done","summary":"s"}}]},
+   {"text":"ok"}]}]}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_call_without_a_type_forks_the_caller_from_its_conversation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cassettes = tmp.path().join("cassettes");
+    let (hub, _) = models::hub(FORKS, CassetteMode::Record, Some(cassettes.clone()));
+    let f = Fixture::with_options("sub-llm-fork", models::options(hub));
+    f.host.spawn(&f.name, forking(&f)).await.unwrap();
+    f.until("ann to tell the lead done", || {
+        said(&f, "ann").contains(&"done".to_string())
+    })
+    .await;
+    let ann = requests(&cassettes, &f.name, "ann");
+    // The Agent call came back at once: a fork runs in the background.
+    assert!(last_message(&ann[1]).contains("\"c1\""), "{}", ann[1]);
+    let forks = sub_cassettes(&cassettes, &f.name, "ann");
+    assert_eq!(forks.len(), 2, "{forks:?}");
+    let mut refused = 0;
+    for fork in &forks {
+        let seen = requests(&cassettes, &f.name, fork);
+        let first = &seen[0];
+        // Its parent's system prompt, and its parent's conversation up to
+        // the call that started it.
+        assert_eq!(first["system"], ann[0]["system"], "{fork}");
+        let messages = first["messages"].as_array().unwrap();
+        assert_eq!(messages[0], ann[0]["messages"][0], "{fork}");
+        let start = messages.last().unwrap().to_string();
+        let n = if start.contains("FORK-TASK-1") { 1 } else { 2 };
+        assert!(
+            start.contains(&format!("\"c{n}\""))
+                && start.contains("Forked: this call started a fork"),
+            "{fork}: {start}"
+        );
+        assert!(start.contains("You are a fork of ann"), "{fork}: {start}");
+        assert!(start.contains(&format!("FORK-TASK-{n}")), "{fork}: {start}");
+        // The first fork got ann's turn 1 (a fork) and was refused.
+        if n == 1 {
+            let answer = last_message(&seen[1]);
+            assert!(answer.contains("a fork cannot fork again"), "{answer}");
+            refused += 1;
+        }
+    }
+    assert_eq!(refused, 1, "{forks:?}");
+    // ann hears back from both, each with its answer, in her next turns.
+    let heard = || -> usize {
+        requests(&cassettes, &f.name, "ann")
+            .iter()
+            .map(|r| {
+                last_message(r)
+                    .matches("<result>forked work done</result>")
+                    .count()
+            })
+            .sum()
+    };
+    f.until("both forks' results to reach ann", || heard() == 2)
+        .await;
+}

@@ -339,6 +339,7 @@ fn seat_config(
         definitions: req.settings.agents.clone().unwrap_or_default(),
         tree,
         budget,
+        forked: false,
     }
 }
 

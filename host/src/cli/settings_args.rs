@@ -222,7 +222,8 @@ mod tests {
                     background: true,
                     ..Default::default()
                 });
-                d
+                // The fork path crosses to a `teamhost teammate` process too.
+                d.with_fork(true)
             })),
         };
         assert_eq!(round_trip(&settings), settings);

@@ -187,6 +187,29 @@ permission_mode = "plan"
     }
 
     #[test]
+    fn fork_subagents_makes_every_teammate_and_the_lead_fork_and_is_off_by_default() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("x.wasm"), b"").unwrap();
+        let text = |fork: &str| {
+            format!(
+                "[team]\nname = \"t\"\n{fork}\n[[teammate]]\nname = \"a\"\ncomponent = \"x.wasm\"\nprompt = \"p\"\n"
+            )
+        };
+        let file = dir.path().join("team.toml");
+        let off = Manifest::parse(&text(""), &file).unwrap();
+        assert!(off.teammates[0].settings().agents.is_none());
+        assert!(off.agent_definitions.is_none());
+        let on = Manifest::parse(&text("fork_subagents = true"), &file).unwrap();
+        assert!(on.teammates[0]
+            .settings()
+            .agents
+            .expect("definitions")
+            .forks());
+        // The lead's (and so its spawns') definitions are these.
+        assert!(on.agent_definitions.expect("definitions").forks());
+    }
+
+    #[test]
     fn definitions_inside_a_teammates_directory_are_refused() {
         let dir = project();
         let text = r#"

@@ -111,6 +111,30 @@ impl Transcript {
         Ok(messages)
     }
 
+    /// The kept conversation exactly as kept: a last answer's tool calls
+    /// left unanswered (a fork answers them its own way); empty when
+    /// nothing was kept.
+    pub fn load_as_kept(&self) -> Result<Vec<Message>, String> {
+        match crate::durable::read_json::<OnDisk>(&self.path) {
+            Ok(Some(d)) => Ok(d.messages),
+            Ok(None) => Ok(Vec::new()),
+            Err(e) => Err(format!("{} is not a transcript: {e}", self.path.display())),
+        }
+    }
+
+    /// Replaces the kept conversation with `messages`, synced (a fork's
+    /// starting point, written before its first call).
+    pub fn replace(&self, messages: Vec<Message>) -> Result<(), String> {
+        crate::durable::write_json(
+            &self.path,
+            &OnDisk {
+                version: 1,
+                messages,
+            },
+        )
+        .map_err(|e| e.to_string())
+    }
+
     /// Forgets the conversation (a teammate that ends cleanly, or one
     /// spawned afresh under a name used before). A missing file is fine.
     pub fn remove(&self) -> std::io::Result<()> {
@@ -127,6 +151,12 @@ impl Transcript {
 /// When the last message asks for tools, appends a user message that
 /// answers each call with [`LOST_RESULT`].
 fn answer_lost_calls(messages: &mut Vec<Message>) {
+    answer_calls(messages, LOST_RESULT, true);
+}
+
+/// When the last message asks for tools, appends a user message that
+/// answers each call with `text` (an error result when `is_error`).
+pub fn answer_calls(messages: &mut Vec<Message>, text: &str, is_error: bool) {
     let Some(last) = messages.last().filter(|m| m.role == Role::Assistant) else {
         return;
     };
@@ -136,8 +166,8 @@ fn answer_lost_calls(messages: &mut Vec<Message>) {
         .filter_map(|b| match b {
             ContentBlock::ToolUse(u) => Some(ContentBlock::ToolResult(ToolResult {
                 tool_use_id: u.id.clone(),
-                content: LOST_RESULT.to_string(),
-                is_error: true,
+                content: text.to_string(),
+                is_error,
             })),
             _ => None,
         })

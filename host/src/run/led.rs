@@ -106,6 +106,9 @@ pub(super) fn spec(plan: &RunPlan) -> anyhow::Result<LeadSpec> {
     if m.lead.is_none() {
         spec.cwd = crate::manifest::default_cwd(&base, LEAD_NAME);
     }
+    // The manifest's sub-agent definitions: the lead's, and those it
+    // spawns get them too.
+    spec.settings.agents = m.agent_definitions.clone();
     Ok(spec)
 }
 

@@ -36,6 +36,9 @@ pub(crate) struct Child {
     /// Its parent's identity name.
     pub parent: String,
     pub system_prompt: Option<String>,
+    /// A fork of its parent (it goes on from the parent's conversation): it
+    /// may not fork again.
+    pub forked: bool,
     pub client: ModelClient,
     /// What a resumption's fresh instance is made of.
     pub component: PathBuf,

@@ -55,6 +55,8 @@ pub struct SeatConfig {
     /// The teammate's budgets, shared by its whole tree: every sub-agent
     /// draws from them (memory, disk, team writes, sub-agents started).
     pub budget: Arc<TreeBudget>,
+    /// The owner is a fork of its parent: it may not fork in turn.
+    pub forked: bool,
 }
 
 impl SeatConfig {
@@ -214,6 +216,7 @@ impl Seat {
     fn child_config(&self, child: &Child) -> SeatConfig {
         SeatConfig {
             depth: child.depth,
+            forked: child.forked,
             dir: child.dir.clone(),
             component: child.component.clone(),
             client: child.client.clone(),

@@ -28,6 +28,26 @@ struct Wanted {
     worktree: bool,
     mode: crate::sandbox::PermissionMode,
     rules: crate::sandbox::ToolRules,
+    /// A fork of the caller: what it goes on from.
+    fork: Option<Fork>,
+}
+
+/// What a fork starts from: its parent's system prompt and conversation.
+struct Fork {
+    system: Option<String>,
+    messages: Vec<crate::model::types::Message>,
+}
+
+/// What a fork's conversation says of the calls of its parent's last
+/// answer (the `Agent` call that started it among them): the same for
+/// every fork of one answer, so their requests share the parent's prefix.
+pub const FORK_PLACEHOLDER: &str = "Forked: this call started a fork of this conversation. Its result goes to the original conversation, not to the fork.";
+
+/// The fork's first message: who it is and its task.
+fn fork_directive(parent: &str, prompt: &str) -> String {
+    format!(
+        "You are a fork of {parent}: the conversation above is {parent}'s, up to the call that          started you. Do only the task below, yourself, with your tools (do not start sub-agents),          and answer with its result, complete and concise: that answer is what {parent} gets          back.\n\nTask: {prompt}"
+    )
 }
 
 /// A start counted against the limits: its number and depth.
@@ -49,8 +69,12 @@ impl Seat {
         }
         let counted = self.count_start(depth)?;
         let background = wanted.background;
+        let prompt = match wanted.fork.is_some() {
+            true => fork_directive(&self.cfg.identity.name, &req.prompt),
+            false => req.prompt.clone(),
+        };
         let (child, rx) = self.child(&req, wanted, counted).await?;
-        self.launch(child, rx, background, req.prompt).await
+        self.launch(child, rx, background, prompt).await
     }
 
     /// The prompt is not empty, the child is not too deep, and the owner
@@ -80,8 +104,13 @@ impl Seat {
     }
 
     /// The definition it names, and what it may have: at most the parent
-    /// (`narrow`).
+    /// (`narrow`). With the fork path on (`Definitions::forks`), a start
+    /// that names no `subagent_type` is a fork of the caller: its model,
+    /// mode and tools, in the background, going on from its conversation.
     fn wanted(&self, caller: &Caller, req: &StartRequest) -> Result<Wanted, SubagentError> {
+        if req.subagent_type.is_none() && self.cfg.definitions.forks() {
+            return self.fork(caller, req);
+        }
         let def = match req.subagent_type.as_deref() {
             None | Some("general-purpose") => None,
             Some(t) => Some(self.cfg.definitions.get(t).cloned().ok_or_else(|| {
@@ -106,6 +135,38 @@ impl Seat {
             def,
             mode,
             rules,
+            fork: None,
+        })
+    }
+
+    /// A fork of the caller: never from a fork, and only from a caller
+    /// with a conversation kept (it goes on from that). Never more than the
+    /// caller: its mode (or a narrower one asked for), its tools exactly,
+    /// its model; always in the background, as the reference's.
+    fn fork(&self, caller: &Caller, req: &StartRequest) -> Result<Wanted, SubagentError> {
+        if self.cfg.forked {
+            return Err(SubagentError::Denied(
+                "a fork cannot fork again: do this work yourself, or start a named sub-agent \
+                 (subagent_type)"
+                    .into(),
+            ));
+        }
+        let (system, messages) = self.cfg.client.fork_context().ok_or_else(|| {
+            SubagentError::Denied(
+                "a fork goes on from its parent's conversation, and this agent has none kept \
+                 (no model call yet, or no model): name a subagent_type instead"
+                    .into(),
+            )
+        })?;
+        let mode = narrow::mode(req.mode.as_deref(), caller.mode).map_err(SubagentError::Denied)?;
+        let rules = narrow::rules(&caller.rules, None).map_err(SubagentError::Invalid)?;
+        Ok(Wanted {
+            def: None,
+            background: true,
+            worktree: req.worktree,
+            mode,
+            rules,
+            fork: Some(Fork { system, messages }),
         })
     }
 
@@ -161,12 +222,15 @@ impl Seat {
         full_name: &str,
         req: &StartRequest,
         def: Option<&Definition>,
+        fork: bool,
     ) -> Result<(ModelClient, crate::model::Transcript), SubagentError> {
+        // A fork inherits its parent's model (its requests keep the
+        // parent's prefix).
         let model = req
             .model
             .as_deref()
             .or(def.and_then(|d| d.model.as_deref()))
-            .filter(|m| *m != "inherit");
+            .filter(|m| *m != "inherit" && !fork);
         let transcript =
             crate::home::kept::conversation(&self.cfg.home, self.cfg.team().name(), full_name)
                 .map(crate::model::Transcript::at)
@@ -208,7 +272,11 @@ impl Seat {
         let id = self.id_for(counted.n + 1);
         let full_name = format!("{}.{id}", self.cfg.identity.name);
         let def = wanted.def.as_ref();
-        let (client, transcript) = self.client(&full_name, req, def)?;
+        let (client, transcript) = self.client(&full_name, req, def, wanted.fork.is_some())?;
+        let fork_system = match wanted.fork {
+            Some(fork) => Some(seed(&transcript, fork).await?),
+            None => None,
+        };
         let worktree = if wanted.worktree {
             Some(self.worktree(&full_name).await?)
         } else {
@@ -219,16 +287,24 @@ impl Seat {
             id,
             name: req.name.clone(),
             description: req.description.clone(),
-            subagent_type: def.map_or_else(|| "general-purpose".to_string(), |d| d.name.clone()),
+            subagent_type: match (&fork_system, def) {
+                (Some(_), _) => "fork".to_string(),
+                (None, Some(d)) => d.name.clone(),
+                (None, None) => "general-purpose".to_string(),
+            },
             depth: counted.depth,
             dir: worktree.clone().unwrap_or_else(|| self.cfg.dir.clone()),
             worktree,
             tool_use_id: req.tool_use_id.clone(),
             full_name,
             parent: self.cfg.identity.name.clone(),
-            system_prompt: def
-                .map(|d| d.prompt.clone())
-                .filter(|p| !p.trim().is_empty()),
+            forked: fork_system.is_some(),
+            system_prompt: match fork_system {
+                Some(parent_s) => parent_s,
+                None => def
+                    .map(|d| d.prompt.clone())
+                    .filter(|p| !p.trim().is_empty()),
+            },
             client,
             component: def
                 .and_then(|d| d.component.clone())
@@ -300,6 +376,27 @@ impl Seat {
         }
         Ok(Started::Finished(child.info()))
     }
+}
+
+/// Writes a fork's starting conversation into its `transcript` (which its
+/// guest reads back through `model.history`): its parent's, each call of
+/// the parent's last answer answered with [`FORK_PLACEHOLDER`]. Returns the
+/// parent's system prompt.
+async fn seed(
+    transcript: &crate::model::Transcript,
+    fork: Fork,
+) -> Result<Option<String>, SubagentError> {
+    let Fork {
+        system,
+        mut messages,
+    } = fork;
+    crate::model::transcript::answer_calls(&mut messages, FORK_PLACEHOLDER, false);
+    let t = transcript.clone();
+    crate::blocking::run("seeding a fork", move || t.replace(messages))
+        .await
+        .map_err(|e| SubagentError::Unavailable(e.to_string()))?
+        .map_err(SubagentError::Unavailable)?;
+    Ok(system)
 }
 
 /// Kills a synchronous sub-agent whose caller stopped waiting.

@@ -39,10 +39,18 @@ pub struct Definition {
     pub worktree: bool,
 }
 
-/// The definitions a host knows, by name.
+/// The definitions a host knows, by name, and what an `Agent` call that
+/// names none starts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Definitions {
     by_name: BTreeMap<String, Definition>,
+    /// An `Agent` call without `subagent_type` forks its caller (a
+    /// sub-agent that goes on from the caller's conversation, with its
+    /// model and tools) instead of starting a fresh `general-purpose` one:
+    /// the reference's fork path, off by default as the reference's is
+    /// (the manifest's `[team] fork_subagents`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    fork: bool,
 }
 
 impl Definitions {
@@ -195,9 +203,22 @@ impl Definitions {
         Ok(())
     }
 
-    /// Whether there are none.
+    /// Whether there are none (and no call forks).
     pub fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
+        self.by_name.is_empty() && !self.fork
+    }
+
+    /// Whether an `Agent` call that names no `subagent_type` forks its
+    /// caller.
+    pub fn forks(&self) -> bool {
+        self.fork
+    }
+
+    /// These definitions, an `Agent` call without `subagent_type` forking
+    /// its caller when `fork`.
+    pub fn with_fork(mut self, fork: bool) -> Self {
+        self.fork = fork;
+        self
     }
 }
 

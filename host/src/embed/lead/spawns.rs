@@ -170,6 +170,8 @@ impl LeadSeat {
             auto_claim: entry.auto_claim,
             limits: entry.limits.clone(),
             model_policy,
+            // The sub-agent definitions the lead was given (the manifest's).
+            agents: self.spec.settings.agents.clone(),
             ..TeammateSettings::default()
         };
         let mut spawn = SpawnRequest::new(&req.name, &entry.component, &req.prompt, cwd);

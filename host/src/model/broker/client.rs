@@ -100,6 +100,7 @@ impl ModelHub {
                 sub: None,
                 used_tokens: Default::default(),
                 transcript,
+                last_system: Default::default(),
             })),
         })
     }
@@ -119,6 +120,8 @@ struct ClientInner {
     /// Tokens this client's calls used (a sub-agent's own share).
     used_tokens: std::sync::atomic::AtomicU64,
     transcript: Option<Transcript>,
+    /// The system prompt of its last kept call (a fork starts from it).
+    last_system: std::sync::Mutex<Option<String>>,
 }
 
 /// One teammate's access to models. Cheap to clone; clones share the
@@ -330,6 +333,7 @@ impl ModelClient {
                 sub: Some(default),
                 used_tokens: Default::default(),
                 transcript,
+                last_system: Default::default(),
             })),
         })
     }
@@ -360,6 +364,24 @@ impl ModelClient {
             tracing::warn!(error = %e, "the kept conversation is unreadable; the teammate starts afresh");
             Vec::new()
         })
+    }
+
+    /// What a fork of this agent starts from: the system prompt of its
+    /// last kept call and its conversation as kept (the last answer's tool
+    /// calls unanswered); `None` without a model policy or before its first
+    /// kept call.
+    pub fn fork_context(&self) -> Option<(Option<String>, Vec<crate::model::types::Message>)> {
+        let c = self.inner.as_ref()?;
+        let messages = c.transcript.as_ref()?.load_as_kept().ok()?;
+        if messages.is_empty() {
+            return None;
+        }
+        let system = c
+            .last_system
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        Some((system, messages))
     }
 
     /// One completion under the teammate's policy (see the module docs).
@@ -420,6 +442,7 @@ impl ClientInner {
             return self.call(&request).await;
         };
         let response = self.call(&request).await?;
+        *self.last_system.lock().unwrap_or_else(|p| p.into_inner()) = request.system.clone();
         if let Err(e) = transcript.keep(request, &response).await {
             tracing::error!(team = %self.team, teammate = %self.teammate, error = %e, "the conversation was not kept");
             return Err(ModelError::Unavailable(format!(
