@@ -18,6 +18,12 @@
 //! [`TeamBudget::settle_account`] hands back what this process claimed and
 //! did not spend. A purse without an account ([`TeamBudget::new`]) counts
 //! only this process's calls, from what the team spent before.
+//!
+//! A claim is one store write (the config's read-modify-write) made on the
+//! calling thread, under this purse's lock: this process's calls of the
+//! team wait for it, once per slice, not once per call. On a NATS store
+//! that does not answer, the call waits as every store call does (at most
+//! the store's retry time), then is refused.
 
 use std::sync::{Arc, Mutex};
 
