@@ -57,7 +57,11 @@ pub(crate) fn model_seat(
     // The team's purse: on the team's account in its config, shared by
     // every process of the team; a new account counts what every teammate
     // spent before (a resumed team's budget is for its whole life).
-    super::team_account::open(env.models.hub(), team)?;
+    // A teammate without a model policy makes no call: no purse to open
+    // (and no config to read on its spawn).
+    if req.settings.model_policy.is_some() {
+        super::team_account::open(env.models.hub(), team)?;
+    }
     let client = env.models.hub().client_keeping(
         team.name(),
         name,
