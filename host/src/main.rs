@@ -31,13 +31,17 @@ fn main() -> std::process::ExitCode {
 /// |---|---|---|
 /// | `TEAMHOST_LOG` or `RUST_LOG` is set | stderr (held back while the live view is up) | that filter |
 /// | `teamhost teammate` (its stderr is its log file) | stderr | warnings |
-/// | otherwise | appended to `{home}/logs/teamhost.log`, made at the first line (stderr when it cannot be) | warnings |
+/// | otherwise | appended to `{home}/logs/teamhost.log`, made at the first line (stderr when it cannot be) | warnings (the notify crate's errors only) |
 fn diagnostics(cli: &teamhost::cli::Cli) {
     let asked = ["TEAMHOST_LOG", "RUST_LOG"]
         .into_iter()
         .find_map(|var| tracing_subscriber::EnvFilter::try_from_env(var).ok());
     let to_stderr = asked.is_some() || matches!(cli.command, teamhost::cli::Command::Teammate(_));
-    let filter = asked.unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn"));
+    // The notify crate warns when it removes the watch of a directory that
+    // is gone (a deleted team's): the kernel removed it already, nothing is
+    // wrong; its errors still show.
+    let filter =
+        asked.unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn,notify::inotify=error"));
     let home_log = (!to_stderr)
         .then(|| teamhost::home::Home::resolve(cli.home.as_deref()).ok())
         .flatten()

@@ -100,6 +100,22 @@ fn new_python_writes_an_executable_build_named_after_the_teammate() {
         &["new", "--lang", "python", "scribe", "py/scribe"],
     );
     assert!(out.status.success(), "{}", shown(&out));
+    // It says what a Python build needs, and nothing of JavaScript's.
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("componentize-py"), "{said}");
+    assert!(
+        !said.contains("componentize-js") && !said.contains("tsc"),
+        "{said}"
+    );
+    let js = teamhost_in(
+        tmp.path(),
+        &tmp.path().join("home"),
+        &["new", "--lang", "js", "scribe", "js/scribe"],
+    );
+    let said = String::from_utf8_lossy(&js.stdout);
+    assert!(said.contains("componentize-js"), "{said}");
+    // Its ./build never looks on the PATH: the note does not promise it.
+    assert!(!said.contains("PATH"), "{said}");
     let build = tmp.path().join("py/scribe/build");
     assert_eq!(
         std::fs::metadata(&build).unwrap().permissions().mode() & 0o777,

@@ -177,6 +177,28 @@ fn doctor_gives_one_line_per_check_and_a_fix_for_each_missing_one() {
         .output()
         .is_ok_and(|o| o.status.success());
     assert_eq!(checks[5]["ok"], tmux, "{}", checks[5]);
+    // A nats-server older than 2.9.21 is found, with what it cannot do: a
+    // cluster's replicated compare-and-swap.
+    let nats = Command::new("nats-server")
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).to_string());
+    if let Some(v) = nats {
+        let v = v.trim().rsplit('v').next().unwrap_or("").to_string();
+        let n: Vec<u64> = v.split('.').filter_map(|p| p.parse().ok()).collect();
+        let old = n.len() == 3 && (n[0], n[1], n[2]) < (2, 9, 21);
+        assert_eq!(checks[6]["ok"], true, "{}", checks[6]);
+        assert_eq!(
+            checks[6]["note"]
+                .as_str()
+                .is_some_and(|n| n.contains("2.9.21 or newer")),
+            old,
+            "{v}: {}",
+            checks[6]
+        );
+    }
 
     let out = teamhost(tmp.path(), &["doctor"]);
     let text = String::from_utf8_lossy(&out.stdout);
@@ -232,4 +254,31 @@ fn completions_man_and_schema_print_what_each_tool_reads() {
     assert_eq!(schema["required"], serde_json::json!(["team"]));
     assert!(schema["$defs"]["limits"]["properties"]["cpu_per_turn_secs"].is_object());
     assert!(!tmp.path().join("teams").exists(), "they need no home");
+}
+
+#[test]
+fn help_names_each_environment_variable_without_a_value() {
+    // An unset variable read as `[env: NAME=]` (an empty value), and a set
+    // one would show its value: a credentials path, a store URL.
+    let tmp = tempfile::tempdir().unwrap();
+    for command in [
+        &["run", "--help"][..],
+        &["watch", "--help"],
+        &["teammate", "--help"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_teamhost"))
+            .args(command)
+            .env("TEAMHOST_STORE_CREDS", tmp.path().join("secret.creds"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("[env: TEAMHOST_STORE_CA]"),
+            "{command:?}: {text}"
+        );
+        assert!(
+            !text.contains("=]") && !text.contains("secret.creds"),
+            "{command:?}: {text}"
+        );
+    }
 }

@@ -235,7 +235,13 @@ async fn write(team: Team, name: String, usage: ModelUsage) {
     let written = crate::blocking::try_run("the model usage record", move || {
         team.write_model_usage(&who, &usage)
     });
-    if let Err(e) = written.await {
-        tracing::warn!(teammate = %name, error = %e, "model usage record not written");
+    match written.await {
+        Ok(()) => {}
+        // A lead's last calls come after it deleted its team: there is no
+        // record left to write (its run's summary has the figures).
+        Err(e @ crate::Error::TeamDeleted { .. }) => {
+            tracing::debug!(teammate = %name, error = %e, "model usage record not written: the team is deleted")
+        }
+        Err(e) => tracing::warn!(teammate = %name, error = %e, "model usage record not written"),
     }
 }

@@ -42,6 +42,9 @@ struct Check {
     /// How to get it, when missing.
     #[serde(skip_serializing_if = "Option::is_none")]
     fix: Option<String>,
+    /// What a found one cannot do, and how to get that.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
 }
 
 fn ok(check: &'static str, detail: impl Into<String>) -> Check {
@@ -50,6 +53,7 @@ fn ok(check: &'static str, detail: impl Into<String>) -> Check {
         ok: true,
         detail: detail.into(),
         fix: None,
+        note: None,
     }
 }
 
@@ -59,6 +63,7 @@ fn missing(check: &'static str, detail: impl Into<String>, fix: impl Into<String
         ok: false,
         detail: detail.into(),
         fix: Some(fix.into()),
+        note: None,
     }
 }
 
@@ -75,12 +80,7 @@ pub(super) fn doctor(home: &Home, out: &Output, _a: DoctorArgs) -> anyhow::Resul
             "a pane per teammate (--teammate-mode tmux)",
             "install tmux (apt install tmux / brew install tmux); without it teammates run in-process or as processes",
         ),
-        program(
-            "nats-server",
-            &["--version"],
-            "teams shared across hosts (--store nats://HOST:PORT)",
-            "install nats-server (https://docs.nats.io/running-a-nats-service/introduction/installation) and start it with `nats-server -js`; not needed for teams on one machine",
-        ),
+        nats_server(),
         wasm_target(),
         claude_code(),
     ];
@@ -95,6 +95,9 @@ pub(super) fn doctor(home: &Home, out: &Output, _a: DoctorArgs) -> anyhow::Resul
             ));
             if let Some(fix) = &c.fix {
                 s.push_str(&format!("{:<21} fix: {fix}\n", ""));
+            }
+            if let Some(note) = &c.note {
+                s.push_str(&format!("{:<21} note: {note}\n", ""));
             }
         }
         s
@@ -184,6 +187,34 @@ fn program(name: &'static str, args: &[&str], used_for: &str, fix: &str) -> Chec
         Some(v) => ok(name, format!("{v}: {used_for}")),
         None => missing(name, format!("not on PATH: {used_for} unavailable"), fix),
     }
+}
+
+/// nats-server, and whether it can keep a cluster's teams: one before
+/// 2.9.21 serves one server's teams, but its replicated streams do not
+/// serialise compare-and-swap, so a cluster's teams get one replica.
+fn nats_server() -> Check {
+    let mut check = program(
+        "nats-server",
+        &["--version"],
+        "teams shared across hosts (--store nats://HOST:PORT)",
+        "install nats-server (https://docs.nats.io/running-a-nats-service/introduction/installation) and start it with `nats-server -js`; not needed for teams on one machine",
+    );
+    let version = check
+        .detail
+        .split(':')
+        .nth(1)
+        .and_then(|v| v.split_whitespace().next())
+        .unwrap_or("")
+        .to_string();
+    if check.ok && !crate::store::nats::replicated_cas_safe(&version) {
+        check.note = Some(format!(
+            "{version} serves one server's teams; a cluster (--store nats://A,B,C) needs \
+             nats-server 2.9.21 or newer, whose replicated streams serialise compare-and-swap \
+             (nats-io/nats-server#4320): on an older cluster a team's streams get one replica, \
+             and a node lost loses them"
+        ));
+    }
+    check
 }
 
 fn wasm_target() -> Check {

@@ -148,7 +148,12 @@ pub enum Command {
 #[derive(Debug, Clone, clap::Args)]
 pub struct TeamArg {
     /// Team name.
-    #[arg(long, env = "TEAMHOST_TEAM", value_name = "TEAM")]
+    #[arg(
+        long,
+        env = "TEAMHOST_TEAM",
+        hide_env_values = true,
+        value_name = "TEAM"
+    )]
     pub team: String,
 }
 

@@ -31,17 +31,28 @@ pub struct ModelArgs {
     /// replay (answer from cassettes only; a request that changed fails),
     /// replay-lenient (serve a changed request's recorded answer with a
     /// warning), replay-or-record (replay, and record what is missing).
-    #[arg(long = "model-mode", env = "TEAMHOST_MODEL_MODE", value_name = "MODE")]
+    #[arg(
+        long = "model-mode",
+        env = "TEAMHOST_MODEL_MODE",
+        hide_env_values = true,
+        value_name = "MODE"
+    )]
     pub mode: Option<String>,
     /// The host's model config (providers, credentials, aliases, prices).
     #[arg(
         long = "model-config",
         env = "TEAMHOST_MODEL_CONFIG",
+        hide_env_values = true,
         value_name = "FILE"
     )]
     pub config: Option<PathBuf>,
     /// The cassette directory ({DIR}/{team}/{teammate}.jsonl).
-    #[arg(long = "cassettes", env = "TEAMHOST_CASSETTES", value_name = "DIR")]
+    #[arg(
+        long = "cassettes",
+        env = "TEAMHOST_CASSETTES",
+        hide_env_values = true,
+        value_name = "DIR"
+    )]
     pub cassettes: Option<PathBuf>,
 }
 

@@ -122,17 +122,25 @@ pub fn new(out: &Output, a: NewArgs) -> anyhow::Result<()> {
             "created {shown} ({what}, component {})\nnext: {}   (builds it, then runs its team.toml)\n",
             created.component, created.next
         );
-        if a.lang != Lang::Rust {
-            text.push_str(POLYGLOT_NOTE);
+        match a.lang {
+            Lang::Rust => {}
+            Lang::Python => text.push_str(PYTHON_NOTE),
+            Lang::Js => text.push_str(JS_NOTE),
         }
         text
     })
 }
 
-const POLYGLOT_NOTE: &str =
-    "its ./build needs componentize-py (Python) or componentize-js and tsc (JS): \
-the toolchain of a teamhost clone (scripts/polyglot-toolchain; point TEAMHOST_POLYGLOT at its \
-target/polyglot), or the tools on your PATH\n";
+/// What a Python project's `./build` needs, and where it looks.
+const PYTHON_NOTE: &str = "its ./build needs componentize-py: the toolchain of a teamhost clone \
+(scripts/polyglot-toolchain there once; point TEAMHOST_POLYGLOT at its target/polyglot), or \
+componentize-py on your PATH\n";
+
+/// What a JavaScript project's `./build` needs: the clone's toolchain only
+/// (it also generates the WIT's types with a script of that toolchain).
+const JS_NOTE: &str = "its ./build needs the JavaScript toolchain of a teamhost clone (node, jco, \
+componentize-js, tsc and its type generator): run scripts/polyglot-toolchain there once and \
+point TEAMHOST_POLYGLOT at its target/polyglot\n";
 
 /// The rules of a teammate's name in a manifest (see
 /// [`crate::manifest`]), narrowed to what is also a crate, a team and a file
@@ -227,7 +235,7 @@ fn personalise(path: &str, bytes: &[u8], name: &str, lang: Lang) -> Vec<u8> {
 /// The Python and JS toolchain of the clone this teamhost was built from
 /// (`target/polyglot`, made by `scripts/polyglot-toolchain`) when it is
 /// still there; else empty, and the project's `./build` looks in
-/// `$TEAMHOST_POLYGLOT`, then on the PATH.
+/// `$TEAMHOST_POLYGLOT` (a Python one then on the PATH too).
 fn polyglot_dir() -> String {
     let built_from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/polyglot");
     match built_from.canonicalize() {

@@ -43,7 +43,7 @@ pub struct SettingsArgs {
     /// Which idle notifications reach the lead's inbox: all (the reference's
     /// behaviour), state-changes (the first, completed tasks, failures) or
     /// none. The others go to the lead's history only.
-    #[arg(long, env = "TEAMHOST_NOTIFICATIONS", value_name = "LEVEL", default_value_t = NotificationLevel::All)]
+    #[arg(long, env = "TEAMHOST_NOTIFICATIONS", hide_env_values = true, value_name = "LEVEL", default_value_t = NotificationLevel::All)]
     pub(crate) notifications: NotificationLevel,
     /// The teammate's limits as JSON (`crate::sandbox::Limits`, missing keys
     /// at their defaults); given by the host that starts it.

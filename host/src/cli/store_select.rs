@@ -28,22 +28,22 @@ pub struct SecurityArgs {
     /// NATS store: the CA certificate (PEM) that signed the server's
     /// certificate, trusted instead of the system's roots; TLS is then
     /// required.
-    #[arg(long, global = true, env = "TEAMHOST_STORE_CA", value_name = "FILE", value_parser = file_arg())]
+    #[arg(long, global = true, env = "TEAMHOST_STORE_CA", hide_env_values = true, value_name = "FILE", value_parser = file_arg())]
     pub store_ca: Option<PathBuf>,
     /// NATS store: a client certificate (PEM) for a server that verifies
     /// clients (mutual TLS); with --store-key.
-    #[arg(long, global = true, env = "TEAMHOST_STORE_CERT", value_name = "FILE", value_parser = file_arg())]
+    #[arg(long, global = true, env = "TEAMHOST_STORE_CERT", hide_env_values = true, value_name = "FILE", value_parser = file_arg())]
     pub store_cert: Option<PathBuf>,
     /// NATS store: the client certificate's private key (PEM).
-    #[arg(long, global = true, env = "TEAMHOST_STORE_KEY", value_name = "FILE", value_parser = file_arg())]
+    #[arg(long, global = true, env = "TEAMHOST_STORE_KEY", hide_env_values = true, value_name = "FILE", value_parser = file_arg())]
     pub store_key: Option<PathBuf>,
     /// NATS store: a credentials file (user JWT + NKey seed, as `nsc
     /// generate creds` writes); its account is the team's.
-    #[arg(long, global = true, env = "TEAMHOST_STORE_CREDS", value_name = "FILE", value_parser = file_arg())]
+    #[arg(long, global = true, env = "TEAMHOST_STORE_CREDS", hide_env_values = true, value_name = "FILE", value_parser = file_arg())]
     pub store_creds: Option<PathBuf>,
     /// NATS store: a file holding a user NKey seed (SU…), for a server that
     /// lists nkey users.
-    #[arg(long, global = true, env = "TEAMHOST_STORE_NKEY", value_name = "FILE", value_parser = file_arg())]
+    #[arg(long, global = true, env = "TEAMHOST_STORE_NKEY", hide_env_values = true, value_name = "FILE", value_parser = file_arg())]
     pub store_nkey: Option<PathBuf>,
 }
 

@@ -14,7 +14,7 @@
 //! Test: `teamhost run team.toml` exits 0 only when every task is completed.
 
 wit_bindgen::generate!({
-    // teamhost's WIT package (copied here by scripts/new-teammate), with the
+    // teamhost's WIT package (copied here by `teamhost new`), with the
     // WASI packages it includes in wit/deps.
     path: "wit",
     world: "teamhost:agent/teammate",

@@ -164,7 +164,8 @@ pub struct RunArgs {
     #[arg(
         long = "teammate-mode",
         value_name = "MODE",
-        env = "TEAMHOST_TEAMMATE_MODE"
+        env = "TEAMHOST_TEAMMATE_MODE",
+        hide_env_values = true
     )]
     teammate_mode: Option<crate::backends::TeammateMode>,
     /// Print one line per event even on a terminal, instead of the live view

@@ -125,7 +125,12 @@ pub struct TeammateArgs {
     pub(super) how: super::settings_args::SettingsArgs,
     /// The teammate component: a .wasm path, or a name looked up in
     /// $TEAMHOST_COMPONENT_PATH and {teamhost home}/components.
-    #[arg(long, env = "TEAMHOST_COMPONENT", value_name = "PATH|NAME")]
+    #[arg(
+        long,
+        env = "TEAMHOST_COMPONENT",
+        hide_env_values = true,
+        value_name = "PATH|NAME"
+    )]
     component: Option<String>,
     /// Write the guest's stdout and stderr to FILE (default: this process's stderr).
     #[arg(long, value_name = "FILE")]

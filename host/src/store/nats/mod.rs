@@ -88,6 +88,7 @@ use self::client::Conn;
 pub use self::client::NatsOptions;
 pub use self::describe::{StoreDescription, StreamDescription};
 use self::naming::TeamNames;
+pub use self::replicas::replicated_cas_safe;
 pub use self::security::NatsSecurity;
 use self::setup::Which;
 pub use self::url::NatsUrl;

@@ -17,7 +17,7 @@ pub(super) fn replicas(
     clustered: bool,
     version: &str,
 ) -> Result<usize, String> {
-    let safe = parse_version(version).is_some_and(|v| v >= SAFE_REPLICATED_CAS);
+    let safe = replicated_cas_safe(version);
     let (major, minor, patch) = SAFE_REPLICATED_CAS;
     match (asked, clustered) {
         (Some(n), _) if n > 1 && !safe => Err(format!(
@@ -34,6 +34,14 @@ pub(super) fn replicas(
         }
         (None, false) => Ok(1),
     }
+}
+
+/// Whether nats-server `version` serialises compare-and-swap on
+/// replicated streams ([`SAFE_REPLICATED_CAS`]): what a cluster needs for
+/// its teams to get more than one replica. `false` for a version that does
+/// not parse.
+pub fn replicated_cas_safe(version: &str) -> bool {
+    parse_version(version).is_some_and(|v| v >= SAFE_REPLICATED_CAS)
 }
 
 /// `(major, minor, patch)` of a server version such as `2.9.10` or
