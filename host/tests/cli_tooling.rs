@@ -247,6 +247,29 @@ fn completions_man_and_schema_print_what_each_tool_reads() {
         "{roff:.300}"
     );
     assert!(roff.contains("ps") && roff.contains("stop"), "{roff:.300}");
+    // Every page teamhost(1) names is there: by name, and all at once
+    // with --dir.
+    let out = teamhost(tmp.path(), &["man", "run"]);
+    assert!(out.status.success(), "{}", shown(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(".TH teamhost-run 1"));
+    let dir = tmp.path().join("man1");
+    let out = teamhost(tmp.path(), &["man", "--dir", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", shown(&out));
+    // The pages teamhost(1) names (`teamhost\-run(1)`, …).
+    let named: Vec<String> = roff
+        .lines()
+        .filter_map(|l| l.strip_suffix("(1)"))
+        .filter(|l| l.starts_with("teamhost\\-"))
+        .map(|l| l.replace("\\-", "-"))
+        .collect();
+    assert!(named.len() > 10, "{named:?}");
+    for page in named {
+        let file = dir.join(format!("{page}.1"));
+        assert!(file.is_file(), "{} named, not written", file.display());
+    }
+    let out = teamhost(tmp.path(), &["man", "nope"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("one per subcommand"));
 
     let out = teamhost(tmp.path(), &["schema"]);
     assert!(out.status.success(), "{}", shown(&out));

@@ -53,7 +53,7 @@ const EXAMPLES: &[(&str, &[&str])] = &[
     ("check", &["teamhost check team.toml"]),
     ("doctor", &["teamhost doctor"]),
     ("completions", &["teamhost completions bash > ~/.local/share/bash-completion/completions/teamhost", "teamhost completions zsh > \"${fpath[1]}/_teamhost\"", "teamhost completions fish > ~/.config/fish/completions/teamhost.fish"]),
-    ("man", &["teamhost man | man -l -"]),
+    ("man", &["teamhost man | man -l -", "teamhost man run | man -l -", "teamhost man --dir ~/.local/share/man/man1"]),
     ("schema", &["teamhost schema > teamhost-manifest.schema.json"]),
     ("new", &["teamhost new demo"]),
 ];

@@ -135,8 +135,9 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(reference::CompletionsArgs),
-    /// Print the manual page (roff), e.g. `teamhost man | man -l -`.
-    Man,
+    /// Print a manual page (roff), e.g. `teamhost man | man -l -` or
+    /// `teamhost man run | man -l -`; `--dir DIR` writes them all.
+    Man(reference::ManArgs),
     /// Print the JSON Schema of the team manifest, for editors.
     Schema,
     /// Create a teammate project (Rust, Python or JS) from a template
@@ -172,7 +173,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     // Commands that need no home.
     match &cli.command {
         Command::Completions(a) => return reference::completions(a),
-        Command::Man => return reference::man(),
+        Command::Man(a) => return reference::man(a),
         Command::Schema => return schema::print(),
         _ => {}
     }
@@ -228,7 +229,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         | Command::Check(_)
         | Command::Doctor(_)
         | Command::Completions(_)
-        | Command::Man
+        | Command::Man(_)
         | Command::Schema
         | Command::New(_) => unreachable!("handled above"),
     }

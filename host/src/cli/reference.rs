@@ -22,11 +22,67 @@ pub(super) fn completions(a: &CompletionsArgs) -> anyhow::Result<()> {
     write_all(&buf)
 }
 
-/// Prints the manual page (roff) on stdout: `teamhost man | man -l -`.
-pub(super) fn man() -> anyhow::Result<()> {
+/// Arguments of `teamhost man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// A subcommand's page (`run` is teamhost-run(1), which teamhost(1)
+    /// names under SEE ALSO); without one, teamhost(1).
+    page: Option<String>,
+    /// Write every page into DIR instead (teamhost.1, teamhost-run.1, …:
+    /// `man -M` or MANPATH finds them under DIR/..).
+    #[arg(long, value_name = "DIR", conflicts_with = "page")]
+    dir: Option<std::path::PathBuf>,
+}
+
+/// Prints a manual page (roff) on stdout (`teamhost man | man -l -`,
+/// `teamhost man run | man -l -`), or writes them all into `--dir`.
+pub(super) fn man(a: &ManArgs) -> anyhow::Result<()> {
+    let mut root = Cli::command();
+    // Global options (--home, --store, …) appear on every page.
+    root.build();
+    if let Some(dir) = &a.dir {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow::anyhow!("cannot make {}: {e}", dir.display()))?;
+        for (file, cmd) in pages(&root) {
+            let path = dir.join(format!("{file}.1"));
+            let mut buf = Vec::new();
+            clap_mangen::Man::new(cmd).render(&mut buf)?;
+            std::fs::write(&path, buf)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        }
+        return Ok(());
+    }
+    let cmd = match &a.page {
+        None => root,
+        Some(name) => pages(&root)
+            .into_iter()
+            .find(|(file, _)| *file == format!("teamhost-{name}"))
+            .map(|(_, cmd)| cmd)
+            .ok_or_else(|| {
+                let names: Vec<String> = root
+                    .get_subcommands()
+                    .map(|c| c.get_name().to_string())
+                    .collect();
+                anyhow::anyhow!(
+                    "no manual page {name:?}: `teamhost man` has one per subcommand: {}",
+                    names.join(", ")
+                )
+            })?,
+    };
     let mut buf = Vec::new();
-    clap_mangen::Man::new(Cli::command()).render(&mut buf)?;
+    clap_mangen::Man::new(cmd).render(&mut buf)?;
     write_all(&buf)
+}
+
+/// Every page: teamhost(1), then teamhost-SUB(1) for each subcommand (named
+/// so, as teamhost(1)'s SEE ALSO names them), by file stem.
+fn pages(root: &clap::Command) -> Vec<(String, clap::Command)> {
+    let mut all = vec![("teamhost".to_string(), root.clone())];
+    for sub in root.get_subcommands() {
+        let name = format!("teamhost-{}", sub.get_name());
+        all.push((name.clone(), sub.clone().display_name(name)));
+    }
+    all
 }
 
 /// Writes `bytes` to stdout; a reader that went away is not an error.
