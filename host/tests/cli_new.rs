@@ -207,6 +207,12 @@ fn copy_worker() -> String {
 
 /// Sets `path`'s modification time `secs` from now.
 fn touch(path: &Path, secs: i64) {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    if !path.exists() {
+        std::fs::write(path, "").unwrap();
+    }
     let t = if secs >= 0 {
         SystemTime::now() + Duration::from_secs(secs as u64)
     } else {
@@ -271,12 +277,21 @@ fn run_warns_about_a_stale_component_without_a_build_command() {
         dir.path().join("target/worker.wasm"),
     )
     .unwrap();
-    touch(&dir.path().join("src.txt"), 60);
+    // What a build does not read is no source: a log, a note, a teammate's
+    // output beside the manifest.
+    for other in ["ask.log", "notes.md", "out/result.txt"] {
+        touch(&dir.path().join(other), 60);
+    }
+    let out = teamhost_in(dir.path(), &dir.path().join("home"), &["run", "team.toml"]);
+    assert!(out.status.success(), "{}", shown(&out));
+    assert!(!stderr(&out).contains("is older than"), "{}", shown(&out));
+    // A crate's source is.
+    touch(&dir.path().join("src/lib.rs"), 60);
     let out = teamhost_in(dir.path(), &dir.path().join("home"), &["run", "team.toml"]);
     assert!(out.status.success(), "{}", shown(&out));
     let e = stderr(&out);
     assert!(e.contains("is older than its source"), "{e}");
-    assert!(e.contains("src.txt"), "{e}");
+    assert!(e.contains("src/lib.rs"), "{e}");
     assert!(e.contains("build = "), "{e}");
 }
 

@@ -7,7 +7,11 @@
 //! | teammate has | sources | component missing | component older |
 //! |---|---|---|---|
 //! | `build` | `watch` globs under `workdir`, default every file under it | build | build |
-//! | no `build` | the manifest's directory, when the component lies below it | (refused by the manifest check) | warning |
+//! | no `build` | the files a build reads ([`is_source`]: a crate's, a Python or JavaScript project's, the WIT) under the manifest's directory, when the component lies below it | (refused by the manifest check) | warning |
+//!
+//! Without a `build`, only what a build would read counts: a log, a
+//! teammate's output or a note beside the manifest is not a source, and
+//! changing one says nothing of the component's age.
 //!
 //! Never sources: build output and tool directories ([`SKIPPED`]), every
 //! directory a teammate can write ([`Manifest::teammate_reachable`] and the
@@ -138,9 +142,11 @@ fn staleness(file: &Path, m: &Manifest, t: &TeammateSpec, reachable: &Reachable)
         &|path| reachable.holds_real(path) || excluded.iter().any(|e| path == e),
         &mut budget,
         &mut |rel, path, modified| {
-            if build.is_none_or(|b| b.watches(rel))
-                && newest.as_ref().is_none_or(|(t, _)| modified > *t)
-            {
+            let counts = match build {
+                Some(b) => b.watches(rel),
+                None => is_source(path),
+            };
+            if counts && newest.as_ref().is_none_or(|(t, _)| modified > *t) {
                 newest = Some((modified, path.to_path_buf()));
             }
         },
@@ -149,6 +155,37 @@ fn staleness(file: &Path, m: &Manifest, t: &TeammateSpec, reachable: &Reachable)
         Some((source, path)) if source > built && budget > 0 => Stale::Older(path),
         _ => Stale::No,
     }
+}
+
+/// Whether `path` is a file a component's build reads, without a `build`
+/// command to say so: a Rust crate's (`*.rs`, `Cargo.toml`, `Cargo.lock`,
+/// `.cargo/config.toml`), a Python project's (`*.py`, `pyproject.toml`,
+/// `requirements.txt`), a JavaScript one's (`*.js`, `*.mjs`, `*.cjs`,
+/// `*.ts`, `package.json`, `package-lock.json`, `tsconfig.json`), the WIT
+/// contract (`*.wit`), or a `build` script.
+fn is_source(path: &Path) -> bool {
+    const NAMES: &[&str] = &[
+        "Cargo.toml",
+        "Cargo.lock",
+        "pyproject.toml",
+        "requirements.txt",
+        "package.json",
+        "package-lock.json",
+        "tsconfig.json",
+        "build",
+    ];
+    const EXTENSIONS: &[&str] = &["rs", "py", "js", "mjs", "cjs", "ts", "wit"];
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let in_cargo_dir = path
+        .parent()
+        .and_then(|p| p.file_name())
+        .is_some_and(|p| p == ".cargo");
+    NAMES.contains(&name)
+        || (name == "config.toml" && in_cargo_dir)
+        || path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| EXTENSIONS.contains(&e))
 }
 
 /// Whether `file` is under `dir`, their real paths compared: a lexical
