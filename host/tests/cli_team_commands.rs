@@ -342,6 +342,16 @@ fn logs_prints_each_teammates_lines_without_escape_sequences() {
         "{text}"
     );
 
+    // The last line of each.
+    let out = teamhost(home, &["logs", "t", "--tail", "1"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .collect::<Vec<_>>(),
+        ["alice | bob | forged\\u{d}X", "bob   | hello"],
+        "{}",
+        shown(&out)
+    );
     let out = teamhost(home, &["logs", "t", "bob"]);
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
@@ -395,6 +405,12 @@ fn logs_follow_prints_new_lines_until_the_host_ends() {
     let mut err = String::new();
     std::io::Read::read_to_string(&mut follow.stderr.take().unwrap(), &mut err).unwrap();
     assert!(err.contains("has ended"), "{err}");
+    // It said what it followed, and until when.
+    assert!(
+        err.contains("following alice's log of team t")
+            && err.contains(&format!("until its host (process {})", host.id())),
+        "{err}"
+    );
 }
 
 /// A real `teamhost run` whose probe waits for the lead's answer to a

@@ -194,6 +194,17 @@ fn a_led_run_killed_mid_work_resumes_with_its_lead_s_seat_and_finishes_every_tas
     let log = led.lead_log();
     // The lead went on from where its script was, not from the start.
     assert!(log.contains("resumed\tOK\tat line 9"), "{log}");
+    // Its log marks where each life began.
+    assert_eq!(
+        log.matches("--- teamhost: team-lead started ").count(),
+        1,
+        "{log}"
+    );
+    assert_eq!(
+        log.matches("--- teamhost: team-lead resumed ").count(),
+        1,
+        "{log}"
+    );
     assert_eq!(log.matches("create\tOK").count(), 1, "{log}");
     // Its spawns of the first life still count against max_spawns_total.
     assert!(

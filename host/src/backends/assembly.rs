@@ -167,6 +167,9 @@ pub(crate) async fn instantiate(
     if place.resumed.is_none() {
         crate::home::kept::clear_life(&env.home, team.name(), &member.name)?;
     }
+    if let Some(log) = &place.log {
+        mark_life(log, &member.name, place.resumed.is_some());
+    }
     let kept = Kept::open(&env.home, team.name(), &member.name)?;
     let pre = load!(env.runtime, req)?;
     let registration = env.hub.register(team.name(), &member.name);
@@ -221,6 +224,32 @@ pub(crate) async fn instantiate(
         budget,
         model,
     })
+}
+
+/// The line that opens each life of a teammate in its log (`teamhost
+/// logs` shows where one run ends and the next begins).
+pub(crate) const LIFE_MARK: &str = "--- teamhost:";
+
+/// Appends the line that opens a life of `name` to its `log` (a log that
+/// cannot be written is no reason to fail the start).
+fn mark_life(log: &std::path::Path, name: &str, resumed: bool) {
+    use std::io::Write;
+    let how = if resumed { "resumed" } else { "started" };
+    let line = format!(
+        "{LIFE_MARK} {name} {how} {} (host process {}) ---\n",
+        crate::protocol::time::timestamp_now(),
+        std::process::id()
+    );
+    if let Some(dir) = log.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let opened = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log);
+    if let Ok(mut file) = opened {
+        let _ = file.write_all(line.as_bytes());
+    }
 }
 
 /// What the host keeps on this machine for one teammate's life, opened at

@@ -8,7 +8,13 @@
 //! shown escaped, so nothing a teammate wrote can drive the terminal or
 //! fake a line of another teammate.
 //!
-//! `-f` follows: new lines are printed as they are written (inotify
+//! Each life of a teammate opens with a line the host writes
+//! (`--- teamhost: NAME started|resumed TIME (host process PID) ---`), so
+//! one run's lines are told from the next's. `--tail N` shows the last N
+//! lines of each log. A marker is for reading, not evidence: the guest
+//! writes the rest of its log, and could print such a line too.
+//!
+//! `-f` follows (saying what, on stderr): new lines are printed as they are written (inotify
 //! through `notify`, no polling) until the run that hosts the team ends
 //! (its process, by pidfd) or Ctrl-C. A team no live host runs has nothing
 //! more to follow: its logs are printed and the command ends, saying so.
@@ -43,6 +49,9 @@ pub struct LogsArgs {
     /// Follow: print new lines until the team's run ends (or Ctrl-C).
     #[arg(short, long)]
     follow: bool,
+    /// Only the last N lines of each log (then, with -f, what comes).
+    #[arg(long, value_name = "N")]
+    tail: Option<usize>,
 }
 
 pub(super) fn logs(home: &Home, store: &Store, out: &Output, a: LogsArgs) -> anyhow::Result<()> {
@@ -57,6 +66,7 @@ pub(super) fn logs(home: &Home, store: &Store, out: &Output, a: LogsArgs) -> any
         None
     };
     let mut logs = Logs::new(dir.clone(), a.name.clone());
+    logs.tail = a.tail;
     let found = logs.scan()?;
     if found == 0 && host.is_none() {
         if team.config().is_err() {
@@ -94,6 +104,16 @@ pub(super) fn logs(home: &Home, store: &Store, out: &Output, a: LogsArgs) -> any
         );
         return Ok(());
     };
+    eprintln!(
+        "teamhost logs: following {} of team {} ({}) until its host (process {}) ends; Ctrl-C stops",
+        match &a.name {
+            Some(n) => format!("{}'s log", printable_line(n)),
+            None => "every teammate's log".to_string(),
+        },
+        team.name(),
+        dir.display(),
+        host.pid
+    );
     follow(&mut logs, &dir, host.pid, host.start_time)
 }
 
@@ -151,6 +171,8 @@ struct Logs {
     dir: PathBuf,
     only: Option<String>,
     files: BTreeMap<String, Reading>,
+    /// The next print shows only the last N lines of each log (`--tail`).
+    tail: Option<usize>,
 }
 
 #[derive(Default)]
@@ -165,6 +187,7 @@ impl Logs {
             dir,
             only,
             files: BTreeMap::new(),
+            tail: None,
         }
     }
 
@@ -209,6 +232,8 @@ impl Logs {
     /// Prints the whole lines written since the last call; with `last`,
     /// an unfinished last line too.
     fn print_new(&mut self, last: bool) -> anyhow::Result<()> {
+        // `--tail` shapes the first print only; what comes later is new.
+        let tail = self.tail.take();
         let prefix = self.only.is_none() && self.files.len() > 1;
         let width = self
             .files
@@ -242,7 +267,10 @@ impl Logs {
                     .map_or(0, |i| i + 1)
             };
             let done: Vec<u8> = r.partial.drain(..cut).collect();
-            for line in String::from_utf8_lossy(&done).lines() {
+            let done = String::from_utf8_lossy(&done);
+            let lines: Vec<&str> = done.lines().collect();
+            let from = tail.map_or(0, |n| lines.len().saturating_sub(n));
+            for line in &lines[from..] {
                 let shown = printable_line(&strip_escapes(line)).into_owned();
                 if prefix {
                     let name = printable_line(name);
