@@ -205,6 +205,9 @@ async fn a_guest_crash_in_its_own_process_is_reported_with_its_words_and_log_fil
         "the real line, not the forged one: {why}"
     );
     assert!(why.contains("a.log"), "its log file: {why}");
+    // Named by its file, not by the child's descriptor of it.
+    assert!(!why.contains("/proc/self/fd"), "{why}");
+    assert_eq!(why.matches("a.log").count(), 1, "named once: {why}");
     assert!(
         !why.contains('\u{1b}') && !why.contains('\u{7}'),
         "made printable: {why:?}"

@@ -421,8 +421,11 @@ impl Watch {
                     .await
                     .ok()
                     .flatten();
+                let log = self.log.display().to_string();
                 TeammateState::Failed(match said {
-                    Some(why) => format!("{how}: {why}; its log: {}", self.log.display()),
+                    // The child's own reason names the log already.
+                    Some(why) if why.contains(&log) => format!("{how}: {why}"),
+                    Some(why) => format!("{how}: {why}; its log: {log}"),
                     None if self.log_exists() => format!(
                         "{how}; its log is {}: {}",
                         self.kind_log_hint(),

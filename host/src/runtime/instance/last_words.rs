@@ -107,6 +107,19 @@ impl AsyncWrite for Stderr {
 /// frames the named ones of the trap's wasm backtrace (left out when the
 /// component has no names). The most telling parts come first, so a reader
 /// that cuts the line keeps them.
+/// The log a reason names: `log` itself, or, for a descriptor of this
+/// process (`/proc/self/fd/2`: a `teamhost teammate` writes its guest's
+/// output to its stderr), the file it is open on; `None` when that is no
+/// file (a tmux pane's terminal, a pipe): then the reason names none.
+fn shown_log(log: &Path) -> Option<std::path::PathBuf> {
+    if !log.starts_with("/proc/self/fd") {
+        return Some(log.to_path_buf());
+    }
+    std::fs::read_link(log)
+        .ok()
+        .filter(|p| p.is_absolute() && p.is_file())
+}
+
 pub fn crash_reason(trap: &wasmtime::Error, tail: &str, log: Option<&Path>) -> String {
     let mut reason = match trap.downcast_ref::<wasmtime::Trap>() {
         Some(t) => format!("the guest crashed ({t})"),
@@ -119,7 +132,7 @@ pub fn crash_reason(trap: &wasmtime::Error, tail: &str, log: Option<&Path>) -> S
     if let Some(words) = last_words(tail) {
         reason += &format!("; its stderr said: «{words}»");
     }
-    if let Some(log) = log {
+    if let Some(log) = log.and_then(shown_log) {
         reason += &format!("; log: {}", log.display());
     }
     let frames = named_frames(trap);
@@ -254,6 +267,21 @@ fn clean(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_log_that_is_this_process_s_descriptor_is_named_by_its_file() {
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("worker.log");
+        let file = std::fs::File::create(&path).unwrap();
+        let fd = std::path::PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        assert_eq!(shown_log(&fd), Some(path.canonicalize().unwrap()));
+        assert_eq!(shown_log(&path), Some(path.clone()));
+        // A descriptor that is no file (a pipe) names no log.
+        let (read, _write) = std::io::pipe().unwrap();
+        let pipe = std::path::PathBuf::from(format!("/proc/self/fd/{}", read.as_raw_fd()));
+        assert_eq!(shown_log(&pipe), None);
+    }
 
     #[test]
     fn a_rust_panic_gives_its_message_without_the_backtrace_note() {
