@@ -41,12 +41,16 @@ struct Fork {
 /// What a fork's conversation says of the calls of its parent's last
 /// answer (the `Agent` call that started it among them): the same for
 /// every fork of one answer, so their requests share the parent's prefix.
-pub const FORK_PLACEHOLDER: &str = "Forked: this call started a fork of this conversation. Its result goes to the original conversation, not to the fork.";
+pub const FORK_PLACEHOLDER: &str = "Forked: this call started a fork of this conversation. \
+Its result goes to the original conversation, not to the fork.";
 
 /// The fork's first message: who it is and its task.
 fn fork_directive(parent: &str, prompt: &str) -> String {
     format!(
-        "You are a fork of {parent}: the conversation above is {parent}'s, up to the call that          started you. Do only the task below, yourself, with your tools (do not start sub-agents),          and answer with its result, complete and concise: that answer is what {parent} gets          back.\n\nTask: {prompt}"
+        "You are a fork of {parent}: the conversation above is {parent}'s, up to the call that \
+         started you. Do only the task below, yourself, with your tools (do not start \
+         sub-agents), and answer with its result, complete and concise: that answer is what \
+         {parent} gets back.\n\nTask: {prompt}"
     )
 }
 
