@@ -180,11 +180,6 @@ impl Runner {
         if let Some(at_end) = self.instance.agent().model.at_end.take() {
             at_end.run().await;
         }
-        if let Some(seat) = self.instance.ctx().lead_seat.clone() {
-            crate::blocking::run("forgetting the lead's record", move || seat.after_end())
-                .await
-                .ok();
-        }
         self.set_state(final_state.clone());
         self.lifecycle_hooks(false).await;
         final_state

@@ -158,8 +158,4 @@ pub trait LeadHost: Send + Sync {
     fn ended(&self) -> bool {
         false
     }
-    /// Called once the lead's runner has ended, after its last writes:
-    /// when it deleted its team, the seat's record for a resume (which that
-    /// last turn may have written) goes too. Nothing by default.
-    fn after_end(&self) {}
 }

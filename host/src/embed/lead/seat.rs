@@ -155,7 +155,13 @@ impl LeadSeat {
     /// Keeps the seat as it is now on this machine, synced (`record.rs`).
     /// A write that fails is logged, not the act's failure: the act is
     /// done; a resume after it would go on from the seat kept before.
+    /// Nothing once the lead deleted its team: the delete took the record
+    /// with the team's kept files, and a write now would bring them back
+    /// (and make a later team of the same name look led).
     pub(super) async fn keep(&self) {
+        if self.ended() {
+            return;
+        }
         if let Err(e) = self.keeper.keep(|| self.snapshot()).await {
             tracing::error!(
                 team = %self.team.name(),
@@ -282,22 +288,6 @@ impl LeadSeat {
             .collect())
     }
 
-    /// Removes the seat's record once the lead deleted its team (its last
-    /// turn may have kept the seat after the delete): a later team of the
-    /// same name is not taken for a led one. The lead's conversation, which
-    /// that turn also wrote, stays as the record of what the lead did.
-    fn forget_record(&self) {
-        let Some(host) = self.host.upgrade() else {
-            return;
-        };
-        let path = host.home.lead_record(self.team.name());
-        if let Err(e) = std::fs::remove_file(&path) {
-            if e.kind() != std::io::ErrorKind::NotFound {
-                tracing::warn!(path = %path.display(), error = %e, "the lead's record was not removed");
-            }
-        }
-    }
-
     /// Whether `delete_team` ended the lead's run.
     pub fn ended(&self) -> bool {
         self.ended.load(Ordering::SeqCst)
@@ -376,11 +366,5 @@ impl LeadHost for LeadSeat {
 
     fn ended(&self) -> bool {
         LeadSeat::ended(self)
-    }
-
-    fn after_end(&self) {
-        if self.ended() {
-            self.forget_record();
-        }
     }
 }
