@@ -8,7 +8,12 @@
 //! and for teammates teamhost started in their own process, whether that
 //! process is still alive (a dead one is reported `dead`, not idle); an
 //! in-process teammate whose host is gone is `dead` too (`teamhost run
-//! --resume` brings it back).
+//! --resume` brings it back). One rule names the state from these facts
+//! ([`MemberState::decide`], `member_state.rs`), for every screen.
+
+mod member_state;
+
+pub use member_state::{MemberState, StateFacts};
 
 use serde::Serialize;
 
@@ -149,9 +154,13 @@ pub struct TeammateView {
     pub color: Option<String>,
     /// `in-process`, `process`, `tmux`.
     pub backend: Option<String>,
-    /// `active`, `idle`, `stopping` (a shutdown request waits unread in its
-    /// inbox), `dead` or `unknown`.
-    pub state: &'static str,
+    /// Its state ([`MemberState`]: `active`, `idle`, `awaiting approval`,
+    /// `stopping`, `dead` or `unknown` from the files alone).
+    pub state: MemberState,
+    /// What the state was decided from, for a reader that knows more (the
+    /// host running the teammates) to decide it again.
+    #[serde(skip)]
+    pub facts: StateFacts,
     /// The task it owns that is in progress.
     pub current_task: Option<String>,
     /// When it last wrote to the lead (ISO 8601), if ever.
@@ -235,22 +244,23 @@ pub fn snapshot_cached(
         .iter()
         .filter(|m| m.name != lead)
         .map(|m| {
-            let dead = match processes.iter().find(|p| p.name == m.name) {
+            let gone = match processes.iter().find(|p| p.name == m.name) {
                 Some(p) => p.open_if_running().is_none(),
                 None => host_gone.contains(&m.name),
             };
-            let stopping = !dead && shutdown_pending(team, &m.name);
+            let facts = StateFacts {
+                host: None,
+                gone,
+                asked_to_stop: !gone && shutdown_pending(team, &m.name),
+                is_active: m.is_active,
+                waits_for_answer: pending_requests.iter().any(|p| p.from == m.name),
+            };
             TeammateView {
                 name: m.name.clone(),
                 color: m.color.clone(),
                 backend: m.backend_type.clone(),
-                state: match (dead, stopping, m.is_active) {
-                    (true, _, _) => "dead",
-                    (false, true, _) => "stopping",
-                    (false, false, Some(true)) => "active",
-                    (false, false, Some(false)) => "idle",
-                    (false, false, None) => "unknown",
-                },
+                state: MemberState::decide(&facts),
+                facts,
                 last_message: last_message.get(m.name.as_str()).map(|t| t.to_string()),
                 model: crate::store::names::agent_file_stem(&m.name)
                     .ok()

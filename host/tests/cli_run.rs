@@ -97,7 +97,7 @@ fn stream_is_in_order(stdout: &str, out: &Output) {
                 shown(out)
             );
         }
-        if what == "shutdown-requested" {
+        if what == "stopping" {
             let turn = shutdown_turn.get(who).copied();
             assert!(
                 turn.is_some_and(|t| t < i),

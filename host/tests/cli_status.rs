@@ -113,10 +113,31 @@ fn status_shows_states_progress_pending_requests_and_latest_messages() {
         .iter()
         .map(|t| (t["name"].as_str().unwrap(), t["state"].as_str().unwrap()))
         .collect();
+    // A teammate whose request waits for the lead is `awaiting approval`,
+    // not `active` (its `isActive` is true while it waits).
     assert_eq!(
         states,
-        [("busy", "active"), ("resting", "idle"), ("gone", "dead")]
+        [
+            ("busy", "awaiting approval"),
+            ("resting", "idle"),
+            ("gone", "dead")
+        ]
     );
+    // One function decides: the live view's board (and `watch`, which
+    // prints it) names every state as `status --json` does.
+    let board = teamhost::view::Board::read_cached(
+        &team,
+        Some(&Home::new(tmp.path())),
+        &[],
+        &mut Default::default(),
+    )
+    .unwrap();
+    let on_board: Vec<(&str, &str)> = board
+        .teammates
+        .iter()
+        .map(|t| (t.name.as_str(), t.state.word()))
+        .collect();
+    assert_eq!(on_board, states);
     assert_eq!(snap["teammates"][0]["currentTask"], "2");
     assert_eq!(
         (
@@ -137,6 +158,7 @@ fn status_shows_states_progress_pending_requests_and_latest_messages() {
     assert!(text.contains("tasks 1/2 completed"), "{text}");
     assert!(text.contains(&format!("teamhost permit {id}")), "{text}");
     assert!(text.contains("dead"), "{text}");
+    assert!(text.contains("awaiting approval"), "{text}");
 
     // Once the lead answers, the request is no longer pending.
     let answer = PermissionResponse::deny(&id, "no");
@@ -144,6 +166,7 @@ fn status_shows_states_progress_pending_requests_and_latest_messages() {
         .unwrap();
     let snap: Value = serde_json::from_str(&status(tmp.path(), true)).unwrap();
     assert!(snap["pendingRequests"].as_array().unwrap().is_empty());
+    assert_eq!(snap["teammates"][0]["state"], "active");
 }
 
 #[test]

@@ -159,6 +159,23 @@ description = "- one.txt"
     let code = tmux.wait_done(&exit_file);
     let screen = tmux.ok(&["capture-pane", "-p", "-S", "-100", "-t", "live"]);
     assert_eq!(code, "0", "the run failed; the pane shows:\n{screen}");
+    // The last frame, left on the terminal above the summary, shows the
+    // team as the stop found it: both teammates stopped.
+    let frame_at = screen.rfind("team live").expect("the last frame");
+    let summary_at = screen
+        .rfind("live: 1/1 task(s) completed")
+        .expect("the summary");
+    let frame = &screen[frame_at..summary_at];
+    for name in ["counter", "asker"] {
+        let row = frame
+            .lines()
+            .find(|l| l.trim_start_matches(['│', ' ']).starts_with(name))
+            .unwrap_or_else(|| panic!("no row for {name} in the last frame:\n{frame}"));
+        assert!(
+            row.contains("stopped"),
+            "{name} in the last frame: {row}\n{frame}"
+        );
+    }
 
     // The answer is the lead's permission_response, in the asker's mail.
     let team = Store::new(Home::new(&home)).team("live").unwrap();

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use common::{bounded, next_event, Fixture};
 use teamhost::embed::{Event, SpawnRequest, TeammateState};
-use teamhost::view::{Board, MateState};
+use teamhost::view::{Board, MemberState};
 
 /// A named pipe at `path`.
 fn fifo(path: &Path) -> Releaser {
@@ -104,8 +104,8 @@ async fn teammates_show_as_compiling_then_starting_until_each_is_spawned() {
     assert_eq!(
         rows,
         [
-            ("ann", &MateState::Compiling),
-            ("bob", &MateState::Compiling)
+            ("ann", &MemberState::Compiling),
+            ("bob", &MemberState::Compiling)
         ]
     );
     assert!(!compile.is_finished(), "the compile waits for the bytes");
@@ -152,7 +152,7 @@ async fn teammates_show_as_compiling_then_starting_until_each_is_spawned() {
     let rows: Vec<_> = board
         .teammates
         .iter()
-        .map(|t| (t.name.as_str(), t.state.label()))
+        .map(|t| (t.name.as_str(), t.state.word()))
         .collect();
     assert_eq!(rows.len(), 2, "{rows:?}");
     assert_eq!(rows[1], ("bob", "starting"));

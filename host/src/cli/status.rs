@@ -41,11 +41,11 @@ pub(super) fn status(
             push_line(
                 &mut s,
                 format!(
-                    "  {:<20} {:<8} {:<11} {:<8} {}",
+                    "  {:<20} {:<8} {:<11} {:<17} {}",
                     t.name,
                     t.color.as_deref().unwrap_or("-"),
                     t.backend.as_deref().unwrap_or("-"),
-                    t.state,
+                    t.state.word(),
                     t.current_task
                         .as_deref()
                         .map(|id| format!("on #{id}"))

@@ -5,6 +5,7 @@
 //! protocol) and [`Run::finish`] (what the run did, read before the team's
 //! files go; the team deleted unless kept).
 
+use std::collections::BTreeMap;
 use std::future::Future;
 
 use anyhow::Context;
@@ -21,7 +22,7 @@ use crate::approvals::Routes;
 use crate::embed::{ApprovalDesk, Host, LeadSpec, ShutdownReport, TeammateInfo};
 use crate::layout::{Kind, Protected};
 use crate::store::config::LEAD_NAME;
-use crate::store::{ModelUsage, NewTeam, Task, Team};
+use crate::store::{ModelUsage, NewTeam, Task, TaskStatus, Team};
 
 /// A run of a manifest's team on a [`Host`]: led by the person (or the
 /// embedding program), by a lead component ([`super::Leader`]), or beside a
@@ -47,6 +48,9 @@ pub struct Run {
     _desk: Option<ApprovalDesk>,
     /// A led run's last look at its team before its lead deletes it.
     last_look: Option<super::last_look::Slot>,
+    /// Who owned each open task when the shutdown began (a teammate that
+    /// stops gives its tasks back: the summary says whose they were).
+    owners_before_shutdown: std::sync::Mutex<BTreeMap<String, String>>,
 }
 
 /// What a finished run did: everything [`Run::finish`] read before the
@@ -58,6 +62,10 @@ pub struct Finished {
     /// The tasks as the shutdown left them (a teammate stopped at shutdown
     /// gave its tasks back).
     pub tasks: Vec<Task>,
+    /// The open tasks the shutdown took from their owner (a teammate that
+    /// stops gives its tasks back): task id → who owned it when the work
+    /// ended, as the run's reason for stopping names them.
+    pub unassigned: BTreeMap<String, String>,
     /// This host's teammates and how each ended.
     pub teammates: Vec<TeammateInfo>,
     /// Who approved the shutdown and who was killed.
@@ -69,7 +77,7 @@ pub struct Finished {
     /// Who decided which request, since the run began.
     pub decisions: Vec<Decision>,
     /// Each teammate's model spending, by its file stem.
-    pub usage: std::collections::BTreeMap<String, ModelUsage>,
+    pub usage: BTreeMap<String, ModelUsage>,
     /// Whether the team's files were kept (always beside a lead
     /// elsewhere: the team is the lead's).
     pub kept: bool,
@@ -196,6 +204,7 @@ impl Prepared {
             adopted: Vec::new(),
             _desk: desk,
             last_look,
+            owners_before_shutdown: Default::default(),
         })
     }
 }
@@ -401,6 +410,13 @@ impl Run {
             let timeout = self.plan.shutdown_timeout;
             return super::led::shut_down(&self.host, &self.team, ended, timeout).await;
         }
+        if let Ok(tasks) = self.team.list_tasks() {
+            *self.owners_before_shutdown.lock().expect("owners lock") = tasks
+                .into_iter()
+                .filter(|t| t.status != TaskStatus::Completed)
+                .filter_map(|t| Some((t.id, t.owner?)))
+                .collect();
+        }
         let reason = ended.reason();
         super::elsewhere::ask_to_stop(&self.team, &self.lead, &self.elsewhere, &reason, narrator)?;
         Ok(self
@@ -468,9 +484,16 @@ impl Run {
         if !kept && (!led || team.try_exists().unwrap_or(false)) {
             self.host.delete_team(team.name()).await?;
         }
+        let owners = std::mem::take(&mut *self.owners_before_shutdown.lock().expect("owners lock"));
+        let unassigned = tasks
+            .iter()
+            .filter(|t| t.owner.is_none())
+            .filter_map(|t| Some((t.id.clone(), owners.get(&t.id)?.clone())))
+            .collect();
         Ok(Finished {
             ended,
             tasks,
+            unassigned,
             teammates,
             shutdown,
             messages,
@@ -505,6 +528,7 @@ impl Run {
         Finished {
             ended,
             tasks,
+            unassigned: BTreeMap::new(),
             teammates,
             shutdown,
             messages,

@@ -18,7 +18,10 @@ pub struct MessageCounts {
     pub to_lead: usize,
     /// Sent by the lead.
     pub from_lead: usize,
-    /// Neither from nor to the lead.
+    /// Written by the host itself (`teamhost`: a deny, a shutdown notice),
+    /// to anyone but the lead.
+    pub from_host: usize,
+    /// Neither from nor to the lead, nor from the host.
     pub between_teammates: usize,
     /// Still unread in an inbox.
     pub unread: usize,
@@ -33,6 +36,8 @@ impl MessageCounts {
             self.from_lead += 1;
         } else if to == lead {
             self.to_lead += 1;
+        } else if m.from == crate::protocol::HOST_SENDER {
+            self.from_host += 1;
         } else {
             self.between_teammates += 1;
         }
@@ -58,4 +63,36 @@ pub fn count_messages(team: &Team, lead: &str) -> anyhow::Result<MessageCounts> 
         }
     }
     Ok(counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from(name: &str) -> InboxMessage {
+        serde_json::from_value(serde_json::json!({"from": name, "text": "hi"})).unwrap()
+    }
+
+    #[test]
+    fn the_hosts_own_messages_are_not_counted_between_teammates() {
+        let mut c = MessageCounts::default();
+        c.add("scribe", &from(crate::protocol::HOST_SENDER), "team-lead");
+        c.add("scribe", &from("alice"), "team-lead");
+        c.add(
+            "team-lead",
+            &from(crate::protocol::HOST_SENDER),
+            "team-lead",
+        );
+        c.add("alice", &from("team-lead"), "team-lead");
+        assert_eq!(
+            (
+                c.from_host,
+                c.between_teammates,
+                c.to_lead,
+                c.from_lead,
+                c.total
+            ),
+            (1, 1, 1, 1, 4)
+        );
+    }
 }

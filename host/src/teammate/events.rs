@@ -36,15 +36,16 @@ impl TeammateState {
         )
     }
 
-    /// A short lower-case name (`active`, `idle`, …).
+    /// A short lower-case name (`active`, `idle`, …): the word
+    /// `status::MemberState` gives the same state on every screen.
     pub fn as_str(&self) -> &'static str {
         match self {
             TeammateState::Compiling => "compiling",
             TeammateState::Starting => "starting",
             TeammateState::Active => "active",
             TeammateState::Idle => "idle",
-            TeammateState::AwaitingPlanApproval => "awaiting-plan-approval",
-            TeammateState::ShutdownRequested => "shutdown-requested",
+            TeammateState::AwaitingPlanApproval => "awaiting approval",
+            TeammateState::ShutdownRequested => "stopping",
             TeammateState::Completed => "stopped",
             TeammateState::Failed(_) => "failed",
             TeammateState::Killed => "killed",

@@ -12,92 +12,17 @@ use std::time::SystemTime;
 
 use chrono::{DateTime, Local, Utc};
 
-use crate::embed::{TeammateInfo, TeammateState};
+use crate::embed::TeammateInfo;
 use crate::error::Result;
 use crate::home::{Home, Kept};
 use crate::protocol::describe::{printable, printable_line};
-use crate::status::{self, FeedItem, PendingView};
+pub use crate::status::MemberState;
+use crate::status::{self, FeedItem, PendingView, StateFacts};
 use crate::store::tasks::open_blockers;
 use crate::store::{HistoryCache, Task, TaskStatus, Team};
 
 /// How many of the lead's latest messages the feed keeps.
 pub const FEED_LEN: usize = 200;
-
-/// A teammate's state as the view names it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MateState {
-    /// Its component compiles; it joins once that is done (only inside
-    /// `teamhost run`, whose host knows).
-    Compiling,
-    /// Registered, its first turn not started.
-    Starting,
-    /// In a turn.
-    Running,
-    /// Waiting for a message or a task.
-    Idle,
-    /// Handling a shutdown request.
-    Stopping,
-    /// A permission or plan request of its waits for the lead.
-    AwaitingApproval,
-    /// Trapped or broke a limit (why).
-    Failed(String),
-    /// Its process is gone, or the host killed it.
-    Dead,
-    /// Approved its shutdown and stopped (shown `stopped`: `done` is a
-    /// task's word on a narrow board).
-    Done,
-    /// Its files say nothing either way.
-    Unknown,
-}
-
-impl MateState {
-    /// The word shown for it.
-    pub fn label(&self) -> &'static str {
-        match self {
-            MateState::Compiling => "compiling",
-            MateState::Starting => "starting",
-            MateState::Running => "active",
-            MateState::Idle => "idle",
-            MateState::Stopping => "stopping",
-            MateState::AwaitingApproval => "awaiting approval",
-            MateState::Failed(_) => "failed",
-            MateState::Dead => "dead",
-            MateState::Done => "stopped",
-            MateState::Unknown => "unknown",
-        }
-    }
-
-    fn from_disk(state: &str) -> MateState {
-        match state {
-            "active" => MateState::Running,
-            "idle" => MateState::Idle,
-            "stopping" => MateState::Stopping,
-            "dead" => MateState::Dead,
-            _ => MateState::Unknown,
-        }
-    }
-
-    fn from_host(state: &TeammateState) -> MateState {
-        match state {
-            TeammateState::Compiling => MateState::Compiling,
-            TeammateState::Starting => MateState::Starting,
-            TeammateState::Active => MateState::Running,
-            TeammateState::Idle => MateState::Idle,
-            TeammateState::AwaitingPlanApproval => MateState::AwaitingApproval,
-            TeammateState::ShutdownRequested => MateState::Stopping,
-            TeammateState::Completed => MateState::Done,
-            TeammateState::Failed(why) => MateState::Failed(why.clone()),
-            TeammateState::Killed => MateState::Dead,
-        }
-    }
-
-    fn finished(&self) -> bool {
-        matches!(
-            self,
-            MateState::Failed(_) | MateState::Dead | MateState::Done
-        )
-    }
-}
 
 /// One teammate's row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,7 +32,7 @@ pub struct MateRow {
     /// Its colour (the reference's names: `blue`, `green`, …).
     pub color: Option<String>,
     /// Its state.
-    pub state: MateState,
+    pub state: MemberState,
     /// `in-process`, `process`, `tmux` (when recorded).
     pub backend: Option<String>,
     /// The task it is working on: `(id, what)`, `what` being the task's
@@ -134,8 +59,8 @@ impl MateRow {
     /// runs a turn or waits on the model.
     pub fn busy(&self) -> bool {
         self.thinking
-            || matches!(self.state, MateState::Compiling)
-            || (self.turn_started.is_some() && !self.state.finished())
+            || matches!(self.state, MemberState::Compiling)
+            || (self.turn_started.is_some() && !self.state.ended())
     }
 }
 
@@ -219,14 +144,11 @@ impl Board {
             .iter()
             .map(|t| {
                 let host = live.iter().find(|l| l.name == t.name);
-                let mut state = match host {
-                    Some(h) => MateState::from_host(&h.state),
-                    None => MateState::from_disk(t.state),
-                };
-                if !state.finished() && snap.pending_requests.iter().any(|p| p.from == t.name) {
-                    state = MateState::AwaitingApproval;
-                }
-                let state_finished = state.finished();
+                let state = MemberState::decide(&StateFacts {
+                    host: host.map(|h| h.state.clone()),
+                    ..t.facts.clone()
+                });
+                let state_finished = state.ended();
                 MateRow {
                     name: shown_line(&t.name),
                     color: t.color.as_deref().map(shown_line),
@@ -253,7 +175,10 @@ impl Board {
                 teammates.push(MateRow {
                     name: shown_line(&l.name),
                     color: Some(shown_line(&l.color)).filter(|c| !c.is_empty()),
-                    state: MateState::from_host(&l.state),
+                    state: MemberState::decide(&StateFacts {
+                        host: Some(l.state.clone()),
+                        ..Default::default()
+                    }),
                     backend: None,
                     task: None,
                     last_activity: None,
@@ -367,6 +292,7 @@ fn model_note(u: &crate::store::ModelUsage) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::embed::TeammateState;
     use crate::store::{test_team, NewTask, TaskUpdate};
 
     #[test]
@@ -428,7 +354,7 @@ mod tests {
         let rows: Vec<_> = board
             .teammates
             .iter()
-            .map(|t| (t.name.as_str(), t.state.label(), t.color.as_deref()))
+            .map(|t| (t.name.as_str(), t.state.word(), t.color.as_deref()))
             .collect();
         assert_eq!(
             rows[1..],

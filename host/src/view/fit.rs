@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use ratatui::text::Line;
 
-use super::board::MateState;
+use super::board::MemberState;
 
 /// The moment a frame is drawn: the time (for a turn's elapsed time) and
 /// the spinner's frame.
@@ -31,13 +31,13 @@ pub fn width(text: &str) -> usize {
     Line::raw(text).width()
 }
 
-/// The word shown for `state`: its full label ([`MateState::label`]) when
+/// The word shown for `state`: its full word ([`MemberState::word`]) when
 /// `short` is false, else a word of at most 9 columns that still says the
 /// same thing (`awaiting approval` → `asks you`).
-pub fn state_word(state: &MateState, short: bool) -> &'static str {
+pub fn state_word(state: &MemberState, short: bool) -> &'static str {
     match (state, short) {
-        (MateState::AwaitingApproval, true) => "asks you",
-        _ => state.label(),
+        (MemberState::AwaitingApproval, true) => "asks you",
+        _ => state.word(),
     }
 }
 
@@ -46,7 +46,7 @@ pub fn state_width(short: bool) -> usize {
     if short {
         9
     } else {
-        width(MateState::AwaitingApproval.label())
+        width(MemberState::AwaitingApproval.word())
     }
 }
 
@@ -200,20 +200,21 @@ mod tests {
     #[test]
     fn a_short_state_word_fits_nine_columns_and_a_long_one_is_whole() {
         assert_eq!(
-            state_word(&MateState::AwaitingApproval, false),
+            state_word(&MemberState::AwaitingApproval, false),
             "awaiting approval"
         );
         for s in [
-            MateState::Compiling,
-            MateState::Starting,
-            MateState::Running,
-            MateState::Idle,
-            MateState::Stopping,
-            MateState::AwaitingApproval,
-            MateState::Failed("x".into()),
-            MateState::Dead,
-            MateState::Done,
-            MateState::Unknown,
+            MemberState::Compiling,
+            MemberState::Starting,
+            MemberState::Active,
+            MemberState::Idle,
+            MemberState::Stopping,
+            MemberState::AwaitingApproval,
+            MemberState::Failed("x".into()),
+            MemberState::Killed,
+            MemberState::Dead,
+            MemberState::Stopped,
+            MemberState::Unknown,
         ] {
             assert!(width(state_word(&s, true)) <= state_width(true), "{s:?}");
             assert!(width(state_word(&s, false)) <= state_width(false), "{s:?}");

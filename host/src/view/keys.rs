@@ -372,7 +372,7 @@ mod tests {
                 super::super::board::MateRow {
                     name: "alice".into(),
                     color: None,
-                    state: super::super::board::MateState::Idle,
+                    state: super::super::board::MemberState::Idle,
                     backend: None,
                     task: None,
                     last_activity: None,
@@ -384,7 +384,7 @@ mod tests {
                 super::super::board::MateRow {
                     name: "bob".into(),
                     color: None,
-                    state: super::super::board::MateState::Idle,
+                    state: super::super::board::MemberState::Idle,
                     backend: None,
                     task: None,
                     last_activity: None,

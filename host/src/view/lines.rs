@@ -115,8 +115,8 @@ pub fn changes(old: &Board, new: &Board) -> Vec<(String, String)> {
 }
 
 fn mate_line(m: &MateRow) -> String {
-    let mut s = m.state.label().to_string();
-    if let super::board::MateState::Failed(why) = &m.state {
+    let mut s = m.state.word().to_string();
+    if let super::board::MemberState::Failed(why) = &m.state {
         s += &format!(" ({})", crate::protocol::describe::one_line(why));
     }
     if let Some((id, subject)) = &m.task {

@@ -57,7 +57,7 @@ use crate::error::{Error, Result};
 use crate::home::Home;
 use crate::store::Team;
 
-pub use board::{clock, Board, MateRow, MateState, TaskRow, FEED_LEN};
+pub use board::{clock, Board, MateRow, MemberState, TaskRow, FEED_LEN};
 pub use changes::Changes;
 pub use detail::Detail;
 pub use fit::Moment;

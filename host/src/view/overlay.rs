@@ -9,7 +9,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 
-use super::board::{Board, MateRow, MateState};
+use super::board::{Board, MateRow, MemberState};
 use super::detail::Detail;
 use super::fit::{self, key_bar, state_word, wrap, Key, Moment, SPINNER};
 use super::keys::HELP;
@@ -121,7 +121,7 @@ pub fn detail(
         for l in wrap(&s, w, 3) {
             top.push(Line::styled(l, state_style(&m.state)));
         }
-        if let MateState::Failed(why) = &m.state {
+        if let MemberState::Failed(why) = &m.state {
             for l in wrap(&printable_line(why), w, 6) {
                 top.push(Line::from(l));
             }

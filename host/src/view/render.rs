@@ -15,7 +15,7 @@ use ratatui::widgets::{
 };
 use ratatui::Frame;
 
-use super::board::{clock, Board, MateRow, MateState};
+use super::board::{clock, Board, MateRow, MemberState};
 use super::detail::Detail;
 use super::fit::{self, key_bar, state_width, state_word, width, wrap, Key, Moment, SPINNER};
 use super::keys::{Focus, Screen, Ui};
@@ -212,7 +212,7 @@ impl MateColumns {
 fn doing(m: &MateRow) -> String {
     let doing = match (&m.state, &m.task, &m.model) {
         // Why it failed says more than the task it dropped.
-        (MateState::Failed(why), _, _) => one_line(why),
+        (MemberState::Failed(why), _, _) => one_line(why),
         (_, Some((id, doing)), Some(model)) => format!("#{id} {doing} · {model}"),
         (_, Some((id, doing)), None) => format!("#{id} {doing}"),
         (_, None, Some(model)) => model.clone(),
@@ -221,7 +221,7 @@ fn doing(m: &MateRow) -> String {
     // Sub-agents first: a long task would hide them (a failure's reason
     // stays alone).
     match (&m.state, &m.subagents) {
-        (MateState::Failed(_), _) | (_, None) => doing,
+        (MemberState::Failed(_), _) | (_, None) => doing,
         (_, Some(sub)) => format!("{sub} · {doing}"),
     }
 }
@@ -248,7 +248,7 @@ fn turn_cell(m: &MateRow, moment: &Moment) -> String {
     };
     match m
         .turn_started
-        .filter(|_| !matches!(m.state, MateState::Idle))
+        .filter(|_| !matches!(m.state, MemberState::Idle))
     {
         Some(t) => {
             let took = moment.now.duration_since(t).unwrap_or_default();
@@ -622,7 +622,7 @@ mod tests {
         screen_at(140, 40, board, ui, None)
     }
 
-    fn mate(name: &str, state: MateState) -> MateRow {
+    fn mate(name: &str, state: MemberState) -> MateRow {
         MateRow {
             name: name.into(),
             color: Some("blue".into()),
@@ -654,7 +654,7 @@ mod tests {
             lead: "team-lead".into(),
             teammates: vec![MateRow {
                 task: Some(("2".into(), "Write the docs".into())),
-                ..mate("alice", MateState::AwaitingApproval)
+                ..mate("alice", MemberState::AwaitingApproval)
             }],
             tasks: vec![
                 task("1", "completed", "alice", "Read the code"),
@@ -684,16 +684,16 @@ mod tests {
         b.teammates = vec![
             MateRow {
                 task: Some(("2".into(), "Writing down the river story".into())),
-                ..mate("alice", MateState::AwaitingApproval)
+                ..mate("alice", MemberState::AwaitingApproval)
             },
             MateRow {
                 task: Some(("3".into(), "Counting every word of chapter one".into())),
                 turn_started: Some(started),
                 thinking: true,
                 model: Some("thinking… (3 calls, $0.0123)".into()),
-                ..mate("bob", MateState::Running)
+                ..mate("bob", MemberState::Active)
             },
-            mate("py-checker", MateState::Compiling),
+            mate("py-checker", MemberState::Compiling),
         ];
         b.tasks = vec![
             task("1", "completed", "alice", "Read the code"),
@@ -901,7 +901,7 @@ mod tests {
     #[test]
     fn a_failed_teammate_shows_why() {
         let mut b = board();
-        b.teammates[0].state = MateState::Failed("broke its memory limit (64 MiB)".into());
+        b.teammates[0].state = MemberState::Failed("broke its memory limit (64 MiB)".into());
         let s = screen(&b, &Ui::default());
         assert!(s.contains("broke its memory limit"), "{s}");
     }
@@ -926,7 +926,7 @@ mod tests {
         b.teammates = (0..100)
             .map(|i| MateRow {
                 name: format!("mate-{i:03}"),
-                state: MateState::Idle,
+                state: MemberState::Idle,
                 ..b.teammates[0].clone()
             })
             .collect();
@@ -962,7 +962,7 @@ mod tests {
     fn the_chosen_teammate_is_scrolled_into_sight() {
         let mut b = board();
         b.teammates = (0..100)
-            .map(|i| mate(&format!("mate-{i:03}"), MateState::Idle))
+            .map(|i| mate(&format!("mate-{i:03}"), MemberState::Idle))
             .collect();
         let ui = Ui {
             mate: 70,

@@ -3,19 +3,19 @@
 
 use ratatui::style::{Color, Modifier, Style};
 
-use super::board::MateState;
+use super::board::MemberState;
 
 /// How a teammate's state word is drawn.
-pub fn state_style(state: &MateState) -> Style {
+pub fn state_style(state: &MemberState) -> Style {
     let s = Style::default();
     match state {
-        MateState::Running => s.fg(Color::Green),
-        MateState::AwaitingApproval => s.fg(Color::Yellow).add_modifier(Modifier::BOLD),
-        MateState::Stopping => s.fg(Color::Magenta),
-        MateState::Failed(_) | MateState::Dead => s.fg(Color::Red),
-        MateState::Idle | MateState::Done => s.add_modifier(Modifier::DIM),
-        MateState::Compiling => s.fg(Color::Cyan),
-        MateState::Starting | MateState::Unknown => s,
+        MemberState::Active => s.fg(Color::Green),
+        MemberState::AwaitingApproval => s.fg(Color::Yellow).add_modifier(Modifier::BOLD),
+        MemberState::Stopping => s.fg(Color::Magenta),
+        MemberState::Failed(_) | MemberState::Killed | MemberState::Dead => s.fg(Color::Red),
+        MemberState::Idle | MemberState::Stopped => s.add_modifier(Modifier::DIM),
+        MemberState::Compiling => s.fg(Color::Cyan),
+        MemberState::Starting | MemberState::Unknown => s,
     }
 }
 

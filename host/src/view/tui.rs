@@ -19,7 +19,7 @@ use ratatui::crossterm::event::{
 };
 use ratatui::widgets::Paragraph;
 
-use super::board::{Board, MateState};
+use super::board::{Board, MemberState};
 use super::detail::Detail;
 use super::fit::Moment;
 use super::keys::{Action, Screen, Ui};
@@ -91,7 +91,7 @@ impl LastFrame {
             .into_iter()
             .flat_map(|b| &b.teammates)
             .filter_map(|m| match &m.state {
-                MateState::Failed(why) => {
+                MemberState::Failed(why) => {
                     Some(format!("{} failed: {}", m.name, printable_line(why)))
                 }
                 _ => None,
@@ -120,6 +120,7 @@ fn event_loop(
     let mut board = read(seat, None, &mut ui);
     let mut detail: Option<Detail> = None;
     let mut tick = 0usize;
+    let mut stopping = false;
     loop {
         match &board {
             Some(b) => {
@@ -139,6 +140,11 @@ fn event_loop(
                 let frame = terminal.draw(|f| f.render_widget(Paragraph::new(text), f.area()))?;
                 last.keep(frame.buffer, None);
             }
+        }
+        // The frame just drawn read the board after the stop arrived: it is
+        // the one left on the terminal.
+        if stopping {
+            return Ok(Ended::Stopped);
         }
         let busy = board
             .as_ref()
@@ -163,7 +169,13 @@ fn event_loop(
         let mut changed = false;
         for input in std::iter::once(first).chain(rx.try_iter()) {
             match input {
-                Input::Stop => return Ok(Ended::Stopped),
+                // Drawn once more first: the last frame shows the team as
+                // the stop found it (teammates stopped, not as they were
+                // at the last change the view had read).
+                Input::Stop => {
+                    stopping = true;
+                    changed = true;
+                }
                 Input::Changed | Input::Resize => changed = true,
                 Input::Note(who, what) => {
                     use crate::protocol::describe::printable_line;

@@ -81,6 +81,9 @@ struct TaskLine {
     subject: String,
     status: String,
     owner: Option<String>,
+    /// Who owned it when the work ended, when the shutdown took it back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unassigned_from: Option<String>,
     blocked_by: Vec<String>,
 }
 
@@ -130,6 +133,9 @@ impl Summary {
             &f.usage,
             f.problems,
         );
+        for t in &mut summary.tasks {
+            t.unassigned_from = f.unassigned.get(&t.id).cloned();
+        }
         summary.decisions = super::decisions::Decisions::new(f.decisions);
         summary.turn_failures = f.turn_failures;
         summary.adopted = f.adopted;
@@ -158,6 +164,7 @@ impl Summary {
                 subject: t.subject.clone(),
                 status: t.status.as_str().to_string(),
                 owner: t.owner.clone(),
+                unassigned_from: None,
                 blocked_by: t.blocked_by.clone(),
             })
             .collect();
@@ -246,8 +253,13 @@ impl Summary {
             } else {
                 format!("  (after #{})", t.blocked_by.join(", #"))
             };
+            let given_back = t
+                .unassigned_from
+                .as_deref()
+                .map(|o| format!("  ({o}'s when the work ended; given back at its shutdown)"))
+                .unwrap_or_default();
             let line = format!(
-                "  #{:<3} {:<11} {:<w$}  {}{blocked}",
+                "  #{:<3} {:<11} {:<w$}  {}{blocked}{given_back}",
                 t.id,
                 t.status,
                 t.owner.as_deref().unwrap_or("-"),
@@ -321,10 +333,15 @@ impl Summary {
         push_line(
             &mut s,
             format!(
-            "messages: {} ({} to the lead, {} from the lead, {} between teammates, {} unread): {}",
+            "messages: {} ({} to the lead, {} from the lead, {}{} between teammates, {} unread): {}",
             mc.total,
             mc.to_lead,
             mc.from_lead,
+            if mc.from_host > 0 {
+                format!("{} from the host to teammates, ", mc.from_host)
+            } else {
+                String::new()
+            },
             mc.between_teammates,
             mc.unread,
             kinds.join(", ")
