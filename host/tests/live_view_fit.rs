@@ -41,6 +41,57 @@ const SUBJECTS: [&str; 3] = [
     "Summarise the counts for the lead",
 ];
 
+/// A teammate whose name is wider than the view's name column, and what it
+/// asks and says: each longer than its line at 80 columns.
+const LONG_NAME: &str = "bob-the-long-named-reviewer";
+const LONG_COMMAND: &str =
+    "cargo test --workspace --all-targets -- --include-ignored and then report";
+const LONG_MESSAGE: &str =
+    "reviewed every chapter twice and found three places where the counts disagree with the notes";
+
+/// The texts the view shows that no cut may leave half a word of without
+/// `…`.
+fn texts() -> Vec<String> {
+    let mut all: Vec<String> = [
+        LONG_NAME,
+        LONG_COMMAND,
+        LONG_MESSAGE,
+        "waiting for you",
+        "none recorded (a teammate without a model calls tools through the host: see its log)",
+        "count chapter one, please",
+        "asks permission to use Bash: Run the tests",
+        // The view's own words (column names, titles) that begin another.
+        "alice bob py-checker team-lead permission asks Write Bash command",
+        "team fit tasks task teammates teammate turn turns name state last tool calls log",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    all.extend(SUBJECTS.iter().map(|s| s.to_string()));
+    all
+}
+
+/// Asserts no word of [`texts`] shows cut on `screen` without `…`: every
+/// token that is a proper beginning of one of their words is either that
+/// word whole, another whole word, or ends with `…`.
+fn assert_no_word_cut(screen: &str, size: &str) {
+    let split = |t: &str| -> Vec<String> {
+        t.split(|c: char| c.is_whitespace() || "│─┌┐└┘\"{}:,[]()·▶".contains(c))
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let known: std::collections::BTreeSet<String> = texts().iter().flat_map(|t| split(t)).collect();
+    for token in split(screen) {
+        if token.ends_with('…') || known.contains(&token) || token.chars().count() < 3 {
+            continue;
+        }
+        if let Some(word) = known.iter().find(|w| w.starts_with(&token)) {
+            panic!("{size}: {word:?} is cut to {token:?} without …:\n{screen}");
+        }
+    }
+}
+
 /// A log line that would retitle the pane if it reached the terminal.
 const HOSTILE_LOG: &str = "\x1b]2;PWNED\x07\x1b[2J after the escape";
 
@@ -81,7 +132,7 @@ fn hides(t: &Tmux, gone: &[&str]) -> String {
 fn fixture(home: &Path) -> Team {
     let team = Store::new(Home::new(home)).team("fit").unwrap();
     team.create(NewTeam::default()).unwrap();
-    for name in ["alice", "bob", "py-checker"] {
+    for name in ["alice", "bob", "py-checker", LONG_NAME] {
         team.add_member(NewMember {
             name: name.into(),
             ..Default::default()
@@ -117,6 +168,17 @@ fn fixture(home: &Path) -> Team {
         OutgoingMessage::new("alice", request.to_text()),
     )
     .unwrap();
+    let bash = PermissionRequest::new(
+        LONG_NAME,
+        "Bash",
+        "toolu_2",
+        "Run the tests",
+        serde_json::json!({ "command": LONG_COMMAND }),
+    );
+    team.send("team-lead", OutgoingMessage::new(LONG_NAME, bash.to_text()))
+        .unwrap();
+    team.send("team-lead", OutgoingMessage::new(LONG_NAME, LONG_MESSAGE))
+        .unwrap();
     team.send(
         "bob",
         OutgoingMessage::new("team-lead", "count chapter one, please"),
@@ -222,6 +284,7 @@ fn fits_and_answers_keys_at(w: u16, h: u16) {
     let size = format!("{w}×{h}");
     let screen = shows(&t, &["team fit", "alice permission asks: Write", "q quit"]);
     assert_whole(&screen, &size);
+    assert_no_word_cut(&screen, &size);
     // bob's turn is in progress: a spinner and its elapsed time.
     let bob = screen.lines().find(|l| l.contains("│bob ")).unwrap();
     assert!(
@@ -251,6 +314,7 @@ fn fits_and_answers_keys_at(w: u16, h: u16) {
         detail.contains("turn now"),
         "{size}: the turn in progress:\n{detail}"
     );
+    assert_no_word_cut(&detail, &size);
     assert!(
         detail.contains(r"\u{1b}]2;PWNED\u{7}"),
         "{size}: the log's escape sequence is shown as text:\n{detail}"
@@ -266,6 +330,7 @@ fn fits_and_answers_keys_at(w: u16, h: u16) {
     // board was being painted: wait for the board's own keys bar.
     let board = shows(&t, &["team fit", "alice permission asks: Write", "q quit"]);
     assert_whole(&board, &size);
+    assert_no_word_cut(&board, &size);
 
     // q quits; the last frame stays on the terminal.
     t.ok(&["send-keys", "-t", "fit", "q"]);

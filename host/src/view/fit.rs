@@ -155,6 +155,27 @@ pub fn wrap(text: &str, width: usize, max_lines: usize) -> Vec<String> {
     lines
 }
 
+/// `text` on one line of at most `width` columns: whole when it fits, else
+/// cut and ended with `…`, at the last space when one leaves at least half
+/// the room (so a word is cut only when it alone is longer than that), so
+/// the reader always sees that something is left out.
+pub fn clip(text: &str, width: usize) -> String {
+    if self::width(text) <= width {
+        return text.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let (head, rest) = split_at_width(text, width - 1);
+    let whole_words = rest.starts_with(' ');
+    let head = match head.rfind(' ') {
+        _ if whole_words => head.trim_end(),
+        Some(at) if self::width(&head[..at]) * 2 >= width => head[..at].trim_end(),
+        _ => head.as_str(),
+    };
+    format!("{head}…")
+}
+
 /// The longest head of `word` that fits `width` columns (at least one
 /// character), and the rest.
 fn split_at_width(word: &str, width: usize) -> (String, String) {
@@ -233,6 +254,22 @@ mod tests {
         );
         assert_eq!(wrap("abcdefghij", 4, 5), ["abcd", "efgh", "ij"]);
         assert_eq!(wrap("", 4, 2), [""]);
+    }
+
+    #[test]
+    fn a_clipped_line_fits_and_says_it_was_cut() {
+        assert_eq!(clip("bob", 5), "bob");
+        assert_eq!(clip("bob-the-long-name", 10), "bob-the-l…");
+        assert_eq!(clip("waiting for you", 12), "waiting for…");
+        assert_eq!(clip("a verylongword", 8), "a veryl…");
+        assert_eq!(clip("anything", 0), "");
+        for (text, w) in [
+            ("bob-the-long-name", 10),
+            ("waiting for you", 12),
+            ("日本語の名前", 5),
+        ] {
+            assert!(width(&clip(text, w)) <= w, "{text} at {w}");
+        }
     }
 
     #[test]

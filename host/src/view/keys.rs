@@ -123,6 +123,11 @@ pub const HELP: &[(&str, &str, &str)] = &[
         "pick the teammate (Enter send · Esc cancel)",
     ),
     ("teammate", "m", "message this teammate"),
+    (
+        "teammate",
+        "PgUp PgDn  ↑ ↓",
+        "scroll its log back and forth",
+    ),
     ("teammate", "Esc  q  Enter", "back"),
     ("help", "any key", "back"),
 ];
@@ -138,6 +143,9 @@ pub struct Ui {
     pub mates_offset: usize,
     /// Index of the chosen teammate.
     pub mate: usize,
+    /// How many lines a teammate's detail has its log scrolled back from
+    /// the end (0: the last lines; the drawing keeps it in range).
+    pub detail_back: usize,
     /// Which list `↑`/`↓` and `Enter` act on.
     pub focus: Focus,
     /// The result of the last action, shown in the footer.
@@ -151,6 +159,7 @@ impl Default for Ui {
             selected: 0,
             mates_offset: 0,
             mate: 0,
+            detail_back: 0,
             focus: Focus::Requests,
             note: None,
         }
@@ -247,6 +256,18 @@ impl Ui {
                     };
                     Action::None
                 }
+                KeyCode::PageUp | KeyCode::Up | KeyCode::Char('k') => {
+                    let by = if key.code == KeyCode::PageUp { 10 } else { 1 };
+                    self.detail_back = self.detail_back.saturating_add(by);
+                    self.screen = Screen::Detail(name);
+                    Action::None
+                }
+                KeyCode::PageDown | KeyCode::Down | KeyCode::Char('j') => {
+                    let by = if key.code == KeyCode::PageDown { 10 } else { 1 };
+                    self.detail_back = self.detail_back.saturating_sub(by);
+                    self.screen = Screen::Detail(name);
+                    Action::None
+                }
                 _ => {
                     self.screen = Screen::Detail(name);
                     Action::None
@@ -295,6 +316,7 @@ impl Ui {
             }
             KeyCode::Enter if !self.on_requests(board) => {
                 if let Some(m) = board.teammates.get(self.mate) {
+                    self.detail_back = 0;
                     self.screen = Screen::Detail(m.name.clone())
                 }
             }
@@ -543,6 +565,16 @@ mod tests {
             ui.screen,
             Screen::Detail("bob".into()),
             "a key of the board does nothing here"
+        );
+        // PgUp / PgDn and ↑ / ↓ scroll the log, never below its end.
+        ui.on_key(key(KeyCode::PageUp), &b);
+        ui.on_key(key(KeyCode::Up), &b);
+        assert_eq!(ui.detail_back, 11);
+        ui.on_key(key(KeyCode::PageDown), &b);
+        ui.on_key(key(KeyCode::PageDown), &b);
+        assert_eq!(
+            (ui.detail_back, &ui.screen),
+            (0, &Screen::Detail("bob".into()))
         );
         ui.on_key(key(KeyCode::Esc), &b);
         assert_eq!(ui.screen, Screen::Board);

@@ -21,7 +21,7 @@ fn framed(title: String, keys: &[Key], width: u16) -> Block<'static> {
     let bar = key_bar(keys, width.saturating_sub(4) as usize);
     Block::default()
         .borders(Borders::ALL)
-        .title(title)
+        .title(fit::clip(&title, width.saturating_sub(2) as usize))
         .title_bottom(Line::from(format!(" {bar} ")))
 }
 
@@ -93,18 +93,24 @@ pub fn help(frame: &mut Frame) {
 }
 
 /// One teammate in detail, on the whole screen: its state and task, its
-/// turn in progress, its recent turns and tool calls, and its log's tail
-/// (as many of the last lines as fit).
+/// turn in progress, its recent turns and tool calls (each wrapped, never
+/// cut without `…`), and its log: the last lines that fit, or, scrolled
+/// `back` lines from the end, older ones (the title says how far).
 pub fn detail(
     frame: &mut Frame,
     name: &str,
     row: Option<&MateRow>,
     detail: Option<&Detail>,
     moment: &Moment,
+    back: usize,
 ) {
     let area = frame.area();
     frame.render_widget(Clear, area);
-    let keys = [Key::new("m", "message", 1), Key::new("Esc", "back", 0)];
+    let keys = [
+        Key::new("m", "message", 1),
+        Key::new("PgUp/PgDn", "scroll the log", 2),
+        Key::new("Esc", "back", 0),
+    ];
     let block = framed(format!("teammate {name}"), &keys, area.width);
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -155,11 +161,16 @@ pub fn detail(
             title.to_string(),
             Style::default().add_modifier(Modifier::BOLD),
         )];
+        let item_w = w.saturating_sub(2).max(1);
         if items.is_empty() {
-            lines.push(Line::from(format!("  {empty}")));
+            for l in wrap(empty, item_w, 3) {
+                lines.push(Line::from(format!("  {l}")));
+            }
         }
         for item in items.iter().take(max) {
-            lines.push(Line::from(format!("  {item}")));
+            for l in wrap(item, item_w, 2) {
+                lines.push(Line::from(format!("  {l}")));
+            }
         }
         lines
     };
@@ -172,7 +183,7 @@ pub fn detail(
         "none recorded (a teammate without a model calls tools through the host: see its log)",
         few,
     );
-    let log_title = match &d.log_path {
+    let mut log_title = match &d.log_path {
         Some(p) => format!("log {}", printable_line(&p.display().to_string())),
         None => "log".to_string(),
     };
@@ -193,15 +204,23 @@ pub fn detail(
     for l in &d.log {
         wrapped.extend(wrap(l, w.saturating_sub(2).max(1), 4));
     }
-    let from = wrapped.len().saturating_sub(room);
+    let back = back.min(wrapped.len().saturating_sub(room));
+    let from = wrapped.len().saturating_sub(room + back);
+    if back > 0 {
+        log_title += &format!(" · {back} line(s) back from the end (PgDn)");
+    }
     let mut log = vec![Line::styled(
-        log_title,
+        fit::clip(&log_title, w),
         Style::default().add_modifier(Modifier::BOLD),
     )];
     if d.log.is_empty() {
         log.push(Line::from("  empty"));
     }
-    log.extend(wrapped[from..].iter().map(|l| Line::from(format!("  {l}"))));
+    log.extend(
+        wrapped[from..from + room.min(wrapped.len() - from)]
+            .iter()
+            .map(|l| Line::from(format!("  {l}"))),
+    );
     frame.render_widget(Paragraph::new(log), rest);
 }
 

@@ -17,7 +17,7 @@ use ratatui::Frame;
 
 use super::board::{clock, Board, MateRow, MemberState};
 use super::detail::Detail;
-use super::fit::{self, key_bar, state_width, state_word, width, wrap, Key, Moment, SPINNER};
+use super::fit::{self, clip, key_bar, state_width, state_word, width, wrap, Key, Moment, SPINNER};
 use super::keys::{Focus, Screen, Ui};
 use super::overlay;
 use super::style::{color, state_style};
@@ -94,7 +94,7 @@ pub fn draw(
         }
         Screen::Detail(name) => {
             let row = board.teammates.iter().find(|m| &m.name == name);
-            overlay::detail(frame, name, row, detail, moment)
+            overlay::detail(frame, name, row, detail, moment, ui.detail_back)
         }
         Screen::Help => overlay::help(frame),
     }
@@ -112,6 +112,8 @@ fn draw_header(frame: &mut Frame, area: Rect, board: &Board, title: &str, compac
         board.teammates.len(),
         board.pending.len()
     );
+    let label = clip(&label, area.width.saturating_sub(2) as usize);
+    let heading = clip(&heading, area.width.saturating_sub(2) as usize);
     let gauge = Gauge::default()
         .gauge_style(Style::default().fg(Color::Green))
         .ratio(board.progress())
@@ -296,14 +298,16 @@ fn draw_teammates(
         .map(|(i, m)| {
             let lines = wrap(&doing(m), cols.doing as usize, DOING_LINES);
             let mut cells = vec![
-                Cell::from(m.name.clone()).style(Style::default().fg(color(m.color.as_deref()))),
+                Cell::from(clip(&m.name, cols.name as usize))
+                    .style(Style::default().fg(color(m.color.as_deref()))),
                 Cell::from(state_word(&m.state, cols.short_states)).style(state_style(&m.state)),
             ];
             if cols.turn {
                 cells.push(Cell::from(turn_cell(m, moment)));
             }
-            if cols.backend.is_some() {
-                cells.push(Cell::from(m.backend.clone().unwrap_or_else(|| "-".into())));
+            if let Some(b) = cols.backend {
+                let backend = m.backend.as_deref().unwrap_or("-");
+                cells.push(Cell::from(clip(backend, b as usize)));
             }
             let height = lines.len() as u16;
             cells.push(Cell::from(lines.join("\n")));
@@ -433,11 +437,12 @@ fn draw_tasks(frame: &mut Frame, area: Rect, board: &Board, compact: bool) {
             t.status.as_str()
         };
         let mut cells = vec![
-            Cell::from(format!("#{}", t.id)),
+            Cell::from(clip(&format!("#{}", t.id), id_w as usize)),
             Cell::from(status.to_string()).style(style),
         ];
         if owner {
-            cells.push(Cell::from(t.owner.clone().unwrap_or_else(|| "-".into())));
+            let who = t.owner.as_deref().unwrap_or("-");
+            cells.push(Cell::from(clip(who, owner_w as usize)));
         }
         if blocked {
             cells.push(Cell::from(blocked_text(t)));
@@ -477,6 +482,7 @@ fn draw_tasks(frame: &mut Frame, area: Rect, board: &Board, compact: bool) {
 }
 
 fn draw_pending(frame: &mut Frame, area: Rect, board: &Board, ui: &Ui) {
+    let inner = area.width.saturating_sub(2) as usize;
     let items: Vec<ListItem> = if board.pending.is_empty() {
         vec![ListItem::new("nothing waits for you")]
     } else {
@@ -486,15 +492,17 @@ fn draw_pending(frame: &mut Frame, area: Rect, board: &Board, ui: &Ui) {
             .enumerate()
             .map(|(i, p)| {
                 let marker = if i == ui.selected { "▶ " } else { "  " };
-                let line = match board.routing.waits_for.get(&p.request_id) {
-                    Some(w) => format!(
-                        "{marker}{} {} asks: {}  [{}]",
-                        p.from,
-                        p.kind,
-                        p.what,
-                        w.mark()
-                    ),
-                    None => format!("{marker}{} {} asks: {}", p.from, p.kind, p.what),
+                let head = format!("{marker}{} {} asks: ", p.from, p.kind);
+                let tail = match board.routing.waits_for.get(&p.request_id) {
+                    Some(w) => format!("  [{}]", w.mark()),
+                    None => String::new(),
+                };
+                // What is asked gives way first: whom it waits for stays.
+                let room = inner.saturating_sub(width(&head) + width(&tail));
+                let line = if room >= 8 {
+                    format!("{head}{}{tail}", clip(&p.what, room))
+                } else {
+                    clip(&format!("{head}{}{tail}", p.what), inner)
                 };
                 let style = if i == ui.selected {
                     Style::default().add_modifier(Modifier::REVERSED)
@@ -508,10 +516,13 @@ fn draw_pending(frame: &mut Frame, area: Rect, board: &Board, ui: &Ui) {
     let list = List::new(items).block(
         Block::default()
             .borders(Borders::ALL)
-            .title(match &board.routing.last_decision {
-                Some(last) => format!("waiting for you · last: {last}"),
-                None => "waiting for you".to_string(),
-            })
+            .title(clip(
+                &match &board.routing.last_decision {
+                    Some(last) => format!("waiting for you · last: {last}"),
+                    None => "waiting for you".to_string(),
+                },
+                inner,
+            ))
             .border_style(if board.pending.is_empty() {
                 Style::default()
             } else {
@@ -534,18 +545,21 @@ fn draw_feed(frame: &mut Frame, area: Rect, board: &Board) {
                 .iter()
                 .find(|t| t.name == m.from)
                 .and_then(|t| t.color.as_deref());
+            let time = format!("{} ", clock(&m.timestamp));
+            let room = (area.width.saturating_sub(2) as usize).saturating_sub(width(&time));
+            let from = clip(&m.from, room.min(24));
+            let text = clip(&format!(": {}", m.text), room.saturating_sub(width(&from)));
             ListItem::new(Line::from(vec![
-                Span::raw(format!("{} ", clock(&m.timestamp))),
-                Span::styled(m.from.clone(), Style::default().fg(self::color(color))),
-                Span::raw(format!(": {}", m.text)),
+                Span::raw(time),
+                Span::styled(from, Style::default().fg(self::color(color))),
+                Span::raw(text),
             ]))
         })
         .collect();
-    let list = List::new(items).block(
-        Block::default()
-            .borders(Borders::ALL)
-            .title(format!("messages to {} (newest first)", board.lead)),
-    );
+    let list = List::new(items).block(Block::default().borders(Borders::ALL).title(clip(
+        &format!("messages to {} (newest first)", board.lead),
+        area.width.saturating_sub(2) as usize,
+    )));
     frame.render_widget(list, area);
 }
 
@@ -573,7 +587,7 @@ fn board_keys(board: &Board) -> Vec<Key> {
 fn draw_footer(frame: &mut Frame, area: Rect, board: &Board, ui: &Ui) {
     let keys = key_bar(&board_keys(board), area.width as usize);
     let text = match &ui.note {
-        Some(note) => format!("{note}\n{keys}"),
+        Some(note) => format!("{}\n{keys}", clip(note, area.width as usize)),
         None => keys,
     };
     frame.render_widget(
@@ -870,6 +884,28 @@ mod tests {
             assert!(s.contains(want), "{want:?} missing from\n{s}");
         }
         assert!(!s.contains("log line 0\n"), "only the tail fits:\n{s}");
+
+        // Scrolled back: older lines, the title says how far; never past
+        // the first line.
+        let back = Ui {
+            detail_back: 50,
+            ..ui.clone()
+        };
+        let s = screen_at(80, 24, &busy_board(), &back, Some(&d));
+        assert!(s.contains("50 line(s) back from the end"), "{s}");
+        assert!(
+            s.contains("log line 49 ") && !s.contains("log line 99"),
+            "{s}"
+        );
+        let far = Ui {
+            detail_back: 10_000,
+            ..ui
+        };
+        let s = screen_at(80, 24, &busy_board(), &far, Some(&d));
+        assert!(
+            s.contains("log line 0 ") && !s.contains("log line 99"),
+            "{s}"
+        );
     }
 
     #[test]
