@@ -352,6 +352,42 @@ fn logs_prints_each_teammates_lines_without_escape_sequences() {
         "{}",
         shown(&out)
     );
+    // Two lives of bob's: `--since` starts at the life in progress then.
+    std::fs::write(
+        h.teammate_log("t", "bob"),
+        "--- teamhost: bob started 2026-11-30T09:00:00.000Z (host process 7) ---\n\
+         first life\n\
+         --- teamhost: bob resumed 2026-11-30T10:00:00.000Z (host process 8) ---\n\
+         second life\n",
+    )
+    .unwrap();
+    let since = |at: &str| {
+        let out = teamhost(home, &["logs", "t", "bob", "--since", at]);
+        assert!(out.status.success(), "{}", shown(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let second = since("2026-11-30T10:30:00Z");
+    assert!(
+        second.starts_with("--- teamhost: bob resumed") && !second.contains("first life"),
+        "{second}"
+    );
+    let both = since("2026-11-30T09:30:00Z");
+    assert!(
+        both.contains("first life") && both.contains("second life"),
+        "{both}"
+    );
+    // A time before every life shows them all; `1h` is an hour ago, in
+    // the second life (which has not ended).
+    assert!(since("2020-01-01T00:00:00Z").contains("first life"));
+    assert_eq!(since("1h"), second);
+    let out = teamhost(home, &["logs", "t", "--since", "yesterday"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("30s, 10m, 2h, 1d"),
+        "{}",
+        shown(&out)
+    );
+    std::fs::write(h.teammate_log("t", "bob"), "hello\n").unwrap();
     let out = teamhost(home, &["logs", "t", "bob"]);
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),

@@ -48,7 +48,7 @@ const EXAMPLES: &[(&str, &[&str])] = &[
     ("store import", &["teamhost --store nats://127.0.0.1:4222 store import --team demo --from ./demo-files"]),
     ("store info", &["teamhost --store nats://127.0.0.1:4222,127.0.0.1:4223,127.0.0.1:4224/demo store info"]),
     ("ps", &["teamhost ps", "teamhost ps -a --json"]),
-    ("logs", &["teamhost logs demo", "teamhost logs --tail 20 demo", "teamhost logs -f demo alice"]),
+    ("logs", &["teamhost logs demo", "teamhost logs --tail 20 demo", "teamhost logs --since 10m demo", "teamhost logs -f demo alice"]),
     ("stop", &["teamhost stop demo", "teamhost stop demo --timeout 10"]),
     ("check", &["teamhost check team.toml"]),
     ("doctor", &["teamhost doctor"]),

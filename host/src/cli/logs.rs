@@ -11,8 +11,13 @@
 //! Each life of a teammate opens with a line the host writes
 //! (`--- teamhost: NAME started|resumed TIME (host process PID) ---`), so
 //! one run's lines are told from the next's. `--tail N` shows the last N
-//! lines of each log. A marker is for reading, not evidence: the guest
-//! writes the rest of its log, and could print such a line too.
+//! lines of each log. `--since TIME` (`10m`, `2h`, `1d`, or an RFC 3339
+//! time) shows the lives that ran at or after TIME: the one in progress
+//! then and every later one. A guest's lines carry no time of their own, so
+//! a life is the finest grain: `--since` may show more than asked, never
+//! less. A marker is for reading, not evidence: the guest writes the rest
+//! of its log, and could print such a line too (it can hide or fake only
+//! its own lines, which it writes anyway).
 //!
 //! `-f` follows (saying what, on stderr): new lines are printed as they are written (inotify
 //! through `notify`, no polling) until the run that hosts the team ends
@@ -26,11 +31,13 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
+use chrono::{DateTime, Utc};
 use clap::Args;
 
 use super::output::write_stdout;
 use super::team_state::TeamState;
 use super::Output;
+use crate::backends::assembly::LIFE_MARK;
 use crate::backends::started::wait_exit;
 use crate::home::process::{pidfd_open, runs};
 use crate::home::Home;
@@ -52,6 +59,58 @@ pub struct LogsArgs {
     /// Only the last N lines of each log (then, with -f, what comes).
     #[arg(long, value_name = "N")]
     tail: Option<usize>,
+    /// Only the lives of each teammate that ran at or after TIME: `30s`,
+    /// `10m`, `2h`, `1d` ago, or an RFC 3339 time
+    /// (`2026-11-30T10:00:00Z`). A life is the finest grain: the one in
+    /// progress at TIME is shown whole.
+    #[arg(long, value_name = "TIME", value_parser = parse_since)]
+    since: Option<DateTime<Utc>>,
+}
+
+/// `--since`'s value: a duration ago (`30s`, `10m`, `2h`, `1d`) or an RFC
+/// 3339 time.
+fn parse_since(text: &str) -> Result<DateTime<Utc>, String> {
+    if let Ok(at) = DateTime::parse_from_rfc3339(text) {
+        return Ok(at.with_timezone(&Utc));
+    }
+    let unit = text.chars().last().unwrap_or(' ');
+    let seconds = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
+        _ => 0,
+    };
+    let count: Option<i64> = text[..text.len() - unit.len_utf8().min(text.len())]
+        .parse()
+        .ok();
+    match count {
+        Some(n) if seconds > 0 && n >= 0 => Ok(Utc::now() - chrono::Duration::seconds(n * seconds)),
+        _ => Err(format!(
+            "{text:?} is not a time: give a duration ago (30s, 10m, 2h, 1d) or an RFC 3339 time (2026-11-30T10:00:00Z)"
+        )),
+    }
+}
+
+/// When the life a marker line opens started (`None` for any other line).
+fn life_started(line: &str) -> Option<DateTime<Utc>> {
+    let rest = line.strip_prefix(LIFE_MARK)?;
+    let (before, _) = rest.rsplit_once(" (host process ")?;
+    let (_, time) = before.rsplit_once(' ')?;
+    DateTime::parse_from_rfc3339(time)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// The index of the first line to show of `lines` for `--since`: the
+/// marker of the last life that started at or before `since` (it was in
+/// progress then), else the first line (every life started later, or
+/// the log has no markers to tell).
+fn since_start(lines: &[&str], since: DateTime<Utc>) -> usize {
+    lines
+        .iter()
+        .rposition(|l| life_started(l).is_some_and(|t| t <= since))
+        .unwrap_or(0)
 }
 
 pub(super) fn logs(home: &Home, store: &Store, out: &Output, a: LogsArgs) -> anyhow::Result<()> {
@@ -67,6 +126,7 @@ pub(super) fn logs(home: &Home, store: &Store, out: &Output, a: LogsArgs) -> any
     };
     let mut logs = Logs::new(dir.clone(), a.name.clone());
     logs.tail = a.tail;
+    logs.since = a.since;
     let found = logs.scan()?;
     if found == 0 && host.is_none() {
         if team.config().is_err() {
@@ -173,6 +233,9 @@ struct Logs {
     files: BTreeMap<String, Reading>,
     /// The next print shows only the last N lines of each log (`--tail`).
     tail: Option<usize>,
+    /// The next print starts at the life in progress at this time
+    /// (`--since`).
+    since: Option<DateTime<Utc>>,
 }
 
 #[derive(Default)]
@@ -188,6 +251,7 @@ impl Logs {
             only,
             files: BTreeMap::new(),
             tail: None,
+            since: None,
         }
     }
 
@@ -234,6 +298,7 @@ impl Logs {
     fn print_new(&mut self, last: bool) -> anyhow::Result<()> {
         // `--tail` shapes the first print only; what comes later is new.
         let tail = self.tail.take();
+        let since = self.since.take();
         let prefix = self.only.is_none() && self.files.len() > 1;
         let width = self
             .files
@@ -269,9 +334,11 @@ impl Logs {
             let done: Vec<u8> = r.partial.drain(..cut).collect();
             let done = String::from_utf8_lossy(&done);
             let lines: Vec<&str> = done.lines().collect();
+            let lines = &lines[since.map_or(0, |t| since_start(&lines, t))..];
             let from = tail.map_or(0, |n| lines.len().saturating_sub(n));
             for line in &lines[from..] {
                 let shown = printable_line(&strip_escapes(line)).into_owned();
+                let shown = sandboxed_hint(&shown).map_or(shown, str::to_string);
                 if prefix {
                     let name = printable_line(name);
                     text.push_str(&format!("{name:<width$} | {shown}\n"));
@@ -287,6 +354,17 @@ impl Logs {
         text.pop();
         write_stdout(&text)
     }
+}
+
+/// What a Rust guest's panic hint (`note: run with `RUST_BACKTRACE=1` …`)
+/// is shown as: a guest has no environment to set, and the host names the
+/// frames a guest crashed in itself, in the teammate's failure reason.
+const SANDBOXED_BACKTRACE: &str = "note: (teamhost) RUST_BACKTRACE cannot reach a sandboxed guest: the teammate's failure reason (`teamhost run`'s `failed:` line and summary) names the frames it crashed in";
+
+/// The line shown instead of `line` when it is Rust's backtrace hint.
+fn sandboxed_hint(line: &str) -> Option<&'static str> {
+    line.starts_with("note: run with `RUST_BACKTRACE=")
+        .then_some(SANDBOXED_BACKTRACE)
 }
 
 /// `line` without its terminal escape sequences: CSI (`ESC [ … final`),
@@ -347,7 +425,34 @@ pub(super) fn strip_escapes(line: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::strip_escapes;
+    use super::*;
+
+    #[test]
+    fn since_starts_at_the_life_in_progress_then() {
+        let lines = [
+            "before any marker",
+            "--- teamhost: a started 2026-11-30T09:00:00.000Z (host process 1) ---",
+            "one",
+            "--- teamhost: a resumed 2026-11-30T10:00:00.000Z (host process 2) ---",
+            "two",
+        ];
+        let at = |t: &str| since_start(&lines, parse_since(t).unwrap());
+        assert_eq!(at("2026-11-30T08:00:00Z"), 0);
+        assert_eq!(at("2026-11-30T09:00:00Z"), 1);
+        assert_eq!(at("2026-11-30T09:59:59Z"), 1);
+        assert_eq!(at("2026-11-30T11:00:00+01:00"), 3);
+        assert!(parse_since("10m").unwrap() < Utc::now());
+        for bad in ["", "m", "-1h", "10w", "yesterday"] {
+            assert!(parse_since(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn rusts_backtrace_hint_is_replaced_by_where_the_frames_are() {
+        let hint = "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace";
+        assert_eq!(sandboxed_hint(hint), Some(SANDBOXED_BACKTRACE));
+        assert_eq!(sandboxed_hint("note: something else"), None);
+    }
 
     #[test]
     fn escape_sequences_are_stripped_and_the_text_around_them_kept() {
