@@ -5,7 +5,6 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use clap::Parser;
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
 fn main() -> std::process::ExitCode {
@@ -13,7 +12,7 @@ fn main() -> std::process::ExitCode {
     for warning in ignored {
         eprintln!("{warning}");
     }
-    let cli = teamhost::cli::Cli::parse_from(args);
+    let cli = teamhost::cli::Cli::parse_args(args);
     diagnostics(&cli);
     match teamhost::cli::run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,

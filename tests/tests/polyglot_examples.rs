@@ -60,13 +60,15 @@ async fn an_uncaught_python_exception_is_recorded_with_its_traceback() {
 async fn an_uncaught_javascript_error_is_recorded_with_the_engines_words() {
     if let Some(component) = teamhost_tests::polyglot::component(teamhost_tests::ECHO_JS) {
         // StarlingMonkey does not print the Error: its own words, and the
-        // stack that names the handler, are what the guest said.
-        crash_shows_its_last_words(
+        // stack that names the handler, are what the guest said; the
+        // reason says how to keep the message.
+        let why = crash_shows_its_last_words(
             "js",
             component,
             "expected a string, received [object] | Stack: | ",
         )
         .await;
+        assert!(why.contains("throw a string, or wrap the export"), "{why}");
     }
 }
 
@@ -127,8 +129,9 @@ async fn echo_answers_and_approves_shutdown(lang: &str, component: &str) {
 
 /// The echo guest crashes on a message `crash: out of cheese` (an
 /// uncaught exception): its recorded failure reason carries `words` from
-/// its stderr, labelled as the guest's, and names its log file.
-async fn crash_shows_its_last_words(lang: &str, component: &str, words: &str) {
+/// its stderr, labelled as the guest's, and names its log file. Answers
+/// the reason.
+async fn crash_shows_its_last_words(lang: &str, component: &str, words: &str) -> String {
     let f = Fixture::with_options(&format!("crash-{lang}"), shared_cache());
     let _logs = ShowGuestLogs(f.home.join("logs").join(&f.name));
     let echo = format!("{lang}-echo");
@@ -162,6 +165,7 @@ async fn crash_shows_its_last_words(lang: &str, component: &str, words: &str) {
     assert!(why.contains("its stderr said: «"), "{why}");
     assert!(why.contains(words), "{why}");
     assert!(why.contains(&format!("log: {}", log.display())), "{why}");
+    why
 }
 
 /// The agent guest's whole life for one foreign `component`, with a scripted

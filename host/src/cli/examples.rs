@@ -100,7 +100,7 @@ fn text_for(path: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use clap::{CommandFactory, Parser};
+    use clap::Parser;
 
     use super::super::Cli;
 
@@ -147,7 +147,7 @@ mod tests {
     #[test]
     fn every_commands_help_ends_with_examples_that_parse_as_that_command() {
         let mut all = Vec::new();
-        walk(&Cli::command(), String::new(), &mut all);
+        walk(&Cli::definition(), String::new(), &mut all);
         assert!(all.len() > 30, "{} commands", all.len());
         for (path, mut cmd) in all {
             let help = cmd.render_long_help().to_string();
@@ -188,6 +188,43 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn store_options_show_only_under_commands_that_open_a_store() {
+        let mut root = Cli::definition();
+        let help = |root: &mut clap::Command, name: &str| {
+            root.find_subcommand_mut(name)
+                .unwrap()
+                .render_long_help()
+                .to_string()
+        };
+        for name in super::super::NO_STORE {
+            let text = help(&mut root, name);
+            assert!(
+                !text.contains("--store"),
+                "`teamhost {name} --help`:\n{text}"
+            );
+        }
+        for name in ["run", "status", "teammate", "task"] {
+            let text = help(&mut root, name);
+            for flag in ["--store <URL>", "--store-ca", "--store-creds"] {
+                assert!(text.contains(flag), "`teamhost {name} --help` lost {flag}");
+            }
+        }
+        assert!(root
+            .render_long_help()
+            .to_string()
+            .contains("--store <URL>"));
+        // Hidden, still global: a store given anywhere parses.
+        let parsed = Cli::definition().try_get_matches_from([
+            "teamhost",
+            "new",
+            "--store",
+            "nats://h:1",
+            "demo",
+        ]);
+        assert!(parsed.is_ok(), "{parsed:?}");
     }
 
     #[test]

@@ -145,6 +145,60 @@ pub enum Command {
     New(new::NewArgs),
 }
 
+/// The commands that open no store: the store's options (global, so that
+/// they parse anywhere) are left out of their help, man page and
+/// completions.
+const NO_STORE: &[&str] = &["new", "check", "doctor", "completions", "man", "schema"];
+
+/// The store's options, by id: `--store` and [`store_select::SecurityArgs`].
+const STORE_OPTIONS: &[&str] = &[
+    "store",
+    "store_ca",
+    "store_cert",
+    "store_key",
+    "store_creds",
+    "store_nkey",
+];
+
+impl Cli {
+    /// The command line's definition as `teamhost` parses it and shows it
+    /// (`--help`, `man`, `completions`): [`Cli`]'s, built, with the
+    /// store's options hidden under the commands that open no store.
+    pub fn definition() -> clap::Command {
+        use clap::CommandFactory;
+        let mut cmd = Cli::command();
+        // Built first: global options are copied into each subcommand then.
+        cmd.build();
+        for name in NO_STORE {
+            // In place (`mut_args`): `mut_arg` moves an argument to the end,
+            // which a built command's index of flags does not follow.
+            cmd = cmd.mut_subcommand(name, |sub| {
+                sub.mut_args(|a| {
+                    let store = STORE_OPTIONS.contains(&a.get_id().as_str());
+                    if store {
+                        a.hide(true)
+                    } else {
+                        a
+                    }
+                })
+            });
+        }
+        cmd
+    }
+
+    /// Parses `args` with [`Cli::definition`]; on an error or `--help`,
+    /// prints and exits as clap does.
+    pub fn parse_args<I, T>(args: I) -> Cli
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::FromArgMatches;
+        let matches = Cli::definition().get_matches_from(args);
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+}
+
 /// The team a command acts on: `--team`, else `$TEAMHOST_TEAM`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct TeamArg {

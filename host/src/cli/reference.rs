@@ -2,7 +2,7 @@
 //! reference, generated from its definition (`clap_complete`,
 //! `clap_mangen`), so it never differs from what the binary accepts.
 
-use clap::{Args, CommandFactory};
+use clap::Args;
 use clap_complete::Shell;
 
 use super::Cli;
@@ -16,7 +16,7 @@ pub struct CompletionsArgs {
 
 /// Prints the completion script for `a.shell` on stdout.
 pub(super) fn completions(a: &CompletionsArgs) -> anyhow::Result<()> {
-    let mut cmd = Cli::command();
+    let mut cmd = Cli::definition();
     let mut buf = Vec::new();
     clap_complete::generate(a.shell, &mut cmd, "teamhost", &mut buf);
     write_all(&buf)
@@ -37,9 +37,9 @@ pub struct ManArgs {
 /// Prints a manual page (roff) on stdout (`teamhost man | man -l -`,
 /// `teamhost man run | man -l -`), or writes them all into `--dir`.
 pub(super) fn man(a: &ManArgs) -> anyhow::Result<()> {
-    let mut root = Cli::command();
-    // Global options (--home, --store, …) appear on every page.
-    root.build();
+    // Built: global options (--home, --store, …) appear on every page, the
+    // store's only where a store is opened.
+    let root = Cli::definition();
     if let Some(dir) = &a.dir {
         std::fs::create_dir_all(dir)
             .map_err(|e| anyhow::anyhow!("cannot make {}: {e}", dir.display()))?;

@@ -100,13 +100,14 @@ impl AsyncWrite for Stderr {
     }
 }
 
-/// Why a guest crashed, in one line: `the guest crashed (WHAT: the trap);
-/// its stderr said: «WORDS»; log: FILE; in FRAME ← FRAME` (`the guest was
-/// stopped (WHAT)` when a host call's error trapped it). WORDS the guest's [`last_words`] (left out
-/// when it wrote nothing), FILE its log (left out when it has none), the
-/// frames the named ones of the trap's wasm backtrace (left out when the
-/// component has no names). The most telling parts come first, so a reader
-/// that cuts the line keeps them.
+/// StarlingMonkey's words when a JS export throws something that is not a
+/// string (an `Error`) where its WIT result wants one: the thrown value's
+/// message is lost inside the engine.
+const JS_THROWN_OBJECT: &str = "expected a string, received [object";
+
+/// What a reason adds after [`JS_THROWN_OBJECT`]'s words.
+const JS_THROWN_HINT: &str = "; (a JS export threw an object: StarlingMonkey keeps neither its message nor its type past the export; throw a string, or wrap the export so it returns the message, as the JS template's `failsAsText` does)";
+
 /// The log a reason names: `log` itself, or, for a descriptor of this
 /// process (`/proc/self/fd/2`: a `teamhost teammate` writes its guest's
 /// output to its stderr), the file it is open on; `None` when that is no
@@ -120,6 +121,15 @@ fn shown_log(log: &Path) -> Option<std::path::PathBuf> {
         .filter(|p| p.is_absolute() && p.is_file())
 }
 
+/// Why a guest crashed, in one line: `the guest crashed (WHAT: the trap);
+/// its stderr said: «WORDS»; log: FILE; in FRAME ← FRAME` (`the guest was
+/// stopped (WHAT)` when a host call's error trapped it). WORDS the guest's [`last_words`] (left out
+/// when it wrote nothing), FILE its log (left out when it has none), the
+/// frames the named ones of the trap's wasm backtrace (left out when the
+/// component has no names). The most telling parts come first, so a reader
+/// that cuts the line keeps them. When the words are StarlingMonkey's
+/// for an `Error` thrown past a JS export, the reason says what to do
+/// ([`JS_THROWN_OBJECT`]): the engine keeps no message of it.
 pub fn crash_reason(trap: &wasmtime::Error, tail: &str, log: Option<&Path>) -> String {
     let mut reason = match trap.downcast_ref::<wasmtime::Trap>() {
         Some(t) => format!("the guest crashed ({t})"),
@@ -131,6 +141,9 @@ pub fn crash_reason(trap: &wasmtime::Error, tail: &str, log: Option<&Path>) -> S
     };
     if let Some(words) = last_words(tail) {
         reason += &format!("; its stderr said: «{words}»");
+        if words.contains(JS_THROWN_OBJECT) {
+            reason += JS_THROWN_HINT;
+        }
     }
     if let Some(log) = log.and_then(shown_log) {
         reason += &format!("; log: {}", log.display());
@@ -365,5 +378,15 @@ mod tests {
             reason,
             "the guest crashed (wasm trap: wasm `unreachable` instruction executed); its stderr said: «panicked at src/lib.rs:1:1: | boom»; log: /home/logs/t/alice.log"
         );
+    }
+
+    #[test]
+    fn a_js_error_thrown_past_the_export_says_how_to_keep_its_message() {
+        let trap = wasmtime::Error::from(wasmtime::Trap::UnreachableCodeReached);
+        let tail = "expected a string, received [object]\nStack:\n  f@init.js:1:2\n";
+        let reason = crash_reason(&trap, tail, None);
+        assert!(reason.ends_with(JS_THROWN_HINT), "{reason}");
+        let plain = crash_reason(&trap, "boom\n", None);
+        assert!(!plain.contains("StarlingMonkey"), "{plain}");
     }
 }
