@@ -447,6 +447,19 @@ fn the_polyglot_example_of_a_rust_a_python_and_a_js_worker_counts_its_corpus() {
     assert_eq!(mates, ["js", "python", "rust"]);
     assert_eq!(summary["messages"]["byKind"]["shutdown_approved"], 3);
 
+    // One line per component as it is queued, one when it is ready, at
+    // most one in between; compiled in turn, smallest first, so the Rust
+    // worker (a few hundred KB against megabytes) is ready first.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let count = |needle: &str| stderr.lines().filter(|l| l.contains(needle)).count();
+    for file in ["worker.wasm", "worker-py.wasm", "worker-js.wasm"] {
+        assert_eq!(count(&format!("compiling {file} for")), 1, "{stderr}");
+        assert_eq!(count(&format!("{file} ready in")), 1, "{stderr}");
+        assert!(count(&format!("still compiling {file}")) <= 1, "{stderr}");
+    }
+    let first_ready = stderr.lines().find(|l| l.contains(" ready in ")).unwrap();
+    assert!(first_ready.contains("worker.wasm ready"), "{stderr}");
+
     // The right counts: each story's, and the corpus's in task 4.
     let words = |story: &str| {
         std::fs::read_to_string(dir.path().join("data").join(story))

@@ -20,8 +20,10 @@ impl super::Host {
     /// [`TeammateState::Starting`], each change announced by an
     /// [`Event::StateChanged`]. A component that cannot be loaded takes them
     /// off the list with a change to [`TeammateState::Failed`]. Calls for
-    /// different components run in parallel (each compilation on all cores
-    /// too); two calls for one component share one compilation. `teamhost
+    /// different components compile in turn, a few at once (half the
+    /// cores: each compilation uses every core); a component already
+    /// compiled never waits; two calls for one component share one
+    /// compilation. `teamhost
     /// run` compiles every component of its manifest this way before the
     /// first teammate starts, so no spawn waits for a compilation.
     /// `Host::spawn` compiles an uncompiled component itself, but shows

@@ -4,7 +4,6 @@
 //! joined ([`join_missing`]).
 
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::Context;
 
@@ -117,9 +116,14 @@ pub async fn start_all(
     first_error.map_or(Ok(()), Err)
 }
 
-/// Loads (compiling when not cached) every distinct component of `m`, all
-/// at once, through [`Host::compile`] (which shows the teammates waiting for
-/// each as `compiling`), and says how long each took.
+/// Loads (compiling when not cached) every distinct component of `m`
+/// through [`Host::compile`] (which shows the teammates waiting for each as
+/// `compiling`), smallest file first, and says once per component that it
+/// compiles, once (after 10 s) that a slow one still does, and once how
+/// long it took. The compilations themselves take
+/// turns in the runtime's queue, sized to the cores (each uses all of
+/// them): a small component is not held behind a large one, and none is
+/// slowed by the others.
 pub async fn compile_all(
     host: &Host,
     team: &Team,
@@ -133,7 +137,10 @@ pub async fn compile_all(
             .or_default()
             .push(t.name.clone());
     }
+    let mut components: Vec<(&Path, Vec<String>)> = components.into_iter().collect();
+    components.sort_by_key(|(path, _)| std::fs::metadata(path).map_or(u64::MAX, |m| m.len()));
     let mut loading = tokio::task::JoinSet::new();
+    let mut pending: Vec<String> = Vec::new();
     for (path, names) in components {
         let file = path
             .file_name()
@@ -147,6 +154,7 @@ pub async fn compile_all(
                 some_names(&names)
             ),
         );
+        pending.push(file.clone());
         let (host, team, path) = (host.clone(), team.name().to_string(), path.to_path_buf());
         loading.spawn(async move {
             let r = host.compile(&team, &path, &names).await;
@@ -154,20 +162,10 @@ pub async fn compile_all(
         });
     }
     // A slow compile (a Python or JS component: tens of seconds the first
-    // time) says it is still going, every few seconds.
-    let started = tokio::time::Instant::now();
-    let mut pending: Vec<String> = Vec::new();
-    let mut progress = tokio::time::interval_at(started + PROGRESS_AFTER, PROGRESS_EVERY);
-    for t in &m.teammates {
-        let file = t
-            .component
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy();
-        if !pending.iter().any(|f| *f == file) {
-            pending.push(file.to_string());
-        }
-    }
+    // time) is said to go on once, so a quiet minute does not look stuck.
+    let still = tokio::time::sleep(STILL_AFTER);
+    tokio::pin!(still);
+    let mut told = false;
     loop {
         tokio::select! {
             done = loading.join_next() => {
@@ -177,10 +175,13 @@ pub async fn compile_all(
                 pending.retain(|f| *f != file);
                 narrator.line("run", format!("{file} ready in {:.2}s", took.as_secs_f64()));
             }
-            _ = progress.tick() => {
-                let secs = started.elapsed().as_secs();
+            () = &mut still, if !told => {
+                told = true;
                 for file in &pending {
-                    narrator.line("run", format!("compiling {file} … {secs} s"));
+                    narrator.line(
+                        "run",
+                        format!("still compiling {file} ({} s so far; one at a time per two cores)", STILL_AFTER.as_secs()),
+                    );
                 }
             }
         }
@@ -188,11 +189,8 @@ pub async fn compile_all(
     Ok(())
 }
 
-/// How long a compile runs before `run` says it is still compiling.
-const PROGRESS_AFTER: Duration = Duration::from_secs(2);
-
-/// How often it says so again.
-const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+/// How long a compile runs before `run` says, once, that it goes on.
+const STILL_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// `a, b and c`; past three names, `a, b, c and N more`.
 fn some_names(names: &[String]) -> String {

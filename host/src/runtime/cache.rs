@@ -32,7 +32,8 @@
 //! not remembered, since a second write in the same clock tick could keep its
 //! identity. And two spawns of one component that is not compiled yet share
 //! one compilation: the second waits for the first instead of compiling it
-//! again.
+//! again. Compilations of different components take turns in a queue sized
+//! to the cores (`compile_queue.rs`); a cached component never waits there.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -55,6 +56,8 @@ pub struct ComponentCache {
     hashed: Mutex<HashMap<PathBuf, (FileId, String)>>,
     /// One lock per content hash being compiled or loaded from disk.
     loading: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// Where compilations wait for a slot.
+    queue: super::compile_queue::CompileQueue,
 }
 
 /// A component file's identity, for the hash memo.
@@ -91,6 +94,7 @@ impl ComponentCache {
             loaded: Mutex::new(HashMap::new()),
             hashed: Mutex::new(HashMap::new()),
             loading: Mutex::new(HashMap::new()),
+            queue: super::compile_queue::CompileQueue::for_this_machine(),
         }
     }
 
@@ -174,6 +178,7 @@ impl ComponentCache {
                 "a core WebAssembly module, not a component: build the guest for wasm32-wasip2 (or wrap it with `wasm-tools component new`)"
             );
         }
+        let _slot = self.queue.wait();
         Ok(Component::new(&self.engine, bytes)?)
     }
 

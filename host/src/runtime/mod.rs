@@ -27,6 +27,7 @@ mod assembly;
 pub mod bindings;
 mod budget;
 mod cache;
+mod compile_queue;
 mod disk_meter;
 mod engine;
 mod function_cache;
