@@ -11,6 +11,10 @@
 //! bugs, limit breaches). `model-error` and `claim-error` are trappable the
 //! same way ([`ModelTrap`], [`ClaimTrap`]; `call_errors.rs`). Every other
 //! function returns `wasmtime::Result<T>`, where `Err` traps.
+//!
+//! `path: "wit"` is the crate's `host/wit`, a link to the repository's `wit/`
+//! that `cargo package` packs as files (host/build.rs says why), so the
+//! packaged crate builds alone.
 
 mod call_errors;
 mod guest_error;
@@ -19,7 +23,7 @@ pub use call_errors::{ClaimTrap, ModelTrap};
 pub use guest_error::GuestError;
 
 wasmtime::component::bindgen!({
-    path: "../wit",
+    path: "wit",
     world: "teamhost:agent/lead",
     imports: { default: async | trappable },
     exports: { default: async },
