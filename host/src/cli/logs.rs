@@ -358,8 +358,9 @@ impl Logs {
 
 /// What a Rust guest's panic hint (`note: run with `RUST_BACKTRACE=1` …`)
 /// is shown as: a guest has no environment to set, and the host names the
-/// frames a guest crashed in itself, in the teammate's failure reason.
-const SANDBOXED_BACKTRACE: &str = "note: (teamhost) RUST_BACKTRACE cannot reach a sandboxed guest: the teammate's failure reason (`teamhost run`'s `failed:` line and summary) names the frames it crashed in";
+/// frames a guest crashed in itself, in the teammate's failure reason (when
+/// the component keeps the names).
+const SANDBOXED_BACKTRACE: &str = "note: (teamhost) RUST_BACKTRACE cannot reach a sandboxed guest: the panic's own line names its place, and the teammate's failure reason (`teamhost run`'s `failed:` line and summary) names its frames when the component keeps their names";
 
 /// The line shown instead of `line` when it is Rust's backtrace hint.
 fn sandboxed_hint(line: &str) -> Option<&'static str> {
