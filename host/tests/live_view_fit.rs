@@ -21,7 +21,7 @@ use teamhost::store::{NewMember, NewTask, NewTeam, OutgoingMessage, Store, TaskU
 use crate::tmux_server::TmuxServer as Tmux;
 
 /// Every word a teammate's state can be shown with, long and short.
-const STATE_WORDS: [&str; 11] = [
+const STATE_WORDS: [&str; 14] = [
     "compiling",
     "starting",
     "active",
@@ -29,6 +29,9 @@ const STATE_WORDS: [&str; 11] = [
     "stopping",
     "awaiting approval",
     "asks you",
+    "asks lead",
+    "awaiting",
+    "killed",
     "failed",
     "dead",
     "stopped",

@@ -4,7 +4,9 @@
 //! the lead), whether the process that ran it is gone, and, inside the host
 //! that runs it, what that host knows. `teamhost status` and its `--json`,
 //! `watch`, the live view and its detail, and `teamhost run`'s summary all
-//! name a member's state through it, so no two screens disagree.
+//! name a member's state through it, so no two screens disagree. (Only
+//! the live view shortens a word, when its column is narrow:
+//! `awaiting approval` becomes whom the request waits for, `view/fit.rs`.)
 //!
 //! | state | the facts | shown |
 //! |---|---|---|

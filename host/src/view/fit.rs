@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime};
 use ratatui::text::Line;
 
 use super::board::MemberState;
+use super::routing::WaitsFor;
 
 /// The moment a frame is drawn: the time (for a turn's elapsed time) and
 /// the spinner's frame.
@@ -33,11 +34,27 @@ pub fn width(text: &str) -> usize {
 
 /// The word shown for `state`: its full word ([`MemberState::word`]) when
 /// `short` is false, else a word of at most 9 columns that still says the
-/// same thing (`awaiting approval` → `asks you`).
+/// same thing. `awaiting approval` becomes whom it waits for: `asks you`,
+/// `asks lead` (a lead component), or `awaiting` when the view cannot tell
+/// or the policy decides ([`short_wait`]).
 pub fn state_word(state: &MemberState, short: bool) -> &'static str {
+    state_word_for(state, short, None)
+}
+
+/// [`state_word`], for a teammate whose waiting request waits for `waits`.
+pub fn state_word_for(state: &MemberState, short: bool, waits: Option<&WaitsFor>) -> &'static str {
     match (state, short) {
-        (MemberState::AwaitingApproval, true) => "asks you",
+        (MemberState::AwaitingApproval, true) => short_wait(waits),
         _ => state.word(),
+    }
+}
+
+/// `awaiting approval` in at most 9 columns, by whom it waits for.
+fn short_wait(waits: Option<&WaitsFor>) -> &'static str {
+    match waits {
+        Some(WaitsFor::You | WaitsFor::Escalated { .. }) => "asks you",
+        Some(WaitsFor::Lead) => "asks lead",
+        Some(WaitsFor::Policy) | None => "awaiting",
     }
 }
 
@@ -216,6 +233,31 @@ mod tests {
         assert_eq!(key_bar(&KEYS, 27), "? help · a approve · q quit");
         assert_eq!(key_bar(&KEYS, 26), "? help · q quit");
         assert_eq!(key_bar(&KEYS, 3), "? help · q quit", "rank 0 always stays");
+    }
+
+    #[test]
+    fn a_short_awaiting_approval_says_whom_it_waits_for() {
+        let a = MemberState::AwaitingApproval;
+        assert_eq!(state_word_for(&a, true, Some(&WaitsFor::You)), "asks you");
+        assert_eq!(
+            state_word_for(
+                &a,
+                true,
+                Some(&WaitsFor::Escalated {
+                    by: crate::approvals::Decider::Lead
+                })
+            ),
+            "asks you"
+        );
+        assert_eq!(state_word_for(&a, true, Some(&WaitsFor::Lead)), "asks lead");
+        assert_eq!(
+            state_word_for(&a, true, Some(&WaitsFor::Policy)),
+            "awaiting"
+        );
+        assert_eq!(state_word(&a, true), "awaiting");
+        for w in ["asks you", "asks lead", "awaiting"] {
+            assert!(width(w) <= state_width(true));
+        }
     }
 
     #[test]

@@ -17,7 +17,9 @@ use ratatui::Frame;
 
 use super::board::{clock, Board, MateRow, MemberState};
 use super::detail::Detail;
-use super::fit::{self, clip, key_bar, state_width, state_word, width, wrap, Key, Moment, SPINNER};
+use super::fit::{
+    self, clip, key_bar, state_width, state_word_for, width, wrap, Key, Moment, SPINNER,
+};
 use super::keys::{Focus, Screen, Ui};
 use super::overlay;
 use super::style::{color, state_style};
@@ -300,7 +302,12 @@ fn draw_teammates(
             let mut cells = vec![
                 Cell::from(clip(&m.name, cols.name as usize))
                     .style(Style::default().fg(color(m.color.as_deref()))),
-                Cell::from(state_word(&m.state, cols.short_states)).style(state_style(&m.state)),
+                Cell::from(state_word_for(
+                    &m.state,
+                    cols.short_states,
+                    waits_for(board, &m.name),
+                ))
+                .style(state_style(&m.state)),
             ];
             if cols.turn {
                 cells.push(Cell::from(turn_cell(m, moment)));
@@ -358,6 +365,12 @@ fn draw_teammates(
         table = table.header(Row::new(names).style(Style::default().add_modifier(Modifier::BOLD)));
     }
     frame.render_widget(table, area);
+}
+
+/// Whom `name`'s oldest waiting request waits for, when it has one.
+fn waits_for<'a>(board: &'a Board, name: &str) -> Option<&'a super::routing::WaitsFor> {
+    let request = board.pending.iter().find(|p| p.from == name)?;
+    board.routing.waits_for.get(&request.request_id)
 }
 
 /// A task status in six columns or fewer, for a narrow board.
@@ -751,9 +764,10 @@ mod tests {
                 .lines()
                 .find(|l| words(l).first() == Some(&m.name.as_str()))
                 .unwrap_or_else(|| panic!("no row for {}:\n{screen}", m.name));
+            let waits = waits_for(b, &m.name);
             assert!(
-                line.contains(state_word(&m.state, true))
-                    || line.contains(state_word(&m.state, false)),
+                line.contains(state_word_for(&m.state, true, waits))
+                    || line.contains(m.state.word()),
                 "{}'s state is cut:\n{screen}",
                 m.name
             );
@@ -817,7 +831,19 @@ mod tests {
         b.tasks.truncate(3);
         let s = screen_at(60, 24, &b, &Ui::default(), None);
         assert_whole(&s, &b);
-        assert!(s.contains("asks you"), "{s}");
+        // Without routes the view cannot tell whom alice's request waits
+        // for; with them, its short word says.
+        assert!(s.contains("awaiting") && !s.contains("asks you"), "{s}");
+        let id = b.pending[0].request_id.clone();
+        for (waits, word) in [
+            (crate::view::routing::WaitsFor::You, "asks you"),
+            (crate::view::routing::WaitsFor::Lead, "asks lead"),
+        ] {
+            b.routing.waits_for.insert(id.clone(), waits);
+            let s = screen_at(60, 24, &b, &Ui::default(), None);
+            assert_whole(&s, &b);
+            assert!(s.contains(word), "{word}:\n{s}");
+        }
     }
 
     #[test]
