@@ -48,6 +48,7 @@ fn run(name: &str, host: &str, sha: &str, cwd: &std::path::Path) -> RunRecord {
         .unwrap(),
         started_at: 0,
         adopted_from: None,
+        lead: None,
     }
 }
 

@@ -24,6 +24,7 @@ mod cli_tooling;
 mod cli_watch;
 mod example_lead_team;
 mod failover;
+mod failover_led;
 mod foreign_readers;
 mod golden;
 mod hooks_external;

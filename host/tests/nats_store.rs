@@ -104,6 +104,19 @@ impl Running {
         }
     }
 
+    /// Waits for it to exit: its status, its stdout and everything it
+    /// printed (for messages), whatever it printed.
+    pub(crate) fn finish_any(mut self) -> (std::process::ExitStatus, String, String) {
+        let status = self.child.wait().unwrap();
+        let stdout = self.stdout.join().unwrap();
+        self.seen.extend(self.lines.iter());
+        let shown = format!(
+            "exit {status}\n--- stdout\n{stdout}\n--- stderr\n{}",
+            self.seen.join("\n")
+        );
+        (status, stdout, shown)
+    }
+
     /// Waits for it to exit: its status, its stdout parsed as the JSON
     /// summary, and everything it printed (for messages).
     pub(crate) fn finish(mut self) -> (std::process::ExitStatus, serde_json::Value, String) {

@@ -1,6 +1,7 @@
 //! `leadscript`: a scripted (non-LLM) lead for teamhost's tests of the
-//! lead's seat (`teamhost:agent/lead`). Its goal is a script, one command
-//! per line; it runs them in order through `leading`, `tasks` and
+//! lead's seat (`teamhost:agent/lead`). Its goal (its first message from
+//! `user`, else its first plain message, else a spawned copy's prompt) is a
+//! script, one command per line; it runs them in order through `leading`, `tasks` and
 //! `messaging`, and prints each result to stdout (the host's guest log,
 //! `logs/{team}/team-lead.log`) as one line `CMD\tOK|ERR\tDETAIL`, newlines
 //! and tabs in DETAIL turned into spaces. A WIT error reads `denied: …`,
@@ -12,6 +13,7 @@
 //! | `catalogue` | prints the entries' names |
 //! | `spawn ENTRY NAME [mode=M] [tools=A,B] [model=X] [budget=USD] [plan-required=yes] PROMPT…` | `leading.spawn` (`\u{HEX}` in NAME is that character: `team-lead\u{20}`) |
 //! | `task SUBJECT…` | `tasks.create` |
+//! | `task-once SUBJECT…` | `tasks.create`, unless a task with that subject exists (prints its id): a script a lead is given again after its host died does not make its tasks twice |
 //! | `wait-request plan\|permission` | waits (ends the turn, looks again next turn) for a waiting request of that kind from a teammate; remembers its id |
 //! | `answer-plan approve [MODE]` / `answer-plan reject FEEDBACK…` | answers the remembered plan |
 //! | `answer-permission allow\|deny [REASON…]` / `answer-permission allow-input TEXT…` | answers the remembered permission request (`allow-input`: with the replacement input `{"note":TEXT}`) |
@@ -42,7 +44,7 @@
 //! messages seen and the reports are saved (`state.save`) at the end of each
 //! turn (once: a turn's saves are limited); an instance that starts with a
 //! saved state goes on from there (printing `resumed\tOK\tat line N`)
-//! instead of reading its first message as a script. The commands of a
+//! instead of reading a goal. The commands of a
 //! turn the host cut run again.
 //!
 //! A shutdown request (when it runs as a teammate) is approved.
@@ -189,19 +191,32 @@ impl Guest for LeadScript {
                     *slot = Some(saved);
                 }
             }
-            if slot.is_none() {
-                let goal = if turn.prompt.is_empty() {
-                    turn.messages
-                        .first()
-                        .map(|m| m.text.clone())
-                        .unwrap_or_default()
-                } else {
-                    turn.prompt.clone()
-                };
-                *slot = Some(Script {
+            let script = slot.get_or_insert_with(|| Script {
+                lines: Vec::new(),
+                next: 0,
+                plan: None,
+                permission: None,
+                seen: Vec::new(),
+                reports: Vec::new(),
+            });
+            // No script yet: the first message from `user` (a lead's
+            // goal), else the first plain one, else a turn's prompt with no
+            // message (a spawned copy's first turn). Protocol mail is never
+            // a script (a message turn's prompt is its text): a lead adopted
+            // by another host may find idle notifications before its goal.
+            if script.lines.is_empty() && script.next == 0 {
+                let goal = turn
+                    .messages
+                    .iter()
+                    .find(|m| m.from == "user")
+                    .or(turn.messages.iter().find(|m| m.protocol.is_none()))
+                    .map(|m| m.text.clone())
+                    .or((turn.messages.is_empty() && !turn.prompt.is_empty())
+                        .then(|| turn.prompt.clone()));
+                if let Some(goal) = goal {
                     // A one-line script (a spawn prompt) separates its
                     // commands with ` ;; `; a longer one is read by lines.
-                    lines: if goal.contains('\n') {
+                    script.lines = if goal.contains('\n') {
                         goal.clone()
                     } else {
                         goal.replace(" ;; ", "\n")
@@ -210,15 +225,9 @@ impl Guest for LeadScript {
                     .map(str::trim)
                     .filter(|l| !l.is_empty() && !l.starts_with('#'))
                     .map(str::to_string)
-                    .collect(),
-                    next: 0,
-                    plan: None,
-                    permission: None,
-                    seen: Vec::new(),
-                    reports: Vec::new(),
-                });
+                    .collect();
+                }
             }
-            let script = slot.as_mut().expect("set above");
             for m in &turn.messages {
                 match &m.protocol {
                     None => script.seen.push((m.from.clone(), m.text.clone())),
@@ -287,6 +296,28 @@ fn run(script: &mut Script, line: &str) -> bool {
                 metadata: None,
             });
             report(cmd, r, |t| format!("#{}", t.id));
+        }
+        "task-once" => {
+            let subject = rest(0);
+            let there = match tasks::list() {
+                Ok(list) => list.into_iter().find(|t| t.subject == subject),
+                Err(e) => {
+                    print(cmd, false, &describe(&e));
+                    return true;
+                }
+            };
+            match there {
+                Some(t) => print(cmd, true, &format!("#{} (there already)", t.id)),
+                None => {
+                    let r = tasks::create(&tasks::NewTask {
+                        subject: subject.clone(),
+                        description: subject,
+                        active_form: None,
+                        metadata: None,
+                    });
+                    report(cmd, r, |t| format!("#{}", t.id));
+                }
+            }
         }
         "wait-request" => {
             let want_plan = args.first() == Some(&"plan");

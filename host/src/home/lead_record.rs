@@ -10,11 +10,16 @@
 //! | who it spawned, from which entry | its teammates' entries bound its answers to their requests |
 //! | the teammates it asked to stop | a shutdown request the resume withdrew is asked again |
 //! | the budgets it gave, its spawns over its life, its refusals over its life | its purse, `max_spawns_total` and `max_refused_answers_total` go on from there instead of from zero |
+//! | its goal | a host adopting the lead on a shared store gives it again, with the conversation lost |
 //!
 //! What the lead spent itself is its own spent record, as a teammate's
 //! ([`super::kept::SpentRecord`]); its conversation is its conversation
 //! file. The home is the host's: no teammate's directory may lie in it
 //! (the `layout` module), so no teammate can write this file.
+//!
+//! On a store shared by several hosts the same record also rides in the
+//! lead's run record in the store (`embed/lead/shared.rs`), which a host
+//! adopting the lead after this machine died goes on from.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -45,6 +50,12 @@ pub struct LeadRecord {
     pub spawns: usize,
     /// Its answers refused over its life.
     pub refused_total: u32,
+    /// The goal it was given when it started. A resume on this machine
+    /// does not give it again (the conversation holds it); a host that
+    /// adopts the lead after its machine died does, since the conversation
+    /// died with that machine. Empty in records kept before it was kept.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub goal: String,
 }
 
 impl LeadRecord {

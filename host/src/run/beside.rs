@@ -20,6 +20,12 @@
 //! manifest's file whose bytes hash to its run record's hash, else from the
 //! store's shelf; its `[[teammate]]` entries are not spawned. Only a store
 //! shared by several hosts keeps leases: on the file store it is refused.
+//! A standby whose manifest has the led team's `[lead]` and `[[catalogue]]`
+//! takes a dead host's lead component over too ([`Host::adopt_with_lead`]:
+//! the same component by SHA-256, its seat from the store, its goal given
+//! again); from then on it is the led team's host, and the run ends as a
+//! led run does ([`super::led::wait`]): when the lead deletes the team,
+//! fails, or has nothing left to wake it.
 //!
 //! Either way the plan's timeout bounds the whole run (spawns included),
 //! and at the end the teammates still running here are stopped
@@ -36,7 +42,7 @@ use super::ended::{describe_state, Ended};
 use super::narrator::Narrator;
 use super::plan::{Leader, RunPlan, Start};
 use super::spawn::{compile_all, start_all};
-use crate::embed::{Host, LeaseWatch, ShutdownReport, TeammateState, LEASE_POLL};
+use crate::embed::{Host, LeadSpec, LeaseWatch, ShutdownReport, TeammateState, LEASE_POLL};
 use crate::store::{StoreEvent, StoreObserver, Team};
 
 /// Refuses a plan beside the lead's that cannot run: `[[task]]`s (the
@@ -56,7 +62,7 @@ pub(super) fn check(host: &Host, plan: &RunPlan, team: &Team) -> anyhow::Result<
             m.tasks.len()
         );
     }
-    if plan.leader != Leader::Person {
+    if plan.leader != Leader::Person && plan.start == Start::Join {
         anyhow::bail!("{flag} runs teammates beside a lead that runs elsewhere: it cannot have a lead of its own");
     }
     let where_ = describe_store(host);
@@ -100,10 +106,33 @@ pub(super) async fn work(
     narrator.work_started(deadline.into_std());
     let m = &plan.manifest;
     let where_ = describe_store(host);
-    let mut components: Vec<PathBuf> = m.teammates.iter().map(|t| t.component.clone()).collect();
+    let adopting = plan.start == Start::Adopt;
+    // A standby of a led team may run its lead and what it spawned.
+    let lead = match plan.is_led() && adopting {
+        true => match super::led::spec(plan) {
+            Ok(spec) => Some(spec),
+            Err(e) => {
+                return (
+                    Ended::SpawnFailed(format!("{e:#}")),
+                    Duration::ZERO,
+                    Vec::new(),
+                )
+            }
+        },
+        false => None,
+    };
+    let mut components: Vec<PathBuf> = m
+        .teammates
+        .iter()
+        .map(|t| t.component.clone())
+        .chain(lead.iter().map(|l| l.component.clone()))
+        .chain(
+            lead.iter()
+                .flat_map(|l| l.catalogue.iter().map(|e| e.component.clone())),
+        )
+        .collect();
     components.sort();
     components.dedup();
-    let adopting = plan.start == Start::Adopt;
     let spawning = Instant::now();
     let ready = async {
         if adopting {
@@ -139,13 +168,41 @@ pub(super) async fn work(
     let ended = match readied {
         Err(ended) => ended,
         Ok(()) if adopting => {
-            let watching = watch(host, team.name(), &components, narrator, &mut adopted);
-            tokio::select! {
+            let watching = watch(
+                host,
+                team.name(),
+                &components,
+                lead.as_ref(),
+                narrator,
+                &mut adopted,
+            );
+            let watched = tokio::select! {
                 r = tokio::time::timeout_at(deadline, watching) => match r {
-                    Ok(ended) => ended,
-                    Err(_) => Ended::TimedOut(timeout.as_secs()),
+                    Ok(ended) => Ok(ended),
+                    Err(_) => Err(Ended::TimedOut(timeout.as_secs())),
                 },
-                how = &mut stop => Ended::Interrupted(how),
+                how = &mut stop => Err(Ended::Interrupted(how)),
+            };
+            match watched {
+                Ok(Watched::Ended(ended)) | Err(ended) => ended,
+                // The led team's host now: it ends as a led run does, and
+                // goes on adopting the teammates of other hosts that die.
+                Ok(Watched::LeadAdopted(mut leases)) => {
+                    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                    let more = watch_more(
+                        host,
+                        team.name(),
+                        &components,
+                        lead.as_ref(),
+                        narrator,
+                        &mut adopted,
+                        &mut leases,
+                    );
+                    tokio::select! {
+                        ended = super::led::wait(host, team, left, &mut stop) => ended,
+                        ended = more => ended,
+                    }
+                }
             }
         }
         Ok(()) => tokio::select! {
@@ -285,17 +342,72 @@ async fn compile(
     Ok(())
 }
 
+/// How [`watch`] returned.
+enum Watched {
+    /// The standby's work is over.
+    Ended(Ended),
+    /// It took a dead host's lead component over: the run goes on as a led
+    /// run, with the leases as this host has watched them.
+    LeadAdopted(LeaseWatch),
+}
+
 /// Reads the leases every [`LEASE_POLL`] and adopts, until every adopted
-/// teammate has stopped or the team is deleted. A look that fails (the
-/// store unreachable a moment) is logged and tried again.
+/// teammate has stopped, the team is deleted or (given `lead`) a dead
+/// host's lead is adopted. A look that fails (the store unreachable a
+/// moment) is logged and tried again.
 async fn watch(
     host: &Host,
     team: &str,
     components: &[PathBuf],
+    lead: Option<&LeadSpec>,
     narrator: &dyn Narrator,
     adopted: &mut Vec<String>,
-) -> Ended {
+) -> Watched {
     let mut leases = LeaseWatch::new();
+    let mut tick = tokio::time::interval(LEASE_POLL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing: Option<String> = None;
+    loop {
+        tick.tick().await;
+        if let Err(lost) = host.check_lease(team) {
+            return Watched::Ended(Ended::HostError(lost.to_string()));
+        }
+        let Ok(t) = host.team(team) else {
+            return Watched::Ended(Ended::HostError(format!("team {team} cannot be opened")));
+        };
+        if !exists(&t).await {
+            narrator.line("run", format!("team {team} was deleted"));
+            return Watched::Ended(adopted_ended(host, team, adopted));
+        }
+        let look = Look {
+            host,
+            team,
+            components,
+            lead,
+            narrator,
+        };
+        if look.once(&mut leases, adopted, &mut failing).await {
+            return Watched::LeadAdopted(leases);
+        }
+        let mates = host.teammates(team);
+        if !adopted.is_empty() && mates.iter().all(|t| t.state.is_finished()) {
+            return Watched::Ended(adopted_ended(host, team, adopted));
+        }
+    }
+}
+
+/// After the lead was adopted here: goes on adopting the teammates of
+/// other hosts whose lease expires, while the led run's wait decides how it
+/// ends. Returns only when this host lost its own lease.
+async fn watch_more(
+    host: &Host,
+    team: &str,
+    components: &[PathBuf],
+    lead: Option<&LeadSpec>,
+    narrator: &dyn Narrator,
+    adopted: &mut Vec<String>,
+    leases: &mut LeaseWatch,
+) -> Ended {
     let mut tick = tokio::time::interval(LEASE_POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut failing: Option<String> = None;
@@ -304,18 +416,51 @@ async fn watch(
         if let Err(lost) = host.check_lease(team) {
             return Ended::HostError(lost.to_string());
         }
-        let Ok(t) = host.team(team) else {
-            return Ended::HostError(format!("team {team} cannot be opened"));
-        };
-        if !exists(&t).await {
-            narrator.line("run", format!("team {team} was deleted"));
-            return adopted_ended(host, team, adopted);
+        // A team the lead deleted: its wait says how the run ended.
+        match host.team(team) {
+            Ok(t) if exists(&t).await => {}
+            _ => std::future::pending::<()>().await,
         }
-        match host.adopt(team, components, &mut leases).await {
+        let look = Look {
+            host,
+            team,
+            components,
+            lead,
+            narrator,
+        };
+        look.once(leases, adopted, &mut failing).await;
+    }
+}
+
+/// One look at a team's leases by a standby.
+struct Look<'a> {
+    host: &'a Host,
+    team: &'a str,
+    components: &'a [PathBuf],
+    lead: Option<&'a LeadSpec>,
+    narrator: &'a dyn Narrator,
+}
+
+impl Look<'_> {
+    /// Adopts what expired, adding the names to `adopted` and saying so;
+    /// a failing read is said once until it changes (`failing`). Whether a
+    /// lead was adopted.
+    async fn once(
+        &self,
+        leases: &mut LeaseWatch,
+        adopted: &mut Vec<String>,
+        failing: &mut Option<String>,
+    ) -> bool {
+        let mut lead = false;
+        let found = self
+            .host
+            .adopt_with_lead(self.team, self.components, self.lead, leases)
+            .await;
+        match found {
             Ok(reports) => {
-                failing = None;
+                *failing = None;
                 for r in reports {
-                    narrator.line(
+                    self.narrator.line(
                         "run",
                         format!(
                             "adopted {} from host {} after {:.2}s without a renewal (takeover {}ms): {}",
@@ -330,20 +475,19 @@ async fn watch(
                             r.describe()
                         ),
                     );
+                    lead |= r.lead;
                     adopted.extend(r.adopted);
                 }
             }
             Err(e) => {
                 let e = e.to_string();
                 if failing.as_deref() != Some(e.as_str()) {
-                    narrator.line("run", format!("cannot read the leases: {e} (trying again)"));
+                    self.narrator
+                        .line("run", format!("cannot read the leases: {e} (trying again)"));
                 }
-                failing = Some(e);
+                *failing = Some(e);
             }
         }
-        let mates = host.teammates(team);
-        if !adopted.is_empty() && mates.iter().all(|t| t.state.is_finished()) {
-            return adopted_ended(host, team, adopted);
-        }
+        lead
     }
 }

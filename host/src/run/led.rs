@@ -68,10 +68,11 @@ pub(super) fn spec(plan: &RunPlan) -> anyhow::Result<LeadSpec> {
         .or_else(|| m.lead.as_ref().and_then(|l| l.goal.clone()))
         .filter(|g| !g.trim().is_empty());
     // A resumed lead had its goal in its first life: none is needed, and
-    // none is delivered again.
+    // none is delivered again. A standby adopting the lead gives it the
+    // goal its run record kept.
     let goal = match (goal, plan.start) {
         (Some(goal), _) => goal,
-        (None, Start::Resume) => String::new(),
+        (None, Start::Resume | Start::Adopt) => String::new(),
         (None, _) => anyhow::bail!(
             "a team led by a component needs a goal: pass --goal \"TEXT\" or set `goal` in [lead]"
         ),

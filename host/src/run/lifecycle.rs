@@ -132,6 +132,9 @@ impl Prepared {
         let m = &plan.manifest;
         let mut elsewhere = Vec::new();
         let lead = match lead_spec {
+            // A standby: the lead is started only if its host dies
+            // (`beside::work`).
+            Some(_) if plan.start == Start::Adopt => String::new(),
             // Its teammates and its lead, back together; the lead is told.
             Some(spec) if plan.start == Start::Resume => {
                 let (report, _) = host

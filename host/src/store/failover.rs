@@ -106,6 +106,13 @@ pub struct RunRecord {
     /// The host it was taken over from, when it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adopted_from: Option<String>,
+    /// For a lead component (`team-lead`): its seat as last kept, as JSON
+    /// (the host's `LeadRecord`: formed, who it spawned, what it gave, its
+    /// goal), rewritten after each change, so that a host adopting the lead
+    /// goes on from it. Opaque here, as `settings` is; `None` for a
+    /// teammate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead: Option<serde_json::Value>,
 }
 
 /// Leases, run records and components of the teams on a store shared by

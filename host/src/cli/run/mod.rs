@@ -143,7 +143,11 @@ pub struct RunArgs {
     /// handed back, their waiting requests still answerable, the lead told.
     /// Runs until the lead has shut every adopted teammate down, the team
     /// is deleted, or --timeout. The manifest names the components this
-    /// host may run (checked by SHA-256) and may hold no tasks.
+    /// host may run (checked by SHA-256) and may hold no tasks. With the
+    /// led team's manifest ([lead] and [[catalogue]], the goal may be left
+    /// out) it takes a dead host's lead over too: the same component, its
+    /// seat from the store, its goal given again; then it runs as a led
+    /// run until the lead deletes the team.
     #[arg(long, conflicts_with_all = ["replace", "keep", "join", "resume", "goal", "lead"])]
     adopt: bool,
     /// Let turns fail without failing the run: a teammate's turn that ended

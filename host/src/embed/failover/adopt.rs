@@ -18,7 +18,8 @@
 //! | 2 | per run record of A: the component found by the record's hash — a path the caller names (the manifest's components) whose bytes hash to it, else the store's shelf ([`Failover::get_component`]) | — |
 //! | 3 | the record compare-and-swapped to `host: this host, generation + 1, adopted_from: A` | another host rewrote it: left to that host |
 //! | 4 | the teammate spawned here, in-process, under its member entry ([`Host::attach`] with a [`Resumed`]): its task in progress handed back, its waiting plan and permission requests still answerable | — |
-//! | 5 | the lead told, in one message from `teamhost`, what moved from where to where | — |
+//! | 5 | A's lead component, when A ran one ([`Host::adopt_with_lead`], `embed/lead/shared.rs`): its run record swapped to this host, the lead started here with the seat the record kept and its goal given again | another host rewrote it: left to that host |
+//! | 6 | the lead told, in one message from `teamhost`, what moved from where to where | — |
 //!
 //! A component whose hash matches nothing here is refused before its record
 //! is rewritten (step 2 before 3, a lookup that writes nothing): the record
@@ -42,9 +43,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::embed::attach::ClaimEvidence;
-use crate::embed::{Attach, Host};
+use crate::embed::{Attach, Host, LeadSpec};
 use crate::error::{Error, Result};
 use crate::protocol::HOST_SENDER;
+use crate::store::config::LEAD_NAME;
 use crate::store::{
     blocking, Failover, HostLease, LeaseState, OutgoingMessage, Revision, RunRecord, Team,
     TeamStore,
@@ -125,6 +127,9 @@ pub struct AdoptReport {
     /// How long the takeover took, from the lease's compare-and-swap to
     /// the last teammate running.
     pub took: Duration,
+    /// The team's lead component ran on `from` and now runs here
+    /// ([`Host::adopt_with_lead`]); it is also in `adopted`.
+    pub lead: bool,
 }
 
 impl AdoptReport {
@@ -146,6 +151,12 @@ impl AdoptReport {
                 self.adopted.join(", "),
                 self.to,
                 self.from
+            ));
+        }
+        if self.lead {
+            parts.push(format!(
+                "the lead ({LEAD_NAME}) now leads from host {}: its seat (formed, spawned, given) goes on from the store; its conversation and saved state were on host {} and are lost, so its goal was given to it again",
+                self.to, self.from
             ));
         }
         for (task, name) in &self.handed_back {
@@ -180,10 +191,30 @@ impl Host {
     /// from (the manifest's), checked by hash; the store's shelf is the
     /// fallback. One report per host taken over; the lead gets each as a
     /// message. Fails when the store has no failover or is unreachable.
+    ///
+    /// A dead host's lead component is refused here (this host is given no
+    /// lead to run it with): see [`Host::adopt_with_lead`].
     pub async fn adopt(
         &self,
         team: &str,
         components: &[PathBuf],
+        watch: &mut LeaseWatch,
+    ) -> Result<Vec<AdoptReport>> {
+        self.adopt_with_lead(team, components, None, watch).await
+    }
+
+    /// [`Host::adopt`], and a dead host's lead component too, run here
+    /// with `lead` (the led team's `[lead]` and `[[catalogue]]`; its goal
+    /// may be empty): only a component whose SHA-256 is the one that led
+    /// the team, with the seat its run record kept (formed, spawned,
+    /// given, its spawns and refusals over its life) and the goal given
+    /// again, since its conversation died with its host. The lead is
+    /// adopted after the teammates, so it wakes to a whole team.
+    pub async fn adopt_with_lead(
+        &self,
+        team: &str,
+        components: &[PathBuf],
+        lead: Option<&LeadSpec>,
         watch: &mut LeaseWatch,
     ) -> Result<Vec<AdoptReport>> {
         let team = self.team(team)?;
@@ -201,7 +232,7 @@ impl Host {
         let mut reports = Vec::new();
         for (lease, rev, waited) in watch.expired(&leases, &me, Instant::now()) {
             if let Some(report) = self
-                .take_over(&team, &lease, rev, waited, components)
+                .take_over(&team, &lease, rev, waited, components, lead)
                 .await?
             {
                 reports.push(report);
@@ -219,6 +250,7 @@ impl Host {
         rev: Revision,
         waited: Duration,
         components: &[PathBuf],
+        lead: Option<&LeadSpec>,
     ) -> Result<Option<AdoptReport>> {
         let started = Instant::now();
         let me = self.host_identity().clone();
@@ -251,8 +283,13 @@ impl Host {
             Ok((failover_of(&*b, &tt)?.read_runs(&tt)?, tm.config()?))
         })
         .await?;
+        let mut lead_run = None;
         for (run, run_rev) in runs.into_iter().filter(|(r, _)| r.host == lease.host) {
             let name = run.name.clone();
+            if name == LEAD_NAME && run.lead.is_some() {
+                lead_run = Some((run, run_rev));
+                continue;
+            }
             if config.member(&name).is_none() {
                 let (b, tt, n) = (backend.clone(), t.clone(), name.clone());
                 blocking("removing a stale run record", move || {
@@ -269,6 +306,15 @@ impl Host {
                 }
                 Ok(None) => report.adopted.push(name),
                 Err(why) => report.refused.push((name, why)),
+            }
+        }
+        if let Some((run, run_rev)) = lead_run {
+            match self.adopt_lead(team, run, run_rev, lead).await {
+                Ok(()) => {
+                    report.lead = true;
+                    report.adopted.push(LEAD_NAME.to_string());
+                }
+                Err(why) => report.refused.push((LEAD_NAME.to_string(), why)),
             }
         }
         report.took = started.elapsed();

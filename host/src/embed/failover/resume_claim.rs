@@ -250,6 +250,7 @@ mod tests {
             settings: serde_json::Value::Null,
             started_at: 0,
             adopted_from: None,
+            lead: None,
         }
     }
 

@@ -40,6 +40,7 @@ pub(in crate::embed) fn run_record_of(spawn: &SpawnRecord, me: &HostIdentity) ->
         settings: serde_json::to_value(&spawn.settings).unwrap_or_default(),
         started_at: crate::protocol::time::now_ms(),
         adopted_from: None,
+        lead: None,
     }
 }
 

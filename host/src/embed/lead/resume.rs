@@ -13,6 +13,10 @@
 //! | the resume itself | [`ResumeReport`] | its next message, from `teamhost` |
 //!
 //! The goal is not delivered again: the lead had it in its first life.
+//!
+//! On a shared store the lead's run record is settled first (`shared.rs`):
+//! a lead a standby adopted after this machine's host died runs there, and
+//! the resume is refused before anything comes back.
 
 use std::sync::Arc;
 
@@ -72,8 +76,12 @@ impl Host {
                 "team {team:?}'s lead already runs in this host: there is nothing to resume"
             )));
         }
-        let report = self.resume(team).await?;
         let req = self.lead_request(&t, &spec)?;
+        let seat = Arc::new(LeadSeat::new(self, t.clone(), spec, record));
+        // On a shared store, settled before anything comes back: a lead a
+        // standby adopted meanwhile is not started twice.
+        self.share_lead_seat(&t, &seat, &req).await?;
+        let report = self.resume(team).await?;
         let prepared =
             crate::backends::assembly::prepare(self.spawn_env(&t)?.runtime, &req).await?;
         let mode = req.settings.permission_mode();
@@ -92,11 +100,11 @@ impl Host {
         let resumed = self
             .gather_resumed(&t, LEAD_NAME, ClaimEvidence::Ledger)
             .await?;
-        let seat = Arc::new(LeadSeat::new(self, t.clone(), spec, record));
         seat.ask_again_to_stop().await;
         let info = self
-            .launch_lead(&t, &req, prepared, member, seat, Some(resumed))
+            .launch_lead(&t, &req, prepared, member, seat.clone(), Some(resumed))
             .await?;
+        self.forget_lead_run_when_done(&t, seat);
         Ok((report, info))
     }
 }

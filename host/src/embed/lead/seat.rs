@@ -108,6 +108,11 @@ impl LeadSeat {
             LeadRecord {
                 component: record.component.clone(),
                 component_sha256: record.component_sha256.clone(),
+                // A resumed lead's spec has no goal: the record's is kept.
+                goal: match record.goal.is_empty() {
+                    true => spec.goal.clone(),
+                    false => record.goal.clone(),
+                },
                 ..LeadRecord::default()
             },
         );

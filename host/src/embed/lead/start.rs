@@ -33,7 +33,8 @@ impl Host {
     /// component cannot be loaded or instantiated.
     pub async fn start_lead(&self, team: &str, spec: LeadSpec) -> Result<TeammateInfo> {
         check_spec(&spec)?;
-        let record = LeadRecord::starting(&spec.component)?;
+        let mut record = LeadRecord::starting(&spec.component)?;
+        record.goal = spec.goal.clone();
         let t = self.team(team)?;
         let req = self.lead_request(&t, &spec)?;
         let prepared = assembly::prepare(self.spawn_env(&t)?.runtime, &req).await?;
@@ -65,9 +66,15 @@ impl Host {
         let seat = Arc::new(LeadSeat::new(self, t.clone(), spec, record));
         // Kept before its first turn: a led team is resumable from here on.
         seat.keeper.keep(|| seat.snapshot()).await.map_err(undo)?;
-        self.launch_lead(&t, &req, prepared, member, seat, None)
+        // On a shared store, in the lead's run record too: a standby
+        // adopts the lead from there if this host dies.
+        self.share_lead_seat(&t, &seat, &req).await.map_err(undo)?;
+        let info = self
+            .launch_lead(&t, &req, prepared, member, seat.clone(), None)
             .await
-            .map_err(undo)
+            .map_err(undo)?;
+        self.forget_lead_run_when_done(&t, seat);
+        Ok(info)
     }
 
     /// The lead's request: `spec`'s component in its directory (made

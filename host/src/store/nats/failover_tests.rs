@@ -40,6 +40,7 @@ fn run(name: &str, host: &str) -> RunRecord {
         settings: serde_json::Value::Null,
         started_at: 1,
         adopted_from: None,
+        lead: None,
     }
 }
 
