@@ -251,7 +251,7 @@ impl Setup {
 }
 
 /// Task id → how many `completed.log` lines name it, over `dirs`.
-fn completions(dirs: &[PathBuf]) -> BTreeMap<String, usize> {
+pub(crate) fn completions(dirs: &[PathBuf]) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
     for d in dirs {
         let log = std::fs::read_to_string(d.join("completed.log")).unwrap_or_default();

@@ -13,10 +13,10 @@
 //! Waits read the store and the files (as `failover.rs`), or the
 //! standby's lines; none sleeps for a guess.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::failover::completions;
 use crate::nats_store::{store, Running};
 use crate::run_common::write_scripted_models;
 use teamhost::store::{OutgoingMessage, RunRecord, TaskStatus, Team};
@@ -148,18 +148,6 @@ impl Led {
             })
             .collect()
     }
-}
-
-/// Task id → how many `completed.log` lines name it, over `dirs`.
-fn completions(dirs: &[PathBuf]) -> BTreeMap<String, usize> {
-    let mut out = BTreeMap::new();
-    for d in dirs {
-        let log = std::fs::read_to_string(d.join("completed.log")).unwrap_or_default();
-        for id in log.lines() {
-            *out.entry(id.to_string()).or_default() += 1;
-        }
-    }
-    out
 }
 
 fn seat(run: &RunRecord) -> &serde_json::Value {

@@ -119,14 +119,8 @@ impl Running {
 
     /// Waits for it to exit: its status, its stdout parsed as the JSON
     /// summary, and everything it printed (for messages).
-    pub(crate) fn finish(mut self) -> (std::process::ExitStatus, serde_json::Value, String) {
-        let status = self.child.wait().unwrap();
-        let stdout = self.stdout.join().unwrap();
-        self.seen.extend(self.lines.iter());
-        let shown = format!(
-            "exit {status}\n--- stdout\n{stdout}\n--- stderr\n{}",
-            self.seen.join("\n")
-        );
+    pub(crate) fn finish(self) -> (std::process::ExitStatus, serde_json::Value, String) {
+        let (status, stdout, shown) = self.finish_any();
         let summary = serde_json::from_str(&stdout)
             .unwrap_or_else(|e| panic!("the summary is not JSON ({e}):\n{shown}"));
         (status, summary, shown)

@@ -168,14 +168,14 @@ pub(super) async fn work(
     let ended = match readied {
         Err(ended) => ended,
         Ok(()) if adopting => {
-            let watching = watch(
+            let look = Look {
                 host,
-                team.name(),
-                &components,
-                lead.as_ref(),
+                team: team.name(),
+                components: &components,
+                lead: lead.as_ref(),
                 narrator,
-                &mut adopted,
-            );
+            };
+            let watching = watch(&look, &mut adopted);
             let watched = tokio::select! {
                 r = tokio::time::timeout_at(deadline, watching) => match r {
                     Ok(ended) => Ok(ended),
@@ -189,15 +189,7 @@ pub(super) async fn work(
                 // goes on adopting the teammates of other hosts that die.
                 Ok(Watched::LeadAdopted(mut leases)) => {
                     let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                    let more = watch_more(
-                        host,
-                        team.name(),
-                        &components,
-                        lead.as_ref(),
-                        narrator,
-                        &mut adopted,
-                        &mut leases,
-                    );
+                    let more = watch_more(&look, &mut adopted, &mut leases);
                     tokio::select! {
                         ended = super::led::wait(host, team, left, &mut stop) => ended,
                         ended = more => ended,
@@ -355,17 +347,10 @@ enum Watched {
 /// teammate has stopped, the team is deleted or (given `lead`) a dead
 /// host's lead is adopted. A look that fails (the store unreachable a
 /// moment) is logged and tried again.
-async fn watch(
-    host: &Host,
-    team: &str,
-    components: &[PathBuf],
-    lead: Option<&LeadSpec>,
-    narrator: &dyn Narrator,
-    adopted: &mut Vec<String>,
-) -> Watched {
+async fn watch(look: &Look<'_>, adopted: &mut Vec<String>) -> Watched {
+    let (host, team, narrator) = (look.host, look.team, look.narrator);
     let mut leases = LeaseWatch::new();
-    let mut tick = tokio::time::interval(LEASE_POLL);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut tick = lease_ticker();
     let mut failing: Option<String> = None;
     loop {
         tick.tick().await;
@@ -379,13 +364,6 @@ async fn watch(
             narrator.line("run", format!("team {team} was deleted"));
             return Watched::Ended(adopted_ended(host, team, adopted));
         }
-        let look = Look {
-            host,
-            team,
-            components,
-            lead,
-            narrator,
-        };
         if look.once(&mut leases, adopted, &mut failing).await {
             return Watched::LeadAdopted(leases);
         }
@@ -399,17 +377,9 @@ async fn watch(
 /// After the lead was adopted here: goes on adopting the teammates of
 /// other hosts whose lease expires, while the led run's wait decides how it
 /// ends. Returns only when this host lost its own lease.
-async fn watch_more(
-    host: &Host,
-    team: &str,
-    components: &[PathBuf],
-    lead: Option<&LeadSpec>,
-    narrator: &dyn Narrator,
-    adopted: &mut Vec<String>,
-    leases: &mut LeaseWatch,
-) -> Ended {
-    let mut tick = tokio::time::interval(LEASE_POLL);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+async fn watch_more(look: &Look<'_>, adopted: &mut Vec<String>, leases: &mut LeaseWatch) -> Ended {
+    let (host, team) = (look.host, look.team);
+    let mut tick = lease_ticker();
     let mut failing: Option<String> = None;
     loop {
         tick.tick().await;
@@ -421,15 +391,15 @@ async fn watch_more(
             Ok(t) if exists(&t).await => {}
             _ => std::future::pending::<()>().await,
         }
-        let look = Look {
-            host,
-            team,
-            components,
-            lead,
-            narrator,
-        };
         look.once(leases, adopted, &mut failing).await;
     }
+}
+
+/// Ticks every [`LEASE_POLL`]; a late tick is not made up for.
+fn lease_ticker() -> tokio::time::Interval {
+    let mut tick = tokio::time::interval(LEASE_POLL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick
 }
 
 /// One look at a team's leases by a standby.
