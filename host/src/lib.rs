@@ -13,6 +13,7 @@
 //! | [`tools`] | the tool executors (Read, Write, Edit, Glob, Grep, Bash), confined to the capability directory |
 //! | [`toolbox`] | the tools as a model sees them: definitions, parsing a model's call, results as text |
 //! | [`model`] | model calls brokered for teammates: providers, credentials, policy, budgets, record/replay |
+//! | [`network`] | the network by allowlist: host rules, the addresses refused unless named, the host's proxy (HTTP CONNECT, `http://`, SOCKS5) |
 //! | [`runtime`] | wasmtime engine, component cache, linker, one file per WIT interface |
 //! | [`runner`] | the per-teammate loop: handle → idle → poll → wake |
 //! | [`teammate`] | what a teammate is to every layer: spawn request, states, events, model access |
@@ -51,6 +52,7 @@ pub mod hooks;
 pub mod layout;
 pub mod manifest;
 pub mod model;
+pub mod network;
 pub mod protocol;
 pub mod run;
 pub mod runner;

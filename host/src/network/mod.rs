@@ -1,0 +1,33 @@
+//! The network by allowlist (issue 46): the rules a teammate's connections
+//! are held to, and the host's proxy that holds them.
+//!
+//! | file | what it owns |
+//! |---|---|
+//! | `target.rs` | [`Target`]: a host and a port, the host read as browsers and HTTP stacks read it (every IPv4 spelling is the address it means) |
+//! | `address.rs` | [`refused_class`]: the addresses refused unless named (this machine, private networks, link-local, the metadata service) |
+//! | `rules.rs` | [`NetworkRules`]: allowed and denied hosts (`*.example.com`), ports, the verdict before resolution and the check of each resolved address |
+//! | `proxy.rs`, `proxy/` | [`Proxy`]: HTTP `CONNECT`, absolute `http://` and SOCKS5 on a Unix socket; asks about unnamed hosts, connects only to checked addresses, counts bytes and connections |
+//!
+//! **Where it stands.** The rules and the proxy are built and tested
+//! against local servers (`host/tests/network_proxy.rs`). Not yet: Bash's
+//! namespace bridged to a teammate's proxy socket (its commands have no
+//! network today: Landlock refuses TCP, the seccomp filter UDP and Unix
+//! sockets), the manifest keys, routing a question through `[approvals]`,
+//! the `WebFetch` tool and `wasi:http`.
+//!
+//! Nothing here trusts what a teammate sends: every request is parsed
+//! strictly before a rule is read, and a name is resolved by the host and
+//! connected to by the address that was checked.
+
+mod address;
+mod proxy;
+mod rules;
+mod target;
+
+pub use address::refused_class;
+pub use proxy::{
+    Answer, Asker, BoxFuture, MapResolver, Proxy, ProxyLimits, Resolver, SystemResolver, Usage,
+    MAX_HEAD,
+};
+pub use rules::{HostPattern, NetworkRules, Verdict, DEFAULT_PORTS};
+pub use target::{Host, Target};

@@ -1,0 +1,365 @@
+//! The host's network proxy for one teammate: HTTP (`CONNECT` tunnels and
+//! absolute-form `http://` requests) and SOCKS5 (`CONNECT` only) on one
+//! Unix socket, every target held to the teammate's [`NetworkRules`].
+//!
+//! | step | what | refused when |
+//! |---|---|---|
+//! | 1 | the request read: a head of at most [`MAX_HEAD`] bytes, a request line of three tokens, printable ASCII only, the host parsed as [`Target`] does | anything else: a header injection in the CONNECT line is a malformed line |
+//! | 2 | the rules' verdict ([`NetworkRules::judge`]); a host no rule names is asked ([`Asker`]) unless this run already allowed it for the rest of the run | a denied host or port; a "no" |
+//! | 3 | a name resolved ([`Resolver`]); **every** address checked ([`NetworkRules::check_address`]) | one address refused (this machine, a private network, the metadata service …): a name whose answers mix a public and a loopback address is refused whole |
+//! | 4 | the connection made to an address that was checked, never a name resolved again (no DNS rebinding between the check and the connect) | none reachable within [`ProxyLimits::connect_timeout`] |
+//! | 5 | bytes copied both ways, counted | past [`ProxyLimits::max_bytes`] in and out together: the connections are cut |
+//!
+//! At most [`ProxyLimits::max_open`] connections at once and
+//! [`ProxyLimits::max_total`] over the proxy's life: a flood is refused at
+//! once, not queued. What was reached and refused is kept for the run's
+//! summary ([`Proxy::usage`]).
+
+use std::collections::{BTreeMap, HashSet};
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpStream, UnixListener, UnixStream};
+use tokio::sync::Semaphore;
+
+use super::rules::{NetworkRules, Verdict};
+use super::target::{Host, Target};
+
+/// The most bytes of an HTTP request's head.
+pub const MAX_HEAD: usize = 16 * 1024;
+
+/// A boxed future, for the traits below.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Answers a target no rule names: the person, the lead or the policy,
+/// through the teammate's approval routes (tool `Network`).
+pub trait Asker: Send + Sync {
+    /// The answer for `target`.
+    fn ask<'a>(&'a self, target: &'a Target) -> BoxFuture<'a, Answer>;
+}
+
+/// An answer to a [`Asker::ask`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// This connection only.
+    Once,
+    /// This host, on any allowed port, for the rest of the run.
+    ForTheRun,
+    /// Refused, and why.
+    No(String),
+}
+
+/// Resolves a name to addresses.
+pub trait Resolver: Send + Sync {
+    /// The addresses of `name`.
+    fn resolve<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<IpAddr>>>;
+}
+
+/// The system's resolver (`getaddrinfo`, on tokio's blocking pool).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemResolver;
+
+impl Resolver for SystemResolver {
+    fn resolve<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<IpAddr>>> {
+        Box::pin(async move {
+            let found = tokio::net::lookup_host((name, 0)).await?;
+            Ok(found.map(|a| a.ip()).collect())
+        })
+    }
+}
+
+/// A fixed table of names, for tests and for pinning names: a name not in
+/// it does not resolve. It never asks the system.
+#[derive(Debug, Default, Clone)]
+pub struct MapResolver(pub BTreeMap<String, Vec<IpAddr>>);
+
+impl Resolver for MapResolver {
+    fn resolve<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<IpAddr>>> {
+        let found = self.0.get(name).cloned();
+        Box::pin(async move {
+            found.ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "no such name in the resolver's table",
+                )
+            })
+        })
+    }
+}
+
+/// The proxy's bounds.
+#[derive(Debug, Clone)]
+pub struct ProxyLimits {
+    /// Bytes in and out together over the proxy's life.
+    pub max_bytes: u64,
+    /// Connections open at once.
+    pub max_open: usize,
+    /// Connections over the proxy's life.
+    pub max_total: u64,
+    /// For resolving and connecting.
+    pub connect_timeout: Duration,
+}
+
+impl Default for ProxyLimits {
+    fn default() -> Self {
+        ProxyLimits {
+            max_bytes: 1 << 30,
+            max_open: 64,
+            max_total: 10_000,
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What the proxy carried.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Bytes from the teammate out.
+    pub bytes_out: u64,
+    /// Bytes to the teammate.
+    pub bytes_in: u64,
+    /// Connections made.
+    pub connections: u64,
+    /// Targets reached (`host:port`) and how many times.
+    pub reached: BTreeMap<String, u64>,
+    /// Targets refused (`host:port`, or what the request named) and why,
+    /// the latest reason each.
+    pub refused: BTreeMap<String, String>,
+}
+
+/// One teammate's proxy (see the module docs).
+pub struct Proxy {
+    rules: NetworkRules,
+    asker: Arc<dyn Asker>,
+    resolver: Arc<dyn Resolver>,
+    limits: ProxyLimits,
+    open: Arc<Semaphore>,
+    total: AtomicU64,
+    bytes: AtomicU64,
+    for_the_run: Mutex<HashSet<Host>>,
+    usage: Mutex<Usage>,
+}
+
+impl Proxy {
+    /// A proxy holding targets to `rules`, asking `asker` about the rest.
+    pub fn new(
+        rules: NetworkRules,
+        asker: Arc<dyn Asker>,
+        resolver: Arc<dyn Resolver>,
+        limits: ProxyLimits,
+    ) -> Arc<Proxy> {
+        Arc::new(Proxy {
+            open: Arc::new(Semaphore::new(limits.max_open)),
+            rules,
+            asker,
+            resolver,
+            limits,
+            total: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            for_the_run: Mutex::new(HashSet::new()),
+            usage: Mutex::new(Usage::default()),
+        })
+    }
+
+    /// What it carried so far.
+    pub fn usage(&self) -> Usage {
+        let mut u = self.usage.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        u.connections = self.total.load(Ordering::SeqCst);
+        u
+    }
+
+    /// Serves `listener` until the returned future is dropped; each
+    /// connection on its own task.
+    pub async fn serve(self: Arc<Self>, listener: UnixListener) {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let proxy = self.clone();
+            tokio::spawn(async move { proxy.handle(stream).await });
+        }
+    }
+
+    /// One client connection: SOCKS5 when its first byte is 5, else HTTP.
+    pub async fn handle(&self, mut client: UnixStream) {
+        let Ok(permit) = self.open.clone().try_acquire_owned() else {
+            self.refuse_early(&mut client, "too many connections open at once")
+                .await;
+            return;
+        };
+        let mut first = [0u8; 1];
+        if client.read_exact(&mut first).await.is_err() {
+            return;
+        }
+        let result = match first[0] {
+            5 => self.socks5(&mut client).await,
+            b => self.http(&mut client, b).await,
+        };
+        if let Err(why) = result {
+            tracing::debug!(%why, "a proxy connection ended");
+        }
+        drop(permit);
+    }
+
+    async fn refuse_early(&self, client: &mut UnixStream, why: &str) {
+        self.note_refused("(connection)", why);
+        let mut first = [0u8; 1];
+        let is_socks = matches!(client.read(&mut first).await, Ok(1) if first[0] == 5);
+        let reply: &[u8] = match is_socks {
+            true => &[5, 0xff],
+            false => b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+        };
+        let _ = client.write_all(reply).await;
+        close_gently(client).await;
+    }
+
+    fn note_refused(&self, what: &str, why: &str) {
+        let mut u = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+        if u.refused.len() < 1000 || u.refused.contains_key(what) {
+            u.refused.insert(what.to_string(), why.to_string());
+        }
+    }
+
+    /// Steps 2–4: the addresses `target` may be reached at, checked, or
+    /// why not.
+    async fn admit(&self, target: &Target) -> Result<Vec<SocketAddr>, String> {
+        match self.rules.judge(target) {
+            Verdict::Deny(why) => return Err(why),
+            Verdict::Allow => {}
+            Verdict::Ask => {
+                let granted = self
+                    .for_the_run
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .contains(&target.host);
+                if !granted {
+                    match self.asker.ask(target).await {
+                        Answer::Once => {}
+                        Answer::ForTheRun => {
+                            self.for_the_run
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .insert(target.host.clone());
+                        }
+                        Answer::No(why) => return Err(format!("{target}: {why}")),
+                    }
+                }
+            }
+        }
+        let addrs = match &target.host {
+            Host::Ip(a) => vec![*a],
+            Host::Name(n) => {
+                let resolved =
+                    tokio::time::timeout(self.limits.connect_timeout, self.resolver.resolve(n))
+                        .await;
+                match resolved {
+                    Ok(Ok(a)) if !a.is_empty() => a,
+                    Ok(Ok(_)) => return Err(format!("{n} resolves to no address")),
+                    Ok(Err(e)) => return Err(format!("{n} does not resolve: {e}")),
+                    Err(_) => return Err(format!("{n} did not resolve in time")),
+                }
+            }
+        };
+        for a in &addrs {
+            self.rules.check_address(target, *a)?;
+        }
+        Ok(addrs
+            .into_iter()
+            .map(|a| SocketAddr::new(a, target.port))
+            .collect())
+    }
+
+    /// Connects to one of `addrs` (each checked by [`Proxy::admit`]).
+    async fn connect(&self, target: &Target, addrs: &[SocketAddr]) -> Result<TcpStream, String> {
+        if self.total.fetch_add(1, Ordering::SeqCst) >= self.limits.max_total {
+            return Err(format!(
+                "the teammate made its {} connections",
+                self.limits.max_total
+            ));
+        }
+        let mut last = String::from("no address");
+        for a in addrs {
+            match tokio::time::timeout(self.limits.connect_timeout, TcpStream::connect(a)).await {
+                Ok(Ok(s)) => {
+                    let mut u = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+                    *u.reached.entry(target.to_string()).or_default() += 1;
+                    return Ok(s);
+                }
+                Ok(Err(e)) => last = format!("{a}: {e}"),
+                Err(_) => last = format!("{a}: no answer in time"),
+            }
+        }
+        Err(format!("{target} cannot be reached ({last})"))
+    }
+
+    /// Copies both ways until either side ends or the byte budget is spent.
+    async fn relay(&self, client: &mut UnixStream, mut server: TcpStream) -> Result<(), String> {
+        let (mut cr, mut cw) = client.split();
+        let (mut sr, mut sw) = server.split();
+        let out = self.pump(&mut cr, &mut sw, true);
+        let back = self.pump(&mut sr, &mut cw, false);
+        // Each way ends on its own end of file (the other side is told by
+        // a shutdown); a spent budget or an error ends both.
+        tokio::try_join!(out, back).map(|_| ())
+    }
+
+    async fn pump(
+        &self,
+        from: &mut (impl AsyncRead + Unpin),
+        to: &mut (impl AsyncWrite + Unpin),
+        outward: bool,
+    ) -> Result<(), String> {
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            let n = from.read(&mut buf).await.map_err(|e| e.to_string())?;
+            if n == 0 {
+                let _ = to.shutdown().await;
+                return Ok(());
+            }
+            self.spend(n, outward)?;
+            to.write_all(&buf[..n]).await.map_err(|e| e.to_string())?;
+        }
+    }
+
+    /// Counts `n` bytes one way against the budget; `Err` once it is spent.
+    fn spend(&self, n: usize, outward: bool) -> Result<(), String> {
+        let spent = self.bytes.fetch_add(n as u64, Ordering::SeqCst) + n as u64;
+        if spent > self.limits.max_bytes {
+            let why = format!("the teammate's {} bytes are spent", self.limits.max_bytes);
+            self.note_refused("(bytes)", &why);
+            return Err(why);
+        }
+        let mut u = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+        match outward {
+            true => u.bytes_out += n as u64,
+            false => u.bytes_in += n as u64,
+        }
+        Ok(())
+    }
+}
+
+/// Ends a refused client's connection so that it reads the refusal: the
+/// write side shut, then what it still sends read and dropped (at most
+/// [`MAX_HEAD`] × 4 bytes, each read waiting 200 ms at most). A socket
+/// closed with unread input resets, and the client would see the reset
+/// instead of the answer.
+async fn close_gently(client: &mut UnixStream) {
+    let _ = client.shutdown().await;
+    let mut buf = [0u8; 4096];
+    let mut drained = 0;
+    while drained < 4 * MAX_HEAD {
+        match tokio::time::timeout(Duration::from_millis(200), client.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => drained += n,
+            _ => return,
+        }
+    }
+}
+
+mod http;
+mod socks5;
