@@ -142,6 +142,8 @@ pub struct Proxy {
     open: Arc<Semaphore>,
     total: AtomicU64,
     bytes: AtomicU64,
+    bytes_out: AtomicU64,
+    bytes_in: AtomicU64,
     for_the_run: Mutex<HashSet<Host>>,
     usage: Mutex<Usage>,
 }
@@ -162,6 +164,8 @@ impl Proxy {
             limits,
             total: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
+            bytes_out: AtomicU64::new(0),
+            bytes_in: AtomicU64::new(0),
             for_the_run: Mutex::new(HashSet::new()),
             usage: Mutex::new(Usage::default()),
         })
@@ -171,6 +175,8 @@ impl Proxy {
     pub fn usage(&self) -> Usage {
         let mut u = self.usage.lock().unwrap_or_else(|p| p.into_inner()).clone();
         u.connections = self.total.load(Ordering::SeqCst);
+        u.bytes_out = self.bytes_out.load(Ordering::SeqCst);
+        u.bytes_in = self.bytes_in.load(Ordering::SeqCst);
         u
     }
 
@@ -315,7 +321,7 @@ impl Proxy {
         to: &mut (impl AsyncWrite + Unpin),
         outward: bool,
     ) -> Result<(), String> {
-        let mut buf = vec![0u8; 16 * 1024];
+        let mut buf = vec![0u8; 64 * 1024];
         loop {
             let n = from.read(&mut buf).await.map_err(|e| e.to_string())?;
             if n == 0 {
@@ -335,11 +341,11 @@ impl Proxy {
             self.note_refused("(bytes)", &why);
             return Err(why);
         }
-        let mut u = self.usage.lock().unwrap_or_else(|p| p.into_inner());
         match outward {
-            true => u.bytes_out += n as u64,
-            false => u.bytes_in += n as u64,
+            true => &self.bytes_out,
+            false => &self.bytes_in,
         }
+        .fetch_add(n as u64, Ordering::SeqCst);
         Ok(())
     }
 }
