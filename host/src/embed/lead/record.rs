@@ -13,7 +13,7 @@
 //! same snapshot is also written into the lead's run record
 //! ([`RunRecord::lead`]), compare-and-swapped on the revision this keeper
 //! wrote last ([`RecordKeeper::share`]): what a host adopting the lead goes
-//! on from when this machine dies (`embed/failover/adopt_lead.rs`). A swap
+//! on from when this machine dies (`shared.rs`). A swap
 //! that loses means another host rewrote the record, that is, took the lead
 //! over: the write fails with [`Error::LeaseLost`] naming that host, and
 //! this keeper writes the store no more.
