@@ -366,3 +366,28 @@ async fn a_connection_flood_is_refused_not_queued() {
     assert!(reply.starts_with("HTTP/1.1 503 "), "{reply}");
     drop(open);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_sends_nothing_or_half_a_head_is_closed_and_frees_its_slot() {
+    let limits = ProxyLimits {
+        max_open: 1,
+        request_timeout: std::time::Duration::from_millis(200),
+        ..ProxyLimits::default()
+    };
+    let s = Setup::new(Answer::No("-".into()), limits).await;
+    // Nothing sent: closed without a word.
+    let mut idle = s.client().await;
+    let mut out = Vec::new();
+    idle.read_to_end(&mut out).await.unwrap();
+    assert!(out.is_empty(), "{out:?}");
+    // Half a head: a 408, then closed.
+    let mut slow = s.client().await;
+    slow.write_all(b"CONNECT pkgs.test:1 HT").await.unwrap();
+    let mut out = Vec::new();
+    slow.read_to_end(&mut out).await.unwrap();
+    let out = String::from_utf8_lossy(&out);
+    assert!(out.starts_with("HTTP/1.1 408 "), "{out}");
+    // The one slot is free again.
+    let reply = s.connect(&format!("pkgs.test:{}", s.port)).await;
+    assert!(tunnelled(&reply), "{reply}");
+}

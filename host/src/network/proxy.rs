@@ -12,7 +12,9 @@
 //!
 //! At most [`ProxyLimits::max_open`] connections at once and
 //! [`ProxyLimits::max_total`] over the proxy's life: a flood is refused at
-//! once, not queued. What was reached and refused is kept for the run's
+//! once, not queued; a client that does not send its request within
+//! [`ProxyLimits::request_timeout`] is closed, so idle connections hold no
+//! slot and no descriptor for long. What was reached and refused is kept for the run's
 //! summary ([`Proxy::usage`]).
 
 use std::collections::{BTreeMap, HashSet};
@@ -33,6 +35,11 @@ use super::target::{Host, Target};
 
 /// The most bytes of an HTTP request's head.
 pub const MAX_HEAD: usize = 16 * 1024;
+
+/// A connection's place among [`ProxyLimits::max_open`]; freed (taken)
+/// before a refused client can see its answer, so a client that reads a
+/// refusal and connects again finds the place free.
+type Slot = Option<tokio::sync::OwnedSemaphorePermit>;
 
 /// A boxed future, for the traits below.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -104,6 +111,10 @@ pub struct ProxyLimits {
     pub max_total: u64,
     /// For resolving and connecting.
     pub connect_timeout: Duration,
+    /// For a client to send its request (the HTTP head, or the SOCKS5
+    /// greeting and request): a connection that sends nothing is closed,
+    /// and holds no slot for longer.
+    pub request_timeout: Duration,
 }
 
 impl Default for ProxyLimits {
@@ -113,6 +124,7 @@ impl Default for ProxyLimits {
             max_open: 64,
             max_total: 10_000,
             connect_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -181,11 +193,17 @@ impl Proxy {
     }
 
     /// Serves `listener` until the returned future is dropped; each
-    /// connection on its own task.
+    /// connection on its own task. An accept that fails (the process out
+    /// of descriptors) is retried after a pause, not in a busy loop.
     pub async fn serve(self: Arc<Self>, listener: UnixListener) {
         loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!(error = %e, "the network proxy could not accept a connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
             };
             let proxy = self.clone();
             tokio::spawn(async move { proxy.handle(stream).await });
@@ -199,24 +217,33 @@ impl Proxy {
                 .await;
             return;
         };
+        let mut slot = Some(permit);
         let mut first = [0u8; 1];
-        if client.read_exact(&mut first).await.is_err() {
+        let wait = self.limits.request_timeout;
+        if !matches!(
+            tokio::time::timeout(wait, client.read_exact(&mut first)).await,
+            Ok(Ok(_))
+        ) {
+            // The slot is free before the client sees the close.
+            drop(slot);
             return;
         }
         let result = match first[0] {
-            5 => self.socks5(&mut client).await,
-            b => self.http(&mut client, b).await,
+            5 => self.socks5(&mut client, &mut slot).await,
+            b => self.http(&mut client, &mut slot, b).await,
         };
+        drop(slot);
         if let Err(why) = result {
             tracing::debug!(%why, "a proxy connection ended");
         }
-        drop(permit);
     }
 
     async fn refuse_early(&self, client: &mut UnixStream, why: &str) {
         self.note_refused("(connection)", why);
         let mut first = [0u8; 1];
-        let is_socks = matches!(client.read(&mut first).await, Ok(1) if first[0] == 5);
+        let wait = Duration::from_millis(200);
+        let read = tokio::time::timeout(wait, client.read(&mut first)).await;
+        let is_socks = matches!(read, Ok(Ok(1)) if first[0] == 5);
         let reply: &[u8] = match is_socks {
             true => &[5, 0xff],
             false => b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",

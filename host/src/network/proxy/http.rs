@@ -9,7 +9,7 @@
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
-use super::{Proxy, MAX_HEAD};
+use super::{Proxy, Slot, MAX_HEAD};
 use crate::network::target::Target;
 
 /// A request's head, parsed.
@@ -23,33 +23,51 @@ struct Head {
 
 impl Proxy {
     /// Serves one HTTP client whose first byte was `first`.
-    pub(super) async fn http(&self, client: &mut UnixStream, first: u8) -> Result<(), String> {
-        let (head, rest) = match read_head(client, first).await {
-            Ok(read) => read,
-            Err(why) => return self.refuse(client, 400, "(request)", why).await,
+    pub(super) async fn http(
+        &self,
+        client: &mut UnixStream,
+        slot: &mut Slot,
+        first: u8,
+    ) -> Result<(), String> {
+        let wait = self.limits.request_timeout;
+        let (head, rest) = match tokio::time::timeout(wait, read_head(client, first)).await {
+            Ok(Ok(read)) => read,
+            Ok(Err(why)) => return self.refuse(client, slot, 400, "(request)", why).await,
+            Err(_) => {
+                let why = format!("the request's head did not come within {wait:?}");
+                return self.refuse(client, slot, 408, "(request)", why).await;
+            }
         };
         let head = match parse_head(&head) {
             Ok(h) => h,
-            Err(why) => return self.refuse(client, 400, "(request)", why).await,
+            Err(why) => return self.refuse(client, slot, 400, "(request)", why).await,
         };
         let connect = head.method == "CONNECT";
         let (target, path) = match connect {
             true => match Target::parse_authority(&head.target) {
                 Ok(t) => (t, String::new()),
-                Err(why) => return self.refuse(client, 400, &head.target, why).await,
+                Err(why) => return self.refuse(client, slot, 400, &head.target, why).await,
             },
             false => match absolute_http(&head.target) {
                 Ok(found) => found,
-                Err(why) => return self.refuse(client, 400, &head.target, why).await,
+                Err(why) => return self.refuse(client, slot, 400, &head.target, why).await,
             },
         };
         let addrs = match self.admit(&target).await {
             Ok(a) => a,
-            Err(why) => return self.refuse(client, 403, &target.to_string(), why).await,
+            Err(why) => {
+                return self
+                    .refuse(client, slot, 403, &target.to_string(), why)
+                    .await
+            }
         };
         let mut server = match self.connect(&target, &addrs).await {
             Ok(s) => s,
-            Err(why) => return self.refuse(client, 502, &target.to_string(), why).await,
+            Err(why) => {
+                return self
+                    .refuse(client, slot, 502, &target.to_string(), why)
+                    .await
+            }
         };
         if connect {
             client
@@ -86,18 +104,23 @@ impl Proxy {
     }
 
     /// Answers `status` with `why` as the body, notes the refusal of
-    /// `what`, and returns `why` as the error.
+    /// `what`, frees the connection's slot, and returns `why` as the
+    /// error.
     async fn refuse(
         &self,
         client: &mut UnixStream,
+        slot: &mut Slot,
         status: u16,
         what: &str,
         why: String,
     ) -> Result<(), String> {
         self.note_refused(what, &why);
+        // The slot is free before the client can see the answer.
+        slot.take();
         let reason = match status {
             400 => "Bad Request",
             403 => "Forbidden",
+            408 => "Request Timeout",
             _ => "Bad Gateway",
         };
         let body = format!("teamhost network: {why}\n");

@@ -9,7 +9,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
-use super::Proxy;
+use super::{Proxy, Slot};
 use crate::network::target::{Host, Target};
 
 /// Replies (RFC 1928, section 6).
@@ -21,7 +21,28 @@ const ADDRESS_NOT_SUPPORTED: u8 = 8;
 
 impl Proxy {
     /// Serves one SOCKS5 client whose version byte was read.
-    pub(super) async fn socks5(&self, client: &mut UnixStream) -> Result<(), String> {
+    pub(super) async fn socks5(
+        &self,
+        client: &mut UnixStream,
+        slot: &mut Slot,
+    ) -> Result<(), String> {
+        let wait = self.limits.request_timeout;
+        let request = match tokio::time::timeout(wait, self.socks5_request(client)).await {
+            Ok(r) => r?,
+            Err(_) => return Err(format!("the SOCKS5 request did not come within {wait:?}")),
+        };
+        let Some((command, host, port)) = request else {
+            return Err("no acceptable method".into());
+        };
+        self.socks5_connect(client, slot, command, host, port).await
+    }
+
+    /// The greeting and the request: `(command, host, port)`, or `None`
+    /// when the client offers no method this proxy serves (it is told).
+    async fn socks5_request(
+        &self,
+        client: &mut UnixStream,
+    ) -> Result<Option<(u8, Result<Host, String>, u16)>, String> {
         let io = |e: std::io::Error| e.to_string();
         let n = client.read_u8().await.map_err(io)?;
         let mut methods = vec![0u8; n as usize];
@@ -32,7 +53,7 @@ impl Proxy {
                 "(socks5)",
                 "the client offers no method without authentication",
             );
-            return Err("no acceptable method".into());
+            return Ok(None);
         }
         client.write_all(&[5, 0]).await.map_err(io)?;
         let mut req = [0u8; 4];
@@ -63,12 +84,24 @@ impl Proxy {
             other => Err(format!("address type {other}")),
         };
         let port = client.read_u16().await.map_err(io)?;
+        Ok(Some((command, host, port)))
+    }
+
+    /// Serves a read request: `CONNECT` only, the target held to the rules.
+    async fn socks5_connect(
+        &self,
+        client: &mut UnixStream,
+        slot: &mut Slot,
+        command: u8,
+        host: Result<Host, String>,
+        port: u16,
+    ) -> Result<(), String> {
         if command != 1 {
             self.note_refused(
                 "(socks5)",
                 &format!("command {command}: only CONNECT is served"),
             );
-            return self.reply(client, COMMAND_NOT_SUPPORTED).await;
+            return self.reply(client, slot, COMMAND_NOT_SUPPORTED).await;
         }
         let target = match host.and_then(|h| match port {
             0 => Err("port 0 is no port".to_string()),
@@ -77,30 +110,39 @@ impl Proxy {
             Ok(t) => t,
             Err(why) => {
                 self.note_refused("(socks5)", &why);
-                return self.reply(client, ADDRESS_NOT_SUPPORTED).await;
+                return self.reply(client, slot, ADDRESS_NOT_SUPPORTED).await;
             }
         };
         let addrs = match self.admit(&target).await {
             Ok(a) => a,
             Err(why) => {
                 self.note_refused(&target.to_string(), &why);
-                return self.reply(client, NOT_ALLOWED).await;
+                return self.reply(client, slot, NOT_ALLOWED).await;
             }
         };
         let server = match self.connect(&target, &addrs).await {
             Ok(s) => s,
             Err(why) => {
                 self.note_refused(&target.to_string(), &why);
-                return self.reply(client, HOST_UNREACHABLE).await;
+                return self.reply(client, slot, HOST_UNREACHABLE).await;
             }
         };
-        self.reply(client, SUCCEEDED).await?;
+        self.reply(client, slot, SUCCEEDED).await?;
         self.relay(client, server).await
     }
 
     /// Sends reply `code` with a zero bound address; `Err` unless it is
     /// success (the connection ends there).
-    async fn reply(&self, client: &mut UnixStream, code: u8) -> Result<(), String> {
+    async fn reply(
+        &self,
+        client: &mut UnixStream,
+        slot: &mut Slot,
+        code: u8,
+    ) -> Result<(), String> {
+        if code != SUCCEEDED {
+            // The slot is free before the client can see the answer.
+            slot.take();
+        }
         client
             .write_all(&[5, code, 0, 1, 0, 0, 0, 0, 0, 0])
             .await
