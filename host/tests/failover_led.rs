@@ -10,16 +10,15 @@
 //! every report reaches the lead once, a spawn past `max_spawns_total` is
 //! refused because the first life's spawns still count.
 //!
-//! Waits read the store and the files (as `failover.rs`), or the
-//! standby's lines; none sleeps for a guess.
+//! Waits watch the files (inotify) or read the standby's lines; none
+//! sleeps for a guess.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use crate::failover::completions;
 use crate::nats_store::{store, Running};
-use crate::run_common::write_scripted_models;
-use teamhost::store::{OutgoingMessage, RunRecord, TaskStatus, Team};
+use crate::run_common::{wait_on_files, write_scripted_models};
+use teamhost::store::{OutgoingMessage, RunRecord, Team};
 use teamhost_tests::nats_cluster::NatsCluster;
 
 const TEAM: &str = "fl";
@@ -118,35 +117,13 @@ impl Led {
             .find(|r| r.name == "team-lead")
     }
 
-    /// Waits (reading the store and the files, 60 s at most) until `what`.
-    fn wait_until(&self, what: &str, mut done: impl FnMut() -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !done() {
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; tasks: {:?}\nA's lead:\n{}",
-                self.team.list_tasks(),
-                self.lead_log("a")
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// The ids of tasks in progress whose owner holds them in its Bash call.
-    fn holding(&self) -> Vec<String> {
-        self.team
-            .list_tasks()
-            .unwrap_or_default()
-            .iter()
-            .filter(|t| t.status == TaskStatus::InProgress)
-            .filter_map(|t| {
-                let owner = t.owner.clone()?;
-                self.work(&owner)
-                    .join(format!("holding-{}", t.id))
-                    .exists()
-                    .then(|| t.id.clone())
-            })
-            .collect()
+    /// Whether `name` holds a task open in its Bash call (the probe's
+    /// `holding-{id}` file in its directory).
+    fn holding(&self, name: &str) -> bool {
+        std::fs::read_dir(self.work(name)).is_ok_and(|d| {
+            d.filter_map(|e| e.ok())
+                .any(|e| e.file_name().to_string_lossy().starts_with("holding-"))
+        })
     }
 }
 
@@ -169,7 +146,10 @@ fn a_standby_adopts_a_killed_hosts_lead_with_its_seat_and_the_lead_finishes_on_a
     let mut b = led.start("b", &["--adopt"]);
     b.wait_for_line("waiting for the lead to create team fl");
     let mut a = led.start("a", &[]);
-    led.wait_until("w1 and w2 holding a task each", || led.holding().len() == 2);
+    let work = led.dir.path().join("work");
+    wait_on_files(&[work.as_path()], "w1 and w2 holding a task each", || {
+        led.holding("w1") && led.holding("w2")
+    });
 
     // What A keeps of its lead in the store: the seat as of its spawns.
     let before = led.lead_run().expect("A wrote the lead's run record");
