@@ -6,6 +6,7 @@
 //! | `target.rs` | [`Target`]: a host and a port, the host read as browsers and HTTP stacks read it (every IPv4 spelling is the address it means) |
 //! | `address.rs` | [`refused_class`]: the addresses refused unless named (this machine, private networks, link-local, the metadata service) |
 //! | `rules.rs` | [`NetworkRules`]: allowed and denied hosts (`*.example.com`), ports, the verdict before resolution and the check of each resolved address |
+//! | `settings.rs` | [`NetworkSettings`]: the keys an operator writes, and the rules, bounds and resolver built from them |
 //! | `proxy.rs`, `proxy/` | [`Proxy`]: HTTP `CONNECT`, absolute `http://` and SOCKS5 on a Unix socket; asks about unnamed hosts, connects only to checked addresses, counts bytes and connections |
 //!
 //! **Where it stands.** The rules and the proxy are built and tested
@@ -22,12 +23,14 @@
 mod address;
 mod proxy;
 mod rules;
+mod settings;
 mod target;
 
 pub use address::refused_class;
 pub use proxy::{
-    Answer, Asker, BoxFuture, MapResolver, Proxy, ProxyLimits, Resolver, SystemResolver, Usage,
-    MAX_HEAD,
+    Answer, Asker, BoxFuture, Client, MapResolver, Proxy, ProxyLimits, Resolver, SystemResolver,
+    Usage, MAX_HEAD,
 };
 pub use rules::{HostPattern, NetworkRules, Verdict, DEFAULT_PORTS};
+pub use settings::NetworkSettings;
 pub use target::{Host, Target};

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpStream, UnixListener, UnixStream};
+use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio::sync::Semaphore;
 
 use super::rules::{NetworkRules, Verdict};
@@ -40,6 +40,12 @@ pub const MAX_HEAD: usize = 16 * 1024;
 /// before a refused client can see its answer, so a client that reads a
 /// refusal and connects again finds the place free.
 type Slot = Option<tokio::sync::OwnedSemaphorePermit>;
+
+/// A client connection: a Unix stream, or a TCP stream accepted in a
+/// Bash call's network namespace.
+pub trait Client: AsyncRead + AsyncWrite + Unpin + Send {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Client for T {}
 
 /// A boxed future, for the traits below.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -197,21 +203,34 @@ impl Proxy {
     /// of descriptors) is retried after a pause, not in a busy loop.
     pub async fn serve(self: Arc<Self>, listener: UnixListener) {
         loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    tracing::warn!(error = %e, "the network proxy could not accept a connection");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
-            let proxy = self.clone();
-            tokio::spawn(async move { proxy.handle(stream).await });
+            match listener.accept().await {
+                Ok((stream, _)) => self.clone().spawn(stream),
+                Err(e) => accept_failed(e).await,
+            }
         }
     }
 
+    /// [`serve`](Self::serve) on a TCP listener: the one a Bash call's
+    /// network namespace holds (`tools::netns`), whose only peers are the
+    /// call's processes.
+    pub async fn serve_tcp(self: Arc<Self>, listener: TcpListener) {
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    self.clone().spawn(stream)
+                }
+                Err(e) => accept_failed(e).await,
+            }
+        }
+    }
+
+    fn spawn(self: Arc<Self>, stream: impl Client + 'static) {
+        tokio::spawn(async move { self.handle(stream).await });
+    }
+
     /// One client connection: SOCKS5 when its first byte is 5, else HTTP.
-    pub async fn handle(&self, mut client: UnixStream) {
+    pub async fn handle(&self, mut client: impl Client) {
         let Ok(permit) = self.open.clone().try_acquire_owned() else {
             self.refuse_early(&mut client, "too many connections open at once")
                 .await;
@@ -238,7 +257,7 @@ impl Proxy {
         }
     }
 
-    async fn refuse_early(&self, client: &mut UnixStream, why: &str) {
+    async fn refuse_early(&self, client: &mut impl Client, why: &str) {
         self.note_refused("(connection)", why);
         let mut first = [0u8; 1];
         let wait = Duration::from_millis(200);
@@ -332,8 +351,8 @@ impl Proxy {
     }
 
     /// Copies both ways until either side ends or the byte budget is spent.
-    async fn relay(&self, client: &mut UnixStream, mut server: TcpStream) -> Result<(), String> {
-        let (mut cr, mut cw) = client.split();
+    async fn relay(&self, client: &mut impl Client, mut server: TcpStream) -> Result<(), String> {
+        let (mut cr, mut cw) = tokio::io::split(client);
         let (mut sr, mut sw) = server.split();
         let out = self.pump(&mut cr, &mut sw, true);
         let back = self.pump(&mut sr, &mut cw, false);
@@ -382,7 +401,7 @@ impl Proxy {
 /// [`MAX_HEAD`] × 4 bytes, each read waiting 200 ms at most). A socket
 /// closed with unread input resets, and the client would see the reset
 /// instead of the answer.
-async fn close_gently(client: &mut UnixStream) {
+async fn close_gently(client: &mut impl Client) {
     let _ = client.shutdown().await;
     let mut buf = [0u8; 4096];
     let mut drained = 0;
@@ -392,6 +411,13 @@ async fn close_gently(client: &mut UnixStream) {
             _ => return,
         }
     }
+}
+
+/// An accept that failed (the process out of descriptors): logged, and
+/// the next one tried after a pause rather than in a busy loop.
+async fn accept_failed(e: io::Error) {
+    tracing::warn!(error = %e, "the network proxy could not accept a connection");
+    tokio::time::sleep(Duration::from_millis(100)).await;
 }
 
 mod http;
