@@ -135,8 +135,10 @@ impl Default for ProxyLimits {
     }
 }
 
-/// What the proxy carried.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What the proxy carried (kept beside the teammate's log as
+/// `{name}.network.json`, read by `teamhost run`'s summary).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Usage {
     /// Bytes from the teammate out.
     pub bytes_out: u64,
@@ -149,6 +151,37 @@ pub struct Usage {
     /// Targets refused (`host:port`, or what the request named) and why,
     /// the latest reason each.
     pub refused: BTreeMap<String, String>,
+}
+
+impl Usage {
+    /// One line: what was reached (and how often), what was refused and
+    /// why (the latest reason), bytes and connections.
+    pub fn describe(&self) -> String {
+        let list = |items: Vec<String>| match items.len() {
+            0 => "nothing".to_string(),
+            n if n > 5 => format!("{} and {} more", items[..5].join(", "), n - 5),
+            _ => items.join(", "),
+        };
+        let reached = list(
+            self.reached
+                .iter()
+                .map(|(t, n)| match n {
+                    1 => t.clone(),
+                    n => format!("{t} ×{n}"),
+                })
+                .collect(),
+        );
+        let refused = list(
+            self.refused
+                .iter()
+                .map(|(t, why)| format!("{t} ({why})"))
+                .collect(),
+        );
+        format!(
+            "reached {reached}; refused {refused}; {} connection(s), {} byte(s) in, {} out",
+            self.connections, self.bytes_in, self.bytes_out
+        )
+    }
 }
 
 /// One teammate's proxy (see the module docs).

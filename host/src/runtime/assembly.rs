@@ -239,6 +239,7 @@ impl Assembly {
     pub fn assemble(self) -> Result<Assembled, ToolsUnavailable> {
         let network = self.network.clone();
         let self_dir = self.dir.clone();
+        let log = self.shared.log.clone();
         let tools = ToolBox::open(&self.dir, self.shared.tool_limits.clone()).map_err(|error| {
             ToolsUnavailable {
                 dir: self.dir.clone(),
@@ -308,14 +309,14 @@ impl Assembly {
                 agent.fixed.limits.ask_timeout,
                 agent.fixed.limits.max_pending_requests,
             );
-            let seat = super::NetworkSeat::new(settings, Arc::new(asker)).map_err(|why| {
-                ToolsUnavailable {
+            let seat = super::NetworkSeat::new(settings, Arc::new(asker), log.as_deref()).map_err(
+                |why| ToolsUnavailable {
                     dir: self_dir.clone(),
                     error: crate::tools::ToolError::Invalid(format!(
                         "the teammate's network settings: {why}"
                     )),
-                }
-            })?;
+                },
+            )?;
             agent.tools.network = Some(Arc::new(seat));
         }
         Ok(Assembled { agent, instance })

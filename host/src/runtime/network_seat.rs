@@ -7,6 +7,11 @@
 //! the listener closed, and the kernel frees the namespace once the last
 //! process in it is gone. The proxy asks about unnamed hosts through the
 //! teammate's line to its lead (`interfaces/network_ask.rs`).
+//!
+//! What the proxy carried is kept beside the teammate's log, as
+//! `{name}.network.json` ([`NetworkSeat::keep_record`]: after every Bash
+//! call and when the seat is dropped), where `teamhost run`'s summary reads
+//! it. It only shows something: written without `fdatasync`.
 
 use std::sync::{Arc, Mutex};
 
@@ -17,6 +22,8 @@ use crate::tools::ToolBox;
 /// One teammate's network (see the module docs).
 pub struct NetworkSeat {
     proxy: Arc<Proxy>,
+    /// Where its usage is kept, if anywhere.
+    record: Option<std::path::PathBuf>,
     /// The proxy's task once started, or why it could not be.
     started: Mutex<Option<Result<tokio::task::AbortHandle, String>>>,
 }
@@ -24,7 +31,13 @@ pub struct NetworkSeat {
 impl NetworkSeat {
     /// A seat held to `settings`, asking `asker`. Fails when the settings
     /// do not parse (the error names each bad rule).
-    pub fn new(settings: &NetworkSettings, asker: Arc<dyn Asker>) -> Result<NetworkSeat, String> {
+    /// `log`: the teammate's log file; the usage is kept beside it
+    /// (`None`: not kept).
+    pub fn new(
+        settings: &NetworkSettings,
+        asker: Arc<dyn Asker>,
+        log: Option<&std::path::Path>,
+    ) -> Result<NetworkSeat, String> {
         settings.check()?;
         let proxy = Proxy::new(
             settings.rules()?,
@@ -34,6 +47,7 @@ impl NetworkSeat {
         );
         Ok(NetworkSeat {
             proxy,
+            record: log.map(record_path),
             started: Mutex::new(None),
         })
     }
@@ -65,10 +79,31 @@ impl NetworkSeat {
     pub fn usage(&self) -> Usage {
         self.proxy.usage()
     }
+
+    /// Writes the usage beside the log, if the proxy ever started. A
+    /// failure is logged: the record only shows something.
+    pub fn keep_record(&self) {
+        let started = self.started.lock().unwrap_or_else(|p| p.into_inner());
+        if !matches!(*started, Some(Ok(_))) {
+            return;
+        }
+        drop(started);
+        if let Some(path) = &self.record {
+            if let Err(e) = crate::durable::write_json_relaxed(path, &self.usage()) {
+                tracing::warn!(path = %path.display(), error = %e, "could not keep the teammate's network record");
+            }
+        }
+    }
+}
+
+/// `{name}.network.json` beside `{name}.log`.
+pub fn record_path(log: &std::path::Path) -> std::path::PathBuf {
+    log.with_extension("network.json")
 }
 
 impl Drop for NetworkSeat {
     fn drop(&mut self) {
+        self.keep_record();
         let started = self.started.get_mut().unwrap_or_else(|p| p.into_inner());
         if let Some(Ok(task)) = started.take() {
             task.abort();

@@ -326,6 +326,11 @@ impl Host for ToolGlue<'_> {
                 "{why}; the Bash call was stopped while it ran"
             ))));
         }
+        if let Some(network) = &self.tools.network {
+            let network = network.clone();
+            // A small relaxed write: off the async threads.
+            let _ = tokio::task::spawn_blocking(move || network.keep_record()).await;
+        }
         let usage = meter.measure().await;
         // Whatever the call left running may still write: the turn's end
         // measures again.
