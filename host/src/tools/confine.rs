@@ -122,8 +122,9 @@ const SYSTEM: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
 ];
 
-/// What of `/etc` is readable: what the loader, `id`, `date` and `git`
-/// read. Missing entries are skipped.
+/// What of `/etc` is readable: what the loader, `id`, `date`, `git` and
+/// installers read, and the public CA certificates. Missing entries are
+/// skipped.
 pub const ETC: &[&str] = &[
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
@@ -139,6 +140,14 @@ pub const ETC: &[&str] = &[
     "/etc/gitconfig",
     "/etc/mime.types",
     "/etc/magic",
+    // The distribution's name, which pip and other installers read to
+    // describe the platform (no secret in them).
+    "/etc/debian_version",
+    "/etc/os-release",
+    "/etc/lsb-release",
+    // The public CA certificates, for HTTPS through the proxy (not
+    // `/etc/ssl/private`).
+    "/etc/ssl/certs",
 ];
 
 /// How Bash was (or would be) confined on this machine.
