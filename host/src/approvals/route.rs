@@ -14,8 +14,10 @@
 //! which only the host writes).
 //!
 //! A route's `tool` is `*` (every request), `plan` (a plan), a tool name
-//! (`Bash`, also one teamhost has no tool for) or a rule in the reference's
-//! syntax (`Bash(git push:*)`, `Edit(src/**)`). It **covers** a call the
+//! (`Bash`, `Network`, also one teamhost has no tool for) or a rule in the
+//! reference's syntax (`Bash(git push:*)`, `Edit(src/**)`,
+//! `Network(domain:*.pypi.org)`: a network question about a host the
+//! pattern matches, as the teammate's network rules match hosts). It **covers** a call the
 //! way an allow rule would (every part of a compound command, the real
 //! path of a file) and **touches** a call the way a deny rule would (any
 //! part of a compound command, `/bin/rm` for `rm`, a link to a named path).
@@ -40,10 +42,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Decider, Request};
+use crate::network::{Host, HostPattern};
 use crate::protocol::PermissionRequest;
 use crate::sandbox::{
     rules_verdict, BashInput, EditInput, GlobInput, GrepInput, PolicyContext, ReadInput, Rule,
-    RuleVerdict, ToolCall, ToolRules, WriteInput,
+    RuleVerdict, Specifier, ToolCall, ToolRules, WriteInput,
 };
 
 /// What a route's `tool` names.
@@ -377,7 +380,7 @@ fn verdict(rules: &ToolRules, p: &PermissionRequest, cwd: &Path) -> RuleVerdict 
     let Some(call) = tool_call(&p.tool_name, &p.input) else {
         let named = |list: &[Rule]| {
             list.iter()
-                .find(|r| r.specifier().is_none() && r.text() == p.tool_name)
+                .find(|r| (r.specifier().is_none() && r.text() == p.tool_name) || names_host(r, p))
                 .map(|r| r.to_string())
         };
         if let Some(rule) = named(rules.disallowed()) {
@@ -389,6 +392,34 @@ fn verdict(rules: &ToolRules, p: &PermissionRequest, cwd: &Path) -> RuleVerdict 
         };
     };
     rules_verdict(rules, &call, &PolicyContext::new(cwd))
+}
+
+/// Whether `rule` is `Network(domain:PATTERN)` and `p` a network question
+/// (tool `Network`, input `{"host", "port"}`) about a host `PATTERN`
+/// matches, as the teammate's own network rules would match it
+/// (`*.example.com` is the names below it; an address only itself).
+fn names_host(rule: &Rule, p: &PermissionRequest) -> bool {
+    const NETWORK: &str = "Network";
+    if p.tool_name != NETWORK {
+        return false;
+    }
+    let Some(Specifier::Opaque(spec)) = rule.specifier() else {
+        return false;
+    };
+    let Some(pattern) = rule
+        .text()
+        .strip_prefix(NETWORK)
+        .and(spec.strip_prefix("domain:"))
+    else {
+        return false;
+    };
+    let (Ok(pattern), Some(Ok(host))) = (
+        HostPattern::parse(pattern),
+        p.input["host"].as_str().map(Host::parse),
+    ) else {
+        return false;
+    };
+    pattern.matches_host(&host)
 }
 
 /// A permission request's call as the sandbox classifies it, with `input`

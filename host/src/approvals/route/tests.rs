@@ -276,3 +276,69 @@ fn a_route_naming_a_catalogue_entry_binds_every_member_spawned_from_it() {
     let e = Routes::new(Decider::Lead, vec![both], Policy::default()).unwrap_err();
     assert!(e.contains("not both"), "{e}");
 }
+
+fn network(from: &str, host: &str) -> Request {
+    Request::Permission(PermissionRequest::new(
+        from,
+        "Network",
+        "toolu_1",
+        "reach",
+        json!({ "host": host, "port": 443 }),
+    ))
+}
+
+#[test]
+fn network_questions_match_domain_rules_as_the_network_rules_match_hosts() {
+    let routes = Routes::new(
+        Decider::Lead,
+        vec![
+            route("*", "Network(domain:*.internal.test)", Decider::Person),
+            route("*", "Network", Decider::Policy),
+        ],
+        Policy {
+            allow: vec![
+                "Network(domain:*.pypi.org)".into(),
+                "Network(domain:pkgs.test)".into(),
+            ],
+            deny: vec!["Network(domain:evil.test)".into()],
+            ..Policy::default()
+        },
+    )
+    .unwrap();
+    let who = |r: &Request| routes.decider_for(r, "team-lead", &Requester::at(CWD));
+    assert_eq!(who(&network("a", "db.internal.test")), Decider::Person);
+    assert_eq!(who(&network("a", "files.pypi.org")), Decider::Policy);
+    // A route for another tool does not take a network question.
+    assert_eq!(who(&bash("a", "ls")), Decider::Lead);
+
+    let v = |r: &Request| routes.policy_verdict(r, Path::new(CWD));
+    assert!(matches!(
+        v(&network("a", "files.pypi.org")),
+        PolicyVerdict::Allow(_)
+    ));
+    assert!(matches!(
+        v(&network("a", "PKGS.test.")),
+        PolicyVerdict::Allow(_)
+    ));
+    assert!(matches!(
+        v(&network("a", "evil.test")),
+        PolicyVerdict::Deny(_)
+    ));
+    // Suffix tricks are not the domain; the bare pattern is not below itself.
+    for other in [
+        "pypi.org",
+        "evilpypi.org",
+        "files.pypi.org.evil",
+        "pkgs.test.evil",
+    ] {
+        assert!(
+            matches!(v(&network("a", other)), PolicyVerdict::Escalate(_)),
+            "{other}"
+        );
+    }
+    // A domain rule never matches another tool's request.
+    assert!(matches!(
+        v(&bash("a", "curl files.pypi.org")),
+        PolicyVerdict::Escalate(_)
+    ));
+}
