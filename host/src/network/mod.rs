@@ -28,8 +28,8 @@ mod target;
 
 pub use address::refused_class;
 pub use proxy::{
-    Answer, Asker, BoxFuture, Client, MapResolver, Proxy, ProxyLimits, Resolver, SystemResolver,
-    Usage, MAX_HEAD,
+    usage_record_path, Answer, Asker, BoxFuture, Client, MapResolver, Proxy, ProxyLimits, Resolver,
+    SystemResolver, Usage, MAX_HEAD,
 };
 pub use rules::{HostPattern, NetworkRules, Verdict, DEFAULT_PORTS};
 pub use settings::NetworkSettings;

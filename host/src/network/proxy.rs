@@ -153,6 +153,12 @@ pub struct Usage {
     pub refused: BTreeMap<String, String>,
 }
 
+/// Where a teammate's [`Usage`] is kept: `{name}.network.json` beside its
+/// log `{name}.log`.
+pub fn usage_record_path(log: &std::path::Path) -> std::path::PathBuf {
+    log.with_extension("network.json")
+}
+
 impl Usage {
     /// One line: what was reached (and how often), what was refused and
     /// why (the latest reason), bytes and connections.

@@ -47,7 +47,7 @@ impl NetworkSeat {
         );
         Ok(NetworkSeat {
             proxy,
-            record: log.map(record_path),
+            record: log.map(crate::network::usage_record_path),
             started: Mutex::new(None),
         })
     }
@@ -94,11 +94,6 @@ impl NetworkSeat {
             }
         }
     }
-}
-
-/// `{name}.network.json` beside `{name}.log`.
-pub fn record_path(log: &std::path::Path) -> std::path::PathBuf {
-    log.with_extension("network.json")
 }
 
 impl Drop for NetworkSeat {

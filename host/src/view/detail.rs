@@ -2,7 +2,8 @@
 //! progress, its recent turns (the messages it took, from its mailbox
 //! history in the store), its recent tool calls (the model conversation the
 //! home keeps, `kept/{team}/{stem}.conversation.json`) and the tail of its
-//! log (`logs/{team}/{name}.log`). Read only from what the host already
+//! log (`logs/{team}/{name}.log`), and what its network proxy reached
+//! (`logs/{team}/{name}.network.json`). Read only from what the host already
 //! records; everything the teammate wrote is made printable, one line each,
 //! here, so no escape sequence of its reaches the terminal.
 
@@ -40,6 +41,9 @@ pub struct Detail {
     pub tools: Vec<String>,
     /// The last lines of its log, oldest first.
     pub log: Vec<String>,
+    /// What its network proxy reached and refused (one line), when it has
+    /// a network and used it (`{name}.network.json` beside its log).
+    pub network: Option<String>,
     /// Where its log is.
     pub log_path: Option<PathBuf>,
     /// What could not be read, said once each.
@@ -84,6 +88,14 @@ impl Detail {
             Ok(lines) => d.log = lines,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => d.problems.push(format!("log {}: {e}", log.display())),
+        }
+        let record = crate::network::usage_record_path(&log);
+        if let Ok(bytes) = std::fs::read(&record) {
+            match serde_json::from_slice::<crate::network::Usage>(&bytes) {
+                // Hosts a teammate asked for are its words: made printable.
+                Ok(u) => d.network = Some(printable_line(&u.describe()).into_owned()),
+                Err(e) => d.problems.push(format!("network record: {e}")),
+            }
         }
         d.log_path = Some(log);
         d
@@ -210,6 +222,22 @@ mod tests {
             "{all}"
         );
         assert_eq!(d.turn, None, "no turn in progress");
+        assert_eq!(d.network, None, "no network record, no line");
+
+        // What its proxy kept beside the log, one printable line.
+        let record = crate::network::usage_record_path(&log);
+        std::fs::write(
+            &record,
+            r#"{"bytesOut":10,"bytesIn":20,"connections":2,"reached":{"pkgs.test:443":2},"refused":{"evil.test:443":"a denied host \u001b[2J"}}"#,
+        )
+        .unwrap();
+        let d = Detail::read(&team, Some(&home), "alice", &mut HistoryCache::new());
+        let net = d.network.expect("the record is read");
+        assert!(
+            net.starts_with("reached pkgs.test:443 ×2; refused evil.test:443 (a denied host"),
+            "{net}"
+        );
+        assert!(!net.contains('\x1b'), "{net}");
     }
 
     #[test]

@@ -151,6 +151,11 @@ pub fn detail(
         }
         None => top.push(Line::from("no turn in progress")),
     }
+    if let Some(net) = &d.network {
+        for l in wrap(&format!("network: {net}"), w, 3) {
+            top.push(Line::from(l));
+        }
+    }
     for p in &d.problems {
         for l in wrap(&format!("cannot read {p}"), w, 3) {
             top.push(Line::from(l));

@@ -894,6 +894,7 @@ mod tests {
             tools: vec![r#"Read {"path":"one.txt"}"#.into()],
             log: (0..100).map(|i| format!("log line {i}")).collect(),
             log_path: Some("/h/logs/demo/bob.log".into()),
+            network: Some("reached pkgs.test:443 ×2; refused nothing".into()),
             problems: vec![],
         };
         let s = screen_at(80, 24, &busy_board(), &ui, Some(&d));
@@ -903,6 +904,7 @@ mod tests {
             "turn now (10s): 01:02:03 team-lead: count chapter one",
             "01:00:00 team-lead: hello",
             r#"Read {"path":"one.txt"}"#,
+            "network: reached pkgs.test:443 ×2; refused nothing",
             "log /h/logs/demo/bob.log",
             "log line 99",
             "Esc back",

@@ -400,6 +400,6 @@ fn component_of(m: &Manifest, t: &TeammateInfo) -> PathBuf {
 /// and ran a command with it (a record that does not read is left out).
 fn network_record(home: &Path, team: &str, name: &str) -> Option<crate::network::Usage> {
     let log = crate::home::Home::new(home).teammate_log(team, name);
-    let bytes = std::fs::read(crate::runtime::network_record_path(&log)).ok()?;
+    let bytes = std::fs::read(crate::network::usage_record_path(&log)).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
