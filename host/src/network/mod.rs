@@ -6,6 +6,7 @@
 //! | `target.rs` | [`Target`]: a host and a port, the host read as browsers and HTTP stacks read it (every IPv4 spelling is the address it means) |
 //! | `address.rs` | [`refused_class`]: the addresses refused unless named (this machine, private networks, link-local, the metadata service) |
 //! | `rules.rs` | [`NetworkRules`]: allowed and denied hosts (`*.example.com`), ports, the verdict before resolution and the check of each resolved address |
+//! | `gate.rs` | [`Gate`]: one teammate's admission of a target (verdict, the question about an unnamed host, resolution, every address checked), shared by the proxy and WebFetch's fetcher to come; [`Asker`], [`Resolver`] |
 //! | `proxy.rs`, `proxy/` | [`Proxy`]: HTTP `CONNECT`, absolute `http://` and SOCKS5 on a Unix socket; asks about unnamed hosts, connects only to checked addresses, counts bytes and connections |
 //!
 //! **Where it stands.** The rules and the proxy are built and tested
@@ -20,14 +21,13 @@
 //! connected to by the address that was checked.
 
 mod address;
+mod gate;
 mod proxy;
 mod rules;
 mod target;
 
 pub use address::refused_class;
-pub use proxy::{
-    Answer, Asker, BoxFuture, MapResolver, Proxy, ProxyLimits, Resolver, SystemResolver, Usage,
-    MAX_HEAD,
-};
+pub use gate::{Answer, Asker, BoxFuture, Gate, MapResolver, Resolver, SystemResolver};
+pub use proxy::{Proxy, ProxyLimits, Usage, MAX_HEAD};
 pub use rules::{HostPattern, NetworkRules, Verdict, DEFAULT_PORTS};
 pub use target::{Host, Target};
