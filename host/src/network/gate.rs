@@ -1,5 +1,5 @@
 //! The admission of one target, shared by everything that reaches out for a
-//! teammate (the [`super::Proxy`], WebFetch's fetcher): the rules'
+//! teammate (the [`super::Proxy`] and the [`super::Fetcher`]): the rules'
 //! verdict, the question about a host no rule names, the resolution, the
 //! check of every address. One [`Gate`] per teammate, so a host allowed
 //! "for the rest of the run" through the proxy is allowed for a fetch too,
