@@ -3,7 +3,8 @@
 //! system's). The attack list the fetcher answers: a redirect from an
 //! allowed host to a refused one, a redirect loop, IP literals in every
 //! spelling, a name that resolves to loopback, an endless response, a
-//! binary type, a server that never finishes.
+//! binary type, a server that never finishes; and a recorded fetch
+//! replayed with the server gone.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -11,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use teamhost::network::{
-    Answer, Asker, BoxFuture, FetchError, FetchLimits, Fetcher, Gate, MapResolver, NetworkRules,
-    Proxy, ProxyLimits, Target,
+    Answer, Asker, BoxFuture, FetchError, FetchLimits, FetchTape, Fetcher, Gate, MapResolver,
+    NetworkRules, Proxy, ProxyLimits, TapeMode, Target,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
@@ -60,6 +61,7 @@ struct Server {
     port: u16,
     hits: Arc<Mutex<BTreeMap<String, u64>>>,
     events: mpsc::UnboundedReceiver<Event>,
+    task: tokio::task::JoinHandle<()>,
 }
 
 impl Server {
@@ -69,14 +71,19 @@ impl Server {
         let hits: Arc<Mutex<BTreeMap<String, u64>>> = Arc::default();
         let (tx, events) = mpsc::unbounded_channel();
         let counted = hits.clone();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             loop {
                 let (s, _) = l.accept().await.unwrap();
                 let (hits, tx) = (counted.clone(), tx.clone());
                 tokio::spawn(async move { serve(s, hits, tx).await });
             }
         });
-        Server { port, hits, events }
+        Server {
+            port,
+            hits,
+            events,
+            task,
+        }
     }
 
     fn hits(&self, path: &str) -> u64 {
@@ -520,4 +527,71 @@ async fn a_server_that_never_answers_hits_the_timeout() {
     assert!(started.elapsed() < Duration::from_secs(10));
     // The fetcher let the connection go.
     assert_eq!(server.events.recv().await, Some(Event::ClientGone));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_fetch_replays_with_the_server_gone() {
+    let server = Server::start().await;
+    let p = server.port;
+    let dir = tempfile::tempdir().unwrap();
+    let path = FetchTape::path_for(dir.path(), "team", "worker").unwrap();
+    let page_url = format!("http://pkgs.test:{p}/old");
+    let bad_url = format!("http://bad.pkgs.test:{p}/plain");
+    let (recorded, refused) = {
+        let tape = Arc::new(FetchTape::open(path.clone(), TapeMode::Record).unwrap());
+        let (f, _, _) = fetcher(p, not_asked(), FetchLimits::default());
+        let f = f.with_tape(tape);
+        (
+            f.fetch(&page_url).await.unwrap(),
+            f.fetch(&bad_url).await.unwrap_err(),
+        )
+    };
+    server.task.abort();
+    let _ = server.task.await;
+    // The server is gone: a live fetch fails.
+    let (live, _, _) = fetcher(p, not_asked(), FetchLimits::default());
+    assert!(matches!(
+        live.fetch(&page_url).await,
+        Err(FetchError::Failed { .. })
+    ));
+    // Replayed: the same answers, with no network, rule or question (a
+    // gate that would refuse everything, a resolver that knows nothing).
+    let asker = Recorder::new(not_asked());
+    let nothing = NetworkRules::new(&[], &[], Some(&[1])).unwrap();
+    let gate = Gate::new(
+        nothing,
+        asker.clone(),
+        Arc::new(MapResolver::default()),
+        Duration::from_secs(1),
+    );
+    let tape = Arc::new(FetchTape::open(path, TapeMode::Replay).unwrap());
+    let replay = Fetcher::new(gate, FetchLimits::default()).with_tape(tape);
+    assert_eq!(replay.fetch(&page_url).await.unwrap(), recorded);
+    assert_eq!(replay.fetch(&bad_url).await.unwrap_err(), refused);
+    let err = replay
+        .fetch(&format!("http://pkgs.test:{p}/never"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FetchError::NotRecorded(_)), "{err}");
+    assert!(asker.asked().is_empty());
+    let u = replay.usage();
+    assert_eq!((u.fetches, u.replayed), (0, 2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_or_record_fetches_only_what_the_tape_lacks() {
+    let server = Server::start().await;
+    let p = server.port;
+    let dir = tempfile::tempdir().unwrap();
+    let path = FetchTape::path_for(dir.path(), "team", "worker").unwrap();
+    let url = format!("http://pkgs.test:{p}/plain");
+    for _ in 0..2 {
+        let tape = Arc::new(FetchTape::open(path.clone(), TapeMode::ReplayOrRecord).unwrap());
+        let (f, _, _) = fetcher(p, not_asked(), FetchLimits::default());
+        let f = f.with_tape(tape);
+        assert_eq!(f.fetch(&url).await.unwrap().text, "just text");
+    }
+    assert_eq!(server.hits("/plain"), 1);
+    let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+    assert_eq!(lines, 2, "a header and one fetch");
 }

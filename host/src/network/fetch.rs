@@ -17,6 +17,9 @@
 //! waits for its answer is not counted (the [`super::Asker`] bounds that).
 //! An answer that is not a redirect is returned whatever its status (a 404
 //! page is text too): `status` says which.
+//!
+//! With a [`FetchTape`] a fetch is recorded, or answered from the tape with
+//! no network, no rule and no question (the run is replayed as recorded).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -29,8 +32,10 @@ use super::target::Target;
 
 mod hop;
 mod html;
+mod tape;
 mod text;
 
+pub use tape::{FetchTape, TapeMode};
 pub use text::is_text;
 
 /// A fetch's bounds.
@@ -124,6 +129,12 @@ pub enum FetchError {
         /// What went wrong.
         why: String,
     },
+    /// Replaying, and the tape holds no fetch of this URL.
+    #[error("{0}")]
+    NotRecorded(String),
+    /// Recording, and the tape could not be written.
+    #[error("{0}")]
+    Tape(String),
 }
 
 /// What the fetcher did.
@@ -131,6 +142,8 @@ pub enum FetchError {
 pub struct FetchUsage {
     /// Fetches that went to the network, refused ones included.
     pub fetches: u64,
+    /// Fetches answered from the tape.
+    pub replayed: u64,
     /// Body bytes read.
     pub bytes: u64,
     /// Hosts reached (`host:port`, each hop) and how many times.
@@ -143,6 +156,7 @@ pub struct FetchUsage {
 pub struct Fetcher {
     gate: Arc<Gate>,
     limits: FetchLimits,
+    tape: Option<Arc<FetchTape>>,
     usage: Mutex<FetchUsage>,
 }
 
@@ -153,8 +167,15 @@ impl Fetcher {
         Fetcher {
             gate,
             limits,
+            tape: None,
             usage: Mutex::new(FetchUsage::default()),
         }
+    }
+
+    /// The same, recording to or replaying from `tape` ([`TapeMode`]).
+    pub fn with_tape(mut self, tape: Arc<FetchTape>) -> Fetcher {
+        self.tape = Some(tape);
+        self
     }
 
     /// What it did so far.
@@ -162,8 +183,21 @@ impl Fetcher {
         self.lock().clone()
     }
 
-    /// Fetches `url` (see the module docs).
+    /// Fetches `url` (see the module docs): from the tape when it replays
+    /// and holds it, else from the network (recorded when the tape
+    /// records). A refusal is recorded and replayed as one.
     pub async fn fetch(&self, url: &str) -> Result<Fetched, FetchError> {
+        if let Some(tape) = &self.tape {
+            match tape.lookup(url) {
+                Some(outcome) => {
+                    self.lock().replayed += 1;
+                    return outcome;
+                }
+                None if !tape.mode().records() => return Err(tape.not_recorded(url)),
+                None => {}
+            }
+        }
+        let started = Instant::now();
         let outcome = self.fetch_live(url).await;
         {
             let mut u = self.lock();
@@ -176,6 +210,9 @@ impl Fetcher {
                     u.refused.insert(url.to_string(), e.to_string());
                 }
             }
+        }
+        if let Some(tape) = &self.tape {
+            tape.record(url, &outcome, started.elapsed())?;
         }
         outcome
     }
