@@ -165,6 +165,20 @@ async fn serve(
             let _ = tx.send(Event::SentThenCut(sent));
             return;
         }
+        "/trickle" => {
+            // A head and part of the body, then nothing until the client
+            // goes away.
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\nten bytes.";
+            if s.write_all(head.as_bytes()).await.is_ok() {
+                while let Ok(n) = s.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                }
+            }
+            let _ = tx.send(Event::ClientGone);
+            return;
+        }
         "/slow" => {
             // Never answers; reports when the client goes away.
             while let Ok(n) = s.read(&mut buf).await {
@@ -502,7 +516,7 @@ async fn a_binary_type_is_refused_and_named() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_that_never_answers_hits_the_timeout() {
+async fn a_server_that_never_answers_or_stops_halfway_hits_the_timeout() {
     let mut server = Server::start().await;
     let limits = FetchLimits {
         timeout: Duration::from_millis(300),
@@ -526,6 +540,13 @@ async fn a_server_that_never_answers_hits_the_timeout() {
     );
     assert!(started.elapsed() < Duration::from_secs(10));
     // The fetcher let the connection go.
+    assert_eq!(server.events.recv().await, Some(Event::ClientGone));
+    // A body that stops halfway is bounded by the same time.
+    let err = f
+        .fetch(&format!("http://pkgs.test:{}/trickle", server.port))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FetchError::Timeout { .. }), "{err}");
     assert_eq!(server.events.recv().await, Some(Event::ClientGone));
 }
 

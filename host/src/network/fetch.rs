@@ -14,7 +14,9 @@
 //!
 //! The network time of the whole fetch (every hop's connection, request
 //! and body) is bounded by [`FetchLimits::timeout`]; the time a question
-//! waits for its answer is not counted (the [`super::Asker`] bounds that).
+//! waits for its answer is not counted (the [`super::Asker`] bounds that),
+//! nor the conversion to Markdown (on a thread of its own, seconds at worst
+//! for a page built to be slow: `fetch/html.rs`).
 //! An answer that is not a redirect is returned whatever its status (a 404
 //! page is text too): `status` says which.
 //!
@@ -114,7 +116,9 @@ pub enum FetchError {
         content_type: String,
     },
     /// No complete answer within [`FetchLimits::timeout`].
-    #[error("{url} gave no complete answer within {}s: try again later or another source", timeout_ms / 1000)]
+    #[error(
+        "{url} gave no complete answer within {timeout_ms} ms: try again later or another source"
+    )]
     Timeout {
         /// The hop being fetched.
         url: String,
