@@ -333,6 +333,25 @@ fn target_of(url: &url::Url) -> Result<Target, FetchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::network::{Answer, Asker, BoxFuture, MapResolver, NetworkRules};
+
+    #[test]
+    fn a_fetch_can_run_on_any_task_and_the_fetcher_be_shared() {
+        struct Never;
+        impl Asker for Never {
+            fn ask<'a>(&'a self, _: &'a Target) -> BoxFuture<'a, Answer> {
+                Box::pin(async { Answer::No("no".into()) })
+            }
+        }
+        fn send<T: Send>(_: T) {}
+        fn shared<T: Send + Sync>() {}
+        shared::<Fetcher>();
+        let rules = NetworkRules::new(&[], &[], None).unwrap();
+        let resolver = Arc::new(MapResolver::default());
+        let gate = Gate::new(rules, Arc::new(Never), resolver, Duration::from_secs(1));
+        let fetcher = Fetcher::new(gate, FetchLimits::default());
+        send(fetcher.fetch("http://a.test/"));
+    }
 
     #[test]
     fn only_http_and_https_urls_are_fetched() {

@@ -317,6 +317,25 @@ mod tests {
     }
 
     #[test]
+    fn the_scanners_take_any_input() {
+        let pieces = [
+            "<", ">", "/", "!--", "-->", "div", "DIV", "script", "style", "p", " ", "é", "x", "</",
+            "/>", "<!", "textarea", "=\"", "\0",
+        ];
+        let mut rng = fastrand::Rng::with_seed(46);
+        for _ in 0..5000 {
+            let len = rng.usize(0..40);
+            let page: String = (0..len)
+                .map(|_| pieces[rng.usize(..pieces.len())])
+                .collect();
+            let depth = estimate_depth(&page);
+            assert!(depth <= page.len(), "{page:?}");
+            let text = strip_tags(&page);
+            assert!(!text.contains("<!--"), "{page:?} -> {text:?}");
+        }
+    }
+
+    #[test]
     fn stripped_text_keeps_the_words_only() {
         let text = strip_tags(
             "<p>one <b>two</b></p><!-- no --><script>no()</script><STYLE>x{}</STYLE>three",
