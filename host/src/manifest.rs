@@ -254,6 +254,11 @@ pub struct TeammateSpec {
     /// stale component is only warned about).
     #[serde(default)]
     pub build: Option<BuildSpec>,
+    /// `[teammate.network]`: its Bash reaches the network through the
+    /// host's proxy, held to these rules (`crate::network::NetworkSettings`
+    /// lists the keys). Default: no network at all.
+    #[serde(default)]
+    pub network: Option<crate::network::NetworkSettings>,
 }
 
 /// `teammate.isolation`.
@@ -684,6 +689,7 @@ impl TeammateSpec {
             model_policy: teammate_policy(self.model.as_deref(), self.model_policy.as_ref())
                 .unwrap_or_default(),
             agents: self.agent_definitions.clone(),
+            network: self.network.clone(),
         }
     }
 
@@ -782,6 +788,13 @@ fn check_teammate(
     }
     let rules = ToolRules::new(t.allowed_tools.iter(), t.disallowed_tools.iter())
         .map_err(|e| problems.push(format!("{who}: {e}")));
+    if let Some(Err(e)) = t
+        .network
+        .as_ref()
+        .map(crate::network::NetworkSettings::check)
+    {
+        problems.push(format!("{who}: [teammate.network]: {e}"));
+    }
     let l = &t.limits;
     for (key, zero) in [
         ("memory_mb", l.memory_mb == Some(0)),

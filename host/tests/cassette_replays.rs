@@ -19,7 +19,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 /// The repository's root.
-fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
         .canonicalize()
@@ -38,6 +38,13 @@ struct Replay {
     /// Checks the summary (`--json`) and stderr of a run that exited 0.
     check: fn(&Value, &str),
 }
+
+/// Sets replayed elsewhere, by a test that does what a replay here cannot
+/// (answer a question at the live view, serve a package index).
+const REPLAYED_ELSEWHERE: &[(&str, &str)] = &[(
+    "examples/net-team/cassettes",
+    "host/tests/example_net_team.rs",
+)];
 
 const REPLAYS: &[Replay] = &[
     Replay {
@@ -175,7 +182,7 @@ fn is_cassette(path: &Path) -> bool {
 }
 
 /// Copies the files under `from` to `to`, leaving out `work/`.
-fn copy_tree(from: &Path, to: &Path) {
+pub(crate) fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
@@ -189,7 +196,7 @@ fn copy_tree(from: &Path, to: &Path) {
 }
 
 /// The guests' directory, as the examples name it, made absolute.
-fn absolute_components(manifest: &str) -> String {
+pub(crate) fn absolute_components(manifest: &str) -> String {
     let guests = Path::new(teamhost_tests::AGENT).parent().unwrap();
     let text = manifest.replace(
         "../../target/guests/wasm32-wasip2/release",
@@ -272,11 +279,22 @@ fn shown(out: &Output) -> String {
 #[test]
 fn every_checked_in_cassette_set_replays_without_drift_and_ends_as_recorded() {
     let found = checked_in_sets();
-    let known: Vec<&str> = REPLAYS.iter().map(|r| r.set).collect();
+    let known: Vec<&str> = REPLAYS
+        .iter()
+        .map(|r| r.set)
+        .chain(REPLAYED_ELSEWHERE.iter().map(|(set, _)| *set))
+        .collect();
     for set in &found {
         assert!(
             known.contains(&set.as_str()),
             "the cassette set {set} has no replay here: add it to REPLAYS (how to run it, what it must show)"
+        );
+    }
+    for (set, by) in REPLAYED_ELSEWHERE {
+        assert!(found.iter().any(|s| s == set), "{set} holds no cassette");
+        assert!(
+            repo().join(by).is_file(),
+            "{set} is replayed by {by}, which is missing"
         );
     }
     for r in REPLAYS {

@@ -23,6 +23,7 @@ mod cli_team_commands;
 mod cli_tooling;
 mod cli_watch;
 mod example_lead_team;
+mod example_net_team;
 mod failover;
 mod failover_led;
 mod foreign_readers;

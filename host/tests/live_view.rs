@@ -27,7 +27,7 @@ use tmux_server::TmuxServer as Tmux;
 impl Tmux {
     /// Polls `capture-pane` (tmux has no event for "the screen changed"):
     /// at most 600 tries, 50 ms apart.
-    fn view_shows(&self, needles: &[&str]) -> String {
+    pub(crate) fn view_shows(&self, needles: &[&str]) -> String {
         for _ in 0..600 {
             let screen = self.ok(&["capture-pane", "-p", "-t", "live"]);
             if needles.iter().all(|n| screen.contains(n)) {
@@ -43,7 +43,7 @@ impl Tmux {
 
     /// Starts `command` (then `echo $? > exit_file`, then signal `done`) in a
     /// 180×45 session named `live`.
-    fn run_in_pane(&self, command: &str, exit_file: &Path) {
+    pub(crate) fn run_in_pane(&self, command: &str, exit_file: &Path) {
         self.run_in_pane_sized(command, exit_file, (180, 45));
     }
 
@@ -71,7 +71,7 @@ impl Tmux {
 
     /// Waits (at most 120 s) for the command started by [`Tmux::run_in_pane`] to end;
     /// answers its exit code.
-    fn wait_done(&self, exit_file: &Path) -> String {
+    pub(crate) fn wait_done(&self, exit_file: &Path) -> String {
         let waited = Command::new("timeout")
             .args(["120", "tmux", "-S"])
             .arg(&self.sock)

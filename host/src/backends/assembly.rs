@@ -317,6 +317,7 @@ fn assemble(
     Ok(Assembly::new(shared, identity, dir)
         .permissions(settings.permission_mode(), settings.rules.clone())
         .auto_approve_plans(env.auto_approve_plans)
+        .network(settings.network.clone())
         .kept(kept.saved_state.clone(), kept.claims.clone())
         .earlier_life(
             resumed.map(|r| r.open_requests.clone()).unwrap_or_default(),

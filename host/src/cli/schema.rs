@@ -80,6 +80,7 @@ mod tests {
                 "[[teammate]]\n[teammate.model_policy]\n{KEY}",
                 "/$defs/model_policy",
             ),
+            ("[[teammate]]\n[teammate.network]\n{KEY}", "/$defs/network"),
             ("[[agent]]\n{KEY}", "/$defs/agent"),
             ("[[task]]\n{KEY}", "/$defs/task"),
             ("[lead]\n{KEY}", "/properties/lead"),

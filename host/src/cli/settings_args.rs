@@ -58,6 +58,10 @@ pub struct SettingsArgs {
     /// from places its operator chose.
     #[arg(long = "agent-definitions", hide = true, value_name = "JSON")]
     pub(crate) agent_definitions: Option<String>,
+    /// The teammate's network as JSON (`crate::network::NetworkSettings`);
+    /// given by the host that starts it. Without it the teammate has none.
+    #[arg(long, hide = true, value_name = "JSON")]
+    pub(crate) network: Option<String>,
     /// The teammate's model policy. Only these flags give the teammate a
     /// model; `--model` alone (Claude Code passes its own model to every
     /// teammate) grants nothing, and is the default when they allow it.
@@ -92,6 +96,15 @@ impl SettingsArgs {
                 Some(json) => Some(std::sync::Arc::new(serde_json::from_str(json).map_err(
                     |e| anyhow::anyhow!("--agent-definitions is not a definitions object: {e}"),
                 )?)),
+            },
+            network: match &self.network {
+                None => None,
+                Some(json) => {
+                    let n: crate::network::NetworkSettings = serde_json::from_str(json)
+                        .map_err(|e| anyhow::anyhow!("--network is not a network object: {e}"))?;
+                    n.check().map_err(|e| anyhow::anyhow!("--network: {e}"))?;
+                    Some(n)
+                }
             },
         })
     }
@@ -225,6 +238,14 @@ mod tests {
                 // The fork path crosses to a `teamhost teammate` process too.
                 d.with_fork(true)
             })),
+            network: Some(crate::network::NetworkSettings {
+                allowed_domains: vec!["*.pypi.org".into(), "127.0.0.1".into()],
+                denied_domains: vec!["evil.example".into()],
+                allowed_ports: Some(vec![443, 8080]),
+                max_mb: Some(5),
+                max_connections: None,
+                resolve: [("pkg.test".to_string(), vec!["127.0.0.1".parse().unwrap()])].into(),
+            }),
         };
         assert_eq!(round_trip(&settings), settings);
 

@@ -8,6 +8,7 @@
 //! | `rules.rs` | [`NetworkRules`]: allowed and denied hosts (`*.example.com`), ports, the verdict before resolution and the check of each resolved address |
 //! | `gate.rs` | [`Gate`]: one teammate's admission of a target (verdict, the question about an unnamed host, resolution, every address checked), shared by the proxy and the fetcher; [`Asker`], [`Resolver`] |
 //! | `fetch.rs`, `fetch/` | [`Fetcher`]: WebFetch's fetch of one URL through the gate (every redirect hop admitted again, size and time bounds, text types only, HTML as Markdown), recorded to and replayed from a [`FetchTape`] |
+//! | `settings.rs` | [`NetworkSettings`]: the keys an operator writes, and the rules, bounds and resolver built from them |
 //! | `proxy.rs`, `proxy/` | [`Proxy`]: HTTP `CONNECT`, absolute `http://` and SOCKS5 on a Unix socket; asks about unnamed hosts, connects only to checked addresses, counts bytes and connections |
 //!
 //! **Where it stands.** The rules and the proxy are built and tested
@@ -27,6 +28,7 @@ mod fetch;
 mod gate;
 mod proxy;
 mod rules;
+mod settings;
 mod target;
 
 pub use address::refused_class;
@@ -34,6 +36,7 @@ pub use fetch::{
     is_text, FetchError, FetchLimits, FetchTape, FetchUsage, Fetched, Fetcher, TapeMode,
 };
 pub use gate::{Answer, Asker, BoxFuture, Gate, MapResolver, Resolver, SystemResolver};
-pub use proxy::{Proxy, ProxyLimits, Usage, MAX_HEAD};
+pub use proxy::{Client, Proxy, ProxyLimits, Usage, MAX_HEAD};
 pub use rules::{HostPattern, NetworkRules, Verdict, DEFAULT_PORTS};
+pub use settings::NetworkSettings;
 pub use target::{Host, Target};

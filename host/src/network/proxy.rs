@@ -18,13 +18,14 @@
 //! summary ([`Proxy::usage`]).
 
 use std::collections::BTreeMap;
+use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpStream, UnixListener, UnixStream};
+use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio::sync::Semaphore;
 
 use super::gate::{Asker, Gate, Resolver};
@@ -38,6 +39,12 @@ pub const MAX_HEAD: usize = 16 * 1024;
 /// before a refused client can see its answer, so a client that reads a
 /// refusal and connects again finds the place free.
 type Slot = Option<tokio::sync::OwnedSemaphorePermit>;
+
+/// A client connection: a Unix stream, or a TCP stream accepted in a
+/// Bash call's network namespace.
+pub trait Client: AsyncRead + AsyncWrite + Unpin + Send {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Client for T {}
 
 /// The proxy's bounds.
 #[derive(Debug, Clone)]
@@ -68,8 +75,10 @@ impl Default for ProxyLimits {
     }
 }
 
-/// What the proxy carried.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What the proxy carried (kept beside the teammate's log as
+/// `{name}.network.json`, read by `teamhost run`'s summary).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Usage {
     /// Bytes from the teammate out.
     pub bytes_out: u64,
@@ -82,6 +91,37 @@ pub struct Usage {
     /// Targets refused (`host:port`, or what the request named) and why,
     /// the latest reason each.
     pub refused: BTreeMap<String, String>,
+}
+
+impl Usage {
+    /// One line: what was reached (and how often), what was refused and
+    /// why (the latest reason), bytes and connections.
+    pub fn describe(&self) -> String {
+        let list = |items: Vec<String>| match items.len() {
+            0 => "nothing".to_string(),
+            n if n > 5 => format!("{} and {} more", items[..5].join(", "), n - 5),
+            _ => items.join(", "),
+        };
+        let reached = list(
+            self.reached
+                .iter()
+                .map(|(t, n)| match n {
+                    1 => t.clone(),
+                    n => format!("{t} ×{n}"),
+                })
+                .collect(),
+        );
+        let refused = list(
+            self.refused
+                .iter()
+                .map(|(t, why)| format!("{t} ({why})"))
+                .collect(),
+        );
+        format!(
+            "reached {reached}; refused {refused}; {} connection(s), {} byte(s) in, {} out",
+            self.connections, self.bytes_in, self.bytes_out
+        )
+    }
 }
 
 /// One teammate's proxy (see the module docs).
@@ -138,21 +178,34 @@ impl Proxy {
     /// of descriptors) is retried after a pause, not in a busy loop.
     pub async fn serve(self: Arc<Self>, listener: UnixListener) {
         loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    tracing::warn!(error = %e, "the network proxy could not accept a connection");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
-            let proxy = self.clone();
-            tokio::spawn(async move { proxy.handle(stream).await });
+            match listener.accept().await {
+                Ok((stream, _)) => self.clone().spawn(stream),
+                Err(e) => accept_failed(e).await,
+            }
         }
     }
 
+    /// [`serve`](Self::serve) on a TCP listener: the one a Bash call's
+    /// network namespace holds (`tools::netns`), whose only peers are the
+    /// call's processes.
+    pub async fn serve_tcp(self: Arc<Self>, listener: TcpListener) {
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    self.clone().spawn(stream)
+                }
+                Err(e) => accept_failed(e).await,
+            }
+        }
+    }
+
+    fn spawn(self: Arc<Self>, stream: impl Client + 'static) {
+        tokio::spawn(async move { self.handle(stream).await });
+    }
+
     /// One client connection: SOCKS5 when its first byte is 5, else HTTP.
-    pub async fn handle(&self, mut client: UnixStream) {
+    pub async fn handle(&self, mut client: impl Client) {
         let Ok(permit) = self.open.clone().try_acquire_owned() else {
             self.refuse_early(&mut client, "too many connections open at once")
                 .await;
@@ -179,7 +232,7 @@ impl Proxy {
         }
     }
 
-    async fn refuse_early(&self, client: &mut UnixStream, why: &str) {
+    async fn refuse_early(&self, client: &mut impl Client, why: &str) {
         self.note_refused("(connection)", why);
         let mut first = [0u8; 1];
         let wait = Duration::from_millis(200);
@@ -235,8 +288,8 @@ impl Proxy {
     }
 
     /// Copies both ways until either side ends or the byte budget is spent.
-    async fn relay(&self, client: &mut UnixStream, mut server: TcpStream) -> Result<(), String> {
-        let (mut cr, mut cw) = client.split();
+    async fn relay(&self, client: &mut impl Client, mut server: TcpStream) -> Result<(), String> {
+        let (mut cr, mut cw) = tokio::io::split(client);
         let (mut sr, mut sw) = server.split();
         let out = self.pump(&mut cr, &mut sw, true);
         let back = self.pump(&mut sr, &mut cw, false);
@@ -285,7 +338,7 @@ impl Proxy {
 /// [`MAX_HEAD`] × 4 bytes, each read waiting 200 ms at most). A socket
 /// closed with unread input resets, and the client would see the reset
 /// instead of the answer.
-async fn close_gently(client: &mut UnixStream) {
+async fn close_gently(client: &mut impl Client) {
     let _ = client.shutdown().await;
     let mut buf = [0u8; 4096];
     let mut drained = 0;
@@ -295,6 +348,13 @@ async fn close_gently(client: &mut UnixStream) {
             _ => return,
         }
     }
+}
+
+/// An accept that failed (the process out of descriptors): logged, and
+/// the next one tried after a pause rather than in a busy loop.
+async fn accept_failed(e: io::Error) {
+    tracing::warn!(error = %e, "the network proxy could not accept a connection");
+    tokio::time::sleep(Duration::from_millis(100)).await;
 }
 
 mod http;

@@ -101,6 +101,7 @@ pub struct Assembly {
     model: ModelSeat,
     earlier_requests: Vec<PermissionRequest>,
     pending_plan: Option<String>,
+    network: Option<crate::network::NetworkSettings>,
 }
 
 /// An assembled agent: the state its store holds and what its sandboxed
@@ -147,6 +148,7 @@ impl Assembly {
             },
             earlier_requests: Vec::new(),
             pending_plan: None,
+            network: None,
         }
     }
 
@@ -193,6 +195,13 @@ impl Assembly {
         self
     }
 
+    /// Its network ([`crate::network::NetworkSettings`]); `None`, the
+    /// default, gives its Bash no network at all.
+    pub fn network(mut self, settings: Option<crate::network::NetworkSettings>) -> Self {
+        self.network = settings;
+        self
+    }
+
     /// Its sub-agents.
     pub fn subagents(mut self, host: Arc<dyn SubagentHost>) -> Self {
         self.subagents = Some(host);
@@ -228,6 +237,9 @@ impl Assembly {
     /// and the instance config. Fails only when the directory cannot be
     /// opened.
     pub fn assemble(self) -> Result<Assembled, ToolsUnavailable> {
+        let network = self.network.clone();
+        let self_dir = self.dir.clone();
+        let log = self.shared.log.clone();
         let tools = ToolBox::open(&self.dir, self.shared.tool_limits.clone()).map_err(|error| {
             ToolsUnavailable {
                 dir: self.dir.clone(),
@@ -274,6 +286,7 @@ impl Assembly {
             tools: ToolSeat {
                 tools,
                 hidden_dirs: shared.hidden_dirs,
+                network: None,
             },
             state: StateSeat {
                 saved: self.saved_state,
@@ -288,6 +301,24 @@ impl Assembly {
             },
             model: self.model,
         };
+        let mut agent = agent;
+        if let Some(settings) = &network {
+            let line = super::interfaces::LeadLine::new(&agent.fixed, &agent.team);
+            let asker = super::interfaces::NetworkAsker::new(
+                line,
+                agent.fixed.limits.ask_timeout,
+                agent.fixed.limits.max_pending_requests,
+            );
+            let seat = super::NetworkSeat::new(settings, Arc::new(asker), log.as_deref()).map_err(
+                |why| ToolsUnavailable {
+                    dir: self_dir.clone(),
+                    error: crate::tools::ToolError::Invalid(format!(
+                        "the teammate's network settings: {why}"
+                    )),
+                },
+            )?;
+            agent.tools.network = Some(Arc::new(seat));
+        }
         Ok(Assembled { agent, instance })
     }
 }
@@ -306,6 +337,7 @@ impl AgentCtx {
             limits: Limits::default(),
             auto_approve_plans: false,
             hooks: Default::default(),
+            network: None,
         }
     }
 }
@@ -323,9 +355,16 @@ pub struct AgentCtxBuilder {
     limits: Limits,
     auto_approve_plans: bool,
     hooks: Arc<Hooks>,
+    network: Option<crate::network::NetworkSettings>,
 }
 
 impl AgentCtxBuilder {
+    /// Its network (none by default).
+    pub fn network(mut self, settings: crate::network::NetworkSettings) -> Self {
+        self.network = Some(settings);
+        self
+    }
+
     /// The permission mode.
     pub fn mode(mut self, mode: PermissionMode) -> Self {
         self.mode = mode;
@@ -392,6 +431,7 @@ impl AgentCtxBuilder {
         let assembled = Assembly::new(shared, identity, self.dir)
             .permissions(self.mode, self.rules)
             .auto_approve_plans(self.auto_approve_plans)
+            .network(self.network)
             .assemble()
             .map_err(ToolsUnavailable::into_error)?;
         Ok(assembled.agent)

@@ -34,6 +34,7 @@ mod function_cache;
 mod instance;
 mod interfaces;
 mod limiter;
+mod network_seat;
 mod open_guard;
 mod pending_take;
 mod permissions;
@@ -57,6 +58,7 @@ pub(crate) use interfaces::{from_wit_status, mode_from_wit, to_wit_message, to_w
 pub use interfaces::{
     CoordinationGlue, LeadGlue, ModelGlue, ReadGlue, StateGlue, SubagentGlue, ToolGlue,
 };
+pub use network_seat::{record_path as network_record_path, NetworkSeat};
 pub use pending_take::PendingTake;
 pub use permissions::Permissions;
 pub use state::{

@@ -151,6 +151,9 @@ pub struct ToolSeat {
     /// Host directories never named to the guest (the machine-local home,
     /// the file store's home): tool errors show `<teamhost home>` instead.
     pub hidden_dirs: Vec<std::path::PathBuf>,
+    /// Its network, when it has one: Bash runs in its namespace, through
+    /// its proxy.
+    pub network: Option<Arc<super::NetworkSeat>>,
 }
 
 /// The saved-state capability: the teammate's own file in the host's home.

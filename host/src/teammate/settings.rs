@@ -64,6 +64,10 @@ pub struct TeammateSettings {
     /// the project's `.claude/agents`, the manifest's `[[agent]]`); `None`:
     /// only `general-purpose`.
     pub agents: Option<std::sync::Arc<super::Definitions>>,
+    /// Its network (Bash through the host's proxy, held to these rules);
+    /// `None`, the default, gives it no network at all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<crate::network::NetworkSettings>,
 }
 
 impl Default for TeammateSettings {
@@ -79,6 +83,7 @@ impl Default for TeammateSettings {
             notifications: None,
             model_policy: None,
             agents: None,
+            network: None,
         }
     }
 }
@@ -196,6 +201,10 @@ impl TeammateSettings {
         if let Some(agents) = &self.agents {
             a.push("--agent-definitions".into());
             a.push(serde_json::to_string(agents.as_ref()).expect("definitions serialise"));
+        }
+        if let Some(network) = &self.network {
+            a.push("--network".into());
+            a.push(serde_json::to_string(network).expect("network settings serialise"));
         }
         a
     }

@@ -5,7 +5,8 @@
 //! |---|---|
 //! | working directory | the capability directory, seen at [`confine::VIRTUAL_ROOT`] (`/tmp`) where the host can give the command a mount namespace, else at its host path |
 //! | stdin | `/dev/null` |
-//! | environment | only `PATH=/usr/local/bin:/usr/bin:/bin`, `HOME` and `TMPDIR` = the directory as the command sees it, `PWD` with a mount namespace, `LANG=C.UTF-8` |
+//! | environment | only `PATH=/usr/local/bin:/usr/bin:/bin`, `HOME` and `TMPDIR` = the directory as the command sees it, `PWD` with a mount namespace, `LANG=C.UTF-8`; with a network, the proxy in `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` (`socks5h://`) and their lower-case spellings |
+//! | network | none (Landlock refuses TCP, the seccomp filter every other socket); a teammate with a network ([`ToolBox::attach_network`]): its own network namespace, where only its proxy listens ([`super::netns`]) |
 //! | descriptors | stdin, stdout, stderr; everything else the host holds is closed at `exec` |
 //! | bounds | a control group per call (processes, memory of the tree) and per-process rlimits: see [`ToolLimits`](super::ToolLimits) |
 //! | process group | its own; on timeout, and when the shell exits, the whole group is killed (`SIGKILL`): nothing the command starts outlives the call |
@@ -83,6 +84,23 @@ pub struct Watch<'a> {
 /// `PATH` in the child.
 const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
+/// What a command with a network is told about the proxy: HTTP and HTTPS
+/// through it (`CONNECT`), everything else through its SOCKS5 side with
+/// names resolved by the proxy (`socks5h`: there is no resolver inside).
+/// Both spellings, as programs read one or the other; no `NO_PROXY`.
+fn proxy_env() -> [(&'static str, String); 6] {
+    let http = format!("http://{}", super::netns::PROXY_ADDR);
+    let socks = format!("socks5h://{}", super::netns::PROXY_ADDR);
+    [
+        ("HTTP_PROXY", http.clone()),
+        ("HTTPS_PROXY", http.clone()),
+        ("ALL_PROXY", socks.clone()),
+        ("http_proxy", http.clone()),
+        ("https_proxy", http),
+        ("all_proxy", socks),
+    ]
+}
+
 /// How long the pipes may stay open after the group was killed (a process
 /// that left the group with `setsid` can hold them).
 const GRACE: Duration = Duration::from_secs(1);
@@ -105,7 +123,8 @@ impl ToolBox {
         mut watch: Option<Watch<'_>>,
     ) -> Result<BashOutput, ToolError> {
         let dir = self.dir.get()?;
-        let (enforcement, ruleset) = self.landlock.ready(&dir);
+        let network = self.network.get();
+        let (enforcement, ruleset) = self.landlock.ready(&dir, network.is_some());
         if let (Confinement::Required, Enforcement::Unconfined { reason }) =
             (confinement, &enforcement)
         {
@@ -161,6 +180,13 @@ impl ToolBox {
             // inside the command's mount namespace).
             cmd.env("PWD", confine::VIRTUAL_ROOT);
         }
+        // A network only in namespaces (`attach_network` checks it).
+        let network = network.filter(|_| namespaced);
+        if network.is_some() {
+            for (key, value) in proxy_env() {
+                cmd.env(key, value);
+            }
+        }
         let confined = matches!(enforcement, Enforcement::Landlock { .. });
         let group = if confined {
             CallGroup::create(TreeLimits {
@@ -189,11 +215,12 @@ impl ToolBox {
             namespaces: namespaced,
             cgroup_procs: [-1; 2],
             cgroups: 0,
-            seccomp: if confined {
-                confine::filter().map(|f| f.prog())
-            } else {
-                None
+            seccomp: match (confined, network.is_some()) {
+                (false, _) => None,
+                (true, false) => confine::filter().map(|f| f.prog()),
+                (true, true) => confine::filter_tcp().map(|f| f.prog()),
             },
+            netns: network.map_or(-1, super::netns::Netns::fd),
             rlimits: self.rlimits(
                 group.as_ref().is_some_and(CallGroup::bounds_memory),
                 watch.as_ref().and_then(|w| w.max_file_bytes),

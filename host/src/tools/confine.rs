@@ -18,7 +18,7 @@
 //! | [`ETC`]: the loader cache, users and groups, time zone, `gitconfig`, … | read (not all of `/etc`: it holds `shadow` and keys, and the host may run as root) |
 //! | `/dev/null` | read, write, truncate (`> /dev/null`) |
 //! | `/dev/zero`, `/dev/random`, `/dev/urandom` | read |
-//! | TCP ports | none: no `bind`, no `connect` (ABI ≥ 4) |
+//! | TCP ports | none: no `bind`, no `connect` (ABI ≥ 4); a teammate with a network: `connect` to [`super::netns::PROXY_PORT`] only, in a namespace where only its proxy listens |
 //! | processes outside the sandbox | no signals, no abstract Unix sockets (ABI ≥ 6) |
 //!
 //! Nothing else: not the host's `/tmp`, not `/proc`, not `/home`, not
@@ -107,7 +107,7 @@ use super::cgroup::{self, CgroupKind};
 use super::seccomp::{self, Filter};
 use cap_std::fs::Dir;
 use landlock::{
-    Access, AccessFs, AccessNet, BitFlags, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    Access, AccessFs, AccessNet, BitFlags, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr,
     RulesetCreated, RulesetCreatedAttr, RulesetError, Scope, ABI,
 };
 
@@ -122,8 +122,9 @@ const SYSTEM: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
 ];
 
-/// What of `/etc` is readable: what the loader, `id`, `date` and `git`
-/// read. Missing entries are skipped.
+/// What of `/etc` is readable: what the loader, `id`, `date`, `git` and
+/// installers read, and the public CA certificates. Missing entries are
+/// skipped.
 pub const ETC: &[&str] = &[
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
@@ -139,6 +140,14 @@ pub const ETC: &[&str] = &[
     "/etc/gitconfig",
     "/etc/mime.types",
     "/etc/magic",
+    // The distribution's name, which pip and other installers read to
+    // describe the platform (no secret in them).
+    "/etc/debian_version",
+    "/etc/os-release",
+    "/etc/lsb-release",
+    // The public CA certificates, for HTTPS through the proxy (not
+    // `/etc/ssl/private`).
+    "/etc/ssl/certs",
 ];
 
 /// How Bash was (or would be) confined on this machine.
@@ -176,6 +185,9 @@ pub enum Enforcement {
 pub(crate) struct Landlock {
     /// Built on first use; `Err`: why building failed.
     ruleset: std::sync::OnceLock<Result<OwnedFd, String>>,
+    /// The same with TCP connect to [`super::netns::PROXY_PORT`] granted,
+    /// for the calls of a teammate with a network.
+    networked: std::sync::OnceLock<Result<OwnedFd, String>>,
     /// What the kernel offers, as probed when the tool box opened.
     probed: Enforcement,
 }
@@ -204,6 +216,7 @@ impl Landlock {
         }
         Landlock {
             ruleset: std::sync::OnceLock::new(),
+            networked: std::sync::OnceLock::new(),
             probed: Enforcement::Landlock {
                 abi,
                 network: abi >= 4,
@@ -218,6 +231,7 @@ impl Landlock {
     fn unconfined(reason: String) -> Landlock {
         Landlock {
             ruleset: std::sync::OnceLock::new(),
+            networked: std::sync::OnceLock::new(),
             probed: Enforcement::Unconfined { reason },
         }
     }
@@ -235,12 +249,18 @@ impl Landlock {
 
     /// Builds the rule set for `dir` if it is not built yet, and returns
     /// what a child gets with its descriptor (none when unconfined).
-    pub(crate) fn ready(&self, dir: &Dir) -> (Enforcement, Option<RawFd>) {
+    /// `networked`: the variant that may connect to the proxy's port in
+    /// the teammate's network namespace.
+    pub(crate) fn ready(&self, dir: &Dir, networked: bool) -> (Enforcement, Option<RawFd>) {
         let Enforcement::Landlock { abi, .. } = self.probed else {
             return (self.probed.clone(), None);
         };
-        let built = self.ruleset.get_or_init(|| {
-            build(dir, abi)
+        let (cell, port) = match networked {
+            true => (&self.networked, Some(super::netns::PROXY_PORT)),
+            false => (&self.ruleset, None),
+        };
+        let built = cell.get_or_init(|| {
+            build(dir, abi, port)
                 .map(|created| {
                     let fd: Option<OwnedFd> = created.into();
                     fd.ok_or_else(|| "the kernel made no Landlock rule set".to_owned())
@@ -260,7 +280,7 @@ impl Landlock {
     }
 }
 
-fn build(dir: &Dir, abi: i32) -> Result<RulesetCreated, RulesetError> {
+fn build(dir: &Dir, abi: i32, port: Option<u16>) -> Result<RulesetCreated, RulesetError> {
     let all = AccessFs::from_all(TARGET);
     let read = AccessFs::from_read(TARGET);
     let mut ruleset = Ruleset::default().handle_access(all)?;
@@ -295,6 +315,9 @@ fn build(dir: &Dir, abi: i32) -> Result<RulesetCreated, RulesetError> {
         };
         created = created.add_rule(PathBeneath::new(fd, access))?;
     }
+    if let (Some(port), true) = (port, abi >= 4) {
+        created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp))?;
+    }
     Ok(created)
 }
 
@@ -324,7 +347,16 @@ pub const VIRTUAL_ROOT: &str = "/tmp";
 pub(crate) fn filter() -> Option<&'static Filter> {
     static FILTER: std::sync::OnceLock<Option<Filter>> = std::sync::OnceLock::new();
     FILTER
-        .get_or_init(|| seccomp::supported().then(Filter::build).flatten())
+        .get_or_init(|| seccomp::supported().then(|| Filter::build(false)).flatten())
+        .as_ref()
+}
+
+/// [`filter`] for a Bash call with a network: TCP sockets allowed
+/// ([`Filter::build`]).
+pub(crate) fn filter_tcp() -> Option<&'static Filter> {
+    static FILTER: std::sync::OnceLock<Option<Filter>> = std::sync::OnceLock::new();
+    FILTER
+        .get_or_init(|| seccomp::supported().then(|| Filter::build(true)).flatten())
         .as_ref()
 }
 
@@ -398,6 +430,8 @@ pub(crate) struct ChildPlan {
     pub cgroups: usize,
     /// The seccomp filter, when there is one.
     pub seccomp: Option<libc::sock_fprog>,
+    /// The teammate's network namespace to join ([`super::netns`]), or -1.
+    pub netns: RawFd,
     /// Resource limits, `(resource, soft, hard)`; unused entries have
     /// resource `-1`.
     pub rlimits: [(i32, u64, u64); 6],
@@ -416,7 +450,9 @@ unsafe impl Sync for ChildPlan {}
 ///    [When the host dies](self#when-the-host-dies));
 /// 1. `cd` into the capability directory; `no_new_privs`;
 /// 2. the resource limits ([`ChildPlan::rlimits`]);
-/// 3. join the call's control group(s), before anything can fork;
+/// 3. join the call's control group(s), before anything can fork; join
+///    the teammate's network namespace when it has a network
+///    ([`ChildPlan::netns`]);
 /// 4. PID, mount and IPC namespaces of its own where the kernel allows it
 ///    ([`enter_namespaces`]), with the directory bind-mounted at
 ///    [`VIRTUAL_ROOT`];
@@ -477,6 +513,9 @@ pub(crate) fn enter(plan: &ChildPlan) -> io::Result<()> {
             check(libc::setrlimit(resource as _, &limit).into())?;
         }
         super::cgroup::join(&plan.cgroup_procs[..plan.cgroups])?;
+        if plan.netns >= 0 {
+            check(libc::setns(plan.netns, libc::CLONE_NEWNET).into())?;
+        }
         if plan.namespaces {
             enter_namespaces(plan.dir_path)?;
         }

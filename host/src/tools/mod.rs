@@ -28,6 +28,7 @@
 //! | [`grep`] | `Grep`: the `regex` crate, three output modes, context lines |
 //! | [`bash`] | `Bash`: `/bin/sh -c` in a scrubbed, timed, capped process group |
 //! | [`confine`] | what `Bash` runs under: Landlock, namespaces, rlimits, the order of it all |
+//! | [`netns`] | a teammate's network namespace: only `lo`, and the listener its proxy serves |
 //! | [`seccomp`] | the system calls `Bash` may not make (sockets, io_uring, namespaces, …) |
 //! | [`cgroup`] | a control group per `Bash` call: process count and memory of the tree |
 //! | [`usage`] | the disk budget: a bounded measurement of the directory, the check before a write |
@@ -67,6 +68,7 @@ pub mod confine;
 pub mod edit;
 pub mod glob;
 pub mod grep;
+pub mod netns;
 pub mod read;
 pub mod redact;
 pub mod seccomp;
@@ -241,6 +243,9 @@ pub struct ToolBox {
     given: PathBuf,
     limits: ToolLimits,
     landlock: Landlock,
+    /// The teammate's network namespace, once its network is ready
+    /// ([`ToolBox::attach_network`]).
+    network: std::sync::OnceLock<netns::Netns>,
 }
 
 impl ToolBox {
@@ -262,7 +267,32 @@ impl ToolBox {
             given: lexical(&given),
             limits,
             landlock,
+            network: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Gives this teammate's Bash calls a network: from now on each runs in
+    /// `ns` (its proxy's listener inside), may connect to the proxy's port
+    /// and open TCP sockets, and is told the proxy in `HTTP_PROXY`,
+    /// `HTTPS_PROXY` and `ALL_PROXY`. Only where Bash gets namespaces
+    /// ([`confine::namespaces`]); once per tool box (a second namespace is
+    /// refused and dropped).
+    pub fn attach_network(&self, ns: netns::Netns) -> Result<(), ToolError> {
+        if !confine::namespaces() {
+            return Err(ToolError::Unconfined(
+                "a teammate's network needs Bash to run in namespaces of its own \
+                 (CAP_SYS_ADMIN), which this host does not have"
+                    .to_owned(),
+            ));
+        }
+        self.network
+            .set(ns)
+            .map_err(|_| ToolError::Invalid("the teammate's network is attached already".into()))
+    }
+
+    /// Whether Bash runs with a network ([`Self::attach_network`]).
+    pub fn has_network(&self) -> bool {
+        self.network.get().is_some()
     }
 
     /// The capability directory, canonical.

@@ -10,7 +10,7 @@
 //!
 //! | system calls | answer | why |
 //! |---|---|---|
-//! | `socket` | `EACCES` | no new socket of any family: no Unix socket to a host service, no UDP, no netlink, no TCP even where Landlock's ABI is too old to stop it |
+//! | `socket` | `EACCES` | no new socket of any family: no Unix socket to a host service, no UDP, no netlink, no TCP even where Landlock's ABI is too old to stop it. A teammate with a network ([`super::netns`]): TCP sockets only (`AF_INET`/`AF_INET6`, `SOCK_STREAM`, TCP), so no UDP, DNS, raw or packet socket |
 //! | `socketpair`, unless `SOCK_STREAM` | `EACCES` | a stream pair reaches nobody; a datagram pair can `sendto` a named socket |
 //! | `io_uring_setup`, `io_uring_enter`, `io_uring_register` | `ENOSYS` | io_uring runs socket and file operations that this filter never sees |
 //! | `clone` with a namespace flag, `clone3`, `unshare`, `setns` | `EPERM` (`clone3`: `ENOSYS`, so the C library falls back to `clone`) | a user namespace hands back capabilities |
@@ -207,7 +207,12 @@ fn file_refusals() -> Vec<(libc::c_long, i32)> {
 
 impl Filter {
     /// Builds the filter for this architecture; `None` where there is none.
-    pub(crate) fn build() -> Option<Filter> {
+    /// `tcp`: a Bash call with a network (it runs in the teammate's network
+    /// namespace, [`super::netns`]) may open TCP sockets — `AF_INET` or
+    /// `AF_INET6`, `SOCK_STREAM`, protocol 0 or `IPPROTO_TCP` (not SCTP or
+    /// MPTCP, which Landlock's port rules do not cover); every other socket
+    /// is refused as without it.
+    pub(crate) fn build(tcp: bool) -> Option<Filter> {
         let arch = ARCH?;
         use libc::{BPF_ABS, BPF_ALU, BPF_AND, BPF_JEQ, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_W};
         let load = |offset| stmt(BPF_LD | BPF_W | BPF_ABS, offset);
@@ -223,8 +228,28 @@ impl Filter {
             p.push(jump(BPF_JMP | BPF_JSET | BPF_K, 0x4000_0000, 0, 1));
             p.push(ret(errno(libc::ENOSYS)));
         }
+        if tcp {
+            p.extend(only(
+                libc::SYS_socket,
+                vec![
+                    load(arg_low(0)),
+                    jump(BPF_JMP | BPF_JEQ | BPF_K, libc::AF_INET as u32, 1, 0),
+                    jump(BPF_JMP | BPF_JEQ | BPF_K, libc::AF_INET6 as u32, 0, 6),
+                    load(arg_low(1)),
+                    stmt(BPF_ALU | BPF_AND | BPF_K, 0xf),
+                    jump(BPF_JMP | BPF_JEQ | BPF_K, libc::SOCK_STREAM as u32, 0, 3),
+                    load(arg_low(2)),
+                    jump(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0),
+                    jump(BPF_JMP | BPF_JEQ | BPF_K, libc::IPPROTO_TCP as u32, 1, 0),
+                    ret(errno(libc::EACCES)),
+                    ret(libc::SECCOMP_RET_ALLOW),
+                ],
+            ));
+        } else {
+            p.push(jump(BPF_JMP | BPF_JEQ | BPF_K, nr(libc::SYS_socket), 0, 1));
+            p.push(ret(errno(libc::EACCES)));
+        }
         let refused: &[(libc::c_long, i32)] = &[
-            (libc::SYS_socket, libc::EACCES),
             (libc::SYS_io_uring_setup, libc::ENOSYS),
             (libc::SYS_io_uring_enter, libc::ENOSYS),
             (libc::SYS_io_uring_register, libc::ENOSYS),
@@ -336,7 +361,7 @@ mod tests {
 
     #[test]
     fn the_filter_fits_the_kernels_limit_and_ends_by_allowing() {
-        let f = Filter::build().expect("x86-64 or AArch64");
+        let f = Filter::build(false).expect("x86-64 or AArch64");
         assert!(f.len() < 4096);
         let last = f.program.last().unwrap();
         assert_eq!(last.k, libc::SECCOMP_RET_ALLOW);
@@ -350,7 +375,7 @@ mod tests {
             eprintln!("seccomp is not supported here; nothing to test");
             return;
         }
-        let filter = Filter::build().unwrap();
+        let filter = Filter::build(false).unwrap();
         let prog = filter.prog();
         let mut fds = [0; 2];
         // SAFETY: plain pipe/fork/exit; the child only makes system calls.
@@ -397,7 +422,55 @@ mod tests {
     /// What a filtered child gets from `calls` (run after the filter is
     /// installed): each call's result, or `-errno`.
     fn in_filtered_child<const N: usize>(calls: impl FnOnce() -> [i64; N]) -> [i64; N] {
-        let filter = Filter::build().unwrap();
+        in_child_under(false, calls)
+    }
+
+    /// The TCP variant lets a child open TCP sockets of both families and
+    /// nothing else: no UDP (so no DNS), no raw or packet socket, no SCTP
+    /// or MPTCP, no Unix socket.
+    #[test]
+    fn the_tcp_variant_opens_tcp_sockets_only() {
+        if !supported() {
+            eprintln!("seccomp is not supported here; nothing to test");
+            return;
+        }
+        let got = in_child_under(true, || {
+            let try_socket = |family: i32, kind: i32, protocol: i32| {
+                // SAFETY: socket takes integers; the descriptor is left to
+                // the child's exit.
+                let r = unsafe { libc::socket(family, kind, protocol) };
+                if r < 0 {
+                    -(unsafe { *libc::__errno_location() }) as i64
+                } else {
+                    0
+                }
+            };
+            [
+                try_socket(libc::AF_INET, libc::SOCK_STREAM, 0),
+                try_socket(
+                    libc::AF_INET6,
+                    libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+                    libc::IPPROTO_TCP,
+                ),
+                try_socket(libc::AF_INET, libc::SOCK_DGRAM, 0),
+                try_socket(libc::AF_INET6, libc::SOCK_DGRAM, 0),
+                try_socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_ICMP),
+                try_socket(libc::AF_PACKET, libc::SOCK_RAW, 0),
+                try_socket(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_SCTP),
+                try_socket(libc::AF_INET, libc::SOCK_STREAM, 262), // IPPROTO_MPTCP
+                try_socket(libc::AF_UNIX, libc::SOCK_STREAM, 0),
+                try_socket(libc::AF_NETLINK, libc::SOCK_RAW, 0),
+            ]
+        });
+        let refused = -(libc::EACCES as i64);
+        assert_eq!(
+            got,
+            [0, 0, refused, refused, refused, refused, refused, refused, refused, refused]
+        );
+    }
+
+    fn in_child_under<const N: usize>(tcp: bool, calls: impl FnOnce() -> [i64; N]) -> [i64; N] {
+        let filter = Filter::build(tcp).unwrap();
         let prog = filter.prog();
         let mut fds = [0; 2];
         // SAFETY: plain pipe/fork/exit; the child makes system calls only

@@ -101,6 +101,10 @@ struct MateLine {
     /// Its model use, when it used a model.
     #[serde(skip_serializing_if = "Option::is_none")]
     model: Option<crate::store::ModelUsage>,
+    /// What its network proxy carried and refused, when it had a network
+    /// and used it (`{name}.network.json` beside its log).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    network: Option<crate::network::Usage>,
 }
 
 #[derive(Debug, Serialize)]
@@ -188,6 +192,7 @@ impl Summary {
                 model: crate::store::names::agent_file_stem(&t.name)
                     .ok()
                     .and_then(|stem| usage.get(&stem).cloned()),
+                network: network_record(home, team, &t.name),
             })
             .collect();
         let error = if problems.is_empty() {
@@ -284,6 +289,9 @@ impl Summary {
                 t.name, t.turns, t.state
             );
             push_line(&mut s, line);
+            if let Some(n) = &t.network {
+                push_line(&mut s, format!("  {:<w$}  network: {}", "", n.describe()));
+            }
             if let Some(u) = &t.model {
                 push_line(
                     &mut s,
@@ -386,4 +394,12 @@ fn component_of(m: &Manifest, t: &TeammateInfo) -> PathBuf {
         .map(|s| s.component.clone())
         .or(lead)
         .unwrap_or_default()
+}
+
+/// What teammate `name`'s proxy kept beside its log, if it had a network
+/// and ran a command with it (a record that does not read is left out).
+fn network_record(home: &Path, team: &str, name: &str) -> Option<crate::network::Usage> {
+    let log = crate::home::Home::new(home).teammate_log(team, name);
+    let bytes = std::fs::read(crate::runtime::network_record_path(&log)).ok()?;
+    serde_json::from_slice(&bytes).ok()
 }

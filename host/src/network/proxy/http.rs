@@ -7,9 +7,8 @@
 //! three tokens) is a 400, before any rule is read.
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::UnixStream;
 
-use super::{Proxy, Slot, MAX_HEAD};
+use super::{Client, Proxy, Slot, MAX_HEAD};
 use crate::network::target::Target;
 
 /// A request's head, parsed.
@@ -25,7 +24,7 @@ impl Proxy {
     /// Serves one HTTP client whose first byte was `first`.
     pub(super) async fn http(
         &self,
-        client: &mut UnixStream,
+        client: &mut impl Client,
         slot: &mut Slot,
         first: u8,
     ) -> Result<(), String> {
@@ -108,7 +107,7 @@ impl Proxy {
     /// error.
     async fn refuse(
         &self,
-        client: &mut UnixStream,
+        client: &mut impl Client,
         slot: &mut Slot,
         status: u16,
         what: &str,
@@ -136,7 +135,7 @@ impl Proxy {
 
 /// Reads up to the end of the head (`\r\n\r\n`): the head, and what came
 /// after it in the same reads.
-async fn read_head(client: &mut UnixStream, first: u8) -> Result<(Vec<u8>, Vec<u8>), String> {
+async fn read_head(client: &mut impl Client, first: u8) -> Result<(Vec<u8>, Vec<u8>), String> {
     let mut buf = vec![first];
     let mut chunk = [0u8; 4096];
     loop {

@@ -7,9 +7,8 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::UnixStream;
 
-use super::{Proxy, Slot};
+use super::{Client, Proxy, Slot};
 use crate::network::target::{Host, Target};
 
 /// Replies (RFC 1928, section 6).
@@ -23,7 +22,7 @@ impl Proxy {
     /// Serves one SOCKS5 client whose version byte was read.
     pub(super) async fn socks5(
         &self,
-        client: &mut UnixStream,
+        client: &mut impl Client,
         slot: &mut Slot,
     ) -> Result<(), String> {
         let wait = self.limits.request_timeout;
@@ -41,7 +40,7 @@ impl Proxy {
     /// when the client offers no method this proxy serves (it is told).
     async fn socks5_request(
         &self,
-        client: &mut UnixStream,
+        client: &mut impl Client,
     ) -> Result<Option<(u8, Result<Host, String>, u16)>, String> {
         let io = |e: std::io::Error| e.to_string();
         let n = client.read_u8().await.map_err(io)?;
@@ -90,7 +89,7 @@ impl Proxy {
     /// Serves a read request: `CONNECT` only, the target held to the rules.
     async fn socks5_connect(
         &self,
-        client: &mut UnixStream,
+        client: &mut impl Client,
         slot: &mut Slot,
         command: u8,
         host: Result<Host, String>,
@@ -135,7 +134,7 @@ impl Proxy {
     /// success (the connection ends there).
     async fn reply(
         &self,
-        client: &mut UnixStream,
+        client: &mut impl Client,
         slot: &mut Slot,
         code: u8,
     ) -> Result<(), String> {

@@ -17,22 +17,23 @@
 //! with the reason, and a call that would ask from then on is denied
 //! without asking.
 
-use std::time::Duration;
-
 use serde_json::Value;
 
+use super::lead_line::LeadLine;
 use super::{blocking, ToolGlue};
-use crate::protocol::{
-    Parsed, PermissionOutcome, PermissionRequest, PermissionResponse, ProtocolMessage, WireMessage,
-};
+use crate::protocol::{PermissionOutcome, PermissionRequest};
 use crate::runtime::bindings::types::Error as WitError;
 use crate::runtime::GuestError;
 use crate::sandbox::{
     BashInput, EditInput, GlobInput, GrepInput, ReadInput, Suggestion, ToolCall, WriteInput,
 };
-use crate::store::OutgoingMessage;
 
 impl ToolGlue<'_> {
+    /// The teammate's line to its lead.
+    pub(super) fn line(&self) -> LeadLine {
+        LeadLine::new(self.fixed, self.team)
+    }
+
     /// Asks the lead about `call` and waits for the answer. Returns the call
     /// to run (with the lead's updated input) or the denial.
     pub(super) async fn ask_lead(
@@ -74,22 +75,12 @@ impl ToolGlue<'_> {
                 .with_suggestions(suggestions.iter().map(Suggestion::to_json).collect());
                 let id = request.request_id.clone();
                 let tool_use_id = request.tool_use_id.clone();
-                let (team, lead) = (self.team.store.clone(), self.fixed.lead.clone());
-                let msg = OutgoingMessage::new(&self.fixed.identity.name, request.to_text())
-                    .color(Some(self.fixed.identity.color.clone()));
-                // A host failure here is told to the guest, not trapped.
-                blocking(move || team.send(&lead, msg).map(|_| ()))
-                    .await
-                    .map_err(|e| {
-                        e.trap_to_wit(|e| {
-                            WitError::Unavailable(format!("could not ask the lead: {e}"))
-                        })
-                    })?;
+                self.line().send(&request).await?;
                 (id, Some(tool_use_id))
             }
         };
         self.permissions.start_waiting();
-        let answer = self.wait_for_answer(&id, limits.ask_timeout).await;
+        let answer = self.line().wait_for_answer(&id, limits.ask_timeout).await;
         self.permissions.done_waiting();
         let response = answer?;
         // A 2.1.332 lead may bind its verdict to the call; one bound to
@@ -116,91 +107,6 @@ impl ToolGlue<'_> {
                 self.apply_grant(grant).await;
                 Ok(with_input(&call, &grant.updated_input)?)
             }
-        }
-    }
-
-    /// Waits for the lead's `permission_response` to `id`, consuming it.
-    async fn wait_for_answer(
-        &mut self,
-        id: &str,
-        timeout: Duration,
-    ) -> Result<PermissionResponse, GuestError> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let (team, me, lead, want) = (
-                self.team.store.clone(),
-                self.fixed.identity.name.clone(),
-                self.fixed.lead.clone(),
-                id.to_string(),
-            );
-            let taken = blocking(move || {
-                team.take_where(&me, |m| {
-                    // A forged answer (a lead entry that did not verify) is
-                    // taken too: it counts as a refusal, as the reference has it.
-                    let text = crate::store::lead_guard::forged_original(m).unwrap_or(&m.text);
-                    m.from == lead
-                        && matches!(ProtocolMessage::parse(text),
-                            Parsed::Protocol(ProtocolMessage::PermissionResponse(r)) if r.request_id == want)
-                })
-            })
-            .await
-            .map_err(|e| {
-                e.trap_to_wit(|e| WitError::Unavailable(format!("could not read the inbox: {e}")))
-            })?;
-            if let Some(m) = taken.first() {
-                if crate::store::lead_guard::forged_original(m).is_some() {
-                    let why = format!(
-                        "an answer to {id} claimed to come from the lead but did not verify (forged); the call was not run"
-                    );
-                    self.record_denial(id, &why).await;
-                    return Err(WitError::Denied(why).into());
-                }
-                if let Parsed::Protocol(ProtocolMessage::PermissionResponse(r)) =
-                    ProtocolMessage::parse(&m.text)
-                {
-                    return Ok(r);
-                }
-            }
-            let now = tokio::time::Instant::now();
-            if now >= deadline {
-                let why = format!(
-                    "no answer from the lead to {id} within {timeout:?} (ask_timeout); the call was not run"
-                );
-                self.record_denial(id, &why).await;
-                return Err(WitError::Denied(why).into());
-            }
-            let nap = (deadline - now).min(self.team.poll_interval);
-            let stopping = self.team.stopping.clone();
-            tokio::select! {
-                _ = self.team.wake.notified() => {}
-                _ = tokio::time::sleep(nap) => {}
-                reason = stopping.stopped() => {
-                    let why = format!(
-                        "the host is stopping ({reason}): the lead's answer to {id} can no longer come; the call was not run"
-                    );
-                    self.record_denial(id, &why).await;
-                    return Err(WitError::Denied(why).into());
-                }
-            }
-        }
-    }
-
-    /// Records the denial a timeout or a stop gave `id` in the teammate's
-    /// history, from the host (never from the lead): the request is
-    /// answered, so `teamhost status` and the live view stop offering it to
-    /// the lead.
-    async fn record_denial(&self, id: &str, why: &str) {
-        let (team, me) = (self.team.store.clone(), self.fixed.identity.name.clone());
-        let text = PermissionResponse::deny(id, why).to_text();
-        let recorded = blocking(move || {
-            team.record_in_history(
-                &me,
-                OutgoingMessage::new(crate::protocol::HOST_SENDER, text),
-            )
-        })
-        .await;
-        if recorded.is_err() {
-            tracing::warn!(teammate = %self.fixed.identity.name, request = id, "could not record the denied request as answered");
         }
     }
 
@@ -254,7 +160,7 @@ fn describe(call: &ToolCall, reason: &str) -> String {
     format!("{} {what} ({reason})", call.display_name())
 }
 
-fn random_suffix(n: usize) -> String {
+pub(super) fn random_suffix(n: usize) -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     (0..n)
         .map(|_| ALPHABET[fastrand::usize(..ALPHABET.len())] as char)

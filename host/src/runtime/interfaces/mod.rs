@@ -5,12 +5,14 @@
 
 mod ask;
 mod convert;
+mod lead_line;
 mod lead_tools;
 mod leading;
 mod mailbox;
 mod messaging;
 mod model;
 mod model_convert;
+mod network_ask;
 mod state;
 mod subagents;
 mod tasks;
@@ -21,14 +23,18 @@ mod views;
 
 #[cfg(test)]
 mod memory_tests;
+#[cfg(test)]
+mod network_tests;
 
 use super::bindings::types::{self, Error as WitError};
 use super::GuestError;
 
 pub(crate) use convert::{from_wit_status, mode_from_wit, to_wit_message, to_wit_task};
 
+pub(crate) use lead_line::LeadLine;
 pub(crate) use leading::LeadData;
 pub use leading::LeadGlue;
+pub(crate) use network_ask::NetworkAsker;
 pub(crate) use views::{CoordinationData, ModelData, ReadData, StateData, SubagentData, ToolData};
 pub use views::{CoordinationGlue, ModelGlue, ReadGlue, StateGlue, SubagentGlue, ToolGlue};
 

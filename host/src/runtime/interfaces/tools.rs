@@ -266,6 +266,15 @@ impl Host for ToolGlue<'_> {
         };
         let confinement = Confinement::for_mode(self.permissions.mode());
         let tools = self.toolbox();
+        if let Some(network) = &self.tools.network {
+            // A teammate with a network gets it from its first Bash call;
+            // a network it cannot have is told, not run without.
+            network.ready(&tools).map_err(|why| {
+                WitError::Unavailable(format!(
+                    "the teammate's network could not be set up ({why}); the command was not run"
+                ))
+            })?;
+        }
         // Bash writes straight to the directory: the tree's disk is measured
         // before the call (no file of it may grow past what is left), while
         // it runs (its process group is killed when the directories pass the
@@ -316,6 +325,11 @@ impl Host for ToolGlue<'_> {
             return Err(GuestError::trap(wasmtime::Error::msg(format!(
                 "{why}; the Bash call was stopped while it ran"
             ))));
+        }
+        if let Some(network) = &self.tools.network {
+            let network = network.clone();
+            // A small relaxed write: off the async threads.
+            let _ = tokio::task::spawn_blocking(move || network.keep_record()).await;
         }
         let usage = meter.measure().await;
         // Whatever the call left running may still write: the turn's end

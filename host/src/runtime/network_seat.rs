@@ -1,0 +1,112 @@
+//! A teammate's network seat (issue 46): its proxy, held to its
+//! [`NetworkSettings`], and the network namespace its Bash calls run in.
+//!
+//! The namespace and the proxy's task are made at the teammate's first
+//! Bash call ([`NetworkSeat::ready`]) — most teammates never run Bash — and
+//! live until the seat is dropped with the teammate: the task is aborted,
+//! the listener closed, and the kernel frees the namespace once the last
+//! process in it is gone. The proxy asks about unnamed hosts through the
+//! teammate's line to its lead (`interfaces/network_ask.rs`).
+//!
+//! What the proxy carried is kept beside the teammate's log, as
+//! `{name}.network.json` ([`NetworkSeat::keep_record`]: after every Bash
+//! call and when the seat is dropped), where `teamhost run`'s summary reads
+//! it. It only shows something: written without `fdatasync`.
+
+use std::sync::{Arc, Mutex};
+
+use crate::network::{Asker, NetworkSettings, Proxy, Usage};
+use crate::tools::netns::Netns;
+use crate::tools::ToolBox;
+
+/// One teammate's network (see the module docs).
+pub struct NetworkSeat {
+    proxy: Arc<Proxy>,
+    /// Where its usage is kept, if anywhere.
+    record: Option<std::path::PathBuf>,
+    /// The proxy's task once started, or why it could not be.
+    started: Mutex<Option<Result<tokio::task::AbortHandle, String>>>,
+}
+
+impl NetworkSeat {
+    /// A seat held to `settings`, asking `asker`. Fails when the settings
+    /// do not parse (the error names each bad rule).
+    /// `log`: the teammate's log file; the usage is kept beside it
+    /// (`None`: not kept).
+    pub fn new(
+        settings: &NetworkSettings,
+        asker: Arc<dyn Asker>,
+        log: Option<&std::path::Path>,
+    ) -> Result<NetworkSeat, String> {
+        settings.check()?;
+        let proxy = Proxy::new(
+            settings.rules()?,
+            asker,
+            settings.resolver(),
+            settings.limits(),
+        );
+        Ok(NetworkSeat {
+            proxy,
+            record: log.map(record_path),
+            started: Mutex::new(None),
+        })
+    }
+
+    /// Makes the namespace, attaches it to `tools` and starts the proxy on
+    /// its listener, the first time; after that answers what the first
+    /// time gave. Must be called within a tokio runtime.
+    pub fn ready(&self, tools: &ToolBox) -> Result<(), String> {
+        let mut started = self.started.lock().unwrap_or_else(|p| p.into_inner());
+        let outcome = started.get_or_insert_with(|| self.start(tools));
+        outcome.as_ref().map(|_| ()).map_err(Clone::clone)
+    }
+
+    fn start(&self, tools: &ToolBox) -> Result<tokio::task::AbortHandle, String> {
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|_| "the teammate's network needs the host's runtime".to_string())?;
+        let (ns, listener) = Netns::create().map_err(|e| e.to_string())?;
+        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let listener = {
+            let _inside = handle.enter();
+            tokio::net::TcpListener::from_std(listener).map_err(|e| e.to_string())?
+        };
+        tools.attach_network(ns).map_err(|e| e.to_string())?;
+        let task = handle.spawn(self.proxy.clone().serve_tcp(listener));
+        Ok(task.abort_handle())
+    }
+
+    /// What the proxy carried and refused so far.
+    pub fn usage(&self) -> Usage {
+        self.proxy.usage()
+    }
+
+    /// Writes the usage beside the log, if the proxy ever started. A
+    /// failure is logged: the record only shows something.
+    pub fn keep_record(&self) {
+        let started = self.started.lock().unwrap_or_else(|p| p.into_inner());
+        if !matches!(*started, Some(Ok(_))) {
+            return;
+        }
+        drop(started);
+        if let Some(path) = &self.record {
+            if let Err(e) = crate::durable::write_json_relaxed(path, &self.usage()) {
+                tracing::warn!(path = %path.display(), error = %e, "could not keep the teammate's network record");
+            }
+        }
+    }
+}
+
+/// `{name}.network.json` beside `{name}.log`.
+pub fn record_path(log: &std::path::Path) -> std::path::PathBuf {
+    log.with_extension("network.json")
+}
+
+impl Drop for NetworkSeat {
+    fn drop(&mut self) {
+        self.keep_record();
+        let started = self.started.get_mut().unwrap_or_else(|p| p.into_inner());
+        if let Some(Ok(task)) = started.take() {
+            task.abort();
+        }
+    }
+}
