@@ -37,6 +37,7 @@ mod nats_faults;
 mod nats_fencing;
 mod nats_security;
 mod nats_store;
+mod network_fetch;
 mod network_proxy;
 mod orphans;
 mod processes;

@@ -17,11 +17,9 @@
 //! slot and no descriptor for long. What was reached and refused is kept for the run's
 //! summary ([`Proxy::usage`]).
 
-use std::collections::{BTreeMap, HashSet};
-use std::future::Future;
+use std::collections::BTreeMap;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -30,8 +28,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio::sync::Semaphore;
 
-use super::rules::{NetworkRules, Verdict};
-use super::target::{Host, Target};
+use super::gate::{Asker, Gate, Resolver};
+use super::rules::NetworkRules;
+use super::target::Target;
 
 /// The most bytes of an HTTP request's head.
 pub const MAX_HEAD: usize = 16 * 1024;
@@ -46,65 +45,6 @@ type Slot = Option<tokio::sync::OwnedSemaphorePermit>;
 pub trait Client: AsyncRead + AsyncWrite + Unpin + Send {}
 
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Client for T {}
-
-/// A boxed future, for the traits below.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// Answers a target no rule names: the person, the lead or the policy,
-/// through the teammate's approval routes (tool `Network`).
-pub trait Asker: Send + Sync {
-    /// The answer for `target`.
-    fn ask<'a>(&'a self, target: &'a Target) -> BoxFuture<'a, Answer>;
-}
-
-/// An answer to a [`Asker::ask`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    /// This connection only.
-    Once,
-    /// This host, on any allowed port, for the rest of the run.
-    ForTheRun,
-    /// Refused, and why.
-    No(String),
-}
-
-/// Resolves a name to addresses.
-pub trait Resolver: Send + Sync {
-    /// The addresses of `name`.
-    fn resolve<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<IpAddr>>>;
-}
-
-/// The system's resolver (`getaddrinfo`, on tokio's blocking pool).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct SystemResolver;
-
-impl Resolver for SystemResolver {
-    fn resolve<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<IpAddr>>> {
-        Box::pin(async move {
-            let found = tokio::net::lookup_host((name, 0)).await?;
-            Ok(found.map(|a| a.ip()).collect())
-        })
-    }
-}
-
-/// A fixed table of names, for tests and for pinning names: a name not in
-/// it does not resolve. It never asks the system.
-#[derive(Debug, Default, Clone)]
-pub struct MapResolver(pub BTreeMap<String, Vec<IpAddr>>);
-
-impl Resolver for MapResolver {
-    fn resolve<'a>(&'a self, name: &'a str) -> BoxFuture<'a, io::Result<Vec<IpAddr>>> {
-        let found = self.0.get(name).cloned();
-        Box::pin(async move {
-            found.ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::NotFound,
-                    "no such name in the resolver's table",
-                )
-            })
-        })
-    }
-}
 
 /// The proxy's bounds.
 #[derive(Debug, Clone)]
@@ -192,16 +132,13 @@ impl Usage {
 
 /// One teammate's proxy (see the module docs).
 pub struct Proxy {
-    rules: NetworkRules,
-    asker: Arc<dyn Asker>,
-    resolver: Arc<dyn Resolver>,
+    gate: Arc<Gate>,
     limits: ProxyLimits,
     open: Arc<Semaphore>,
     total: AtomicU64,
     bytes: AtomicU64,
     bytes_out: AtomicU64,
     bytes_in: AtomicU64,
-    for_the_run: Mutex<HashSet<Host>>,
     usage: Mutex<Usage>,
 }
 
@@ -213,17 +150,22 @@ impl Proxy {
         resolver: Arc<dyn Resolver>,
         limits: ProxyLimits,
     ) -> Arc<Proxy> {
+        let gate = Gate::new(rules, asker, resolver, limits.connect_timeout);
+        Proxy::with_gate(gate, limits)
+    }
+
+    /// A proxy admitting targets through `gate`, which it shares with the
+    /// teammate's other ways out (a host allowed for the run through one is
+    /// allowed through all).
+    pub fn with_gate(gate: Arc<Gate>, limits: ProxyLimits) -> Arc<Proxy> {
         Arc::new(Proxy {
             open: Arc::new(Semaphore::new(limits.max_open)),
-            rules,
-            asker,
-            resolver,
+            gate,
             limits,
             total: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             bytes_out: AtomicU64::new(0),
             bytes_in: AtomicU64::new(0),
-            for_the_run: Mutex::new(HashSet::new()),
             usage: Mutex::new(Usage::default()),
         })
     }
@@ -317,53 +259,15 @@ impl Proxy {
         }
     }
 
-    /// Steps 2–4: the addresses `target` may be reached at, checked, or
-    /// why not.
+    /// Steps 2–4 ([`Gate::admit`]): the addresses `target` may be reached
+    /// at, checked, or why not.
     async fn admit(&self, target: &Target) -> Result<Vec<SocketAddr>, String> {
-        match self.rules.judge(target) {
-            Verdict::Deny(why) => return Err(why),
-            Verdict::Allow => {}
-            Verdict::Ask => {
-                let granted = self
-                    .for_the_run
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .contains(&target.host);
-                if !granted {
-                    match self.asker.ask(target).await {
-                        Answer::Once => {}
-                        Answer::ForTheRun => {
-                            self.for_the_run
-                                .lock()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .insert(target.host.clone());
-                        }
-                        Answer::No(why) => return Err(format!("{target}: {why}")),
-                    }
-                }
-            }
-        }
-        let addrs = match &target.host {
-            Host::Ip(a) => vec![*a],
-            Host::Name(n) => {
-                let resolved =
-                    tokio::time::timeout(self.limits.connect_timeout, self.resolver.resolve(n))
-                        .await;
-                match resolved {
-                    Ok(Ok(a)) if !a.is_empty() => a,
-                    Ok(Ok(_)) => return Err(format!("{n} resolves to no address")),
-                    Ok(Err(e)) => return Err(format!("{n} does not resolve: {e}")),
-                    Err(_) => return Err(format!("{n} did not resolve in time")),
-                }
-            }
-        };
-        for a in &addrs {
-            self.rules.check_address(target, *a)?;
-        }
-        Ok(addrs
-            .into_iter()
-            .map(|a| SocketAddr::new(a, target.port))
-            .collect())
+        self.gate.admit(target).await
+    }
+
+    /// The gate it admits targets through.
+    pub fn gate(&self) -> &Arc<Gate> {
+        &self.gate
     }
 
     /// Connects to one of `addrs` (each checked by [`Proxy::admit`]).

@@ -22,7 +22,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::proxy::{BoxFuture, ProxyLimits, Resolver, SystemResolver};
+use super::gate::{BoxFuture, Resolver, SystemResolver};
+use super::proxy::ProxyLimits;
 use super::rules::NetworkRules;
 
 /// A teammate's network (see the module docs).
