@@ -314,7 +314,9 @@ fn assemble(
         ..SharedParts::new(team.clone(), lead)
     };
     let resumed = place.resumed.as_ref();
+    let tape = fetch_tape(env, team, &member.name, req)?;
     Ok(Assembly::new(shared, identity, dir)
+        .fetch_tape(tape)
         .permissions(settings.permission_mode(), settings.rules.clone())
         .auto_approve_plans(env.auto_approve_plans)
         .network(settings.network.clone())
@@ -323,6 +325,35 @@ fn assemble(
             resumed.map(|r| r.open_requests.clone()).unwrap_or_default(),
             resumed.and_then(|r| r.pending_plan.clone()),
         ))
+}
+
+/// Where a teammate with a network records or replays its WebFetch
+/// fetches: beside the model's cassettes, in the run's cassette mode
+/// (`{cassettes}/{team}/fetch/{name}.jsonl`); none in a live run.
+fn fetch_tape(
+    env: &SpawnEnv<'_>,
+    team: &Team,
+    name: &str,
+    req: &SpawnRequest,
+) -> Result<Option<Arc<crate::network::FetchTape>>> {
+    use crate::model::CassetteMode;
+    use crate::network::{FetchTape, TapeMode};
+    if req.settings.network.is_none() {
+        return Ok(None);
+    }
+    let hub = env.models.hub();
+    let mode = match hub.mode() {
+        CassetteMode::Live => return Ok(None),
+        CassetteMode::Record => TapeMode::Record,
+        CassetteMode::Replay | CassetteMode::ReplayLenient => TapeMode::Replay,
+        CassetteMode::ReplayOrRecord => TapeMode::ReplayOrRecord,
+    };
+    let Some(dir) = hub.cassettes() else {
+        return Ok(None);
+    };
+    let path = FetchTape::path_for(dir, team.name(), name).map_err(Error::Spawn)?;
+    let tape = FetchTape::open(path, mode).map_err(Error::Spawn)?;
+    Ok(Some(Arc::new(tape)))
 }
 
 /// The tools' limits from the teammate's: Bash's process tree gets its own

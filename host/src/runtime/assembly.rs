@@ -102,6 +102,7 @@ pub struct Assembly {
     earlier_requests: Vec<PermissionRequest>,
     pending_plan: Option<String>,
     network: Option<crate::network::NetworkSettings>,
+    fetch_tape: Option<Arc<crate::network::FetchTape>>,
 }
 
 /// An assembled agent: the state its store holds and what its sandboxed
@@ -149,6 +150,7 @@ impl Assembly {
             earlier_requests: Vec::new(),
             pending_plan: None,
             network: None,
+            fetch_tape: None,
         }
     }
 
@@ -202,6 +204,13 @@ impl Assembly {
         self
     }
 
+    /// Where its WebFetch fetches are recorded or replayed from (a run with
+    /// cassettes); none by default.
+    pub fn fetch_tape(mut self, tape: Option<Arc<crate::network::FetchTape>>) -> Self {
+        self.fetch_tape = tape;
+        self
+    }
+
     /// Its sub-agents.
     pub fn subagents(mut self, host: Arc<dyn SubagentHost>) -> Self {
         self.subagents = Some(host);
@@ -240,6 +249,7 @@ impl Assembly {
         let network = self.network.clone();
         let self_dir = self.dir.clone();
         let log = self.shared.log.clone();
+        let tape = self.fetch_tape.clone();
         let tools = ToolBox::open(&self.dir, self.shared.tool_limits.clone()).map_err(|error| {
             ToolsUnavailable {
                 dir: self.dir.clone(),
@@ -309,14 +319,13 @@ impl Assembly {
                 agent.fixed.limits.ask_timeout,
                 agent.fixed.limits.max_pending_requests,
             );
-            let seat = super::NetworkSeat::new(settings, Arc::new(asker), log.as_deref()).map_err(
-                |why| ToolsUnavailable {
+            let seat = super::NetworkSeat::new(settings, Arc::new(asker), log.as_deref(), tape)
+                .map_err(|why| ToolsUnavailable {
                     dir: self_dir.clone(),
                     error: crate::tools::ToolError::Invalid(format!(
                         "the teammate's network settings: {why}"
                     )),
-                },
-            )?;
+                })?;
             agent.tools.network = Some(Arc::new(seat));
         }
         Ok(Assembled { agent, instance })

@@ -15,13 +15,19 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::network::{Asker, NetworkSettings, Proxy, Usage};
+use crate::network::{
+    Asker, FetchError, FetchLimits, FetchTape, Fetched, Fetcher, Gate, NetworkSettings, Proxy,
+    Usage,
+};
 use crate::tools::netns::Netns;
 use crate::tools::ToolBox;
 
 /// One teammate's network (see the module docs).
 pub struct NetworkSeat {
     proxy: Arc<Proxy>,
+    /// WebFetch's fetcher, on the proxy's gate: a host allowed for the run
+    /// through one is allowed through the other.
+    fetcher: Fetcher,
     /// Where its usage is kept, if anywhere.
     record: Option<std::path::PathBuf>,
     /// The proxy's task once started, or why it could not be.
@@ -33,20 +39,30 @@ impl NetworkSeat {
     /// do not parse (the error names each bad rule).
     /// `log`: the teammate's log file; the usage is kept beside it
     /// (`None`: not kept).
+    /// `tape`: where WebFetch's fetches are recorded or replayed from (a
+    /// run with cassettes), if anywhere.
     pub fn new(
         settings: &NetworkSettings,
         asker: Arc<dyn Asker>,
         log: Option<&std::path::Path>,
+        tape: Option<Arc<FetchTape>>,
     ) -> Result<NetworkSeat, String> {
         settings.check()?;
-        let proxy = Proxy::new(
+        let limits = settings.limits();
+        let gate = Gate::new(
             settings.rules()?,
             asker,
             settings.resolver(),
-            settings.limits(),
+            limits.connect_timeout,
         );
+        let proxy = Proxy::with_gate(gate.clone(), limits);
+        let mut fetcher = Fetcher::new(gate, FetchLimits::default());
+        if let Some(tape) = tape {
+            fetcher = fetcher.with_tape(tape);
+        }
         Ok(NetworkSeat {
             proxy,
+            fetcher,
             record: log.map(crate::network::usage_record_path),
             started: Mutex::new(None),
         })
@@ -73,6 +89,11 @@ impl NetworkSeat {
         tools.attach_network(ns).map_err(|e| e.to_string())?;
         let task = handle.spawn(self.proxy.clone().serve_tcp(listener));
         Ok(task.abort_handle())
+    }
+
+    /// WebFetch: `url` through the gate (see [`Fetcher::fetch`]).
+    pub async fn fetch(&self, url: &str) -> Result<Fetched, FetchError> {
+        self.fetcher.fetch(url).await
     }
 
     /// What the proxy carried and refused so far.

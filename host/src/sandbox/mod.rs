@@ -388,6 +388,10 @@ pub enum CoordinationKind {
     Team(TeamCall),
     /// `subagents.*`: the `Agent` tool.
     Subagents,
+    /// The toolbox's `WebFetch`: a page fetched by the host through the
+    /// teammate's network (its hosts decided by the network rules and the
+    /// `Network` questions, not here).
+    Fetch,
 }
 
 /// `mailbox` functions.
@@ -480,6 +484,7 @@ impl CoordinationKind {
                 TeamCall::Roster => "team.roster",
             },
             CoordinationKind::Subagents => "subagents",
+            CoordinationKind::Fetch => "toolbox.web-fetch",
         }
     }
 
@@ -520,6 +525,7 @@ impl CoordinationKind {
                 TeamCall::Whoami | TeamCall::Roster => None,
             },
             CoordinationKind::Subagents => Some(ToolName::Agent),
+            CoordinationKind::Fetch => Some(ToolName::WebFetch),
         }
     }
 }
@@ -551,11 +557,15 @@ pub enum ToolName {
     TaskList,
     /// `Agent`: starting, messaging, reading and stopping sub-agents.
     Agent,
+    /// `WebFetch`: a page fetched through the teammate's network. A rule
+    /// with a specifier (the reference's `WebFetch(domain:…)`) is kept and
+    /// matches nothing: hosts are the network rules' to decide.
+    WebFetch,
 }
 
 impl ToolName {
     /// Every tool name.
-    pub const ALL: [ToolName; 12] = [
+    pub const ALL: [ToolName; 13] = [
         ToolName::Read,
         ToolName::Write,
         ToolName::Edit,
@@ -568,6 +578,7 @@ impl ToolName {
         ToolName::TaskUpdate,
         ToolName::TaskList,
         ToolName::Agent,
+        ToolName::WebFetch,
     ];
 
     /// The reference's spelling.
@@ -585,6 +596,7 @@ impl ToolName {
             ToolName::TaskUpdate => "TaskUpdate",
             ToolName::TaskList => "TaskList",
             ToolName::Agent => "Agent",
+            ToolName::WebFetch => "WebFetch",
         }
     }
 

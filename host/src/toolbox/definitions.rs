@@ -23,7 +23,7 @@ pub struct ToolSpec {
 }
 
 /// Every tool, in the order a model is given them.
-pub const TOOLS: [ToolSpec; 14] = [
+pub const TOOLS: [ToolSpec; 15] = [
     ToolSpec {
         tool: ToolName::Read,
         name: "Read",
@@ -108,7 +108,20 @@ pub const TOOLS: [ToolSpec; 14] = [
         description: "Stop a running background agent by its id (`task_id`). It ends as killed and you are notified.",
         schema: task_stop_schema,
     },
+    ToolSpec {
+        tool: ToolName::WebFetch,
+        name: "WebFetch",
+        description: "Fetch a web page (http or https) through the host and get it as Markdown (HTML) or text, with `prompt` saying what you want from it; answer it from the text you get. Only text types come back, at most a few hundred KiB; redirects are followed. A host you were not given asks the lead first, and may be refused.",
+        schema: web_fetch_schema,
+    },
 ];
+
+/// What Bash's description says of the network for a teammate that has
+/// one (the default description says there is none).
+pub const BASH_WITH_NETWORK: &str = "HTTP and HTTPS go through the host's proxy (HTTP_PROXY, HTTPS_PROXY and ALL_PROXY are set; other ways out do not exist); a host you were not given asks the lead first, and may be refused.";
+
+/// What Bash's description says of the network by default.
+pub const BASH_NO_NETWORK: &str = "There is no network.";
 
 /// The definition of `spec` for a model.
 pub fn definition(spec: &ToolSpec) -> ToolDefinition {
@@ -195,6 +208,16 @@ fn bash_schema() -> Value {
             "description": {"type": "string", "description": "What it does, in a few words"},
         }),
         &["command"],
+    )
+}
+
+fn web_fetch_schema() -> Value {
+    object(
+        json!({
+            "url": {"type": "string", "description": "The page's URL, http:// or https://"},
+            "prompt": {"type": "string", "description": "What you want to learn from the page"},
+        }),
+        &["url", "prompt"],
     )
 }
 
@@ -314,8 +337,15 @@ mod tests {
                 "TaskList",
                 "Agent",
                 "TaskOutput",
-                "TaskStop"
+                "TaskStop",
+                "WebFetch"
             ]
+        );
+        let fetch: Value = serde_json::from_str(&definition(&TOOLS[14]).input_schema).unwrap();
+        assert_eq!(fetch["required"], json!(["url", "prompt"]));
+        assert!(
+            TOOLS[5].description.contains(BASH_NO_NETWORK),
+            "the text a network replaces"
         );
         for spec in &TOOLS {
             let d = definition(spec);

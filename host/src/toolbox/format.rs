@@ -123,6 +123,40 @@ pub fn grep(
 
 /// Bash's result and whether it counts as an error (a non-zero exit, a
 /// timeout, a signal).
+/// A WebFetch result: where the page came from (and through which
+/// redirects), its type and size, the prompt it was fetched for, then the
+/// page, cut at `cap` bytes (on a character boundary).
+#[allow(clippy::too_many_arguments)]
+pub fn web_fetch(
+    url: &str,
+    status: u16,
+    content_type: &str,
+    text: &str,
+    truncated: bool,
+    redirects: &[String],
+    prompt: &str,
+    cap: usize,
+) -> String {
+    let mut out = format!("Fetched {url} (HTTP {status}");
+    if !content_type.is_empty() {
+        out += &format!(", {content_type}");
+    }
+    out += &format!(", {} bytes of text)", text.len());
+    if !redirects.is_empty() {
+        out += &format!(" after the redirect(s) of {}", redirects.join(" → "));
+    }
+    out += &format!(".\nYou asked: {prompt}\n\n");
+    let mut end = text.len().min(cap);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    out.push_str(&text[..end]);
+    if truncated || end < text.len() {
+        out += "\n\n[the page goes on: it was cut here]";
+    }
+    out
+}
+
 pub fn bash(
     stdout: &str,
     stderr: &str,

@@ -108,6 +108,11 @@ pub enum Call {
         command: String,
         timeout_ms: Option<u64>,
     },
+    /// `WebFetch`: a page through the teammate's network.
+    WebFetch {
+        url: String,
+        prompt: String,
+    },
     Send(SendCall),
     TaskCreate {
         subject: String,
@@ -281,7 +286,7 @@ fn kind(v: &Value) -> &'static str {
 }
 
 /// The tool names [`parse`] knows.
-pub const NAMES: [&str; 14] = [
+pub const NAMES: [&str; 15] = [
     "Read",
     "Write",
     "Edit",
@@ -296,6 +301,7 @@ pub const NAMES: [&str; 14] = [
     "Agent",
     "TaskOutput",
     "TaskStop",
+    "WebFetch",
 ];
 
 /// Reads the call of tool `name` with JSON `input`.
@@ -368,6 +374,10 @@ pub fn parse(name: &str, input: &str) -> Result<Call, String> {
                 timeout_ms: f.u64_opt("timeout")?,
             }
         }
+        "WebFetch" => Call::WebFetch {
+            url: f.str_req("url")?,
+            prompt: f.str_req("prompt")?,
+        },
         "SendMessage" => Call::Send(send(&f)?),
         "TaskCreate" => Call::TaskCreate {
             subject: f.str_req("subject")?,

@@ -111,6 +111,11 @@ impl ModelHub {
         self.mode
     }
 
+    /// Its cassette directory, when it records or replays.
+    pub fn cassettes(&self) -> Option<&std::path::Path> {
+        self.cassettes.as_deref()
+    }
+
     /// Its config.
     pub fn config(&self) -> &ModelConfig {
         &self.config

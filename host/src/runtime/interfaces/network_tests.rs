@@ -13,6 +13,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::network::NetworkSettings;
 use crate::protocol::{Parsed, PermissionResponse, ProtocolMessage, WireMessage};
+use crate::runtime::bindings::model::ToolUse;
+use crate::runtime::bindings::toolbox::Host as _;
 use crate::runtime::bindings::tools::{BashOutput, Host as _};
 use crate::runtime::state::AgentCtx;
 use crate::sandbox::{PermissionMode, ToolRules};
@@ -49,11 +51,21 @@ async fn server() -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
                     .to_string();
                 let path = line.split(' ').nth(1).unwrap_or("").to_string();
                 log.lock().unwrap().push(path.clone());
-                let body = format!("hello {path}");
-                let reply = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
+                let (kind, body) = match path.as_str() {
+                    "/page" => (
+                        "text/html",
+                        "<html><body><h1>Title</h1><p>hello page</p></body></html>".to_string(),
+                    ),
+                    "/away" => ("", String::new()),
+                    _ => ("text/plain", format!("hello {path}")),
+                };
+                let reply = match path.as_str() {
+                    "/away" => "HTTP/1.1 302 Found\r\nLocation: http://evil.test/\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_string(),
+                    _ => format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    ),
+                };
                 let _ = s.write_all(reply.as_bytes()).await;
             });
         }
@@ -353,4 +365,67 @@ async fn a_teammate_cannot_reach_another_teammates_proxy() {
         "a's own proxy answered, by a's rules: {got:?}"
     );
     assert_eq!(*seen.lock().unwrap(), ["/b"]);
+}
+
+async fn web_fetch(a: &mut AgentCtx, url: &str) -> (String, bool) {
+    let r = a
+        .tool_glue()
+        .invoke(ToolUse {
+            id: "toolu_1".into(),
+            name: "WebFetch".into(),
+            input: json!({"url": url, "prompt": "what does it say?"}).to_string(),
+        })
+        .await
+        .unwrap();
+    (r.content, r.is_error)
+}
+
+/// WebFetch is offered only to a teammate with a network, whose Bash is
+/// then told about the proxy; it fetches through the same gate (rules,
+/// questions, redirects judged again) and returns HTML as Markdown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn web_fetch_goes_through_the_teammates_network_and_only_there() {
+    let (addr, seen) = server().await;
+    let port = addr.port();
+    let (dir, dir_b, team) = new_team();
+    let asked = lead(team.clone(), Lead::Deny);
+    let mut a = with_network(&team, "a", &dir, settings(&["pkg.test", "127.0.0.2"], port));
+    let mut plain = AgentCtx::builder(team.clone(), "b", dir_b.path())
+        .build()
+        .unwrap();
+
+    let offered = |defs: Vec<crate::runtime::bindings::model::ToolDefinition>| {
+        let bash = defs
+            .iter()
+            .find(|d| d.name == "Bash")
+            .unwrap()
+            .description
+            .clone();
+        (defs.iter().any(|d| d.name == "WebFetch"), bash)
+    };
+    let (fetch, bash) = offered(a.tool_glue().definitions().await.unwrap());
+    assert!(fetch && bash.contains("through the host's proxy"), "{bash}");
+    let (fetch, bash) = offered(plain.tool_glue().definitions().await.unwrap());
+    assert!(!fetch && bash.contains("There is no network."), "{bash}");
+    let (text, error) = web_fetch(&mut plain, &format!("http://pkg.test:{port}/page")).await;
+    assert!(error && text.contains("has no network"), "{text}");
+
+    let (text, error) = web_fetch(&mut a, &format!("http://pkg.test:{port}/page")).await;
+    assert!(!error, "{text}");
+    assert!(
+        text.contains("# Title") && text.contains("hello page"),
+        "{text}"
+    );
+    assert!(text.contains("You asked: what does it say?"), "{text}");
+    // A redirect to a denied host is refused at that hop.
+    let (text, error) = web_fetch(&mut a, &format!("http://pkg.test:{port}/away")).await;
+    assert!(
+        error && text.contains("permission denied") && text.contains("evil.test"),
+        "{text}"
+    );
+    // A host no rule names is asked, and the lead's no holds.
+    let (text, error) = web_fetch(&mut a, &format!("http://new.test:{port}/page")).await;
+    assert!(error && text.contains("not this host"), "{text}");
+    assert_eq!(*asked.lock().unwrap(), ["new.test"]);
+    assert_eq!(*seen.lock().unwrap(), ["/page", "/away"]);
 }

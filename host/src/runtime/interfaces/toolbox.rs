@@ -11,6 +11,7 @@
 
 use super::model_convert::tool_definition_to_wit;
 use super::ToolGlue;
+use crate::network::FetchError;
 use crate::runtime::bindings::messaging::Host as Messaging;
 use crate::runtime::bindings::model::{ToolDefinition, ToolResult, ToolUse};
 use crate::runtime::bindings::protocol::{PlanResponse, ShutdownResponse};
@@ -25,6 +26,7 @@ use crate::runtime::subagent_host::{StartRequest, Started, SubagentInfo, Subagen
 use crate::runtime::GuestError;
 use crate::sandbox::{CoordinationKind, Decision, MessagingCall, TasksCall, ToolCall, ToolName};
 use crate::toolbox::agent_format::{self, AgentReport};
+use crate::toolbox::definitions::{BASH_NO_NETWORK, BASH_WITH_NETWORK};
 use crate::toolbox::format::{self, TaskView};
 use crate::toolbox::input::{self, AgentCall, Call, SendCall, TaskUpdateCall, UpdateStatus};
 use crate::toolbox::{definition, lead_tools, TOOLS};
@@ -69,6 +71,7 @@ fn sample(tool: ToolName) -> ToolCall {
         ToolName::TaskUpdate => ToolCall::Coordination(CoordinationKind::Tasks(TasksCall::Update)),
         ToolName::TaskList => ToolCall::Coordination(CoordinationKind::Tasks(TasksCall::List)),
         ToolName::Agent => ToolCall::Coordination(CoordinationKind::Subagents),
+        ToolName::WebFetch => ToolCall::Coordination(CoordinationKind::Fetch),
     }
 }
 
@@ -181,6 +184,7 @@ impl ToolGlue<'_> {
                 )),
                 Err(e) => failed(e),
             },
+            Call::WebFetch { url, prompt } => self.run_web_fetch(url, prompt).await,
             Call::Send(send) => self.run_send(send).await,
             Call::TaskCreate {
                 subject,
@@ -433,6 +437,45 @@ impl ToolGlue<'_> {
     }
 }
 
+impl ToolGlue<'_> {
+    /// WebFetch: allowed by the sandbox like a coordination call (a deny
+    /// rule `WebFetch` refuses it), then fetched through the teammate's
+    /// network, whose rules and questions decide the hosts.
+    async fn run_web_fetch(&mut self, url: String, prompt: String) -> wasmtime::Result<Outcome> {
+        if let Err(e) = self
+            .permissions
+            .authorize_coordination(CoordinationKind::Fetch)
+        {
+            return failed(e);
+        }
+        let Some(network) = self.tools.network.clone() else {
+            return failed(WitError::Unavailable(
+                "this teammate has no network (its manifest entry's [teammate.network] gives it one); nothing was fetched"
+                    .into(),
+            ));
+        };
+        match network.fetch(&url).await {
+            Ok(f) => ok(format::web_fetch(
+                &f.url,
+                f.status,
+                &f.content_type,
+                &f.text,
+                f.truncated,
+                &f.redirects,
+                &prompt,
+                self.tools.tools.limits().max_output_bytes,
+            )),
+            Err(e) => failed(match e {
+                FetchError::Refused { .. } => WitError::Denied(e.to_string()),
+                FetchError::BadUrl(_) | FetchError::NotText { .. } => {
+                    WitError::Invalid(e.to_string())
+                }
+                _ => WitError::Unavailable(e.to_string()),
+            }),
+        }
+    }
+}
+
 impl Host for ToolGlue<'_> {
     async fn definitions(&mut self) -> wasmtime::Result<Vec<ToolDefinition>> {
         let mut tools: Vec<_> = TOOLS
@@ -443,9 +486,17 @@ impl Host for ToolGlue<'_> {
                     Decision::Deny { .. }
                 )
             })
-            // `Agent` only for an agent with a sub-agent seat.
+            // `Agent` only for an agent with a sub-agent seat, `WebFetch`
+            // only for one with a network.
             .filter(|spec| spec.tool != ToolName::Agent || self.subagents.is_some())
+            .filter(|spec| spec.tool != ToolName::WebFetch || self.tools.network.is_some())
             .map(definition)
+            .map(|mut d| {
+                if d.name == "Bash" && self.tools.network.is_some() {
+                    d.description = d.description.replace(BASH_NO_NETWORK, BASH_WITH_NETWORK);
+                }
+                d
+            })
             .collect();
         // A lead's `Agent` tool spawns teammates too (and only them in
         // delegate mode, where the sandbox denies sub-agents).

@@ -293,7 +293,8 @@ pub(super) fn suggest(mode: PermissionMode, rules: &ToolRules, target: &Target) 
                 | ToolName::TaskGet
                 | ToolName::TaskUpdate
                 | ToolName::TaskList
-                | ToolName::Agent => *tool,
+                | ToolName::Agent
+                | ToolName::WebFetch => *tool,
             };
             // Only an edit inside the directory asks (in `default`): reads
             // inside are allowed, and a path outside is denied before any ask.

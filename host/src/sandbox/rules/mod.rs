@@ -376,7 +376,8 @@ impl Rule {
             | ToolName::TaskGet
             | ToolName::TaskUpdate
             | ToolName::TaskList
-            | ToolName::Agent => own == tool,
+            | ToolName::Agent
+            | ToolName::WebFetch => own == tool,
         }
     }
 
@@ -446,6 +447,10 @@ fn parse_specifier(tool: ToolName, spec: &str) -> Result<Specifier, RuleProblem>
         | ToolName::TaskUpdate
         | ToolName::TaskList
         | ToolName::Agent => Err(RuleProblem::NoSpecifier(tool)),
+        // `WebFetch(domain:…)`, as Claude Code writes it into a member's
+        // rules: read, kept, and matching no call (a refusal would fail the
+        // teammate a Claude Code lead spawned).
+        ToolName::WebFetch => Ok(Specifier::Opaque(spec.to_string())),
     }
 }
 

@@ -5,7 +5,7 @@
 use super::*;
 // The policy's context is the one the engine hands the rules (a test
 // fixture only: the rules themselves do not use the policy).
-use crate::sandbox::PolicyContext;
+use crate::sandbox::{rules_verdict, CoordinationKind, PolicyContext, RuleVerdict, ToolCall};
 
 /// The context the rule tests resolve paths in.
 pub(super) fn ctx() -> PolicyContext {
@@ -116,17 +116,40 @@ fn a_rule_error_names_the_rule_the_list_and_the_fix() {
 
 #[test]
 fn unknown_tools_parse_match_nothing_and_are_listed() {
-    let rules =
-        ToolRules::new(["WebFetch(domain:example.com)", "Read"], ["mcp__db__drop"]).unwrap();
-    assert_eq!(rules.unknown_tools(), ["WebFetch", "mcp__db__drop"]);
-    let web = rule("WebFetch(domain:example.com)");
+    let rules = ToolRules::new(["WebSearch(query:rust)", "Read"], ["mcp__db__drop"]).unwrap();
+    assert_eq!(rules.unknown_tools(), ["WebSearch", "mcp__db__drop"]);
+    let web = rule("WebSearch(query:rust)");
     assert_eq!(
         web.specifier(),
-        Some(&Specifier::Opaque("domain:example.com".into()))
+        Some(&Specifier::Opaque("query:rust".into()))
     );
     for tool in ToolName::ALL {
         assert!(!web.covers_tool(tool));
     }
+}
+
+/// `WebFetch(domain:…)`, as Claude Code writes it into a member's rules,
+/// parses (a teammate its lead spawned must start) and matches no call:
+/// hosts are the network rules' to decide. A bare `WebFetch` names the tool.
+#[test]
+fn webfetch_domain_rules_parse_and_match_no_call() {
+    let fetch = ToolCall::Coordination(CoordinationKind::Fetch);
+    let ctx = PolicyContext::new("/w");
+    let domain = ToolRules::new(["WebFetch(domain:example.com)"], [] as [&str; 0]).unwrap();
+    assert!(domain.unknown_tools().is_empty());
+    assert_eq!(
+        rule("WebFetch(domain:example.com)").specifier(),
+        Some(&Specifier::Opaque("domain:example.com".into()))
+    );
+    assert!(matches!(
+        rules_verdict(&domain, &fetch, &ctx),
+        RuleVerdict::Neither
+    ));
+    let denied = ToolRules::new([] as [&str; 0], ["WebFetch"]).unwrap();
+    assert!(matches!(
+        rules_verdict(&denied, &fetch, &ctx),
+        RuleVerdict::Denied(_)
+    ));
 }
 
 #[test]
