@@ -82,7 +82,7 @@ pub(super) fn check(home: &Home, out: &Output, a: CheckArgs) -> anyhow::Result<(
             .map(|(path, used_by)| {
                 let runtime = &runtime;
                 s.spawn(move || {
-                    let (took, r) = timed(|| runtime.prepare(&path));
+                    let (took, r) = timed(|| runtime.compile(&path));
                     Component {
                         error: r.err().map(|e| format!("{e:#}")),
                         path,

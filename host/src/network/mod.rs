@@ -12,8 +12,9 @@
 //!
 //! **Where it stands.** The rules and the proxy are tested against local
 //! servers (`host/tests/network_proxy.rs`). Bash reaches the proxy from
-//! its namespace (`runtime/network_seat.rs`). Not yet: a component's
-//! `wasi:http` requests and the `WebFetch` tool.
+//! its namespace (`runtime/network_seat.rs`), a component's `wasi:http`
+//! requests through an in-process stream (`runtime/wasi_http/`). Not yet:
+//! the `WebFetch` tool.
 //!
 //! Nothing here trusts what a teammate sends: every request is parsed
 //! strictly before a rule is read, and a name is resolved by the host and
