@@ -8,8 +8,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use teamhost::approvals::PermitAnswer;
 use teamhost::embed::SpawnRequest;
 use teamhost::network::{NetworkSettings, Usage};
+use teamhost::protocol::ProtocolMessage;
 use teamhost_tests::fixture::{is_plain, TeamFixture};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -51,8 +53,8 @@ async fn server() -> (u16, Arc<AtomicUsize>) {
 }
 
 /// A network that allows `pkgs.test` and the address 127.0.0.2 on `port`,
-/// denies `bad.pkgs.test` (all three pinned to 127.0.0.2), and grants
-/// `wasi:http` to `outbound`.
+/// denies `bad.pkgs.test`, names neither `new.test` (all three pinned to
+/// 127.0.0.2), and grants `wasi:http` to `outbound`.
 fn network(port: u16, outbound: &[String]) -> NetworkSettings {
     let here = vec!["127.0.0.2".parse().unwrap()];
     NetworkSettings {
@@ -61,7 +63,8 @@ fn network(port: u16, outbound: &[String]) -> NetworkSettings {
         allowed_ports: Some(vec![port]),
         resolve: [
             ("pkgs.test".to_string(), here.clone()),
-            ("bad.pkgs.test".to_string(), here),
+            ("bad.pkgs.test".to_string(), here.clone()),
+            ("new.test".to_string(), here),
         ]
         .into(),
         allowed_outbound_hosts: outbound.to_vec(),
@@ -87,14 +90,41 @@ async fn spawn(
 /// Asks the fetcher for `url` as the lead and waits for its answer.
 async fn fetch(fx: &TeamFixture, url: &str) -> String {
     let before = answers(fx).len();
+    ask(fx, url);
+    answer_after(fx, url, before).await
+}
+
+/// Asks the fetcher for `url` as the lead.
+fn ask(fx: &TeamFixture, url: &str) {
     fx.host
         .send_as_lead(&fx.name, "fetcher", &format!("get {url}"), None)
         .unwrap();
+}
+
+/// Waits for the fetcher's answer after its first `before` ones.
+async fn answer_after(fx: &TeamFixture, url: &str, before: usize) -> String {
     fx.until(&format!("the fetcher's answer for {url}"), || {
         answers(fx).len() > before
     })
     .await;
     answers(fx).pop().unwrap()
+}
+
+/// Waits for the fetcher's `n`th `Network` permission request to the lead
+/// and returns it.
+async fn network_question(fx: &TeamFixture, n: usize) -> teamhost::protocol::PermissionRequest {
+    let asked = || -> Vec<_> {
+        fx.lead_protocol()
+            .into_iter()
+            .filter_map(|m| match m {
+                ProtocolMessage::PermissionRequest(r) if r.tool_name == "Network" => Some(r),
+                _ => None,
+            })
+            .collect()
+    };
+    fx.until(&format!("{n} Network question(s)"), || asked().len() >= n)
+        .await;
+    asked().swap_remove(n - 1)
 }
 
 /// The fetcher's plain messages to the lead, oldest first.
@@ -193,6 +223,46 @@ async fn a_listed_host_the_rules_deny_is_refused_by_the_proxy_with_its_reason() 
         usage.refused.contains_key(&format!("bad.pkgs.test:{port}")),
         "{usage:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listed_host_no_rule_names_is_asked_of_the_lead_and_its_answer_holds() {
+    let (port, served) = server().await;
+    let fx = TeamFixture::new("http-asked");
+    spawn(
+        &fx,
+        Some(network(port, &[format!("http://new.test:{port}")])),
+    )
+    .await
+    .unwrap();
+    let url = format!("http://new.test:{port}/asked");
+    // Refused: the guest sees the lead's reason, the server nothing.
+    let before = answers(&fx).len();
+    ask(&fx, &url);
+    let question = network_question(&fx, 1).await;
+    assert_eq!(question.input["host"], "new.test", "{question:?}");
+    let no = PermitAnswer::Deny {
+        reason: "not today".into(),
+    };
+    fx.host.permit(&fx.name, &question.request_id, no).unwrap();
+    let answer = answer_after(&fx, &url, before).await;
+    assert!(
+        answer.starts_with("error ") && answer.contains("not today"),
+        "{answer}"
+    );
+    assert_eq!(served.load(Ordering::SeqCst), 0);
+    // Allowed this once: the request goes through.
+    let before = answers(&fx).len();
+    ask(&fx, &url);
+    let question = network_question(&fx, 2).await;
+    let yes = PermitAnswer::Allow {
+        updated_input: None,
+        permission_updates: Vec::new(),
+    };
+    fx.host.permit(&fx.name, &question.request_id, yes).unwrap();
+    let answer = answer_after(&fx, &url, before).await;
+    assert_eq!(answer, "status 200 hello /asked");
+    assert_eq!(served.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
