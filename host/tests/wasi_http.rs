@@ -290,3 +290,40 @@ async fn a_component_importing_wasi_http_without_the_grant_does_not_load() {
         );
     }
 }
+
+#[test]
+fn teamhost_check_refuses_the_import_for_a_teammate_without_the_grant() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let check = |network: &str| {
+        let file = tmp.path().join("team.toml");
+        std::fs::write(
+            &file,
+            format!(
+                "[team]\nname = \"checked\"\n[[teammate]]\nname = \"f\"\ncomponent = {:?}\nprompt = \"p\"\n{network}\n",
+                teamhost_tests::FETCHER
+            ),
+        )
+        .unwrap();
+        std::process::Command::new(env!("CARGO_BIN_EXE_teamhost"))
+            .arg("--home")
+            .arg(&home)
+            .arg("check")
+            .arg(&file)
+            .output()
+            .unwrap()
+    };
+    let out = check("");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("[teammate.network] allowed_outbound_hosts") && err.contains("teammate f"),
+        "{err}"
+    );
+    let out = check("[teammate.network]\nallowed_outbound_hosts = [\"https://api.example.com\"]");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -165,8 +165,8 @@ impl Runtime {
 
 impl Runtime {
     /// Compiles (or takes from the cache) and links the component at
-    /// `path` ahead of its spawns (`teamhost check`, `Host::compile`, a
-    /// standby's takeovers): linked as for a teammate granted `wasi:http`
+    /// `path` ahead of its spawns (`Host::compile`, a standby's
+    /// takeovers): linked as for a teammate granted `wasi:http`
     /// when it imports it, since each teammate's own grant is judged when
     /// it is spawned ([`Runtime::prepare`]).
     pub fn compile(&self, path: &std::path::Path) -> anyhow::Result<()> {
