@@ -48,7 +48,8 @@ impl WasiHttpHooks for OutboundHttp {
         options: Option<RequestOptions>,
         fut: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> Box<dyn Future<Output = Result<Sent, Error>> + Send> {
-        // The request body's own errors reach the guest through the body.
+        // How a response's processing ended, for wasi:http 0.3; the 0.2
+        // handler passes one that is always `Ok`, and nothing waits on it.
         drop(fut);
         let seat = self.seat.clone();
         Box::new(async move { send_through(seat, request, options).await })
