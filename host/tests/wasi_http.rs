@@ -16,8 +16,8 @@ use teamhost_tests::fixture::{is_plain, TeamFixture};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-/// A server on 127.0.0.2 that answers each request `hello PATH`, counting
-/// the requests it got.
+/// A server on 127.0.0.2 that answers each request `hello PATH` (`/big`:
+/// two MiB), counting the requests it got.
 async fn server() -> (u16, Arc<AtomicUsize>) {
     let l = TcpListener::bind("127.0.0.2:0").await.unwrap();
     let port = l.local_addr().unwrap().port();
@@ -39,7 +39,11 @@ async fn server() -> (u16, Arc<AtomicUsize>) {
                 count.fetch_add(1, Ordering::SeqCst);
                 let text = String::from_utf8_lossy(&head).to_string();
                 let path = text.split(' ').nth(1).unwrap_or("?").to_string();
-                let body = format!("hello {path}");
+                let body = match path.as_str() {
+                    // Two MiB, past a budget of one.
+                    "/big" => "x".repeat(2 << 20),
+                    _ => format!("hello {path}"),
+                };
                 let reply = format!(
                     "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                     body.len()
@@ -174,6 +178,7 @@ async fn a_granted_teammate_fetches_a_listed_host_through_its_proxy() {
         "{usage:?}"
     );
     assert_eq!(usage.connections, 1, "{usage:?}");
+    assert!(usage.bytes_in > 0 && usage.bytes_out > 0, "{usage:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -263,6 +268,26 @@ async fn a_listed_host_no_rule_names_is_asked_of_the_lead_and_its_answer_holds()
     let answer = answer_after(&fx, &url, before).await;
     assert_eq!(answer, "status 200 hello /asked");
     assert_eq!(served.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_past_the_byte_budget_is_cut() {
+    let (port, _) = server().await;
+    let fx = TeamFixture::new("http-budget");
+    let settings = NetworkSettings {
+        max_mb: Some(1),
+        ..network(port, &[format!("http://pkgs.test:{port}")])
+    };
+    spawn(&fx, Some(settings)).await.unwrap();
+    let answer = fetch(&fx, &format!("http://pkgs.test:{port}/big")).await;
+    assert!(
+        answer.starts_with("error "),
+        "{}",
+        &answer[..answer.len().min(200)]
+    );
+    let usage = usage(&fx);
+    assert!(usage.refused.contains_key("(bytes)"), "{usage:?}");
+    assert!(usage.bytes_in <= 1 << 20, "{usage:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

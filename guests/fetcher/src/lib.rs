@@ -5,7 +5,7 @@
 //! | turn kind          | what fetcher does                                           |
 //! |--------------------|-------------------------------------------------------------|
 //! | `initial`          | a spawn prompt `get URL` is fetched and answered to whoever wrote it |
-//! | `message`          | each plain message `get URL`: one GET request; answers its sender `status N BODY` (the body's first 64 KiB, as UTF-8 with losses) or `error TEXT` (the error code as the host gave it); anything else is logged to stderr and not answered |
+//! | `message`          | each plain message `get URL`: one GET request; answers its sender `status N BODY` (the whole body read, its first 64 KiB answered, as UTF-8 with losses) or `error TEXT` (the error code as the host gave it); anything else is logged to stderr and not answered |
 //! | `shutdown-request` | approves                                                    |
 //! | `task-claimed`     | does no work: reports the task as failed                    |
 //!
@@ -120,10 +120,15 @@ fn get(url: &str) -> Result<(u16, String), String> {
     let stream = body
         .stream()
         .map_err(|_| "the body's stream was taken already".to_string())?;
+    // The whole body is read (a cut in it is an error), its first
+    // MAX_BODY bytes kept.
     let mut bytes = Vec::new();
-    while bytes.len() < MAX_BODY {
-        match stream.blocking_read((MAX_BODY - bytes.len()) as u64) {
-            Ok(chunk) => bytes.extend_from_slice(&chunk),
+    loop {
+        match stream.blocking_read(MAX_BODY as u64) {
+            Ok(chunk) => {
+                let room = MAX_BODY - bytes.len();
+                bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            }
             Err(StreamError::Closed) => break,
             Err(StreamError::LastOperationFailed(e)) => {
                 return Err(format!("reading the body failed: {}", e.to_debug_string()))

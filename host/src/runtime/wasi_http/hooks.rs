@@ -15,11 +15,15 @@
 //!
 //! The usage record beside the teammate's log is written once the proxy
 //! has answered, before the guest sees the response, and again when the
-//! connection ends (with the bytes it carried).
+//! response's body ends or fails, before the guest reads that end (with
+//! the bytes the exchange carried, or a spent budget's cut).
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
+use http_body_util::BodyExt;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::refusal::refused;
@@ -92,11 +96,47 @@ async fn send_through(
     let _ = tokio::task::spawn_blocking(move || keeper.keep_record()).await;
     let (response, rest) =
         super::send::send(tunnel?, &target, scheme == "https", request, options).await?;
-    // Kept again when the connection ends, with the bytes it carried.
-    let rest = async move {
-        let ended = Box::into_pin(rest).await;
-        let _ = tokio::task::spawn_blocking(move || seat.keep_record()).await;
-        ended
-    };
-    Ok((response, Box::new(rest)))
+    let response = response.map(|body| {
+        KeptAtEnd {
+            body,
+            seat: Some(seat),
+        }
+        .boxed_unsync()
+    });
+    Ok((response, rest))
+}
+
+/// A response body that keeps the usage record when it ends or fails,
+/// before the guest reads that end: the record then holds the bytes the
+/// exchange carried, or the cut of a spent budget.
+struct KeptAtEnd {
+    body: WasiBody,
+    seat: Option<Arc<NetworkSeat>>,
+}
+
+impl http_body::Body for KeptAtEnd {
+    type Data = bytes::Bytes;
+    type Error = Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None | Some(Err(_)))) {
+            // A small file written without fdatasync.
+            if let Some(seat) = self.seat.take() {
+                seat.keep_record();
+            }
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
 }
