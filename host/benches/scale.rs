@@ -344,7 +344,10 @@ fn spawn_growth(base: &Path, count: usize) {
         let host = Host::new(Home::new(dir.join("home"))).unwrap();
         host.create_team("grow", NewTeam::default()).unwrap();
         host.runtime()
-            .prepare(Path::new(teamhost_tests::ECHO))
+            .prepare(
+                Path::new(teamhost_tests::ECHO),
+                teamhost::runtime::WasiHttpGrant::NotGranted,
+            )
             .unwrap();
         for _ in 0..count {
             let t = Instant::now();
@@ -445,7 +448,10 @@ fn idle_crowd(base: &Path, count: usize) {
         let host = Host::new(Home::new(dir.join("home"))).unwrap();
         host.create_team("idle", NewTeam::default()).unwrap();
         host.runtime()
-            .prepare(Path::new(teamhost_tests::ECHO))
+            .prepare(
+                Path::new(teamhost_tests::ECHO),
+                teamhost::runtime::WasiHttpGrant::NotGranted,
+            )
             .unwrap();
         // The lead reads its inbox as a lead does (each echo greets it), so
         // the inbox stays short.

@@ -54,3 +54,4 @@ mod team_account;
 mod team_lead_key;
 mod teammate_layout;
 mod tools;
+mod wasi_http;

@@ -338,7 +338,10 @@ async fn agent_crowd(tmp: &Path) -> (Duration, Duration, Duration) {
     let name = "agents";
     let host = host(tmp, name, Arc::new(Scripted::new(script)));
     host.runtime()
-        .prepare(Path::new(teamhost_tests::AGENT))
+        .prepare(
+            Path::new(teamhost_tests::AGENT),
+            teamhost::runtime::WasiHttpGrant::NotGranted,
+        )
         .unwrap();
     let mut events = host.events();
     let collector = tokio::spawn(async move {
@@ -375,7 +378,12 @@ async fn idle_memory(
         .unwrap_or(200);
     let team = format!("idle{label}");
     let host = host(tmp, &team, Arc::new(Scripted::new(script(0))));
-    host.runtime().prepare(Path::new(component)).unwrap();
+    host.runtime()
+        .prepare(
+            Path::new(component),
+            teamhost::runtime::WasiHttpGrant::NotGranted,
+        )
+        .unwrap();
     let before = rss_kib();
     for i in 0..idle {
         let mut req = bench_request(&format!("{label}{i}"), "1", &tmp.join("work"));

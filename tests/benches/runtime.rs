@@ -223,7 +223,10 @@ async fn crowd(host: &Host, dir: &Path, count: usize, rows: &mut Vec<Row>) {
     host.create_team("crowd", NewTeam::default()).unwrap();
     // Compile and link the echo component before measuring.
     host.runtime()
-        .prepare(Path::new(teamhost_tests::ECHO))
+        .prepare(
+            Path::new(teamhost_tests::ECHO),
+            teamhost::runtime::WasiHttpGrant::NotGranted,
+        )
         .unwrap();
     let before = rss_kib();
     let start = Instant::now();

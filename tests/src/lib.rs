@@ -13,6 +13,7 @@
 //! | [`HOSTILE`]  | `guests/hostile`  | test teammate: attacks its sandbox (paths out, symlinks, Bash escapes, CPU and memory, huge messages, forged approvals) as its prompt or a message says; reports each result to the lead as `STEP\tOK\|ERR\tDETAIL` |
 //! | [`AGENT`]    | `guests/agent`    | the LLM teammate: an agent loop over the host's `model` and `toolbox` |
 //! | [`MODELBENCH`] | `guests/modelbench` | benchmark teammate: N model calls per message, then `done N` |
+//! | [`FETCHER`]  | `guests/fetcher`  | test teammate importing `wasi:http`: answers `get URL` with `status N BODY` or `error TEXT` |
 //! | [`LEADSCRIPT`] | `guests/leadscript` | test lead (the `lead` world): runs the script in its goal through `leading`, printing each result as `CMD\tOK\|ERR\tDETAIL` |
 //!
 //! [`ALL`] lists them all. A new crate in `guests/` gets its constant

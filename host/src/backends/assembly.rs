@@ -31,7 +31,8 @@ macro_rules! load {
     ($runtime:expr, $req:expr) => {{
         let runtime = $runtime.clone();
         let path = $req.component.clone();
-        crate::blocking::run("component loading", move || runtime.prepare(&path))
+        let http = crate::runtime::WasiHttpGrant::of($req.settings.network.as_ref());
+        crate::blocking::run("component loading", move || runtime.prepare(&path, http))
             .await?
             .map_err(|e| Error::Component {
                 path: $req.component.clone(),

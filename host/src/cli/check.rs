@@ -3,7 +3,8 @@
 //! checks: the manifest's format and keys ([`Manifest::load`], whose errors
 //! name the file and the key), the layout of the teammates' directories
 //! ([`crate::layout`]), and every component it names compiled against the
-//! teamhost world, which leaves the compiled component in the home's cache
+//! teamhost world (one that imports `wasi:http` refused when a teammate
+//! without `allowed_outbound_hosts` runs it), which leaves the compiled component in the home's cache
 //! (`{home}/cache/components`): the next `run` starts without compiling.
 //!
 //! No team, member, directory or store is created or opened. Exits
@@ -19,6 +20,7 @@ use serde::Serialize;
 use super::Output;
 use crate::home::Home;
 use crate::manifest::{IsolationSpec, Manifest};
+use crate::runtime::WasiHttpGrant;
 
 /// Arguments of `teamhost check`.
 #[derive(Debug, Args)]
@@ -60,11 +62,17 @@ pub(super) fn check(home: &Home, out: &Output, a: CheckArgs) -> anyhow::Result<(
     let m = Manifest::load(&a.manifest)?;
     check_layout(home, &a.manifest, &m)?;
     let mut components: BTreeMap<PathBuf, Vec<String>> = BTreeMap::new();
+    // Components a teammate without the wasi:http grant runs: one that
+    // imports wasi:http is refused here as its spawn would refuse it.
+    let mut ungranted = std::collections::BTreeSet::new();
     for t in &m.teammates {
         components
             .entry(t.component.clone())
             .or_default()
             .push(t.name.clone());
+        if WasiHttpGrant::of(t.network.as_ref()) == WasiHttpGrant::NotGranted {
+            ungranted.insert(t.component.clone());
+        }
     }
     for agent in &m.agents {
         if let Some(c) = &agent.component {
@@ -81,8 +89,12 @@ pub(super) fn check(home: &Home, out: &Output, a: CheckArgs) -> anyhow::Result<(
             .into_iter()
             .map(|(path, used_by)| {
                 let runtime = &runtime;
+                let http = match ungranted.contains(&path) {
+                    true => WasiHttpGrant::NotGranted,
+                    false => WasiHttpGrant::Granted,
+                };
                 s.spawn(move || {
-                    let (took, r) = timed(|| runtime.prepare(&path));
+                    let (took, r) = timed(|| runtime.prepare(&path, http).map(|_| ()));
                     Component {
                         error: r.err().map(|e| format!("{e:#}")),
                         path,

@@ -245,6 +245,7 @@ mod tests {
                 max_mb: Some(5),
                 max_connections: None,
                 resolve: [("pkg.test".to_string(), vec!["127.0.0.1".parse().unwrap()])].into(),
+                allowed_outbound_hosts: vec!["http://pkg.test:8080".into()],
             }),
         };
         assert_eq!(round_trip(&settings), settings);

@@ -36,7 +36,7 @@ impl super::Host {
         let started = Instant::now();
         let (runtime, file) = (self.inner.runtime.clone(), path.to_path_buf());
         let loaded =
-            crate::blocking::run("component loading", move || runtime.prepare(&file)).await;
+            crate::blocking::run("component loading", move || runtime.compile(&file)).await;
         let took = started.elapsed();
 
         let result = match loaded {

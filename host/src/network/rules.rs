@@ -137,6 +137,11 @@ impl NetworkRules {
         }
     }
 
+    /// Whether `port` is an allowed port (step 1).
+    pub fn allows_port(&self, port: u16) -> bool {
+        self.ports.contains(&port)
+    }
+
     /// The verdict on `target` before resolution (steps 1–3).
     pub fn judge(&self, target: &Target) -> Verdict {
         if !self.ports.contains(&target.port) {

@@ -11,6 +11,7 @@
 //! | `max_mb` | 1024 | MiB in and out together over the teammate's life |
 //! | `max_connections` | 10,000 | connections over the teammate's life (64 at once) |
 //! | `resolve` | none | names pinned to addresses (`{"pkg.test" = ["127.0.0.1"]}`), asked of no resolver; the addresses are still checked |
+//! | `allowed_outbound_hosts` | none | Spin's key: where the teammate's component may send `wasi:http` requests (`["https://api.example.com", "http://pkgs.test:8080", "https://*.example.com"]`: scheme, host, optional port; [`OutboundHosts`]); without it a component that imports `wasi:http` does not load. Each request still goes through the proxy and the rules above; its ports must be allowed ports |
 //!
 //! A host no rule names is asked (tool `Network`, routed by `[approvals]`).
 //! A teammate without a `network` table has no network at all.
@@ -23,6 +24,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::gate::{BoxFuture, Resolver, SystemResolver};
+use super::outbound::OutboundHosts;
 use super::proxy::ProxyLimits;
 use super::rules::NetworkRules;
 
@@ -52,6 +54,10 @@ pub struct NetworkSettings {
     /// Names pinned to addresses.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub resolve: BTreeMap<String, Vec<IpAddr>>,
+    /// Where its component may send `wasi:http` requests (Spin's
+    /// `allowed_outbound_hosts`); empty: it may not import `wasi:http`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_outbound_hosts: Vec<String>,
 }
 
 impl NetworkSettings {
@@ -64,9 +70,31 @@ impl NetworkSettings {
         )
     }
 
-    /// Checks everything that can be wrong before a teammate starts.
+    /// The hosts its component may send `wasi:http` requests to; every bad
+    /// entry named in the error.
+    pub fn outbound_hosts(&self) -> Result<OutboundHosts, String> {
+        OutboundHosts::parse(&self.allowed_outbound_hosts)
+    }
+
+    /// Checks everything that can be wrong before a teammate starts: the
+    /// rules, the bounds, the pins, and that every entry of
+    /// `allowed_outbound_hosts` parses and names a port `allowed_ports`
+    /// allows (else its requests could only be refused).
     pub fn check(&self) -> Result<(), String> {
-        self.rules()?;
+        let rules = self.rules()?;
+        let outbound = self.outbound_hosts()?;
+        let closed: Vec<String> = outbound
+            .ports()
+            .into_iter()
+            .filter(|(port, _)| !rules.allows_port(*port))
+            .map(|(port, i)| format!("{:?} (port {port})", self.allowed_outbound_hosts[i]))
+            .collect();
+        if !closed.is_empty() {
+            return Err(format!(
+                "network.allowed_outbound_hosts: {} reach a port allowed_ports does not allow; add it to allowed_ports",
+                closed.join(", ")
+            ));
+        }
         if self.max_mb == Some(0) || self.max_connections == Some(0) {
             return Err(
                 "network: max_mb and max_connections must be positive (leave \
@@ -144,5 +172,33 @@ mod tests {
         let why = bad.check().unwrap_err();
         assert!(why.contains("1.2.3.4") && why.contains("a b"), "{why}");
         assert!(toml::from_str::<NetworkSettings>("allowed = []").is_err());
+    }
+
+    #[test]
+    fn outbound_hosts_are_checked_against_the_ports() {
+        let s: NetworkSettings = toml::from_str(
+            r#"allowed_outbound_hosts = ["https://api.example.com", "http://pkgs.test:8080"]
+               allowed_ports = [443, 8080]"#,
+        )
+        .unwrap();
+        assert!(s.check().is_ok(), "{:?}", s.check());
+        let closed = NetworkSettings {
+            allowed_outbound_hosts: vec!["http://pkgs.test:8080".into()],
+            ..NetworkSettings::default()
+        };
+        let why = closed.check().unwrap_err();
+        assert!(
+            why.contains("8080") && why.contains("allowed_ports"),
+            "{why}"
+        );
+        let bad = NetworkSettings {
+            allowed_outbound_hosts: vec!["pkgs.test".into()],
+            ..NetworkSettings::default()
+        };
+        let why = bad.check().unwrap_err();
+        assert!(
+            why.contains("allowed_outbound_hosts \"pkgs.test\""),
+            "{why}"
+        );
     }
 }

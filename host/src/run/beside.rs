@@ -327,7 +327,7 @@ async fn compile(
             format!("compiling {file} (cached after the first time)…"),
         );
         let (runtime, p) = (host.runtime().clone(), path.clone());
-        crate::blocking::run("compiling a component", move || runtime.prepare(&p))
+        crate::blocking::run("compiling a component", move || runtime.compile(&p))
             .await?
             .map_err(|e| anyhow::anyhow!("component {}: {e:#}", path.display()))?;
     }

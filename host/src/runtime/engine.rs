@@ -19,6 +19,7 @@ use super::interfaces::{
     CoordinationData, LeadData, ModelData, ReadData, StateData, SubagentData, ToolData,
 };
 use super::state::TeammateState;
+use super::wasi_http::WasiHttpGrant;
 
 /// How often the epoch advances (and a running guest yields).
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -33,6 +34,9 @@ pub struct Runtime {
 struct RuntimeInner {
     engine: Engine,
     linker: Linker<TeammateState>,
+    /// `linker` with `wasi:http`: for a component that imports it, loaded
+    /// for a teammate granted `allowed_outbound_hosts`.
+    http_linker: Linker<TeammateState>,
     cache: ComponentCache,
     pres: Mutex<HashMap<String, TeammatePre<TeammateState>>>,
 }
@@ -51,7 +55,8 @@ fn function_cache_wanted() -> bool {
 
 impl Runtime {
     /// Builds the engine (component model, async, epoch interruption), the
-    /// linker (WASI p2 + every teamhost interface) and a component cache that
+    /// linker (WASI p2 + every teamhost interface; a second one with
+    /// `wasi:http` too) and a component cache that
     /// stores precompiled artifacts in `cache_dir` (none when `None`), with
     /// Cranelift's function cache in `{cache_dir}/functions` when the host's
     /// environment asks for it ([`FUNCTION_CACHE_ENV`]).
@@ -76,6 +81,8 @@ impl Runtime {
         // files they create are counted as entries of the tree.
         super::open_guard::add_to_linker(&mut linker, super::wasi_writes::note_created)?;
         add_teamhost_interfaces(&mut linker)?;
+        let mut http_linker = linker.clone();
+        super::wasi_http::add_to_linker(&mut http_linker)?;
         let weak = engine.weak();
         std::thread::Builder::new()
             .name("teamhost-epoch".into())
@@ -91,6 +98,7 @@ impl Runtime {
             inner: Arc::new(RuntimeInner {
                 engine,
                 linker,
+                http_linker,
                 cache,
                 pres: Mutex::new(HashMap::new()),
             }),
@@ -113,13 +121,28 @@ impl Runtime {
     }
 
     /// Loads (through the cache) and links the component at `path`, ready to
-    /// instantiate; linked components are kept per content hash.
-    pub fn prepare(&self, path: &std::path::Path) -> anyhow::Result<TeammatePre<TeammateState>> {
+    /// instantiate; linked components are kept per content hash. A
+    /// component that imports `wasi:http` is linked with it when `http`
+    /// grants it, and refused otherwise, the error naming
+    /// `[teammate.network] allowed_outbound_hosts` (checked before the
+    /// kept ones are looked at, so a grant one teammate had never serves
+    /// another). To compile ahead of a spawn, [`Runtime::compile`].
+    pub fn prepare(
+        &self,
+        path: &std::path::Path,
+        http: WasiHttpGrant,
+    ) -> anyhow::Result<TeammatePre<TeammateState>> {
         let (hash, component) = self.inner.cache.load(path)?;
+        super::wasi_http::refuse_ungranted(&component, &self.inner.engine, http)
+            .map_err(|e| anyhow::anyhow!("{} cannot be loaded: {e:#}", path.display()))?;
         if let Some(pre) = self.inner.pres.lock().expect("pre cache").get(&hash) {
             return Ok(pre.clone());
         }
-        let instance_pre = self.inner.linker.instantiate_pre(&component).map_err(|e| {
+        let linker = match super::wasi_http::imported(&component, &self.inner.engine) {
+            Some(_) => &self.inner.http_linker,
+            None => &self.inner.linker,
+        };
+        let instance_pre = linker.instantiate_pre(&component).map_err(|e| {
             anyhow::anyhow!(
                 "{} does not fit the teamhost:agent/teammate world: {e:#}",
                 path.display()
@@ -137,6 +160,17 @@ impl Runtime {
             .expect("pre cache")
             .insert(hash, pre.clone());
         Ok(pre)
+    }
+}
+
+impl Runtime {
+    /// Compiles (or takes from the cache) and links the component at
+    /// `path` ahead of its spawns (`Host::compile`, a standby's
+    /// takeovers): linked as for a teammate granted `wasi:http`
+    /// when it imports it, since each teammate's own grant is judged when
+    /// it is spawned ([`Runtime::prepare`]).
+    pub fn compile(&self, path: &std::path::Path) -> anyhow::Result<()> {
+        self.prepare(path, WasiHttpGrant::Granted).map(|_| ())
     }
 }
 

@@ -54,7 +54,8 @@ pub struct Instance {
 impl Instance {
     /// Instantiates `pre` in a fresh store for `agent`. The guest gets the
     /// directory of `config` and nothing else: no environment, no arguments,
-    /// no network, stdin empty.
+    /// no sockets, stdin empty; `wasi:http` through its proxy when its
+    /// network grants `allowed_outbound_hosts` (`wasi_http/`).
     pub async fn new(
         runtime: &Runtime,
         pre: &TeammatePre<TeammateState>,
@@ -92,8 +93,10 @@ impl Instance {
         table.set_max_capacity(config.limits.max_open_resources);
         let model_clock = agent.model.clock.clone();
         let limiter = TreeLimiter::new(agent.fixed.budget.clone(), config.limits.memory_bytes);
+        let http = super::wasi_http::HttpSeat::new(agent.tools.network.clone());
         let state = TeammateState {
             wasi: wasi.build(),
+            http,
             table,
             limiter,
             cpu_ticks: 0,

@@ -17,6 +17,7 @@
 //! | `limiter.rs` | an instance's memory, drawn from the tree's pool (the store's `ResourceLimiter`) |
 //! | `budget.rs` | [`TreeBudget`]: the budgets a teammate shares with every sub-agent of its tree |
 //! | `disk_meter.rs` | [`DiskMeter`]: the tree's disk budget, counted as the guest writes, measured when a write would pass it |
+//! | `wasi_http/` | `wasi:http/outgoing-handler` for a teammate granted `allowed_outbound_hosts`: refused at load without the grant, every request through the teammate's proxy |
 //! | `wasi_writes.rs` | the guest's own WASI file writes, counted against the disk meter before they happen (shadows four `wasi:filesystem` functions) |
 //! | `interfaces/views.rs` | the glue views: each interface on the narrowest part of [`AgentCtx`] |
 //! | `interfaces/*.rs` | one file per teamhost interface (+ the toolbox's formats, the ask round trip) |
@@ -41,6 +42,7 @@ mod permissions;
 mod stacks;
 mod state;
 mod stopping;
+mod wasi_http;
 mod wasi_writes;
 // Sub-agents.
 pub mod lead_host;
@@ -66,3 +68,4 @@ pub use state::{
     SubagentSeat, TeamSeat, ToolSeat, TurnRecord,
 };
 pub use stopping::Stopping;
+pub use wasi_http::{WasiHttpGrant, GRANT_KEY as WASI_HTTP_GRANT_KEY};

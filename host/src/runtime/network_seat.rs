@@ -8,16 +8,22 @@
 //! process in it is gone. The proxy asks about unnamed hosts through the
 //! teammate's line to its lead (`interfaces/network_ask.rs`).
 //!
+//! The same proxy serves the component's own `wasi:http` requests when
+//! its settings grant `allowed_outbound_hosts` ([`NetworkSeat::outbound`];
+//! `runtime/wasi_http/`): through an in-process stream, no namespace.
+//!
 //! What the proxy carried is kept beside the teammate's log, as
 //! `{name}.network.json` ([`NetworkSeat::keep_record`]: after every Bash
-//! call and when the seat is dropped), where `teamhost run`'s summary reads
-//! it. It only shows something: written without `fdatasync`.
+//! call and `wasi:http` request, and when the seat is dropped), where
+//! `teamhost run`'s summary reads it. It only shows something: written
+//! without `fdatasync`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::network::{
-    Asker, FetchError, FetchLimits, FetchTape, Fetched, Fetcher, Gate, NetworkSettings, Proxy,
-    Usage,
+    Asker, FetchError, FetchLimits, FetchTape, Fetched, Fetcher, Gate, NetworkSettings,
+    OutboundHosts, Proxy, Usage,
 };
 use crate::tools::netns::Netns;
 use crate::tools::ToolBox;
@@ -32,6 +38,11 @@ pub struct NetworkSeat {
     record: Option<std::path::PathBuf>,
     /// The proxy's task once started, or why it could not be.
     started: Mutex<Option<Result<tokio::task::AbortHandle, String>>>,
+    /// Where its component may send `wasi:http` requests.
+    outbound: OutboundHosts,
+    /// Whether a `wasi:http` request went to the proxy (its usage is then
+    /// kept, as after a Bash call).
+    used_by_http: AtomicBool,
 }
 
 impl NetworkSeat {
@@ -65,7 +76,27 @@ impl NetworkSeat {
             fetcher,
             record: log.map(crate::network::usage_record_path),
             started: Mutex::new(None),
+            outbound: settings.outbound_hosts()?,
+            used_by_http: AtomicBool::new(false),
         })
+    }
+
+    /// Where its component may send `wasi:http` requests (empty: it may
+    /// not import `wasi:http`).
+    pub fn outbound(&self) -> &OutboundHosts {
+        &self.outbound
+    }
+
+    /// The proxy, for a `wasi:http` request ([`NetworkSeat::note_http`]
+    /// once it is sent there).
+    pub(crate) fn proxy(&self) -> Arc<Proxy> {
+        self.proxy.clone()
+    }
+
+    /// A `wasi:http` request went to the proxy: its usage is kept from now
+    /// on.
+    pub(crate) fn note_http(&self) {
+        self.used_by_http.store(true, Ordering::SeqCst);
     }
 
     /// Makes the namespace, attaches it to `tools` and starts the proxy on
@@ -101,11 +132,12 @@ impl NetworkSeat {
         self.proxy.usage()
     }
 
-    /// Writes the usage beside the log, if the proxy ever started. A
-    /// failure is logged: the record only shows something.
+    /// Writes the usage beside the log, if the proxy ever started for
+    /// Bash or served a `wasi:http` request. A failure is logged: the
+    /// record only shows something.
     pub fn keep_record(&self) {
         let started = self.started.lock().unwrap_or_else(|p| p.into_inner());
-        if !matches!(*started, Some(Ok(_))) {
+        if !matches!(*started, Some(Ok(_))) && !self.used_by_http.load(Ordering::SeqCst) {
             return;
         }
         drop(started);

@@ -33,6 +33,9 @@ pub struct TeammateState {
     pub(crate) cpu_ticks: u64,
     /// Ticks a turn may run ([`Limits::cpu_per_turn`] / the tick).
     pub(crate) cpu_budget: u64,
+    /// `wasi:http`'s context and send hook (used only by a component
+    /// linked with `wasi:http`: one granted `allowed_outbound_hosts`).
+    pub(crate) http: super::wasi_http::HttpSeat,
     /// State of the teamhost interfaces.
     pub agent: AgentCtx,
 }
@@ -43,6 +46,12 @@ impl WasiView for TeammateState {
             ctx: &mut self.wasi,
             table: &mut self.table,
         }
+    }
+}
+
+impl wasmtime_wasi_http::WasiHttpView for TeammateState {
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        self.http.view(&mut self.table)
     }
 }
 

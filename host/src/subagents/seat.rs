@@ -174,7 +174,9 @@ impl Seat {
     ) -> Result<(Instance, Arc<Seat>), SubagentError> {
         let runtime = self.cfg.runtime.clone();
         let path = child.component.clone();
-        let pre = crate::blocking::run("component loading", move || runtime.prepare(&path))
+        // A sub-agent has no network, so no wasi:http either.
+        let http = crate::runtime::WasiHttpGrant::NotGranted;
+        let pre = crate::blocking::run("component loading", move || runtime.prepare(&path, http))
             .await
             .map_err(|e| unavailable("the sub-agent's component cannot be loaded", e.to_string()))?
             .map_err(|e| {
