@@ -413,9 +413,9 @@ async fn redirects_are_followed_and_each_hop_is_admitted_again() {
         1,
         "only the allowed hop reached /page"
     );
-    // The 127.1 hop is a host no rule names: asked, then refused by its
-    // address whatever the answer.
-    assert_eq!(asker.asked(), vec![format!("127.0.0.1:{p}")]);
+    // The 127.1 hop is a host no rule names, but an address refused
+    // whatever the answer: refused before anyone is asked.
+    assert!(asker.asked().is_empty(), "{:?}", asker.asked());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

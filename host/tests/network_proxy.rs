@@ -164,11 +164,18 @@ async fn loopback_in_every_spelling_and_names_that_resolve_to_it_are_refused() {
         format!("mixed.test:{p}"),
         format!("metadata.test:{p}"),
         format!("169.254.169.254:{p}"),
+        format!("localhost:{p}"),
+        format!("api.localhost:{p}"),
     ] {
         let reply = s.connect(&authority).await;
         assert!(reply.starts_with("HTTP/1.1 403 "), "{authority}: {reply}");
         assert!(!reply.contains("echo:"), "{authority}: {reply}");
     }
+    // The addresses and `localhost` are refused whatever the answer, so
+    // nobody was asked about them. One question: `metadata.test`, a name
+    // no rule names (a name is asked about before it is resolved, so no
+    // query goes out for a host the person may refuse).
+    assert_eq!(s.asker.asked.load(Ordering::SeqCst), 1);
     // The address the rules name, in another spelling, is that address.
     let reply = s.connect(&format!("0x7f000002:{p}")).await;
     assert!(tunnelled(&reply), "{reply}");

@@ -136,7 +136,21 @@ impl Gate {
         match self.rules.judge(target) {
             Verdict::Deny(why) => return Err(why),
             Verdict::Allow => {}
-            Verdict::Ask => self.ask(target).await?,
+            Verdict::Ask => {
+                // Nobody is asked about what would be refused whatever
+                // the answer: an address of a refused class, or a name
+                // that is this machine by definition (RFC 6761).
+                if let Host::Ip(a) = &target.host {
+                    self.rules.check_address(target, *a)?;
+                }
+                if let Host::Name(n) = &target.host {
+                    if n == "localhost" || n.ends_with(".localhost") {
+                        self.rules
+                            .check_address(target, std::net::Ipv4Addr::LOCALHOST.into())?;
+                    }
+                }
+                self.ask(target).await?
+            }
         }
         let addrs = match &target.host {
             Host::Ip(a) => vec![*a],
