@@ -266,9 +266,17 @@ impl Fetcher {
                     redirects.push(current.to_string());
                     current = next;
                 }
-                hop::Step::Page(page) => {
+                hop::Step::Page(mut page) => {
                     let text = match text::is_html(&page.content_type) {
-                        true => html::to_markdown(page.body).await,
+                        true => {
+                            // The host's CPU: at most MAX_HTML of markup is
+                            // parsed (a hostile page costs seconds per 10 MiB).
+                            if page.body.len() > MAX_HTML {
+                                page.body.truncate(MAX_HTML);
+                                page.truncated = true;
+                            }
+                            html::to_markdown(page.body).await
+                        }
                         false => String::from_utf8_lossy(&page.body).into_owned(),
                     };
                     return Ok(Fetched {
@@ -285,6 +293,12 @@ impl Fetcher {
         }
     }
 }
+
+/// The most HTML turned into Markdown per fetch (the rest is cut and
+/// `truncated` set): far more text than a tool result carries, and a
+/// bound on the host's CPU, which an adversarial page of 10 MiB can keep
+/// busy for seconds in the parser.
+pub const MAX_HTML: usize = 1 << 20;
 
 /// Step 1: an `http://` or `https://` URL.
 fn parse(url: &str) -> Result<url::Url, FetchError> {

@@ -35,7 +35,7 @@ mod target;
 
 pub use address::refused_class;
 pub use fetch::{
-    is_text, FetchError, FetchLimits, FetchTape, FetchUsage, Fetched, Fetcher, TapeMode,
+    is_text, FetchError, FetchLimits, FetchTape, FetchUsage, Fetched, Fetcher, TapeMode, MAX_HTML,
 };
 pub use gate::{Answer, Asker, BoxFuture, Gate, MapResolver, Resolver, SystemResolver};
 pub use outbound::OutboundHosts;

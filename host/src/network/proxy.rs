@@ -322,6 +322,39 @@ impl Proxy {
         }
     }
 
+    /// Whether the teammate's byte and connection budgets have room left
+    /// (for a way out beside the proxy's own, WebFetch, before it starts);
+    /// `Err` names the spent one.
+    pub fn room(&self) -> Result<(), String> {
+        if self.bytes.load(Ordering::SeqCst) >= self.limits.max_bytes {
+            return Err(format!(
+                "the teammate's {} bytes are spent",
+                self.limits.max_bytes
+            ));
+        }
+        if self.total.load(Ordering::SeqCst) >= self.limits.max_total {
+            return Err(format!(
+                "the teammate made its {} connections",
+                self.limits.max_total
+            ));
+        }
+        Ok(())
+    }
+
+    /// Counts what a way out beside the proxy's own carried (WebFetch):
+    /// `connections` to `reached` (`host:port` each) and `bytes_in` bytes,
+    /// against the same budgets and in the same usage record. The next
+    /// [`Proxy::room`] says when they are spent.
+    pub fn account(&self, reached: &[String], bytes_in: u64) {
+        self.total.fetch_add(reached.len() as u64, Ordering::SeqCst);
+        self.bytes.fetch_add(bytes_in, Ordering::SeqCst);
+        self.bytes_in.fetch_add(bytes_in, Ordering::SeqCst);
+        let mut u = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+        for target in reached {
+            *u.reached.entry(target.clone()).or_default() += 1;
+        }
+    }
+
     /// Counts `n` bytes one way against the budget; `Err` once it is spent.
     fn spend(&self, n: usize, outward: bool) -> Result<(), String> {
         let spent = self.bytes.fetch_add(n as u64, Ordering::SeqCst) + n as u64;

@@ -11,10 +11,12 @@
 //! The same proxy serves the component's own `wasi:http` requests when
 //! its settings grant `allowed_outbound_hosts` ([`NetworkSeat::outbound`];
 //! `runtime/wasi_http/`): through an in-process stream, no namespace.
+//! The toolbox's WebFetch ([`NetworkSeat::fetch`]) goes through the
+//! proxy's gate, and is counted on the proxy's budgets and in its record.
 //!
 //! What the proxy carried is kept beside the teammate's log, as
 //! `{name}.network.json` ([`NetworkSeat::keep_record`]: after every Bash
-//! call and `wasi:http` request, and when the seat is dropped), where
+//! call, `wasi:http` request and WebFetch, and when the seat is dropped), where
 //! `teamhost run`'s summary reads it. It only shows something: written
 //! without `fdatasync`.
 
@@ -40,9 +42,9 @@ pub struct NetworkSeat {
     started: Mutex<Option<Result<tokio::task::AbortHandle, String>>>,
     /// Where its component may send `wasi:http` requests.
     outbound: OutboundHosts,
-    /// Whether a `wasi:http` request went to the proxy (its usage is then
-    /// kept, as after a Bash call).
-    used_by_http: AtomicBool,
+    /// Whether a `wasi:http` request or a WebFetch went out (its usage is
+    /// then kept, as after a Bash call).
+    used_beside_bash: AtomicBool,
 }
 
 impl NetworkSeat {
@@ -77,7 +79,7 @@ impl NetworkSeat {
             record: log.map(crate::network::usage_record_path),
             started: Mutex::new(None),
             outbound: settings.outbound_hosts()?,
-            used_by_http: AtomicBool::new(false),
+            used_beside_bash: AtomicBool::new(false),
         })
     }
 
@@ -96,7 +98,7 @@ impl NetworkSeat {
     /// A `wasi:http` request went to the proxy: its usage is kept from now
     /// on.
     pub(crate) fn note_http(&self) {
-        self.used_by_http.store(true, Ordering::SeqCst);
+        self.used_beside_bash.store(true, Ordering::SeqCst);
     }
 
     /// Makes the namespace, attaches it to `tools` and starts the proxy on
@@ -122,9 +124,33 @@ impl NetworkSeat {
         Ok(task.abort_handle())
     }
 
-    /// WebFetch: `url` through the gate (see [`Fetcher::fetch`]).
+    /// WebFetch: `url` through the gate (see [`Fetcher::fetch`]), on the
+    /// same byte and connection budgets as the proxy and in the same
+    /// record: refused once they are spent (a fetch that starts within
+    /// them may pass them by one fetch's bytes, at most 10 MiB).
     pub async fn fetch(&self, url: &str) -> Result<Fetched, FetchError> {
-        self.fetcher.fetch(url).await
+        if let Err(why) = self.proxy.room() {
+            return Err(FetchError::Refused {
+                url: url.to_string(),
+                from: None,
+                why,
+            });
+        }
+        let before = self.fetcher.usage().reached;
+        let outcome = self.fetcher.fetch(url).await;
+        // What this fetch reached: the hops counted since `before`.
+        let after = self.fetcher.usage().reached;
+        let mut hops = Vec::new();
+        for (target, n) in &after {
+            let new = n - before.get(target).copied().unwrap_or(0);
+            hops.extend(std::iter::repeat_n(target.clone(), new as usize));
+        }
+        let bytes = outcome.as_ref().map_or(0, |f| f.bytes);
+        self.proxy.account(&hops, bytes);
+        self.used_beside_bash.store(true, Ordering::SeqCst);
+        // A small relaxed write, as after a Bash call.
+        self.keep_record();
+        outcome
     }
 
     /// What the proxy carried and refused so far.
@@ -137,7 +163,7 @@ impl NetworkSeat {
     /// record only shows something.
     pub fn keep_record(&self) {
         let started = self.started.lock().unwrap_or_else(|p| p.into_inner());
-        if !matches!(*started, Some(Ok(_))) && !self.used_by_http.load(Ordering::SeqCst) {
+        if !matches!(*started, Some(Ok(_))) && !self.used_beside_bash.load(Ordering::SeqCst) {
             return;
         }
         drop(started);

@@ -56,6 +56,7 @@ async fn server() -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
                         "text/html",
                         "<html><body><h1>Title</h1><p>hello page</p></body></html>".to_string(),
                     ),
+                    "/huge" => ("text/html", "<p>x</p>".repeat(2 << 17)),
                     "/away" => ("", String::new()),
                     _ => ("text/plain", format!("hello {path}")),
                 };
@@ -428,4 +429,42 @@ async fn web_fetch_goes_through_the_teammates_network_and_only_there() {
     assert!(error && text.contains("not this host"), "{text}");
     assert_eq!(*asked.lock().unwrap(), ["new.test"]);
     assert_eq!(*seen.lock().unwrap(), ["/page", "/away"]);
+}
+
+/// WebFetch spends the teammate's network budgets and shows in its
+/// record; a spent budget refuses it before anything is sent; and no more
+/// than `MAX_HTML` of a page is parsed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn web_fetch_spends_the_network_budget_and_parses_a_bounded_page() {
+    let (addr, seen) = server().await;
+    let port = addr.port();
+    let (dir, _other, team) = new_team();
+    let _lead = lead(team.clone(), Lead::Deny);
+    let net = NetworkSettings {
+        max_connections: Some(2),
+        ..settings(&["pkg.test", "127.0.0.2"], port)
+    };
+    let mut a = with_network(&team, "a", &dir, net);
+    let seat = a.tools.network.clone().unwrap();
+    let huge = seat
+        .fetch(&format!("http://pkg.test:{port}/huge"))
+        .await
+        .unwrap();
+    assert!(huge.truncated, "2 MiB of HTML is cut at MAX_HTML: {} {} {:?}", huge.bytes, huge.text.len(), huge.content_type);
+    assert!(huge.bytes >= 2 << 20, "{}", huge.bytes);
+    assert!(
+        huge.text.len() < crate::network::MAX_HTML,
+        "{}",
+        huge.text.len()
+    );
+    let (text, error) = web_fetch(&mut a, &format!("http://pkg.test:{port}/page")).await;
+    assert!(!error, "{text}");
+    let usage = seat.usage();
+    assert_eq!(usage.reached.get(&format!("pkg.test:{port}")), Some(&2));
+    assert_eq!(usage.connections, 2);
+    assert!(usage.bytes_in >= 2 << 20, "{usage:?}");
+    // The two connections are spent: the third fetch is refused unsent.
+    let (text, error) = web_fetch(&mut a, &format!("http://pkg.test:{port}/page")).await;
+    assert!(error && text.contains("made its 2 connections"), "{text}");
+    assert_eq!(*seen.lock().unwrap(), ["/huge", "/page"]);
 }
