@@ -14,54 +14,14 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use teamhost::network::{
-    Answer, Asker, BoxFuture, MapResolver, NetworkRules, Proxy, ProxyLimits, Target,
-};
+use teamhost::network::{MapResolver, NetworkRules, Proxy, ProxyLimits};
 use teamhost::sandbox::BashInput;
 use teamhost::tools::netns::Netns;
 use teamhost::tools::{Confinement, ToolBox, ToolLimits};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-const BIG: usize = 10 << 20;
-const SMALL: usize = 100;
-const REQUESTS: usize = 100;
-
-struct Never;
-
-impl Asker for Never {
-    fn ask<'a>(&'a self, _: &'a Target) -> BoxFuture<'a, Answer> {
-        Box::pin(async { Answer::No("the bench names every host".into()) })
-    }
-}
-
-/// HTTP/1.1 on 127.0.0.2: `/big` is [`BIG`] bytes, anything else [`SMALL`].
-async fn server() -> u16 {
-    let l = tokio::net::TcpListener::bind("127.0.0.2:0").await.unwrap();
-    let port = l.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        let big = Arc::new(vec![b'x'; BIG]);
-        loop {
-            let (mut s, _) = l.accept().await.unwrap();
-            let big = big.clone();
-            tokio::spawn(async move {
-                let mut buf = [0u8; 2048];
-                let n = s.read(&mut buf).await.unwrap_or(0);
-                let body: &[u8] = match buf[..n].windows(5).any(|w| w == b"/big ") {
-                    true => &big,
-                    false => &big[..SMALL],
-                };
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = s.write_all(head.as_bytes()).await;
-                let _ = s.write_all(body).await;
-                let _ = s.shutdown().await;
-            });
-        }
-    });
-    port
-}
+#[path = "support/net.rs"]
+mod net;
+use net::{server, Never, REQUESTS};
 
 fn bash(tools: &ToolBox, command: &str) -> Duration {
     let input = BashInput {
@@ -105,7 +65,7 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(15);
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let port = rt.block_on(server());
+    let port = rt.block_on(server(true));
     let rules =
         NetworkRules::new(&["pkg.test".into(), "127.0.0.2".into()], &[], Some(&[port])).unwrap();
     let names = BTreeMap::from([("pkg.test".to_string(), vec!["127.0.0.2".parse().unwrap()])]);

@@ -12,47 +12,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use teamhost::network::{
-    Answer, Asker, BoxFuture, MapResolver, NetworkRules, Proxy, ProxyLimits, Target,
-};
+use teamhost::network::{MapResolver, NetworkRules, Proxy, ProxyLimits};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
+use tokio::net::{TcpStream, UnixListener, UnixStream};
 
-const BIG: usize = 10 << 20;
-const SMALL: usize = 100;
-const REQUESTS: usize = 100;
-
-struct Never;
-
-impl Asker for Never {
-    fn ask<'a>(&'a self, _: &'a Target) -> BoxFuture<'a, Answer> {
-        Box::pin(async { Answer::No("the bench names every host".into()) })
-    }
-}
-
-/// Serves `GET /big` with [`BIG`] bytes and anything else with [`SMALL`].
-async fn server() -> u16 {
-    let l = TcpListener::bind("127.0.0.2:0").await.unwrap();
-    let port = l.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        let big = Arc::new(vec![b'x'; BIG]);
-        loop {
-            let (mut s, _) = l.accept().await.unwrap();
-            let big = big.clone();
-            tokio::spawn(async move {
-                let mut buf = [0u8; 1024];
-                let n = s.read(&mut buf).await.unwrap_or(0);
-                let body: &[u8] = match buf[..n].starts_with(b"GET /big ") {
-                    true => &big,
-                    false => &big[..SMALL],
-                };
-                let _ = s.write_all(body).await;
-                let _ = s.shutdown().await;
-            });
-        }
-    });
-    port
-}
+#[path = "support/net.rs"]
+mod net;
+use net::{server, Never, BIG, REQUESTS, SMALL};
 
 /// One request on `c`: sends `path`'s GET, reads to the end; the bytes.
 async fn fetch(mut c: impl AsyncRead + AsyncWrite + Unpin, path: &str) -> usize {
@@ -86,7 +52,7 @@ fn main() {
         .unwrap_or(15);
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let port = server().await;
+        let port = server(false).await;
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("proxy.sock");
         let rules = NetworkRules::new(

@@ -450,7 +450,13 @@ async fn web_fetch_spends_the_network_budget_and_parses_a_bounded_page() {
         .fetch(&format!("http://pkg.test:{port}/huge"))
         .await
         .unwrap();
-    assert!(huge.truncated, "2 MiB of HTML is cut at MAX_HTML: {} {} {:?}", huge.bytes, huge.text.len(), huge.content_type);
+    assert!(
+        huge.truncated,
+        "2 MiB of HTML is cut at MAX_HTML: {} {} {:?}",
+        huge.bytes,
+        huge.text.len(),
+        huge.content_type
+    );
     assert!(huge.bytes >= 2 << 20, "{}", huge.bytes);
     assert!(
         huge.text.len() < crate::network::MAX_HTML,
