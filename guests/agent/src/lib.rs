@@ -140,11 +140,10 @@ impl Agent {
                 sub_agent: true,
             };
         }
+        // Not from the roster: in a team of thousands, the whole list
+        // would be copied into this instance's memory, which stays grown.
         #[cfg(not(feature = "lead"))]
-        let lead = team::roster()
-            .ok()
-            .and_then(|r| r.into_iter().find(|m| m.is_lead).map(|m| m.name))
-            .unwrap_or_else(|| "team-lead".into());
+        let lead = team::lead();
         #[cfg(feature = "lead")]
         let system = lead::system_prompt(&me.name, &me.team_name);
         #[cfg(not(feature = "lead"))]
@@ -190,7 +189,7 @@ impl Agent {
     /// The agent loop: model, tools, model, … until the model stops calling
     /// tools. Returns the model's last text.
     fn run(&mut self) -> Result<String, String> {
-        let tools = toolbox::definitions();
+        let mut tools = toolbox::definitions();
         let (context, max_tokens) = limits();
         let window = compaction::Window {
             context,
@@ -200,17 +199,24 @@ impl Agent {
         let mut failures = Failures::default();
         for _ in 0..MAX_CALLS_PER_TURN {
             compaction::compact(&mut self.conversation, room, window);
+            // Lent to the request and taken back, not copied: whatever a
+            // turn's peak allocates stays in the instance's memory for its
+            // whole life (wasm memory only grows).
             let request = Request {
                 model: String::new(),
-                system: Some(self.system.clone()),
-                messages: self.conversation.clone(),
-                tools: tools.clone(),
+                system: Some(std::mem::take(&mut self.system)),
+                messages: std::mem::take(&mut self.conversation),
+                tools: std::mem::take(&mut tools),
                 tool_choice: None,
                 max_tokens: Some(max_tokens),
                 temperature: None,
                 stop_sequences: Vec::new(),
             };
-            let answer = model::complete(&request).map_err(|e| failures.explain(describe(&e)))?;
+            let answer = model::complete(&request);
+            self.system = request.system.unwrap_or_default();
+            self.conversation = request.messages;
+            tools = request.tools;
+            let answer = answer.map_err(|e| failures.explain(describe(&e)))?;
             let calls: Vec<_> = answer
                 .content
                 .iter()

@@ -83,7 +83,6 @@ use std::fmt::Debug;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::OnceLock;
 
 use exports::teamhost::agent::handler::{Guest, TaskReport, Turn, TurnKind, TurnOutcome};
 use teamhost::agent::mailbox;
@@ -261,7 +260,16 @@ fn command(attack: &str, args: &[&str]) {
             let r = tools::bash(&args.join(" "), None);
             tool("bash-run", r, show_bash);
         }
-        "whoami" => report("whoami", true, format!("mode={}", mode())),
+        "whoami" => report(
+            "whoami",
+            true,
+            format!(
+                "mode={} lead={} roster-lead={}",
+                mode(),
+                lead(),
+                roster_lead()
+            ),
+        ),
         "state-flood" => {
             let max = teamhost::agent::state::max_bytes() as usize;
             let r = teamhost::agent::state::save(&[7u8; 1024]);
@@ -603,17 +611,17 @@ fn mode_name(mode: PermissionMode) -> &'static str {
     }
 }
 
-/// The lead's name, from the roster (`team-lead` if it cannot be read).
+/// The lead's name, as the host tells it.
 fn lead() -> String {
-    static LEAD: OnceLock<String> = OnceLock::new();
-    LEAD.get_or_init(|| {
-        team::roster()
-            .ok()
-            .and_then(|members| members.into_iter().find(|m| m.is_lead))
-            .map(|m| m.name)
-            .unwrap_or_else(|| "team-lead".into())
-    })
-    .clone()
+    team::lead()
+}
+
+/// The member the roster marks as the lead (`none` when none is).
+fn roster_lead() -> String {
+    team::roster()
+        .ok()
+        .and_then(|members| members.into_iter().find(|m| m.is_lead))
+        .map_or_else(|| "none".into(), |m| m.name)
 }
 
 fn show_paths(paths: &[String]) -> String {

@@ -199,14 +199,10 @@ fn count_words(path: &str) -> Result<usize, String> {
     Ok(String::from_utf8_lossy(&bytes).split_whitespace().count())
 }
 
-/// The lead's name, from the roster (the reference CLI always calls it
-/// `team-lead`).
+/// The lead's name (the host knows it: no roster read, whatever the
+/// team's size).
 fn lead_name() -> String {
-    team::roster()
-        .ok()
-        .and_then(|members| members.into_iter().find(|m| m.is_lead))
-        .map(|m| m.name)
-        .unwrap_or_else(|| "team-lead".to_string())
+    team::lead()
 }
 
 fn tell(to: &str, text: &str, summary: &str) -> Result<(), String> {

@@ -96,12 +96,9 @@ fn report(task: &Task, status: CompletedStatus, reason: Option<String>) -> TaskR
     }
 }
 
-/// Send the team's lead a message (the lead is usually named `team-lead`).
+/// Send the team's lead a message.
 fn tell_lead(text: &str) -> Result<(), String> {
-    let lead = team::roster()
-        .ok()
-        .and_then(|members| members.into_iter().find(|m| m.is_lead))
-        .map_or_else(|| "team-lead".to_string(), |m| m.name);
+    let lead = team::lead();
     messaging::send(&lead, text, Some(text))
         .map(|_| ())
         .map_err(|e| format!("cannot message {lead}: {e:?}"))

@@ -349,3 +349,23 @@ async fn the_total_message_limit_holds_across_turns() {
     );
     a.assert_contained().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn team_lead_names_the_member_the_roster_marks_as_lead() {
+    // `team.lead` answers from the spawn, `team.roster` from config.json:
+    // the two must agree, and the guest's report (sent to `team.lead`)
+    // must reach the real lead.
+    let a = Arena::new("coord-lead-name").await;
+    let dir = a.dir("asker");
+    let name = a
+        .spawn(hostile_request("asker", "whoami", &dir, "default"))
+        .await;
+    let got = wait_done(&a.f, &name, "whoami", 1).await;
+    let s = step(&got, "whoami");
+    assert!(s.ok(), "{s:?}");
+    assert!(
+        s.detail.ends_with("lead=team-lead roster-lead=team-lead"),
+        "{s:?}"
+    );
+    a.assert_contained().await;
+}

@@ -30,6 +30,12 @@ impl Host for ReadGlue<'_> {
         })
     }
 
+    /// Not gated, like `whoami`: the lead's name is on every message the
+    /// lead sends, and the host knows it from the spawn (no read).
+    async fn lead(&mut self) -> wasmtime::Result<String> {
+        Ok(self.fixed.lead.clone())
+    }
+
     async fn roster(&mut self) -> Result<Vec<Member>, GuestError> {
         self.permissions
             .authorize_coordination(CoordinationKind::Team(TeamCall::Roster))?;
