@@ -42,6 +42,8 @@ const TEAMHOST: &str = env!("CARGO_BIN_EXE_teamhost");
 
 #[path = "support/baseline.rs"]
 mod baseline;
+#[path = "support/wake_floor.rs"]
+mod wake_floor;
 #[path = "support/writers.rs"]
 mod writers;
 use writers::{now_us, Wakeup};
@@ -49,6 +51,10 @@ use writers::{now_us, Wakeup};
 fn main() {
     // This binary also plays the writer processes of `writers`.
     if let Ok(role) = std::env::var("SCALE_ROLE") {
+        if role == "floor" {
+            wake_floor::reader_role();
+            return;
+        }
         writer_role(&role);
         return;
     }
@@ -506,7 +512,7 @@ fn idle_crowd(base: &Path, count: usize) {
         unsafe { libc::malloc_trim(0) };
         let idle = rss_kib();
         if std::env::var_os("SCALE_SMAPS").is_some() {
-            print_smaps();
+            teamhost_tests::measure::print_smaps();
         }
         if std::env::var_os("SCALE_MAPS").is_some() {
             let _ = std::fs::copy("/proc/self/maps", "/tmp/scale-maps.txt");
@@ -533,36 +539,6 @@ fn idle_crowd(base: &Path, count: usize) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Resident memory by mapping kind (`SCALE_SMAPS=1`): where idle teammates'
-/// memory is.
-fn print_smaps() {
-    let text = std::fs::read_to_string("/proc/self/smaps").unwrap_or_default();
-    let mut by: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
-    let mut current = String::new();
-    for line in text.lines() {
-        let first = line.split_whitespace().next().unwrap_or("");
-        if first.contains('-') && first.chars().next().is_some_and(|c| c.is_ascii_hexdigit()) {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let (a, b) = first.split_once('-').unwrap();
-            let size =
-                u64::from_str_radix(b, 16).unwrap_or(0) - u64::from_str_radix(a, 16).unwrap_or(0);
-            current = match fields.get(5) {
-                Some(name) => name.to_string(),
-                None => format!("[anon {} MiB]", size >> 20),
-            };
-            by.entry(current.clone()).or_default().1 += 1;
-        } else if let Some(v) = line.strip_prefix("Rss:") {
-            let kib: u64 = v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
-            by.entry(current.clone()).or_default().0 += kib;
-        }
-    }
-    let mut v: Vec<_> = by.into_iter().collect();
-    v.sort_by_key(|b| std::cmp::Reverse(b.1 .0));
-    for (name, (kib, n)) in v.iter().take(15) {
-        eprintln!("{kib:>9} KiB  {n:>6} maps  {name}");
-    }
-}
-
 // --- wake: send → turn start in another process ----------------------------
 
 fn wake(base: &Path, rounds: usize) {
@@ -571,16 +547,32 @@ fn wake(base: &Path, rounds: usize) {
     println!();
     println!("| wake-up | median | p90 | samples |");
     println!("|---|---:|---:|---:|");
-    let (mut ours, mut sends) = wake_samples(base, &[], rounds);
+    let mut floor = wake_floor::Floor::start(base);
+    let (mut ours, mut sends, mut least) = wake_samples(base, &[], rounds, Some(&mut floor));
+    drop(floor);
     row_us("teamhost (change feed: inotify)", &mut ours);
     row_us("… of which the send (`Team::send` returning)", &mut sends);
-    let (mut poll, _) = wake_samples(base, &["--no-watch"], rounds.min(30));
+    row_us(
+        "the floor: new file, `fdatasync`, rename → inotify in another process, read and parsed (alternating with teamhost's samples)",
+        &mut least,
+    );
+    println!(
+        "| teamhost ÷ the floor, medians | {:.2}× | | |",
+        median_us(&ours) as f64 / median_us(&least).max(1) as f64
+    );
+    let (mut poll, _, _) = wake_samples(base, &["--no-watch"], rounds.min(30), None);
     row_us("the reference's 500 ms poll (`--no-watch`)", &mut poll);
 }
 
 /// Wake-up latencies (send → turn start) and, for each, how long the
-/// send itself took, in µs.
-fn wake_samples(base: &Path, extra: &[&str], rounds: usize) -> (Vec<u64>, Vec<u64>) {
+/// send itself took, in µs; with a `floor`, one floor sample after each
+/// of teamhost's, so both see the same state of the machine.
+fn wake_samples(
+    base: &Path,
+    extra: &[&str],
+    rounds: usize,
+    mut floor: Option<&mut wake_floor::Floor>,
+) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
     let tmp = tempfile::tempdir_in(base).unwrap();
     let home = tmp.path().join("home");
     let team = Store::new(Home::new(&home)).team("wake").unwrap();
@@ -634,6 +626,7 @@ fn wake_samples(base: &Path, extra: &[&str], rounds: usize) -> (Vec<u64>, Vec<u6
     next(&idle);
     let mut samples = Vec::with_capacity(rounds);
     let mut sends = Vec::with_capacity(rounds);
+    let mut least = Vec::with_capacity(rounds);
     for i in 0..rounds {
         // At a random point of the poll cycle, as a real lead would send.
         std::thread::sleep(Duration::from_millis(fastrand::u64(1..500)));
@@ -644,10 +637,21 @@ fn wake_samples(base: &Path, extra: &[&str], rounds: usize) -> (Vec<u64>, Vec<u6
         let turn = next(&|v| v["event"] == "turn" && v["kind"] == "message");
         samples.push(turn["atUs"].as_u64().unwrap().saturating_sub(sent));
         next(&idle);
+        if let Some(floor) = floor.as_deref_mut() {
+            std::thread::sleep(Duration::from_millis(fastrand::u64(1..500)));
+            least.push(floor.sample());
+        }
     }
     let _ = child.kill();
     let _ = child.wait();
-    (samples, sends)
+    (samples, sends, least)
+}
+
+/// The median of `samples`, in whatever order.
+fn median_us(samples: &[u64]) -> u64 {
+    let mut v = samples.to_vec();
+    v.sort_unstable();
+    v[v.len() / 2]
 }
 
 // --- writers: 8 processes → one inbox, teamhost vs the reference -----------
