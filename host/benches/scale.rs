@@ -21,6 +21,10 @@
 //! 20 % slower prints a `REGRESSION` line and the bench exits with status 1.
 //! `TEAMHOST_SCALE_BASELINE=save` stores this run's figures as the baseline.
 //!
+//! `wake` also measures the floor under any file-based wake-up in the same
+//! run (`benches/support/wake_floor.rs`) and prints teamhost's ratio to it;
+//! `TEAMHOST_WAKE_FLOOR=0` leaves it out.
+//!
 //! Every team is generated here: `grid` writes a corpus of small files and a
 //! manifest of `worker` teammates with one task per file, runs the real
 //! `teamhost run --json` binary and reads its summary (work, spawn and
@@ -547,19 +551,25 @@ fn wake(base: &Path, rounds: usize) {
     println!();
     println!("| wake-up | median | p90 | samples |");
     println!("|---|---:|---:|---:|");
-    let mut floor = wake_floor::Floor::start(base);
-    let (mut ours, mut sends, mut least) = wake_samples(base, &[], rounds, Some(&mut floor));
+    // `TEAMHOST_WAKE_FLOOR=0` leaves the floor out: its writes free inodes
+    // too, which changes what teamhost's next file creation costs, so an
+    // A/B of two builds compares them without it.
+    let mut floor = (std::env::var("TEAMHOST_WAKE_FLOOR").as_deref() != Ok("0"))
+        .then(|| wake_floor::Floor::start(base));
+    let (mut ours, mut sends, mut least) = wake_samples(base, &[], rounds, floor.as_mut());
     drop(floor);
     row_us("teamhost (change feed: inotify)", &mut ours);
     row_us("… of which the send (`Team::send` returning)", &mut sends);
-    row_us(
-        "the floor: new file, `fdatasync`, rename → inotify in another process, read and parsed (alternating with teamhost's samples)",
-        &mut least,
-    );
-    println!(
-        "| teamhost ÷ the floor, medians | {:.2}× | | |",
-        median_us(&ours) as f64 / median_us(&least).max(1) as f64
-    );
+    if !least.is_empty() {
+        row_us(
+            "the floor: new file, `fdatasync`, rename → inotify in another process, read and parsed (alternating with teamhost's samples)",
+            &mut least,
+        );
+        println!(
+            "| teamhost ÷ the floor, medians | {:.2}× | | |",
+            median_us(&ours) as f64 / median_us(&least).max(1) as f64
+        );
+    }
     let (mut poll, _, _) = wake_samples(base, &["--no-watch"], rounds.min(30), None);
     row_us("the reference's 500 ms poll (`--no-watch`)", &mut poll);
 }

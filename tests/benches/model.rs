@@ -10,7 +10,11 @@
 //!   LLM teammate with a toolbox call between its calls): the ideal is
 //!   500 ms per teammate (no teammate waits on another); the figure is
 //!   ideal / measured;
-//! - memory: resident memory per idle teammate holding a model seat.
+//! - memory: resident (VmRSS) and proportional (PSS) memory per idle
+//!   teammate holding a model seat, 200 of each kind (`TEAMHOST_MODEL_IDLE`),
+//!   settled and after 15 s idle, from the second of two rounds (the first
+//!   grows what the process keeps for any crowd); `MODEL_SMAPS=1` prints
+//!   where the memory is, mapping by mapping.
 //!
 //! Run with `cargo bench -p teamhost-tests --bench model`; name sections to
 //! run only those (`-- crowd agents idle`; `overhead` is the rest).
