@@ -16,7 +16,7 @@
 
 import { respondShutdown, send } from "teamhost:agent/messaging@0.1.0";
 import { claim, update } from "teamhost:agent/tasks@0.1.0";
-import { roster } from "teamhost:agent/team@0.1.0";
+import { lead as leadOf } from "teamhost:agent/team@0.1.0";
 import { write } from "teamhost:agent/tools@0.1.0";
 
 /** @typedef {import("teamhost:agent/handler@0.1.0").Turn} Turn */
@@ -97,14 +97,11 @@ function workOn(task) {
 }
 
 /**
- * Send the team's lead a message (the lead is usually named team-lead).
+ * Send the team's lead a message.
  * @param {string} text
  */
 function tellLead(text) {
-  let lead = "team-lead";
-  try {
-    lead = roster().find((m) => m.isLead)?.name ?? lead;
-  } catch {}
+  const lead = leadOf();
   try {
     send(lead, text, text);
   } catch (e) {

@@ -85,11 +85,8 @@ def work_on(task: Task) -> str:
 
 
 def tell_lead(text: str) -> None:
-    """Send the team's lead a message (the lead is usually named team-lead)."""
-    try:
-        lead = next((m.name for m in team.roster() if m.is_lead), "team-lead")
-    except Err:
-        lead = "team-lead"
+    """Send the team's lead a message."""
+    lead = team.lead()
     try:
         messaging.send(lead, text, text)
     except Err as e:

@@ -27,7 +27,7 @@
 import { respondShutdown } from "teamhost:agent/messaging@0.1.0";
 import { complete } from "teamhost:agent/model@0.1.0";
 import { claim, get } from "teamhost:agent/tasks@0.1.0";
-import { roster, whoami } from "teamhost:agent/team@0.1.0";
+import { lead as leadOf, whoami } from "teamhost:agent/team@0.1.0";
 import { definitions, invoke } from "teamhost:agent/toolbox@0.1.0";
 import { getStderr } from "wasi:cli/stderr@0.2.12";
 
@@ -45,7 +45,7 @@ const MAX_CALLS_PER_TURN = 20; // model calls in one turn before the agent gives
 class Agent {
   constructor() {
     const me = whoami();
-    const lead = roster().find((m) => m.isLead)?.name ?? "team-lead";
+    const lead = leadOf();
     this.name = me.name;
     this.system =
       `You are ${me.name}, a teammate in the team "${me.teamName}". Your lead is ${lead}. ` +

@@ -13,7 +13,7 @@ import test from "node:test";
 // Module hooks: a WIT import resolves to a module whose exports call
 // globalThis.standIn; app.js loads as an ES module.
 const hooks = `
-const NAMES = ["respondShutdown", "complete", "claim", "get", "roster", "whoami",
+const NAMES = ["respondShutdown", "complete", "claim", "get", "lead", "whoami",
   "definitions", "invoke", "getStderr"];
 export async function resolve(specifier, context, next) {
   if (/^(teamhost|wasi):/.test(specifier)) return { url: "wit:" + specifier, shortCircuit: true };
@@ -33,7 +33,7 @@ register("data:text/javascript," + encodeURIComponent(hooks));
 const requests = [];
 /** @type {any} */ (globalThis).standIn = {
   whoami: () => ({ name: "ann", teamName: "t" }),
-  roster: () => [{ name: "team-lead", isLead: true }],
+  lead: () => "team-lead",
   definitions: () => [],
   complete: (/** @type {any} */ request) => {
     requests.push(structuredClone(request));

@@ -24,7 +24,7 @@
 
 import { respondShutdown, send } from "teamhost:agent/messaging@0.1.0";
 import { claim, update } from "teamhost:agent/tasks@0.1.0";
-import { roster } from "teamhost:agent/team@0.1.0";
+import { lead } from "teamhost:agent/team@0.1.0";
 import { read, write } from "teamhost:agent/tools@0.1.0";
 import { getStderr } from "wasi:cli/stderr@0.2.12";
 
@@ -176,13 +176,9 @@ function countWords(path) {
   }
 }
 
-/** The lead's name, from the roster (usually `team-lead`). */
+/** The lead's name (the host knows it: no roster read). */
 function leadName() {
-  try {
-    return roster().find((m) => m.isLead)?.name ?? "team-lead";
-  } catch {
-    return "team-lead";
-  }
+  return lead();
 }
 
 /** @param {string} to @param {string} text @param {string} summary */

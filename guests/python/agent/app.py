@@ -49,7 +49,7 @@ class Agent:
 
     def __init__(self) -> None:
         me = team.whoami()
-        lead = next((m.name for m in team.roster() if m.is_lead), "team-lead")
+        lead = team.lead()
         self.name = me.name
         self.system = (
             f'You are {me.name}, a teammate in the team "{me.team_name}". Your lead is {lead}. '
