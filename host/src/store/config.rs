@@ -10,10 +10,13 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::names::{agent_id, check_distinct, check_new_member_name};
+use super::names::{agent_id, check_new_member_name};
 use super::{StoreEvent, Team};
 use crate::error::{Error, Result};
 use crate::protocol::time::now_ms;
+
+mod member_names;
+use member_names::MemberNames;
 
 /// Colours handed to teammates in join order, as the reference does.
 pub const COLORS: [&str; 8] = [
@@ -362,13 +365,20 @@ impl Team {
     /// colour). The name must pass [`check_new_member_name`] (nothing that
     /// looks like the lead, the person, the host or a flag) and, once made
     /// unique (`echo` → `echo-2`), must not look like another member's
-    /// ([`check_distinct`]); the error says which.
+    /// ([`check_distinct`](crate::store::names::check_distinct)); the error says which.
     pub fn add_member(&self, new: NewMember) -> Result<Member> {
         check_new_member_name(&new.name)?;
         self.update_config(|config| {
             let new = new.clone();
-            let name = unique_name(config, &new.name);
-            check_distinct(&name, config.members.iter().map(|m| m.name.as_str()))?;
+            // Both questions from the index of this very list: no scan of
+            // the members but after another process changed them
+            // (`member_names.rs`).
+            let mut names = MemberNames::take(&config.members);
+            let name = names.unique(&new.name);
+            if let Err(e) = names.check_distinct(&name) {
+                names.keep(&config.members);
+                return Err(e);
+            }
             let color = new.color.unwrap_or_else(|| next_color(config).to_string());
             let backend = new.backend_type.unwrap_or_else(|| "in-process".into());
             let member = Member {
@@ -392,6 +402,8 @@ impl Team {
                 extra: Map::new(),
             };
             Arc::make_mut(&mut config.members).push(Arc::new(member.clone()));
+            names.insert(&member.name);
+            names.keep(&config.members);
             Ok(member)
         })
     }
@@ -425,9 +437,17 @@ impl Team {
             else {
                 return Err(config.member_not_found(name_or_id));
             };
-            Ok(change(Arc::make_mut(
-                &mut Arc::make_mut(&mut config.members)[at],
-            )))
+            // An `isActive` flip keeps every name: the members' index goes
+            // over to the changed list (a flip between two registrations
+            // would otherwise cost the second a scan).
+            let names = MemberNames::take_kept(&config.members);
+            let member = Arc::make_mut(&mut Arc::make_mut(&mut config.members)[at]);
+            let name = member.name.clone();
+            let out = change(member);
+            if let Some(names) = names.filter(|_| member.name == name) {
+                names.keep(&config.members);
+            }
+            Ok(out)
         })
     }
 
@@ -475,38 +495,6 @@ impl Team {
             path: self.location(),
         }
     }
-}
-
-fn unique_name(config: &TeamConfig, wanted: &str) -> String {
-    // One pass over the members: the thousandth `echo` of a team costs one
-    // scan, not a thousand scans of a thousand names. With `n` members the
-    // lowest free number is at most `n + 2`, so the numbers taken are
-    // marked in `n + 3` flags, not hashed into a set (which was a tenth of
-    // a spawn at 10,000 members).
-    let mut plain_taken = false;
-    let mut taken = vec![false; config.members.len() + 3];
-    for m in config.members.iter() {
-        if m.name == wanted {
-            plain_taken = true;
-        } else if let Some(n) = m
-            .name
-            .strip_prefix(wanted)
-            .and_then(|rest| rest.strip_prefix('-'))
-            .filter(|n| !n.starts_with('0'))
-            .and_then(|n| n.parse::<usize>().ok())
-        {
-            if let Some(flag) = taken.get_mut(n) {
-                *flag = true;
-            }
-        }
-    }
-    if !plain_taken {
-        return wanted.to_string();
-    }
-    let free = (2..taken.len())
-        .find(|&i| !taken[i])
-        .expect("n members take at most n of the n + 1 numbers from 2 to n + 2");
-    format!("{wanted}-{free}")
 }
 
 /// The first colour of the cycle no current member has; when all are taken,

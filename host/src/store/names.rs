@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 
 mod new_name;
 pub use new_name::{check_distinct, check_new_member_name, RESERVED};
+pub(crate) use new_name::{looks_like_member, LookalikeKey};
 
 /// Longest team or agent name accepted, in bytes. Leaves room under the usual
 /// 255-byte file-name limit for suffixes such as `.json.lock` and `.corrupt-<ts>`.

@@ -105,30 +105,38 @@ pub fn check_distinct<'a>(name: &str, others: impl IntoIterator<Item = &'a str>)
         other != name && theirs.matches(&key)
     });
     match looks_alike {
-        Some(other) => Err(Error::InvalidName {
-            kind: "agent",
-            name: name.to_string(),
-            reason: format!(
-                "looks like {other:?}, another member's name (the same letters to the \
-                 eye, or the same but for case, which one file on a case-insensitive filesystem \
-                 would hold); {FIX} that differs visibly"
-            ),
-        }),
+        Some(other) => Err(looks_like_member(name, other)),
         None => Ok(()),
+    }
+}
+
+/// The refusal of `name` because it looks like `other`, another member's
+/// name ([`check_distinct`]'s, and the member index's).
+pub(crate) fn looks_like_member(name: &str, other: &str) -> Error {
+    Error::InvalidName {
+        kind: "agent",
+        name: name.to_string(),
+        reason: format!(
+            "looks like {other:?}, another member's name (the same letters to the \
+             eye, or the same but for case, which one file on a case-insensitive filesystem \
+             would hold); {FIX} that differs visibly"
+        ),
     }
 }
 
 /// The most names whose skeletons [`LookalikeKey::each_remembered`] keeps.
 const REMEMBERED: usize = 65_536;
 
-/// A name's two skeletons: as written, and in lower case.
-struct LookalikeKey {
-    exact: String,
-    folded: String,
+/// A name's two skeletons: as written, and in lower case. Two names look
+/// alike when either is the same.
+pub(crate) struct LookalikeKey {
+    pub(crate) exact: String,
+    pub(crate) folded: String,
 }
 
 impl LookalikeKey {
-    fn of(name: &str) -> Self {
+    /// `name`'s skeletons, made anew.
+    pub(crate) fn of(name: &str) -> Self {
         LookalikeKey {
             exact: skeleton(name).collect(),
             folded: skeleton(&name.to_lowercase()).collect(),
@@ -145,7 +153,7 @@ impl LookalikeKey {
     /// per member were still a tenth of a spawn. At most [`REMEMBERED`]
     /// names are kept; the table starts afresh when full, so what any
     /// caller names cannot grow it for ever.
-    fn each_remembered<'a>(
+    pub(crate) fn each_remembered<'a>(
         names: impl IntoIterator<Item = &'a str>,
         mut hit: impl FnMut(&str, &LookalikeKey) -> bool,
     ) -> Option<&'a str> {
