@@ -248,6 +248,29 @@ pub(crate) struct Spawned {
     pub join: tokio::task::JoinHandle<TeammateState>,
 }
 
+#[cfg(test)]
+impl Spawned {
+    /// A teammate that never ran, in `dir`: for the tests of what the host
+    /// keeps of its teammates. Needs a tokio runtime (its join handle).
+    pub(crate) fn for_index_tests(dir: &str) -> Spawned {
+        let member = serde_json::json!({"agentId": "m@t", "name": "m", "cwd": dir});
+        Spawned {
+            member: serde_json::from_value(member).expect("a member"),
+            backend: BackendKind::InProcess,
+            state: watch::channel(TeammateState::Idle).1,
+            inject: None,
+            kill: watch::channel(false).0,
+            stopping: Default::default(),
+            turns: Default::default(),
+            busy: Default::default(),
+            pending_injections: Default::default(),
+            auto_claim: false,
+            stop_grace: Duration::ZERO,
+            join: tokio::spawn(async { TeammateState::Idle }),
+        }
+    }
+}
+
 /// Everything spawning needs from the host.
 pub(crate) struct SpawnEnv<'a> {
     pub runtime: &'a Runtime,

@@ -42,7 +42,7 @@ pub(super) struct Inner {
     pub(super) hub: Arc<WakeHub>,
     pub(super) events: broadcast::Sender<Event>,
     pub(super) opts: HostOptions,
-    pub(super) teammates: Mutex<BTreeMap<(String, String), Spawned>>,
+    pub(super) teammates: Mutex<super::running::Running>,
     /// The teammates [`Host::compile`] works for, by `(team, name)`, until
     /// they are spawned: `Compiling`, then `Starting`.
     pub(super) joining: Mutex<BTreeMap<(String, String), TeammateState>>,
@@ -112,7 +112,7 @@ impl Host {
                 hub,
                 events,
                 opts,
-                teammates: Mutex::new(BTreeMap::new()),
+                teammates: Mutex::default(),
                 joining: Mutex::new(BTreeMap::new()),
                 watches: Mutex::new(HashMap::new()),
                 leases,

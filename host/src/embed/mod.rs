@@ -41,6 +41,7 @@ pub mod lead;
 pub mod lease;
 mod options;
 mod resume;
+mod running;
 mod spawn;
 mod stopping;
 mod watching;

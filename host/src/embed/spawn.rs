@@ -33,51 +33,17 @@ impl Host {
         }
         // Running teammates' directories are recorded canonical (the
         // backends canonicalise `cwd` at spawn), so the component is
-        // resolved once and compared in memory: a spawn costs the same
-        // however many teammates run.
+        // resolved once and only its ancestors are looked up in the
+        // running teammates' index of directories (`running.rs`): a spawn
+        // costs the same however many teammates run.
         let component = crate::layout::canonical(&req.component);
-        // Comparing by path components parses both paths; at 10,000
-        // teammates every spawn did that for every directory. Only the
-        // directories that may hold the component ([`may_hold`]) are.
-        let component_str = component.to_str().unwrap_or_default();
-        let component_plain = component.to_str().is_some_and(plain);
         let teammates = inner.teammates.lock().expect("teammates lock");
-        for ((t, name), s) in teammates.iter() {
-            let Some(dir) = s
-                .member
-                .cwd
-                .as_deref()
-                .filter(|dir| !component_plain || may_hold(component_str, dir))
-                .filter(|_| t == team && *name != req.name)
-            else {
-                continue;
-            };
-            if component.starts_with(dir) {
-                let protected = [Protected::new(Kind::Component, &req.component)];
-                check(name, std::path::Path::new(dir), &protected).map_err(invalid)?;
-            }
+        for (name, dir) in teammates.holding(team, &component, &req.name) {
+            let protected = [Protected::new(Kind::Component, &req.component)];
+            check(name, std::path::Path::new(dir), &protected).map_err(invalid)?;
         }
         Ok(())
     }
-}
-
-/// Whether `path` is written as a canonical path is: no `//`, no `.`
-/// component, no `/` at the end (but for `/` itself).
-fn plain(path: &str) -> bool {
-    !(path.contains("//")
-        || path.contains("/./")
-        || path.ends_with("/.")
-        || path == "."
-        || path.starts_with("./")
-        || (path.len() > 1 && path.ends_with('/')))
-}
-
-/// Whether the directory `dir` may hold `component` (both as text, the
-/// component [`plain`]): only if it is a byte prefix of the component, or
-/// is not plain itself (`Path::starts_with` reads `a//b/.` as `a/b`). A
-/// `true` is only a maybe: the caller compares by path components.
-fn may_hold(component: &str, dir: &str) -> bool {
-    component.starts_with(dir) || !plain(dir)
 }
 
 impl Host {
@@ -181,52 +147,5 @@ impl Host {
             self.forget_run_when_done(team, &info.name, rev);
         }
         Ok(info)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{may_hold, plain};
-    use std::path::Path;
-
-    /// The filter never drops a directory that holds the component.
-    #[test]
-    fn every_directory_that_holds_a_plain_component_passes_the_byte_filter() {
-        let components = [
-            "/w/a/c.wasm",
-            "/w/.hidden/c.wasm",
-            "/c.wasm",
-            "/w/ab/c.wasm",
-        ];
-        let dirs = [
-            "/",
-            "/w",
-            "/w/",
-            "/w/a",
-            "/w/a/",
-            "/w//a",
-            "/w/./a",
-            "/w/a/.",
-            "/w/.",
-            "/w/.hidden",
-            "/w/.hidden/",
-            "/w/a/..",
-            "/w/ab",
-            "/x",
-            ".",
-            "./w",
-            "w/a",
-        ];
-        for c in components {
-            assert!(plain(c), "{c}");
-            for d in dirs {
-                if Path::new(c).starts_with(d) {
-                    assert!(may_hold(c, d), "{d} holds {c} but was filtered out");
-                }
-            }
-        }
-        // And it does filter: a plain directory elsewhere is dropped.
-        assert!(!may_hold("/w/a/c.wasm", "/x"));
-        assert!(!may_hold("/w/a/c.wasm", "/w/.hidden"));
     }
 }
