@@ -83,13 +83,19 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
         .map_err(rollback)?;
     // The prompt goes in only once the instance is ready, so a failed spawn
     // leaves nothing for the next teammate of the same name.
-    let (delivering, to, prompt) = (team.clone(), member.name.clone(), req.prompt.clone());
+    // And the hook (the spawn record) after it, on the same blocking
+    // thread: one hand-off, and no synced write on a runtime worker.
+    let (delivering, to, prompt) = (team.clone(), member.clone(), req.prompt.clone());
+    let before_start = env.before_start.clone();
     store::blocking("delivering the prompt", move || {
         let lead = delivering.config()?.lead_name().to_string();
-        delivering.deliver(&to, OutgoingMessage::new(&lead, prompt))
+        delivering.deliver(&to.name, OutgoingMessage::new(&lead, prompt))?;
+        if let Some(hook) = before_start {
+            hook(&to);
+        }
+        Ok(())
     })
     .await
     .map_err(rollback)?;
-    env.before_start(&member);
     Ok(ready.run(&env))
 }

@@ -271,6 +271,10 @@ impl Spawned {
     }
 }
 
+/// What [`SpawnEnv::before_start`] holds: a hook given the registered
+/// member.
+pub(crate) type BeforeStart = Arc<dyn Fn(&Member) + Send + Sync>;
+
 /// Everything spawning needs from the host.
 pub(crate) struct SpawnEnv<'a> {
     pub runtime: &'a Runtime,
@@ -297,8 +301,10 @@ pub(crate) struct SpawnEnv<'a> {
     /// writes the spawn record here: a record written after the start left
     /// a window in which the teammate claimed work and a host killed then
     /// left a member that `status` showed idle and resume could not bring
-    /// back. The hook does its own error handling.
-    pub before_start: Option<&'a (dyn Fn(&Member) + Send + Sync)>,
+    /// back. The hook does its own error handling, and blocks (it writes
+    /// synced files, and may reach the store): a backend runs it off the
+    /// runtime's workers.
+    pub before_start: Option<BeforeStart>,
     /// The lead's seat, for the member `Host::start_lead` runs as its
     /// team's lead (`None` for every teammate).
     pub lead_seat: Option<Arc<dyn crate::runtime::lead_host::LeadHost>>,
@@ -311,7 +317,7 @@ const FEED_FALLBACK_FACTOR: u32 = 10;
 impl SpawnEnv<'_> {
     /// Runs [`SpawnEnv::before_start`], when there is one.
     pub fn before_start(&self, member: &Member) {
-        if let Some(hook) = self.before_start {
+        if let Some(hook) = &self.before_start {
             hook(member);
         }
     }

@@ -92,13 +92,21 @@ impl Host {
         // dead, and resume brings it back). The component's hash comes from
         // the cache that just loaded it (no second read). A record that
         // cannot be written costs only that, so the spawn stands.
-        let recorded = std::sync::Mutex::new(None::<String>);
+        let recorded = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
         // When this host holds a lease on the team, the run record goes to
         // the store beside it (`run_record.rs`): its revision, to remove it
         // when the teammate ends.
-        let run_written = std::sync::Mutex::new(None::<crate::store::Revision>);
+        let run_written =
+            std::sync::Arc::new(std::sync::Mutex::new(None::<crate::store::Revision>));
         let (home, runtime) = (self.inner.home.clone(), self.inner.runtime.clone());
-        let record_it = |member: &crate::store::Member| {
+        // Owned, so that a backend may run it on a blocking thread (its
+        // writes are synced, and a run record may go over the network).
+        let (host, team_of_record, request) = (self.clone(), team.clone(), req.clone());
+        let (recorded_by, run_written_by, home_of_record) =
+            (recorded.clone(), run_written.clone(), home.clone());
+        let record_it = move |member: &crate::store::Member| {
+            let (req, team, home) = (&request, &team_of_record, &home_of_record);
+            let (recorded, run_written) = (&recorded_by, &run_written_by);
             let written = runtime
                 .cache()
                 .load(&req.component)
@@ -108,15 +116,15 @@ impl Host {
                 })
                 .and_then(|(hash, _)| {
                     let mut record =
-                        crate::home::spawn_record::SpawnRecord::new(&req, kind.as_str(), hash)?;
+                        crate::home::spawn_record::SpawnRecord::new(req, kind.as_str(), hash)?;
                     record.name = member.name.clone();
-                    crate::home::spawn_record::record(&home, team.name(), &record)?;
+                    crate::home::spawn_record::record(home, team.name(), &record)?;
                     Ok(record)
                 });
             match written {
                 Ok(record) => {
                     *recorded.lock().expect("record lock") = Some(member.name.clone());
-                    match self.record_run(team, &record) {
+                    match host.record_run(team, &record) {
                         Ok(rev) => *run_written.lock().expect("record lock") = rev,
                         Err(error) => {
                             tracing::warn!(teammate = %member.name, %error, "no run record written: another host will not take this teammate over")
@@ -129,7 +137,7 @@ impl Host {
             }
         };
         let mut env = self.spawn_env(team)?;
-        env.before_start = Some(&record_it);
+        env.before_start = Some(std::sync::Arc::new(record_it));
         let spawned = backend.spawn(env, team, req.clone()).await;
         let spawned = match spawned {
             Ok(s) => s,
