@@ -85,8 +85,10 @@ impl MemberNames {
     /// it does (the caller made the change it was told of).
     pub(super) fn keep(self, members: &Arc<Members>) {
         debug_assert!(
-            self.names.len() == members.len()
-                && members.iter().all(|m| self.names.contains(&m.name)),
+            {
+                let listed: HashSet<&str> = members.iter().map(|m| m.name.as_str()).collect();
+                listed.len() == self.names.len() && listed.iter().all(|n| self.names.contains(*n))
+            },
             "a member index kept for a list it does not describe"
         );
         let mut kept = kept();

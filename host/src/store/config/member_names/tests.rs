@@ -221,3 +221,20 @@ fn registrations_see_what_another_process_wrote_to_the_config() {
         ]
     );
 }
+
+#[test]
+fn a_list_that_holds_one_name_twice_is_indexed_and_kept() {
+    // Another program may write a config with a name twice; the index
+    // holds it once, and a registration goes on as before.
+    let mut members: Arc<Members> =
+        Arc::new(vec![member("team-lead"), member("echo"), member("echo")]);
+    let mut names = MemberNames::take(&members);
+    let name = names.unique("echo");
+    assert_eq!(name, scanned_unique(&members, "echo"));
+    assert!(names.check_distinct(&name).is_ok());
+    Arc::make_mut(&mut members).push(member(&name));
+    names.insert(&name);
+    names.keep(&members);
+    let mut names = MemberNames::take_kept(&members).expect("kept for the list");
+    assert_eq!(names.unique("echo"), "echo-3");
+}
