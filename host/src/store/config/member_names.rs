@@ -45,12 +45,11 @@ pub(super) struct MemberNames {
     free_from: HashMap<String, usize>,
 }
 
-/// The indexes kept, by the address of the list each is for.
+/// The indexes kept, by the address of the list each is for: one per team
+/// whose list is current, and those of lists gone since the last keep.
 #[derive(Default)]
 struct Kept {
     lists: HashMap<usize, (Weak<Members>, MemberNames)>,
-    /// How many were left by the last sweep.
-    swept_to: usize,
 }
 
 fn kept() -> std::sync::MutexGuard<'static, Kept> {
@@ -96,12 +95,10 @@ impl MemberNames {
             Arc::as_ptr(members) as usize,
             (Arc::downgrade(members), self),
         );
-        // Lists that have gone leave their entries behind: swept when the
-        // table has doubled since the last sweep.
-        if kept.lists.len() > 2 * kept.swept_to + 16 {
-            kept.lists.retain(|_, (list, _)| list.strong_count() > 0);
-            kept.swept_to = kept.lists.len();
-        }
+        // A list that has gone (a config read anew after another process
+        // wrote it) leaves its entry behind, as big as its team: swept at
+        // every keep, a pass over one entry per team.
+        kept.lists.retain(|_, (list, _)| list.strong_count() > 0);
     }
 
     /// An index made from `members`, in their order.

@@ -145,11 +145,21 @@ fn a_list_changed_behind_the_index_gets_an_index_of_its_own() {
     let mut names = MemberNames::take(&members);
     assert_eq!(names.unique("echo"), "echo-3");
     names.keep(&members);
-    // A list that has gone leaves nothing that answers for a new one.
+    // A list that has gone leaves nothing that answers for a new one, and
+    // its entry goes at the next keep.
+    let gone = Arc::as_ptr(&members) as usize;
     drop(members);
     let members: Arc<Members> = Arc::new(vec![member("team-lead")]);
     let mut names = MemberNames::take(&members);
     assert_eq!(names.unique("echo"), "echo");
+    names.keep(&members);
+    // (Another test's list may have taken the freed address since: only
+    // a live list may be there.)
+    let at_gone = kept().lists.get(&gone).map(|(list, _)| list.strong_count());
+    assert!(
+        at_gone.is_none_or(|live| live > 0),
+        "a gone list's index is swept"
+    );
 }
 
 #[test]
