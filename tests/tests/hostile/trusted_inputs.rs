@@ -287,3 +287,31 @@ async fn spawn_refuses_a_component_lying_in_a_running_teammates_directory() {
     assert!(e.contains(&a.echo), "names the teammate: {e}");
     a.assert_contained().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spawn_refuses_a_component_in_a_running_teammates_directory_however_it_is_spelled() {
+    // The host looks the component's ancestors up among the directories its
+    // teammates run in: every way of writing the path, and a link from
+    // outside every teammate's directory, must resolve to `dirs/echo`.
+    let a = Arena::new("layout-spelled").await;
+    let echo = a.dir("echo");
+    let planted = echo.join("hostile.wasm");
+    std::fs::copy(teamhost_tests::HOSTILE, &planted).unwrap();
+    let dir = a.dir("next");
+    let dirs = echo.parent().unwrap().to_path_buf();
+    let link = dirs.join("route-to-echo");
+    std::os::unix::fs::symlink(&echo, &link).unwrap();
+    let spelled = [
+        format!("{}/../echo/hostile.wasm", dir.display()),
+        format!("{}/./hostile.wasm", echo.display()),
+        format!("{}//echo/hostile.wasm", dirs.display()),
+        format!("{}/hostile.wasm", link.display()),
+    ];
+    for component in spelled {
+        let mut req = hostile_request("next", "noop", &dir, "acceptEdits");
+        req.component = component.clone().into();
+        let e = refused(&a.f, req).await;
+        assert!(e.contains(&a.echo), "{component}: names the teammate: {e}");
+    }
+    a.assert_contained().await;
+}
