@@ -138,7 +138,7 @@ impl Host {
         };
         let mut env = self.spawn_env(team)?;
         env.before_start = Some(std::sync::Arc::new(record_it));
-        let spawned = backend.spawn(env, team, req.clone()).await;
+        let spawned = backend.spawn(env, team, req).await;
         let spawned = match spawned {
             Ok(s) => s,
             Err(e) => {

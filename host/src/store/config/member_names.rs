@@ -67,17 +67,11 @@ impl MemberNames {
     /// The index kept for this very list, taken out of the table; `None`
     /// when there is none (nothing is made).
     pub(super) fn take_kept(members: &Arc<Members>) -> Option<MemberNames> {
+        // An entry's weak reference keeps its list's allocation, so no
+        // other list can have its address: the entry at `members`'s
+        // address is `members`'s own.
         let key = Arc::as_ptr(members) as usize;
-        let mut kept = kept();
-        let (list, _) = kept.lists.get(&key)?;
-        // The weak reference has kept the address from being reused, so
-        // the same address is the same allocation; a dead one is a list
-        // that has gone.
-        if list.strong_count() == 0 || !std::ptr::eq(list.as_ptr(), Arc::as_ptr(members)) {
-            kept.lists.remove(&key);
-            return None;
-        }
-        kept.lists.remove(&key).map(|(_, names)| names)
+        kept().lists.remove(&key).map(|(_, names)| names)
     }
 
     /// Keeps this index for `members`, which must hold exactly the names
