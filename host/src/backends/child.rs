@@ -439,7 +439,9 @@ mod tests {
         let req = SpawnRequest::new("w", "w.wasm", "p", tmp.path());
         let store = ChildStore {
             home: tmp.path().to_path_buf(),
-            url: Some(crate::store::NatsUrl::parse("tls://u:pw@h:4222/p").unwrap()),
+            // A password no temporary directory's name can hold (`pw`
+            // matched `/tmp/.tmpwy…` once in a while).
+            url: Some(crate::store::NatsUrl::parse("tls://u:s3cret-pass@h:4222/p").unwrap()),
             security: crate::store::NatsSecurity {
                 ca: Some("/etc/team/ca.pem".into()),
                 creds: Some("/etc/team/team.creds".into()),
@@ -457,7 +459,7 @@ mod tests {
         for a in &args {
             let a = a.to_string_lossy();
             assert!(
-                !a.contains("/etc/team") && !a.contains("pw") && !a.starts_with("--store"),
+                !a.contains("/etc/team") && !a.contains("s3cret") && !a.starts_with("--store"),
                 "{a} is on the command line"
             );
         }
@@ -468,7 +470,10 @@ mod tests {
             get("TEAMHOST_STORE_CREDS"),
             Some("/etc/team/team.creds".into())
         );
-        assert_eq!(get("TEAMHOST_STORE"), Some("tls://u:pw@h:4222/p".into()));
+        assert_eq!(
+            get("TEAMHOST_STORE"),
+            Some("tls://u:s3cret-pass@h:4222/p".into())
+        );
         assert_eq!(get("TEAMHOST_STORE_NKEY"), None);
     }
 }
