@@ -66,12 +66,21 @@ async fn a_background_sub_agents_end_reaches_the_parent_as_a_task_notification()
     let id = word_after(&spawned, "sub-spawned ");
     let note = reply(&f, "p", "notified ").await;
     assert_eq!(note, format!("notified completed {id} said: later"));
-    // It came as a message from `teamhost` in the parent's inbox (now read).
-    let history = f.team.history("p").unwrap();
-    let delivered = history
-        .iter()
-        .find(|m| m.text.starts_with("<task-notification>"))
-        .expect("the notification in p's history");
+    // It came as a message from `teamhost` in the parent's inbox (now read;
+    // the read message reaches the history once the take settles, which
+    // may be after the turn that answered).
+    let mut found = None;
+    f.until("the notification in p's history", || {
+        found = f
+            .team
+            .history("p")
+            .unwrap()
+            .into_iter()
+            .find(|m| m.text.starts_with("<task-notification>"));
+        found.is_some()
+    })
+    .await;
+    let delivered = found.expect("the notification in p's history");
     assert_eq!(delivered.from, "teamhost");
     assert!(delivered.text.contains(&format!("<task-id>{id}</task-id>")));
     assert!(delivered.text.contains("<status>completed</status>"));
