@@ -167,7 +167,20 @@ pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
 /// Atomically replaces `path` with `bytes`: temp file in the same directory,
 /// `fdatasync`, rename. The parent directory is created when missing.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    replace(path, bytes, true)
+    replace(path, bytes, true, None)
+}
+
+/// [`write_atomic`], calling `staged` with the new version's metadata once
+/// it is synced and before it is renamed over `path`: a cache that records
+/// it then knows the file the rename makes visible (same inode, size and
+/// modification time; the rename changes only the change time) from the
+/// moment it is there. Not called when the write fails before the rename.
+pub fn write_atomic_staged(
+    path: &Path,
+    bytes: &[u8],
+    staged: &mut dyn FnMut(&std::fs::Metadata),
+) -> Result<()> {
+    replace(path, bytes, true, Some(staged))
 }
 
 /// [`write_json`] for a file the caller holds the lock of (an inbox, a
@@ -204,7 +217,7 @@ pub fn remove_stale_swap(path: &Path) -> Result<()> {
 pub fn write_json_relaxed<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
     let bytes = serde_json::to_vec_pretty(value)
         .map_err(|e| Error::Encode(format!("cannot serialise {}: {e}", path.display())))?;
-    replace(path, &bytes, false)
+    replace(path, &bytes, false, None)
 }
 
 /// [`write_json_relaxed`] for a record rewritten often by one writer that
@@ -442,7 +455,12 @@ impl Drop for Staged {
     }
 }
 
-fn replace(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
+fn replace(
+    path: &Path,
+    bytes: &[u8],
+    sync: bool,
+    staged: Option<&mut dyn FnMut(&std::fs::Metadata)>,
+) -> Result<()> {
     let tmp = with_suffix(path, &format!(".tmp.{:08x}", fastrand::u32(..)));
     let result = (|| {
         let mut f = match File::create(&tmp) {
@@ -458,6 +476,9 @@ fn replace(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
             .map_err(|e| Error::io("write", &tmp, e))?;
         if sync {
             f.sync_data().map_err(|e| Error::io("sync", &tmp, e))?;
+        }
+        if let Some(staged) = staged {
+            staged(&f.metadata().map_err(|e| Error::io("stat", &tmp, e))?);
         }
         rename_into_place(&tmp, path)
     })();

@@ -235,8 +235,18 @@ impl TeamStore for FileStore {
                         let text = self.config_text.of(&config).map_err(|e| {
                             Error::Encode(format!("cannot serialise {}: {e}", path.display()))
                         })?;
-                        crate::durable::write_atomic(&path, &text)?;
-                        crate::durable::remove_stale_swap(&path)?;
+                        // Known to this process's readers from the
+                        // rename on, not from the record after it.
+                        let config = Arc::new(config);
+                        let written =
+                            crate::durable::write_atomic_staged(&path, &text, &mut |new| {
+                                self.config_cache.staged(&path, new, config.clone())
+                            })
+                            .and_then(|()| crate::durable::remove_stale_swap(&path));
+                        if let Err(e) = written {
+                            self.config_cache.unstage(&path);
+                            return Err(e);
+                        }
                         self.config_cache.wrote(&path, config);
                     }
                     Ok(())

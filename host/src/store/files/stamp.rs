@@ -26,6 +26,13 @@ pub(super) struct Stamp {
 }
 
 impl Stamp {
+    /// Whether `self` can be the file `staged` was taken of, after a
+    /// rename: the same inode, size and modification time (a rename
+    /// changes the change time only).
+    pub(super) fn is_renamed(&self, staged: &Stamp) -> bool {
+        self.ino == staged.ino && self.size == staged.size && self.mtime == staged.mtime
+    }
+
     /// The stamp of `meta`.
     pub(super) fn of(meta: &std::fs::Metadata) -> Stamp {
         Stamp {
