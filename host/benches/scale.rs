@@ -53,6 +53,8 @@ mod writers;
 use writers::{now_us, Wakeup};
 
 fn main() {
+    // As the `teamhost` binary does: the in-process figures are its.
+    teamhost::embed::limit_malloc_arenas();
     // This binary also plays the writer processes of `writers`.
     if let Ok(role) = std::env::var("SCALE_ROLE") {
         if role == "floor" {

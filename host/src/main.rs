@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
 fn main() -> std::process::ExitCode {
+    // Before any thread starts: one malloc arena per core (`embed::allocator`).
+    teamhost::embed::limit_malloc_arenas();
     let (args, ignored) = teamhost::cli::tolerate_unknown_flags(std::env::args_os().collect());
     for warning in ignored {
         eprintln!("{warning}");

@@ -19,6 +19,7 @@
 //! |---|---|
 //! | `api.rs` | [`Host`]: its state, constructors and accessors, creating a team |
 //! | `options.rs` | [`HostOptions`]: a host's settings and their defaults |
+//! | `allocator.rs` | [`limit_malloc_arenas`]: the process's allocator for thousands of teammates (the `teamhost` binary calls it) |
 //! | `spawn.rs` | [`Host::spawn`], after the layout check every spawn and attach passes first |
 //! | `watching.rs` | talking to a team as its lead and watching it: messages, requests, events, states, [`Host::wait_idle`] |
 //! | `stopping.rs` | [`Host::shutdown_team`], `kill`, `delete_team`, `abort_all`: stopping teammates and teams |
@@ -31,6 +32,7 @@
 //! | `approvals/` | the one approval path ([`decide`]) and the policy desk ([`ApprovalDesk`]) |
 //! | `lead/` | a lead component in its seat: [`Host::start_lead`] and [`LeadSeat`] |
 
+mod allocator;
 mod api;
 pub mod approvals;
 mod attach;
@@ -50,6 +52,7 @@ pub use crate::teammate::{
     Event, Isolation, ModelAccess, Resumed, SpawnRequest, TeammateInfo, TeammateSettings,
     TeammateState,
 };
+pub use allocator::limit_malloc_arenas;
 pub use api::Host;
 pub use approvals::{
     decide, member_cwd, requester, routes_of, Answerer, ApprovalDesk, DecideError,
