@@ -1,5 +1,5 @@
-//! The file store's change feed: inotify (through the `notify` crate) on a
-//! team's directory, its `inboxes/` and its task directory, turned into
+//! The file store's change feed: inotify on a team's directory, its
+//! `inboxes/` and its task directory, turned into
 //! [`StoreEvent`]s, so a write by any process (a `teamhost teammate`, the
 //! CLI, Claude Code) is heard within milliseconds. The runner wakes
 //! teammates with it; the live view redraws with it.
@@ -11,7 +11,11 @@
 //! | `config.json`, or a watched directory going | `ConfigChanged` |
 //!
 //! Temporary files (`*.tmp.*`), lock directories, flock files and histories
-//! are ignored; reads never report. A task file this store wrote for a pass
+//! are ignored; reads never report: the watches ask for writes, creations,
+//! removals and renames only (`WANTED`), not for opens and closes after
+//! reading, which every reader of the team's files makes many of (at
+//! 10,000 teammates, a crowd's reads woke this feed's thread tens of
+//! thousands of times for nothing). A task file this store wrote for a pass
 //! that told this feed's observer is not reported to it again
 //! (`own_writes.rs`): the pass told it already, with what it wrote and in
 //! order. Each directory is watched without
@@ -21,33 +25,44 @@
 //! later is watched once any change is heard, and what it already holds is
 //! reported then (a write that came before its watch is not missed).
 //!
-//! Events are classified and reported on notify's own thread, as they come.
-//! Adding a watch from that thread would deadlock (it waits for that
-//! thread), so a directory appearing or going is handed to a helper thread,
-//! which adds the watch and reports what the directory already holds. It
-//! ends when the guard drops the watcher.
+//! One thread per feed reads the events and reports them as they come; it
+//! also adds the watches of directories that appear. When the kernel's
+//! queue overflows (events were dropped), everything the directories hold
+//! is reported again, so no runner sleeps through a write it was not told
+//! of. The thread ends when the feed is dropped.
 
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
-use notify::event::{AccessKind, AccessMode};
-use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
-
+use super::inotify::{Inotify, OVERFLOW};
 use super::own_writes::OwnWrites;
 use super::paths::TeamPaths;
 use crate::error::{Error, Result};
 use crate::store::{StoreEvent, StoreObserver};
 
+/// What each directory is watched for: a file written and closed, created,
+/// removed or renamed in or out; the directory itself removed or moved.
+const WANTED: u32 = libc::IN_CREATE
+    | libc::IN_DELETE
+    | libc::IN_MODIFY
+    | libc::IN_CLOSE_WRITE
+    | libc::IN_MOVED_FROM
+    | libc::IN_MOVED_TO
+    | libc::IN_DELETE_SELF
+    | libc::IN_MOVE_SELF
+    | libc::IN_ONLYDIR;
+
+/// The watched directory itself went, or its watch did.
+const DIR_GONE: u32 =
+    libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_IGNORED | libc::IN_UNMOUNT;
+
 /// A live feed on one team's files; dropping it stops the feed.
 pub(super) struct FileFeed {
-    _state: Arc<Mutex<Watched>>,
-}
-
-struct Watched {
-    watcher: RecommendedWatcher,
-    dirs: Vec<PathBuf>,
+    /// The write end of the pipe the feed's thread also waits on: closed
+    /// when the feed is dropped, which ends the thread.
+    _stop: OwnedFd,
 }
 
 /// Which of a team's files a path is.
@@ -111,6 +126,12 @@ impl Dirs {
         }
     }
 
+    fn config_changed(&self) -> StoreEvent {
+        StoreEvent::ConfigChanged {
+            team: self.team_name.clone(),
+        }
+    }
+
     /// What a directory already holds, reported when it is first watched.
     fn contents(&self, dir: &Path) -> Vec<StoreEvent> {
         let Ok(entries) = std::fs::read_dir(dir) else {
@@ -123,6 +144,47 @@ impl Dirs {
             .collect();
         out.dedup();
         out
+    }
+}
+
+/// The team's directories watched now, by watch descriptor.
+struct Watches {
+    inotify: Inotify,
+    by_wd: Vec<(i32, PathBuf)>,
+}
+
+impl Watches {
+    fn dir(&self, wd: i32) -> Option<&PathBuf> {
+        self.by_wd.iter().find(|(w, _)| *w == wd).map(|(_, d)| d)
+    }
+
+    /// Watches those of the team's directories that exist and are not
+    /// watched yet; returns the ones added.
+    fn ensure(&mut self, dirs: &Dirs) -> std::io::Result<Vec<PathBuf>> {
+        // A removed directory took its watch with it (its `IN_IGNORED` may
+        // still be queued).
+        self.by_wd.retain(|(_, d)| d.is_dir());
+        let mut added = Vec::new();
+        for d in dirs.all() {
+            if d.is_dir() && !self.by_wd.iter().any(|(_, w)| w == d) {
+                match self.inotify.add(d, WANTED) {
+                    Ok(wd) => {
+                        self.by_wd.push((wd, d.clone()));
+                        added.push(d.clone());
+                    }
+                    // Gone between the look and the watch: looked for
+                    // again at the next event.
+                    Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+                    Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(added)
+    }
+
+    fn complete(&self, dirs: &Dirs) -> bool {
+        self.by_wd.len() >= dirs.all().len()
     }
 }
 
@@ -141,120 +203,96 @@ impl FileFeed {
             inboxes: paths.inboxes_dir(),
             tasks: paths.tasks_dir().to_path_buf(),
         };
-        // Set while a wanted directory is not watched yet: then any event
-        // makes the helper look for it.
-        let incomplete = Arc::new(AtomicBool::new(true));
-        let (look, looks) = mpsc::channel::<()>();
-        let handler = {
-            let (dirs, observer, incomplete) = (dirs.clone(), observer.clone(), incomplete.clone());
-            move |res: notify::Result<notify::Event>| {
-                let event = match res {
-                    Ok(e) => e,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "file watch error; the fallback poll still runs");
-                        return;
-                    }
-                };
-                if is_read_only(&event.kind) {
-                    return;
-                }
-                let mut dir_changed = false;
-                for path in &event.paths {
-                    if let Some(seen) = dirs.heard(path) {
-                        observer.changed(&dirs.event(seen));
-                    } else if dirs.all().contains(&path) {
-                        // A watched directory appeared or went (the team
-                        // deleted).
-                        dir_changed = true;
-                        observer.changed(&StoreEvent::ConfigChanged {
-                            team: dirs.team_name.clone(),
-                        });
-                    }
-                }
-                if dir_changed || incomplete.load(Ordering::Relaxed) {
-                    let _ = look.send(());
-                }
-            }
+        let mut watches = Watches {
+            inotify: Inotify::new().map_err(|e| watch_error(&dirs, e))?,
+            by_wd: Vec::new(),
         };
-        let watcher = notify::recommended_watcher(handler).map_err(|e| watch_error(&dirs, e))?;
-        let state = Arc::new(Mutex::new(Watched {
-            watcher,
-            dirs: Vec::new(),
-        }));
         // The directories there now are watched before `start` returns, so
         // nothing written after it is missed.
-        let added = ensure(&state, &dirs).map_err(|e| watch_error(&dirs, e))?;
-        incomplete.store(added.len() < dirs.all().len(), Ordering::Relaxed);
-        let weak = Arc::downgrade(&state);
+        watches.ensure(&dirs).map_err(|e| watch_error(&dirs, e))?;
+        let (stop_read, stop_write) = pipe().map_err(|e| watch_error(&dirs, e))?;
         std::thread::Builder::new()
             .name(format!("watch-{}", dirs.team_name))
-            .spawn(move || follow_dirs(looks, weak, dirs, observer, incomplete))
+            .spawn(move || follow(watches, stop_read, dirs, observer))
             .map_err(|e| Error::HostTask(format!("cannot start a file watch thread: {e}")))?;
-        Ok(FileFeed { _state: state })
+        Ok(FileFeed { _stop: stop_write })
     }
 }
 
-/// The helper thread: when a directory may have appeared or gone, watches
-/// what is new and reports what it already holds. Ends when the feed is
-/// dropped (the watcher, and with it the sender, goes).
-fn follow_dirs(
-    looks: mpsc::Receiver<()>,
-    state: Weak<Mutex<Watched>>,
-    dirs: Dirs,
-    observer: Arc<dyn StoreObserver>,
-    incomplete: Arc<AtomicBool>,
-) {
-    while looks.recv().is_ok() {
-        while looks.try_recv().is_ok() {} // one look for a burst
-        let Some(state) = state.upgrade() else { return };
-        match ensure(&state, &dirs) {
-            Ok(added) => {
-                let watched = lock(&state).dirs.len();
-                incomplete.store(watched < dirs.all().len(), Ordering::Relaxed);
-                drop(state);
-                let mut reported: Vec<StoreEvent> =
-                    added.iter().flat_map(|d| dirs.contents(d)).collect();
-                reported.dedup();
-                for e in &reported {
-                    observer.changed(e);
-                }
+/// The feed's thread: reports each batch of events as it comes, watches
+/// directories that appeared, and ends when `stop` closes.
+fn follow(mut watches: Watches, stop: OwnedFd, dirs: Dirs, observer: Arc<dyn StoreObserver>) {
+    while watches.inotify.wait_unless(stop.as_fd()) {
+        let mut look = !watches.complete(&dirs);
+        let mut overflowed = false;
+        let mut ignored = Vec::new();
+        watches.inotify.drain_watches(|wd, mask, name| {
+            if mask & OVERFLOW != 0 {
+                overflowed = true;
+                return;
             }
-            Err(e) => tracing::warn!(error = %e, "cannot watch a new team directory"),
+            let Some(dir) = watches.dir(wd) else { return };
+            if name.is_empty() {
+                if mask & DIR_GONE != 0 {
+                    if mask & libc::IN_IGNORED != 0 {
+                        ignored.push(wd);
+                    }
+                    look = true;
+                    observer.changed(&dirs.config_changed());
+                }
+                return;
+            }
+            let path = dir.join(std::ffi::OsStr::from_bytes(name));
+            if let Some(seen) = dirs.heard(&path) {
+                observer.changed(&dirs.event(seen));
+            } else if dirs.all().contains(&&path) {
+                // A watched directory appeared or went (the team deleted).
+                look = true;
+                observer.changed(&dirs.config_changed());
+            }
+        });
+        watches.by_wd.retain(|(wd, _)| !ignored.contains(wd));
+        let mut reported = Vec::new();
+        if overflowed {
+            // Events were dropped: whatever they were, everything there is
+            // is reported once more.
+            tracing::warn!(team = %dirs.team_name, "the file watch's queue overflowed; reporting every file of the team again");
+            reported.push(dirs.config_changed());
+            for (_, d) in &watches.by_wd {
+                reported.extend(dirs.contents(d));
+            }
+            look = true;
+        }
+        if look {
+            match watches.ensure(&dirs) {
+                Ok(added) => {
+                    if !overflowed {
+                        reported.extend(added.iter().flat_map(|d| dirs.contents(d)));
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot watch a new team directory"),
+            }
+        }
+        reported.dedup();
+        for e in &reported {
+            observer.changed(e);
         }
     }
 }
 
-/// Watches those of the team's directories that exist and are not watched
-/// yet; returns the ones added.
-fn ensure(state: &Mutex<Watched>, dirs: &Dirs) -> notify::Result<Vec<PathBuf>> {
-    let mut w = lock(state);
-    // A removed directory took its watch with it.
-    w.dirs.retain(|d| d.is_dir());
-    let mut added = Vec::new();
-    for d in dirs.all() {
-        if d.is_dir() && !w.dirs.contains(d) {
-            w.watcher.watch(d, RecursiveMode::NonRecursive)?;
-            w.dirs.push(d.clone());
-            added.push(d.clone());
+/// A pipe whose write end, dropped, wakes and ends the reader.
+fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors, owned at once.
+    unsafe {
+        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) < 0 {
+            return Err(std::io::Error::last_os_error());
         }
-    }
-    Ok(added)
-}
-
-fn lock(state: &Mutex<Watched>) -> std::sync::MutexGuard<'_, Watched> {
-    state.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Opening, reading or closing a file without writing changes nothing.
-fn is_read_only(kind: &EventKind) -> bool {
-    match kind {
-        EventKind::Access(AccessKind::Close(AccessMode::Write)) => false,
-        EventKind::Access(_) => true,
-        _ => false,
+        Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
     }
 }
 
-fn watch_error(dirs: &Dirs, e: notify::Error) -> Error {
+fn watch_error(dirs: &Dirs, e: std::io::Error) -> Error {
     Error::FileWatch(format!(
         "cannot watch the files of team {} for changes: {e}; if the inotify limits are reached, raise fs.inotify.max_user_watches / max_user_instances (sysctl), or turn file watching off (HostOptions::watch_files) and rely on the 500 ms poll",
         dirs.team_name
@@ -264,6 +302,7 @@ fn watch_error(dirs: &Dirs, e: notify::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{mpsc, Mutex};
 
     #[test]
     fn paths_are_classified_and_temporaries_ignored() {
@@ -398,5 +437,78 @@ mod tests {
             .update_task(&task.id, set(TaskStatus::InProgress), "team-lead")
             .unwrap();
         assert!(echoes(&marker("c")) >= 1);
+    }
+
+    /// Blocks the feed's thread in its first report until told to go on.
+    struct Held {
+        first: Mutex<Option<mpsc::Receiver<()>>>,
+        heard: Mutex<mpsc::Sender<StoreEvent>>,
+    }
+
+    impl StoreObserver for Held {
+        fn changed(&self, event: &StoreEvent) {
+            if let Some(go) = self.first.lock().unwrap().take() {
+                let _ = go.recv();
+            }
+            let _ = self.heard.lock().unwrap().send(event.clone());
+        }
+    }
+
+    #[test]
+    fn a_write_whose_event_the_kernel_dropped_is_reported_after_the_overflow() {
+        use crate::store::{NewMember, NewTeam, OutgoingMessage, Store};
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::new(tmp.path());
+        let team = store.team("t").unwrap();
+        team.create(NewTeam::default()).unwrap();
+        for n in ["early", "late"] {
+            team.add_member(NewMember {
+                name: n.into(),
+                ..Default::default()
+            })
+            .unwrap();
+        }
+        let (go, wait) = mpsc::channel();
+        let (tx, rx) = mpsc::channel();
+        let observer: Arc<dyn StoreObserver> = Arc::new(Held {
+            first: Mutex::new(Some(wait)),
+            heard: Mutex::new(tx),
+        });
+        let _feed = team.watch(observer).unwrap();
+        // The thread takes this event and blocks in its report: what comes
+        // next queues in the kernel.
+        team.deliver("early", OutgoingMessage::new("team-lead", "one"))
+            .unwrap();
+        // Fill the queue past its limit with renames of a file nobody
+        // reads (two events each), then write the inbox whose event is
+        // dropped.
+        let limit: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(16_384);
+        assert!(
+            limit <= 4_000_000,
+            "a queue of {limit} events is too long to fill here"
+        );
+        let inboxes = tmp.path().join("teams/t/inboxes");
+        let (a, b) = (inboxes.join("x.tmp.a"), inboxes.join("x.tmp.b"));
+        std::fs::write(&a, b"").unwrap();
+        for i in 0..limit / 2 + 64 {
+            let (from, to) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
+            std::fs::rename(from, to).unwrap();
+        }
+        team.deliver("late", OutgoingMessage::new("team-lead", "two"))
+            .unwrap();
+        go.send(()).unwrap();
+        let mut heard = Vec::new();
+        loop {
+            match rx.recv_timeout(std::time::Duration::from_secs(30)) {
+                Ok(StoreEvent::InboxAppended { agent, .. }) if agent == "late" => break,
+                Ok(e) => heard.push(e),
+                Err(e) => panic!(
+                    "the inbox written after the overflow was never reported: {e}; heard {heard:?}"
+                ),
+            }
+        }
     }
 }
