@@ -16,9 +16,13 @@
 /// `main`, before threads start (it changes only arenas made afterwards).
 /// The `teamhost` binary does; a program embedding the host decides for
 /// its own process (the same as `GLIBC_TUNABLES=glibc.malloc.arena_max=N`
-/// in its environment). Returns whether the limit was set: `false` on a C
-/// library other than glibc, where this does nothing.
+/// in its environment). An `arena_max` the environment already sets there
+/// wins: nothing is changed. Returns whether the limit was set: `false`
+/// then, and on a C library other than glibc, where this does nothing.
 pub fn limit_malloc_arenas() -> bool {
+    if sets_arena_max(&std::env::var_os("GLIBC_TUNABLES").unwrap_or_default()) {
+        return false;
+    }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -33,17 +37,32 @@ pub fn limit_malloc_arenas() -> bool {
     }
 }
 
+/// Whether a `GLIBC_TUNABLES` value sets the arena count
+/// (`name=value` pairs separated by colons).
+fn sets_arena_max(tunables: &std::ffi::OsStr) -> bool {
+    tunables
+        .to_string_lossy()
+        .split(':')
+        .any(|t| t.trim().starts_with("glibc.malloc.arena_max="))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_limit_is_set_on_glibc() {
+    fn the_limit_is_set_on_glibc_unless_the_environment_sets_one() {
         // glibc accepts the tunable (mallopt returns 1); elsewhere this is
         // a no-op that says so.
+        let set_here = sets_arena_max(&std::env::var_os("GLIBC_TUNABLES").unwrap_or_default());
         assert_eq!(
             limit_malloc_arenas(),
-            cfg!(all(target_os = "linux", target_env = "gnu"))
+            cfg!(all(target_os = "linux", target_env = "gnu")) && !set_here
         );
+        let t = |s: &str| sets_arena_max(std::ffi::OsStr::new(s));
+        assert!(t("glibc.malloc.arena_max=16"));
+        assert!(t("glibc.malloc.trim_threshold=1:glibc.malloc.arena_max=4"));
+        assert!(!t("glibc.malloc.trim_threshold=1"));
+        assert!(!t(""));
     }
 }
