@@ -8,8 +8,9 @@
 //! buffers of spawning (configs of megabytes, inbox texts), and the free
 //! space left between them stays with the process. At 10,000 idle `echo`
 //! teammates that was 6 to 7 of the 54 KiB each one held; with one arena
-//! per core it is gone, and spawning them took no longer
-//! (docs/PERFORMANCE.md, "10,000 teammates: one malloc arena per core").
+//! per core it is gone, and spawning them on tmpfs took no longer (this
+//! disk's runs were too noisy to tell either way; docs/PERFORMANCE.md,
+//! "10,000 teammates: one malloc arena per core").
 //! mimalloc, tried instead, held 190 to 215 KiB per teammate.
 
 /// Limits glibc's `malloc` to one arena per core. Call it first thing in

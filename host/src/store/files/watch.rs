@@ -36,7 +36,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::inotify::{Inotify, OVERFLOW};
+use super::inotify::{Inotify, GONE, OVERFLOW};
 use super::own_writes::OwnWrites;
 use super::paths::TeamPaths;
 use crate::error::{Error, Result};
@@ -53,10 +53,6 @@ const WANTED: u32 = libc::IN_CREATE
     | libc::IN_DELETE_SELF
     | libc::IN_MOVE_SELF
     | libc::IN_ONLYDIR;
-
-/// The watched directory itself went, or its watch did.
-const DIR_GONE: u32 =
-    libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_IGNORED | libc::IN_UNMOUNT;
 
 /// A live feed on one team's files; dropping it stops the feed.
 pub(super) struct FileFeed {
@@ -233,7 +229,7 @@ fn follow(mut watches: Watches, stop: OwnedFd, dirs: Dirs, observer: Arc<dyn Sto
             }
             let Some(dir) = watches.dir(wd) else { return };
             if name.is_empty() {
-                if mask & DIR_GONE != 0 {
+                if mask & GONE != 0 {
                     if mask & libc::IN_IGNORED != 0 {
                         ignored.push(wd);
                     }
