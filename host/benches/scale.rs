@@ -53,9 +53,8 @@ mod writers;
 use writers::{now_us, Wakeup};
 
 fn main() {
-    // As the `teamhost` binary does: the in-process figures are its.
-    teamhost::embed::limit_malloc_arenas();
-    // This binary also plays the writer processes of `writers`.
+    // This binary also plays the writer processes of `writers` (a library
+    // user's process, its allocator left as it was measured before).
     if let Ok(role) = std::env::var("SCALE_ROLE") {
         if role == "floor" {
             wake_floor::reader_role();
@@ -64,6 +63,9 @@ fn main() {
         writer_role(&role);
         return;
     }
+    // As the `teamhost` binary does, before the runtime's threads start:
+    // the in-process figures are its.
+    teamhost::embed::limit_malloc_arenas();
     let quick = std::env::var_os("TEAMHOST_SCALE_QUICK").is_some();
     let wanted: Vec<String> = std::env::args()
         .skip(1)
