@@ -8,11 +8,11 @@
 //! backends use the first two before starting their child.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use super::{BackendKind, SpawnEnv, Spawned};
 use crate::error::{Error, Result};
@@ -407,8 +407,8 @@ fn seat_config(
 
 /// The ends of a runner's channels its host keeps.
 struct RunnerHandles {
-    inject: mpsc::UnboundedSender<String>,
-    kill: watch::Sender<bool>,
+    inject: crate::runner::inject::InjectSender,
+    kill: crate::runner::kill::KillSwitch,
     state: watch::Receiver<TeammateState>,
 }
 
@@ -425,8 +425,8 @@ fn runner(
     // The host knows an in-process teammate's state; one in its own process
     // is followed through `isActive` (`RunnerConfig::active_after`).
     let in_process = place.backend_type == BackendKind::InProcess.as_str();
-    let (inject_tx, inject_rx) = mpsc::unbounded_channel();
-    let (kill_tx, kill_rx) = watch::channel(false);
+    let (inject_tx, inject_rx) = crate::runner::inject::queue();
+    let (kill_tx, kill_rx) = crate::runner::kill::switch();
     let (state_tx, state_rx) = watch::channel(TeammateState::Starting);
     let resumed = place.resumed.clone();
     let runner = Runner {
@@ -459,7 +459,6 @@ fn runner(
             events: env.events.clone(),
             turns: Arc::new(AtomicU64::new(0)),
             busy: Arc::new(AtomicBool::new(true)),
-            pending_injections: Arc::new(AtomicUsize::new(0)),
         },
     };
     let handles = RunnerHandles {
@@ -506,14 +505,10 @@ impl Ready {
         } = self;
         let turns = runner.links.turns.clone();
         let busy = runner.links.busy.clone();
-        let pending_injections = runner.links.pending_injections.clone();
         let hub = env.hub.clone();
         let (team_name, name) = (runner.team().name().to_string(), member.name.clone());
-        let join = tokio::spawn(async move {
-            let end = runner.run().await;
-            hub.unregister(&team_name, &name);
-            end
-        });
+        // The runner's own future is the task (see `Runner::run_then`).
+        let join = tokio::spawn(runner.run_then(move || hub.unregister(&team_name, &name)));
         Spawned {
             member,
             backend: BackendKind::InProcess,
@@ -523,7 +518,6 @@ impl Ready {
             stopping,
             turns,
             busy,
-            pending_injections,
             auto_claim,
             stop_grace: Duration::from_millis(500),
             join,

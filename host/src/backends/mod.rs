@@ -48,11 +48,11 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{broadcast, watch};
 
 use crate::error::Result;
 use crate::runner::wake::WakeHub;
@@ -233,15 +233,14 @@ pub(crate) struct Spawned {
     pub backend: BackendKind,
     pub state: watch::Receiver<TeammateState>,
     /// Messages typed by a person; in-process teammates only.
-    pub inject: Option<mpsc::UnboundedSender<String>>,
-    pub kill: watch::Sender<bool>,
+    pub inject: Option<crate::runner::inject::InjectSender>,
+    pub kill: crate::runner::kill::KillSwitch,
     /// Ends the teammate's waits for the lead (the host is stopping it).
     /// An external teammate's monitor tells its process with SIGUSR1
     /// (`monitor.rs`), which ends its waits the same way.
     pub stopping: crate::runtime::Stopping,
     pub turns: Arc<AtomicU64>,
     pub busy: Arc<AtomicBool>,
-    pub pending_injections: Arc<AtomicUsize>,
     pub auto_claim: bool,
     /// How long a kill may take before the host gives up waiting.
     pub stop_grace: Duration,
@@ -259,11 +258,10 @@ impl Spawned {
             backend: BackendKind::InProcess,
             state: watch::channel(TeammateState::Idle).1,
             inject: None,
-            kill: watch::channel(false).0,
+            kill: crate::runner::kill::switch().0,
             stopping: Default::default(),
             turns: Default::default(),
             busy: Default::default(),
-            pending_injections: Default::default(),
             auto_claim: false,
             stop_grace: Duration::ZERO,
             join: tokio::spawn(async { TeammateState::Idle }),

@@ -24,7 +24,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -135,7 +135,7 @@ pub(crate) fn monitor(
         Proc::Child(c) => c.id().unwrap_or_default(),
         Proc::Pane { pid, .. } | Proc::Orphan { pid, .. } => *pid,
     };
-    let (kill_tx, kill_rx) = watch::channel(false);
+    let (kill_tx, kill_rx) = crate::runner::kill::switch();
     let (state_tx, state_rx) = watch::channel(TeammateState::Starting);
     let turns = Arc::new(AtomicU64::new(0));
     let stopping = crate::runtime::Stopping::default();
@@ -165,7 +165,6 @@ pub(crate) fn monitor(
         stopping,
         turns,
         busy: Arc::new(AtomicBool::new(false)),
-        pending_injections: Arc::new(AtomicUsize::new(0)),
         auto_claim: req.settings.auto_claim,
         stop_grace: env.backends.stop_timeout + Duration::from_secs(10),
         join,
@@ -176,7 +175,7 @@ impl Watch {
     async fn run(
         self,
         proc: Proc,
-        mut kill: watch::Receiver<bool>,
+        mut kill: crate::runner::kill::KillWatch,
         mut config: watch::Receiver<u64>,
     ) -> TeammateState {
         let (pane, ended) = match proc {
@@ -258,7 +257,7 @@ impl Watch {
                         // The host dropped this teammate's handle: nobody
                         // can ask for a kill any more; keep watching.
                         killing = true;
-                    } else if *kill.borrow() {
+                    } else {
                         killing = true;
                         started::signal(self.pid, libc::SIGTERM);
                         sigkill_at = Some(tokio::time::Instant::now() + self.stop_timeout);
@@ -289,7 +288,7 @@ impl Watch {
                 }
             }
         };
-        let killed = killing && *kill.borrow();
+        let killed = killing && kill.is_tripped();
         let final_state = self.finish(ending, killed, pane).await;
         self.set_state(final_state.clone());
         final_state

@@ -10,7 +10,9 @@
 //! sandbox was given, and a sandbox's directory does not change. Every
 //! change to the set goes through [`Running`]'s own methods (reads go
 //! through [`std::ops::Deref`] to the map), so the index and the map are
-//! changed together, under the one lock that guards both.
+//! changed together, under the one lock that guards both; no method hands
+//! out a teammate to change, only [`Running::set_state`] changes one in
+//! place, so no caller can move a teammate's directory under the index.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -24,7 +26,9 @@ type Key = (String, String);
 /// The running teammates (see the module docs).
 #[derive(Default)]
 pub(crate) struct Running {
-    map: BTreeMap<Key, Spawned>,
+    /// Boxed: a B-tree node holds eleven entries in place, and with half a
+    /// KiB each its unused slots cost more than the box.
+    map: BTreeMap<Key, Box<Spawned>>,
     /// Team → directory → the names running in it, for the directories
     /// written as a canonical path is ([`plain`]).
     dirs: HashMap<String, HashMap<String, Vec<String>>>,
@@ -37,7 +41,7 @@ pub(crate) struct Running {
 }
 
 impl std::ops::Deref for Running {
-    type Target = BTreeMap<Key, Spawned>;
+    type Target = BTreeMap<Key, Box<Spawned>>;
 
     fn deref(&self) -> &Self::Target {
         &self.map
@@ -61,20 +65,20 @@ impl Running {
             }
             self.recorded.insert(key.clone(), dir);
         }
-        self.map.insert(key, spawned)
+        self.map.insert(key, Box::new(spawned)).map(|s| *s)
     }
 
     /// Takes a teammate out.
     pub(crate) fn remove(&mut self, key: &Key) -> Option<Spawned> {
         self.unrecord(key);
-        self.map.remove(key)
+        self.map.remove(key).map(|s| *s)
     }
 
     /// Keeps only the teammates `keep` says to.
-    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&Key, &mut Spawned) -> bool) {
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&Key, &Spawned) -> bool) {
         let gone: Vec<Key> = self
             .map
-            .iter_mut()
+            .iter()
             .filter_map(|(k, s)| (!keep(k, s)).then(|| k.clone()))
             .collect();
         for key in gone {
@@ -82,10 +86,22 @@ impl Running {
         }
     }
 
-    /// One teammate, to change its state. Its directory stays what it was
-    /// recorded as (see the module docs).
-    pub(crate) fn get_mut(&mut self, key: &Key) -> Option<&mut Spawned> {
-        self.map.get_mut(key)
+    /// Gives a teammate the state `state` reports (a killed one's, which
+    /// no runner will send any more). The one change made to a teammate in
+    /// place, so nothing else of it, its directory above all, can differ
+    /// from what the index recorded. `false`: no such teammate.
+    pub(crate) fn set_state(
+        &mut self,
+        key: &Key,
+        state: tokio::sync::watch::Receiver<crate::teammate::TeammateState>,
+    ) -> bool {
+        match self.map.get_mut(key) {
+            Some(s) => {
+                s.state = state;
+                true
+            }
+            None => false,
+        }
     }
 
     /// The teammates of `team` but `except`, with the directory they run

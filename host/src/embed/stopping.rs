@@ -109,7 +109,7 @@ impl Host {
             // A wait for the lead ends now: the turn can end cleanly
             // within the grace below.
             spawned.stopping.stop("the teammate is being stopped");
-            let _ = spawned.kill.send(true);
+            spawned.kill.trip();
             (
                 spawned.join.abort_handle(),
                 spawned.stop_grace,
@@ -156,15 +156,11 @@ impl Host {
                 tracing::error!(teammate = %name, error = %e, "cleanup after kill failed");
             }
             self.inner.hub.unregister(team.name(), name);
-            if let Some(s) = self
-                .inner
+            self.inner
                 .teammates
                 .lock()
                 .expect("teammates lock")
-                .get_mut(&key)
-            {
-                s.state = watch_of(TeammateState::Killed);
-            }
+                .set_state(&key, watch_of(TeammateState::Killed));
             let _ = self.inner.events.send(Event::StateChanged {
                 team: team.name().into(),
                 name: name.into(),
@@ -287,7 +283,7 @@ impl Host {
             }
             stopped += 1;
             s.stopping.stop("the host is stopping at once");
-            let _ = s.kill.send(true);
+            s.kill.trip();
             if s.backend == BackendKind::InProcess {
                 s.join.abort();
             } else {

@@ -45,9 +45,7 @@ impl Host {
                 spawned.backend
             )));
         };
-        spawned.pending_injections.fetch_add(1, Ordering::SeqCst);
         if inject.send(text.to_string()).is_err() {
-            spawned.pending_injections.fetch_sub(1, Ordering::SeqCst);
             return Err(Error::HostedTeammate(format!("{name} has stopped")));
         }
         self.inner.hub.register(team.name(), name).wake.notify_one();
@@ -170,7 +168,7 @@ impl Host {
                     TeammateState::Idle | TeammateState::AwaitingPlanApproval
                 );
                 idle && !s.busy.load(Ordering::SeqCst)
-                    && s.pending_injections.load(Ordering::SeqCst) == 0
+                    && s.inject.as_ref().map_or(0, |i| i.pending()) == 0
             })
     }
 

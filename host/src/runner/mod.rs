@@ -14,17 +14,19 @@
 
 mod finish;
 pub use crate::protocol::HOST_SENDER;
+pub(crate) mod inject;
+pub(crate) mod kill;
 pub mod notify;
 pub use notify::NotificationLevel;
 pub(crate) mod poll;
 pub mod wake;
 pub mod watch;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{broadcast, mpsc, Notify};
+use tokio::sync::{broadcast, Notify};
 
 use crate::hooks::HookEvent;
 use crate::protocol::{IdleNotification, IdleReason, WireMessage};
@@ -72,16 +74,14 @@ pub(crate) struct RunnerLinks {
     /// Set while the runner looks for a task to claim, so the hub wakes it
     /// for task changes only then ([`wake`]).
     pub listening: Arc<AtomicBool>,
-    pub injected: mpsc::UnboundedReceiver<String>,
-    pub kill: tokio::sync::watch::Receiver<bool>,
+    pub injected: inject::InjectReceiver,
+    pub kill: kill::KillWatch,
     pub state: tokio::sync::watch::Sender<TeammateState>,
     pub events: broadcast::Sender<Event>,
     pub turns: Arc<AtomicU64>,
     /// `true` from a wake-up until the runner is idle again: lets
     /// `Host::wait_idle` tell "idle" from "woken, about to take a message".
     pub busy: Arc<AtomicBool>,
-    /// Injected messages sent but not yet taken by the runner.
-    pub pending_injections: Arc<AtomicUsize>,
 }
 
 /// One teammate's loop. Built by the backend at spawn, consumed by [`run`](Runner::run).
@@ -158,9 +158,15 @@ impl Runner {
             .is_some_and(|seat| seat.ended())
     }
 
-    /// Runs until the teammate approves a shutdown, fails, or is killed, and
-    /// returns its final state.
-    pub fn run(self) -> impl std::future::Future<Output = TeammateState> + Send {
+    /// Runs until the teammate approves a shutdown, fails, or is killed,
+    /// then calls `then`, and returns its final state. This future is the
+    /// runner's whole task: one wrapped in another future (to do something
+    /// at its end) would be held twice in that future's frame, as the value
+    /// moved in and as the value awaited.
+    pub fn run_then(
+        self,
+        then: impl FnOnce() + Send + 'static,
+    ) -> impl std::future::Future<Output = TeammateState> + Send {
         // The runner lives in a box of its own: an async fn would hold it
         // twice over in its future (argument and local), and this future is
         // what an idle teammate's task costs.
@@ -168,7 +174,9 @@ impl Runner {
         async move {
             Box::pin(this.lifecycle_hooks(true)).await;
             let final_state = this.run_loop().await;
-            Box::pin(this.finish(final_state)).await
+            let final_state = Box::pin(this.finish(final_state)).await;
+            then();
+            final_state
         }
     }
 
@@ -322,7 +330,7 @@ impl Runner {
     /// tick, or a kill. `None` means killed.
     async fn wait_for_turn(&mut self) -> Option<Box<poll::Found>> {
         loop {
-            if *self.links.kill.borrow() {
+            if self.links.kill.is_tripped() {
                 return None;
             }
             self.links.busy.store(true, Ordering::SeqCst);
@@ -330,10 +338,7 @@ impl Runner {
             self.links
                 .listening
                 .store(self.config.auto_claim, Ordering::SeqCst);
-            let injected = self.links.injected.try_recv().ok();
-            if injected.is_some() {
-                self.links.pending_injections.fetch_sub(1, Ordering::SeqCst);
-            }
+            let injected = self.links.injected.try_recv();
             let (team, me, lead) = (
                 self.team().clone(),
                 self.name().to_string(),

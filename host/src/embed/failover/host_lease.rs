@@ -111,14 +111,15 @@ impl Host {
         {
             let mut map = self.inner.teammates.lock().expect("teammates lock");
             for name in &running {
-                let Some(s) = map.get_mut(&(team.to_string(), name.clone())) else {
+                let key = (team.to_string(), name.clone());
+                let Some(s) = map.get(&key) else {
                     continue;
                 };
                 s.stopping.stop(&reason);
-                let _ = s.kill.send(true);
+                s.kill.trip();
                 s.join.abort();
                 processes |= s.backend != BackendKind::InProcess;
-                s.state = tokio::sync::watch::channel(TeammateState::Killed).1;
+                map.set_state(&key, tokio::sync::watch::channel(TeammateState::Killed).1);
             }
         }
         if processes {

@@ -98,6 +98,15 @@ async fn the_index_finds_what_comparing_every_directory_found() {
     check(&running, "m0 and m5 out");
     running.insert(("t".into(), "m1".into()), spawned("/x"));
     check(&running, "m1 moved");
+    // A killed teammate's new state: the only change made in place.
+    let killed = tokio::sync::watch::channel(crate::teammate::TeammateState::Killed).1;
+    assert!(running.set_state(&("t".into(), "m2".into()), killed.clone()));
+    assert!(!running.set_state(&("t".into(), "nobody".into()), killed));
+    assert!(running[&("t".to_string(), "m2".to_string())]
+        .state
+        .borrow()
+        .is_finished());
+    check(&running, "m2 killed");
     running.retain(|_, _| false);
     assert!(running.dirs.is_empty() && running.recorded.is_empty() && running.crooked.is_empty());
     check(&running, "none");
