@@ -77,6 +77,10 @@ pub struct LeadGuard {
     /// Launch keys by inbox, and team keys under [`TEAM_KEY_SLOT`].
     signers: Mutex<HashMap<SignerKey, Arc<LeadSigningKey>>>,
     keyring: Option<Arc<dyn LeadKeyring>>,
+    /// The team keys the screened inboxes verify with, one copy per team
+    /// and key: every in-process teammate of a team checks with the same
+    /// key, and a copy each is a fifth of a KiB per teammate.
+    team_keys: Mutex<HashMap<String, Arc<LeadVerifyKey>>>,
 }
 
 impl std::fmt::Debug for LeadGuard {
@@ -91,10 +95,11 @@ impl std::fmt::Debug for LeadGuard {
 /// Which key a screened inbox's lead entries verify with.
 enum Check {
     /// The teammate's own launch key (`--lead-verify-key`): the
-    /// reference's bytes.
-    Launch(LeadVerifyKey),
+    /// reference's bytes. Boxed, as the team's is shared: the check is
+    /// kept per screened inbox, and a key in place is a fifth of a KiB.
+    Launch(Box<LeadVerifyKey>),
     /// The team's key, for this inbox's member only.
-    Team(LeadVerifyKey),
+    Team(Arc<LeadVerifyKey>),
     /// The team's config names a key that cannot be read: no lead entry
     /// from another process counts.
     Damaged(String),
@@ -156,7 +161,7 @@ impl LeadGuard {
             team,
             agent,
             lead_name,
-            Check::Launch(key),
+            Check::Launch(Box::new(key)),
             earliest_ms,
         ));
         guard
@@ -176,7 +181,13 @@ impl LeadGuard {
         spent: impl IntoIterator<Item = String>,
     ) -> Self {
         let earliest_ms = key.key_time_ms - lead_sig::REPLAY_WINDOW_MS;
-        let v = Verifying::new(team, agent, lead_name, Check::Launch(key), earliest_ms);
+        let v = Verifying::new(
+            team,
+            agent,
+            lead_name,
+            Check::Launch(Box::new(key)),
+            earliest_ms,
+        );
         v.spent
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -223,7 +234,7 @@ impl LeadGuard {
             // the spent ids, not a window.
             Ok(k) => {
                 let since = k.key_time_ms - lead_sig::REPLAY_WINDOW_MS;
-                (Check::Team(k), since)
+                (Check::Team(self.shared_team_key(team, k)), since)
             }
             Err(why) => (Check::Damaged(why), i64::MAX),
         };
@@ -239,6 +250,22 @@ impl LeadGuard {
             .unwrap_or_else(|e| e.into_inner())
             .extend(spent);
         all.insert(at, Arc::new(v));
+    }
+
+    /// `key`, as the one copy this guard keeps for `team` (a new key
+    /// replaces the team's copy; inboxes screened with the old one keep it).
+    fn shared_team_key(&self, team: &str, key: LeadVerifyKey) -> Arc<LeadVerifyKey> {
+        let Ok(mut keys) = self.team_keys.lock() else {
+            return Arc::new(key);
+        };
+        match keys.get(team) {
+            Some(kept) if **kept == key => kept.clone(),
+            _ => {
+                let key = Arc::new(key);
+                keys.insert(team.to_string(), key.clone());
+                key
+            }
+        }
     }
 
     /// Whether this guard screens the inbox of `agent` of `team`.

@@ -27,8 +27,10 @@ pub struct Tree {
     alive: AtomicUsize,
     /// Serialises the writes: each writes the counters as they are then.
     write: Mutex<()>,
-    /// The counters after each change, for waiters ([`Tree::until`]).
-    changes: tokio::sync::watch::Sender<TreeRecord>,
+    /// Wakes waiters after each change ([`Tree::until`]). A `Notify`, not
+    /// a watch channel: every teammate holds a tree for its whole life, and
+    /// a watch channel's shared part is a third of a KiB more per teammate.
+    changes: tokio::sync::Notify,
 }
 
 impl Tree {
@@ -42,18 +44,27 @@ impl Tree {
             deepest: AtomicU32::new(0),
             alive: AtomicUsize::new(0),
             write: Mutex::new(()),
-            changes: tokio::sync::watch::channel(TreeRecord::default()).0,
+            changes: tokio::sync::Notify::new(),
         })
     }
 
     /// Waits until the counters satisfy `done` (checked after every change).
     pub async fn until(&self, done: impl Fn(&TreeRecord) -> bool) {
-        let mut rx = self.changes.subscribe();
-        let _ = rx.wait_for(|_| done(&self.record())).await;
+        loop {
+            // Registered before the look: a change between the look and the
+            // wait still wakes it.
+            let changed = self.changes.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if done(&self.record()) {
+                return;
+            }
+            changed.await;
+        }
     }
 
     fn changed(&self) {
-        self.changes.send_replace(self.record());
+        self.changes.notify_waiters();
     }
 
     /// The counters now.
