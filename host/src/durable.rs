@@ -537,7 +537,6 @@ pub fn read_array_for_update<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>>
 /// teamhost's `.swap` exchange), and a read that meets a rename merely
 /// reads the newer file.
 fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
-    use std::io::Read;
     use std::os::unix::fs::MetadataExt;
     let io = |e: std::io::Error| Error::io("read", path, e);
     let mut last = None;
@@ -548,8 +547,7 @@ fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
             Err(e) => return Err(io(e)),
         };
         let before = f.metadata().map_err(io)?;
-        let mut bytes = Vec::with_capacity(before.len() as usize);
-        f.read_to_end(&mut bytes).map_err(io)?;
+        let bytes = read_sized(&mut f, before.len()).map_err(io)?;
         let after = f.metadata().map_err(io)?;
         let named = std::fs::metadata(path).ok();
         let steady = (before.ctime(), before.ctime_nsec()) == (after.ctime(), after.ctime_nsec())
@@ -561,6 +559,31 @@ fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
         std::thread::yield_now();
     }
     Ok(last)
+}
+
+/// Reads `f` to its end, expecting `size` bytes (its length a moment ago):
+/// a file that did not change takes one read of it all and one that finds
+/// the end. (`read_to_end` would first ask the file's size and position
+/// again, two more system calls per read of the store's every file.)
+fn read_sized(f: &mut File, size: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    // One byte more than expected, so the read that finds the end needs
+    // no new buffer.
+    let mut buf = vec![0u8; usize::try_from(size).unwrap_or(0).saturating_add(1).max(64)];
+    let mut filled = 0;
+    loop {
+        if filled == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        match f.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(filled);
+    Ok(buf)
 }
 
 pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {

@@ -31,7 +31,7 @@ pub fn canonical(path: &Path) -> PathBuf {
     let mut existing = absolute.as_path();
     let mut rest: Vec<Component> = Vec::new();
     loop {
-        if let Ok(found) = std::fs::canonicalize(existing) {
+        if let Ok(found) = resolve(existing) {
             let mut out = found;
             for c in rest.iter().rev() {
                 match c {
@@ -51,6 +51,32 @@ pub fn canonical(path: &Path) -> PathBuf {
             }
             _ => return absolute,
         }
+    }
+}
+
+/// The canonical form of `path`, which must exist, as the kernel names
+/// the file it opens: one path walk where `realpath` reads each component
+/// as a link, a path walk from the root each (a spawn checks about a dozen
+/// paths ten components deep). The name comes from `/proc/self/fd`, which
+/// the kernel writes from the file it opened; where that name is not a
+/// plain absolute path (no `/proc`, a file removed meanwhile, a root
+/// outside this process's) it is asked of `realpath` as before.
+fn resolve(path: &Path) -> std::io::Result<PathBuf> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH)
+        .open(path)?;
+    let named = std::fs::read_link(format!("/proc/self/fd/{}", opened.as_raw_fd()));
+    match named {
+        Ok(name)
+            if name.is_absolute()
+                && !name.as_os_str().as_encoded_bytes().ends_with(b" (deleted)") =>
+        {
+            Ok(name)
+        }
+        _ => std::fs::canonicalize(path),
     }
 }
 
@@ -210,6 +236,37 @@ mod tests {
         assert!(is_within(&later, &real));
         assert!(is_within(&real.join("a").join("..").join("b"), &real));
         assert!(!is_within(&real.join("..").join("other"), &real));
+    }
+
+    #[test]
+    fn the_kernels_name_for_a_path_is_realpaths() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        std::fs::create_dir_all(real.join("inner")).unwrap();
+        std::fs::write(real.join("file"), "x").unwrap();
+        // A name the kernel's own "removed" mark would end with.
+        std::fs::write(real.join("odd (deleted)"), "x").unwrap();
+        std::os::unix::fs::symlink(&real, tmp.path().join("link")).unwrap();
+        std::os::unix::fs::symlink("../file", real.join("inner").join("rel")).unwrap();
+        let link = tmp.path().join("link");
+        for path in [
+            link.clone(),
+            link.join("file"),
+            link.join("inner").join("..").join("file"),
+            link.join("inner").join("rel"),
+            link.join("odd (deleted)"),
+            tmp.path().join(".").join("real"),
+        ] {
+            assert_eq!(
+                resolve(&path).unwrap(),
+                std::fs::canonicalize(&path).unwrap(),
+                "{}",
+                path.display()
+            );
+        }
+        for missing in [link.join("nope"), real.join("file").join("below")] {
+            assert!(resolve(&missing).is_err(), "{}", missing.display());
+        }
     }
 
     #[test]

@@ -18,6 +18,23 @@ pub fn start_time(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(22 - 3)?.parse().ok()
 }
 
+/// This process's start time: [`start_time`] of its own pid, read once per
+/// pid (every spawn stamps its records with it; a forked child, whose pid
+/// differs, reads its own).
+pub fn own_start_time() -> Option<u64> {
+    static OWN: std::sync::Mutex<Option<(u32, Option<u64>)>> = std::sync::Mutex::new(None);
+    let me = std::process::id();
+    let mut own = OWN.lock().unwrap_or_else(|p| p.into_inner());
+    match *own {
+        Some((pid, start)) if pid == me => start,
+        _ => {
+            let start = start_time(me);
+            *own = Some((me, start));
+            start
+        }
+    }
+}
+
 /// Whether the host process named by `pid` and `start` still runs and is
 /// not this process: what every record's `host_alive_elsewhere` asks.
 pub(crate) fn runs_elsewhere(pid: u32, start: Option<u64>) -> bool {

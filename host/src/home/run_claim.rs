@@ -6,7 +6,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::process::start_time;
 use super::Home;
 use crate::durable::{read_json, write_json};
 use crate::error::Result;
@@ -33,7 +32,7 @@ pub fn claim(home: &Home, team: &str) -> Result<()> {
         &home.run_claim(team),
         &HostRecord {
             host_pid: me,
-            host_start_time: start_time(me),
+            host_start_time: super::process::own_start_time(),
             claimed_at: crate::protocol::time::now_ms(),
         },
     )

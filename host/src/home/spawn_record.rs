@@ -57,7 +57,7 @@ impl SpawnRecord {
             backend: backend.to_string(),
             settings: req.settings.clone(),
             host_pid: std::process::id(),
-            host_start_time: super::process::start_time(std::process::id()),
+            host_start_time: super::process::own_start_time(),
             spawned_at: crate::protocol::time::now_ms(),
         })
     }

@@ -68,7 +68,7 @@ impl Started {
             pane_id: None,
             tmux_socket: None,
             host_pid: std::process::id(),
-            host_start_time: start_time(std::process::id()),
+            host_start_time: super::process::own_start_time(),
             started_at: crate::protocol::time::now_ms(),
         }
     }

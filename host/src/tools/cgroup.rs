@@ -286,8 +286,7 @@ fn call_name(n: u64) -> String {
 
 /// This process's start time, read once.
 fn own_start() -> Option<u64> {
-    static START: OnceLock<Option<u64>> = OnceLock::new();
-    *START.get_or_init(|| start_time(std::process::id()))
+    crate::home::process::own_start_time()
 }
 
 /// When process `pid` started (clock ticks after boot), or `None` when no
