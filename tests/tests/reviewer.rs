@@ -65,7 +65,11 @@ async fn the_reviewer_asks_a_peer_and_relays_its_answer_to_the_lead() {
     );
 
     // The exchange went through the peers' inboxes: echo consumed the question,
-    // the reviewer consumed echo's answer.
+    // the reviewer consumed echo's answer. A message is consumed beside the
+    // turn that handles it and settled before that turn ends, so the relay
+    // (sent during the turn) can be seen before the answer is in the
+    // reviewer's history: wait for the turn to end.
+    host.wait_idle("rev").await.unwrap();
     let echo_history = team.history("echo").unwrap();
     assert!(echo_history
         .iter()
