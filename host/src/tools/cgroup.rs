@@ -286,7 +286,8 @@ fn call_name(n: u64) -> String {
 
 /// This process's start time, read once.
 fn own_start() -> Option<u64> {
-    crate::home::process::own_start_time()
+    static START: OnceLock<Option<u64>> = OnceLock::new();
+    *START.get_or_init(|| start_time(std::process::id()))
 }
 
 /// When process `pid` started (clock ticks after boot), or `None` when no
