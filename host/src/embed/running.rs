@@ -79,7 +79,8 @@ impl Running {
         let gone: Vec<Key> = self
             .map
             .iter()
-            .filter_map(|(k, s)| (!keep(k, s)).then(|| k.clone()))
+            .filter(|(k, s)| !keep(k, s))
+            .map(|(k, _)| k.clone())
             .collect();
         for key in gone {
             self.remove(&key);
