@@ -84,7 +84,7 @@ pub(crate) struct RunnerLinks {
     pub busy: Arc<AtomicBool>,
 }
 
-/// One teammate's loop. Built by the backend at spawn, consumed by [`run`](Runner::run).
+/// One teammate's loop. Built by the backend at spawn, consumed by [`run_then`](Runner::run_then).
 pub(crate) struct Runner {
     /// The teammate's instance, which holds who it is ([`Runner::name`] and
     /// the rest read it there: the runner keeps no copy).
