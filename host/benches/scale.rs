@@ -458,6 +458,14 @@ fn idle_crowd(base: &Path, count: usize) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(16);
+    // `Host::spawn_many` unless `TEAMHOST_SCALE_SPAWN=each` (`Host::spawn`
+    // for each, `width` at a time).
+    let one_by_one = std::env::var("TEAMHOST_SCALE_SPAWN").is_ok_and(|v| v == "each");
+    let how = if one_by_one {
+        format!("`Host::spawn`, {width} at a time")
+    } else {
+        "`Host::spawn_many`".to_string()
+    };
     let (before, after, idle, spawned, took) = runtime().block_on(async {
         let host = Host::new(Home::new(dir.join("home"))).unwrap();
         host.create_team("idle", NewTeam::default()).unwrap();
@@ -490,24 +498,40 @@ fn idle_crowd(base: &Path, count: usize) {
         };
         let before = rss_kib();
         let t = Instant::now();
-        // 16 at a time, as `teamhost run` starts a team: registrations share
-        // config writes (`TEAMHOST_SCALE_AT_ONCE` tries another width).
-        let gate = Arc::new(tokio::sync::Semaphore::new(width));
-        let mut spawning = tokio::task::JoinSet::new();
-        for _ in 0..count {
-            let (host, gate, work) = (host.clone(), gate.clone(), dir.join("work"));
-            spawning.spawn(async move {
-                let _slot = gate.acquire_owned().await;
-                host.spawn("idle", echo_request(&work)).await
-            });
-        }
-        let mut spawned = 0;
-        while let Some(done) = spawning.join_next().await {
-            match done.unwrap() {
-                Ok(_) => spawned += 1,
-                Err(e) => eprintln!("a spawn failed: {e}"),
+        let spawned = if one_by_one {
+            // 16 at a time, as `teamhost run` started a team before
+            // `spawn_many`: registrations share config writes
+            // (`TEAMHOST_SCALE_AT_ONCE` tries another width).
+            let gate = Arc::new(tokio::sync::Semaphore::new(width));
+            let mut spawning = tokio::task::JoinSet::new();
+            for _ in 0..count {
+                let (host, gate, work) = (host.clone(), gate.clone(), dir.join("work"));
+                spawning.spawn(async move {
+                    let _slot = gate.acquire_owned().await;
+                    host.spawn("idle", echo_request(&work)).await
+                });
             }
-        }
+            let mut spawned = 0;
+            while let Some(done) = spawning.join_next().await {
+                match done.unwrap() {
+                    Ok(_) => spawned += 1,
+                    Err(e) => eprintln!("a spawn failed: {e}"),
+                }
+            }
+            spawned
+        } else {
+            let requests = (0..count)
+                .map(|_| echo_request(&dir.join("work")))
+                .collect();
+            let mut spawned = 0;
+            for done in host.spawn_many("idle", requests).await.unwrap() {
+                match done {
+                    Ok(_) => spawned += 1,
+                    Err(e) => eprintln!("a spawn failed: {e}"),
+                }
+            }
+            spawned
+        };
         host.wait_idle("idle").await.unwrap();
         let took = t.elapsed();
         lead_reads.abort();
@@ -535,9 +559,7 @@ fn idle_crowd(base: &Path, count: usize) {
         (before, after, idle, spawned, took)
     });
     println!();
-    println!(
-        "## {count} idle `echo` teammates in one host process (`Host::spawn`, {width} at a time)"
-    );
+    println!("## {count} idle `echo` teammates in one host process ({how})");
     println!();
     println!("| spawned | time to spawn and settle | RSS added, settled | per teammate | after 15 s idle | per teammate |");
     println!("|---:|---:|---:|---:|---:|---:|");

@@ -38,6 +38,7 @@ mod sandbox_hostile;
 mod sandbox_permissions;
 mod sandbox_plan;
 mod shutdown;
+mod spawn_many;
 mod starvation;
 mod subagents;
 mod subagents_lifecycle;

@@ -78,6 +78,27 @@ pub(crate) struct Prepared {
 /// bad request fails before the team is touched (its mode and tool rules
 /// are typed: they were parsed where the request was made).
 pub(crate) async fn prepare(runtime: &Runtime, req: &SpawnRequest) -> Result<Prepared> {
+    let dir = checked_dir(req)?;
+    load!(runtime, req)?;
+    Ok(Prepared { dir })
+}
+
+/// [`prepare`] on the calling thread, which it may block (a compile):
+/// `Host::spawn_many` prepares a batch on one blocking thread.
+pub(crate) fn prepare_blocking(runtime: &Runtime, req: &SpawnRequest) -> Result<Prepared> {
+    let dir = checked_dir(req)?;
+    let http = crate::runtime::WasiHttpGrant::of(req.settings.network.as_ref());
+    runtime
+        .prepare(&req.component, http)
+        .map_err(|e| Error::Component {
+            path: req.component.clone(),
+            message: format!("{e:#}"),
+        })?;
+    Ok(Prepared { dir })
+}
+
+/// `req`'s directory, canonical, once it is known to be a directory.
+fn checked_dir(req: &SpawnRequest) -> Result<PathBuf> {
     let dir = req.cwd.canonicalize().map_err(|e| {
         Error::Spawn(format!(
             "the teammate's directory {} cannot be used: {e}",
@@ -90,8 +111,7 @@ pub(crate) async fn prepare(runtime: &Runtime, req: &SpawnRequest) -> Result<Pre
             dir.display()
         )));
     }
-    load!(runtime, req)?;
-    Ok(Prepared { dir })
+    Ok(dir)
 }
 
 /// Where the runner says it runs, and where the guest's output goes.

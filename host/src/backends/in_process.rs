@@ -11,7 +11,7 @@
 //! `teamhost teammate` process) uses the last two for a member its lead
 //! registered.
 
-use super::assembly::{instantiate, isolate, prepare, Placement};
+use super::assembly::{instantiate, isolate, prepare, Placement, Prepared};
 use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned};
 use crate::error::{Error, Result};
 use crate::store::{self, NewMember, OutgoingMessage, Team};
@@ -41,7 +41,20 @@ impl Backend for InProcess {
 /// Spawns `req` into `team`. See the module docs.
 pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> Result<Spawned> {
     let prepared = prepare(env.runtime, &req).await?;
-    let new = NewMember {
+    let new = entry(&req, &prepared);
+    // Off the runtime's workers: spawns made at the same time then share
+    // one config write (`store::blocking`).
+    let registering = team.clone();
+    let member = store::blocking("registering the teammate", move || {
+        registering.add_member(new)
+    })
+    .await?;
+    start_registered(env, team, req, prepared, member).await
+}
+
+/// The member entry `req` registers (`prepared` holds its directory).
+pub(crate) fn entry(req: &SpawnRequest, prepared: &Prepared) -> NewMember {
+    NewMember {
         // Recorded idle: the runner writes `isActive: true` only for a turn
         // that lasts (`RunnerConfig::active_after`).
         is_active: Some(false),
@@ -52,14 +65,20 @@ pub(crate) async fn spawn(env: SpawnEnv<'_>, team: &Team, req: SpawnRequest) -> 
             &prepared.dir.display().to_string(),
             BACKEND,
         )
-    };
-    // Off the runtime's workers: spawns made at the same time then share
-    // one config write (`store::blocking`).
-    let registering = team.clone();
-    let member = store::blocking("registering the teammate", move || {
-        registering.add_member(new)
-    })
-    .await?;
+    }
+}
+
+/// The rest of a spawn once `member` (registered from [`entry`]) is in the
+/// config: its worktree, its instance, its prompt, then its runner. A step
+/// that fails removes the member again. `Host::spawn_many` registers many
+/// members in one write and then starts each here.
+pub(crate) async fn start_registered(
+    env: SpawnEnv<'_>,
+    team: &Team,
+    req: SpawnRequest,
+    prepared: Prepared,
+    member: store::Member,
+) -> Result<Spawned> {
     let rollback = |e: Error| {
         if let Err(e2) = team.remove_member(&member.name) {
             tracing::error!(teammate = %member.name, error = %e2, "could not undo a failed spawn");

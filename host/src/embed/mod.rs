@@ -21,6 +21,7 @@
 //! | `options.rs` | [`HostOptions`]: a host's settings and their defaults |
 //! | `allocator.rs` | [`limit_malloc_arenas`]: the process's allocator for thousands of teammates (the `teamhost` binary calls it) |
 //! | `spawn.rs` | [`Host::spawn`], after the layout check every spawn and attach passes first |
+//! | `spawn_many.rs` | [`Host::spawn_many`]: a batch of teammates, registered many to a config write |
 //! | `watching.rs` | talking to a team as its lead and watching it: messages, requests, events, states, [`Host::wait_idle`] |
 //! | `stopping.rs` | [`Host::shutdown_team`], `kill`, `delete_team`, `abort_all`: stopping teammates and teams |
 //! | `attach.rs` | [`Host::attach`]: run a teammate its lead already wrote into the team (`teamhost teammate`) |
@@ -45,6 +46,7 @@ mod options;
 mod resume;
 mod running;
 mod spawn;
+mod spawn_many;
 mod stopping;
 mod watching;
 

@@ -1,6 +1,8 @@
 //! [`Host::spawn`](super::Host::spawn): a teammate into a team, after the
 //! layout check every spawn and attach passes first ([`crate::layout`]).
 
+use std::sync::{Arc, Mutex};
+
 use crate::teammate::Isolation;
 
 use super::{Host, SpawnRequest, TeammateInfo};
@@ -63,15 +65,36 @@ impl Host {
         spawned
     }
 
-    async fn spawn_into(&self, team: &Team, mut req: SpawnRequest) -> Result<TeammateInfo> {
-        // Before anything is compiled or recorded; the store's add_member
-        // checks again, with the members it holds.
-        crate::store::names::check_new_member_name(&req.name)?;
-        self.check_layout(team.name(), &req)?;
+    pub(super) async fn spawn_into(
+        &self,
+        team: &Team,
+        mut req: SpawnRequest,
+    ) -> Result<TeammateInfo> {
+        self.admit(team, &mut req)?;
         self.ensure_lease(team.name()).await?;
+        let backend = self.chosen_backend();
+        tracing::debug!(teammate = %req.name, backend = %backend.kind(), "spawning");
+        let recording = Recording::new(self, team, &req, backend.kind());
+        let mut env = self.spawn_env(team)?;
+        env.before_start = Some(recording.hook());
+        let spawned = backend.spawn(env, team, req).await;
+        recording.finish(self, team, spawned)
+    }
+
+    /// The checks a request passes before anything is compiled or
+    /// recorded (the store's `add_member` checks the name again, with the
+    /// members it holds), and its notification level when it has none.
+    pub(super) fn admit(&self, team: &Team, req: &mut SpawnRequest) -> Result<()> {
+        crate::store::names::check_new_member_name(&req.name)?;
+        self.check_layout(team.name(), req)?;
         req.settings
             .notifications
             .get_or_insert(self.inner.opts.notifications);
+        Ok(())
+    }
+
+    /// The backend this host spawns teammates in ([`BackendOptions`](crate::backends::BackendOptions)).
+    pub(super) fn chosen_backend(&self) -> Box<dyn backends::Backend> {
         let b = &self.inner.opts.backends;
         let kind = backends::detect(b.mode, b.interactive, backends::detect::inside_tmux());
         if kind == BackendKind::InProcess
@@ -82,31 +105,39 @@ impl Host {
         {
             tracing::warn!(mode = %b.mode, "this session is not interactive: teammates run in-process, as the reference does");
         }
-        let backend = backends::backend(kind);
-        tracing::debug!(teammate = %req.name, backend = %backend.kind(), "spawning");
-        let kind = backend.kind();
-        // What a resume needs to spawn it again, under the member's final
-        // name, written by the backend once the member is registered and
-        // before it can run: a host killed at any moment after the
-        // teammate's first step leaves a record (`status` then shows it
-        // dead, and resume brings it back). The component's hash comes from
-        // the cache that just loaded it (no second read). A record that
-        // cannot be written costs only that, so the spawn stands.
-        let recorded = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
-        // When this host holds a lease on the team, the run record goes to
-        // the store beside it (`run_record.rs`): its revision, to remove it
-        // when the teammate ends.
-        let run_written =
-            std::sync::Arc::new(std::sync::Mutex::new(None::<crate::store::Revision>));
-        let (home, runtime) = (self.inner.home.clone(), self.inner.runtime.clone());
+        backends::backend(kind)
+    }
+}
+
+/// What a resume needs to spawn a teammate again, under the member's final
+/// name, written by the backend once the member is registered and before
+/// it can run ([`SpawnEnv::before_start`](crate::backends::SpawnEnv)): a
+/// host killed at any moment after the teammate's first step leaves a
+/// record (`status` then shows it dead, and resume brings it back). The
+/// component's hash comes from the cache that just loaded it (no second
+/// read). A record that cannot be written costs only that, so the spawn
+/// stands.
+pub(super) struct Recording {
+    hook: crate::backends::BeforeStart,
+    /// The member's name once its spawn record is written.
+    recorded: Arc<Mutex<Option<String>>>,
+    /// When this host holds a lease on the team, the run record goes to
+    /// the store beside it (`run_record.rs`): its revision, to remove it
+    /// when the teammate ends.
+    run_written: Arc<Mutex<Option<crate::store::Revision>>>,
+}
+
+impl Recording {
+    pub(super) fn new(host: &Host, team: &Team, req: &SpawnRequest, kind: BackendKind) -> Self {
+        let recorded = Arc::new(Mutex::new(None::<String>));
+        let run_written = Arc::new(Mutex::new(None::<crate::store::Revision>));
+        let runtime = host.inner.runtime.clone();
         // Owned, so that a backend may run it on a blocking thread (its
         // writes are synced, and a run record may go over the network).
-        let (host, team_of_record, request) = (self.clone(), team.clone(), req.clone());
-        let (recorded_by, run_written_by, home_of_record) =
-            (recorded.clone(), run_written.clone(), home.clone());
-        let record_it = move |member: &crate::store::Member| {
-            let (req, team, home) = (&request, &team_of_record, &home_of_record);
-            let (recorded, run_written) = (&recorded_by, &run_written_by);
+        let (host, team, request) = (host.clone(), team.clone(), req.clone());
+        let (recorded_by, run_written_by) = (recorded.clone(), run_written.clone());
+        let hook = move |member: &crate::store::Member| {
+            let (req, team, home) = (&request, &team, &host.inner.home);
             let written = runtime
                 .cache()
                 .load(&req.component)
@@ -123,9 +154,9 @@ impl Host {
                 });
             match written {
                 Ok(record) => {
-                    *recorded.lock().expect("record lock") = Some(member.name.clone());
+                    *recorded_by.lock().expect("record lock") = Some(member.name.clone());
                     match host.record_run(team, &record) {
-                        Ok(rev) => *run_written.lock().expect("record lock") = rev,
+                        Ok(rev) => *run_written_by.lock().expect("record lock") = rev,
                         Err(error) => {
                             tracing::warn!(teammate = %member.name, %error, "no run record written: another host will not take this teammate over")
                         }
@@ -136,23 +167,40 @@ impl Host {
                 }
             }
         };
-        let mut env = self.spawn_env(team)?;
-        env.before_start = Some(std::sync::Arc::new(record_it));
-        let spawned = backend.spawn(env, team, req).await;
+        Recording {
+            hook: Arc::new(hook),
+            recorded,
+            run_written,
+        }
+    }
+
+    /// The hook the backend runs before the teammate can run.
+    pub(super) fn hook(&self) -> crate::backends::BeforeStart {
+        self.hook.clone()
+    }
+
+    /// Keeps the spawned teammate in the host's index, or, for a start
+    /// that failed after its record was written, removes that record (no
+    /// member is left to resume).
+    pub(super) fn finish(
+        self,
+        host: &Host,
+        team: &Team,
+        spawned: Result<crate::backends::Spawned>,
+    ) -> Result<TeammateInfo> {
         let spawned = match spawned {
             Ok(s) => s,
             Err(e) => {
-                // A start that failed after the record: no member to resume.
-                let name = recorded.lock().expect("record lock").take();
+                let name = self.recorded.lock().expect("record lock").take();
                 if let Some(name) = name {
-                    let _ = crate::home::spawn_record::remove(&home, team.name(), &name);
+                    let _ = crate::home::spawn_record::remove(&host.inner.home, team.name(), &name);
                 }
                 return Err(e);
             }
         };
-        let info = self.keep(team, spawned);
-        if let Some(rev) = run_written.lock().expect("record lock").take() {
-            self.forget_run_when_done(team, &info.name, rev);
+        let info = host.keep(team, spawned);
+        if let Some(rev) = self.run_written.lock().expect("record lock").take() {
+            host.forget_run_when_done(team, &info.name, rev);
         }
         Ok(info)
     }

@@ -62,7 +62,7 @@
 //! | `layout.rs` | the layout check and the default directories |
 //! | `existing.rs` | a team that exists already: refused, replaced or resumed |
 //! | `seed.rs` | a fresh run's tasks and their dependencies |
-//! | `spawn.rs` | compiling the components, spawning the teammates a few at a time |
+//! | `spawn.rs` | compiling the components, spawning the teammates as one batch (`Host::spawn_many`) |
 //! | `wait.rs` | the work phase: done, stuck, every teammate stopped, timed out, stopped |
 //! | `beside.rs` | runs beside a lead that runs elsewhere: join its team, or stand by and adopt the teammates of a host that died |
 //! | `elsewhere.rs` | after a resume: the shutdown requests to teammates another host took over |

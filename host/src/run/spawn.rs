@@ -1,5 +1,5 @@
 //! Starting a run's teammates: every distinct component compiled once, all
-//! at once ([`compile_all`]), then the teammates spawned a few at a time
+//! at once ([`compile_all`]), then the teammates spawned as one batch
 //! ([`start_all`]); after a resume, the manifest's teammates that never
 //! joined ([`join_missing`]).
 
@@ -11,11 +11,6 @@ use super::narrator::Narrator;
 use crate::embed::Host;
 use crate::manifest::Manifest;
 use crate::store::Team;
-
-/// How many teammates `run` starts at once: enough that their registrations
-/// share config writes (group commit) and their first turns overlap, few
-/// enough that a failure stops the rest early.
-const SPAWN_AT_ONCE: usize = 16;
 
 /// Compiles every distinct component of the manifest at once (each once, in
 /// parallel, before any teammate starts: a large component does not hold the
@@ -57,9 +52,12 @@ pub(super) async fn join_missing(
     Ok(())
 }
 
-/// Starts the manifest's teammates, [`SPAWN_AT_ONCE`] at a time (their
-/// components loaded already), each in the colour of its place in the
-/// manifest when `place_colours`, else in the first colour no member has.
+/// Starts the manifest's teammates with [`Host::spawn_many`] (their
+/// registrations share the config's writes; their components are loaded
+/// already), each in the colour of its place in the manifest when
+/// `place_colours`, else in the first colour no member has. Every
+/// teammate is tried; the error is the first failure in the manifest's
+/// order.
 pub async fn start_all(
     host: &Host,
     team: &Team,
@@ -89,31 +87,14 @@ pub async fn start_all(
         }
         requests.push(req);
     }
-    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(SPAWN_AT_ONCE));
-    let mut started = tokio::task::JoinSet::new();
-    for req in requests {
-        let (host, team, gate) = (host.clone(), team.name().to_string(), gate.clone());
-        started.spawn(async move {
-            let _slot = gate.acquire_owned().await;
-            let name = req.name.clone();
-            host.spawn(&team, req)
-                .await
-                .with_context(|| format!("cannot spawn teammate {name:?}"))
-        });
+    let names: Vec<String> = requests.iter().map(|r| r.name.clone()).collect();
+    let started = host.spawn_many(team.name(), requests).await?;
+    // The first failure, in the manifest's order; whoever started is shut
+    // down with the team.
+    for (name, result) in names.iter().zip(started) {
+        result.with_context(|| format!("cannot spawn teammate {name:?}"))?;
     }
-    let mut first_error = None;
-    while let Some(done) = started.join_next().await {
-        let result = done.map_err(|e| anyhow::anyhow!("a spawn panicked: {e}"));
-        if let Err(e) = result.and_then(|r| r.map(|_| ())) {
-            if first_error.is_none() {
-                // The rest stop at their next chance; whoever started is
-                // shut down with the team.
-                gate.close();
-                first_error = Some(e);
-            }
-        }
-    }
-    first_error.map_or(Ok(()), Err)
+    Ok(())
 }
 
 /// Loads (compiling when not cached) every distinct component of `m`

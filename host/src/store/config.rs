@@ -369,42 +369,36 @@ impl Team {
     pub fn add_member(&self, new: NewMember) -> Result<Member> {
         check_new_member_name(&new.name)?;
         self.update_config(|config| {
-            let new = new.clone();
             // Both questions from the index of this very list: no scan of
             // the members but after another process changed them
             // (`member_names.rs`).
             let mut names = MemberNames::take(&config.members);
-            let name = names.unique(&new.name);
-            if let Err(e) = names.check_distinct(&name) {
-                names.keep(&config.members);
-                return Err(e);
-            }
-            let color = new.color.unwrap_or_else(|| next_color(config).to_string());
-            let backend = new.backend_type.unwrap_or_else(|| "in-process".into());
-            let member = Member {
-                agent_id: agent_id(&name, &config.name),
-                name,
-                agent_type: new.agent_type,
-                color: Some(color),
-                joined_at: Some(now_ms()),
-                tmux_pane_id: Some(new.tmux_pane_id.unwrap_or_else(|| backend.clone())),
-                subscriptions: Some(Vec::new()),
-                model: new.model,
-                prompt: new.prompt,
-                plan_mode_required: Some(new.plan_mode_required),
-                cwd: new.cwd,
-                backend_type: Some(backend),
-                worktree_path: None,
-                mode: new.mode,
-                allowed_tools: Some(new.allowed_tools).filter(|v| !v.is_empty()),
-                disallowed_tools: Some(new.disallowed_tools).filter(|v| !v.is_empty()),
-                is_active: new.is_active,
-                extra: Map::new(),
-            };
-            Arc::make_mut(&mut config.members).push(Arc::new(member.clone()));
-            names.insert(&member.name);
+            let mut colours = ColoursInUse::of(config);
+            let added = push_member(config, &mut names, &mut colours, new.clone());
             names.keep(&config.members);
-            Ok(member)
+            added
+        })
+    }
+
+    /// Adds several teammates in one write of the config, in order, each as
+    /// [`Team::add_member`] would (names made unique against the members
+    /// and the ones added before it, colours in join order). One entry per
+    /// `new`, in its order: a name refused is that entry's error and the
+    /// others are still added. The outer error is the write's own (the
+    /// config cannot be read or written): then none was added.
+    pub fn add_members(&self, new: Vec<NewMember>) -> Result<Vec<Result<Member>>> {
+        self.update_config(|config| {
+            let mut names = MemberNames::take(&config.members);
+            let mut colours = ColoursInUse::of(config);
+            let added = new
+                .iter()
+                .map(|n| {
+                    check_new_member_name(&n.name)?;
+                    push_member(config, &mut names, &mut colours, n.clone())
+                })
+                .collect();
+            names.keep(&config.members);
+            Ok(added)
         })
     }
 
@@ -497,17 +491,76 @@ impl Team {
     }
 }
 
-/// The first colour of the cycle no current member has; when all are taken,
-/// the cycle continues by member count.
-fn next_color(config: &TeamConfig) -> &'static str {
-    COLORS
-        .iter()
-        .find(|c| {
-            !config
-                .members
-                .iter()
-                .any(|m| m.color.as_deref() == Some(**c))
-        })
-        .copied()
-        .unwrap_or(COLORS[config.members.len().saturating_sub(1) % COLORS.len()])
+/// Adds `new` to `config`'s members, its name made unique with `names`
+/// (the index of this very list, told of the new name) and refused when it
+/// looks like a member's; its colour the next one free in `colours`.
+fn push_member(
+    config: &mut TeamConfig,
+    names: &mut MemberNames,
+    colours: &mut ColoursInUse,
+    new: NewMember,
+) -> Result<Member> {
+    let name = names.unique(&new.name);
+    names.check_distinct(&name)?;
+    let color = match new.color {
+        Some(c) => c,
+        None => colours.next(config.members.len()).to_string(),
+    };
+    colours.taken(&color);
+    let backend = new.backend_type.unwrap_or_else(|| "in-process".into());
+    let member = Member {
+        agent_id: agent_id(&name, &config.name),
+        name,
+        agent_type: new.agent_type,
+        color: Some(color),
+        joined_at: Some(now_ms()),
+        tmux_pane_id: Some(new.tmux_pane_id.unwrap_or_else(|| backend.clone())),
+        subscriptions: Some(Vec::new()),
+        model: new.model,
+        prompt: new.prompt,
+        plan_mode_required: Some(new.plan_mode_required),
+        cwd: new.cwd,
+        backend_type: Some(backend),
+        worktree_path: None,
+        mode: new.mode,
+        allowed_tools: Some(new.allowed_tools).filter(|v| !v.is_empty()),
+        disallowed_tools: Some(new.disallowed_tools).filter(|v| !v.is_empty()),
+        is_active: new.is_active,
+        extra: Map::new(),
+    };
+    Arc::make_mut(&mut config.members).push(Arc::new(member.clone()));
+    names.insert(&member.name);
+    Ok(member)
+}
+
+/// Which colours of the cycle the members have, found with one pass over
+/// them and kept up to date as members are added (a batch of registrations
+/// does not scan the list once per member).
+struct ColoursInUse([bool; COLORS.len()]);
+
+impl ColoursInUse {
+    fn of(config: &TeamConfig) -> ColoursInUse {
+        let mut used = ColoursInUse([false; COLORS.len()]);
+        for m in config.members.iter() {
+            if let Some(c) = &m.color {
+                used.taken(c);
+            }
+        }
+        used
+    }
+
+    fn taken(&mut self, colour: &str) {
+        if let Some(i) = COLORS.iter().position(|c| *c == colour) {
+            self.0[i] = true;
+        }
+    }
+
+    /// The first colour of the cycle no member has; when all are taken, the
+    /// cycle continues by `members` (the count before the new one).
+    fn next(&self, members: usize) -> &'static str {
+        match self.0.iter().position(|used| !used) {
+            Some(i) => COLORS[i],
+            None => COLORS[members.saturating_sub(1) % COLORS.len()],
+        }
+    }
 }

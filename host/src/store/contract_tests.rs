@@ -339,3 +339,82 @@ fn the_feed_hears_writes_made_through_another_handle() {
         }
     });
 }
+
+#[test]
+fn members_added_in_one_write_are_those_added_one_by_one() {
+    each_backend(|kind, store, _| {
+        let wanted = [
+            "w",
+            "w",
+            "team-lead",
+            "x",
+            "w",
+            "y",
+            "z",
+            "v",
+            "u",
+            "t",
+            "s",
+            "r",
+        ];
+        let new = |name: &str| NewMember {
+            name: name.into(),
+            // One colour chosen: the next free one skips it.
+            color: (name == "y").then(|| "blue".to_string()),
+            ..Default::default()
+        };
+        let one_by_one = store.team("one by one").unwrap();
+        one_by_one.create(NewTeam::default()).unwrap();
+        let singly: Vec<String> = wanted
+            .iter()
+            .map(|n| match one_by_one.add_member(new(n)) {
+                Ok(m) => format!("{} {:?}", m.name, m.color),
+                Err(e) => format!("refused: {e}"),
+            })
+            .collect();
+        let (tx, rx) = mpsc::channel();
+        let heard = store.clone().with_observer(Arc::new(Heard(Mutex::new(tx))));
+        let batch = heard.team("batch").unwrap();
+        batch.create(NewTeam::default()).unwrap();
+        while rx.try_recv().is_ok() {}
+        let added = batch.add_members(wanted.iter().map(|n| new(n)).collect());
+        let together: Vec<String> = added
+            .unwrap()
+            .into_iter()
+            .map(|r| match r {
+                Ok(m) => format!("{} {:?}", m.name, m.color),
+                Err(e) => format!("refused: {e}"),
+            })
+            .collect();
+        assert_eq!(together, singly, "{kind}");
+        assert!(together[2].starts_with("refused"), "{kind}: {together:?}");
+        assert_eq!(
+            &together[..2],
+            ["w Some(\"blue\")", "w-2 Some(\"green\")"]
+                .map(String::from)
+                .as_slice(),
+            "{kind}"
+        );
+        let written: Vec<StoreEvent> = rx.try_iter().collect();
+        assert_eq!(
+            written.len(),
+            1,
+            "{kind}: one write for the batch: {written:?}"
+        );
+        let names: Vec<String> = batch
+            .config()
+            .unwrap()
+            .members
+            .iter()
+            .map(|m| m.name.clone())
+            .collect();
+        let listed: Vec<String> = one_by_one
+            .config()
+            .unwrap()
+            .members
+            .iter()
+            .map(|m| m.name.clone())
+            .collect();
+        assert_eq!(names, listed, "{kind}");
+    });
+}

@@ -1,0 +1,259 @@
+//! [`Host::spawn_many`]: many teammates into one team, their registrations
+//! sharing the config's writes.
+//!
+//! A spawn registers its member with one write of the team's config, which
+//! holds every member. Spawns made at the same time share a write, but no
+//! more of them than are in flight (16 at a time, as `teamhost run` started
+//! a team before this), and at 10,000 teammates the config is megabytes:
+//! its ~2,900 writes were a fifth of the CPU of spawning them. A batch known up front
+//! needs few: its members are registered [`REGISTER_AT_ONCE`] to a write
+//! (with their components loaded and directories checked on the same
+//! blocking thread), and each is then started, [`START_AT_ONCE`] at a time,
+//! exactly as a single spawn starts it, while the next chunk registers.
+//!
+//! Each request has its own result. One refused (its name, its directory,
+//! its component, its layout) does not stop the others; a member whose
+//! start fails is removed from the config again, as a single spawn does.
+//! A request whose component lies in the directory of another request of
+//! the same batch is refused as [`Host::spawn`] refuses one inside a
+//! running teammate's directory: the batch's teammates are not running yet
+//! when the layout is checked.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use futures_util::stream::{self, StreamExt};
+
+use super::spawn::Recording;
+use super::{Host, SpawnRequest, TeammateInfo};
+use crate::backends::assembly::{prepare_blocking, Prepared};
+use crate::backends::{in_process, BackendKind};
+use crate::error::{Error, Result};
+use crate::store::{Member, Team};
+use crate::teammate::Isolation;
+
+/// Members registered in one write of the config.
+const REGISTER_AT_ONCE: usize = 256;
+
+/// Teammates being started at once (instantiated, given their prompts):
+/// as many as `teamhost run` spawns at a time.
+const START_AT_ONCE: usize = 16;
+
+/// A request, by its place in the batch.
+type Placed = (usize, SpawnRequest);
+
+/// A request after its chunk's write, by its place: what its start needs,
+/// or why it was not registered.
+type Registered = (usize, Result<(SpawnRequest, Prepared, Member)>);
+
+impl Host {
+    /// Spawns every request of `reqs` into `team`, as [`Host::spawn`] would
+    /// one by one, with the members registered many to a write of the
+    /// config (see the module docs). Returns one result per request, in
+    /// the order of `reqs`; the outer error is the team's (it does not
+    /// exist, or this host cannot hold its lease), before any was spawned.
+    /// Teammates of a backend other than in-process are spawned one by one,
+    /// 16 at a time.
+    pub async fn spawn_many(
+        &self,
+        team: &str,
+        reqs: Vec<SpawnRequest>,
+    ) -> Result<Vec<Result<TeammateInfo>>> {
+        let team = self.team(team)?;
+        let names: Vec<String> = reqs.iter().map(|r| r.name.clone()).collect();
+        let spawned = self.spawn_many_into(&team, reqs).await;
+        for name in &names {
+            self.joined(team.name(), name);
+        }
+        spawned
+    }
+
+    async fn spawn_many_into(
+        &self,
+        team: &Team,
+        reqs: Vec<SpawnRequest>,
+    ) -> Result<Vec<Result<TeammateInfo>>> {
+        if self.chosen_backend().kind() != BackendKind::InProcess {
+            // A process or a pane per teammate: its start, not the config's
+            // write, is what a spawn waits on.
+            let spawning = stream::iter(reqs).map(|req| self.spawn_into(team, req));
+            return Ok(spawning.buffered(START_AT_ONCE).collect().await);
+        }
+        self.ensure_lease(team.name()).await?;
+        let mut results: Vec<Option<Result<TeammateInfo>>> = reqs.iter().map(|_| None).collect();
+        let mut admitted: Vec<Placed> = Vec::with_capacity(reqs.len());
+        for (i, mut req) in reqs.into_iter().enumerate() {
+            match self.admit(team, &mut req) {
+                Ok(()) => admitted.push((i, req)),
+                Err(e) => results[i] = Some(Err(e)),
+            }
+        }
+        let mut chunks = Vec::new();
+        let mut admitted = admitted.into_iter().peekable();
+        while admitted.peek().is_some() {
+            chunks.push(admitted.by_ref().take(REGISTER_AT_ONCE).collect::<Vec<_>>());
+        }
+        let mut chunks = chunks.into_iter();
+        let mut registered = match chunks.next() {
+            Some(chunk) => self.register(team, chunk).await,
+            None => Vec::new(),
+        };
+        loop {
+            let next = chunks.next();
+            // This chunk starts while the next one registers.
+            let (started, next) = tokio::join!(self.start_chunk(team, registered), async {
+                match next {
+                    Some(chunk) => Some(self.register(team, chunk).await),
+                    None => None,
+                }
+            });
+            for (i, result) in started {
+                results[i] = Some(result);
+            }
+            match next {
+                Some(more) => registered = more,
+                None => break,
+            }
+        }
+        Ok(results
+            .into_iter()
+            .map(|r| r.expect("every request has a result"))
+            .collect())
+    }
+
+    /// Prepares `chunk`'s requests (directory, component) and registers
+    /// those that pass in one write of the config, all on one blocking
+    /// thread.
+    async fn register(&self, team: &Team, chunk: Vec<Placed>) -> Vec<Registered> {
+        let (runtime, team) = (self.inner.runtime.clone(), team.clone());
+        let places: Vec<usize> = chunk.iter().map(|(i, _)| *i).collect();
+        let done = crate::blocking::run("registering teammates", move || {
+            let mut prepared: Vec<Result<Prepared>> = chunk
+                .iter()
+                .map(|(_, req)| prepare_blocking(&runtime, req))
+                .collect();
+            refuse_components_in_each_others_dirs(&chunk, &mut prepared);
+            let entries = chunk
+                .iter()
+                .zip(&prepared)
+                .filter_map(|((_, req), p)| p.as_ref().ok().map(|p| in_process::entry(req, p)))
+                .collect();
+            let mut added = match team.add_members(entries) {
+                Ok(added) => added.into_iter(),
+                Err(e) => {
+                    let why = format!("the team's config could not be written: {e}");
+                    return chunk
+                        .into_iter()
+                        .map(|(i, _)| (i, Err(Error::Spawn(why.clone()))))
+                        .collect();
+                }
+            };
+            chunk
+                .into_iter()
+                .zip(prepared)
+                .map(|((i, req), p)| {
+                    let member = p.and_then(|p| {
+                        let member = added.next().expect("one entry per prepared request");
+                        member.map(|m| (req, p, m))
+                    });
+                    (i, member)
+                })
+                .collect()
+        })
+        .await;
+        match done {
+            Ok(registered) => registered,
+            // A panic: whether any member was written is not known, and
+            // none of them is started.
+            Err(e) => {
+                let why = e.to_string();
+                places
+                    .into_iter()
+                    .map(|i| (i, Err(Error::Spawn(why.clone()))))
+                    .collect()
+            }
+        }
+    }
+
+    /// Starts the registered members of a chunk, [`START_AT_ONCE`] at a time.
+    async fn start_chunk(
+        &self,
+        team: &Team,
+        registered: Vec<Registered>,
+    ) -> Vec<(usize, Result<TeammateInfo>)> {
+        let starting = stream::iter(registered).map(|(i, member)| async move {
+            let started = match member {
+                Ok((req, prepared, member)) => self.start_one(team, req, prepared, member).await,
+                Err(e) => Err(e),
+            };
+            (i, started)
+        });
+        starting.buffer_unordered(START_AT_ONCE).collect().await
+    }
+
+    /// A registered member's start, with its spawn record, as
+    /// [`Host::spawn`] makes it.
+    async fn start_one(
+        &self,
+        team: &Team,
+        req: SpawnRequest,
+        prepared: Prepared,
+        member: Member,
+    ) -> Result<TeammateInfo> {
+        tracing::debug!(teammate = %member.name, "spawning (many)");
+        let recording = Recording::new(self, team, &req, BackendKind::InProcess);
+        let mut env = match self.spawn_env(team) {
+            Ok(env) => env,
+            Err(e) => {
+                if let Err(e2) = team.remove_member(&member.name) {
+                    tracing::error!(teammate = %member.name, error = %e2, "could not undo a failed spawn");
+                }
+                return Err(e);
+            }
+        };
+        env.before_start = Some(recording.hook());
+        let spawned = in_process::start_registered(env, team, req, prepared, member).await;
+        recording.finish(self, team, spawned)
+    }
+}
+
+/// Refuses, in `prepared`, each request whose component lies in the
+/// directory of another request of `chunk` that works in its own directory
+/// (a worktree teammate's is made later, under the home): that teammate
+/// could change what the host runs.
+fn refuse_components_in_each_others_dirs(chunk: &[Placed], prepared: &mut [Result<Prepared>]) {
+    // By place in the chunk: the names are not unique yet.
+    let mut dirs: HashMap<&Path, Vec<(usize, &str)>> = HashMap::new();
+    for (k, ((_, req), p)) in chunk.iter().zip(prepared.iter()).enumerate() {
+        if let (Ok(p), Isolation::None) = (p, req.isolation) {
+            dirs.entry(p.dir.as_path())
+                .or_default()
+                .push((k, &req.name));
+        }
+    }
+    let mut refusals: Vec<(usize, String)> = Vec::new();
+    for (k, (_, req)) in chunk.iter().enumerate() {
+        if prepared[k].is_err() {
+            continue;
+        }
+        let component: PathBuf = crate::layout::canonical(&req.component);
+        let protected = [crate::layout::Protected::new(
+            crate::layout::Kind::Component,
+            &req.component,
+        )];
+        let holder = component.ancestors().find_map(|a| {
+            dirs.get(a)?
+                .iter()
+                .find(|(other, _)| *other != k)
+                .map(|(_, name)| (*name, a))
+        });
+        if let Some((name, dir)) = holder {
+            if let Err(why) = crate::layout::check(name, dir, &protected) {
+                refusals.push((k, why));
+            }
+        }
+    }
+    for (k, why) in refusals {
+        prepared[k] = Err(Error::Spawn(why));
+    }
+}

@@ -1,0 +1,150 @@
+//! `Host::spawn_many`: a batch of teammates registered many to a config
+//! write starts each one exactly as `Host::spawn` would (names, colours,
+//! prompts, first turns), gives each request its own result, undoes a
+//! member whose start fails, and refuses a component that lies in another
+//! batch member's directory.
+
+use crate::common;
+
+use common::{line, probe_request, turns, Fixture};
+use teamhost::embed::SpawnRequest;
+use teamhost::Error;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_starts_every_teammate_as_single_spawns_would() {
+    let f = Fixture::new("many");
+    let wanted = ["w", "w", "x", "w", "y"];
+    let dirs: Vec<_> = (0..wanted.len()).map(|i| f.dir(&format!("d{i}"))).collect();
+    let requests: Vec<SpawnRequest> = wanted
+        .iter()
+        .zip(&dirs)
+        .enumerate()
+        .map(|(i, (name, dir))| probe_request(name, &format!("prompt {i}"), dir))
+        .collect();
+    let results = common::bounded("the batch", f.host.spawn_many(&f.name, requests))
+        .await
+        .unwrap();
+    let names: Vec<String> = results
+        .into_iter()
+        .map(|r| r.expect("every request is spawned").name)
+        .collect();
+    // In the order of the requests, made unique as one by one.
+    assert_eq!(names, ["w", "w-2", "x", "w-3", "y"]);
+    f.settle().await;
+    for (i, (name, dir)) in names.iter().zip(&dirs).enumerate() {
+        assert_eq!(
+            turns(dir),
+            [line("initial", "team-lead", &format!("prompt {i}"))],
+            "{name} took its own prompt once"
+        );
+    }
+    // The same colours, in the same join order, as single spawns give.
+    let single = Fixture::new("single");
+    for (name, dir) in wanted.iter().zip(&dirs) {
+        let req = probe_request(
+            name,
+            "p",
+            &single.dir(&dir.file_name().unwrap().to_string_lossy()),
+        );
+        single.host.spawn(&single.name, req).await.unwrap();
+    }
+    let colours = |f: &Fixture| -> Vec<(String, Option<String>)> {
+        let config = f.team.config().unwrap();
+        config
+            .members
+            .iter()
+            .map(|m| (m.name.clone(), m.color.clone()))
+            .collect()
+    };
+    assert_eq!(colours(&f), colours(&single));
+    let running: Vec<String> = f
+        .host
+        .teammates(&f.name)
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(running.len(), 5, "{running:?}");
+    single.settle().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_request_or_a_failed_start_does_not_stop_the_others() {
+    let f = Fixture::new("mixed");
+    let config = f.team.file_paths().unwrap().config();
+    let (good, good_too) = (f.dir("good"), f.dir("good-too"));
+    let not_wasm = f.tmp.path().join("agent.wasm");
+    std::fs::write(&not_wasm, "not a component").unwrap();
+    // Too little memory for the guest: registered, then it cannot start.
+    let mut starved = probe_request("starved", "never read", &f.dir("starved"));
+    starved.settings.limits.memory_bytes = 1;
+    let requests = vec![
+        probe_request("good", "first", &good),
+        probe_request("team-lead", "a lead look-alike", &f.dir("lead")),
+        probe_request("nowhere", "no directory", &f.tmp.path().join("missing")),
+        SpawnRequest::new("junk", &not_wasm, "not wasm", f.dir("junk")),
+        starved,
+        probe_request("good-too", "second", &good_too),
+    ];
+    let results = common::bounded("the batch", f.host.spawn_many(&f.name, requests))
+        .await
+        .unwrap();
+    assert_eq!(results.len(), 6);
+    assert_eq!(results[0].as_ref().unwrap().name, "good");
+    assert!(results[1].is_err(), "the lead's name is refused");
+    let dir_error = results[2].as_ref().unwrap_err().to_string();
+    assert!(dir_error.contains("cannot be used"), "{dir_error}");
+    assert!(
+        matches!(&results[3], Err(Error::Component { path, .. }) if *path == not_wasm),
+        "{:?}",
+        results[3].as_ref().map(|t| &t.name)
+    );
+    let start_error = results[4].as_ref().unwrap_err().to_string();
+    assert!(start_error.contains("cannot start it"), "{start_error}");
+    assert_eq!(results[5].as_ref().unwrap().name, "good-too");
+    f.settle().await;
+    // The failed start is undone: no member, no prompt left for a later
+    // teammate of its name.
+    assert_eq!(f.members(), ["team-lead", "good", "good-too"]);
+    assert!(f.team.unread("starved").unwrap().is_empty());
+    assert_eq!(turns(&good), [line("initial", "team-lead", "first")]);
+    assert_eq!(turns(&good_too), [line("initial", "team-lead", "second")]);
+    assert!(std::fs::read_to_string(&config)
+        .unwrap()
+        .contains("good-too"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_in_another_batch_members_directory_is_refused_either_way_round() {
+    for order in ["holder first", "holder last"] {
+        let f = Fixture::new("layout");
+        let holder_dir = f.dir("holder");
+        // A copy of the probe inside the holder's directory: the holder
+        // could rewrite what the host runs for the other teammate.
+        let planted = holder_dir.join("planted.wasm");
+        std::fs::copy(teamhost_tests::PROBE, &planted).unwrap();
+        let holder = probe_request("holder", "hold", &holder_dir);
+        let mut victim = probe_request("victim", "run", &f.dir("victim"));
+        victim.component = planted.clone();
+        let requests = if order == "holder first" {
+            vec![holder, victim]
+        } else {
+            vec![victim, holder]
+        };
+        let results = common::bounded("the batch", f.host.spawn_many(&f.name, requests))
+            .await
+            .unwrap();
+        let (held, refused) = if order == "holder first" {
+            (&results[0], &results[1])
+        } else {
+            (&results[1], &results[0])
+        };
+        assert_eq!(held.as_ref().unwrap().name, "holder", "{order}");
+        let why = refused.as_ref().unwrap_err().to_string();
+        assert!(
+            why.contains("unsafe layout") && why.contains("holder"),
+            "{order}: {why}"
+        );
+        f.settle().await;
+        assert_eq!(f.members(), ["team-lead", "holder"], "{order}");
+    }
+}
