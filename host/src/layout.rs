@@ -167,7 +167,26 @@ pub fn check(teammate: &str, dir: &Path, protected: &[Protected]) -> Result<(), 
 #[derive(Debug, Clone)]
 pub struct Checker {
     /// Each protected path with its canonical form (duplicates dropped).
-    protected: Vec<(Protected, PathBuf)>,
+    protected: Vec<Resolved>,
+}
+
+/// A protected path with its canonical form, and for a home that of its
+/// worktrees' folder.
+#[derive(Debug, Clone)]
+struct Resolved {
+    protected: Protected,
+    canonical: PathBuf,
+    worktrees: Option<PathBuf>,
+}
+
+impl Resolved {
+    fn of(p: &Protected) -> Resolved {
+        Resolved {
+            protected: p.clone(),
+            canonical: canonical(&p.path),
+            worktrees: p.worktrees.as_deref().map(canonical),
+        }
+    }
 }
 
 impl Checker {
@@ -177,15 +196,23 @@ impl Checker {
         let protected = protected
             .iter()
             .filter(|p| seen.insert((p.kind, p.path.clone())))
-            .map(|p| (p.clone(), canonical(&p.path)))
+            .map(Resolved::of)
             .collect();
         Checker { protected }
     }
 
     /// [`check`] for one teammate.
     pub fn check(&self, teammate: &str, dir: &Path) -> Result<(), String> {
+        self.check_also(teammate, dir, &[])
+    }
+
+    /// [`Checker::check`] against these paths and `also` (resolved now):
+    /// the directory is resolved once for all of them.
+    pub fn check_also(&self, teammate: &str, dir: &Path, also: &[Protected]) -> Result<(), String> {
         let dir_c = canonical(dir);
-        for (p, path_c) in &self.protected {
+        let also: Vec<Resolved> = also.iter().map(Resolved::of).collect();
+        for r in self.protected.iter().chain(&also) {
+            let (p, path_c) = (&r.protected, &r.canonical);
             if path_c.starts_with(&dir_c) {
                 return Err(format!(
                     "unsafe layout: {teammate}'s directory {} contains the {} {}; a teammate can write everything in its directory, so it could change what the host runs or reads. Move the {} out of {}, or give {teammate} a directory of its own that holds nothing else (for example work/{teammate} beside the manifest)",
@@ -196,10 +223,10 @@ impl Checker {
                     dir.display(),
                 ));
             }
-            let in_a_worktree = p
+            let in_a_worktree = r
                 .worktrees
                 .as_deref()
-                .is_some_and(|w| in_a_worktree(dir, w));
+                .is_some_and(|w| in_a_worktree(&dir_c, w));
             if p.kind == Kind::Home && dir_c.starts_with(path_c) && !in_a_worktree {
                 return Err(format!(
                     "unsafe layout: {teammate}'s directory {} is inside the teamhost home {}, which holds the team's configuration, inboxes and tasks; give {teammate} a directory outside the home",
@@ -212,13 +239,14 @@ impl Checker {
     }
 }
 
-/// Whether `dir` is one teammate's worktree of the home (or inside one):
-/// `{worktrees}/{team}/{name}/…`. Not `worktrees` or a team's folder
-/// of worktrees, which hold every teammate's worktree and the host's records
+/// Whether `dir_c` (canonical) is one teammate's worktree of the home (or
+/// inside one): `{worktrees}/{team}/{name}/…`, `worktrees_c` being the
+/// folder's canonical path. Not `worktrees` or a team's folder of
+/// worktrees, which hold every teammate's worktree and the host's records
 /// of them (see [`crate::worktree`]).
-fn in_a_worktree(dir: &Path, worktrees: &Path) -> bool {
-    canonical(dir)
-        .strip_prefix(canonical(worktrees))
+fn in_a_worktree(dir_c: &Path, worktrees_c: &Path) -> bool {
+    dir_c
+        .strip_prefix(worktrees_c)
         .is_ok_and(|rest| rest.components().count() >= 2)
 }
 

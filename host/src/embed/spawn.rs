@@ -21,17 +21,39 @@ impl Host {
     /// ([`Error::Spawn`](crate::error::Error::Spawn)) names both paths
     /// and the fix.
     pub(super) fn check_layout(&self, team: &str, req: &SpawnRequest) -> crate::error::Result<()> {
+        self.check_layout_with(team, req, &self.layout_checker())
+    }
+
+    /// What the host protects from every teammate's directory (all of
+    /// [`Host::check_layout`]'s paths but the component), resolved once: a
+    /// batch of spawns checks each directory against it.
+    pub(super) fn layout_checker(&self) -> crate::layout::Checker {
+        use crate::layout::{Kind, Protected};
+        let inner = &self.inner;
+        let mut protected = inner.home.protected_paths(inner.opts.cache_dir.as_deref());
+        protected.extend(inner.opts.models.protected().iter().cloned());
+        // A teammate could read a seed or replace the CA it trusts.
+        let files = inner.store.backend().settings_files().into_iter();
+        protected.extend(files.map(|f| Protected::new(Kind::StoreSettings, f)));
+        crate::layout::Checker::new(&protected)
+    }
+
+    /// [`Host::check_layout`] with the host's paths resolved already
+    /// ([`Host::layout_checker`]).
+    pub(super) fn check_layout_with(
+        &self,
+        team: &str,
+        req: &SpawnRequest,
+        host_paths: &crate::layout::Checker,
+    ) -> crate::error::Result<()> {
         use crate::layout::{check, Kind, Protected};
         let invalid = crate::error::Error::Spawn;
         let inner = &self.inner;
         if req.isolation == Isolation::None {
-            let mut protected = inner.home.protected_paths(inner.opts.cache_dir.as_deref());
-            protected.push(Protected::new(Kind::Component, &req.component));
-            protected.extend(inner.opts.models.protected().iter().cloned());
-            // A teammate could read a seed or replace the CA it trusts.
-            let files = inner.store.backend().settings_files().into_iter();
-            protected.extend(files.map(|f| Protected::new(Kind::StoreSettings, f)));
-            check(&req.name, &req.cwd, &protected).map_err(invalid)?;
+            let component = [Protected::new(Kind::Component, &req.component)];
+            host_paths
+                .check_also(&req.name, &req.cwd, &component)
+                .map_err(invalid)?;
         }
         // Running teammates' directories are recorded canonical (the
         // backends canonicalise `cwd` at spawn), so the component is
@@ -85,8 +107,18 @@ impl Host {
     /// recorded (the store's `add_member` checks the name again, with the
     /// members it holds), and its notification level when it has none.
     pub(super) fn admit(&self, team: &Team, req: &mut SpawnRequest) -> Result<()> {
+        self.admit_with(team, req, &self.layout_checker())
+    }
+
+    /// [`Host::admit`] with the host's paths resolved already.
+    pub(super) fn admit_with(
+        &self,
+        team: &Team,
+        req: &mut SpawnRequest,
+        host_paths: &crate::layout::Checker,
+    ) -> Result<()> {
         crate::store::names::check_new_member_name(&req.name)?;
-        self.check_layout(team.name(), req)?;
+        self.check_layout_with(team.name(), req, host_paths)?;
         req.settings
             .notifications
             .get_or_insert(self.inner.opts.notifications);

@@ -82,8 +82,9 @@ impl Host {
         self.ensure_lease(team.name()).await?;
         let mut results: Vec<Option<Result<TeammateInfo>>> = reqs.iter().map(|_| None).collect();
         let mut admitted: Vec<Placed> = Vec::with_capacity(reqs.len());
+        let host_paths = self.layout_checker();
         for (i, mut req) in reqs.into_iter().enumerate() {
-            match self.admit(team, &mut req) {
+            match self.admit_with(team, &mut req, &host_paths) {
                 Ok(()) => admitted.push((i, req)),
                 Err(e) => results[i] = Some(Err(e)),
             }
