@@ -338,6 +338,16 @@ impl Runner {
             self.links
                 .listening
                 .store(self.config.auto_claim, Ordering::SeqCst);
+            // Waiting from before the poll: a wake-up stored before it (the
+            // prompt written before the runner started, an inbox write
+            // during the last turn) is spent here, since the poll reads
+            // what it was for, and one that comes during or after the poll
+            // is this future's. Before, a stale wake-up sent an idle
+            // teammate straight into a second poll that found nothing.
+            let wake = self.links.wake.clone();
+            let woken = wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
             let injected = self.links.injected.try_recv();
             let (team, me, lead) = (
                 self.team().clone(),
@@ -416,7 +426,7 @@ impl Runner {
             };
             self.set_state(waiting);
             tokio::select! {
-                _ = self.links.wake.notified() => {}
+                _ = woken.as_mut() => {}
                 _ = tokio::time::sleep(self.config.poll_interval) => {}
                 changed = self.links.kill.changed() => {
                     if changed.is_err() {
