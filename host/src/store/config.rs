@@ -539,11 +539,17 @@ fn push_member(
 struct ColoursInUse([bool; COLORS.len()]);
 
 impl ColoursInUse {
+    /// The pass stops once every colour is seen: members join in the
+    /// cycle's order, so in a big team that is within the first few, and a
+    /// registration costs the same however many members there are.
     fn of(config: &TeamConfig) -> ColoursInUse {
         let mut used = ColoursInUse([false; COLORS.len()]);
         for m in config.members.iter() {
             if let Some(c) = &m.color {
                 used.taken(c);
+                if used.0.iter().all(|u| *u) {
+                    break;
+                }
             }
         }
         used
