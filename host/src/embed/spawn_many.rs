@@ -54,6 +54,13 @@ impl Host {
     /// exist, or this host cannot hold its lease), before any was spawned.
     /// Teammates of a backend other than in-process are spawned one by one,
     /// 16 at a time.
+    ///
+    /// Dropping the future part-way (a timeout around it) stops where it
+    /// is: members already registered and not yet started stay in the
+    /// config without a runner or a spawn record, up to two chunks of them,
+    /// as one member does when a single [`Host::spawn`] is dropped between
+    /// its registration and its start. Run the batch to its end and stop
+    /// the team instead.
     pub async fn spawn_many(
         &self,
         team: &str,
