@@ -141,12 +141,17 @@ impl Host {
                 .map(|(_, req)| prepare_blocking(&runtime, req))
                 .collect();
             refuse_components_in_each_others_dirs(&chunk, &mut prepared);
-            let entries = chunk
+            let entries: Vec<_> = chunk
                 .iter()
                 .zip(&prepared)
                 .filter_map(|((_, req), p)| p.as_ref().ok().map(|p| in_process::entry(req, p)))
                 .collect();
-            let mut added = match team.add_members(entries) {
+            // A chunk with nothing to register writes nothing.
+            let written = match entries.is_empty() {
+                true => Ok(Vec::new()),
+                false => team.add_members(entries),
+            };
+            let mut added = match written {
                 Ok(added) => added.into_iter(),
                 Err(e) => {
                     let why = format!("the team's config could not be written: {e}");
