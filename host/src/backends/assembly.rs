@@ -454,6 +454,7 @@ fn runner(
         config: RunnerConfig {
             auto_claim: req.settings.auto_claim,
             poll_interval: env.fallback_poll(),
+            fallback_polls_per_second: env.fallback_budget(),
             notifications: req.settings.notifications.unwrap_or_default(),
             active_after: if in_process {
                 crate::runner::ACTIVE_AFTER
@@ -473,6 +474,7 @@ fn runner(
         links: RunnerLinks {
             wake: registration.wake,
             listening: registration.listening,
+            runners: registration.runners,
             injected: inject_rx,
             kill: kill_rx,
             state: state_tx,

@@ -312,6 +312,14 @@ pub(crate) struct SpawnEnv<'a> {
 /// `poll_interval`, in case an event was lost.
 const FEED_FALLBACK_FACTOR: u32 = 10;
 
+/// With a change feed, the most fallback polls the host's idle runners make
+/// in a second between them (`RunnerConfig::fallback_polls_per_second`).
+/// At 10,000 idle teammates a 5 s period each was 2,000 polls a second: a
+/// quarter of a core, and enough hand-offs to keep every one of tokio's
+/// 512 blocking threads from ever timing out. Fifty keeps an idle host's
+/// fallback at about one percent of a core whatever its size.
+pub(crate) const FEED_FALLBACK_POLLS_PER_SECOND: u32 = 50;
+
 impl SpawnEnv<'_> {
     /// Runs [`SpawnEnv::before_start`], when there is one.
     pub fn before_start(&self, member: &Member) {
@@ -329,6 +337,15 @@ impl SpawnEnv<'_> {
         } else {
             self.poll_interval
         }
+    }
+
+    /// The host-wide budget of fallback polls a second: only with the
+    /// change feed, which hears every write (an overflow of its queue makes
+    /// it report everything again), so the fallback covers a lost event,
+    /// not the normal way of hearing one. Without the feed, polling is how
+    /// other processes' writes are seen, at `poll_interval` each.
+    pub fn fallback_budget(&self) -> Option<u32> {
+        self.watched.then_some(FEED_FALLBACK_POLLS_PER_SECOND)
     }
 }
 

@@ -21,7 +21,13 @@ pub struct HostOptions {
     /// Fallback poll for writes by other processes: how often an idle
     /// teammate looks for work unasked when `watch_files` is off (the
     /// reference's 500 ms); with it on, the change feed wakes teammates and
-    /// they poll ten times less often, in case an event was lost.
+    /// they poll ten times less often, in case an event was lost, and less
+    /// often still in a host of more than 250 teammates: their polls are
+    /// spread so that the host makes at most 50 a second (at 10,000
+    /// teammates, each polls every 100 to 300 s). Both feeds hear every
+    /// write (the file store's reports everything again when its queue
+    /// overflows, NATS's after a reconnect), so the fallback is a second
+    /// line, not the way writes are heard.
     pub poll_interval: Duration,
     /// Capacity of the event channel.
     pub event_capacity: usize,

@@ -3,7 +3,11 @@
 //! to the lead) → **poll** for the next turn in priority order (`poll.rs`) →
 //! **wake** on a write to its inbox or the task list ([`wake`]; writes by
 //! other processes through the store's change feed, [`watch`]), with a poll every
-//! [`RunnerConfig::poll_interval`] as the fallback.
+//! [`RunnerConfig::poll_interval`] as the fallback. With the feed on, that
+//! fallback only covers a lost event, and the host's idle runners spread
+//! it so that they make at most
+//! [`RunnerConfig::fallback_polls_per_second`] polls a second between
+//! them: at 10,000 teammates each polls every few minutes, not every 5 s.
 //!
 //! Which idle notifications reach the lead's inbox, and which only its
 //! history, is [`RunnerConfig::notifications`] ([`notify`]).
@@ -22,7 +26,7 @@ pub(crate) mod poll;
 pub mod wake;
 pub mod watch;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,6 +49,12 @@ pub struct RunnerConfig {
     pub auto_claim: bool,
     /// Fallback poll for writes by other processes (reference: 500 ms).
     pub poll_interval: Duration,
+    /// With a change feed, the most fallback polls a second the host's idle
+    /// runners make between them: each waits `poll_interval`, or longer
+    /// when the host holds so many runners that their polls would pass
+    /// this ([`fallback_wait`]). `None` (no feed: polling is how writes
+    /// are heard): `poll_interval` always.
+    pub fallback_polls_per_second: Option<u32>,
     /// Which of its idle notifications go into the lead's inbox; the others
     /// go to the lead's history only ([`notify`]).
     pub notifications: NotificationLevel,
@@ -74,6 +84,8 @@ pub(crate) struct RunnerLinks {
     /// Set while the runner looks for a task to claim, so the hub wakes it
     /// for task changes only then ([`wake`]).
     pub listening: Arc<AtomicBool>,
+    /// How many runners the host holds ([`wake::Registration::runners`]).
+    pub runners: Arc<AtomicUsize>,
     pub injected: inject::InjectReceiver,
     pub kill: kill::KillWatch,
     pub state: tokio::sync::watch::Sender<TeammateState>,
@@ -425,9 +437,15 @@ impl Runner {
                 TeammateState::Idle
             };
             self.set_state(waiting);
+            let fallback = fallback_wait(
+                self.config.poll_interval,
+                self.config.fallback_polls_per_second,
+                self.links.runners.load(Ordering::Relaxed),
+                fastrand::f64(),
+            );
             tokio::select! {
                 _ = woken.as_mut() => {}
-                _ = tokio::time::sleep(self.config.poll_interval) => {}
+                _ = tokio::time::sleep(fallback) => {}
                 changed = self.links.kill.changed() => {
                     if changed.is_err() {
                         return None; // the host is gone
@@ -776,6 +794,23 @@ struct BetweenTurns {
     first_idle: bool,
 }
 
+/// How long an idle runner waits for a wake-up before it polls unasked.
+/// Without a budget, `interval`. With one, `runners` idle runners each
+/// polling every `interval` could pass `budget` polls a second between
+/// them, so each waits `runners / budget` seconds when that is longer;
+/// either way the wait is spread by `spread` (in `[0, 1)`) over half to
+/// one and a half times it, so runners started together do not poll
+/// together (on average the budget holds).
+fn fallback_wait(interval: Duration, budget: Option<u32>, runners: usize, spread: f64) -> Duration {
+    let Some(budget) = budget else {
+        return interval;
+    };
+    let period = interval.max(Duration::from_secs_f64(
+        runners as f64 / f64::from(budget.max(1)),
+    ));
+    period.mul_f64(0.5 + spread.clamp(0.0, 1.0))
+}
+
 fn kind_name(kind: &TurnKind) -> &'static str {
     match kind {
         TurnKind::Initial => "initial",
@@ -803,5 +838,49 @@ fn plan_digest_of(msg: &crate::runtime::bindings::mailbox::Message) -> Option<St
             r.plan_digest().map(str::to_string)
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fallback_wait;
+    use std::time::Duration;
+
+    const FIVE: Duration = Duration::from_secs(5);
+
+    #[test]
+    fn without_a_feed_the_fallback_is_the_interval_whatever_the_crowd() {
+        let half = Duration::from_millis(500);
+        assert_eq!(fallback_wait(half, None, 10_000, 0.9), half);
+        assert_eq!(fallback_wait(half, None, 1, 0.0), half);
+    }
+
+    #[test]
+    fn with_a_feed_the_host_wide_budget_stretches_the_wait_of_a_crowd() {
+        // The middle of the spread is the period itself.
+        assert_eq!(fallback_wait(FIVE, Some(50), 100, 0.5), FIVE);
+        // 250 runners at 50 a second: exactly the interval.
+        assert_eq!(fallback_wait(FIVE, Some(50), 250, 0.5), FIVE);
+        // 10,000 runners: 200 s each, 50 polls a second between them.
+        assert_eq!(
+            fallback_wait(FIVE, Some(50), 10_000, 0.5),
+            Duration::from_secs(200)
+        );
+        // A budget of zero is read as one, not as a division by zero.
+        assert_eq!(
+            fallback_wait(FIVE, Some(0), 10, 0.5),
+            Duration::from_secs(10)
+        );
+    }
+
+    #[test]
+    fn the_spread_covers_half_to_one_and_a_half_periods() {
+        let p = Duration::from_secs(200);
+        assert_eq!(fallback_wait(FIVE, Some(50), 10_000, 0.0), p / 2);
+        let top = fallback_wait(FIVE, Some(50), 10_000, 0.999_999);
+        assert!(top < p * 3 / 2 && top > p * 149 / 100, "{top:?}");
+        // Out-of-range spreads are held to the range.
+        assert_eq!(fallback_wait(FIVE, Some(50), 10_000, -3.0), p / 2);
+        assert_eq!(fallback_wait(FIVE, Some(50), 10_000, 7.0), p * 3 / 2);
     }
 }

@@ -2,7 +2,8 @@
 //! team, split into what the runner needs, so a teammate wakes within
 //! milliseconds of a write by another process (a `teamhost teammate`, the
 //! CLI, Claude Code). The runner's 500 ms poll stays as the fallback for
-//! stores or file systems without notifications.
+//! stores or file systems without notifications; with the feed it is a
+//! second line, spread host-wide (`RunnerConfig::fallback_polls_per_second`).
 //!
 //! | change heard | goes to |
 //! |---|---|
@@ -10,11 +11,12 @@
 //! | tasks changed | the observer: wakes every runner of the team (auto-claim) |
 //! | the config changed | a tick on [`TeamWatch::config_changes`] (external teammates' states) |
 //!
-//! An inbox write by this process is heard twice (once from the store, once
-//! from the feed): a second wake-up finds nothing and costs one poll. A task
-//! write by this process is heard once, from the store with what it wrote:
-//! the file store's feed leaves out what a pass told the same observer
-//! (`Split` answers with the host's key, [`StoreObserver::echo_key`]).
+//! A write by this process is heard once, from the store: the file store's
+//! feed leaves out what the store told the same observer (`Split` answers
+//! with the host's key, [`StoreObserver::echo_key`]): a task pass's writes,
+//! an inbox append, and a take that left nothing unread. A take that left
+//! entries unread is heard from the feed too, as an append: they may be
+//! another process's, written just before it.
 
 use std::sync::Arc;
 

@@ -106,6 +106,42 @@ pub trait TeamStore: std::any::Any + Send + Sync + std::fmt::Debug {
     fn take_from_inbox(&self, team: &str, agent: &str, pick: Pick<'_>)
         -> Result<Vec<InboxMessage>>;
 
+    /// [`TeamStore::append_inbox`], whose write the caller then announces
+    /// to the observer whose [`StoreObserver::echo_key`] is `observer`
+    /// (an `InboxAppended` for `agent`). A backend whose feed would report
+    /// the write again (the file store's inotify) may leave it out of a
+    /// feed to an observer of that key: the announcement wakes the same
+    /// reader, who reads the whole inbox. A feed to any other observer
+    /// still reports it. The default is [`TeamStore::append_inbox`].
+    fn append_inbox_announced(
+        &self,
+        team: &str,
+        agent: &str,
+        entries: &[InboxMessage],
+        observer: usize,
+    ) -> Result<()> {
+        let _ = observer;
+        self.append_inbox(team, agent, entries)
+    }
+
+    /// [`TeamStore::take_from_inbox`], whose take the caller announces to
+    /// the observer of key `observer` when it took anything (an
+    /// `InboxTaken`, which wakes nobody). A backend may leave out of that
+    /// observer's feed a rewrite that left nothing unread, and only that:
+    /// one that left entries unread is reported, so a reader is woken for
+    /// them even when they came from another process just before the take.
+    /// The default is [`TeamStore::take_from_inbox`].
+    fn take_from_inbox_announced(
+        &self,
+        team: &str,
+        agent: &str,
+        pick: Pick<'_>,
+        observer: usize,
+    ) -> Result<Vec<InboxMessage>> {
+        let _ = observer;
+        self.take_from_inbox(team, agent, pick)
+    }
+
     /// Appends one entry to `agent`'s history without it passing the
     /// inbox; never interleaved with a take's entries. A record, not a
     /// message: a backend need not make it durable before returning.

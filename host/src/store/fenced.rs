@@ -116,6 +116,30 @@ impl TeamStore for FencedStore {
         self.inner.append_inbox(team, agent, entries)
     }
 
+    fn append_inbox_announced(
+        &self,
+        team: &str,
+        agent: &str,
+        entries: &[InboxMessage],
+        observer: usize,
+    ) -> Result<()> {
+        self.fence.check(team)?;
+        self.inner
+            .append_inbox_announced(team, agent, entries, observer)
+    }
+
+    fn take_from_inbox_announced(
+        &self,
+        team: &str,
+        agent: &str,
+        pick: Pick<'_>,
+        observer: usize,
+    ) -> Result<Vec<InboxMessage>> {
+        self.fence.check(team)?;
+        self.inner
+            .take_from_inbox_announced(team, agent, pick, observer)
+    }
+
     fn append_inboxes(&self, team: &str, batch: &[(String, Vec<InboxMessage>)]) -> Result<()> {
         self.fence.check(team)?;
         self.inner.append_inboxes(team, batch)

@@ -264,7 +264,14 @@ impl Team {
     /// signed where they need to be.
     fn append_as_is(&self, to: &str, entries: &[InboxMessage]) -> Result<()> {
         super::names::agent_file_stem(to)?;
-        self.backend().append_inbox(self.name(), to, entries)?;
+        match self.store().observer_key() {
+            // Announced just below: the feed to the same observer may
+            // leave the write's echo out.
+            Some(key) => self
+                .backend()
+                .append_inbox_announced(self.name(), to, entries, key)?,
+            None => self.backend().append_inbox(self.name(), to, entries)?,
+        }
         self.emit(StoreEvent::InboxAppended {
             team: self.name().into(),
             agent: to.into(),
@@ -308,20 +315,40 @@ impl Team {
     ) -> Result<Vec<InboxMessage>> {
         super::names::agent_file_stem(agent)?;
         let Some(guard) = self.store().lead_guard() else {
-            return self
-                .backend()
-                .take_from_inbox(self.name(), agent, &mut |m| pick(m));
+            return self.take_announced(agent, &mut |m| pick(m));
         };
         // `pick` sees each entry as this process's readers do (a forged
         // one marked), and what is taken is spent against replays.
-        let mut taken = self
-            .backend()
-            .take_from_inbox(self.name(), agent, &mut |m| {
-                let mut seen = m.clone();
-                guard.screen(self.name(), agent, &mut seen);
-                pick(&seen)
-            })?;
+        let mut taken = self.take_announced(agent, &mut |m| {
+            let mut seen = m.clone();
+            guard.screen(self.name(), agent, &mut seen);
+            pick(&seen)
+        })?;
         guard.screen_taken(self.name(), agent, &mut taken);
+        Ok(taken)
+    }
+
+    /// The backend's take, told to this store's observer when it took
+    /// anything ([`StoreEvent::InboxTaken`]); the feed to that observer may
+    /// then leave the rewrite's echo out, which would only wake the taker
+    /// to find nothing.
+    fn take_announced(
+        &self,
+        agent: &str,
+        pick: &mut dyn FnMut(&InboxMessage) -> bool,
+    ) -> Result<Vec<InboxMessage>> {
+        let Some(key) = self.store().observer_key() else {
+            return self.backend().take_from_inbox(self.name(), agent, pick);
+        };
+        let taken = self
+            .backend()
+            .take_from_inbox_announced(self.name(), agent, pick, key)?;
+        if !taken.is_empty() {
+            self.emit(StoreEvent::InboxTaken {
+                team: self.name().into(),
+                agent: agent.into(),
+            });
+        }
         Ok(taken)
     }
 

@@ -102,11 +102,7 @@ impl MemoryStore {
 
     /// Tells the team's feeds, after the state lock is released.
     fn report(&self, event: StoreEvent) {
-        let team = match &event {
-            StoreEvent::InboxAppended { team, .. }
-            | StoreEvent::TasksChanged { team, .. }
-            | StoreEvent::ConfigChanged { team } => team.clone(),
-        };
+        let team = event.team().to_string();
         let observers: Vec<Arc<dyn StoreObserver>> = lock(&self.shared.feeds)
             .iter()
             .filter(|f| f.team == team)

@@ -100,6 +100,16 @@ pub enum StoreEvent {
         /// Recipient name (its file stem, when heard through a feed).
         agent: String,
     },
+    /// Entries were taken from `agent`'s inbox by this store: its unread
+    /// entries changed, and there is nothing new to read (a runner is not
+    /// woken). Only a store reports it; a feed hears a take as
+    /// [`StoreEvent::InboxAppended`].
+    InboxTaken {
+        /// Sanitised team name.
+        team: String,
+        /// Whose inbox.
+        agent: String,
+    },
     /// A task was created, changed or deleted.
     TasksChanged {
         /// Sanitised team name.
@@ -114,6 +124,18 @@ pub enum StoreEvent {
         /// Sanitised team name.
         team: String,
     },
+}
+
+impl StoreEvent {
+    /// The (sanitised) name of the team the change is in.
+    pub fn team(&self) -> &str {
+        match self {
+            StoreEvent::InboxAppended { team, .. }
+            | StoreEvent::InboxTaken { team, .. }
+            | StoreEvent::TasksChanged { team, .. }
+            | StoreEvent::ConfigChanged { team } => team,
+        }
+    }
 }
 
 /// Receives [`StoreEvent`]s. Called synchronously after each write (or on a

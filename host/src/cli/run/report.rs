@@ -411,7 +411,9 @@ mod tests {
     fn forwarded(event: StoreEvent) -> Event {
         match event {
             StoreEvent::TasksChanged { team, written } => Event::TasksChanged { team, written },
-            StoreEvent::InboxAppended { team, agent } => Event::InboxChanged { team, agent },
+            StoreEvent::InboxAppended { team, agent } | StoreEvent::InboxTaken { team, agent } => {
+                Event::InboxChanged { team, agent }
+            }
             StoreEvent::ConfigChanged { team } => Event::TasksChanged {
                 team,
                 written: None,

@@ -1,20 +1,24 @@
-//! [`OwnWrites`]: the task files this file store wrote for a pass whose
-//! observer hears of them anyway, by identity, so that observer's change
-//! feed can drop their echoes.
+//! [`OwnWrites`]: the task and inbox files this file store wrote for an
+//! observer that hears of them anyway, by identity, so that observer's
+//! change feed can drop their echoes.
 //!
 //! A task pass of this process tells its observers what it wrote, stamped
 //! inside the pass (`store/task_writes.rs`): those events are in the order
 //! of writing. inotify then reports the same write again, later and
 //! without content, and an observer that reads the list on it (the run's
 //! reporter) reads it as it is *then*, possibly after later writes whose
-//! own events have not arrived yet, and prints states out of order. So a
-//! task file whose identity is one this store gave it is not reported by
-//! the feed; a file another process wrote (a `teamhost teammate`, the CLI,
-//! Claude Code) has another identity and is.
+//! own events have not arrived yet, and prints states out of order. An
+//! inbox write announced to the observer (an append, a take that left
+//! nothing unread: `inbox.rs`) would, echoed, only wake its reader a second
+//! time to find nothing. So a file whose identity is one this store gave
+//! it for that observer is not reported by the feed; a file another
+//! process wrote (a `teamhost teammate`, the CLI, Claude Code) has another
+//! identity and is.
 //!
 //! While a write is under way its path is marked ([`OwnWrites::writing`]):
-//! the task's lock is held, so nothing else writes that file meanwhile and
-//! an event for it then is this write's. Once written, the file's identity
+//! the file's lock is held, so nothing else writes that file meanwhile and
+//! an event for it then is this write's, or an earlier one's that this
+//! write read and carries on. Once written, the file's identity
 //! is kept instead: device, inode and change time (to the nanosecond),
 //! read while the lock is still held, so no writer that takes the lock can
 //! replace it in between; an inode reused later by another process's file
@@ -34,7 +38,7 @@ pub(super) const KEPT: usize = 4096;
 /// `(device, inode, ctime seconds, ctime nanoseconds)`.
 type Identity = (u64, u64, i64, i64);
 
-/// The task files this store is writing and wrote last, each with the key
+/// The files this store is writing and wrote last, each with the key
 /// of the observer told of it. Shared by the store and every feed it
 /// starts.
 #[derive(Debug, Default)]

@@ -18,7 +18,9 @@
 //! thousands of times for nothing). A task file this store wrote for a pass
 //! that told this feed's observer is not reported to it again
 //! (`own_writes.rs`): the pass told it already, with what it wrote and in
-//! order. Each directory is watched without
+//! order. Nor is an inbox write this store announced to that observer (an
+//! append, a take that left nothing unread): it would wake the same reader
+//! a second time to find nothing. Each directory is watched without
 //! recursion (a recursive watch would follow every lock directory the
 //! store makes and removes). Nothing is created to watch a team, so
 //! watching a Claude Code team writes nothing: a directory that appears
@@ -105,7 +107,7 @@ impl Dirs {
     /// told of by the pass that wrote them.
     fn heard(&self, path: &Path) -> Option<Seen> {
         match self.classify(path)? {
-            Seen::Task if self.own.told(path, self.me) => None,
+            Seen::Task | Seen::Inbox(_) if self.own.told(path, self.me) => None,
             seen => Some(seen),
         }
     }
@@ -433,6 +435,80 @@ mod tests {
             .update_task(&task.id, set(TaskStatus::InProgress), "team-lead")
             .unwrap();
         assert!(echoes(&marker("c")) >= 1);
+    }
+
+    #[test]
+    fn an_inbox_write_told_to_the_feed_s_observer_is_not_echoed_to_it_unless_it_left_mail() {
+        use crate::store::{NewMember, NewTeam, OutgoingMessage, Store};
+        let tmp = tempfile::tempdir().unwrap();
+        let files = Arc::new(super::super::FileStore::new(tmp.path()));
+        let (tx, rx) = mpsc::channel();
+        let observer: Arc<dyn StoreObserver> = Arc::new(Heard(Mutex::new(tx)));
+        let mine = Store::with_backend(files.clone())
+            .with_observer(observer.clone())
+            .team("t")
+            .unwrap();
+        mine.create(NewTeam::default()).unwrap();
+        mine.add_member(NewMember {
+            name: "bob".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        let _feed = mine.watch(observer).unwrap();
+        let other = Store::new(tmp.path()).team("t").unwrap();
+        let quiet = Store::with_backend(files).team("t").unwrap();
+        let marker = |n: &str| {
+            other
+                .add_member(NewMember {
+                    name: n.into(),
+                    ..Default::default()
+                })
+                .unwrap();
+            other
+                .deliver(n, OutgoingMessage::new("team-lead", "mark"))
+                .unwrap();
+            until_mail_to(&rx, n)
+        };
+        let count = |heard: &[StoreEvent], taken: bool| {
+            heard
+                .iter()
+                .filter(|e| match e {
+                    StoreEvent::InboxAppended { agent, .. } => !taken && agent == "bob",
+                    StoreEvent::InboxTaken { agent, .. } => taken && agent == "bob",
+                    _ => false,
+                })
+                .count()
+        };
+        let say = |text: &str| OutgoingMessage::new("team-lead", text);
+
+        // An append and a take that emptied the inbox, each told once by
+        // the store and not again by the feed.
+        mine.deliver("bob", say("one")).unwrap();
+        assert_eq!(mine.take_unread("bob").unwrap().len(), 1);
+        let heard = marker("a");
+        assert_eq!(count(&heard, false), 1, "the append, told once: {heard:?}");
+        assert_eq!(count(&heard, true), 1, "the take, told once: {heard:?}");
+
+        // The same store through a handle that tells nobody: heard.
+        quiet.deliver("bob", say("two")).unwrap();
+        assert!(count(&marker("b"), false) >= 1);
+
+        // A take that leaves mail unread ("two" stays): heard again, so a
+        // reader is woken for whatever it left, whoever wrote that.
+        mine.deliver("bob", say("three")).unwrap();
+        assert_eq!(count(&marker("c"), false), 1, "the append, not echoed");
+        let taken = mine.take_where("bob", |m| m.text == "three").unwrap();
+        assert_eq!(taken.len(), 1);
+        let heard = marker("d");
+        assert_eq!(count(&heard, true), 1, "{heard:?}");
+        assert!(
+            count(&heard, false) >= 1,
+            "the rewrite is echoed: {heard:?}"
+        );
+
+        // Another process's write: heard.
+        other.deliver("bob", say("four")).unwrap();
+        assert!(count(&marker("e"), false) >= 1);
     }
 
     /// Blocks the feed's thread in its first report until told to go on.
