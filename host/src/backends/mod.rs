@@ -317,7 +317,8 @@ const FEED_FALLBACK_FACTOR: u32 = 10;
 /// At 10,000 idle teammates a 5 s period each was 2,000 polls a second: a
 /// quarter of a core, and enough hand-offs to keep every one of tokio's
 /// 512 blocking threads from ever timing out. Fifty keeps an idle host's
-/// fallback at about one percent of a core whatever its size.
+/// fallback at about one percent of a core up to 3,000 teammates; past
+/// that each still polls once a minute (`runner::FALLBACK_CEILING`).
 pub(crate) const FEED_FALLBACK_POLLS_PER_SECOND: u32 = 50;
 
 impl SpawnEnv<'_> {

@@ -23,8 +23,9 @@ pub struct HostOptions {
     /// reference's 500 ms); with it on, the change feed wakes teammates and
     /// they poll ten times less often, in case an event was lost, and less
     /// often still in a host of more than 250 teammates: their polls are
-    /// spread so that the host makes at most 50 a second (at 10,000
-    /// teammates, each polls every 100 to 300 s). Both feeds hear every
+    /// spread so that the host makes at most 50 a second, each teammate
+    /// polling at least once a minute (at 2,000 teammates each polls every
+    /// 20 to 60 s, at 10,000 every 30 to 90 s). Both feeds hear every
     /// write (the file store's reports everything again when its queue
     /// overflows, NATS's after a reconnect), so the fallback is a second
     /// line, not the way writes are heard.

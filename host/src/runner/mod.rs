@@ -7,7 +7,8 @@
 //! fallback only covers a lost event, and the host's idle runners spread
 //! it so that they make at most
 //! [`RunnerConfig::fallback_polls_per_second`] polls a second between
-//! them: at 10,000 teammates each polls every few minutes, not every 5 s.
+//! them, each at least once a minute ([`FALLBACK_CEILING`]): at 10,000
+//! teammates each polls every 30 to 90 s, not every 5 s.
 //!
 //! Which idle notifications reach the lead's inbox, and which only its
 //! history, is [`RunnerConfig::notifications`] ([`notify`]).
@@ -52,8 +53,8 @@ pub struct RunnerConfig {
     /// With a change feed, the most fallback polls a second the host's idle
     /// runners make between them: each waits `poll_interval`, or longer
     /// when the host holds so many runners that their polls would pass
-    /// this ([`fallback_wait`]). `None` (no feed: polling is how writes
-    /// are heard): `poll_interval` always.
+    /// this, up to [`FALLBACK_CEILING`] ([`fallback_wait`]). `None` (no
+    /// feed: polling is how writes are heard): `poll_interval` always.
     pub fallback_polls_per_second: Option<u32>,
     /// Which of its idle notifications go into the lead's inbox; the others
     /// go to the lead's history only ([`notify`]).
@@ -797,7 +798,8 @@ struct BetweenTurns {
 /// How long an idle runner waits for a wake-up before it polls unasked.
 /// Without a budget, `interval`. With one, `runners` idle runners each
 /// polling every `interval` could pass `budget` polls a second between
-/// them, so each waits `runners / budget` seconds when that is longer;
+/// them, so each waits `runners / budget` seconds when that is longer, up
+/// to [`FALLBACK_CEILING`];
 /// either way the wait is spread by `spread` (in `[0, 1)`) over half to
 /// one and a half times it, so runners started together do not poll
 /// together (on average the budget holds).
@@ -805,11 +807,17 @@ fn fallback_wait(interval: Duration, budget: Option<u32>, runners: usize, spread
     let Some(budget) = budget else {
         return interval;
     };
-    let period = interval.max(Duration::from_secs_f64(
-        runners as f64 / f64::from(budget.max(1)),
-    ));
+    let crowd = Duration::from_secs_f64(runners as f64 / f64::from(budget.max(1)));
+    let period = interval.max(crowd.min(FALLBACK_CEILING));
     period.mul_f64(0.5 + spread.clamp(0.0, 1.0))
 }
+
+/// The longest [`fallback_wait`] stretches a runner's period for the crowd:
+/// whatever a feed misses (a directory made after it started and before
+/// any other write it heard, a bug) is found within a minute and a half.
+/// Past 3,000 runners the host makes more than the budget's polls a
+/// second, one a minute each.
+pub const FALLBACK_CEILING: Duration = Duration::from_secs(60);
 
 fn kind_name(kind: &TurnKind) -> &'static str {
     match kind {
@@ -861,11 +869,19 @@ mod tests {
         assert_eq!(fallback_wait(FIVE, Some(50), 100, 0.5), FIVE);
         // 250 runners at 50 a second: exactly the interval.
         assert_eq!(fallback_wait(FIVE, Some(50), 250, 0.5), FIVE);
-        // 10,000 runners: 200 s each, 50 polls a second between them.
+        // 2,000 runners: 40 s each, 50 polls a second between them.
+        assert_eq!(
+            fallback_wait(FIVE, Some(50), 2_000, 0.5),
+            Duration::from_secs(40)
+        );
+        // 10,000 runners: a minute each, the ceiling (167 a second).
         assert_eq!(
             fallback_wait(FIVE, Some(50), 10_000, 0.5),
-            Duration::from_secs(200)
+            super::FALLBACK_CEILING
         );
+        // A longer interval the embedder chose is kept.
+        let hour = Duration::from_secs(3600);
+        assert_eq!(fallback_wait(hour, Some(50), 10_000, 0.5), hour);
         // A budget of zero is read as one, not as a division by zero.
         assert_eq!(
             fallback_wait(FIVE, Some(0), 10, 0.5),
@@ -875,12 +891,12 @@ mod tests {
 
     #[test]
     fn the_spread_covers_half_to_one_and_a_half_periods() {
-        let p = Duration::from_secs(200);
-        assert_eq!(fallback_wait(FIVE, Some(50), 10_000, 0.0), p / 2);
-        let top = fallback_wait(FIVE, Some(50), 10_000, 0.999_999);
+        let p = Duration::from_secs(40);
+        assert_eq!(fallback_wait(FIVE, Some(50), 2_000, 0.0), p / 2);
+        let top = fallback_wait(FIVE, Some(50), 2_000, 0.999_999);
         assert!(top < p * 3 / 2 && top > p * 149 / 100, "{top:?}");
         // Out-of-range spreads are held to the range.
-        assert_eq!(fallback_wait(FIVE, Some(50), 10_000, -3.0), p / 2);
-        assert_eq!(fallback_wait(FIVE, Some(50), 10_000, 7.0), p * 3 / 2);
+        assert_eq!(fallback_wait(FIVE, Some(50), 2_000, -3.0), p / 2);
+        assert_eq!(fallback_wait(FIVE, Some(50), 2_000, 7.0), p * 3 / 2);
     }
 }

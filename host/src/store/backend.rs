@@ -124,6 +124,19 @@ pub trait TeamStore: std::any::Any + Send + Sync + std::fmt::Debug {
         self.append_inbox(team, agent, entries)
     }
 
+    /// [`TeamStore::append_inboxes`], each write announced as
+    /// [`TeamStore::append_inbox_announced`]'s is. The default is
+    /// [`TeamStore::append_inboxes`].
+    fn append_inboxes_announced(
+        &self,
+        team: &str,
+        batch: &[(String, Vec<InboxMessage>)],
+        observer: usize,
+    ) -> Result<()> {
+        let _ = observer;
+        self.append_inboxes(team, batch)
+    }
+
     /// [`TeamStore::take_from_inbox`], whose take the caller announces to
     /// the observer of key `observer` when it took anything (an
     /// `InboxTaken`, which wakes nobody). A backend may leave out of that

@@ -128,6 +128,16 @@ impl TeamStore for FencedStore {
             .append_inbox_announced(team, agent, entries, observer)
     }
 
+    fn append_inboxes_announced(
+        &self,
+        team: &str,
+        batch: &[(String, Vec<InboxMessage>)],
+        observer: usize,
+    ) -> Result<()> {
+        self.fence.check(team)?;
+        self.inner.append_inboxes_announced(team, batch, observer)
+    }
+
     fn take_from_inbox_announced(
         &self,
         team: &str,

@@ -226,7 +226,13 @@ impl Team {
         for (to, _) in &batch {
             super::names::agent_file_stem(to)?;
         }
-        let written = self.backend().append_inboxes(self.name(), &batch);
+        let written = match self.store().observer_key() {
+            // Each told just below, whatever came of the batch.
+            Some(key) => self
+                .backend()
+                .append_inboxes_announced(self.name(), &batch, key),
+            None => self.backend().append_inboxes(self.name(), &batch),
+        };
         // Told even when the batch failed part-way: some inboxes may have
         // been written, and a runner woken for nothing only looks again.
         for (to, _) in &batch {
@@ -264,19 +270,25 @@ impl Team {
     /// signed where they need to be.
     fn append_as_is(&self, to: &str, entries: &[InboxMessage]) -> Result<()> {
         super::names::agent_file_stem(to)?;
-        match self.store().observer_key() {
+        let key = self.store().observer_key();
+        let written = match key {
             // Announced just below: the feed to the same observer may
             // leave the write's echo out.
             Some(key) => self
                 .backend()
-                .append_inbox_announced(self.name(), to, entries, key)?,
-            None => self.backend().append_inbox(self.name(), to, entries)?,
+                .append_inbox_announced(self.name(), to, entries, key),
+            None => self.backend().append_inbox(self.name(), to, entries),
+        };
+        // Announced even when the write failed: while it was under way the
+        // feed may have taken another process's write to this inbox for
+        // it, and a reader woken for nothing only looks again.
+        if written.is_ok() || key.is_some() {
+            self.emit(StoreEvent::InboxAppended {
+                team: self.name().into(),
+                agent: to.into(),
+            });
         }
-        self.emit(StoreEvent::InboxAppended {
-            team: self.name().into(),
-            agent: to.into(),
-        });
-        Ok(())
+        written
     }
 
     /// Every entry of `agent`'s inbox, consumed or not (a snapshot).

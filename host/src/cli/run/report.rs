@@ -233,11 +233,14 @@ impl ReportState {
         }
     }
 
-    fn lagged(&self, n: u64) {
+    fn lagged(&mut self, n: u64) {
         self.log.line(
             "run",
             format!("({n} event(s) missed: the output fell behind)"),
         );
+        // One missed may have been the only notice of a message to the
+        // lead (this process's own appends are not heard twice): look.
+        self.take_lead_messages();
     }
 
     fn handle(&mut self, event: Event, at: SystemTime) {

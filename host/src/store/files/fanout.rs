@@ -22,7 +22,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::lock::{with_lock, LockOptions};
-use super::{deleted, drops, FileStore, TeamStore};
+use super::own_writes::OwnWrites;
+use super::{deleted, drops, FileStore};
 use crate::durable::{read_array_for_update, stage_json};
 use crate::error::{Error, Result};
 use crate::store::InboxMessage;
@@ -38,12 +39,14 @@ struct Target {
 }
 
 impl FileStore {
-    /// [`TeamStore::append_inboxes`] for
-    /// two inboxes or more.
+    /// [`TeamStore::append_inboxes`](crate::store::backend::TeamStore::append_inboxes) for two inboxes or more; with
+    /// `observer`, each write is kept as told to that observer
+    /// (`own_writes.rs`), as [`FileStore::append_to_inbox`] keeps one.
     pub(super) fn append_to_many(
         &self,
         team: &str,
         batch: &[(String, Vec<InboxMessage>)],
+        observer: Option<usize>,
     ) -> Result<()> {
         let paths = self.paths(team)?;
         deleted::subdir(&paths, &paths.inboxes_dir())?;
@@ -68,11 +71,11 @@ impl FileStore {
         // many inboxes one broadcast holds at once.
         for group in targets.chunks(GROUP) {
             let busy = RefCell::new(Vec::new());
-            self.lock_each(group, 0, &mut Vec::new(), &busy)
+            self.lock_each(group, 0, &mut Vec::new(), &busy, observer)
                 .map_err(|e| deleted::or_deleted(&paths, e))?;
             for i in busy.into_inner() {
                 let target = &group[i];
-                self.append_inbox(team, &target.agent, &target.entries)?;
+                self.append_to_inbox(team, &target.agent, &target.entries, observer)?;
             }
         }
         Ok(())
@@ -86,9 +89,11 @@ impl FileStore {
         next: usize,
         held: &mut Vec<usize>,
         busy: &RefCell<Vec<usize>>,
+        observer: Option<usize>,
     ) -> Result<()> {
         let Some(target) = targets.get(next) else {
-            return write_held(targets, held);
+            let told = observer.map(|key| (&*self.own, key));
+            return write_held(targets, held, told);
         };
         let at_once = LockOptions {
             timeout: Duration::ZERO,
@@ -98,12 +103,12 @@ impl FileStore {
         let result = with_lock(&target.path, &at_once, "a broadcast", || {
             locked = true;
             held.push(next);
-            self.lock_each(targets, next + 1, held, busy)
+            self.lock_each(targets, next + 1, held, busy, observer)
         });
         match result {
             Err(Error::LockTimeout { .. }) if !locked => {
                 busy.borrow_mut().push(next);
-                self.lock_each(targets, next + 1, held, busy)
+                self.lock_each(targets, next + 1, held, busy, observer)
             }
             other => other,
         }
@@ -111,21 +116,26 @@ impl FileStore {
 }
 
 /// Writes the held inboxes: each read, appended to (with the drops waiting
-/// for it, `drops.rs`) and staged; then all synced; then all put in place.
-fn write_held(targets: &[Target], held: &[usize]) -> Result<()> {
+/// for it, `drops.rs`) and staged; then all synced; then all put in place,
+/// each kept as told to `told`'s observer when given.
+fn write_held(targets: &[Target], held: &[usize], told: Option<(&OwnWrites, usize)>) -> Result<()> {
     let mut staged = Vec::with_capacity(held.len());
     for &i in held {
         let target = &targets[i];
         let mut inbox: Vec<InboxMessage> = read_array_for_update(&target.path)?;
         inbox.extend_from_slice(&target.entries);
         let pending = drops::Pending::fold(&target.path, &mut inbox)?;
-        staged.push((stage_json(&target.path, &inbox)?, pending));
+        staged.push((&target.path, stage_json(&target.path, &inbox)?, pending));
     }
-    for (version, _) in &staged {
+    for (_, version, _) in &staged {
         version.sync()?;
     }
-    for (version, pending) in staged {
+    for (path, version, pending) in staged {
+        let writing = told.map(|(own, key)| own.writing(path, key));
         version.commit()?;
+        if let Some(writing) = writing {
+            writing.done();
+        }
         pending.settle();
     }
     Ok(())

@@ -116,6 +116,21 @@ impl FileStore {
             })
     }
 
+    /// [`TeamStore::append_inboxes`]; with `observer`, as
+    /// [`FileStore::append_to_inbox`].
+    pub(super) fn append_to_inboxes(
+        &self,
+        team: &str,
+        batch: &[(String, Vec<InboxMessage>)],
+        observer: Option<usize>,
+    ) -> Result<()> {
+        match batch {
+            [] => Ok(()),
+            [(agent, entries)] => self.append_to_inbox(team, agent, entries, observer),
+            _ => self.append_to_many(team, batch, observer),
+        }
+    }
+
     /// [`TeamStore::take_from_inbox`]; with `observer`, a rewrite that
     /// took something and left nothing unread is kept as told to it.
     pub(super) fn take_from(

@@ -288,11 +288,16 @@ impl TeamStore for FileStore {
     }
 
     fn append_inboxes(&self, team: &str, batch: &[(String, Vec<InboxMessage>)]) -> Result<()> {
-        match batch {
-            [] => Ok(()),
-            [(agent, entries)] => self.append_inbox(team, agent, entries),
-            _ => self.append_to_many(team, batch),
-        }
+        self.append_to_inboxes(team, batch, None)
+    }
+
+    fn append_inboxes_announced(
+        &self,
+        team: &str,
+        batch: &[(String, Vec<InboxMessage>)],
+        observer: usize,
+    ) -> Result<()> {
+        self.append_to_inboxes(team, batch, Some(observer))
     }
 
     fn read_inbox(&self, team: &str, agent: &str) -> Result<Vec<InboxMessage>> {

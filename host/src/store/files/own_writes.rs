@@ -22,7 +22,8 @@
 //! is kept instead: device, inode and change time (to the nanosecond),
 //! read while the lock is still held, so no writer that takes the lock can
 //! replace it in between; an inode reused later by another process's file
-//! has another change time. The feed's check and the store's marks take
+//! has another change time, or, within one tick of that clock, another
+//! path or size (the path is part of what is kept). The feed's check and the store's marks take
 //! one lock, so an event is never judged between the two. The store keeps
 //! the last [`KEPT`] writes; an echo older than that is reported (an extra
 //! read for an observer, never a missed change).
@@ -35,8 +36,15 @@ use std::sync::Mutex;
 /// How many of the latest writes are remembered.
 pub(super) const KEPT: usize = 4096;
 
-/// `(device, inode, ctime seconds, ctime nanoseconds)`.
-type Identity = (u64, u64, i64, i64);
+/// `(device, inode, ctime seconds, ctime nanoseconds, size)`, kept with the
+/// file's path: an inode freed and given to another file within one tick of
+/// the change-time clock (a few milliseconds, a second on some file
+/// systems) then still differs by its path, or at the same path by its
+/// size, and a file another process wrote is not taken for this store's.
+type Identity = (u64, u64, i64, i64, u64);
+
+/// A file's path and [`Identity`].
+type KeptWrite = (PathBuf, Identity);
 
 /// The files this store is writing and wrote last, each with the key
 /// of the observer told of it. Shared by the store and every feed it
@@ -50,13 +58,13 @@ pub(crate) struct OwnWrites {
 struct Kept {
     /// Paths being written now, and for whom.
     writing: HashMap<PathBuf, usize>,
-    order: VecDeque<Identity>,
-    told: HashMap<Identity, usize>,
+    order: VecDeque<KeptWrite>,
+    told: HashMap<KeptWrite, usize>,
 }
 
 fn identity(path: &Path) -> Option<Identity> {
     let m = std::fs::symlink_metadata(path).ok()?;
-    Some((m.dev(), m.ino(), m.ctime(), m.ctime_nsec()))
+    Some((m.dev(), m.ino(), m.ctime(), m.ctime_nsec(), m.size()))
 }
 
 /// A write under way ([`OwnWrites::writing`]); [`Writing::done`] keeps
@@ -91,7 +99,7 @@ impl OwnWrites {
         let id = identity(path);
         let k = self.kept();
         k.writing.get(path) == Some(&observer)
-            || id.is_some_and(|id| k.told.get(&id) == Some(&observer))
+            || id.is_some_and(|id| k.told.get(&(path.to_path_buf(), id)) == Some(&observer))
     }
 }
 
@@ -100,8 +108,9 @@ impl Writing<'_> {
     pub(super) fn done(self) {
         if let Some(id) = identity(self.path) {
             let mut k = self.own.kept();
-            if k.told.insert(id, self.observer).is_none() {
-                k.order.push_back(id);
+            let key = (self.path.to_path_buf(), id);
+            if k.told.insert(key.clone(), self.observer).is_none() {
+                k.order.push_back(key);
                 if k.order.len() > KEPT {
                     if let Some(old) = k.order.pop_front() {
                         k.told.remove(&old);
@@ -151,6 +160,25 @@ mod tests {
         // Gone: not told.
         std::fs::remove_file(&path).unwrap();
         assert!(!own.told(&path, 7));
+    }
+
+    #[test]
+    fn the_same_inode_at_another_path_is_not_taken_for_a_file_written_here() {
+        // A hard link: one inode, one change time, two paths. So does an
+        // inode freed and reused by another process's file within one tick
+        // of the change-time clock.
+        let dir = tempfile::tempdir().unwrap();
+        let (mine, other) = (dir.path().join("alice.json"), dir.path().join("bob.json"));
+        std::fs::write(&mine, b"[]").unwrap();
+        std::fs::hard_link(&mine, &other).unwrap();
+        let own = OwnWrites::default();
+        own.writing(&mine, 7).done();
+        assert_eq!(identity(&mine), identity(&other));
+        assert!(own.told(&mine, 7));
+        assert!(
+            !own.told(&other, 7),
+            "another path's file was taken for this one"
+        );
     }
 
     #[test]

@@ -509,6 +509,21 @@ mod tests {
         // Another process's write: heard.
         other.deliver("bob", say("four")).unwrap();
         assert!(count(&marker("e"), false) >= 1);
+
+        // A broadcast's group commit (bob and the markers' inboxes): each
+        // inbox told once, by the store. (A marker's own write may be heard
+        // more than once: "y" takes what is left of e's.)
+        marker("y");
+        mine.broadcast(say("all")).unwrap();
+        let heard = marker("z");
+        assert_eq!(count(&heard, false), 1, "{heard:?}");
+        for m in ["a", "b", "c", "d", "e"] {
+            let told = heard
+                .iter()
+                .filter(|e| matches!(e, StoreEvent::InboxAppended { agent, .. } if agent == m))
+                .count();
+            assert_eq!(told, 1, "{m}: {heard:?}");
+        }
     }
 
     /// Blocks the feed's thread in its first report until told to go on.

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use super::super::inotify::Inotify;
 use super::super::lock::flock_file_for;
 use super::*;
+use crate::store::backend::TeamStore;
 use crate::store::{NewTeam, OutgoingMessage, Store};
 
 fn entry(text: &str) -> InboxMessage {
