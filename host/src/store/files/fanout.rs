@@ -39,7 +39,7 @@ struct Target {
 }
 
 impl FileStore {
-    /// [`TeamStore::append_inboxes`](crate::store::backend::TeamStore::append_inboxes) for two inboxes or more; with
+    /// `TeamStore::append_inboxes` for two inboxes or more; with
     /// `observer`, each write is kept as told to that observer
     /// (`own_writes.rs`), as [`FileStore::append_to_inbox`] keeps one.
     pub(super) fn append_to_many(

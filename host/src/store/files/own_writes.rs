@@ -23,10 +23,11 @@
 //! read while the lock is still held, so no writer that takes the lock can
 //! replace it in between; an inode reused later by another process's file
 //! has another change time, or, within one tick of that clock, another
-//! path or size (the path is part of what is kept). The feed's check and the store's marks take
-//! one lock, so an event is never judged between the two. The store keeps
-//! the last [`KEPT`] writes; an echo older than that is reported (an extra
-//! read for an observer, never a missed change).
+//! path or size (the path is part of what is kept). The feed's check and
+//! the store's marks take one lock, so an event is never judged between
+//! the two. The store keeps the last [`KEPT`] writes; an echo older than
+//! that is reported (an extra read for an observer, never a missed
+//! change).
 
 use std::collections::{HashMap, VecDeque};
 use std::os::unix::fs::MetadataExt;
