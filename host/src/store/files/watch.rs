@@ -360,41 +360,74 @@ mod tests {
             .count()
     }
 
-    #[test]
-    fn a_task_write_told_to_the_feed_s_observer_is_not_echoed_to_it_and_any_other_is() {
-        use crate::store::{NewMember, NewTask, NewTeam, Store, TaskStatus, TaskUpdate};
-        let tmp = tempfile::tempdir().unwrap();
-        let files = Arc::new(super::super::FileStore::new(tmp.path()));
-        let (tx, rx) = mpsc::channel();
-        let observer: Arc<dyn StoreObserver> = Arc::new(Heard(Mutex::new(tx)));
-        let mine = Store::with_backend(files.clone())
-            .with_observer(observer.clone())
-            .team("t")
-            .unwrap();
-        mine.create(NewTeam::default()).unwrap();
-        let task = mine
-            .create_task(NewTask {
-                subject: "Write".into(),
-                ..Default::default()
-            })
-            .unwrap();
-        let _feed = mine.watch(observer).unwrap();
-        // Another process, and a handle on this store with no observer.
-        let other = Store::new(tmp.path()).team("t").unwrap();
-        let quiet = Store::with_backend(files).team("t").unwrap();
-        // The marker: another process's append to a new member's inbox.
-        let marker = |n: &str| {
-            other
-                .add_member(NewMember {
+    /// A team whose feed reports to the observer of `mine`'s store: `other`
+    /// stands for another process, `quiet` for a handle on the same store
+    /// that tells nobody.
+    struct Watched {
+        _tmp: tempfile::TempDir,
+        _feed: Box<dyn crate::store::backend::FeedGuard>,
+        rx: mpsc::Receiver<StoreEvent>,
+        mine: crate::store::Team,
+        other: crate::store::Team,
+        quiet: crate::store::Team,
+    }
+
+    impl Watched {
+        /// The team made, `before` run on it, then the feed started.
+        fn new<T>(before: impl FnOnce(&crate::store::Team) -> T) -> (Watched, T) {
+            use crate::store::{NewTeam, Store};
+            let tmp = tempfile::tempdir().unwrap();
+            let files = Arc::new(super::super::FileStore::new(tmp.path()));
+            let (tx, rx) = mpsc::channel();
+            let observer: Arc<dyn StoreObserver> = Arc::new(Heard(Mutex::new(tx)));
+            let mine = Store::with_backend(files.clone())
+                .with_observer(observer.clone())
+                .team("t")
+                .unwrap();
+            mine.create(NewTeam::default()).unwrap();
+            let made = before(&mine);
+            let feed = mine.watch(observer).unwrap();
+            let other = Store::new(tmp.path()).team("t").unwrap();
+            let quiet = Store::with_backend(files).team("t").unwrap();
+            let watched = Watched {
+                _tmp: tmp,
+                _feed: feed,
+                rx,
+                mine,
+                other,
+                quiet,
+            };
+            (watched, made)
+        }
+
+        /// What the feed hears up to another process's append to a new
+        /// member `n`'s inbox (the marker).
+        fn marker(&self, n: &str) -> Vec<StoreEvent> {
+            self.other
+                .add_member(crate::store::NewMember {
                     name: n.into(),
                     ..Default::default()
                 })
                 .unwrap();
-            other
+            self.other
                 .deliver(n, crate::store::OutgoingMessage::new("team-lead", "mark"))
                 .unwrap();
-            until_mail_to(&rx, n)
-        };
+            until_mail_to(&self.rx, n)
+        }
+    }
+
+    #[test]
+    fn a_task_write_told_to_the_feed_s_observer_is_not_echoed_to_it_and_any_other_is() {
+        use crate::store::{NewTask, TaskStatus, TaskUpdate};
+        let (w, task) = Watched::new(|mine| {
+            mine.create_task(NewTask {
+                subject: "Write".into(),
+                ..Default::default()
+            })
+            .unwrap()
+        });
+        let (mine, other, quiet) = (&w.mine, &w.other, &w.quiet);
+        let marker = |n: &str| w.marker(n);
         let set = |status| TaskUpdate {
             status: Some(status),
             ..Default::default()
@@ -439,36 +472,16 @@ mod tests {
 
     #[test]
     fn an_inbox_write_told_to_the_feed_s_observer_is_not_echoed_to_it_unless_it_left_mail() {
-        use crate::store::{NewMember, NewTeam, OutgoingMessage, Store};
-        let tmp = tempfile::tempdir().unwrap();
-        let files = Arc::new(super::super::FileStore::new(tmp.path()));
-        let (tx, rx) = mpsc::channel();
-        let observer: Arc<dyn StoreObserver> = Arc::new(Heard(Mutex::new(tx)));
-        let mine = Store::with_backend(files.clone())
-            .with_observer(observer.clone())
-            .team("t")
+        use crate::store::{NewMember, OutgoingMessage};
+        let (w, ()) = Watched::new(|mine| {
+            mine.add_member(NewMember {
+                name: "bob".into(),
+                ..Default::default()
+            })
             .unwrap();
-        mine.create(NewTeam::default()).unwrap();
-        mine.add_member(NewMember {
-            name: "bob".into(),
-            ..Default::default()
-        })
-        .unwrap();
-        let _feed = mine.watch(observer).unwrap();
-        let other = Store::new(tmp.path()).team("t").unwrap();
-        let quiet = Store::with_backend(files).team("t").unwrap();
-        let marker = |n: &str| {
-            other
-                .add_member(NewMember {
-                    name: n.into(),
-                    ..Default::default()
-                })
-                .unwrap();
-            other
-                .deliver(n, OutgoingMessage::new("team-lead", "mark"))
-                .unwrap();
-            until_mail_to(&rx, n)
-        };
+        });
+        let (mine, other, quiet) = (&w.mine, &w.other, &w.quiet);
+        let marker = |n: &str| w.marker(n);
         let count = |heard: &[StoreEvent], taken: bool| {
             heard
                 .iter()
