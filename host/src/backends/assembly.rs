@@ -24,21 +24,18 @@ use crate::store::{Member, Team};
 use crate::teammate::{Isolation, SpawnRequest, TeammateState};
 
 /// Compiles `req`'s component, or takes it from the cache (a second load of
-/// the same file costs one read and hash). Called from [`prepare`] to fail
-/// early and from [`instantiate`] to get the instance-pre (whose state type
-/// is private to the runtime, hence the macro).
-macro_rules! load {
-    ($runtime:expr, $req:expr) => {{
-        let runtime = $runtime.clone();
-        let path = $req.component.clone();
-        let http = crate::runtime::WasiHttpGrant::of($req.settings.network.as_ref());
-        crate::blocking::run("component loading", move || runtime.prepare(&path, http))
-            .await?
-            .map_err(|e| Error::Component {
-                path: $req.component.clone(),
-                message: format!("{e:#}"),
-            })
-    }};
+/// the same unchanged file costs a `stat`), on a blocking thread. Called
+/// from [`prepare`], whose [`Prepared`] carries it to [`instantiate`].
+async fn load(runtime: &Runtime, req: &SpawnRequest) -> Result<crate::runtime::Loaded> {
+    let runtime = runtime.clone();
+    let path = req.component.clone();
+    let http = crate::runtime::WasiHttpGrant::of(req.settings.network.as_ref());
+    crate::blocking::run("component loading", move || runtime.prepare(&path, http))
+        .await?
+        .map_err(|e| Error::Component {
+            path: req.component.clone(),
+            message: format!("{e:#}"),
+        })
 }
 
 /// Gives a registered member its own git worktree when `req` asks for one
@@ -72,6 +69,9 @@ pub(crate) fn isolate(
 pub(crate) struct Prepared {
     /// The capability directory, canonical.
     pub dir: PathBuf,
+    /// The component as loaded when the request was checked: what
+    /// [`instantiate`] runs, without loading it again.
+    pub loaded: crate::runtime::Loaded,
 }
 
 /// Checks `req`'s directory and compiles or loads its component, so that a
@@ -79,8 +79,8 @@ pub(crate) struct Prepared {
 /// are typed: they were parsed where the request was made).
 pub(crate) async fn prepare(runtime: &Runtime, req: &SpawnRequest) -> Result<Prepared> {
     let dir = checked_dir(req)?;
-    load!(runtime, req)?;
-    Ok(Prepared { dir })
+    let loaded = load(runtime, req).await?;
+    Ok(Prepared { dir, loaded })
 }
 
 /// [`prepare`] on the calling thread, which it may block (a compile):
@@ -88,13 +88,13 @@ pub(crate) async fn prepare(runtime: &Runtime, req: &SpawnRequest) -> Result<Pre
 pub(crate) fn prepare_blocking(runtime: &Runtime, req: &SpawnRequest) -> Result<Prepared> {
     let dir = checked_dir(req)?;
     let http = crate::runtime::WasiHttpGrant::of(req.settings.network.as_ref());
-    runtime
+    let loaded = runtime
         .prepare(&req.component, http)
         .map_err(|e| Error::Component {
             path: req.component.clone(),
             message: format!("{e:#}"),
         })?;
-    Ok(Prepared { dir })
+    Ok(Prepared { dir, loaded })
 }
 
 /// `req`'s directory, canonical, once it is known to be a directory.
@@ -192,7 +192,9 @@ pub(crate) async fn instantiate(
         mark_life(log, &member.name, place.resumed.is_some());
     }
     let kept = Kept::open(&env.home, team.name(), &member.name)?;
-    let pre = load!(env.runtime, req)?;
+    // Loaded when the request was checked: no second hand-off to load it,
+    // and what was checked is what runs.
+    let pre = prepared.loaded.clone();
     let registration = env.hub.register(team.name(), &member.name);
     let stopping = crate::runtime::Stopping::default();
     let signals = (registration.wake.clone(), stopping.clone());

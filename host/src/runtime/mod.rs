@@ -55,6 +55,10 @@ pub use budget::TreeBudget;
 pub use cache::ComponentCache;
 pub use disk_meter::DiskMeter;
 pub use engine::{Runtime, FUNCTION_CACHE_ENV};
+
+/// A teammate component loaded and linked, ready to instantiate
+/// ([`Runtime::prepare`]); cheap to clone.
+pub(crate) type Loaded = bindings::TeammatePre<state::TeammateState>;
 pub use instance::{Instance, InstanceConfig};
 pub(crate) use interfaces::{from_wit_status, mode_from_wit, to_wit_message, to_wit_task};
 pub use interfaces::{
