@@ -102,6 +102,14 @@ impl TreeBudget {
         let _ = self.kept.set((record, Mutex::new(self.life())));
     }
 
+    /// Whether [`save_life`](Self::save_life) has anything to write: a
+    /// record is kept and the life's spending changed since its last write.
+    pub fn life_unsaved(&self) -> bool {
+        self.kept
+            .get()
+            .is_some_and(|(_, last)| *lock(last) != self.life())
+    }
+
     /// Writes the life's spending to its record when it changed since the
     /// last write (a file write: call it off the async executor). Nothing
     /// to do without a record.

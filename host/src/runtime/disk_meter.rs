@@ -219,6 +219,35 @@ impl DiskMeter {
         usage
     }
 
+    /// [`measure`](Self::measure), then `also` on the same blocking thread:
+    /// one hand-off where a turn's end needs two (the walk and the life's
+    /// spending kept). `None` for `also`'s result when it panicked (the
+    /// walk's result stands); a walk that panicked reads as incomplete, as
+    /// in `measure`.
+    pub async fn measure_then<T: Send + 'static>(
+        &self,
+        also: impl FnOnce() -> T + Send + 'static,
+    ) -> (DiskUsage, Option<T>) {
+        let _one = self.walking.lock().await;
+        let seen = self.seen_now();
+        let dirs = lock(&self.dirs).clone();
+        let entries = self.budget.entries;
+        let done = tokio::task::spawn_blocking(move || {
+            use std::panic::{catch_unwind, AssertUnwindSafe};
+            let usage = catch_unwind(AssertUnwindSafe(|| walk(&dirs, entries))).ok();
+            (usage, catch_unwind(AssertUnwindSafe(also)).ok())
+        })
+        .await;
+        let (usage, also) = done.unwrap_or((None, None));
+        let usage = usage.unwrap_or(DiskUsage {
+            bytes: 0,
+            entries: 0,
+            incomplete: true,
+        });
+        self.record(usage, seen);
+        (usage, also)
+    }
+
     /// [`measure`](Self::measure) on the calling thread (a Bash call's
     /// watch, which runs on a blocking thread already).
     pub fn measure_blocking(&self) -> DiskUsage {
@@ -356,6 +385,30 @@ mod tests {
         }
         assert!(m.budget().breach(&m.measure().await).is_some());
         assert!(m.needs_measure(), "an incomplete walk is asked again");
+    }
+
+    #[tokio::test]
+    async fn a_measurement_with_more_work_records_the_walk_and_runs_the_work_once() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), vec![0u8; 300]).unwrap();
+        let m = meter(dir.path(), 1_000);
+        let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = ran.clone();
+        let (usage, also) = m
+            .measure_then(move || counted.fetch_add(1, Ordering::SeqCst) + 1)
+            .await;
+        assert_eq!((usage.bytes, usage.incomplete), (300, false));
+        assert_eq!(also, Some(1));
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        assert_eq!(m.walks(), 1);
+        assert!(!m.needs_measure(), "the walk counts as a measurement");
+        assert_eq!(m.room(), 700);
+        // A panic in the work loses its result, not the walk.
+        let (usage, also) = m
+            .measure_then(|| -> u32 { panic!("the work failed") })
+            .await;
+        assert_eq!((usage.bytes, also), (300, None));
+        assert_eq!(m.walks(), 2);
     }
 
     #[tokio::test]

@@ -201,8 +201,7 @@ impl Instance {
                 clock.waited()
             ),
             Ok(Ok(outcome)) => {
-                self.check_disk().await?;
-                self.keep_life().await;
+                self.check_disk_and_keep_life().await?;
                 // Idle from here: no descriptor held for it meanwhile.
                 self.store.data().agent.tools.tools.release_dir();
                 Ok(outcome)
@@ -239,33 +238,42 @@ impl Instance {
         }
     }
 
-    /// Measures the tree's directories after a turn when the count during
-    /// the turn cannot vouch for them (files made by other means, entries
-    /// that may pass `disk_walk_entries`: [`DiskMeter::needs_measure`]). A
-    /// breach is an `Err` naming the limit ("disk limit").
+    /// After a turn: measures the tree's directories when the count
+    /// during the turn cannot vouch for them (files made by other means,
+    /// entries that may pass `disk_walk_entries`:
+    /// [`DiskMeter::needs_measure`]), and keeps what the tree spent over
+    /// its life for a resume ([`super::TreeBudget::save_life`]), both on
+    /// one blocking thread, and no hand-off at all when neither is needed.
+    /// A breach is an `Err` naming the limit ("disk limit"); the spending
+    /// is kept either way. A failed write of it is logged: the teammate
+    /// goes on, and a resume would count from the last record.
     ///
     /// [`DiskMeter::needs_measure`]: super::disk_meter::DiskMeter::needs_measure
-    async fn check_disk(&mut self) -> anyhow::Result<()> {
-        let meter = self.store.data().agent.fixed.budget.disk().clone();
-        if !meter.needs_measure() {
-            return Ok(());
+    async fn check_disk_and_keep_life(&mut self) -> anyhow::Result<()> {
+        let budget = self.store.data().agent.fixed.budget.clone();
+        let meter = budget.disk().clone();
+        let keeping = budget.clone();
+        let keep = move || keeping.save_life();
+        let (usage, saved) = if meter.needs_measure() {
+            let (usage, saved) = meter.measure_then(keep).await;
+            let saved = saved.unwrap_or_else(|| {
+                Err(crate::Error::HostTask(
+                    "keeping the life's spending panicked".into(),
+                ))
+            });
+            (Some(usage), saved)
+        } else if budget.life_unsaved() {
+            let saved = crate::blocking::try_run("keeping the life's spending", keep).await;
+            (None, saved)
+        } else {
+            (None, Ok(()))
+        };
+        if let Err(e) = saved {
+            tracing::warn!(error = %e, "the teammate's life-long spending was not kept");
         }
-        let usage = meter.measure().await;
-        match meter.budget().breach(&usage) {
+        match usage.and_then(|usage| meter.budget().breach(&usage)) {
             Some(breach) => anyhow::bail!("{breach}"),
             None => Ok(()),
-        }
-    }
-
-    /// Keeps what the tree spent over its life, for a resume (see
-    /// [`super::TreeBudget::save_life`]). A failed write is logged: the
-    /// teammate goes on, and a resume would count from the last record.
-    async fn keep_life(&mut self) {
-        let budget = self.store.data().agent.fixed.budget.clone();
-        let saved =
-            crate::blocking::try_run("keeping the life's spending", move || budget.save_life());
-        if let Err(e) = saved.await {
-            tracing::warn!(error = %e, "the teammate's life-long spending was not kept");
         }
     }
 
