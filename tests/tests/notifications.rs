@@ -238,3 +238,34 @@ async fn a_suppressed_notification_writes_nothing_to_the_lead_inbox() {
         }
     }
 }
+
+/// A plain turn's note (the message a resume would deliver again) is
+/// cleared in the idle notification's blocking task: once the teammate is
+/// idle, after its first turn and after each message turn, no note is
+/// left, whether the notification went to the lead's inbox (`all`) or only
+/// to its history (`none`).
+#[tokio::test]
+async fn a_plain_turn_leaves_no_note_once_its_idle_notification_is_stored() {
+    for (level, name) in [
+        (NotificationLevel::All, "note-all"),
+        (NotificationLevel::None, "note-none"),
+    ] {
+        let f = fixture(name, level);
+        echo_turns(&f).await;
+        let note = teamhost::home::Home::new(&f.home)
+            .kept(&f.name, "echo", teamhost::home::Kept::Turn)
+            .unwrap();
+        assert!(
+            !note.exists(),
+            "{name}: the turn's note {} is still there after the turn",
+            note.display()
+        );
+        let history = f.team.history("team-lead").unwrap();
+        let stored = idles(&history).len() + idles(&f.lead_inbox()).len();
+        assert!(
+            stored > TURNS,
+            "{name}: the idle notifications of the {} turns were stored ({stored} found)",
+            TURNS + 1
+        );
+    }
+}

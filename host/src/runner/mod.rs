@@ -294,14 +294,30 @@ impl Runner {
         let result = Box::pin(self.instance.handle_turn(&turn)).await;
         // The message is consumed before anything follows the turn.
         self.instance.agent().coordination.settle_take().await;
-        if let Some(journal) = self.journal.clone().filter(|_| journaled) {
-            let closed =
-                crate::blocking::try_run("clearing the turn's note", move || journal.close());
-            if closed.await.is_err() {
-                tracing::warn!(teammate = %self.name(), "the turn's note was not cleared; a resume may deliver its message again");
+        let record = std::mem::take(&mut self.instance.agent().coordination.turn);
+        // The turn's note is cleared in the idle notification's blocking
+        // task, just before the notification is stored (one hand-off for
+        // both), when nothing else comes between the turn and the
+        // notification; otherwise here, on its own: the turn failed, a
+        // shutdown was approved, idle hooks run (a program, for as long as
+        // it takes), or the runner is a lead's (no notification).
+        let mut turn_note = self.journal.clone().filter(|_| journaled);
+        let plain = result.is_ok()
+            && !self.is_lead()
+            && !matches!(
+                record.shutdown,
+                Some(crate::runtime::ShutdownDecision::Approved { .. })
+            )
+            && !self.wants_idle_hooks();
+        if !plain {
+            if let Some(note) = turn_note.take() {
+                let closed =
+                    crate::blocking::try_run("clearing the turn's note", move || note.close());
+                if let Err(e) = closed.await {
+                    tracing::warn!(teammate = %self.name(), error = %e, "the turn's note was not cleared; a resume may deliver its message again");
+                }
             }
         }
-        let record = std::mem::take(&mut self.instance.agent().coordination.turn);
         // A lead that deleted its team ends here: nothing of the team is
         // left to write to.
         if self.lead_ended() {
@@ -334,7 +350,8 @@ impl Runner {
                 self.idle_mark_due = true;
             }
         }
-        self.notify_idle(&record, outcome, between.first_idle).await;
+        self.notify_idle(&record, outcome, between.first_idle, turn_note)
+            .await;
         between.first_idle = false;
         None
     }
@@ -530,10 +547,7 @@ impl Runner {
     /// a hook that always refuses cannot hold a teammate forever.
     async fn idle_hooks(&mut self, blocks: &mut u32) -> Option<String> {
         let hooks = self.instance.ctx().team.hooks.clone();
-        let event = HookEvent::TeammateIdle {
-            teammate_name: self.name().to_string(),
-            team_name: self.team().name().to_string(),
-        };
+        let event = self.idle_event();
         if !hooks.wants(&event) {
             return None;
         }
@@ -549,6 +563,19 @@ impl Runner {
         }
         *blocks = 0;
         None
+    }
+
+    /// The hook event of this teammate going idle.
+    fn idle_event(&self) -> HookEvent {
+        HookEvent::TeammateIdle {
+            teammate_name: self.name().to_string(),
+            team_name: self.team().name().to_string(),
+        }
+    }
+
+    /// Whether any `TeammateIdle` hook would run after a turn.
+    fn wants_idle_hooks(&self) -> bool {
+        self.instance.ctx().team.hooks.wants(&self.idle_event())
     }
 
     /// Runs the lead's `TeammateStart` / `TeammateStop` hooks (informational).
@@ -574,14 +601,18 @@ impl Runner {
     /// Sends the `idle_notification` for the turn that just ended (`first`:
     /// the teammate's first since it started) to the lead's inbox, or, when
     /// [`RunnerConfig::notifications`] keeps it out, to the lead's history
-    /// only: no inbox write, so the lead is not woken.
+    /// only: no inbox write, so the lead is not woken. `turn_note`, the
+    /// turn's note still to clear, is cleared first, on the same blocking
+    /// thread.
     async fn notify_idle(
         &mut self,
         record: &TurnRecord,
         outcome: Result<TurnOutcome, String>,
         first: bool,
+        turn_note: Option<crate::home::kept::TurnJournal>,
     ) {
-        // A lead component is the notifications' reader, not their writer.
+        // A lead component is the notifications' reader, not their writer
+        // (its turn's note was cleared before: `take_turn`).
         if self.is_lead() {
             return;
         }
@@ -652,6 +683,11 @@ impl Runner {
             self.name().to_string(),
         );
         let stored = crate::blocking::try_run("the idle notification", move || {
+            if let Some(note) = turn_note {
+                if let Err(e) = note.close() {
+                    tracing::warn!(teammate = %name, error = %e, "the turn's note was not cleared; a resume may deliver its message again");
+                }
+            }
             if let Some(notice) = budget_notice {
                 team.deliver(&lead, notice)?;
             }
