@@ -32,8 +32,13 @@ pub(super) fn or_deleted(paths: &TeamPaths, e: Error) -> Error {
 }
 
 /// Makes `dir`, a directory right inside the team's directory, when it is
-/// missing; never the team's directory itself.
+/// missing; never the team's directory itself. A `stat` first: a `mkdir`
+/// that finds the directory there still takes its parent's lock, which
+/// every file made or renamed in the team's directory waits on.
 pub(super) fn subdir(paths: &TeamPaths, dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
     match std::fs::create_dir(dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
