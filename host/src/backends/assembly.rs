@@ -473,6 +473,7 @@ fn runner(
         task_note: Some(kept.task_note),
         note_open: false,
         claims: Some(kept.claims),
+        before_poll: None,
         links: RunnerLinks {
             wake: registration.wake,
             listening: registration.listening,

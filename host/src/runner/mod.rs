@@ -128,7 +128,14 @@ pub(crate) struct Runner {
     /// The host's record of the tasks this teammate claimed (`None`: not
     /// recorded); a resume hands back only those.
     pub claims: Option<crate::home::kept::ClaimLedger>,
+    /// Store work due before the next poll, on the poll's blocking thread
+    /// (one hand-off for both): the last turn's idle notification. Run on
+    /// its own when the runner is killed before it polls again.
+    pub before_poll: Option<BeforePoll>,
 }
+
+/// Work [`Runner::before_poll`] holds.
+pub(crate) type BeforePoll = Box<dyn FnOnce() + Send>;
 
 impl Runner {
     /// The team it belongs to.
@@ -296,8 +303,8 @@ impl Runner {
         self.instance.agent().coordination.settle_take().await;
         let record = std::mem::take(&mut self.instance.agent().coordination.turn);
         // The turn's note is cleared in the idle notification's blocking
-        // task, just before the notification is stored (one hand-off for
-        // both), when nothing else comes between the turn and the
+        // task (the next poll's), just before the notification is stored
+        // (one hand-off for the three), when nothing else comes between the turn and the
         // notification; otherwise here, on its own: the turn failed, a
         // shutdown was approved, idle hooks run (a program, for as long as
         // it takes), or the runner is a lead's (no notification).
@@ -350,8 +357,7 @@ impl Runner {
                 self.idle_mark_due = true;
             }
         }
-        self.notify_idle(&record, outcome, between.first_idle, turn_note)
-            .await;
+        self.notify_idle(&record, outcome, between.first_idle, turn_note);
         between.first_idle = false;
         None
     }
@@ -361,6 +367,9 @@ impl Runner {
     async fn wait_for_turn(&mut self) -> Option<Box<poll::Found>> {
         loop {
             if self.links.kill.is_tripped() {
+                if let Some(due) = self.before_poll.take() {
+                    let _ = crate::blocking::run("the idle notification", due).await;
+                }
                 return None;
             }
             self.links.busy.store(true, Ordering::SeqCst);
@@ -390,7 +399,14 @@ impl Runner {
             let handed_back = self.handed_back.clone();
             let note = self.task_note.clone();
             let claims = self.claims.clone();
+            let due = self.before_poll.take();
             let polled = crate::blocking::try_run("polling for work", move || {
+                if let Some(due) = due {
+                    // A panic there is a host bug; the poll goes on.
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(due)).is_err() {
+                        tracing::error!(teammate = %me, "the work due before the poll panicked");
+                    }
+                }
                 let found = match poll::next_turn(
                     &team,
                     &me,
@@ -598,13 +614,14 @@ impl Runner {
         }
     }
 
-    /// Sends the `idle_notification` for the turn that just ended (`first`:
-    /// the teammate's first since it started) to the lead's inbox, or, when
+    /// Makes the `idle_notification` for the turn that just ended (`first`:
+    /// the teammate's first since it started) due before the next poll
+    /// ([`Runner::before_poll`]): to the lead's inbox, or, when
     /// [`RunnerConfig::notifications`] keeps it out, to the lead's history
-    /// only: no inbox write, so the lead is not woken. `turn_note`, the
+    /// only (no inbox write, so the lead is not woken). `turn_note`, the
     /// turn's note still to clear, is cleared first, on the same blocking
     /// thread.
-    async fn notify_idle(
+    fn notify_idle(
         &mut self,
         record: &TurnRecord,
         outcome: Result<TurnOutcome, String>,
@@ -682,38 +699,43 @@ impl Runner {
             self.lead().to_string(),
             self.name().to_string(),
         );
-        let stored = crate::blocking::try_run("the idle notification", move || {
-            if let Some(note) = turn_note {
-                if let Err(e) = note.close() {
-                    tracing::warn!(teammate = %name, error = %e, "the turn's note was not cleared; a resume may deliver its message again");
+        let level = self.config.notifications.clone();
+        // Stored on the next poll's blocking thread, before it reads the
+        // inbox (`before_poll`): the poll comes right after this, and the
+        // teammate is announced idle only after it.
+        self.before_poll = Some(Box::new(move || {
+            let stored = (|| -> crate::Result<()> {
+                if let Some(note) = turn_note {
+                    if let Err(e) = note.close() {
+                        tracing::warn!(teammate = %name, error = %e, "the turn's note was not cleared; a resume may deliver its message again");
+                    }
+                }
+                if let Some(notice) = budget_notice {
+                    team.deliver(&lead, notice)?;
+                }
+                if deliver {
+                    team.deliver(&lead, msg)?;
+                } else {
+                    team.record_in_history(&lead, msg)?;
+                }
+                if let Some(note) = note {
+                    if let Err(e) = note.close() {
+                        tracing::warn!(teammate = %name, error = %e, "the task's note was not cleared; a resume will look for its report in the lead's mail");
+                    }
+                }
+                Ok(())
+            })();
+            match stored {
+                Ok(()) if !deliver => {
+                    tracing::debug!(teammate = %name, level = %level,
+                        "idle notification recorded in the lead's history only")
+                }
+                Ok(()) => {}
+                Err(e) => {
+                    tracing::error!(teammate = %name, error = %e, "idle notification for the lead lost")
                 }
             }
-            if let Some(notice) = budget_notice {
-                team.deliver(&lead, notice)?;
-            }
-            if deliver {
-                team.deliver(&lead, msg)?;
-            } else {
-                team.record_in_history(&lead, msg)?;
-            }
-            if let Some(note) = note {
-                if let Err(e) = note.close() {
-                    tracing::warn!(teammate = %name, error = %e, "the task's note was not cleared; a resume will look for its report in the lead's mail");
-                }
-            }
-            Ok(())
-        })
-        .await;
-        match stored {
-            Ok(()) if !deliver => {
-                tracing::debug!(teammate = %self.name(), level = %self.config.notifications,
-                    "idle notification recorded in the lead's history only")
-            }
-            Ok(()) => {}
-            Err(e) => {
-                tracing::error!(teammate = %self.name(), error = %e, "idle notification for the lead lost")
-            }
-        }
+        }));
     }
 
     async fn mark_active(&mut self, active: bool) {
