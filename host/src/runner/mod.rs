@@ -699,7 +699,7 @@ impl Runner {
             self.lead().to_string(),
             self.name().to_string(),
         );
-        let level = self.config.notifications.clone();
+        let level = self.config.notifications;
         // Stored on the next poll's blocking thread, before it reads the
         // inbox (`before_poll`): the poll comes right after this, and the
         // teammate is announced idle only after it.
