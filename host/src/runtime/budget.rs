@@ -105,9 +105,12 @@ impl TreeBudget {
     /// Whether [`save_life`](Self::save_life) has anything to write: a
     /// record is kept and the life's spending changed since its last write.
     pub fn life_unsaved(&self) -> bool {
-        self.kept
-            .get()
-            .is_some_and(|(_, last)| *lock(last) != self.life())
+        let Some((_, last)) = self.kept.get() else {
+            return false;
+        };
+        // Read before the record's lock is taken, as `save_life` does.
+        let now = self.life();
+        *lock(last) != now
     }
 
     /// Writes the life's spending to its record when it changed since the
@@ -325,6 +328,20 @@ mod tests {
             .is_err());
         second.save_life().unwrap();
         assert_eq!(record().load().unwrap().unwrap().subagents, 2);
+    }
+
+    #[test]
+    fn spending_is_unsaved_only_with_a_record_and_a_change_since_its_last_write() {
+        let home = tempfile::tempdir().unwrap();
+        let (_d, b) = budget(Limits::default());
+        b.start_subagent().unwrap();
+        assert!(!b.life_unsaved(), "no record: nothing to write");
+        b.keep_in(SpentRecord::of(&crate::home::Home::new(home.path()), "t", "w").unwrap());
+        assert!(!b.life_unsaved(), "what was spent before counts as kept");
+        b.start_subagent().unwrap();
+        assert!(b.life_unsaved());
+        b.save_life().unwrap();
+        assert!(!b.life_unsaved(), "written");
     }
 
     #[test]
