@@ -26,16 +26,18 @@ use crate::teammate::{Isolation, SpawnRequest, TeammateState};
 /// Compiles `req`'s component, or takes it from the cache (a second load of
 /// the same unchanged file costs a `stat`), on a blocking thread. Called
 /// from [`prepare`], whose [`Prepared`] carries it to [`instantiate`].
-async fn load(runtime: &Runtime, req: &SpawnRequest) -> Result<crate::runtime::Loaded> {
+async fn load(runtime: &Runtime, req: &SpawnRequest) -> Result<(String, crate::runtime::Loaded)> {
     let runtime = runtime.clone();
     let path = req.component.clone();
     let http = crate::runtime::WasiHttpGrant::of(req.settings.network.as_ref());
-    crate::blocking::run("component loading", move || runtime.prepare(&path, http))
-        .await?
-        .map_err(|e| Error::Component {
-            path: req.component.clone(),
-            message: format!("{e:#}"),
-        })
+    crate::blocking::run("component loading", move || {
+        runtime.prepare_hashed(&path, http)
+    })
+    .await?
+    .map_err(|e| Error::Component {
+        path: req.component.clone(),
+        message: format!("{e:#}"),
+    })
 }
 
 /// Gives a registered member its own git worktree when `req` asks for one
@@ -72,6 +74,8 @@ pub(crate) struct Prepared {
     /// The component as loaded when the request was checked: what
     /// [`instantiate`] runs, without loading it again.
     pub loaded: crate::runtime::Loaded,
+    /// The content hash of that component: what its spawn record keeps.
+    pub hash: String,
 }
 
 /// Checks `req`'s directory and compiles or loads its component, so that a
@@ -79,8 +83,8 @@ pub(crate) struct Prepared {
 /// are typed: they were parsed where the request was made).
 pub(crate) async fn prepare(runtime: &Runtime, req: &SpawnRequest) -> Result<Prepared> {
     let dir = checked_dir(req)?;
-    let loaded = load(runtime, req).await?;
-    Ok(Prepared { dir, loaded })
+    let (hash, loaded) = load(runtime, req).await?;
+    Ok(Prepared { dir, loaded, hash })
 }
 
 /// [`prepare`] on the calling thread, which it may block (a compile):
@@ -88,13 +92,14 @@ pub(crate) async fn prepare(runtime: &Runtime, req: &SpawnRequest) -> Result<Pre
 pub(crate) fn prepare_blocking(runtime: &Runtime, req: &SpawnRequest) -> Result<Prepared> {
     let dir = checked_dir(req)?;
     let http = crate::runtime::WasiHttpGrant::of(req.settings.network.as_ref());
-    let loaded = runtime
-        .prepare(&req.component, http)
-        .map_err(|e| Error::Component {
-            path: req.component.clone(),
-            message: format!("{e:#}"),
-        })?;
-    Ok(Prepared { dir, loaded })
+    let (hash, loaded) =
+        runtime
+            .prepare_hashed(&req.component, http)
+            .map_err(|e| Error::Component {
+                path: req.component.clone(),
+                message: format!("{e:#}"),
+            })?;
+    Ok(Prepared { dir, loaded, hash })
 }
 
 /// `req`'s directory, canonical, once it is known to be a directory.

@@ -97,6 +97,8 @@ pub(crate) async fn start_registered(
         log: Some(log),
         resumed: None,
     };
+    // The hash of what runs, for the spawn record.
+    let hash = prepared.hash.clone();
     let ready = instantiate(&env, team, member.clone(), &req, prepared, place)
         .await
         .map_err(rollback)?;
@@ -110,7 +112,7 @@ pub(crate) async fn start_registered(
         let lead = delivering.config()?.lead_name().to_string();
         delivering.deliver(&to.name, OutgoingMessage::new(&lead, prompt))?;
         if let Some(hook) = before_start {
-            hook(&to);
+            hook(&to, Some(&hash));
         }
         Ok(())
     })

@@ -270,8 +270,10 @@ impl Spawned {
 }
 
 /// What [`SpawnEnv::before_start`] holds: a hook given the registered
-/// member.
-pub(crate) type BeforeStart = Arc<dyn Fn(&Member) + Send + Sync>;
+/// member and, when the backend loaded it itself, the content hash of the
+/// component that will run (`None`: a teammate process loads it, and the
+/// hook looks it up).
+pub(crate) type BeforeStart = Arc<dyn Fn(&Member, Option<&str>) + Send + Sync>;
 
 /// Everything spawning needs from the host.
 pub(crate) struct SpawnEnv<'a> {
@@ -325,7 +327,7 @@ impl SpawnEnv<'_> {
     /// Runs [`SpawnEnv::before_start`], when there is one.
     pub fn before_start(&self, member: &Member) {
         if let Some(hook) = &self.before_start {
-            hook(member);
+            hook(member, None);
         }
     }
 

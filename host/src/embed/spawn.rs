@@ -146,9 +146,10 @@ impl Host {
 /// it can run ([`SpawnEnv::before_start`](crate::backends::SpawnEnv)): a
 /// host killed at any moment after the teammate's first step leaves a
 /// record (`status` then shows it dead, and resume brings it back). The
-/// component's hash comes from the cache that just loaded it (no second
-/// read). A record that cannot be written costs only that, so the spawn
-/// stands.
+/// component's hash is that of what runs: the one the in-process backend
+/// loaded when it checked the request, or, for a teammate process, the
+/// cache's for its file (no second read). A record that cannot be written
+/// costs only that, so the spawn stands.
 pub(super) struct Recording {
     hook: crate::backends::BeforeStart,
     /// The member's name once its spawn record is written.
@@ -168,16 +169,18 @@ impl Recording {
         // writes are synced, and a run record may go over the network).
         let (host, team, request) = (host.clone(), team.clone(), req.clone());
         let (recorded_by, run_written_by) = (recorded.clone(), run_written.clone());
-        let hook = move |member: &crate::store::Member| {
+        let hook = move |member: &crate::store::Member, known: Option<&str>| {
             let (req, team, home) = (&request, &team, &host.inner.home);
-            let written = runtime
-                .cache()
-                .load(&req.component)
+            let hash = match known {
+                Some(hash) => Ok(hash.to_string()),
+                None => runtime.cache().load(&req.component).map(|(hash, _)| hash),
+            };
+            let written = hash
                 .map_err(|e| Error::Component {
                     path: req.component.clone(),
                     message: format!("{e:#}"),
                 })
-                .and_then(|(hash, _)| {
+                .and_then(|hash| {
                     let mut record =
                         crate::home::spawn_record::SpawnRecord::new(req, kind.as_str(), hash)?;
                     record.name = member.name.clone();

@@ -132,11 +132,21 @@ impl Runtime {
         path: &std::path::Path,
         http: WasiHttpGrant,
     ) -> anyhow::Result<TeammatePre<TeammateState>> {
+        self.prepare_hashed(path, http).map(|(_, pre)| pre)
+    }
+
+    /// [`Runtime::prepare`], with the content hash (hex SHA-256) of what
+    /// was loaded: the hash a spawn record keeps for it.
+    pub(crate) fn prepare_hashed(
+        &self,
+        path: &std::path::Path,
+        http: WasiHttpGrant,
+    ) -> anyhow::Result<(String, TeammatePre<TeammateState>)> {
         let (hash, component) = self.inner.cache.load(path)?;
         super::wasi_http::refuse_ungranted(&component, &self.inner.engine, http)
             .map_err(|e| anyhow::anyhow!("{} cannot be loaded: {e:#}", path.display()))?;
         if let Some(pre) = self.inner.pres.lock().expect("pre cache").get(&hash) {
-            return Ok(pre.clone());
+            return Ok((hash, pre.clone()));
         }
         let linker = match super::wasi_http::imported(&component, &self.inner.engine) {
             Some(_) => &self.inner.http_linker,
@@ -158,8 +168,8 @@ impl Runtime {
             .pres
             .lock()
             .expect("pre cache")
-            .insert(hash, pre.clone());
-        Ok(pre)
+            .insert(hash.clone(), pre.clone());
+        Ok((hash, pre))
     }
 }
 
