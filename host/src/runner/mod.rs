@@ -344,6 +344,15 @@ impl Runner {
             return Some(Box::pin(self.stop_approved(request_id.clone())).await);
         }
         if let Some(feedback) = self.idle_hooks(&mut between.idle_blocks).await {
+            // Not a plain turn (its hooks wanted to run): its note was
+            // cleared above, unless the hooks changed in between; then here.
+            if let Some(note) = turn_note.take() {
+                if let Err(e) =
+                    crate::blocking::try_run("clearing the turn's note", move || note.close()).await
+                {
+                    tracing::warn!(teammate = %self.name(), error = %e, "the turn's note was not cleared; a resume may deliver its message again");
+                }
+            }
             between.kept_working = Some(Box::new(poll::hook_turn(feedback)));
             return None;
         }
@@ -368,7 +377,9 @@ impl Runner {
         loop {
             if self.links.kill.is_tripped() {
                 if let Some(due) = self.before_poll.take() {
-                    let _ = crate::blocking::run("the idle notification", due).await;
+                    if let Err(e) = crate::blocking::run("the idle notification", due).await {
+                        tracing::error!(teammate = %self.name(), error = %e, "the idle notification due before the poll was not stored");
+                    }
                 }
                 return None;
             }
