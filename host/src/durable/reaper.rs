@@ -16,7 +16,8 @@
 //! version's blocks are kept a moment longer: the thread, once woken,
 //! closes what a burst of writes hands it every few milliseconds, so that
 //! a burst costs one wake-up, not one per write (each a context switch on
-//! the writer's core). At most [`PENDING`] old
+//! the writer's core). A lone write costs the thread two (its own and the
+//! pause's end), off the writer's time. At most [`PENDING`] old
 //! versions wait for the thread; past that (or when the thread cannot
 //! start, or no descriptor is left) the writer frees the old version
 //! itself, as a plain rename would.

@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | `{name}.spawn.json` | when the host spawns it (`home::spawn_record`) | `teamhost run --resume` / `Host::resume`: how to bring it back |
 //! | `{name}.conversation.json` | after each of its model calls (the model module's `Transcript`) | `model.history` in its next life |
-//! | `{name}.turn.json` | while a turn handles a message ([`TurnJournal`]; beside the message's take, on the blocking pool) | resume: that message is delivered again |
+//! | `{name}.turn.json` | while a turn handles a message, until its idle notification is stored ([`TurnJournal`]; written beside the message's take, removed beside the notification, on the blocking pool) | resume: that message is delivered again |
 //! | `{name}.task.json` | from the claim of a task until the lead has been told how the turn on it ended ([`TaskNote`]; in the claim's and the report's blocking tasks) | resume: a completion the cut turn made is reported to the lead |
 //! | `{name}.claims.json` | when it claims a task through the host: its runner's claim, its own `tasks.claim`, its own `tasks.update` making it the owner of a task in progress ([`ClaimLedger`]); a task it completes, gives up or hands on leaves it | resume: only a task listed here is handed back to it as its own |
 //! | `{name}.spent.json` | after each of its turns that spent something counted over its life ([`SpentRecord`]) | resume: its tree's life-long budgets go on from there instead of from zero |

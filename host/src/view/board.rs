@@ -248,7 +248,7 @@ fn task_row(t: &Task, all: &[Task]) -> TaskRow {
 }
 
 /// When `name`'s turn in progress started: the time its turn journal was
-/// written (it is removed when the turn ends).
+/// written (it is removed when the turn's idle notification is stored).
 fn turn_started(home: &Home, team: &str, name: &str) -> Option<SystemTime> {
     let path = home.kept(team, name, Kept::Turn).ok()?;
     std::fs::metadata(path).ok()?.modified().ok()
