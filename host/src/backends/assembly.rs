@@ -30,14 +30,22 @@ async fn load(runtime: &Runtime, req: &SpawnRequest) -> Result<(String, crate::r
     let runtime = runtime.clone();
     let path = req.component.clone();
     let http = crate::runtime::WasiHttpGrant::of(req.settings.network.as_ref());
-    crate::blocking::run("component loading", move || {
-        runtime.prepare_hashed(&path, http)
-    })
-    .await?
-    .map_err(|e| Error::Component {
-        path: req.component.clone(),
-        message: format!("{e:#}"),
-    })
+    crate::blocking::run("component loading", move || load_now(&runtime, &path, http)).await?
+}
+
+/// [`load`] on the calling thread: the content hash and the component, or
+/// the error naming it.
+fn load_now(
+    runtime: &Runtime,
+    component: &std::path::Path,
+    http: crate::runtime::WasiHttpGrant,
+) -> Result<(String, crate::runtime::Loaded)> {
+    runtime
+        .prepare_hashed(component, http)
+        .map_err(|e| Error::Component {
+            path: component.to_path_buf(),
+            message: format!("{e:#}"),
+        })
 }
 
 /// Gives a registered member its own git worktree when `req` asks for one
@@ -92,13 +100,7 @@ pub(crate) async fn prepare(runtime: &Runtime, req: &SpawnRequest) -> Result<Pre
 pub(crate) fn prepare_blocking(runtime: &Runtime, req: &SpawnRequest) -> Result<Prepared> {
     let dir = checked_dir(req)?;
     let http = crate::runtime::WasiHttpGrant::of(req.settings.network.as_ref());
-    let (hash, loaded) =
-        runtime
-            .prepare_hashed(&req.component, http)
-            .map_err(|e| Error::Component {
-                path: req.component.clone(),
-                message: format!("{e:#}"),
-            })?;
+    let (hash, loaded) = load_now(runtime, &req.component, http)?;
     Ok(Prepared { dir, loaded, hash })
 }
 

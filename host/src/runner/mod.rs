@@ -304,10 +304,11 @@ impl Runner {
         let record = std::mem::take(&mut self.instance.agent().coordination.turn);
         // The turn's note is cleared in the idle notification's blocking
         // task (the next poll's), just before the notification is stored
-        // (one hand-off for the three), when nothing else comes between the turn and the
-        // notification; otherwise here, on its own: the turn failed, a
-        // shutdown was approved, idle hooks run (a program, for as long as
-        // it takes), or the runner is a lead's (no notification).
+        // (one hand-off for the three), when nothing else comes between
+        // the turn and the notification; otherwise here, on its own: the
+        // turn failed, a shutdown was approved, idle hooks run (a program,
+        // for as long as it takes), or the runner is a lead's (no
+        // notification).
         let mut turn_note = self.journal.clone().filter(|_| journaled);
         let plain = result.is_ok()
             && !self.is_lead()

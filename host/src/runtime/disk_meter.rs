@@ -204,26 +204,14 @@ impl DiskMeter {
     /// Measures every directory of the tree now (on a blocking thread) and
     /// starts counting from there.
     pub async fn measure(&self) -> DiskUsage {
-        let _one = self.walking.lock().await;
-        let seen = self.seen_now();
-        let dirs = lock(&self.dirs).clone();
-        let entries = self.budget.entries;
-        let usage = tokio::task::spawn_blocking(move || walk(&dirs, entries))
-            .await
-            .unwrap_or(DiskUsage {
-                bytes: 0,
-                entries: 0,
-                incomplete: true,
-            });
-        self.record(usage, seen);
-        usage
+        self.measure_then(|| ()).await.0
     }
 
     /// [`measure`](Self::measure), then `also` on the same blocking thread:
     /// one hand-off where a turn's end needs two (the walk and the life's
     /// spending kept). `None` for `also`'s result when it panicked (the
-    /// walk's result stands); a walk that panicked reads as incomplete, as
-    /// in `measure`.
+    /// walk's result stands); a walk that panicked reads as incomplete, to
+    /// be measured again.
     pub async fn measure_then<T: Send + 'static>(
         &self,
         also: impl FnOnce() -> T + Send + 'static,
