@@ -49,8 +49,6 @@ impl TempTeam {
 
 /// A temporary home holding one team run by one host.
 pub struct TeamFixture {
-    /// Holds the temporary directory: `home/` and `dirs/` below it.
-    pub tmp: tempfile::TempDir,
     /// The host's home.
     pub home: PathBuf,
     /// The host running the team.
@@ -60,6 +58,11 @@ pub struct TeamFixture {
     /// The team's name.
     pub name: String,
     limit: Duration,
+    /// Holds the temporary directory: `home/` and `dirs/` below it. Last,
+    /// so that it is removed after the host is dropped (a host's threads
+    /// still writing made directories again as it was removed, and left
+    /// them behind).
+    pub tmp: tempfile::TempDir,
 }
 
 impl TeamFixture {

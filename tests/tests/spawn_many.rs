@@ -148,3 +148,46 @@ async fn a_component_in_another_batch_members_directory_is_refused_either_way_ro
         assert_eq!(f.members(), ["team-lead", "holder"], "{order}");
     }
 }
+
+/// The prompts of a group go in as one batch: one that cannot be written
+/// (its inbox's path taken by a directory) undoes that spawn alone, with
+/// its spawn record, and every other teammate gets its prompt once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_that_cannot_be_written_undoes_only_its_own_spawn() {
+    let f = Fixture::new("prompts");
+    let inbox = f.team.file_paths().unwrap().inbox("blocked").unwrap();
+    std::fs::create_dir_all(&inbox).unwrap();
+    let names = ["a", "blocked", "b"];
+    let dirs: Vec<_> = names.iter().map(|n| f.dir(n)).collect();
+    let requests = names
+        .iter()
+        .zip(&dirs)
+        .map(|(n, dir)| probe_request(n, &format!("to {n}"), dir))
+        .collect();
+    let results = common::bounded("the batch", f.host.spawn_many(&f.name, requests))
+        .await
+        .unwrap();
+    assert_eq!(results[0].as_ref().unwrap().name, "a");
+    let why = results[1].as_ref().unwrap_err().to_string();
+    assert!(
+        why.contains("blocked.json"),
+        "its prompt cannot be written: {why}"
+    );
+    assert_eq!(results[2].as_ref().unwrap().name, "b");
+    f.settle().await;
+    assert_eq!(f.members(), ["team-lead", "a", "b"]);
+    assert_eq!(turns(&dirs[0]), [line("initial", "team-lead", "to a")]);
+    assert_eq!(turns(&dirs[2]), [line("initial", "team-lead", "to b")]);
+    let home = teamhost::home::Home::new(&f.home);
+    let recorded: Vec<String> = teamhost::home::spawn_record::list(&home, &f.name)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(
+        recorded.len(),
+        2,
+        "no record for the undone spawn: {recorded:?}"
+    );
+    assert!(!recorded.contains(&"blocked".to_string()), "{recorded:?}");
+}

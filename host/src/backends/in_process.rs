@@ -11,8 +11,8 @@
 //! `teamhost teammate` process) uses the last two for a member its lead
 //! registered.
 
-use super::assembly::{instantiate, isolate, prepare, Placement, Prepared};
-use super::{Backend, BackendKind, SpawnEnv, SpawnFuture, Spawned};
+use super::assembly::{instantiate, isolate, prepare, Placement, Prepared, Ready};
+use super::{Backend, BackendKind, BeforeStart, SpawnEnv, SpawnFuture, Spawned};
 use crate::error::{Error, Result};
 use crate::store::{self, NewMember, OutgoingMessage, Team};
 use crate::teammate::SpawnRequest;
@@ -71,7 +71,8 @@ pub(crate) fn entry(req: &SpawnRequest, prepared: &Prepared) -> NewMember {
 /// The rest of a spawn once `member` (registered from [`entry`]) is in the
 /// config: its worktree, its instance, its prompt, then its runner. A step
 /// that fails removes the member again. `Host::spawn_many` registers many
-/// members in one write and then starts each here.
+/// members in one write and takes each through the same steps, the prompts
+/// of a chunk delivered together ([`Instantiated`], [`deliver_prompts`]).
 pub(crate) async fn start_registered(
     env: SpawnEnv<'_>,
     team: &Team,
@@ -79,10 +80,68 @@ pub(crate) async fn start_registered(
     prepared: Prepared,
     member: store::Member,
 ) -> Result<Spawned> {
-    let rollback = |e: Error| {
-        if let Err(e2) = team.remove_member(&member.name) {
-            tracing::error!(teammate = %member.name, error = %e2, "could not undo a failed spawn");
+    let made = instantiate_registered(&env, team, req, prepared, member).await?;
+    let name = made.member.name.clone();
+    let (delivering, before_start) = (team.clone(), env.before_start.clone());
+    // The hook (the spawn record) on the same blocking thread as the
+    // prompt: one hand-off, and no synced write on a runtime worker.
+    let delivered = store::blocking("delivering the prompt", move || {
+        Ok(deliver_prompts(&delivering, vec![(made, before_start)]))
+    })
+    .await;
+    match delivered.map(|mut d| d.pop().expect("one result per teammate")) {
+        Ok((made, prompted)) => prompted.map(|()| made.run(&env)),
+        // A panic on the way: whether the prompt is in is not known.
+        Err(e) => {
+            undo_registration(team, &name);
+            Err(e)
         }
+    }
+}
+
+/// A registered member whose instance is built, its prompt not delivered
+/// yet: what [`deliver_prompts`] gives its prompt, then [`Instantiated::run`]
+/// starts.
+pub(crate) struct Instantiated {
+    ready: Ready,
+    member: store::Member,
+    prompt: String,
+    /// The hash of what runs, for the spawn record.
+    hash: String,
+}
+
+impl Instantiated {
+    /// Its member's name.
+    pub(crate) fn member_name(&self) -> &str {
+        &self.member.name
+    }
+
+    /// Starts its runner: only once its prompt is in (the spawn record, if
+    /// any, written with it).
+    pub(crate) fn run(self, env: &SpawnEnv<'_>) -> Spawned {
+        self.ready.run(env)
+    }
+}
+
+/// Removes a member whose start failed; an error is only logged (the
+/// start's own error is what the caller reports).
+pub(crate) fn undo_registration(team: &Team, name: &str) {
+    if let Err(e) = team.remove_member(name) {
+        tracing::error!(teammate = %name, error = %e, "could not undo a failed spawn");
+    }
+}
+
+/// Builds `member`'s worktree (if any) and instance; on a failure the
+/// member is removed again.
+pub(crate) async fn instantiate_registered(
+    env: &SpawnEnv<'_>,
+    team: &Team,
+    req: SpawnRequest,
+    prepared: Prepared,
+    member: store::Member,
+) -> Result<Instantiated> {
+    let rollback = |e: Error| {
+        undo_registration(team, &member.name);
         e
     };
     let mut prepared = prepared;
@@ -97,26 +156,63 @@ pub(crate) async fn start_registered(
         log: Some(log),
         resumed: None,
     };
-    // The hash of what runs, for the spawn record.
     let hash = prepared.hash.clone();
-    let ready = instantiate(&env, team, member.clone(), &req, prepared, place)
+    let ready = instantiate(env, team, member.clone(), &req, prepared, place)
         .await
         .map_err(rollback)?;
-    // The prompt goes in only once the instance is ready, so a failed spawn
-    // leaves nothing for the next teammate of the same name.
-    // And the hook (the spawn record) after it, on the same blocking
-    // thread: one hand-off, and no synced write on a runtime worker.
-    let (delivering, to, prompt) = (team.clone(), member.clone(), req.prompt.clone());
-    let before_start = env.before_start.clone();
-    store::blocking("delivering the prompt", move || {
-        let lead = delivering.config()?.lead_name().to_string();
-        delivering.deliver(&to.name, OutgoingMessage::new(&lead, prompt))?;
-        if let Some(hook) = before_start {
-            hook(&to, Some(&hash));
-        }
-        Ok(())
+    Ok(Instantiated {
+        ready,
+        member,
+        prompt: req.prompt,
+        hash,
     })
-    .await
-    .map_err(rollback)?;
-    Ok(ready.run(&env))
+}
+
+/// Blocking: gives each instantiated teammate its prompt from the lead,
+/// all in one batch ([`Team::deliver_many`]), and runs the `before_start`
+/// hook (the spawn record) of each whose prompt is in. The prompt goes in
+/// only once the instance is ready, so a failed spawn leaves nothing for
+/// the next teammate of the same name; a teammate whose prompt failed is
+/// removed again here. Returns each teammate with its result, in order.
+pub(crate) fn deliver_prompts(
+    team: &Team,
+    starts: Vec<(Instantiated, Option<BeforeStart>)>,
+) -> Vec<(Instantiated, Result<()>)> {
+    let lead = team.config().map(|c| c.lead_name().to_string());
+    let delivered: Vec<Result<()>> = match &lead {
+        Ok(lead) => {
+            let prompts = starts
+                .iter()
+                .map(|(made, _)| {
+                    let prompt = OutgoingMessage::new(lead, made.prompt.clone());
+                    (made.member.name.clone(), prompt)
+                })
+                .collect();
+            let written = team.deliver_many(prompts);
+            written.into_iter().map(|r| r.map(|_| ())).collect()
+        }
+        Err(e) => starts
+            .iter()
+            .map(|_| {
+                Err(Error::Spawn(format!(
+                    "the team's config could not be read: {e}"
+                )))
+            })
+            .collect(),
+    };
+    starts
+        .into_iter()
+        .zip(delivered)
+        .map(|((made, hook), delivered)| {
+            match &delivered {
+                Ok(()) => {
+                    if let Some(hook) = hook {
+                        hook(&made.member, Some(&made.hash));
+                    }
+                }
+                Err(_) => undo_registration(team, &made.member.name),
+            }
+            (made, delivered)
+        })
+        .collect()
 }

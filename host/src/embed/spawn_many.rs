@@ -27,7 +27,7 @@ use futures_util::stream::{self, StreamExt};
 use super::spawn::Recording;
 use super::{Host, SpawnRequest, TeammateInfo};
 use crate::backends::assembly::{prepare_blocking, Prepared};
-use crate::backends::{in_process, BackendKind};
+use crate::backends::{in_process, BackendKind, SpawnEnv};
 use crate::error::{Error, Result};
 use crate::store::{Member, Team};
 use crate::teammate::Isolation;
@@ -188,46 +188,129 @@ impl Host {
         }
     }
 
-    /// Starts the registered members of a chunk, [`START_AT_ONCE`] at a time.
+    /// Starts the registered members of a chunk, in groups of
+    /// [`START_AT_ONCE`], one group's prompts written while the next one
+    /// is instantiated ([`Host::start_group`]).
     async fn start_chunk(
         &self,
         team: &Team,
         registered: Vec<Registered>,
     ) -> Vec<(usize, Result<TeammateInfo>)> {
-        let starting = stream::iter(registered).map(|(i, member)| async move {
-            let started = match member {
-                Ok((req, prepared, member)) => self.start_one(team, req, prepared, member).await,
-                Err(e) => Err(e),
-            };
-            (i, started)
-        });
-        starting.buffer_unordered(START_AT_ONCE).collect().await
+        let mut groups = Vec::new();
+        let mut registered = registered.into_iter().peekable();
+        while registered.peek().is_some() {
+            groups.push(registered.by_ref().take(START_AT_ONCE).collect::<Vec<_>>());
+        }
+        let starting = stream::iter(groups).map(|group| self.start_group(team, group));
+        let started: Vec<Vec<_>> = starting.buffer_unordered(2).collect().await;
+        started.into_iter().flatten().collect()
     }
 
-    /// A registered member's start, with its spawn record, as
-    /// [`Host::spawn`] makes it.
-    async fn start_one(
+    /// Starts a group of registered members: each instantiated, then the
+    /// prompts (and spawn records) of all written in one hand-off and one
+    /// group commit, then each runner started, as [`Host::spawn`] starts
+    /// one. A group, not the chunk: runners started by the hundred at once
+    /// each hand their first poll to a blocking thread at once, and the
+    /// pool grows a thread for each.
+    async fn start_group(
+        &self,
+        team: &Team,
+        group: Vec<Registered>,
+    ) -> Vec<(usize, Result<TeammateInfo>)> {
+        let making = group.into_iter().map(|(i, member)| async move {
+            let made = match member {
+                Ok((req, prepared, member)) => {
+                    self.instantiate_one(team, req, prepared, member).await
+                }
+                Err(e) => Err(e),
+            };
+            (i, made)
+        });
+        let made: Vec<(usize, Result<Made<'_>>)> = futures_util::future::join_all(making).await;
+        let mut results = Vec::with_capacity(made.len());
+        let mut ready = Vec::with_capacity(made.len());
+        for (i, made) in made {
+            match made {
+                Ok(made) => ready.push((i, made)),
+                Err(e) => results.push((i, Err(e))),
+            }
+        }
+        // Apart: the instances go to the blocking thread, and come back.
+        let mut starts = Vec::with_capacity(ready.len());
+        let mut rest = Vec::with_capacity(ready.len());
+        for (
+            i,
+            Made {
+                made,
+                recording,
+                env,
+            },
+        ) in ready
+        {
+            let name = made.member_name().to_string();
+            starts.push((made, env.before_start.clone()));
+            rest.push((i, name, recording, env));
+        }
+        let delivering = team.clone();
+        let delivered = crate::store::blocking("delivering the prompts", move || {
+            Ok(in_process::deliver_prompts(&delivering, starts))
+        })
+        .await;
+        match delivered {
+            Ok(delivered) => {
+                for ((i, _, recording, env), (made, prompted)) in rest.into_iter().zip(delivered) {
+                    let spawned = prompted.map(|()| made.run(&env));
+                    results.push((i, recording.finish(self, team, spawned)));
+                }
+            }
+            // A panic on the way: whose prompt is in is not known, and
+            // none of them is started.
+            Err(e) => {
+                let why = e.to_string();
+                for (i, name, recording, _) in rest {
+                    in_process::undo_registration(team, &name);
+                    let failed = Err(Error::Spawn(why.clone()));
+                    results.push((i, recording.finish(self, team, failed)));
+                }
+            }
+        }
+        results
+    }
+
+    /// A registered member's instance, with what its start needs: its
+    /// spawn record's hook and its environment, as [`Host::spawn`] makes
+    /// them.
+    async fn instantiate_one(
         &self,
         team: &Team,
         req: SpawnRequest,
         prepared: Prepared,
         member: Member,
-    ) -> Result<TeammateInfo> {
+    ) -> Result<Made<'_>> {
         tracing::debug!(teammate = %member.name, "spawning (many)");
         let recording = Recording::new(self, team, &req, BackendKind::InProcess);
         let mut env = match self.spawn_env(team) {
             Ok(env) => env,
             Err(e) => {
-                if let Err(e2) = team.remove_member(&member.name) {
-                    tracing::error!(teammate = %member.name, error = %e2, "could not undo a failed spawn");
-                }
+                in_process::undo_registration(team, &member.name);
                 return Err(e);
             }
         };
         env.before_start = Some(recording.hook());
-        let spawned = in_process::start_registered(env, team, req, prepared, member).await;
-        recording.finish(self, team, spawned)
+        let made = in_process::instantiate_registered(&env, team, req, prepared, member).await?;
+        Ok(Made {
+            made,
+            recording,
+            env,
+        })
     }
+}
+
+/// A member of a chunk, instantiated and waiting for its prompt.
+struct Made<'a> {
+    made: in_process::Instantiated,
+    recording: Recording,
+    env: SpawnEnv<'a>,
 }
 
 /// Refuses, in `prepared`, each request whose component lies in the

@@ -226,23 +226,30 @@ impl Team {
         for (to, _) in &batch {
             super::names::agent_file_stem(to)?;
         }
+        self.append_batch(&batch)?;
+        Ok(recipients)
+    }
+
+    /// Writes `batch` (`(agent, entries)`, names already checked, entries
+    /// already signed) as one group commit, and tells the observer of each
+    /// inbox. On an error some inboxes may have been written and others not.
+    pub(super) fn append_batch(&self, batch: &[(String, Vec<InboxMessage>)]) -> Result<()> {
         let written = match self.store().observer_key() {
             // Each told just below, whatever came of the batch.
             Some(key) => self
                 .backend()
-                .append_inboxes_announced(self.name(), &batch, key),
-            None => self.backend().append_inboxes(self.name(), &batch),
+                .append_inboxes_announced(self.name(), batch, key),
+            None => self.backend().append_inboxes(self.name(), batch),
         };
         // Told even when the batch failed part-way: some inboxes may have
         // been written, and a runner woken for nothing only looks again.
-        for (to, _) in &batch {
+        for (to, _) in batch {
             self.emit(StoreEvent::InboxAppended {
                 team: self.name().into(),
                 agent: to.clone(),
             });
         }
-        written?;
-        Ok(recipients)
+        written
     }
 
     /// Appends already-stamped entries to `to`'s inbox in one atomic write.
@@ -268,7 +275,7 @@ impl Team {
 
     /// [`Team::append_entries`] without the guard: the entries are already
     /// signed where they need to be.
-    fn append_as_is(&self, to: &str, entries: &[InboxMessage]) -> Result<()> {
+    pub(super) fn append_as_is(&self, to: &str, entries: &[InboxMessage]) -> Result<()> {
         super::names::agent_file_stem(to)?;
         let key = self.store().observer_key();
         let written = match key {

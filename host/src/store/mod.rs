@@ -24,6 +24,7 @@
 
 pub mod backend;
 pub mod config;
+mod deliver_many;
 pub mod failover;
 mod failover_memory;
 pub mod fenced;
