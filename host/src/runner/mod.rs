@@ -257,13 +257,17 @@ impl Runner {
         let forged_plan_answer = found.take.as_ref().and_then(forged_plan_answer);
         let journaled = found.take.is_some() && self.journal.is_some();
         if let Some(entry) = found.take {
-            // Noted and consumed beside the turn, finished before it ends.
-            self.instance.agent().coordination.pending_take = Some(PendingTake::start(
-                self.team().clone(),
-                self.name().to_string(),
-                entry,
-                self.journal.clone(),
-            ));
+            // Noted and consumed beside the turn (unless the poll did),
+            // finished before it ends.
+            let take = found.taken.unwrap_or_else(|| {
+                PendingTake::start(
+                    self.team().clone(),
+                    self.name().to_string(),
+                    entry,
+                    self.journal.clone(),
+                )
+            });
+            self.instance.agent().coordination.pending_take = Some(take);
         }
         // The turn is announced before anything it causes (its state, a plan
         // answer applied), so whoever prints events shows them in order.
@@ -411,6 +415,7 @@ impl Runner {
             let handed_back = self.handed_back.clone();
             let note = self.task_note.clone();
             let claims = self.claims.clone();
+            let journal = self.journal.clone().filter(|_| first);
             let due = self.before_poll.take();
             let polled = crate::blocking::try_run("polling for work", move || {
                 if let Some(due) = due {
@@ -434,6 +439,17 @@ impl Runner {
                     },
                     found => found,
                 };
+                // A new teammate's first message (its prompt, as a rule) is
+                // taken here: its turn waits for the batch that spawned it,
+                // not for a wake-up, and the take then costs no hand-off of
+                // its own. Every later message is taken beside its turn,
+                // off the wake-up's path (`PendingTake`).
+                let mut found = found;
+                if let Some(f) = found.as_mut().filter(|_| first) {
+                    if let Some(entry) = &f.take {
+                        f.taken = Some(PendingTake::now(&team, &me, entry, journal.as_ref()));
+                    }
+                }
                 // Beside the claim, before the turn: from here until the
                 // lead is told, a crash leaves the task noted.
                 let mut noted = false;

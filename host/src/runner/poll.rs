@@ -12,7 +12,9 @@
 //! One message per turn, as the reference does. Picking a message consumes it
 //! (it moves from the inbox to the history): the runner starts that take
 //! beside the turn ([`crate::runtime::PendingTake`]), so it is off the
-//! wake-up's path.
+//! wake-up's path. A new teammate's first message is taken in the poll that
+//! found it ([`crate::runtime::PendingTake::now`]): its turn waits for the
+//! spawn, not for a wake-up.
 
 use crate::protocol::{Parsed, ProtocolMessage};
 use crate::runtime::bindings::handler::{Turn, TurnKind};
@@ -27,6 +29,9 @@ pub(crate) struct Found {
     pub shutdown_request: Option<String>,
     /// The inbox entry the turn handles, still to be consumed.
     pub take: Option<InboxMessage>,
+    /// `take`'s consumption when the poll made it already (a new
+    /// teammate's first turn); else the turn starts it.
+    pub taken: Option<crate::runtime::PendingTake>,
 }
 
 /// Looks for work for `me` and consumes what it picks. `first_turn` makes a
@@ -104,6 +109,7 @@ pub(crate) fn next_turn(
                 },
                 shutdown_request: None,
                 take: None,
+                taken: None,
             }));
         }
     }
@@ -136,6 +142,7 @@ pub(crate) fn handed_back_turn(team: &Team, me: &str, id: &str) -> crate::Result
         },
         shutdown_request: None,
         take: None,
+        taken: None,
     }))
 }
 
@@ -170,6 +177,7 @@ fn message_turn(kind: TurnKind, entry: InboxMessage, prompt: String) -> Found {
         },
         shutdown_request: None,
         take: None,
+        taken: None,
     }
 }
 

@@ -20,8 +20,17 @@ use crate::store::{InboxMessage, Team};
 /// A take in flight for the message a turn is handling.
 #[derive(Debug)]
 pub struct PendingTake {
-    handle: tokio::task::JoinHandle<crate::Result<Vec<InboxMessage>>>,
+    take: Take,
     who: String,
+}
+
+/// Where the take is.
+#[derive(Debug)]
+enum Take {
+    /// On a blocking thread of its own.
+    InFlight(tokio::task::JoinHandle<crate::Result<Vec<InboxMessage>>>),
+    /// Made already, on the poll's blocking thread ([`PendingTake::now`]).
+    Made(crate::Result<Vec<InboxMessage>>),
 }
 
 impl PendingTake {
@@ -35,25 +44,39 @@ impl PendingTake {
         journal: Option<crate::home::kept::TurnJournal>,
     ) -> PendingTake {
         let who = me.clone();
-        let handle = tokio::task::spawn_blocking(move || {
-            if let Some(Err(e)) = journal.map(|j| j.open(&entry)) {
-                tracing::warn!(teammate = %me, error = %e, "the turn's message is not noted for a resume");
-            }
-            let mut once = true;
-            team.take_where(&me, |m| {
-                let hit = once && same_entry(m, &entry);
-                once &= !hit;
-                hit
-            })
-        });
-        PendingTake { handle, who }
+        let handle =
+            tokio::task::spawn_blocking(move || take_noted(&team, &me, &entry, journal.as_ref()));
+        PendingTake {
+            take: Take::InFlight(handle),
+            who,
+        }
+    }
+
+    /// Blocking: the same take made here and now, for a caller already on
+    /// a blocking thread (the runner's first poll: a new teammate's first
+    /// turn waits for the batch that spawned it, not for a wake-up, so its
+    /// take costs no hand-off of its own).
+    pub fn now(
+        team: &Team,
+        me: &str,
+        entry: &InboxMessage,
+        journal: Option<&crate::home::kept::TurnJournal>,
+    ) -> PendingTake {
+        PendingTake {
+            take: Take::Made(take_noted(team, me, entry, journal)),
+            who: me.to_string(),
+        }
     }
 
     /// Waits until the take is durable. A take that failed or found the
     /// message gone is logged: the turn has already begun, and the message
     /// (if still there) will be delivered again.
     pub async fn finish(self) {
-        match self.handle.await {
+        let taken = match self.take {
+            Take::InFlight(handle) => handle.await,
+            Take::Made(taken) => Ok(taken),
+        };
+        match taken {
             Ok(Ok(taken)) if taken.len() == 1 => {}
             Ok(Ok(_)) => tracing::warn!(
                 teammate = %self.who,
@@ -68,6 +91,25 @@ impl PendingTake {
             }
         }
     }
+}
+
+/// Notes `entry` in `journal` (when given), then consumes it from `me`'s
+/// inbox.
+fn take_noted(
+    team: &Team,
+    me: &str,
+    entry: &InboxMessage,
+    journal: Option<&crate::home::kept::TurnJournal>,
+) -> crate::Result<Vec<InboxMessage>> {
+    if let Some(Err(e)) = journal.map(|j| j.open(entry)) {
+        tracing::warn!(teammate = %me, error = %e, "the turn's message is not noted for a resume");
+    }
+    let mut once = true;
+    team.take_where(me, |m| {
+        let hit = once && same_entry(m, entry);
+        once &= !hit;
+        hit
+    })
 }
 
 /// The same inbox entry: by `msg_id` when both have one, else by content.
