@@ -8,8 +8,10 @@
 //! its ~2,900 writes were a fifth of the CPU of spawning them. A batch known up front
 //! needs few: its members are registered [`REGISTER_AT_ONCE`] to a write
 //! (with their components loaded and directories checked on the same
-//! blocking thread), and each is then started, [`START_AT_ONCE`] at a time,
-//! exactly as a single spawn starts it, while the next chunk registers.
+//! blocking thread), and then started while the next chunk registers, in
+//! groups of [`START_AT_ONCE`]: each group instantiated, its prompts and
+//! spawn records written in one hand-off and one group commit, then its
+//! runners started, each exactly as a single spawn starts it.
 //!
 //! Each request has its own result. One refused (its name, its directory,
 //! its component, its layout) does not stop the others; a member whose
@@ -35,8 +37,9 @@ use crate::teammate::Isolation;
 /// Members registered in one write of the config.
 const REGISTER_AT_ONCE: usize = 256;
 
-/// Teammates being started at once (instantiated, given their prompts):
-/// as many as `teamhost run` spawns at a time.
+/// Teammates started together (instantiated at once, their prompts in one
+/// group commit): as many as `teamhost run` spawned at a time. Two groups
+/// are in flight, one instantiated while the other's prompts are written.
 const START_AT_ONCE: usize = 16;
 
 /// A request, by its place in the batch.

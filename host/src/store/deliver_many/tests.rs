@@ -1,10 +1,8 @@
-use std::fs::OpenOptions;
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::Error;
-use crate::store::files::lock::flock_file_for;
+use crate::store::files::lock::hold_flock_elsewhere;
 use crate::store::{FileStore, LockOptions, NewTeam, OutgoingMessage, Store, Team};
 
 fn team(dir: &std::path::Path, timeout: Duration) -> (Team, FileStore) {
@@ -64,15 +62,7 @@ fn a_batch_failing_part_way_gives_each_message_its_own_result_without_a_second_c
     let busy = files.paths("t").unwrap().inbox("busy").unwrap();
     std::fs::create_dir_all(busy.parent().unwrap()).unwrap();
     // Another process's hold on `busy`, kept past the batch and its retry.
-    let held = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(flock_file_for(&busy))
-        .unwrap();
-    // SAFETY: flock on a descriptor this test owns.
-    assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let held = hold_flock_elsewhere(&busy);
     let results = team.deliver_many(prompts(&["a", "busy", "c"]));
     drop(held);
     assert_eq!(results[0].as_ref().unwrap().text, "to a");

@@ -390,5 +390,15 @@ impl Refresher {
     }
 }
 
+/// For tests: holds `target`'s flock as another process would (a
+/// descriptor of its own), until the returned file is dropped.
+#[cfg(test)]
+pub(crate) fn hold_flock_elsewhere(target: &Path) -> File {
+    let file = open_flock_file(&flock_file_for(target)).unwrap();
+    // SAFETY: flock on a descriptor this test owns.
+    assert_eq!(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) }, 0);
+    file
+}
+
 #[cfg(test)]
 mod tests;

@@ -1,10 +1,7 @@
-use std::fs::OpenOptions;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::time::{Duration, Instant};
 
 use super::super::inotify::Inotify;
-use super::super::lock::flock_file_for;
 use super::super::FileStore;
 use super::*;
 use crate::store::backend::TeamStore;
@@ -91,16 +88,9 @@ struct ForeignHolder {
 
 impl ForeignHolder {
     fn take(inbox: &Path) -> ForeignHolder {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(flock_file_for(inbox))
-            .unwrap();
-        // SAFETY: flock on a descriptor this test owns.
-        assert_eq!(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) }, 0);
-        ForeignHolder { _held: file }
+        ForeignHolder {
+            _held: super::super::lock::hold_flock_elsewhere(inbox),
+        }
     }
 }
 

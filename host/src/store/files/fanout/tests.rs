@@ -1,10 +1,8 @@
-use std::fs::OpenOptions;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::super::inotify::Inotify;
-use super::super::lock::flock_file_for;
+use super::super::lock::hold_flock_elsewhere;
 use super::*;
 use crate::store::backend::TeamStore;
 use crate::store::{NewTeam, OutgoingMessage, Store};
@@ -62,15 +60,7 @@ fn an_inbox_whose_lock_is_held_elsewhere_does_not_hold_up_the_others() {
     let inboxes = store.paths("t").unwrap().inboxes_dir();
     let busy = store.paths("t").unwrap().inbox("busy").unwrap();
     // Another process's hold on `busy`: a descriptor of its own.
-    let held = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(flock_file_for(&busy))
-        .unwrap();
-    // SAFETY: flock on a descriptor this test owns.
-    assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let held = hold_flock_elsewhere(&busy);
     let watch = Inotify::watch(&inboxes, libc::IN_MOVED_TO).unwrap();
     let names = ["a", "busy", "c"];
     let broadcast = {
