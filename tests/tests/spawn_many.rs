@@ -150,8 +150,11 @@ async fn a_component_in_another_batch_members_directory_is_refused_either_way_ro
 }
 
 /// The prompts of a group go in as one batch: one that cannot be written
-/// (its inbox's path taken by a directory) undoes that spawn alone, with
-/// its spawn record, and every other teammate gets its prompt once.
+/// (its inbox's path taken by a directory, so the batch fails before
+/// anything is in place and the others are written again one by one)
+/// undoes that spawn alone, leaving no spawn record for it, and every
+/// other teammate gets its prompt once. (A batch failing after some
+/// inboxes were written: `store/deliver_many/tests.rs`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prompt_that_cannot_be_written_undoes_only_its_own_spawn() {
     let f = Fixture::new("prompts");

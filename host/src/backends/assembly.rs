@@ -502,6 +502,11 @@ fn runner(
 }
 
 impl Ready {
+    /// The team's lead, as its config named it when the instance was made.
+    pub(crate) fn lead(&self) -> &str {
+        self.runner.lead()
+    }
+
     /// The budgets the teammate shares with its tree over its life (a lead's
     /// seat counts what it writes for the lead here).
     pub(crate) fn budget(&self) -> &Arc<crate::runtime::TreeBudget> {

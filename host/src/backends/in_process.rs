@@ -178,36 +178,33 @@ pub(crate) fn deliver_prompts(
     team: &Team,
     starts: Vec<(Instantiated, Option<BeforeStart>)>,
 ) -> Vec<(Instantiated, Result<()>)> {
-    let lead = team.config().map(|c| c.lead_name().to_string());
-    let delivered: Vec<Result<()>> = match &lead {
-        Ok(lead) => {
-            let prompts = starts
-                .iter()
-                .map(|(made, _)| {
-                    let prompt = OutgoingMessage::new(lead, made.prompt.clone());
-                    (made.member.name.clone(), prompt)
-                })
-                .collect();
-            let written = team.deliver_many(prompts);
-            written.into_iter().map(|r| r.map(|_| ())).collect()
-        }
-        Err(e) => starts
-            .iter()
-            .map(|_| {
-                Err(Error::Spawn(format!(
-                    "the team's config could not be read: {e}"
-                )))
-            })
-            .collect(),
-    };
+    // From the lead its instance knows (read from the config when it was
+    // made): no second read of the config here.
+    let prompts = starts
+        .iter()
+        .map(|(made, _)| {
+            let prompt = OutgoingMessage::new(made.ready.lead(), made.prompt.clone());
+            (made.member.name.clone(), prompt)
+        })
+        .collect();
+    let delivered = team.deliver_many(prompts);
     starts
         .into_iter()
         .zip(delivered)
         .map(|((made, hook), delivered)| {
+            let delivered = delivered.map(|_| ());
             match &delivered {
                 Ok(()) => {
                     if let Some(hook) = hook {
-                        hook(&made.member, Some(&made.hash));
+                        // A panic there is a host bug; it costs this
+                        // teammate its spawn record, not the group its
+                        // start.
+                        let recording = std::panic::AssertUnwindSafe(|| {
+                            hook(&made.member, Some(&made.hash))
+                        });
+                        if std::panic::catch_unwind(recording).is_err() {
+                            tracing::error!(teammate = %made.member.name, "writing the spawn record panicked");
+                        }
                     }
                 }
                 Err(_) => undo_registration(team, &made.member.name),

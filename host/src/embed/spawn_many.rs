@@ -38,8 +38,9 @@ use crate::teammate::Isolation;
 const REGISTER_AT_ONCE: usize = 256;
 
 /// Teammates started together (instantiated at once, their prompts in one
-/// group commit): as many as `teamhost run` spawned at a time. Two groups
-/// are in flight, one instantiated while the other's prompts are written.
+/// group commit): as many as `teamhost run` spawned at a time. Up to two
+/// groups are in flight, so that one group instantiates while the other's
+/// prompts are written (at the start both instantiate: 32 at once).
 const START_AT_ONCE: usize = 16;
 
 /// A request, by its place in the batch.
@@ -60,10 +61,12 @@ impl Host {
     ///
     /// Dropping the future part-way (a timeout around it) stops where it
     /// is: members already registered and not yet started stay in the
-    /// config without a runner or a spawn record, up to two chunks of them,
-    /// as one member does when a single [`Host::spawn`] is dropped between
-    /// its registration and its start. Run the batch to its end and stop
-    /// the team instead.
+    /// config without a runner, up to two chunks of them, as one member
+    /// does when a single [`Host::spawn`] is dropped between its
+    /// registration and its start. A group whose prompts were being
+    /// written when it was dropped finishes that write, so those members
+    /// also have their prompts and spawn records (a resume brings them
+    /// back). Run the batch to its end and stop the team instead.
     pub async fn spawn_many(
         &self,
         team: &str,

@@ -9,7 +9,10 @@
 //! fails says only that some inboxes may not have been written. So a
 //! failed batch is settled inbox by inbox: each is read back, an entry
 //! found there (by its `msg_id`) was written, and one not found is written
-//! again alone, with that write's own result.
+//! again alone, with that write's own result. An inbox that cannot even be
+//! read back counts as not written, though the batch may have put its
+//! entry in place: its spawn is undone, and the entry stays in the inbox
+//! of a member no longer there.
 
 use super::mailbox::{InboxMessage, OutgoingMessage};
 use super::Team;
