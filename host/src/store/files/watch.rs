@@ -12,8 +12,9 @@
 //!
 //! Temporary files (`*.tmp.*`), lock directories, flock files and histories
 //! are ignored; reads never report: the watches ask for writes, creations,
-//! removals and renames only (`WANTED`), not for opens and closes after
-//! reading, which every reader of the team's files makes many of (at
+//! removals and renames only (`WANTED`; `inboxes/` for renames into place
+//! and closes after writing only, `INBOXES_WANTED`), not for opens and
+//! closes after reading, which every reader of the team's files makes many of (at
 //! 10,000 teammates, a crowd's reads woke this feed's thread tens of
 //! thousands of times for nothing). A task file this store wrote for a pass
 //! that told this feed's observer is not reported to it again
@@ -51,6 +52,20 @@ const WANTED: u32 = libc::IN_CREATE
     | libc::IN_MODIFY
     | libc::IN_CLOSE_WRITE
     | libc::IN_MOVED_FROM
+    | libc::IN_MOVED_TO
+    | libc::IN_DELETE_SELF
+    | libc::IN_MOVE_SELF
+    | libc::IN_ONLYDIR;
+
+/// What `inboxes/` is watched for: an inbox renamed into place (how
+/// teamhost and Claude Code write one) or closed after a write in place;
+/// the directory itself removed or moved. Not creations, changes,
+/// removals or renames out: every locked write makes and removes a lock
+/// directory, rewrites its flock file's record and makes, fills and
+/// renames away a temporary file there, six events the feed ignores
+/// (`classify`), each of which woke its thread and, at 10,000 teammates,
+/// took a tenth of the host's context switches.
+const INBOXES_WANTED: u32 = libc::IN_CLOSE_WRITE
     | libc::IN_MOVED_TO
     | libc::IN_DELETE_SELF
     | libc::IN_MOVE_SELF
@@ -165,7 +180,12 @@ impl Watches {
         let mut added = Vec::new();
         for d in dirs.all() {
             if d.is_dir() && !self.by_wd.iter().any(|(_, w)| w == d) {
-                match self.inotify.add(d, WANTED) {
+                let mask = if *d == dirs.inboxes {
+                    INBOXES_WANTED
+                } else {
+                    WANTED
+                };
+                match self.inotify.add(d, mask) {
                     Ok(wd) => {
                         self.by_wd.push((wd, d.clone()));
                         added.push(d.clone());
@@ -224,10 +244,20 @@ fn follow(mut watches: Watches, stop: OwnedFd, dirs: Dirs, observer: Arc<dyn Sto
         let mut look = !watches.complete(&dirs);
         let mut overflowed = false;
         let mut ignored = Vec::new();
+        // The file of the event before, in this batch: a rename into place
+        // and the close after it name the same file, and one report (and
+        // one look at its identity) stands for both.
+        let mut last: Option<(i32, Vec<u8>)> = None;
         watches.inotify.drain_watches(|wd, mask, name| {
             if mask & OVERFLOW != 0 {
                 overflowed = true;
                 return;
+            }
+            if !name.is_empty() {
+                if last.as_ref().is_some_and(|(w, n)| *w == wd && n == name) {
+                    return;
+                }
+                last = Some((wd, name.to_vec()));
             }
             let Some(dir) = watches.dir(wd) else { return };
             if name.is_empty() {
@@ -414,6 +444,44 @@ mod tests {
                 .unwrap();
             until_mail_to(&self.rx, n)
         }
+    }
+
+    #[test]
+    fn an_inbox_renamed_or_written_in_place_is_heard_and_a_lock_s_files_are_not() {
+        let (w, ()) = Watched::new(|_| ());
+        // Mail to bob heard before a marker (the markers' own registrations
+        // and mail, heard again, are not bob's).
+        let mail = |heard: Vec<StoreEvent>| -> Vec<StoreEvent> {
+            heard
+                .into_iter()
+                .filter(|e| matches!(e, StoreEvent::InboxAppended { agent, .. } if agent == "bob"))
+                .collect()
+        };
+        w.marker("m1");
+        let inboxes = w._tmp.path().join("teams/t/inboxes");
+        // A locked write's own files, made and removed: nothing is heard.
+        let (lock, flock) = (
+            inboxes.join("bob.json.lock"),
+            inboxes.join("bob.json.flock"),
+        );
+        let tmp = inboxes.join("bob.json.tmp.0badcafe");
+        std::fs::create_dir(&lock).unwrap();
+        std::fs::write(&flock, "record").unwrap();
+        std::fs::write(&tmp, "[]").unwrap();
+        std::fs::remove_file(&tmp).unwrap();
+        std::fs::remove_dir(&lock).unwrap();
+        assert_eq!(mail(w.marker("m2")), vec![]);
+        // Written in place (made, then rewritten): heard each time, at the
+        // close.
+        for _ in 0..2 {
+            std::fs::write(inboxes.join("bob.json"), "[]").unwrap();
+            until_mail_to(&w.rx, "bob");
+        }
+        // Renamed into place, as teamhost and Claude Code write: heard.
+        let staged = inboxes.join("carol.json.tmp.01234567");
+        std::fs::write(&staged, "[]").unwrap();
+        std::fs::rename(&staged, inboxes.join("carol.json")).unwrap();
+        until_mail_to(&w.rx, "carol");
     }
 
     #[test]
