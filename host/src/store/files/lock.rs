@@ -275,13 +275,28 @@ fn dir_identity(meta: &std::fs::Metadata) -> String {
     )
 }
 
-/// Writes `identity\npid what\n` into the flock file.
+/// Length a lock's record is padded to, so that every record overwrites
+/// the one before it whole and none needs the file cut to its length.
+const RECORD_LEN: usize = 192;
+
+/// Writes `identity\npid what\n` into the flock file, padded with a line
+/// of blanks to [`RECORD_LEN`]. Readers look at the first two lines only,
+/// so what a longer record left beyond the padding is never read; a record
+/// longer than the padding cuts the file to its own length.
 fn record_owner(dir: &Path, flock: &File, what: &str) -> Result<()> {
     let meta = std::fs::metadata(dir).map_err(|e| Error::io("stat", dir, e))?;
-    let record = format!("{}\n{} {what}\n", dir_identity(&meta), std::process::id());
+    let mut record = format!("{}\n{} {what}\n", dir_identity(&meta), std::process::id());
+    let cut = record.len() >= RECORD_LEN;
+    if !cut {
+        record.extend(std::iter::repeat_n(' ', RECORD_LEN - 1 - record.len()));
+        record.push('\n');
+    }
     flock
         .write_all_at(record.as_bytes(), 0)
-        .and_then(|()| flock.set_len(record.len() as u64))
+        .and_then(|()| match cut {
+            true => flock.set_len(record.len() as u64),
+            false => Ok(()),
+        })
         .map_err(|e| Error::io("write", dir, e))
 }
 

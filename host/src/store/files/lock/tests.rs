@@ -270,6 +270,33 @@ fn a_lock_directory_left_by_a_dead_teamhost_holder_is_taken_at_once() {
 }
 
 #[test]
+fn a_shorter_record_after_a_longer_one_names_only_its_own_holder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let target = tmp.path().join("inbox.json");
+    let dir = lock_dir_for(&target);
+    std::fs::create_dir(&dir).unwrap();
+    let flock_path = flock_file_for(&target);
+    let f = open_flock_file(&flock_path).unwrap();
+    let long = format!("a {} write", "very ".repeat(60));
+    record_owner(&dir, &f, &long).unwrap();
+    assert!(recorded_holder(&flock_path).contains("very very"));
+    // Padded, not cut: what the long record left beyond is never read.
+    record_owner(&dir, &f, "a short write").unwrap();
+    let holder = recorded_holder(&flock_path);
+    let pid = std::process::id();
+    assert!(
+        holder.starts_with(&format!("teamhost process {pid} (a short write)")),
+        "{holder}"
+    );
+    // And its identity line still marks the directory as this holder's.
+    assert_eq!(
+        foreign_lock_age(&dir, &f).unwrap(),
+        None,
+        "taken as a dead holder's"
+    );
+}
+
+#[test]
 fn the_flock_is_released_when_the_lock_ends() {
     let tmp = tempfile::tempdir().unwrap();
     let target = tmp.path().join("x.json");
