@@ -64,14 +64,56 @@ pub fn conversation(home: &Home, team: &str, name: &str) -> Result<PathBuf> {
 /// journal, task note, claims, life-long spending and saved state): a
 /// teammate that is not resumed starts afresh, even under a name used
 /// before. Its spawn record stays.
+///
+/// Every fresh spawn makes these seven removals, of files that as a rule do
+/// not exist; they are made relative to the directory, opened once, so
+/// each looks up one name instead of walking the whole path again.
 pub fn clear_life(home: &Home, team: &str, name: &str) -> Result<()> {
-    for which in Kept::LIFE {
-        let path = home.kept(team, name, which)?;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    let paths = Kept::LIFE
+        .into_iter()
+        .map(|which| Ok((which, home.kept(team, name, which)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let dir_path = home.kept_dir(team);
+    let c_dir = std::ffi::CString::new(dir_path.as_os_str().as_bytes())
+        .map_err(|e| Error::io("open", &dir_path, std::io::Error::other(e)))?;
+    // SAFETY: a NUL-terminated path; the descriptor returned is owned at once.
+    let raw = unsafe {
+        libc::open(
+            c_dir.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if raw < 0 {
+        let e = std::io::Error::last_os_error();
+        return match e.kind() {
+            // No directory: nothing kept to clear.
+            std::io::ErrorKind::NotFound => Ok(()),
+            _ => Err(Error::io("open", &dir_path, e)),
+        };
+    }
+    // SAFETY: `raw` is a descriptor just opened and owned by nobody else.
+    let dir = unsafe { OwnedFd::from_raw_fd(raw) };
+    let remove_at = |path: &Path| -> Result<()> {
+        let file = path.file_name().unwrap_or_default().as_bytes();
+        let c_file = std::ffi::CString::new(file)
+            .map_err(|e| Error::io("remove", path, std::io::Error::other(e)))?;
+        // SAFETY: a NUL-terminated name relative to a directory we hold.
+        if unsafe { libc::unlinkat(dir.as_raw_fd(), c_file.as_ptr(), 0) } == 0 {
+            return Ok(());
+        }
+        match std::io::Error::last_os_error() {
+            e if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            e => Err(Error::io("remove", path, e)),
+        }
+    };
+    for (which, path) in paths {
         if which == Kept::Conversation {
             // The conversation before last, kept as the next write's spare.
-            remove(&crate::durable::spare_path(&path))?;
+            remove_at(&crate::durable::spare_path(&path))?;
         }
-        remove(&path)?;
+        remove_at(&path)?;
     }
     Ok(())
 }

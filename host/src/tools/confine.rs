@@ -321,8 +321,14 @@ fn build(dir: &Dir, abi: i32, port: Option<u16>) -> Result<RulesetCreated, Rules
     Ok(created)
 }
 
-/// The kernel's Landlock ABI version, 0 when it has none.
+/// The kernel's Landlock ABI version, 0 when it has none. Asked of the
+/// kernel once per process (every teammate's tools ask it).
 pub fn kernel_abi() -> i32 {
+    static ABI: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    *ABI.get_or_init(ask_kernel_abi)
+}
+
+fn ask_kernel_abi() -> i32 {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
     // SAFETY: with a null attribute, size 0 and the VERSION flag the call
     // reads and writes no memory; it only returns the ABI (or -1).
