@@ -493,6 +493,9 @@ impl Runner {
             // Clear `busy` before announcing Idle, so a waiter woken by the
             // announcement already sees the teammate settled.
             self.links.busy.store(false, Ordering::SeqCst);
+            // Waiting without a turn (a resumed teammate with nothing
+            // unread): the stack it was made with goes back now.
+            self.instance.rest();
             let waiting = if self.instance.agent().coordination.pending_plan.is_some() {
                 TeammateState::AwaitingPlanApproval
             } else {

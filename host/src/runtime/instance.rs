@@ -49,6 +49,9 @@ pub struct Instance {
     stderr_tail: StderrTail,
     /// Its log file, named in a crash (`None`: output discarded).
     log: Option<PathBuf>,
+    /// The same log as the guest writes it: its descriptor is closed
+    /// whenever the stack is parked.
+    capped: Option<CappedLog>,
 }
 
 impl Instance {
@@ -84,6 +87,7 @@ impl Instance {
         if let Some(log) = &log {
             wasi.stdout(log.clone());
         }
+        let capped = log.clone();
         // Kept even without a log: a crash still says what the guest said.
         wasi.stderr(Stderr {
             log,
@@ -143,7 +147,11 @@ impl Instance {
                 return Err(anyhow::Error::from(e));
             }
         };
-        stack.park();
+        // Not parked here: a teammate's first turn follows its spawn at
+        // once (its prompt is in), and parking now would only give pages
+        // back that the turn faults in again, at the price of a remap and a
+        // TLB shootdown each way. [`Instance::rest`] parks it when no turn
+        // comes; every turn parks it at its end.
         Ok(Instance {
             store,
             bindings,
@@ -153,7 +161,20 @@ impl Instance {
             stack,
             stderr_tail,
             log: config.log.clone(),
+            capped,
         })
+    }
+
+    /// Gives the stack's pages back and closes the log's descriptor while
+    /// the instance waits (a no-op when both are already). A new instance
+    /// keeps both until its first turn ends or this is called; every turn
+    /// gives them back at its end. Call it before an instance waits for
+    /// long without a turn.
+    pub fn rest(&self) {
+        self.stack.park();
+        if let Some(log) = &self.capped {
+            log.release();
+        }
     }
 
     /// Calls the guest's turn handler. `Err` is a trap (the teammate is
@@ -192,8 +213,9 @@ impl Instance {
             .teamhost_agent_handler()
             .call_handle_turn(&mut self.store, turn);
         let ended = within_wall(wall, &clock, stack.scope(call)).await;
-        // No frame is live on the stack now: its pages go back (stacks.rs).
-        self.stack.park();
+        // No frame is live on the stack now: its pages go back (stacks.rs),
+        // and the log's descriptor is closed.
+        self.rest();
         match ended {
             Err(_) => anyhow::bail!(
                 "wall-time limit: the turn took longer than {:?} ([teammate.limits] wall_per_turn_secs), not counting {:?} waiting on the model",

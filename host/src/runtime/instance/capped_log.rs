@@ -34,9 +34,13 @@ pub(crate) struct CappedLog {
 }
 
 struct Inner {
-    /// Opened for each write and closed after it: an idle teammate holds no
-    /// descriptor for its log.
+    /// Opened at the first write of a turn and closed at its end
+    /// ([`CappedLog::release`]): an idle teammate holds no descriptor for
+    /// its log, and a guest's line (often several writes: `eprintln!`
+    /// writes its pieces one by one) costs no open of its own.
     path: PathBuf,
+    /// The open file, between a turn's first write and its end.
+    file: Option<File>,
     /// Bytes in the file.
     written: u64,
     max: u64,
@@ -48,26 +52,42 @@ impl CappedLog {
     /// Opens `path` for appending (creating its directory), rotating it to
     /// `.log.1` first when it is already at `max` bytes.
     pub(crate) fn open(path: &Path, max: u64) -> anyhow::Result<CappedLog> {
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
+        let opened = || append(path).with_context(|| format!("cannot open log {}", path.display()));
+        // The directory is made only when the log cannot be opened without
+        // it (every start but a team's first finds it there).
+        let mut file = match append(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)
+                        .with_context(|| format!("cannot create {}", parent.display()))?;
+                }
+                opened()?
+            }
+            Err(e) => return Err(e).with_context(|| format!("cannot open log {}", path.display())),
+        };
         // Only a regular file is rotated (the process backend may hand over
         // its own stderr, `/proc/self/fd/2`); one that cannot be is used as
         // it is, and the cap cuts the guest's output at once.
-        let full = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() >= max);
-        if full {
+        let mut written = file.metadata().map_or(0, |m| m.len());
+        if written >= max && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
             let mut old = PathBuf::from(path);
             old.as_mut_os_string().push(".1");
-            if let Err(e) = std::fs::rename(path, &old) {
-                tracing::warn!(log = %path.display(), error = %e, "cannot rotate a full guest log");
+            match std::fs::rename(path, &old) {
+                Ok(()) => {
+                    file = opened()?;
+                    written = file.metadata().map_or(0, |m| m.len());
+                }
+                Err(e) => {
+                    tracing::warn!(log = %path.display(), error = %e, "cannot rotate a full guest log")
+                }
             }
         }
-        let file = append(path).with_context(|| format!("cannot open log {}", path.display()))?;
-        let written = file.metadata().map_or(0, |m| m.len());
         Ok(CappedLog {
             inner: Arc::new(Mutex::new(Inner {
                 path: path.to_path_buf(),
+                // Kept for the first turn, which follows at once.
+                file: Some(file),
                 written,
                 max,
                 cut: false,
@@ -85,8 +105,13 @@ impl CappedLog {
         }
         let room = inner.max.saturating_sub(inner.written);
         let fits = buf.len().min(usize::try_from(room).unwrap_or(usize::MAX));
-        let Ok(mut file) = append(&inner.path) else {
-            return;
+        let inner = &mut *inner;
+        let file = match &mut inner.file {
+            Some(file) => file,
+            slot => match append(&inner.path) {
+                Ok(file) => slot.insert(file),
+                Err(_) => return,
+            },
         };
         if fits > 0 && file.write_all(&buf[..fits]).is_ok() {
             inner.written += fits as u64;
@@ -95,7 +120,14 @@ impl CappedLog {
             inner.cut = true;
             let note = cut_note(inner.max);
             let _ = file.write_all(note.as_bytes());
+            inner.file = None;
         }
+    }
+
+    /// Closes the file until the next write (a turn's end, an instance
+    /// going idle).
+    pub(crate) fn release(&self) {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).file = None;
     }
 }
 
@@ -152,6 +184,25 @@ mod tests {
         log.take(b"dropped");
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text, format!("12345678ab{}", cut_note(10)));
+    }
+
+    #[test]
+    fn a_turn_s_writes_share_one_descriptor_until_it_is_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.log");
+        let log = CappedLog::open(&path, 1000).unwrap();
+        log.take(b"one ");
+        // Moved away mid-turn: the turn's later writes follow the file
+        // already open, none opens the path again.
+        let moved = dir.path().join("moved.log");
+        std::fs::rename(&path, &moved).unwrap();
+        log.take(b"two");
+        assert_eq!(std::fs::read_to_string(&moved).unwrap(), "one two");
+        assert!(!path.exists());
+        // Released (the turn ended): the next write opens the path again.
+        log.release();
+        log.take(b"three");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "three");
     }
 
     #[test]
