@@ -9,7 +9,8 @@
 //! bounds how many teammates one process can hold). So teamhost makes its
 //! stacks itself ([`TrimmingStacks`], given to wasmtime through
 //! `Config::with_host_stack`) and each [`Instance`](super::Instance)
-//! *parks* its stack after every turn, when no frame on it is live: the
+//! *parks* its stack after every turn (and, through `Instance::rest`,
+//! before a wait that no turn came before), when no frame on it is live: the
 //! usable part is replaced by fresh inaccessible memory (its pages go back
 //! to the kernel, and it merges with the guard page into one mapping). The
 //! instance *unparks* it before its next call (read-write again, zero-filled
