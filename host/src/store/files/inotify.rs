@@ -67,7 +67,21 @@ impl Inotify {
 
     /// [`Inotify::drain`], with each event's watch descriptor:
     /// `each(watch, mask, name)`.
-    pub(super) fn drain_watches(&self, mut each: impl FnMut(i32, u32, &[u8])) {
+    pub(super) fn drain_watches(&self, each: impl FnMut(i32, u32, &[u8])) {
+        self.drain_read_by_read(false, each);
+    }
+
+    /// [`Inotify::drain_watches`], less each `IN_CLOSE_WRITE` that comes
+    /// right after an `IN_MOVED_TO` of the same file in the same read (a
+    /// file renamed into place and then closed by its writer). Both were
+    /// queued before that read, so whatever is done about the first, after
+    /// the read, stands for both. Never across two reads: a write between
+    /// them is another process's as likely as not, and must be reported.
+    pub(super) fn drain_folding_closes(&self, each: impl FnMut(i32, u32, &[u8])) {
+        self.drain_read_by_read(true, each);
+    }
+
+    fn drain_read_by_read(&self, fold: bool, mut each: impl FnMut(i32, u32, &[u8])) {
         let mut buf = [0u8; 8192];
         loop {
             // SAFETY: reading into a buffer we own.
@@ -76,7 +90,16 @@ impl Inotify {
             if len <= 0 {
                 return; // EAGAIN: nothing more queued (or an error: nothing to read)
             }
-            parse(&buf[..len as usize], &mut each);
+            let mut renamed: Option<(i32, &[u8])> = None;
+            parse(&buf[..len as usize], &mut |wd, mask, name| {
+                let closes_the_renamed = fold
+                    && mask & libc::IN_CLOSE_WRITE != 0
+                    && renamed.is_some_and(|(w, n)| w == wd && n == name);
+                renamed = (mask & libc::IN_MOVED_TO != 0 && !name.is_empty()).then_some((wd, name));
+                if !closes_the_renamed {
+                    each(wd, mask, name);
+                }
+            });
         }
     }
 
@@ -140,7 +163,7 @@ impl Inotify {
 }
 
 /// Splits a buffer of `inotify_event`s.
-fn parse(buf: &[u8], each: &mut impl FnMut(i32, u32, &[u8])) {
+fn parse<'b>(buf: &'b [u8], each: &mut impl FnMut(i32, u32, &'b [u8])) {
     const HEADER: usize = std::mem::size_of::<libc::inotify_event>();
     let mut at = 0;
     while at + HEADER <= buf.len() {
@@ -154,5 +177,71 @@ fn parse(buf: &[u8], each: &mut impl FnMut(i32, u32, &[u8])) {
             .unwrap_or_default();
         each(ev.wd, ev.mask, name);
         at = end;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One of the drains, as a plain function.
+    type Drain = fn(&Inotify, &mut dyn FnMut(i32, u32, &[u8]));
+
+    /// The events `drain` hands over now, as `(mask, name)`.
+    fn drained(inotify: &Inotify, drain: Drain) -> Vec<(u32, String)> {
+        let mut seen = Vec::new();
+        drain(inotify, &mut |_, mask, name| {
+            seen.push((mask, String::from_utf8_lossy(name).into_owned()))
+        });
+        seen
+    }
+
+    fn folding(i: &Inotify, each: &mut dyn FnMut(i32, u32, &[u8])) {
+        i.drain_folding_closes(each)
+    }
+
+    fn plain(i: &Inotify, each: &mut dyn FnMut(i32, u32, &[u8])) {
+        i.drain_watches(each)
+    }
+
+    #[test]
+    fn a_close_after_a_rename_into_place_is_folded_within_one_read_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let mask = libc::IN_MOVED_TO | libc::IN_CLOSE_WRITE;
+        let (staged, inbox) = (dir.path().join("a.json.tmp.1"), dir.path().join("a.json"));
+        let write_and_rename = || {
+            let f = std::fs::File::create(&staged).unwrap();
+            std::fs::rename(&staged, &inbox).unwrap();
+            drop(f); // closed after the rename, as `durable` does
+        };
+        let (moved, closed) = (libc::IN_MOVED_TO, libc::IN_CLOSE_WRITE);
+        let a = || "a.json".to_string();
+
+        // Both in one read: the close is folded into the rename.
+        let inotify = Inotify::watch(dir.path(), mask).unwrap();
+        write_and_rename();
+        assert_eq!(drained(&inotify, folding), [(moved, a())]);
+        // Without folding, both are handed over.
+        write_and_rename();
+        assert_eq!(drained(&inotify, plain), [(moved, a()), (closed, a())]);
+        // A rename read in one drain, then a close of the same file: the
+        // close is another write, handed over.
+        write_and_rename();
+        let mut first = drained(&inotify, folding);
+        drop(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&inbox)
+                .unwrap(),
+        );
+        first.extend(drained(&inotify, folding));
+        assert_eq!(first, [(moved, a()), (closed, a())]);
+        // Another file's close after the rename is never folded.
+        write_and_rename();
+        drop(std::fs::File::create(dir.path().join("b.json")).unwrap());
+        assert_eq!(
+            drained(&inotify, folding),
+            [(moved, a()), (closed, "b.json".to_string())]
+        );
     }
 }
