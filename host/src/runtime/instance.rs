@@ -208,6 +208,10 @@ impl Instance {
                  teammates per process"
             )
         })?;
+        // From here to the turn's end (`rest`), the log stays open.
+        if let Some(log) = &self.capped {
+            log.hold();
+        }
         let call = self
             .bindings
             .teamhost_agent_handler()

@@ -34,13 +34,18 @@ pub(crate) struct CappedLog {
 }
 
 struct Inner {
-    /// Opened at the first write of a turn and closed at its end
-    /// ([`CappedLog::release`]): an idle teammate holds no descriptor for
-    /// its log, and a guest's line (often several writes: `eprintln!`
-    /// writes its pieces one by one) costs no open of its own.
+    /// Held open while a turn runs (from the instance's making through its
+    /// first turn, then from [`CappedLog::hold`] to [`CappedLog::release`]),
+    /// so a guest's line (often several writes: `eprintln!` writes its
+    /// pieces one by one) costs no open of its own; outside a turn each
+    /// write opens and closes it, so an idle teammate holds no descriptor
+    /// for its log, even when a write lands after its turn (wasmtime-wasi
+    /// writes a stream's buffer from a task of its own).
     path: PathBuf,
-    /// The open file, between a turn's first write and its end.
+    /// The open file, while a turn runs and something was written.
     file: Option<File>,
+    /// A turn is running: a file opened for a write is kept.
+    held: bool,
     /// Bytes in the file.
     written: u64,
     max: u64,
@@ -88,6 +93,7 @@ impl CappedLog {
                 path: path.to_path_buf(),
                 // Kept for the first turn, which follows at once.
                 file: Some(file),
+                held: true,
                 written,
                 max,
                 cut: false,
@@ -122,12 +128,24 @@ impl CappedLog {
             let _ = file.write_all(note.as_bytes());
             inner.file = None;
         }
+        if !inner.held {
+            inner.file = None;
+        }
     }
 
-    /// Closes the file until the next write (a turn's end, an instance
-    /// going idle).
+    /// A turn starts: the file, once opened for a write, stays open until
+    /// [`CappedLog::release`].
+    pub(crate) fn hold(&self) {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).held = true;
+    }
+
+    /// A turn ended (or an instance waits without one): the file is closed,
+    /// and every later write opens and closes it until the next
+    /// [`CappedLog::hold`].
     pub(crate) fn release(&self) {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).file = None;
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        inner.held = false;
+        inner.file = None;
     }
 }
 
@@ -199,10 +217,20 @@ mod tests {
         log.take(b"two");
         assert_eq!(std::fs::read_to_string(&moved).unwrap(), "one two");
         assert!(!path.exists());
-        // Released (the turn ended): the next write opens the path again.
+        // Released (the turn ended): the next write opens the path again,
+        // and closes it after itself.
         log.release();
         log.take(b"three");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "three");
+        std::fs::rename(&path, &moved).unwrap();
+        log.take(b"four");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "four");
+        // Held again (the next turn): one descriptor until the release.
+        log.hold();
+        log.take(b" five");
+        std::fs::rename(&path, &moved).unwrap();
+        log.take(b" six");
+        assert_eq!(std::fs::read_to_string(&moved).unwrap(), "four five six");
     }
 
     #[test]
