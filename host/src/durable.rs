@@ -480,6 +480,11 @@ fn replace(
         if let Some(staged) = staged {
             staged(&f.metadata().map_err(|e| Error::io("stat", &tmp, e))?);
         }
+        // Closed before the rename: the close is then heard under the
+        // temporary name, which a change feed ignores, and the file is heard
+        // once, renamed into place (closed after it, it was heard twice,
+        // the second time often in another read of the feed's queue).
+        drop(f);
         rename_into_place(&tmp, path)
     })();
     if result.is_err() {

@@ -212,7 +212,7 @@ mod tests {
         let write_and_rename = || {
             let f = std::fs::File::create(&staged).unwrap();
             std::fs::rename(&staged, &inbox).unwrap();
-            drop(f); // closed after the rename, as `durable` does
+            drop(f); // closed after the rename, as some writers do
         };
         let (moved, closed) = (libc::IN_MOVED_TO, libc::IN_CLOSE_WRITE);
         let a = || "a.json".to_string();
