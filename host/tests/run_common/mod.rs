@@ -42,7 +42,24 @@ pub fn wait_on_files(dirs: &[&Path], what: &str, mut check: impl FnMut() -> bool
     .unwrap();
     for dir in dirs {
         std::fs::create_dir_all(dir).unwrap();
-        watcher.watch(dir, RecursiveMode::Recursive).unwrap();
+        // A recursive watch adds one per directory below `dir`; one that
+        // went while it was added (a lock directory the host made and
+        // removed) fails it with `NotFound`: watched again.
+        let mut tries = 0;
+        loop {
+            match watcher.watch(dir, RecursiveMode::Recursive) {
+                Ok(()) => break,
+                Err(e)
+                    if tries < 100
+                        && matches!(&e.kind, notify::ErrorKind::Io(io)
+                            if io.kind() == std::io::ErrorKind::NotFound) =>
+                {
+                    let _ = watcher.unwatch(dir);
+                    tries += 1;
+                }
+                Err(e) => panic!("cannot watch {}: {e}", dir.display()),
+            }
+        }
     }
     let deadline = Instant::now() + LIMIT;
     while !check() {
