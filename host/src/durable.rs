@@ -340,6 +340,15 @@ pub fn spare_path(path: &Path) -> PathBuf {
     with_suffix(path, ".spare")
 }
 
+/// Opens `path` with `open`, making its directory first only when the
+/// open finds it missing (a log appended to, on every start).
+pub(crate) fn open_in_parent(
+    path: &Path,
+    open: impl Fn(&Path) -> std::io::Result<File>,
+) -> Result<File> {
+    create_in_parent(path, path, open)
+}
+
 /// Opens `tmp` with `open`, making `path`'s directory first when it is
 /// missing.
 fn create_in_parent(

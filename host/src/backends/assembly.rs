@@ -270,22 +270,12 @@ fn mark_life(log: &std::path::Path, name: &str, resumed: bool) {
         crate::protocol::time::timestamp_now(),
         std::process::id()
     );
-    let open = || {
+    let opened = crate::durable::open_in_parent(log, |log| {
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(log)
-    };
-    // The directory is made only when the log cannot be opened without it.
-    let opened = match open() {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if let Some(dir) = log.parent() {
-                let _ = std::fs::create_dir_all(dir);
-            }
-            open()
-        }
-        opened => opened,
-    };
+    });
     if let Ok(mut file) = opened {
         let _ = file.write_all(line.as_bytes());
     }

@@ -69,32 +69,19 @@ pub fn conversation(home: &Home, team: &str, name: &str) -> Result<PathBuf> {
 /// not exist; they are made relative to the directory, opened once, so
 /// each looks up one name instead of walking the whole path again.
 pub fn clear_life(home: &Home, team: &str, name: &str) -> Result<()> {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::fd::AsRawFd;
     use std::os::unix::ffi::OsStrExt;
     let paths = Kept::LIFE
         .into_iter()
         .map(|which| Ok((which, home.kept(team, name, which)?)))
         .collect::<Result<Vec<_>>>()?;
     let dir_path = home.kept_dir(team);
-    let c_dir = std::ffi::CString::new(dir_path.as_os_str().as_bytes())
-        .map_err(|e| Error::io("open", &dir_path, std::io::Error::other(e)))?;
-    // SAFETY: a NUL-terminated path; the descriptor returned is owned at once.
-    let raw = unsafe {
-        libc::open(
-            c_dir.as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
+    let dir = match std::fs::File::open(&dir_path) {
+        Ok(dir) => dir,
+        // No directory: nothing kept to clear.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io("open", &dir_path, e)),
     };
-    if raw < 0 {
-        let e = std::io::Error::last_os_error();
-        return match e.kind() {
-            // No directory: nothing kept to clear.
-            std::io::ErrorKind::NotFound => Ok(()),
-            _ => Err(Error::io("open", &dir_path, e)),
-        };
-    }
-    // SAFETY: `raw` is a descriptor just opened and owned by nobody else.
-    let dir = unsafe { OwnedFd::from_raw_fd(raw) };
     let remove_at = |path: &Path| -> Result<()> {
         let file = path.file_name().unwrap_or_default().as_bytes();
         let c_file = std::ffi::CString::new(file)

@@ -57,20 +57,11 @@ impl CappedLog {
     /// Opens `path` for appending (creating its directory), rotating it to
     /// `.log.1` first when it is already at `max` bytes.
     pub(crate) fn open(path: &Path, max: u64) -> anyhow::Result<CappedLog> {
-        let opened = || append(path).with_context(|| format!("cannot open log {}", path.display()));
-        // The directory is made only when the log cannot be opened without
-        // it (every start but a team's first finds it there).
-        let mut file = match append(path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent)
-                        .with_context(|| format!("cannot create {}", parent.display()))?;
-                }
-                opened()?
-            }
-            Err(e) => return Err(e).with_context(|| format!("cannot open log {}", path.display())),
+        let opened = || {
+            crate::durable::open_in_parent(path, append)
+                .with_context(|| format!("cannot open log {}", path.display()))
         };
+        let mut file = opened()?;
         // Only a regular file is rotated (the process backend may hand over
         // its own stderr, `/proc/self/fd/2`); one that cannot be is used as
         // it is, and the cap cuts the guest's output at once.
