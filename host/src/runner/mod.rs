@@ -382,7 +382,8 @@ impl Runner {
         loop {
             if self.links.kill.is_tripped() {
                 if let Some(due) = self.before_poll.take() {
-                    if let Err(e) = crate::blocking::run("the idle notification", due).await {
+                    let stored = Box::pin(crate::blocking::run("the idle notification", due));
+                    if let Err(e) = stored.await {
                         tracing::error!(teammate = %self.name(), error = %e, "the idle notification due before the poll was not stored");
                     }
                 }
@@ -403,92 +404,18 @@ impl Runner {
             let woken = wake.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            let injected = self.links.injected.try_recv();
-            let (team, me, lead) = (
-                self.team().clone(),
-                self.name().to_string(),
-                self.lead().to_string(),
-            );
-            let first = self.links.turns.load(Ordering::Relaxed) == 0 && !self.resumed;
-            // A task handed back comes before any new claim.
-            let auto_claim = self.config.auto_claim && self.handed_back.is_none();
-            let handed_back = self.handed_back.clone();
-            let note = self.task_note.clone();
-            let claims = self.claims.clone();
-            let journal = self.journal.clone().filter(|_| first);
-            let due = self.before_poll.take();
-            let polled = crate::blocking::try_run("polling for work", move || {
-                if let Some(due) = due {
-                    // A panic there is a host bug; the poll goes on.
-                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(due)).is_err() {
-                        tracing::error!(teammate = %me, "the work due before the poll panicked");
-                    }
-                }
-                let found = match poll::next_turn(
-                    &team,
-                    &me,
-                    &lead,
-                    injected,
-                    first,
-                    auto_claim,
-                    claims.as_ref(),
-                )? {
-                    None => match handed_back {
-                        Some(id) => poll::handed_back_turn(&team, &me, &id)?,
-                        None => None,
-                    },
-                    found => found,
-                };
-                // A new teammate's first message (its prompt, as a rule) is
-                // taken here: its turn waits for the batch that spawned it,
-                // not for a wake-up, and the take then costs no hand-off of
-                // its own. Every later message is taken beside its turn,
-                // off the wake-up's path (`PendingTake`).
-                let mut found = found;
-                if let Some(f) = found.as_mut().filter(|_| first) {
-                    if let Some(entry) = &f.take {
-                        f.taken = Some(PendingTake::now(&team, &me, entry, journal.as_ref()));
-                    }
-                }
-                // Beside the claim, before the turn: from here until the
-                // lead is told, a crash leaves the task noted.
-                let mut noted = false;
-                if let (Some(f), Some(note)) = (&found, note) {
-                    if let TurnKind::TaskClaimed(task) = &f.turn.kind {
-                        match note.open(&task.id) {
-                            Ok(()) => noted = true,
-                            Err(e) => tracing::warn!(teammate = %me, error = %e,
-                                "the task's note was not written; a resume after a crash may not report its completion"),
-                        }
-                    }
-                }
-                Ok(found.map(|f| (f, noted)))
-            })
-            .await;
-            match polled {
-                Ok(Some((found, noted))) => {
-                    self.links.listening.store(false, Ordering::SeqCst);
-                    self.note_open |= noted;
-                    if matches!(found.turn.kind, TurnKind::TaskClaimed(_)) {
-                        self.handed_back = None;
-                    }
-                    return Some(Box::new(found));
-                }
-                Ok(None) => {
-                    // Nothing, not even the task handed back (finished or
-                    // taken from it meanwhile): claim as usual from now on.
-                    if self.handed_back.take().is_some() {
-                        continue;
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(teammate = %self.name(), error = %e, "polling for work failed; will retry")
-                }
+            // The poll runs in a box of its own: what it holds (the
+            // blocking call's closure, its captures) is gone before the
+            // wait below, which is what an idle teammate's task keeps.
+            match Box::pin(self.poll_for_work()).await {
+                Polled::Found(found) => return Some(found),
+                Polled::Again => continue,
+                Polled::Nothing => {}
             }
             // The busy streak is over: `isActive: false` lands before the
             // teammate is announced idle.
             if std::mem::take(&mut self.idle_mark_due) {
-                self.mark_active(false).await;
+                Box::pin(self.mark_active(false)).await;
             }
             // Clear `busy` before announcing Idle, so a waiter woken by the
             // announcement already sees the teammate settled.
@@ -516,6 +443,95 @@ impl Runner {
                         return None; // the host is gone
                     }
                 }
+            }
+        }
+    }
+
+    /// One poll for work on a blocking thread ([`poll::next_turn`], the
+    /// task handed back, the first message's take, the task's note).
+    async fn poll_for_work(&mut self) -> Polled {
+        let injected = self.links.injected.try_recv();
+        let (team, me, lead) = (
+            self.team().clone(),
+            self.name().to_string(),
+            self.lead().to_string(),
+        );
+        let first = self.links.turns.load(Ordering::Relaxed) == 0 && !self.resumed;
+        // A task handed back comes before any new claim.
+        let auto_claim = self.config.auto_claim && self.handed_back.is_none();
+        let handed_back = self.handed_back.clone();
+        let note = self.task_note.clone();
+        let claims = self.claims.clone();
+        let journal = self.journal.clone().filter(|_| first);
+        let due = self.before_poll.take();
+        let polled = crate::blocking::try_run("polling for work", move || {
+            if let Some(due) = due {
+                // A panic there is a host bug; the poll goes on.
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(due)).is_err() {
+                    tracing::error!(teammate = %me, "the work due before the poll panicked");
+                }
+            }
+            let found = match poll::next_turn(
+                &team,
+                &me,
+                &lead,
+                injected,
+                first,
+                auto_claim,
+                claims.as_ref(),
+            )? {
+                None => match handed_back {
+                    Some(id) => poll::handed_back_turn(&team, &me, &id)?,
+                    None => None,
+                },
+                found => found,
+            };
+            // A new teammate's first message (its prompt, as a rule) is
+            // taken here: its turn waits for the batch that spawned it,
+            // not for a wake-up, and the take then costs no hand-off of
+            // its own. Every later message is taken beside its turn,
+            // off the wake-up's path (`PendingTake`).
+            let mut found = found;
+            if let Some(f) = found.as_mut().filter(|_| first) {
+                if let Some(entry) = &f.take {
+                    f.taken = Some(PendingTake::now(&team, &me, entry, journal.as_ref()));
+                }
+            }
+            // Beside the claim, before the turn: from here until the
+            // lead is told, a crash leaves the task noted.
+            let mut noted = false;
+            if let (Some(f), Some(note)) = (&found, note) {
+                if let TurnKind::TaskClaimed(task) = &f.turn.kind {
+                    match note.open(&task.id) {
+                        Ok(()) => noted = true,
+                        Err(e) => tracing::warn!(teammate = %me, error = %e,
+                            "the task's note was not written; a resume after a crash may not report its completion"),
+                    }
+                }
+            }
+            Ok(found.map(|f| (f, noted)))
+        })
+        .await;
+        match polled {
+            Ok(Some((found, noted))) => {
+                self.links.listening.store(false, Ordering::SeqCst);
+                self.note_open |= noted;
+                if matches!(found.turn.kind, TurnKind::TaskClaimed(_)) {
+                    self.handed_back = None;
+                }
+                Polled::Found(Box::new(found))
+            }
+            Ok(None) => {
+                // Nothing, not even the task handed back (finished or
+                // taken from it meanwhile): claim as usual from now on.
+                match self.handed_back.take() {
+                    Some(_) => Polled::Again,
+                    None => Polled::Nothing,
+                }
+            }
+            Err(e) => {
+                tracing::warn!(teammate = %self.name(), error = %e, "polling for work failed; will retry");
+                Polled::Nothing
             }
         }
     }
@@ -871,6 +887,16 @@ impl Runner {
             });
         }
     }
+}
+
+/// What one poll for work found ([`Runner::poll_for_work`]).
+enum Polled {
+    /// A turn to take.
+    Found(Box<poll::Found>),
+    /// The task handed back was gone: poll again, claiming as usual.
+    Again,
+    /// Nothing (or the poll failed, and the wait's fallback retries it).
+    Nothing,
 }
 
 /// What the run loop carries from one turn to the next.
