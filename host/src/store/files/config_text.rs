@@ -81,11 +81,11 @@ impl ConfigText {
             length += text.len() + 6;
             texts.push(text);
         }
-        // Members gone from every config leave their entries behind: swept
-        // whenever the table has doubled since the last sweep (a sweep per
-        // write would cost every small team's write a pass over a big
-        // team's members).
-        if kept.texts.len() > 2 * kept.swept_to + 64 {
+        // Members gone from every config leave their entries behind, and
+        // so does each earlier version of a member still in one (an
+        // `isActive` flip makes a new allocation): swept when the table
+        // has grown by a quarter since the last sweep ([`sweep_due`]).
+        if sweep_due(kept.texts.len(), kept.swept_to) {
             kept.texts.retain(|_, k| k.member.strong_count() > 0);
             kept.swept_to = kept.texts.len();
         }
@@ -101,6 +101,20 @@ impl ConfigText {
         out.extend_from_slice(&outer[at + MARK.len()..]);
         Ok(out)
     }
+}
+
+/// Whether a table of `len` entries, `swept_to` after its last sweep, is
+/// swept now: once it has grown by a quarter (and 64). A sweep per write
+/// would cost every small team's write a pass over a big team's members;
+/// at a quarter, a pass is paid for by a quarter as many new entries. A
+/// member's earlier versions (each holding its text and, through its weak
+/// reference, the member's old allocation) then number at most a quarter
+/// of the live entries and 64 between sweeps, where doubling (until
+/// 2026-12-02) let them number as many as the live ones: at 10,000 idle
+/// teammates up to a KiB each. Members removed without new ones coming
+/// (a team deleted) stay until that many new entries come.
+fn sweep_due(len: usize, swept_to: usize) -> bool {
+    len > swept_to + swept_to / 4 + 64
 }
 
 /// The text kept for `member`, or its text made and kept.
@@ -237,8 +251,25 @@ mod tests {
             same_as_serde(&text, &c);
         }
         // Each round's 20 are alive while it is written, so a sweep leaves
-        // at most 20; after a write the table holds at most twice what the
-        // last sweep left, and 64.
-        assert!(text.kept.lock().unwrap().texts.len() <= 2 * 20 + 64);
+        // at most 20; after a write the table holds at most a quarter more
+        // than the last sweep left, and 64.
+        let len = text.kept.lock().unwrap().texts.len();
+        assert!(!sweep_due(len, 20), "{len} entries");
+        assert!(sweep_due(20 + 5 + 64 + 1, 20) && !sweep_due(20 + 5 + 64, 20));
+    }
+
+    #[test]
+    fn a_big_team_s_earlier_versions_are_at_most_a_quarter_more() {
+        // 400 members, each changed in every write (an `isActive` flip
+        // makes a new allocation): the earlier versions are swept before
+        // they pass a quarter of the live ones and 64. (Doubling let the
+        // table reach 800.)
+        let text = ConfigText::default();
+        for _ in 0..6 {
+            let c = config((0..400).map(|i| member(&format!("m{i}"))).collect());
+            same_as_serde(&text, &c);
+            let len = text.kept.lock().unwrap().texts.len();
+            assert!(len <= 400 + 100 + 64, "{len} entries");
+        }
     }
 }
