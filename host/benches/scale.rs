@@ -21,6 +21,10 @@
 //! 20 % slower prints a `REGRESSION` line and the bench exits with status 1.
 //! `TEAMHOST_SCALE_BASELINE=save` stores this run's figures as the baseline.
 //!
+//! `TEAMHOST_SCALE_BLOCKING=N` caps the bench's runtime at `N` blocking
+//! threads (tokio's `max_blocking_threads`; 512 when unset), for `idle`:
+//! how much of the spawn goes to the blocking pool's own hand-offs.
+//!
 //! `wake` also measures the floor under any file-based wake-up in the same
 //! run (`benches/support/wake_floor.rs`) and prints teamhost's ratio to it;
 //! `TEAMHOST_WAKE_FLOOR=0` leaves it out.
@@ -336,11 +340,15 @@ fn crowd_run(base: &Path, count: usize) {
 // --- spawn: cost as the team grows, through the API -----------------------
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
+    let mut b = tokio::runtime::Builder::new_multi_thread();
+    b.worker_threads(2).enable_all();
+    if let Some(n) = std::env::var("TEAMHOST_SCALE_BLOCKING")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        b.max_blocking_threads(n);
+    }
+    b.build().unwrap()
 }
 
 fn echo_request(dir: &Path) -> SpawnRequest {
