@@ -342,11 +342,17 @@ fn crowd_run(base: &Path, count: usize) {
 fn runtime() -> tokio::runtime::Runtime {
     let mut b = tokio::runtime::Builder::new_multi_thread();
     b.worker_threads(2).enable_all();
-    if let Some(n) = std::env::var("TEAMHOST_SCALE_BLOCKING")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        b.max_blocking_threads(n);
+    // An experiment's knob (see the module docs); 0 or not a number is
+    // refused, not ignored.
+    if let Ok(v) = std::env::var("TEAMHOST_SCALE_BLOCKING") {
+        match v.parse::<usize>() {
+            Ok(n) if n > 0 => {
+                b.max_blocking_threads(n);
+            }
+            _ => {
+                panic!("TEAMHOST_SCALE_BLOCKING={v}: give a number of blocking threads, 1 or more")
+            }
+        }
     }
     b.build().unwrap()
 }
