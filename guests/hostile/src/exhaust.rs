@@ -15,6 +15,7 @@
 //! | `grep PATTERN` | `tools.grep` over the directory: reports the size of the text, the files and `truncated` |
 //! | `deep N` | recurses N calls deep on the native stack (small frames), then reports: the stack a later turn runs on must still work |
 //! | `recurse` | recurses until the native stack runs out (wasmtime's stack limit must trap it, never crash the host) |
+//! | `random N` / `insecure-random N` | asks `wasi:random` (`get-random-bytes` / `get-insecure-random-bytes`) for N bytes in one call: past the host's fixed bound it must trap ("random limit"), never make the host build N bytes |
 //! | `leak-sweep` | every failing call it can think of (missing, outside, denied, malformed), plus `tools.available`: each reported in full, for the test to search for host paths |
 
 use std::io::Write as _;
@@ -86,15 +87,40 @@ pub fn run(args: &[&str]) {
             let reached = dive(u32::MAX);
             report("exhaust/recurse", true, format!("returned from {reached}?"));
         }
+        ["random", n] => random("exhaust/random", n, |len| {
+            crate::wasi::random::random::get_random_bytes(len)
+        }),
+        ["insecure-random", n] => random("exhaust/insecure-random", n, |len| {
+            crate::wasi::random::insecure::get_insecure_random_bytes(len)
+        }),
         ["leak-sweep"] => leak_sweep(),
         _ => report(
             "exhaust",
             false,
             "usage: open-many N | print MIB | fill PATH MIB | tool-fill PATH KIB | touch PREFIX N | \
              mkdirs PREFIX N | links PATH N | read PATH | grep PATTERN | deep N | recurse | \
-             leak-sweep",
+             random N | insecure-random N | leak-sweep",
         ),
     }
+}
+
+/// Asks `draw` for `n` random bytes in one call (reported first, as the
+/// start, since a call past the bound traps), then reports how many came
+/// back and how many distinct byte values they hold.
+fn random(step: &str, n: &str, draw: impl Fn(u64) -> Vec<u8>) {
+    let n: u64 = n.parse().unwrap_or(1 << 20);
+    report("exhaust/start", true, format!("{step} {n}"));
+    let bytes = draw(n);
+    let mut seen = [false; 256];
+    for b in &bytes {
+        seen[*b as usize] = true;
+    }
+    let distinct = seen.iter().filter(|s| **s).count();
+    report(
+        step,
+        bytes.len() as u64 == n,
+        format!("{} bytes, {distinct} distinct values", bytes.len()),
+    );
 }
 
 /// Makes `n` entries with `make` (given 0, 1, …), stopping at the first

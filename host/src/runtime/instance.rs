@@ -82,7 +82,10 @@ impl Instance {
             .allow_ip_name_lookup(false)
             // The thread's generator for `wasi:random` (`random.rs`), not a
             // ChaCha state of the context's own: 320 bytes less a teammate.
-            .secure_random(random::ThreadRandom);
+            .secure_random(random::ThreadRandom)
+            // One call's bytes are built by the host, outside the memory
+            // limit and the CPU count (`MAX_RANDOM_BYTES`).
+            .max_random_size(crate::sandbox::MAX_RANDOM_BYTES);
         let stderr_tail = StderrTail::default();
         let log = match &config.log {
             Some(log) => Some(CappedLog::open(log, config.limits.max_log_bytes)?),
@@ -249,6 +252,18 @@ impl Instance {
                         "descriptor limit: the guest held more than {} WASI resources (open \
                          files, streams, pollables) at once (max_open_resources, a fixed limit)",
                         self.store.data().table.max_capacity()
+                    );
+                }
+                // wasmtime-wasi's refusal, the host call's own error (not
+                // the trap's text, which names the guest's functions):
+                // "requested len N exceeds limit M".
+                let root = trap.root_cause().to_string();
+                if let Some(rest) = root.strip_prefix("requested len ") {
+                    let asked = rest.split_whitespace().next().unwrap_or("more");
+                    anyhow::bail!(
+                        "random limit: the guest asked wasi:random for {asked} bytes in one call; \
+                         the most is {} (MAX_RANDOM_BYTES, a fixed limit)",
+                        crate::sandbox::MAX_RANDOM_BYTES
                     );
                 }
                 if text.contains("growing memory") || text.contains("memory.grow") {

@@ -25,6 +25,7 @@
 //! | `ask_timeout` | 5 min | each call | the waiting tool call is denied |
 //! | `max_pending_requests` | 1 | instance | typed `denied` error (a call waits for its answer, so one is all a single-threaded guest can have) |
 //! | `max_open_resources` | 1,024 | instance | WASI handles (descriptors, streams, pollables) held at once; one more traps: "descriptor limit" |
+//! | [`MAX_RANDOM_BYTES`] | 64 KiB | each call | bytes one `wasi:random` call (`get-random-bytes`, `get-insecure-random-bytes`) may ask for; more traps: "random limit" (a fixed limit) |
 //! | `disk_bytes` | 1 GiB | tree | bytes of files in the directories of the tree (the teammate's and its sub-agents' worktrees), counted as the guest writes: a WASI write that would pass it is refused (`insufficient-space`, ENOSPC) after a fresh measurement, and the lead is told; a Bash call is watched while it runs and its process group killed when the directories pass it ("disk limit"); Write/Edit refuse in advance (`invalid`); measured again after each Bash call and each turn, a breach fails the teammate: "disk limit" |
 //! | `disk_walk_entries` | 200,000 | tree | entries one disk measurement visits; more is a breach as well |
 //! | `max_log_bytes` | 8 MiB | instance | the guest's stdout/stderr log: cut there with one note line, later output dropped |
@@ -54,6 +55,22 @@
 //! counted (it must always be possible).
 
 use std::time::Duration;
+
+/// The most bytes one `wasi:random` call may ask for (`get-random-bytes`,
+/// `get-insecure-random-bytes`); one more traps, and the teammate fails
+/// with "random limit". A fixed limit, not a setting.
+///
+/// The host builds the bytes before the guest's memory limit sees them,
+/// one draw per byte on a runtime worker, and a host call is not charged
+/// to the turn's CPU: at wasmtime-wasi's own bound (64 MiB) one call held
+/// a worker for about half a second and 64 MiB of the host's memory
+/// outside every limit, so a guest calling in a loop stalled the other
+/// teammates of the process. 64 KiB is what the Web Crypto API gives per
+/// `getRandomValues` call (a JavaScript guest cannot ask for more), far
+/// above what language runtimes draw (wasi-libc's `getentropy` takes at
+/// most 256 bytes, Rust's `getrandom` a `u64` at a time), and costs well
+/// under a millisecond.
+pub const MAX_RANDOM_BYTES: u64 = 64 << 10;
 
 /// Limits of one teammate. `Limits::default()` gives the table above.
 ///

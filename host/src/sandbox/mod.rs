@@ -115,7 +115,7 @@ pub mod policy;
 pub mod rules;
 
 pub use confinement::{Confinement, DirAccess};
-pub use limits::{Limits, TeamAct, TeamActs};
+pub use limits::{Limits, TeamAct, TeamActs, MAX_RANDOM_BYTES};
 pub use mode::{ParseModeError, PermissionMode};
 pub use policy::{
     decide, decide_on_disk, rules_verdict, Decision, Destination, PolicyContext, RuleBehavior,

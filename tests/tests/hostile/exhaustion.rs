@@ -166,6 +166,56 @@ async fn a_guest_that_recurses_without_end_is_stopped_and_deep_stacks_work_turn_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_asking_wasi_random_for_more_than_64_kib_at_once_is_stopped_naming_the_limit() {
+    let a = Arena::new("exhaust-random").await;
+    let mut events = a.f.host.events();
+    let most = teamhost::sandbox::MAX_RANDOM_BYTES;
+    // Up to the bound, both generators answer in full, with bytes that
+    // vary.
+    let prompt = format!("exhaust random {most}\nexhaust insecure-random {most}");
+    let fair = a
+        .spawn(hostile_request("fair", &prompt, &a.dir("fair"), "default"))
+        .await;
+    let got = wait_done(&a.f, &fair, "exhaust", 2).await;
+    for s in ["exhaust/random", "exhaust/insecure-random"] {
+        let drew = step(&got, s);
+        assert!(drew.ok(), "{drew:?}");
+        assert!(
+            drew.detail == format!("{most} bytes, 256 distinct values"),
+            "{drew:?}"
+        );
+    }
+    // One byte past it, from either: a trap for that teammate alone (under
+    // wasmtime-wasi's own bound, 64 MiB, these calls were answered).
+    for (name, attack) in [("greedy", "random"), ("greedier", "insecure-random")] {
+        let prompt = format!("exhaust {attack} {}", most + 1);
+        let name = a
+            .spawn(hostile_request(name, &prompt, &a.dir(name), "default"))
+            .await;
+        let reason = a.failure(&mut events, &name).await;
+        assert!(
+            reason.contains("random limit")
+                && reason.contains(&format!("{} bytes", most + 1))
+                && reason.contains(&most.to_string()),
+            "{reason}"
+        );
+        let got = steps(&a.f, &name);
+        assert!(step(&got, "exhaust/start").ok(), "{got:#?}");
+        assert!(
+            got.iter().all(|s| s.step != format!("exhaust/{attack}")),
+            "the call never returned: {got:#?}"
+        );
+    }
+    // The first teammate still works.
+    a.f.host
+        .send_as_lead(&a.f.name, &fair, "whoami", None)
+        .unwrap();
+    let got = wait_done(&a.f, &fair, "whoami", 1).await;
+    assert!(step(&got, "whoami").ok(), "{got:#?}");
+    a.assert_contained().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guest_writing_past_its_disk_budget_is_refused_by_the_tools_and_its_wasi_writes() {
     let a = Arena::new("exhaust-disk").await;
     let dir = a.dir("filler");
