@@ -966,8 +966,30 @@ fn plan_digest_of(msg: &crate::runtime::bindings::mailbox::Message) -> Option<St
 
 #[cfg(test)]
 mod tests {
-    use super::fallback_wait;
+    use super::{fallback_wait, Runner};
     use std::time::Duration;
+
+    /// The size of what `f` returns, without calling it: a future's size is
+    /// its type's, so no runner is needed to know it.
+    fn output_size<A, R>(_f: impl FnOnce(A) -> R) -> usize {
+        std::mem::size_of::<R>()
+    }
+
+    #[test]
+    fn what_an_idle_teammate_holds_while_it_waits_stays_small() {
+        // An idle teammate's task is `run_then`'s future, which holds the
+        // loop's own, plus the boxed wait for its next turn: together what
+        // every one of 10,000 idle teammates keeps (PERFORMANCE.md, "what
+        // the idle wait held"). An await added to the wait is as large as
+        // what it awaits; the poll's blocking call once made the wait 1,392
+        // bytes. In December 2026 the task was 248 bytes with an empty
+        // `then` (304 with the host's) and the wait 352: a new await that
+        // needs more belongs in a box of its own (see `poll_for_work`).
+        let task = output_size(|r: Runner| r.run_then(|| ()));
+        let wait = output_size::<&mut Runner, _>(Runner::wait_for_turn);
+        assert!(task <= 320, "the runner's task future is {task} bytes");
+        assert!(wait <= 416, "the idle wait's future is {wait} bytes");
+    }
 
     const FIVE: Duration = Duration::from_secs(5);
 
