@@ -241,7 +241,9 @@ pub fn rewrite_json_relaxed<T: Serialize + ?Sized>(path: &Path, value: &T) -> Re
 pub struct Staged {
     tmp: PathBuf,
     path: PathBuf,
-    file: File,
+    /// Open until the commit: a new version (not a spare, whose open file
+    /// holds its lock) is closed before its rename (see `commit`).
+    file: Option<File>,
     committed: bool,
     /// Staged in the file's spare ([`stage_in_spare`]): put in place by an
     /// exchange, and the spare is kept when dropped.
@@ -266,11 +268,12 @@ pub fn stage_bytes(path: &Path, bytes: &[u8]) -> Result<Staged> {
     let staged = Staged {
         tmp,
         path: path.to_path_buf(),
-        file,
+        file: Some(file),
         committed: false,
         spare: false,
     };
-    (&staged.file)
+    staged
+        .file()
         .write_all(bytes)
         .map_err(|e| Error::io("write", &staged.tmp, e))?;
     Ok(staged)
@@ -321,15 +324,16 @@ pub fn stage_in_spare(path: &Path, bytes: &[u8]) -> Result<Staged> {
     let staged = Staged {
         tmp: spare,
         path: path.to_path_buf(),
-        file,
+        file: Some(file),
         committed: false,
         spare: true,
     };
     // Written from the start, then cut to length: a longer new version
     // (the usual case: a conversation grows) reuses the spare's blocks.
-    (&staged.file)
+    let file = staged.file();
+    (&*file)
         .write_all(bytes)
-        .and_then(|()| staged.file.set_len(bytes.len() as u64))
+        .and_then(|()| file.set_len(bytes.len() as u64))
         .map_err(|e| Error::io("write", &staged.tmp, e))?;
     Ok(staged)
 }
@@ -395,9 +399,16 @@ fn lock_exclusive(file: &File) -> std::io::Result<()> {
 }
 
 impl Staged {
+    /// The new version's open file (open from staging to the commit).
+    fn file(&self) -> &File {
+        self.file
+            .as_ref()
+            .expect("a staged file is open until committed")
+    }
+
     /// Flushes the new version to disk (`fdatasync`).
     pub fn sync(&self) -> Result<()> {
-        self.file
+        self.file()
             .sync_data()
             .map_err(|e| Error::io("sync", &self.tmp, e))
     }
@@ -408,6 +419,13 @@ impl Staged {
         if self.spare && exchange(&self.tmp, &self.path)? {
             self.committed = true;
             return Ok(());
+        }
+        if !self.spare {
+            // Closed before the rename, as `replace` does: the close is
+            // heard under the temporary name, which a change feed ignores,
+            // so the file is heard once, renamed into place. (A spare's
+            // open file holds its lock until the name is taken.)
+            drop(self.file.take());
         }
         rename_into_place(&self.tmp, &self.path)?;
         self.committed = true;
@@ -623,6 +641,58 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("b.json")]);
+    }
+
+    /// Every `(mask, name)` queued on `fd` now (a non-blocking inotify).
+    #[cfg(target_os = "linux")]
+    fn inotify_events(fd: i32) -> Vec<(u32, String)> {
+        let mut buf = [0u8; 4096];
+        let mut seen = Vec::new();
+        loop {
+            // SAFETY: reading into a buffer we own.
+            let len = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+            if len <= 0 {
+                return seen;
+            }
+            let mut at = 0;
+            while at < len as usize {
+                // SAFETY: the kernel wrote whole events; read unaligned.
+                let ev: libc::inotify_event =
+                    unsafe { std::ptr::read_unaligned(buf[at..].as_ptr().cast()) };
+                let start = at + std::mem::size_of::<libc::inotify_event>();
+                let name = &buf[start..start + ev.len as usize];
+                let name = name.split(|b| *b == 0).next().unwrap_or_default();
+                seen.push((ev.mask, String::from_utf8_lossy(name).into_owned()));
+                at = start + ev.len as usize;
+            }
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_staged_version_is_closed_before_its_rename_so_a_watcher_hears_it_once() {
+        use std::os::unix::ffi::OsStrExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("inbox.json");
+        std::fs::write(&p, b"[]").unwrap();
+        // SAFETY: plain system calls on a descriptor this test owns.
+        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        assert!(fd >= 0);
+        let dir = std::ffi::CString::new(tmp.path().as_os_str().as_bytes()).unwrap();
+        let mask = libc::IN_MOVED_TO | libc::IN_CLOSE_WRITE;
+        // SAFETY: as above; `dir` is a valid C string.
+        assert!(unsafe { libc::inotify_add_watch(fd, dir.as_ptr(), mask) } >= 0);
+        let staged = stage_bytes(&p, b"[1]").unwrap();
+        staged.sync().unwrap();
+        staged.commit().unwrap();
+        let heard: Vec<_> = inotify_events(fd)
+            .into_iter()
+            .filter(|(_, name)| name == "inbox.json")
+            .collect();
+        // SAFETY: closing the descriptor this test opened.
+        unsafe { libc::close(fd) };
+        assert_eq!(heard, [(libc::IN_MOVED_TO, "inbox.json".to_string())]);
+        assert_eq!(std::fs::read(&p).unwrap(), b"[1]");
     }
 
     #[test]

@@ -94,7 +94,7 @@ fn flush(files: &[&Staged]) -> Vec<Result<()>> {
         // told, or whose `syncfs` failed, is synced on its own.
         let devs: Vec<Option<u64>> = files
             .iter()
-            .map(|f| f.file.metadata().ok().map(|m| m.dev()))
+            .map(|f| f.file().metadata().ok().map(|m| m.dev()))
             .collect();
         let mut synced: Vec<(u64, bool)> = Vec::new();
         files
@@ -107,7 +107,7 @@ fn flush(files: &[&Staged]) -> Vec<Result<()>> {
                 let ok = match synced.iter().find(|(d, _)| *d == dev) {
                     Some((_, ok)) => *ok,
                     None => {
-                        let ok = syncfs(&f.file);
+                        let ok = syncfs(f.file());
                         synced.push((dev, ok));
                         ok
                     }
