@@ -194,3 +194,78 @@ async fn a_prompt_that_cannot_be_written_undoes_only_its_own_spawn() {
     );
     assert!(!recorded.contains(&"blocked".to_string()), "{recorded:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shutdown_during_a_batch_stops_every_teammate_it_started_and_starts_no_more() {
+    use teamhost::embed::Event;
+    let f = Fixture::new("stop-many");
+    let mut events = f.host.events();
+    // Six groups of sixteen: the stop begins while the first are running
+    // and the later ones are still being started.
+    let requests: Vec<SpawnRequest> = (0..96)
+        .map(|i| probe_request(&format!("p{i}"), "hello", &f.dir(&format!("d{i}"))))
+        .collect();
+    let batch = {
+        let (host, team) = (f.host.clone(), f.name.clone());
+        tokio::spawn(async move { host.spawn_many(&team, requests).await })
+    };
+    common::next_event(
+        &mut events,
+        "a teammate of the batch to run",
+        |e| matches!(e, Event::StateChanged { team, .. } if *team == f.name),
+    )
+    .await;
+    let report = common::bounded(
+        "the shutdown",
+        f.host.shutdown_team(&f.name, "done", common::LIMIT),
+    )
+    .await
+    .unwrap();
+    let results = common::bounded("the batch", batch).await.unwrap().unwrap();
+
+    // Each request either started a teammate the stop then asked, or was
+    // refused saying why; nothing was left in between.
+    let mut started = Vec::new();
+    for result in results {
+        match result {
+            Ok(info) => started.push(info.name),
+            Err(Error::Spawn(why)) => assert!(why.contains("shutting down"), "{why}"),
+            Err(other) => panic!("a batch member failed otherwise: {other}"),
+        }
+    }
+    assert!(!started.is_empty(), "the stop began after a teammate ran");
+    let mut asked: Vec<String> = report
+        .stopped
+        .iter()
+        .chain(&report.killed)
+        .cloned()
+        .collect();
+    asked.sort();
+    started.sort();
+    assert_eq!(
+        asked, started,
+        "the stop asked exactly the teammates started"
+    );
+    // None runs on, and the config holds the lead alone: the stopped left
+    // it, and the refused were taken out of it again.
+    let still: Vec<_> = f
+        .host
+        .teammates(&f.name)
+        .into_iter()
+        .filter(|t| !t.state.is_finished())
+        .map(|t| t.name)
+        .collect();
+    assert!(
+        still.is_empty(),
+        "still running after the shutdown: {still:?}"
+    );
+    let members: Vec<String> = f.team.config().unwrap().member_names();
+    assert_eq!(members, [teamhost_tests::fixture::LEAD], "{members:?}");
+    // The team can be used again once the stop is over.
+    let again = f
+        .host
+        .spawn(&f.name, probe_request("after", "again", &f.dir("after")))
+        .await
+        .unwrap();
+    assert_eq!(again.name, "after");
+}

@@ -53,6 +53,9 @@ pub(super) struct Inner {
     /// What to run once before a team's state is deleted, by team
     /// ([`Host::before_delete`]).
     pub(super) last_looks: Mutex<HashMap<String, LastLook>>,
+    /// Spawns under way and stops closing their teams to new ones
+    /// (`starting.rs`).
+    pub(super) starts: Arc<super::starting::Starts>,
 }
 
 impl Host {
@@ -117,6 +120,7 @@ impl Host {
                 watches: Mutex::new(HashMap::new()),
                 leases,
                 last_looks: Mutex::new(HashMap::new()),
+                starts: Arc::default(),
             }),
         })
     }

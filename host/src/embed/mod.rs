@@ -47,6 +47,7 @@ mod resume;
 mod running;
 mod spawn;
 mod spawn_many;
+mod starting;
 mod stopping;
 mod watching;
 

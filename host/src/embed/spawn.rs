@@ -78,7 +78,10 @@ impl Host {
     /// A teammate [`Host::compile`] compiled for leaves [`Host::joining`]
     /// here, spawned or not. A name that looks like the lead, the person,
     /// the host, a flag or another member is refused
-    /// ([`crate::store::names::check_new_member_name`]).
+    /// ([`crate::store::names::check_new_member_name`]). While
+    /// [`Host::shutdown_team`] stops the team, a spawn is refused
+    /// ([`Error::Spawn`], "shutting down"); one already under way when the
+    /// stop began is waited for, and its teammate asked to stop too.
     pub async fn spawn(&self, team: &str, req: SpawnRequest) -> Result<TeammateInfo> {
         let team = self.team(team)?;
         let name = req.name.clone();
@@ -92,6 +95,8 @@ impl Host {
         team: &Team,
         mut req: SpawnRequest,
     ) -> Result<TeammateInfo> {
+        // Until the teammate is in the index, where a stop finds it.
+        let _start = self.inner.starts.begin(team.name())?;
         self.admit(team, &mut req)?;
         self.ensure_lease(team.name()).await?;
         let backend = self.chosen_backend();

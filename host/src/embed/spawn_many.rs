@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use futures_util::stream::{self, StreamExt};
 
 use super::spawn::Recording;
+use super::starting::Start;
 use super::{Host, SpawnRequest, TeammateInfo};
 use crate::backends::assembly::{prepare_blocking, Prepared};
 use crate::backends::{in_process, BackendKind, SpawnEnv};
@@ -67,6 +68,11 @@ impl Host {
     /// written when it was dropped finishes that write, so those members
     /// also have their prompts and spawn records (a resume brings them
     /// back). Run the batch to its end and stop the team instead.
+    ///
+    /// [`Host::shutdown_team`] during a batch stops it before its next
+    /// chunk or group: the members not started yet are taken out of the
+    /// config again and their results are [`Error::Spawn`] ("shutting
+    /// down"); those started are asked to stop with the rest.
     pub async fn spawn_many(
         &self,
         team: &str,
@@ -92,6 +98,10 @@ impl Host {
             let spawning = stream::iter(reqs).map(|req| self.spawn_into(team, req));
             return Ok(spawning.buffered(START_AT_ONCE).collect().await);
         }
+        // Until the last group is in the index; a stop of the team begun
+        // meanwhile ends the batch before its next chunk or group
+        // (`starting.rs`).
+        let start = self.inner.starts.begin(team.name())?;
         self.ensure_lease(team.name()).await?;
         let mut results: Vec<Option<Result<TeammateInfo>>> = reqs.iter().map(|_| None).collect();
         let mut admitted: Vec<Placed> = Vec::with_capacity(reqs.len());
@@ -109,15 +119,15 @@ impl Host {
         }
         let mut chunks = chunks.into_iter();
         let mut registered = match chunks.next() {
-            Some(chunk) => self.register(team, chunk).await,
+            Some(chunk) => self.register_unless_closing(team, chunk, &start).await,
             None => Vec::new(),
         };
         loop {
             let next = chunks.next();
             // This chunk starts while the next one registers.
-            let (started, next) = tokio::join!(self.start_chunk(team, registered), async {
+            let (started, next) = tokio::join!(self.start_chunk(team, registered, &start), async {
                 match next {
-                    Some(chunk) => Some(self.register(team, chunk).await),
+                    Some(chunk) => Some(self.register_unless_closing(team, chunk, &start).await),
                     None => None,
                 }
             });
@@ -133,6 +143,23 @@ impl Host {
             .into_iter()
             .map(|r| r.expect("every request has a result"))
             .collect())
+    }
+
+    /// [`Host::register`], unless a stop of the team began: then every
+    /// request of `chunk` is refused, nothing written.
+    async fn register_unless_closing(
+        &self,
+        team: &Team,
+        chunk: Vec<Placed>,
+        start: &Start,
+    ) -> Vec<Registered> {
+        if start.closing() {
+            return chunk
+                .into_iter()
+                .map(|(i, _)| (i, Err(shutting_down(team))))
+                .collect();
+        }
+        self.register(team, chunk).await
     }
 
     /// Prepares `chunk`'s requests (directory, component) and registers
@@ -201,13 +228,19 @@ impl Host {
         &self,
         team: &Team,
         registered: Vec<Registered>,
+        start: &Start,
     ) -> Vec<(usize, Result<TeammateInfo>)> {
         let mut groups = Vec::new();
         let mut registered = registered.into_iter().peekable();
         while registered.peek().is_some() {
             groups.push(registered.by_ref().take(START_AT_ONCE).collect::<Vec<_>>());
         }
-        let starting = stream::iter(groups).map(|group| self.start_group(team, group));
+        let starting = stream::iter(groups).map(|group| async move {
+            if start.closing() {
+                return refuse_group(team, group).await;
+            }
+            self.start_group(team, group).await
+        });
         let started: Vec<Vec<_>> = starting.buffer_unordered(2).collect().await;
         started.into_iter().flatten().collect()
     }
@@ -310,6 +343,39 @@ impl Host {
             env,
         })
     }
+}
+
+/// Why a batch's member was not started: its team's stop began first.
+fn shutting_down(team: &Team) -> Error {
+    Error::Spawn(format!(
+        "the team {:?} began shutting down before this teammate started: it was not started",
+        team.name()
+    ))
+}
+
+/// Refuses a registered group whose team's stop began: each member is
+/// taken out of the config again (as a failed start is, on a blocking
+/// thread), none started.
+async fn refuse_group(team: &Team, group: Vec<Registered>) -> Vec<(usize, Result<TeammateInfo>)> {
+    let names: Vec<String> = group
+        .iter()
+        .filter_map(|(_, m)| m.as_ref().ok().map(|(_, _, m)| m.name.clone()))
+        .collect();
+    let undoing = team.clone();
+    let undone = crate::store::blocking("undoing a refused group's registrations", move || {
+        for name in &names {
+            in_process::undo_registration(&undoing, name);
+        }
+        Ok(())
+    })
+    .await;
+    if let Err(e) = undone {
+        tracing::error!(team = %team.name(), error = %e, "could not undo a refused group's registrations");
+    }
+    group
+        .into_iter()
+        .map(|(i, member)| (i, member.and(Err(shutting_down(team)))))
+        .collect()
 }
 
 /// A member of a chunk, instantiated and waiting for its prompt.

@@ -38,6 +38,11 @@ impl Host {
     /// ([`crate::runtime::Stopping`]), and asks nothing more; its turn ends
     /// and it takes its shutdown request. (A teammate in its own process
     /// ends such a wait when it is killed, by SIGTERM.)
+    ///
+    /// From its start to its end no teammate starts in `team`: a spawn is
+    /// refused, and the spawns under way when it began are waited for
+    /// first (a batch stops before its next group), so every teammate they
+    /// started is asked too and none runs on after it (`starting.rs`).
     pub async fn shutdown_team(
         &self,
         team: &str,
@@ -47,6 +52,10 @@ impl Host {
         let team = self.team(team)?;
         // Whoever still waits to join will not: the team is closing.
         self.forget_joining(team.name());
+        // No spawn starts in the team from here to the end, and those under
+        // way end first, so every teammate they start is asked too
+        // (`starting.rs`).
+        let _closed = self.inner.starts.close(team.name()).await;
         let lead = team.config()?.lead_name().to_string();
         let running = self.running(team.name());
         // Every request at once: each is its own inbox's write, so they

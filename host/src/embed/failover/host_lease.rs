@@ -140,14 +140,16 @@ impl Host {
         }
     }
 
-    /// Releases this host's lease on `team` when it holds one and runs none
-    /// of its teammates any more (they shut down, or the team was deleted):
+    /// Releases this host's lease on `team` when it holds one, runs none
+    /// of its teammates any more (they shut down, or the team was deleted)
+    /// and starts none (`starting.rs`):
     /// marked `Released`, so no host takes anything over. `shutdown_team`
     /// and `delete_team` call it; a host whose teammates ended otherwise
     /// (`teamhost run --join`: the lead shut them down) calls it itself. A
     /// failure is logged: the lease then expires as a dead host's would.
     pub async fn release_lease_if_done(&self, team: &str) {
-        if !self.running(team).is_empty() {
+        // A spawn under way starts a teammate the lease must cover.
+        if !self.running(team).is_empty() || self.inner.starts.under_way(team) {
             return;
         }
         let Some(lease) = lock(&self.inner.leases.held).remove(team) else {
