@@ -167,6 +167,9 @@ impl Host {
     /// as a message from `teamhost`.
     pub async fn resume(&self, team: &str) -> Result<ResumeReport> {
         let team = self.team(team)?;
+        // Its teammates start as spawns do: not while the team is being
+        // stopped, and a stop waits for them (`starting.rs`).
+        let _start = self.inner.starts.begin(team.name())?;
         let (home, name) = (self.inner.home.clone(), team.name().to_string());
         let t = team.clone();
         let (config, records, processes) = crate::store::blocking("reading the team", move || {

@@ -41,8 +41,10 @@ impl Host {
     ///
     /// From its start to its end no teammate starts in `team`: a spawn is
     /// refused, and the spawns under way when it began are waited for
-    /// first (a batch stops before its next group), so every teammate they
-    /// started is asked too and none runs on after it (`starting.rs`).
+    /// first, within `timeout` (a batch stops before its next chunk or
+    /// group), so every teammate they started is asked too. A spawn that
+    /// outlasts `timeout` stops its own teammate and fails: none runs on
+    /// after the stop (`starting.rs`).
     pub async fn shutdown_team(
         &self,
         team: &str,
@@ -52,10 +54,11 @@ impl Host {
         let team = self.team(team)?;
         // Whoever still waits to join will not: the team is closing.
         self.forget_joining(team.name());
+        let deadline = tokio::time::Instant::now() + timeout;
         // No spawn starts in the team from here to the end, and those under
-        // way end first, so every teammate they start is asked too
-        // (`starting.rs`).
-        let _closed = self.inner.starts.close(team.name()).await;
+        // way end first (within the timeout), so every teammate they start
+        // is asked too (`starting.rs`).
+        let _closed = self.inner.starts.close(team.name(), deadline).await;
         let lead = team.config()?.lead_name().to_string();
         let running = self.running(team.name());
         // Every request at once: each is its own inbox's write, so they
@@ -84,7 +87,6 @@ impl Host {
         for name in &running {
             self.stop_waits(team.name(), name, reason);
         }
-        let deadline = tokio::time::Instant::now() + timeout;
         let mut report = ShutdownReport::default();
         for name in &running {
             let mut state = self.state_receiver(team.name(), name);
@@ -214,6 +216,10 @@ impl Host {
 
     async fn delete_team_now(&self, team: &str) -> Result<crate::worktree::Cleanup> {
         let t = self.team(team)?;
+        // As a stop: no teammate starts in a team being deleted, and one
+        // under way is waited for (`starting.rs`).
+        let deadline = tokio::time::Instant::now() + self.inner.opts.backends.stop_timeout;
+        let _closed = self.inner.starts.close(t.name(), deadline).await;
         let (h, tt) = (self.inner.home.clone(), t.clone());
         crate::store::blocking("looking for the team's host", move || {
             backends::live_host::refuse_if_live(
@@ -266,11 +272,12 @@ impl Host {
             .lock()
             .expect("watches lock")
             .remove(t.name());
+        let team_name = t.name().to_string();
         let done = crate::store::blocking("deleting the team", move || {
             backends::teardown::delete_team(&home, &t, true, timeout)
         })
         .await?;
-        self.release_lease_if_done(team).await;
+        self.release_lease_if_done(&team_name).await;
         Ok(done.worktrees)
     }
 

@@ -137,6 +137,11 @@ impl Instance {
         let bindings = match stack.scope(pre.instantiate_async(&mut store)).await {
             Ok(b) => b,
             Err(e) => {
+                // A guest drawing too much at once while it starts (a
+                // module's import).
+                if let Some(reason) = random_limit(&e) {
+                    anyhow::bail!("{reason}");
+                }
                 // A sub-agent whose memory does not fit in its tree's pool.
                 let text = format!("{e:?}");
                 if let Some(at) = text.find("memory limit: ") {
@@ -240,6 +245,9 @@ impl Instance {
                 Ok(outcome)
             }
             Ok(Err(trap)) => {
+                if let Some(reason) = random_limit(&trap) {
+                    anyhow::bail!("{reason}");
+                }
                 let text = format!("{trap:?}");
                 for limit in ["disk limit: ", "memory limit: "] {
                     if let Some(line) = text.lines().find(|l| l.contains(limit)) {
@@ -252,18 +260,6 @@ impl Instance {
                         "descriptor limit: the guest held more than {} WASI resources (open \
                          files, streams, pollables) at once (max_open_resources, a fixed limit)",
                         self.store.data().table.max_capacity()
-                    );
-                }
-                // wasmtime-wasi's refusal, the host call's own error (not
-                // the trap's text, which names the guest's functions):
-                // "requested len N exceeds limit M".
-                let root = trap.root_cause().to_string();
-                if let Some(rest) = root.strip_prefix("requested len ") {
-                    let asked = rest.split_whitespace().next().unwrap_or("more");
-                    anyhow::bail!(
-                        "random limit: the guest asked wasi:random for {asked} bytes in one call; \
-                         the most is {} (MAX_RANDOM_BYTES, a fixed limit)",
-                        crate::sandbox::MAX_RANDOM_BYTES
                     );
                 }
                 if text.contains("growing memory") || text.contains("memory.grow") {
@@ -368,4 +364,23 @@ async fn within_wall<F: std::future::Future>(
             }
         }
     }
+}
+
+/// The failure's reason when `error` is wasmtime-wasi's refusal of a
+/// `wasi:random` call past [`crate::sandbox::MAX_RANDOM_BYTES`]: the host
+/// call's own error, exactly "requested len N exceeds limit M" with M the
+/// bound (not the trap's whole text, which names the guest's functions).
+fn random_limit(error: &wasmtime::Error) -> Option<String> {
+    let root = error.root_cause().to_string();
+    let (asked, limit) = root
+        .strip_prefix("requested len ")?
+        .split_once(" exceeds limit ")?;
+    let asked: u64 = asked.parse().ok()?;
+    (limit.parse::<u64>().ok()? == crate::sandbox::MAX_RANDOM_BYTES).then(|| {
+        format!(
+            "random limit: the guest asked wasi:random for {asked} bytes in one call; the most \
+             is {} (MAX_RANDOM_BYTES, a fixed limit)",
+            crate::sandbox::MAX_RANDOM_BYTES
+        )
+    })
 }

@@ -68,8 +68,10 @@ use std::time::Duration;
 /// teammates of the process. 64 KiB is what the Web Crypto API gives per
 /// `getRandomValues` call (a JavaScript guest cannot ask for more), far
 /// above what language runtimes draw (wasi-libc's `getentropy` takes at
-/// most 256 bytes, Rust's `getrandom` a `u64` at a time), and costs well
-/// under a millisecond.
+/// most 256 bytes, Rust's `getrandom` 0.3 a `u64` at a time), and costs
+/// well under a millisecond. A guest that fills a bigger buffer in one
+/// call fails (`getrandom` 0.2 through the preview-1 adapter asks for the
+/// whole buffer at once): draw in pieces of 64 KiB.
 pub const MAX_RANDOM_BYTES: u64 = 64 << 10;
 
 /// Limits of one teammate. `Limits::default()` gives the table above.

@@ -218,6 +218,9 @@ impl Host {
         watch: &mut LeaseWatch,
     ) -> Result<Vec<AdoptReport>> {
         let team = self.team(team)?;
+        // Its teammates start as spawns do: not while the team is being
+        // stopped, and a stop waits for them (`starting.rs`).
+        let _start = self.inner.starts.begin(team.name())?;
         // Held before anything is taken: the takeover's writes and the
         // adopted teammates' are fenced by it, and a host adopting from this
         // one later finds its lease.
