@@ -201,8 +201,8 @@ async fn a_shutdown_during_a_batch_stops_every_teammate_it_started_and_starts_no
     let f = Fixture::new("stop-many");
     let mut events = f.host.events();
     // More than one chunk of registrations (256) and many groups of
-    // sixteen: the stop begins while the first group runs, the later ones
-    // are still being started and the second chunk is not registered yet.
+    // sixteen: the stop begins while the first group runs and the later
+    // ones are still to be started.
     let requests: Vec<SpawnRequest> = (0..300)
         .map(|i| probe_request(&format!("p{i}"), "hello", &f.dir(&format!("d{i}"))))
         .collect();
@@ -235,7 +235,7 @@ async fn a_shutdown_during_a_batch_stops_every_teammate_it_started_and_starts_no
         }
     }
     assert!(!started.is_empty(), "the stop began after a teammate ran");
-    // The first teammate ran long before the 300th could register.
+    // The first teammate ran long before the last groups could start.
     assert!(refused > 0, "the batch went on past the stop");
     let mut asked: Vec<String> = report
         .stopped

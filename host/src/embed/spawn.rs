@@ -81,7 +81,8 @@ impl Host {
     /// ([`crate::store::names::check_new_member_name`]). While
     /// [`Host::shutdown_team`] stops the team, a spawn is refused
     /// ([`Error::Spawn`], "shutting down"); one already under way when the
-    /// stop began is waited for, and its teammate asked to stop too.
+    /// stop began is waited for (within the stop's timeout), and its
+    /// teammate asked to stop too.
     pub async fn spawn(&self, team: &str, req: SpawnRequest) -> Result<TeammateInfo> {
         let team = self.team(team)?;
         let name = req.name.clone();
@@ -96,7 +97,7 @@ impl Host {
         mut req: SpawnRequest,
     ) -> Result<TeammateInfo> {
         // Until the teammate is in the index, where a stop finds it.
-        let start = self.inner.starts.begin(team.name())?;
+        let _start = self.inner.starts.begin(team.name())?;
         self.admit(team, &mut req)?;
         self.ensure_lease(team.name()).await?;
         let backend = self.chosen_backend();
@@ -105,24 +106,7 @@ impl Host {
         let mut env = self.spawn_env(team)?;
         env.before_start = Some(recording.hook());
         let spawned = backend.spawn(env, team, req).await;
-        let info = recording.finish(self, team, spawned)?;
-        if start.missed_by_a_stop() {
-            return Err(self.stop_missed(team, &info.name).await);
-        }
-        Ok(info)
-    }
-
-    /// Stops `name`, whose start a stop of `team` missed (it outlasted the
-    /// stop's wait: `starting.rs`), as the stop would have: at once, out
-    /// of the team. The error says so, for the spawn's caller.
-    pub(super) async fn stop_missed(&self, team: &Team, name: &str) -> Error {
-        if let Err(e) = self.kill(team.name(), name).await {
-            tracing::error!(team = %team.name(), teammate = %name, error = %e, "could not stop a teammate its team's stop missed");
-        }
-        Error::Spawn(format!(
-            "the team {:?} was shut down while {name} was starting: it was stopped again at once",
-            team.name()
-        ))
+        recording.finish(self, team, spawned)
     }
 
     /// The checks a request passes before anything is compiled or

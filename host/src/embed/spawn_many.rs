@@ -56,8 +56,9 @@ impl Host {
     /// one by one, with the members registered many to a write of the
     /// config (see the module docs). Returns one result per request, in
     /// the order of `reqs`; the outer error is the team's (it does not
-    /// exist, this host cannot hold its lease, or it is being shut down:
-    /// [`Host::shutdown_team`]), before any was spawned.
+    /// exist, this host cannot hold its lease, or, with the in-process
+    /// backend, it is being shut down: [`Host::shutdown_team`]), before any
+    /// was spawned.
     /// Teammates of a backend other than in-process are spawned one by one,
     /// 16 at a time.
     ///
@@ -70,11 +71,12 @@ impl Host {
     /// also have their prompts and spawn records (a resume brings them
     /// back). Run the batch to its end and stop the team instead.
     ///
-    /// [`Host::shutdown_team`] during a batch stops it before its next
-    /// chunk or group (the stop waits for the chunk registering and the
-    /// groups starting then): the members not started yet are taken out of
-    /// the config again and their results are [`Error::Spawn`] ("shutting
-    /// down"); those started are asked to stop with the rest.
+    /// [`Host::shutdown_team`] during a batch (in-process) stops it before
+    /// its next chunk or group (the stop waits, within its timeout, for the
+    /// chunk registering and the groups starting then): the members not
+    /// started yet are taken out of the config again and their results are
+    /// [`Error::Spawn`] ("shutting down"); those started are stopped with
+    /// the rest. With another backend each request is its own spawn.
     pub async fn spawn_many(
         &self,
         team: &str,
@@ -141,21 +143,10 @@ impl Host {
                 None => break,
             }
         }
-        let mut results: Vec<Result<TeammateInfo>> = results
+        Ok(results
             .into_iter()
             .map(|r| r.expect("every request has a result"))
-            .collect();
-        if start.missed_by_a_stop() {
-            // A stop ran out of time waiting for this batch: what it
-            // started after the stop took its teammates runs unasked.
-            for result in &mut results {
-                if let Ok(info) = result {
-                    let name = info.name.clone();
-                    *result = Err(self.stop_missed(team, &name).await);
-                }
-            }
-        }
-        Ok(results)
+            .collect())
     }
 
     /// [`Host::register`], unless a stop of the team began: then every

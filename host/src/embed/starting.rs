@@ -1,26 +1,24 @@
 //! Starts under way and a team's stop: a teammate whose spawn is under way
 //! when [`Host::shutdown_team`](super::Host::shutdown_team) begins is
-//! neither missed by it nor left running after it.
+//! not missed by it.
 //!
 //! A spawn holds a [`Start`] from before it registers anything until its
 //! teammate is in the host's index (`Host::keep`), where a stop finds it;
 //! so do a resume and an adoption, for all the teammates they bring back
 //! (a lead started with `Host::start_lead` and a teammate process's
-//! `attach` do not: the one comes before its team's teammates, the other
-//! is a process of its own).
-//! A stop first closes its team's gate ([`Starts::close`]): a spawn begun
-//! after that is refused at once ([`Error::Spawn`], "shutting down"), and
-//! the stop waits for the starts already under way to end, up to its own
-//! deadline, so every teammate they started is among those it asks to
-//! stop. Then it seals the gate: a start still under way at that moment
-//! (one that outlasted the deadline: a long compile, a store that does not
-//! answer, a spawn future nobody polls) was missed, sees it
-//! ([`Start::missed_by_a_stop`]), and a spawn then stops its teammate
-//! itself instead of leaving it running (a resume or an adoption that
-//! outlasts a stop's timeout does not yet). A batch ([`Host::spawn_many`](super::Host::spawn_many))
-//! looks at the gate before each chunk it registers and each group it
-//! starts ([`Start::closing`]) and refuses the rest. The gate opens again
-//! when the stop ends: the team may be used again.
+//! `attach` do not). A stop first closes its team's gate
+//! ([`Starts::close`]): a spawn begun after that is refused at once
+//! ([`Error::Spawn`], "shutting down"), and the stop waits for the starts
+//! already under way to end, up to its timeout, so every teammate they
+//! started is among those it asks to stop. A start that outlasts that wait
+//! (a long compile, a store that does not answer, a spawn future nobody
+//! polls) and keeps its teammate while the stop runs is stopped by the stop
+//! at its end, with the killed; one that keeps it after the stop ended
+//! runs on (the one gap left). A batch
+//! ([`Host::spawn_many`](super::Host::spawn_many)) looks at the gate before
+//! each chunk it registers and each group it starts ([`Start::closing`]):
+//! once a stop of its team began, it refuses the rest. The gate opens
+//! again when the stop ends: the team may be used again.
 //!
 //! The lease on a team is released only when no teammate of it runs and
 //! no start is under way ([`Starts::under_way`]): a teammate started after
@@ -41,9 +39,9 @@ pub(super) struct Starts {
     ended: tokio::sync::Notify,
 }
 
-/// The seals of every gate, in order: a start knows the last one before
-/// it began.
-static SEALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// Stops begun, in every host of the process, in order: a start knows the
+/// count when it began.
+static STOPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// One team's gate.
 #[derive(Debug, Default)]
@@ -52,9 +50,8 @@ struct Gate {
     under_way: usize,
     /// Stops under way (two may overlap: the gate opens when both end).
     closing: usize,
-    /// The last seal of this gate ([`SEALS`]): when a stop took the
-    /// teammates it asks.
-    sealed: u64,
+    /// The last stop of this team to begin ([`STOPS`]).
+    stopped: u64,
 }
 
 impl Starts {
@@ -73,17 +70,20 @@ impl Starts {
         Ok(Start {
             starts: self.clone(),
             team: team.to_string(),
-            begun: SEALS.load(std::sync::atomic::Ordering::SeqCst),
+            begun: STOPS.load(std::sync::atomic::Ordering::SeqCst),
         })
     }
 
-    /// Closes `team`'s gate, waits until no start is under way in it or
-    /// `deadline` passes, then seals it: the caller takes the teammates it
-    /// stops after this returns, and a start still under way is then
-    /// [`Start::missed_by_a_stop`]. The gate opens again when the returned
-    /// [`Closed`] is dropped.
+    /// Closes `team`'s gate and waits until no start is under way in it or
+    /// `deadline` passes (then it logs the starts it gave up on). The gate
+    /// opens again when the returned [`Closed`] is dropped.
     pub(super) async fn close(self: &Arc<Self>, team: &str, deadline: Instant) -> Closed {
-        self.lock().entry(team.to_string()).or_default().closing += 1;
+        {
+            let mut teams = self.lock();
+            let gate = teams.entry(team.to_string()).or_default();
+            gate.closing += 1;
+            gate.stopped = STOPS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        }
         let closed = Closed {
             starts: self.clone(),
             team: team.to_string(),
@@ -98,13 +98,13 @@ impl Starts {
                 break;
             }
             if tokio::time::timeout_at(deadline, ended).await.is_err() {
-                tracing::warn!(team, "spawns still under way when the stop's time ran out: each stops its teammate itself");
+                tracing::warn!(
+                    team,
+                    "spawns still under way when the stop's wait for them ran out"
+                );
                 break;
             }
         }
-        let mut teams = self.lock();
-        let gate = teams.entry(team.to_string()).or_default();
-        gate.sealed = SEALS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         closed
     }
 
@@ -135,28 +135,19 @@ impl Starts {
 pub(super) struct Start {
     starts: Arc<Starts>,
     team: String,
-    /// [`SEALS`] when it began.
+    /// [`STOPS`] when it began.
     begun: u64,
 }
 
 impl Start {
-    /// Whether a stop of the team is under way: a batch registers and
-    /// starts no more then.
+    /// Whether a stop of the team began since this start began (under way
+    /// or over: one that gave up waiting for it has ended): a batch
+    /// registers and starts no more then.
     pub(super) fn closing(&self) -> bool {
         self.starts
             .lock()
             .get(&self.team)
-            .is_some_and(|g| g.closing > 0)
-    }
-
-    /// Whether a stop took the team's teammates while this start was
-    /// under way (its wait for the start ran out): whatever this start
-    /// started was not asked to stop, so the start must stop it itself.
-    pub(super) fn missed_by_a_stop(&self) -> bool {
-        self.starts
-            .lock()
-            .get(&self.team)
-            .is_some_and(|g| g.sealed > self.begun)
+            .is_some_and(|g| g.stopped > self.begun)
     }
 }
 
@@ -212,33 +203,29 @@ mod tests {
         // Another team's starts are not held up.
         drop(starts.begin("other").unwrap());
         assert!(!closing.is_finished());
-        assert!(!first.missed_by_a_stop(), "waited for, not missed");
         drop(first);
         let closed = closing.await.unwrap();
         assert!(!starts.under_way("t"));
         assert!(starts.begin("t").is_err(), "closed until the stop ends");
         drop(closed);
         let again = starts.begin("t").unwrap();
-        assert!(!again.closing());
+        assert!(!again.closing(), "begun after the stop");
         drop(again);
         assert!(starts.lock().is_empty(), "nothing is kept for idle teams");
     }
 
     #[tokio::test]
-    async fn a_start_that_outlasts_the_stops_deadline_knows_it_was_missed() {
+    async fn a_start_that_outlasts_the_stops_wait_still_sees_the_stop_after_it_ends() {
         let starts = Arc::new(Starts::default());
         let slow = starts.begin("t").unwrap();
         // A deadline already passed: the stop does not wait.
         let closed = starts.close("t", Instant::now()).await;
         assert!(starts.under_way("t"));
-        assert!(
-            slow.missed_by_a_stop(),
-            "under way when the stop took its teammates"
-        );
         drop(closed);
-        // A start begun after that stop is not missed by it.
+        // The stop is over, and the batch under way still starts no more.
+        assert!(slow.closing());
         let later = starts.begin("t").unwrap();
-        assert!(!later.missed_by_a_stop());
+        assert!(!later.closing(), "begun after the stop");
         drop(slow);
         drop(later);
     }

@@ -41,10 +41,10 @@ impl Host {
     ///
     /// From its start to its end no teammate starts in `team`: a spawn is
     /// refused, and the spawns under way when it began are waited for
-    /// first, within `timeout` (a batch stops before its next chunk or
-    /// group), so every teammate they started is asked too. A spawn that
-    /// outlasts `timeout` stops its own teammate and fails: none runs on
-    /// after the stop (`starting.rs`).
+    /// first, up to `timeout` (a batch stops before its next chunk or
+    /// group), so every teammate they started is asked too; then the
+    /// teammates get `timeout` to approve. One kept by a start that
+    /// outlasted the first wait is killed at the end (`starting.rs`).
     pub async fn shutdown_team(
         &self,
         team: &str,
@@ -54,11 +54,11 @@ impl Host {
         let team = self.team(team)?;
         // Whoever still waits to join will not: the team is closing.
         self.forget_joining(team.name());
-        let deadline = tokio::time::Instant::now() + timeout;
         // No spawn starts in the team from here to the end, and those under
-        // way end first (within the timeout), so every teammate they start
-        // is asked too (`starting.rs`).
-        let _closed = self.inner.starts.close(team.name(), deadline).await;
+        // way end first (waited for up to `timeout`), so every teammate
+        // they start is asked too (`starting.rs`).
+        let closing = tokio::time::Instant::now() + timeout;
+        let _closed = self.inner.starts.close(team.name(), closing).await;
         let lead = team.config()?.lead_name().to_string();
         let running = self.running(team.name());
         // Every request at once: each is its own inbox's write, so they
@@ -87,6 +87,7 @@ impl Host {
         for name in &running {
             self.stop_waits(team.name(), name, reason);
         }
+        let deadline = tokio::time::Instant::now() + timeout;
         let mut report = ShutdownReport::default();
         for name in &running {
             let mut state = self.state_receiver(team.name(), name);
@@ -100,6 +101,14 @@ impl Host {
             } else {
                 self.kill(team.name(), name).await?;
                 report.killed.push(name.clone());
+            }
+        }
+        // A start the wait above gave up on that kept its teammate since:
+        // stopped at once, as one that did not stop in time.
+        for name in self.running(team.name()) {
+            if !running.contains(&name) {
+                self.kill(team.name(), &name).await?;
+                report.killed.push(name);
             }
         }
         tracing::debug!(team = %team.name(), took = ?started.elapsed(), "every teammate stopped");
@@ -216,10 +225,6 @@ impl Host {
 
     async fn delete_team_now(&self, team: &str) -> Result<crate::worktree::Cleanup> {
         let t = self.team(team)?;
-        // As a stop: no teammate starts in a team being deleted, and one
-        // under way is waited for (`starting.rs`).
-        let deadline = tokio::time::Instant::now() + self.inner.opts.backends.stop_timeout;
-        let _closed = self.inner.starts.close(t.name(), deadline).await;
         let (h, tt) = (self.inner.home.clone(), t.clone());
         crate::store::blocking("looking for the team's host", move || {
             backends::live_host::refuse_if_live(
@@ -229,6 +234,10 @@ impl Host {
             )
         })
         .await?;
+        // As a stop: no teammate starts in a team being deleted, and one
+        // under way is waited for (`starting.rs`).
+        let deadline = tokio::time::Instant::now() + self.inner.opts.backends.stop_timeout;
+        let _closed = self.inner.starts.close(t.name(), deadline).await;
         // All at once: each leaves the team through the store, and leaving
         // together they share the config's writes (group commit).
         let mut killing = tokio::task::JoinSet::new();
@@ -261,6 +270,11 @@ impl Host {
             if let Err(e) = looked.await {
                 tracing::warn!(team = %t.name(), error = %e, "the last look before deleting the team failed");
             }
+        }
+        // One a start the wait gave up on kept since: stopped too, before
+        // the index forgets the team.
+        for name in self.running(t.name()) {
+            self.kill(t.name(), &name).await?;
         }
         self.inner
             .teammates

@@ -148,22 +148,24 @@ impl Host {
     /// (`teamhost run --join`: the lead shut them down) calls it itself. A
     /// failure is logged: the lease then expires as a dead host's would.
     pub async fn release_lease_if_done(&self, team: &str) {
-        // Under the lock `ensure_lease` takes: a spawn that begins after
-        // this look takes the lease again rather than find it about to go.
-        let taking = self.inner.leases.taking.lock().await;
-        // A spawn under way starts a teammate the lease must cover.
-        if !self.running(team).is_empty() || self.inner.starts.under_way(team) {
-            return;
-        }
-        let Some(lease) = lock(&self.inner.leases.held).remove(team) else {
-            return;
+        // The look and the removal under the lock `ensure_lease` takes: a
+        // spawn that begins after the look takes a lease anew rather than
+        // find this one about to go.
+        let lease = {
+            let _taking = self.inner.leases.taking.lock().await;
+            // A spawn under way starts a teammate the lease must cover.
+            if !self.running(team).is_empty() || self.inner.starts.under_way(team) {
+                return;
+            }
+            let Some(lease) = lock(&self.inner.leases.held).remove(team) else {
+                return;
+            };
+            lease
         };
-        // Released before a spawn waiting on the lock may take it anew.
         let released = crate::blocking::try_run("releasing the lease", move || lease.release());
         if let Err(e) = released.await {
             tracing::warn!(team, error = %e, "the lease was not released");
         }
-        drop(taking);
     }
 }
 
