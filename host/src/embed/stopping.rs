@@ -105,8 +105,9 @@ impl Host {
         }
         // A start the wait above gave up on that kept its teammate since:
         // stopped at once, as one that did not stop in time.
+        let asked: std::collections::HashSet<&String> = running.iter().collect();
         for name in self.running(team.name()) {
-            if !running.contains(&name) {
+            if !asked.contains(&name) {
                 self.kill(team.name(), &name).await?;
                 report.killed.push(name);
             }
