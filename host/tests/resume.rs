@@ -360,22 +360,7 @@ fn a_teammate_process_outliving_its_host_is_adopted_and_one_that_died_is_respawn
     let pid_of = |n: &str| records.iter().find(|r| r.name == n).unwrap().pid;
     let (pid_a, pid_b) = (pid_of("a"), pid_of("b"));
     let b_task = holding(&dir_b).unwrap();
-    // A process's end makes no file event: wait on its pidfd.
-    // SAFETY: pidfd_open takes a pid and flags; the descriptor is ours.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid_b as libc::c_int, 0) } as i32;
-    assert!(pidfd >= 0, "b's process runs");
-    // SAFETY: kill(2) of a teammate process this test's host started.
-    assert_eq!(unsafe { libc::kill(pid_b as i32, libc::SIGKILL) }, 0);
-    let mut ready = libc::pollfd {
-        fd: pidfd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one live pollfd; the descriptor is closed right after.
-    let n = unsafe { libc::poll(&mut ready, 1, LIMIT.as_millis() as i32) };
-    unsafe { libc::close(pidfd) };
-    assert_eq!(n, 1, "b's process ended");
-    assert!(!alive(pid_b));
+    kill_and_wait_gone(pid_b, "b's process");
     // While no host runs, the lead's command writes to b: signed with the
     // key b's earlier life was launched with, which the home kept. b comes
     // back with that key, so the entry counts.
@@ -484,9 +469,7 @@ fn a_process_teammate_resumed_in_process_obeys_the_lead_s_commands() {
     drop(host);
     drop(rt);
     let pid = started::list(&Home::new(&home), "moved").unwrap()[0].pid;
-    // SAFETY: kill(2) of a teammate process this test's host started.
-    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
-    watch.wait_until("b's process gone", || !alive(pid));
+    kill_and_wait_gone(pid, "b's process");
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -536,6 +519,28 @@ fn holding(dir: &Path) -> Option<String> {
             .strip_prefix("holding-")
             .map(str::to_string)
     })
+}
+
+/// Kills `pid` (a teammate process this test's host started) and waits
+/// until it has ended. A process's end makes no file event, so the wait is
+/// on its pidfd, opened before the kill (a pid reused later is not it).
+fn kill_and_wait_gone(pid: u32, what: &str) {
+    // SAFETY: pidfd_open takes a pid and flags; the descriptor is ours.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_int, 0) } as i32;
+    assert!(pidfd >= 0, "{what} runs");
+    // SAFETY: kill(2) of a teammate process this test's host started.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    let mut ready = libc::pollfd {
+        fd: pidfd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one live pollfd; the descriptor is closed right after.
+    let n = unsafe { libc::poll(&mut ready, 1, LIMIT.as_millis() as i32) };
+    // SAFETY: closing the descriptor opened above.
+    unsafe { libc::close(pidfd) };
+    assert_eq!(n, 1, "{what} ended");
+    assert!(!alive(pid), "{what} is gone");
 }
 
 fn alive(pid: u32) -> bool {
